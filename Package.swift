@@ -1,0 +1,125 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// Layering (bottom to top): C module targets → thin wrappers (GPIO, MQTT, BluetoothHCI transports)
+// → protocol layers (BluetoothCore → ATT → GATT, HCI → L2CAP → Host) → Sensors/Values/Notify →
+// Gateway (wiring) → the `gattway` executable. Nothing above a wrapper imports a C module.
+
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+]
+
+let package = Package(
+    name: "gattway",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "gattway", targets: ["gattway"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"4.0.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+    ],
+    targets: [
+        // MARK: C libraries, each entering through one module target.
+        .systemLibrary(
+            name: "CBlueZ", path: "Sources/CBlueZ", pkgConfig: "bluez",
+            providers: [.apt(["libbluetooth-dev"])]),
+        .systemLibrary(
+            name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(
+            name: "CGPIOD", path: "Sources/CGPIOD", pkgConfig: "libgpiod",
+            providers: [.apt(["libgpiod-dev"])]),
+        // One small API over libgpiod 1.6 and 2.x, chosen at compile time.
+        .target(name: "CGPIODShim", dependencies: ["CGPIOD"], path: "Sources/CGPIODShim"),
+
+        // MARK: Bluetooth host, one target per protocol layer.
+        .target(
+            name: "BluetoothCore",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Sources/Bluetooth/Core", swiftSettings: swiftSettings),
+        .target(name: "BluetoothATT", dependencies: ["BluetoothCore"],
+                path: "Sources/Bluetooth/ATT", swiftSettings: swiftSettings),
+        .target(name: "BluetoothGATT",
+                dependencies: ["BluetoothCore", "BluetoothATT",
+                               .product(name: "Logging", package: "swift-log")],
+                path: "Sources/Bluetooth/GATT", swiftSettings: swiftSettings),
+        .target(name: "BluetoothHCI",
+                dependencies: ["BluetoothCore", "CBlueZ",
+                               .product(name: "Logging", package: "swift-log")],
+                path: "Sources/Bluetooth/HCI", swiftSettings: swiftSettings),
+        .target(name: "BluetoothL2CAP", dependencies: ["BluetoothCore", "BluetoothHCI"],
+                path: "Sources/Bluetooth/L2CAP", swiftSettings: swiftSettings),
+        .target(name: "BluetoothHost",
+                dependencies: ["BluetoothCore", "BluetoothHCI", "BluetoothL2CAP", "BluetoothATT",
+                               "BluetoothGATT", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/Bluetooth/Host", swiftSettings: swiftSettings),
+
+        // MARK: Sensors side.
+        .target(name: "GPIO",
+                dependencies: ["CGPIODShim", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/GPIO", swiftSettings: swiftSettings),
+        .target(name: "Sensors",
+                dependencies: ["GPIO", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/Sensors", swiftSettings: swiftSettings),
+        .target(name: "Values", dependencies: ["BluetoothCore"],
+                path: "Sources/Values", swiftSettings: swiftSettings),
+        .target(name: "Notify", dependencies: ["Values"],
+                path: "Sources/Notify", swiftSettings: swiftSettings),
+
+        // MARK: MQTT mirror.
+        .target(name: "MQTT",
+                dependencies: ["CMosquitto", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/MQTT", swiftSettings: swiftSettings),
+
+        // MARK: Configuration, wiring, executable.
+        .target(name: "Config", dependencies: ["BluetoothCore", "Yams"],
+                path: "Sources/Config", swiftSettings: swiftSettings),
+        .target(name: "Gateway",
+                dependencies: ["Config", "BluetoothHost", "BluetoothGATT", "GPIO", "Sensors",
+                               "Values", "Notify", "MQTT",
+                               .product(name: "Logging", package: "swift-log"),
+                               .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+                path: "Sources/Gateway", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "gattway",
+            dependencies: ["Gateway", "Config",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "Logging", package: "swift-log")],
+            path: "Sources/gattway", swiftSettings: swiftSettings),
+
+        // MARK: Tests, one target beside each layer.
+        .testTarget(name: "BluetoothCoreTests", dependencies: ["BluetoothCore"],
+                    path: "Tests/BluetoothCoreTests", swiftSettings: swiftSettings),
+        .testTarget(name: "BluetoothATTTests", dependencies: ["BluetoothATT"],
+                    path: "Tests/BluetoothATTTests", swiftSettings: swiftSettings),
+        .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT"],
+                    path: "Tests/BluetoothGATTTests", swiftSettings: swiftSettings),
+        .testTarget(name: "BluetoothHCITests", dependencies: ["BluetoothHCI"],
+                    path: "Tests/BluetoothHCITests", swiftSettings: swiftSettings),
+        .testTarget(name: "BluetoothL2CAPTests", dependencies: ["BluetoothL2CAP"],
+                    path: "Tests/BluetoothL2CAPTests", swiftSettings: swiftSettings),
+        .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost"],
+                    path: "Tests/BluetoothHostTests", swiftSettings: swiftSettings),
+        .testTarget(name: "GPIOTests", dependencies: ["GPIO"],
+                    path: "Tests/GPIOTests", swiftSettings: swiftSettings),
+        .testTarget(name: "SensorsTests", dependencies: ["Sensors", "GPIO"],
+                    path: "Tests/SensorsTests", swiftSettings: swiftSettings),
+        .testTarget(name: "ValuesTests", dependencies: ["Values"],
+                    path: "Tests/ValuesTests", swiftSettings: swiftSettings),
+        .testTarget(name: "NotifyTests", dependencies: ["Notify"],
+                    path: "Tests/NotifyTests", swiftSettings: swiftSettings),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT"],
+                    path: "Tests/MQTTTests", swiftSettings: swiftSettings),
+        .testTarget(name: "ConfigTests", dependencies: ["Config"],
+                    path: "Tests/ConfigTests", swiftSettings: swiftSettings),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "gattway"],
+                    path: "Tests/GatewayTests", swiftSettings: swiftSettings),
+    ]
+)

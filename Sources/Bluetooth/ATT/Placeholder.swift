@@ -1,0 +1,1 @@
+// Placeholder until the ATT layer lands; replaced, not extended.

@@ -1,0 +1,45 @@
+/// A 48-bit device address (BD_ADDR) and its type, as HCI and SMP carry it.
+public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: UInt8, Sendable {
+        case `public` = 0x00
+        case random = 0x01
+    }
+
+    /// The six bytes in on-air (little-endian) order: bytes[5] is the most significant.
+    public let bytes: [UInt8]
+    public let kind: Kind
+
+    public init(littleEndianBytes bytes: [UInt8], kind: Kind = .public) {
+        precondition(bytes.count == 6, "a BD_ADDR has six bytes")
+        self.bytes = bytes
+        self.kind = kind
+    }
+
+    /// Parses "AA:BB:CC:DD:EE:FF" (most significant first, as people write it).
+    public init?(_ text: String, kind: Kind = .public) {
+        let parts = text.split(separator: ":")
+        guard parts.count == 6 else { return nil }
+        var bytes: [UInt8] = []
+        for part in parts.reversed() {
+            guard part.count == 2, let byte = UInt8(part, radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        self.init(littleEndianBytes: bytes, kind: kind)
+    }
+
+    public static let zero = BluetoothAddress(littleEndianBytes: [0, 0, 0, 0, 0, 0])
+
+    /// "AA:BB:CC:DD:EE:FF", most significant byte first.
+    public var description: String {
+        bytes.reversed().map { byte in
+            let text = String(byte, radix: 16, uppercase: true)
+            return byte < 0x10 ? "0" + text : text
+        }.joined(separator: ":")
+    }
+
+    /// A static random address has its two most significant bits set (Core Vol 6 Part B 1.3.2.1).
+    public var isStaticRandom: Bool { kind == .random && bytes[5] & 0xC0 == 0xC0 }
+
+    /// A resolvable private address has its two most significant bits 0b01.
+    public var isResolvablePrivate: Bool { kind == .random && bytes[5] & 0xC0 == 0x40 }
+}

@@ -1,0 +1,130 @@
+/// Little-endian reading of a packet, as every Bluetooth layer encodes its fields.
+///
+/// Reads never trap: running past the end throws `ByteReader.Error.truncated`, so a malformed
+/// packet becomes an error at the layer that parses it.
+public struct ByteReader: Sendable {
+    public enum Error: Swift.Error, Equatable, Sendable {
+        case truncated(needed: Int, available: Int)
+    }
+
+    public let bytes: [UInt8]
+    public private(set) var offset: Int
+
+    public init<Bytes: Sequence>(_ bytes: Bytes, offset: Int = 0) where Bytes.Element == UInt8 {
+        self.bytes = Array(bytes)
+        self.offset = offset
+    }
+
+    public var remainingCount: Int { bytes.count - offset }
+    public var isAtEnd: Bool { offset >= bytes.count }
+
+    public mutating func readUInt8() throws -> UInt8 {
+        try need(1)
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    public mutating func readUInt16() throws -> UInt16 {
+        UInt16(truncatingIfNeeded: try readLittleEndian(byteCount: 2))
+    }
+
+    public mutating func readUInt24() throws -> UInt32 {
+        UInt32(truncatingIfNeeded: try readLittleEndian(byteCount: 3))
+    }
+
+    public mutating func readUInt32() throws -> UInt32 {
+        UInt32(truncatingIfNeeded: try readLittleEndian(byteCount: 4))
+    }
+
+    public mutating func readUInt64() throws -> UInt64 {
+        try readLittleEndian(byteCount: 8)
+    }
+
+    public mutating func readBytes(_ count: Int) throws -> [UInt8] {
+        try need(count)
+        defer { offset += count }
+        return Array(bytes[offset..<offset + count])
+    }
+
+    /// Everything not read yet.
+    public mutating func readRemaining() -> [UInt8] {
+        defer { offset = bytes.count }
+        return Array(bytes[min(offset, bytes.count)...])
+    }
+
+    private mutating func readLittleEndian(byteCount: Int) throws -> UInt64 {
+        try need(byteCount)
+        var value: UInt64 = 0
+        for index in 0..<byteCount {
+            value |= UInt64(bytes[offset + index]) << (8 * index)
+        }
+        offset += byteCount
+        return value
+    }
+
+    private func need(_ count: Int) throws {
+        guard count >= 0, remainingCount >= count else {
+            throw Error.truncated(needed: count, available: max(remainingCount, 0))
+        }
+    }
+}
+
+/// Little-endian building of a packet.
+public struct ByteWriter: Sendable {
+    public private(set) var bytes: [UInt8]
+
+    public init(capacity: Int = 32) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    public mutating func write(_ value: UInt8) { bytes.append(value) }
+
+    public mutating func write(_ value: UInt16) { writeLittleEndian(UInt64(value), byteCount: 2) }
+
+    public mutating func writeUInt24(_ value: UInt32) { writeLittleEndian(UInt64(value), byteCount: 3) }
+
+    public mutating func write(_ value: UInt32) { writeLittleEndian(UInt64(value), byteCount: 4) }
+
+    public mutating func write(_ value: UInt64) { writeLittleEndian(value, byteCount: 8) }
+
+    public mutating func write<Bytes: Sequence>(contentsOf other: Bytes) where Bytes.Element == UInt8 {
+        bytes.append(contentsOf: other)
+    }
+
+    private mutating func writeLittleEndian(_ value: UInt64, byteCount: Int) {
+        for index in 0..<byteCount {
+            bytes.append(UInt8(truncatingIfNeeded: value >> (8 * index)))
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Lower-case hex without separators, e.g. "0a1b".
+    public var hexString: String {
+        let digits = [Character]("0123456789abcdef")
+        var text = ""
+        text.reserveCapacity(count * 2)
+        for byte in self {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return text
+    }
+
+    /// Parses hex text ("0a1b", "0A 1B" or "0a:1b"); nil when it is not whole bytes of hex.
+    public init?(hexString text: String) {
+        let digits = text.filter { $0 != " " && $0 != ":" && $0 != "-" }
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        var index = digits.startIndex
+        while index < digits.endIndex {
+            let next = digits.index(index, offsetBy: 2)
+            guard let byte = UInt8(digits[index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        self = bytes
+    }
+}

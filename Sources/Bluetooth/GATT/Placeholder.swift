@@ -1,0 +1,1 @@
+// Placeholder until the GATT layer lands; replaced, not extended.

@@ -1,0 +1,1 @@
+// Placeholder until the HCI layer lands; replaced, not extended.

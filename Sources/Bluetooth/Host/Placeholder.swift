@@ -1,0 +1,1 @@
+// Placeholder until the Host layer lands; replaced, not extended.

@@ -1,0 +1,1 @@
+// Placeholder until the L2CAP layer lands; replaced, not extended.

@@ -1,0 +1,1 @@
+// Placeholder until the Config layer lands; replaced, not extended.

@@ -1,0 +1,1 @@
+// Placeholder until the GPIO layer lands; replaced, not extended.

@@ -1,0 +1,1 @@
+// Placeholder until the Gateway layer lands; replaced, not extended.

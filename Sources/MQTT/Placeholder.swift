@@ -1,0 +1,1 @@
+// Placeholder until the MQTT layer lands; replaced, not extended.

@@ -1,0 +1,1 @@
+// Placeholder until the Notify layer lands; replaced, not extended.

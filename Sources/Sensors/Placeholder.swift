@@ -1,0 +1,1 @@
+// Placeholder until the Sensors layer lands; replaced, not extended.

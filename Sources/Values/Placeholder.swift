@@ -1,0 +1,1 @@
+// Placeholder until the Values layer lands; replaced, not extended.

@@ -1,0 +1,9 @@
+import ArgumentParser
+
+@main
+struct Gattway: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gattway",
+        abstract: "A Bluetooth LE sensor gateway: GPIO sensors served as GATT characteristics and mirrored to MQTT.",
+        version: "0.1.0")
+}
