@@ -1,1 +1,0 @@
-// Placeholder until the HCI layer lands; replaced, not extended.
