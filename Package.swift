@@ -79,7 +79,7 @@ let package = Package(
                 path: "Sources/MQTT", swiftSettings: swiftSettings),
 
         // MARK: Configuration, wiring, executable.
-        .target(name: "Config", dependencies: ["BluetoothCore", "Yams"],
+        .target(name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "Yams"],
                 path: "Sources/Config", swiftSettings: swiftSettings),
         .target(name: "Gateway",
                 dependencies: ["Config", "BluetoothHost", "BluetoothGATT", "GPIO", "Sensors",
