@@ -10,14 +10,14 @@ public struct LoadedConfig: Sendable {
 /// Reads a configuration file, reporting every problem in it at once.
 public enum ConfigLoader {
     public static func load(file path: String) throws(ConfigError) -> LoadedConfig {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            let reason = FileManager.default.fileExists(atPath: path)
-                ? "cannot be read as UTF-8 text (\(error.localizedDescription))" : "no such file"
-            throw ConfigError(source: path, errors: [ConfigIssue(path: "", line: nil, message: reason)])
+        func fail(_ reason: String) -> ConfigError {
+            ConfigError(source: path, errors: [ConfigIssue(path: "", line: nil, message: reason)])
         }
+        let files = FileManager.default
+        guard files.fileExists(atPath: path) else { throw fail("no such file") }
+        guard files.isReadableFile(atPath: path) else { throw fail("permission denied") }
+        guard let data = files.contents(atPath: path) else { throw fail("cannot be read") }
+        guard let text = String(data: data, encoding: .utf8) else { throw fail("is not UTF-8 text") }
         return try load(yaml: text, source: path)
     }
 

@@ -152,7 +152,11 @@ struct ConfigNode {
     }
 
     /// Decimal or `0x` hexadecimal, within `range` when given.
-    func integer<T: FixedWidthInteger>(_ type: T.Type = Int.self, in range: ClosedRange<T>? = nil) -> T? {
+    func integer(in range: ClosedRange<Int>? = nil) -> Int? {
+        integer(Int.self, in: range)
+    }
+
+    func integer<T: FixedWidthInteger>(_ type: T.Type, in range: ClosedRange<T>? = nil) -> T? {
         guard let text = scalarText(expected: "an integer") else { return nil }
         let negative = text.hasPrefix("-")
         let unsigned = negative || text.hasPrefix("+") ? String(text.dropFirst()) : text

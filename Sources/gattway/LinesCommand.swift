@@ -51,4 +51,4 @@ struct LinesCommand: ParsableCommand {
     }
 }
 
-extension GPIOBackendKind: @retroactive ExpressibleByArgument {}
+extension GPIOBackendKind: ExpressibleByArgument {}

@@ -29,8 +29,7 @@ struct RuntimeOptions: ParsableArguments {
     var mqtt: MQTTBrokerURL?
 
     @Option(name: .long,
-            help: ArgumentHelp("The lowest level logged: trace, debug, info, notice, warning, error or critical.",
-                               valueName: "level"))
+            help: ArgumentHelp("The lowest level logged.", valueName: "level"))
     var logLevel: Logger.Level = .info
 
     /// The configuration with the command line's overrides applied.

@@ -114,7 +114,7 @@ struct CLITests {
             """)
         let child = Subprocess(["run", "--config", path, "--hci", "tcp:127.0.0.1:19", "--log-level", "info"])
         try child.start()
-        defer { child.kill() }
+        defer { child.stop() }
         #expect(child.wait(timeout: 30) { _, stderr, exited in exited || stderr.contains("gattway running") })
         #expect(child.stderr.contains("transport tcp:127.0.0.1:19"))
         let sent = Date()
@@ -135,7 +135,7 @@ struct CLITests {
         let expectations: [(String, [String])] = [
             ("run", ["--config <file>", "The YAML configuration file.", "--hci <transport>", "serial:DEVICE[,BAUD]",
                      "--mqtt <url>", "mqtts://HOST[:PORT]", "--log-level <level>", "trace, debug, info"]),
-            ("check", ["--config <file>", "The YAML configuration file.", "exits with status 1"]),
+            ("check", ["--config <file>", "The YAML configuration file.", "Reports every problem at once"]),
             ("lines", ["--config <file>", "simulated chips", "--backend <backend>", "libgpiod or simulated",
                        "--chip <chip>", "Only this chip"]),
             ("demo", ["--config <file>", "The demo configuration file.", "--hci <transport>", "--mqtt <url>",

@@ -79,14 +79,14 @@ final class Subprocess: @unchecked Sendable {
 
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
-    func kill() { if process.isRunning { process.terminate() } }
+    func stop() { if process.isRunning { process.terminate() } }
 
     /// Runs to completion: (status, stdout, stderr).
     static func run(_ arguments: [String], timeout: TimeInterval = 30) throws -> (status: Int32?, stdout: String, stderr: String) {
         let child = Subprocess(arguments)
         try child.start()
         let status = child.waitForExit(timeout: timeout)
-        if status == nil { child.kill() }
+        if status == nil { child.stop() }
         return (status, child.stdout, child.stderr)
     }
 }

@@ -71,7 +71,7 @@ struct ConfigParser {
     }
 
     /// The values of `key` in the list's mappings, as written.
-    private func declaredNames(serviceNodes nodes: [ConfigNode], key: String) -> Set<String> {
+    private func declaredNames(in nodes: [ConfigNode], key: String) -> Set<String> {
         Set(nodes.compactMap { node in
             guard case .mapping(let mapping) = node.node else { return nil }
             return mapping[key]?.string
