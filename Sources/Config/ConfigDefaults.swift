@@ -38,6 +38,7 @@ public enum ConfigDefaults {
     /// DHT sensors need at least this long between reads.
     public static let dhtInterval = Duration.seconds(2)
     public static let outputInitial = false
+    public static let bthome = false
     public static let primary = true
     public static let readPermission = SecurityRequirement.open
     /// Writable characteristics need an encrypted, bonded link unless the configuration says `open`.

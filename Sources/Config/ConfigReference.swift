@@ -156,6 +156,8 @@ public enum ConfigReference {
               meaning: "`rotary_encoder`: steps count modulo this."),
         Entry(key: "sensors[].initial", type: "bool", defaultValue: String(D.outputInitial),
               meaning: "`output`: level driven at start."),
+        Entry(key: "sensors[].bthome", type: "bool", defaultValue: String(D.bthome),
+              meaning: "Also broadcast the readings as BTHome v2 service data (not `output`), read without connecting."),
         Entry(key: "sensors[].filters", type: "list", defaultValue: "[]",
               meaning: "Applied in order; each item is one of the keys below."),
         Entry(key: "sensors[].filters[].invert", type: "true", defaultValue: none, meaning: "`binary`: swap 0 and 1."),

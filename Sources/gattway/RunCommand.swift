@@ -1,5 +1,6 @@
 import ArgumentParser
 import Config
+import Foundation
 import Gateway
 import Logging
 
@@ -28,5 +29,7 @@ func runGateway(_ loaded: LoadedConfig, runtime: RuntimeOptions) async throws {
     for warning in loaded.warnings {
         logger.warning("configuration: \(warning)")
     }
-    try await GatewayService.runUntilSignalled(config: runtime.apply(to: loaded.config), logger: logger)
+    try await GatewayService.runUntilSignalled(
+        config: runtime.apply(to: loaded.config), logger: logger,
+        systemd: SystemdNotifier(environment: ProcessInfo.processInfo.environment))
 }

@@ -94,7 +94,7 @@ struct BrokenConfigTests {
                 kind: rate
                 line: GPIO17
                 hold_time: 1s
-            """, expected: [#"sensors[0].hold_time (line 5): not a setting of "rate" (its settings: id, kind, chip, filters, line, bias, active_low, debounce, edge, window, per, scale)"#]),
+            """, expected: [#"sensors[0].hold_time (line 5): not a setting of "rate" (its settings: line, bias, active_low, debounce, edge, window, per, scale)"#]),
         Case(name: "duplicate sensor id", yaml: sensorsAndService + """
 
               - id: door
@@ -201,6 +201,24 @@ struct BrokenConfigTests {
                 kind: binary
                 line: GPIO71
             """, expected: [#"sensors[0].line (line 9): no line "GPIO71" on the simulated chips; did you mean "GPIO17"?"#]),
+        Case(name: "descriptor that gattway manages itself", yaml: """
+            services:
+              - uuid: 1815
+                characteristics:
+                  - uuid: 2A56
+                    format: uint8
+                    source: {static: 7}
+                    descriptors:
+                      - {uuid: 2902, hex: "01 00"}
+            """, expected: ["services[0].characteristics[0].descriptors[0].uuid (line 8): the Client Characteristic Configuration (2902) is managed by gattway"]),
+        Case(name: "filter that belongs to binary sensors", yaml: """
+            sensors:
+              - id: rain
+                kind: counter
+                line: GPIO27
+                filters:
+                  - invert: true
+            """, expected: ["sensors[0].filters[0].invert (line 6): invert applies to binary sensors only (this sensor is counter)"]),
         Case(name: "YAML syntax error", yaml: """
             device:
               name: x

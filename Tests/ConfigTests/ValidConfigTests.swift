@@ -52,6 +52,7 @@ struct ValidConfigTests {
                 window: 3s
                 per: minute
                 scale: 0.5
+                bthome: true
                 filters:
                   - offset: -1
                   - scale: 2
@@ -74,16 +75,20 @@ struct ValidConfigTests {
                 line: GPIO26
                 initial: true
             """
-        let sensors = try ConfigLoader.load(yaml: yaml).config.sensors
+        let loaded = try ConfigLoader.load(yaml: yaml)
+        let sensors = loaded.config.sensors
+        #expect(loaded.warnings.map(\.description) == [
+            #"sensors[5].id (line 38): output "pump" is not the source of any writable characteristic, so nothing drives it"#,
+        ])
         let door = InputLineConfig(line: LineReference(name: "GPIO17", chip: "pinctrl-bcm2711"), bias: .pullUp,
                                    activeLow: true, debounce: .milliseconds(20))
         #expect(sensors[0] == SensorConfig(id: "door", kind: .binary(door, holdTime: .milliseconds(100)),
-                                           filters: [.invert, .delayOff(.seconds(2))]))
+                                           filters: [.invert, .delayOff(.seconds(2))], bthome: false))
         let wind = InputLineConfig(line: LineReference(name: "GPIO22", chip: nil), bias: .asIs, activeLow: false,
                                    debounce: .zero)
         #expect(sensors[1] == SensorConfig(
             id: "wind", kind: .rate(wind, edge: .falling, window: .seconds(3), per: .minute, scale: 0.5),
-            filters: [.offset(-1), .scale(2), .movingAverage(4)]))
+            filters: [.offset(-1), .scale(2), .movingAverage(4)], bthome: true))
         let echo = InputLineConfig(line: LineReference(name: "GPIO24", chip: nil), bias: .asIs, activeLow: false,
                                    debounce: .zero)
         #expect(sensors[2].kind == .distance(trigger: LineReference(name: "GPIO23", chip: nil), echo: echo,
@@ -129,6 +134,23 @@ struct ValidConfigTests {
         #expect(characteristics[2].source == .sensor(id: "climate", reading: .temperature))
         #expect(characteristics[2].format == .signed(bits: 16, exponent: -2))
         #expect(loaded.warnings.isEmpty)
+    }
+
+    @Test func descriptorsAsTextOrBytes() throws {
+        let yaml = """
+            services:
+              - uuid: 1815
+                characteristics:
+                  - uuid: 2A56
+                    format: uint8
+                    source: {static: 7}
+                    descriptors:
+                      - {uuid: 2901, value: Pump state}
+                      - {uuid: 290C, hex: "01 00 02"}
+            """
+        let descriptors = try ConfigLoader.load(yaml: yaml).config.services[0].characteristics[0].descriptors
+        #expect(descriptors == [DescriptorConfig(uuid: BluetoothUUID(0x2901), value: Array("Pump state".utf8)),
+                                DescriptorConfig(uuid: BluetoothUUID(0x290C), value: [0x01, 0x00, 0x02])])
     }
 
     @Test func openWritableCharacteristicIsAWarningNotAnError() throws {

@@ -4,11 +4,14 @@ public struct SensorConfig: Sendable, Hashable {
     public var kind: SensorKind
     /// Applied in order to the sensor's value.
     public var filters: [SensorFilter]
+    /// Also broadcast the sensor's readings as BTHome v2 service data (UUID 0xFCD2).
+    public var bthome: Bool
 
-    public init(id: String, kind: SensorKind, filters: [SensorFilter]) {
+    public init(id: String, kind: SensorKind, filters: [SensorFilter], bthome: Bool) {
         self.id = id
         self.kind = kind
         self.filters = filters
+        self.bthome = bthome
     }
 }
 

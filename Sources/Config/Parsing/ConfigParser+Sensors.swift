@@ -61,7 +61,7 @@ extension ConfigParser {
 
     private func parseGenerator(_ m: ConfigMapping) -> LineGenerator? {
         guard let kind = m.required("type")?.choice(GeneratorKind.self) else { return nil }
-        rejectSettings(of: m, allowed: ["type"] + kind.settings, kindName: kind.rawValue)
+        rejectSettings(of: m, allowed: ["type"] + kind.settings, listed: kind.settings, kindName: kind.rawValue)
         switch kind {
         case .constant:
             return .constant(level: m["level"].flatMap(lineLevel) ?? D.constantLevel)
@@ -104,12 +104,13 @@ extension ConfigParser {
         return value == 1
     }
 
-    /// Reports keys that exist in the schema but do not belong to this kind.
-    func rejectSettings(of m: ConfigMapping, allowed: [String], kindName: String) {
+    /// Reports keys that exist in the schema but do not belong to this kind; the message lists
+    /// the kind's own settings (`listed`), not the keys every kind has.
+    func rejectSettings(of m: ConfigMapping, allowed: [String], listed: [String], kindName: String) {
         for key in m.order where !allowed.contains(key) {
             m.node.context.error(m.path.key(key), line: m[key]?.line ?? m.node.line,
                                  "not a setting of \"\(kindName)\" (its settings: "
-                                 + "\(allowed.joined(separator: ", ")))")
+                                 + "\(listed.joined(separator: ", ")))")
         }
     }
 
@@ -122,7 +123,7 @@ extension ConfigParser {
         case rotaryEncoder = "rotary_encoder"
         case output
 
-        static let common = ["id", "kind", "chip", "filters"]
+        static let common = ["id", "kind", "chip", "filters", "bthome"]
         private static let input = ["line", "bias", "active_low", "debounce"]
 
         var settings: [String] {
@@ -143,7 +144,8 @@ extension ConfigParser {
         guard let m = node.mapping("sensors[]") else { return nil }
         let id = m.required("id")?.nonEmptyString()
         guard let kindName = m.required("kind")?.choice(SensorKindName.self) else { return nil }
-        rejectSettings(of: m, allowed: SensorKindName.common + kindName.settings, kindName: kindName.rawValue)
+        rejectSettings(of: m, allowed: SensorKindName.common + kindName.settings, listed: kindName.settings,
+                       kindName: kindName.rawValue)
         let chip = m["chip"]?.nonEmptyString()
 
         var lines: [(key: String, reference: LineReference)] = []
@@ -198,6 +200,10 @@ extension ConfigParser {
             }
         }
         let filters = m["filters"].map { parseFilters($0, kind: kindName) } ?? []
+        let bthome = m["bthome"]?.bool() ?? D.bthome
+        if bthome, kindName == .output {
+            m["bthome"]?.report("an output is not broadcast; bthome applies to sensors that measure")
+        }
         if gpio.backend == .simulated {
             checkSimulated(lines, in: m, chips: gpio.simulatedChips)
         }
@@ -209,7 +215,7 @@ extension ConfigParser {
             }
         }
         guard let id, let kind else { return nil }
-        return SensorConfig(id: id, kind: kind, filters: filters)
+        return SensorConfig(id: id, kind: kind, filters: filters, bthome: bthome)
     }
 
     /// With the simulated backend the lines are known: each must exist on a configured chip.

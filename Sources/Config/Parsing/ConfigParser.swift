@@ -51,8 +51,25 @@ struct ConfigParser {
             services.append(service)
         }
 
+        warnAboutUndrivenOutputs(sensors, services: services, sensorNodes: sensorNodes)
         return GatewayConfig(device: device, bluetooth: bluetooth, stateDirectory: stateDirectory,
                              gpio: gpio, sensors: sensors, services: services, mqtt: mqtt)
+    }
+
+    /// An output no writable characteristic carries can never change from its initial level.
+    private func warnAboutUndrivenOutputs(_ sensors: [SensorConfig], services: [ServiceConfig],
+                                          sensorNodes: [ConfigNode]) {
+        var driven: Set<String> = []
+        for characteristic in services.flatMap(\.characteristics) where characteristic.properties.isWritable {
+            if case .sensor(let id, _) = characteristic.source { driven.insert(id) }
+        }
+        for node in sensorNodes {
+            guard case .mapping(let mapping) = node.node, let id = mapping["id"]?.string,
+                  let sensor = sensors.first(where: { $0.id == id }), sensor.kind.isOutput,
+                  !driven.contains(id) else { continue }
+            context.warning(node.path.key("id"), line: nil,
+                            "output \"\(id)\" is not the source of any writable characteristic, so nothing drives it")
+        }
     }
 
     /// What characteristics may refer to.
