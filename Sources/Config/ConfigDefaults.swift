@@ -22,21 +22,24 @@ public enum ConfigDefaults {
     public static let constantLevel = false
     public static let squareDuty = 0.5
     public static let stepsRepeat = true
-    public static let dht22Temperature = 21.5
-    public static let dht22Humidity = 45.0
+    public static let dhtTemperature = 21.5
+    public static let dhtHumidity = 45.0
     public static let hcsr04Distance = 1.0
     public static let bias = LineBias.asIs
     public static let activeLow = false
     public static let debounce = Duration.zero
     public static let holdTime = Duration.zero
-    public static let edge = EdgeSelection.rising
-    public static let window = Duration.seconds(1)
+    public static let rateWindow = Duration.seconds(10)
+    public static let pulseWidthWindow = Duration.seconds(1)
     public static let ratePer = RateUnit.second
     public static let rateScale = 1.0
     public static let distanceInterval = Duration.seconds(1)
-    public static let distanceTimeout = Duration.milliseconds(30)
+    public static let distanceTimeout = Duration.milliseconds(40)
+    public static let dhtInterval = Duration.seconds(10)
     /// DHT sensors need at least this long between reads.
-    public static let dhtInterval = Duration.seconds(2)
+    public static let dhtMinimumInterval = Duration.seconds(2)
+    /// Quadrature transitions per step of the usual detented encoders.
+    public static let transitionsPerStep = 4
     public static let outputInitial = false
     public static let bthome = false
     public static let primary = true

@@ -74,7 +74,7 @@ struct SimulatedLineInventory: LineInventory {
         case .square(let period, let duty): "square period \(DurationText.format(period)) duty \(duty)"
         case .pulses(let rate, let width): "pulses \(rate) Hz width \(DurationText.format(width))"
         case .steps(let steps, let repeats): "steps ×\(steps.count)\(repeats ? " repeating" : "")"
-        case .dht22(let temperature, let humidity): "dht22 \(temperature) °C \(humidity) %"
+        case .dht(let model, let temperature, let humidity): "\(model.rawValue) \(temperature) °C \(humidity) %"
         case .hcsr04(let distance, let trigger): "hcsr04 \(distance) m (trigger \(trigger))"
         }
     }

@@ -47,18 +47,6 @@ struct RuntimeOptions: ParsableArguments {
     }
 }
 
-extension MQTTConfig {
-    /// An MQTT section with every default, for `--mqtt` on a configuration without one.
-    static func defaults(broker: MQTTBrokerURL, deviceID: String) -> MQTTConfig {
-        typealias D = ConfigDefaults
-        return MQTTConfig(broker: broker, clientID: D.mqttClientID(deviceID: deviceID), username: nil,
-                          password: nil, tls: nil, baseTopic: D.mqttBaseTopic, qos: D.mqttQoS,
-                          retain: D.mqttRetain, discoveryPrefix: D.mqttDiscovery ? D.mqttDiscoveryPrefix : nil,
-                          protocolVersion: D.mqttProtocol, keepalive: D.mqttKeepalive, payload: D.mqttPayload,
-                          outboxLimit: D.mqttOutboxLimit)
-    }
-}
-
 /// Loads a configuration, or prints every problem in it to stderr and exits with status 1.
 func loadConfigOrExit(_ path: String) throws -> LoadedConfig {
     do {

@@ -94,7 +94,7 @@ struct BrokenConfigTests {
                 kind: rate
                 line: GPIO17
                 hold_time: 1s
-            """, expected: [#"sensors[0].hold_time (line 5): not a setting of "rate" (its settings: line, bias, active_low, debounce, edge, window, per, scale)"#]),
+            """, expected: [#"sensors[0].hold_time (line 5): not a setting of "rate" (its settings: line, bias, active_low, debounce, window, per, scale)"#]),
         Case(name: "duplicate sensor id", yaml: sensorsAndService + """
 
               - id: door

@@ -48,7 +48,6 @@ struct ValidConfigTests {
               - id: wind
                 kind: rate
                 line: GPIO22
-                edge: falling
                 window: 3s
                 per: minute
                 scale: 0.5
@@ -78,7 +77,7 @@ struct ValidConfigTests {
         let loaded = try ConfigLoader.load(yaml: yaml)
         let sensors = loaded.config.sensors
         #expect(loaded.warnings.map(\.description) == [
-            #"sensors[5].id (line 38): output "pump" is not the source of any writable characteristic, so nothing drives it"#,
+            #"sensors[5].id (line 37): output "pump" is not the source of any writable characteristic, so nothing drives it"#,
         ])
         let door = InputLineConfig(line: LineReference(name: "GPIO17", chip: "pinctrl-bcm2711"), bias: .pullUp,
                                    activeLow: true, debounce: .milliseconds(20))
@@ -87,18 +86,18 @@ struct ValidConfigTests {
         let wind = InputLineConfig(line: LineReference(name: "GPIO22", chip: nil), bias: .asIs, activeLow: false,
                                    debounce: .zero)
         #expect(sensors[1] == SensorConfig(
-            id: "wind", kind: .rate(wind, edge: .falling, window: .seconds(3), per: .minute, scale: 0.5),
+            id: "wind", kind: .rate(wind, window: .seconds(3), per: .minute, scale: 0.5),
             filters: [.offset(-1), .scale(2), .movingAverage(4)], bthome: true))
         let echo = InputLineConfig(line: LineReference(name: "GPIO24", chip: nil), bias: .asIs, activeLow: false,
                                    debounce: .zero)
         #expect(sensors[2].kind == .distance(trigger: LineReference(name: "GPIO23", chip: nil), echo: echo,
-                                             interval: .seconds(1), timeout: .milliseconds(30)))
+                                             interval: .seconds(1), timeout: .milliseconds(40)))
         #expect(sensors[3].kind == .dht(.dht11, line: LineReference(name: "GPIO4", chip: nil), interval: .seconds(5)))
-        guard case .rotaryEncoder(_, _, let wrap) = sensors[4].kind else {
+        guard case .rotaryEncoder(_, _, let transitions, let wrap) = sensors[4].kind else {
             Issue.record("knob is not an encoder")
             return
         }
-        #expect(wrap == 24)
+        #expect(transitions == 4 && wrap == 24)
         #expect(sensors[5].kind == .output(line: LineReference(name: "GPIO26", chip: nil), activeLow: false,
                                            initial: true))
     }
@@ -199,7 +198,7 @@ struct ValidConfigTests {
                     - {name: B, generator: {type: square, period: 20ms, duty: 0.25}}
                     - {name: C, generator: {type: pulses, rate: 100}}
                     - {name: D, generator: {type: steps, steps: [{level: 1, duration: 1s}], repeat: false}}
-                    - {name: E, generator: {type: dht22}}
+                    - {name: E, generator: {type: dht11, humidity: 60}}
                     - {name: T}
                     - {name: F, generator: {type: hcsr04, distance: 0.5, trigger: T}}
             """
@@ -209,7 +208,7 @@ struct ValidConfigTests {
             .constant(level: true), .square(period: .milliseconds(20), duty: 0.25),
             .pulses(rate: 100, width: .milliseconds(5)),
             .steps([LevelStep(level: true, duration: .seconds(1))], repeats: false),
-            .dht22(temperature: 21.5, humidity: 45), nil, .hcsr04(distance: 0.5, trigger: "T"),
+            .dht(.dht11, temperature: 21.5, humidity: 60), nil, .hcsr04(distance: 0.5, trigger: "T"),
         ])
     }
 

@@ -112,11 +112,14 @@ struct CLITests {
             bluetooth: {transport: "tcp:127.0.0.1:9"}
             gpio: {backend: simulated}
             """)
-        let child = Subprocess(["run", "--config", path, "--hci", "tcp:127.0.0.1:19", "--log-level", "info"])
+        let child = Subprocess(["run", "--config", path, "--hci", "tcp:127.0.0.1:19", "--mqtt", "mqtt://127.0.0.1:9",
+                                "--log-level", "info"])
         try child.start()
         defer { child.stop() }
         #expect(child.wait(timeout: 30) { _, stderr, exited in exited || stderr.contains("gattway running") })
+        // The command line overrides the file: transport, and an MQTT section with defaults.
         #expect(child.stderr.contains("transport tcp:127.0.0.1:19"))
+        #expect(child.stderr.contains("mqtt mqtt://127.0.0.1:9 as gattway-gattway"))
         let sent = Date()
         child.signal(signal)
         let status = child.waitForExit(timeout: 2)

@@ -48,21 +48,10 @@ public enum LineGenerator: Sendable, Hashable {
     case pulses(rate: Double, width: Duration)
     /// Each step holds a level for a duration; the list restarts when `repeats`.
     case steps([LevelStep], repeats: Bool)
-    /// Answers a host start signal with a DHT22 frame carrying these readings.
-    case dht22(temperature: Double, humidity: Double)
+    /// Answers a host start signal with a DHT22 or DHT11 frame carrying these readings.
+    case dht(DHTModel, temperature: Double, humidity: Double)
     /// Answers a pulse on the `trigger` line (same chip) with an echo for `distance` metres.
     case hcsr04(distance: Double, trigger: String)
-
-    public var kindName: String {
-        switch self {
-        case .constant: "constant"
-        case .square: "square"
-        case .pulses: "pulses"
-        case .steps: "steps"
-        case .dht22: "dht22"
-        case .hcsr04: "hcsr04"
-        }
-    }
 }
 
 public struct LevelStep: Sendable, Hashable {

@@ -36,6 +36,18 @@ public struct MQTTConfig: Sendable, Hashable {
     }
 }
 
+extension MQTTConfig {
+    /// An MQTT section with every default, for `--mqtt` on a configuration without one.
+    public static func defaults(broker: MQTTBrokerURL, deviceID: String) -> MQTTConfig {
+        typealias D = ConfigDefaults
+        return MQTTConfig(broker: broker, clientID: D.mqttClientID(deviceID: deviceID), username: nil,
+                          password: nil, tls: nil, baseTopic: D.mqttBaseTopic, qos: D.mqttQoS,
+                          retain: D.mqttRetain, discoveryPrefix: D.mqttDiscovery ? D.mqttDiscoveryPrefix : nil,
+                          protocolVersion: D.mqttProtocol, keepalive: D.mqttKeepalive, payload: D.mqttPayload,
+                          outboxLimit: D.mqttOutboxLimit)
+    }
+}
+
 /// `mqtt://host[:port]` or `mqtts://host[:port]` (TLS).
 public struct MQTTBrokerURL: Sendable, Hashable, CustomStringConvertible {
     public var host: String

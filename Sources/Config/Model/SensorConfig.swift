@@ -52,12 +52,6 @@ public enum LineBias: String, Sendable, Hashable, CaseIterable {
     case pullDown = "pull_down"
 }
 
-public enum EdgeSelection: String, Sendable, Hashable, CaseIterable {
-    case rising
-    case falling
-    case both
-}
-
 public enum RateUnit: String, Sendable, Hashable, CaseIterable {
     case second
     case minute
@@ -67,18 +61,19 @@ public enum RateUnit: String, Sendable, Hashable, CaseIterable {
 public enum SensorKind: Sendable, Hashable {
     /// Button, door contact, PIR: 1 while active. A change must last `holdTime` to count.
     case binary(InputLineConfig, holdTime: Duration)
-    /// Counts edges; the total persists in the state directory.
-    case counter(InputLineConfig, edge: EdgeSelection)
-    /// Edges per second or minute over a sliding `window`, multiplied by `scale`.
-    case rate(InputLineConfig, edge: EdgeSelection, window: Duration, per: RateUnit, scale: Double)
+    /// Counts pulses; the total persists in the state directory.
+    case counter(InputLineConfig)
+    /// Pulses per second or minute over a sliding `window`, multiplied by `scale`.
+    case rate(InputLineConfig, window: Duration, per: RateUnit, scale: Double)
     /// High time and duty cycle, averaged over `window`.
     case pulseWidth(InputLineConfig, window: Duration)
     /// HC-SR04: a pulse on `trigger`, distance in metres from the echo's high time.
     case distance(trigger: LineReference, echo: InputLineConfig, interval: Duration, timeout: Duration)
     /// DHT22 / DHT11 temperature (°C) and humidity (%), read every `interval`.
     case dht(DHTModel, line: LineReference, interval: Duration)
-    /// Quadrature encoder; steps wrap into 0..<wrap when set.
-    case rotaryEncoder(a: InputLineConfig, b: InputLineConfig, wrap: Int?)
+    /// Quadrature encoder: one step per `transitionsPerStep` quadrature transitions; steps wrap
+    /// into 0..<wrap when set.
+    case rotaryEncoder(a: InputLineConfig, b: InputLineConfig, transitionsPerStep: Int, wrap: Int?)
     /// A relay or LED, driven by BLE or MQTT writes.
     case output(line: LineReference, activeLow: Bool, initial: Bool)
 
@@ -112,12 +107,11 @@ public enum SensorKind: Sendable, Hashable {
     /// Every line the sensor uses.
     public var lines: [LineReference] {
         switch self {
-        case .binary(let input, _), .counter(let input, _), .rate(let input, _, _, _, _),
-             .pulseWidth(let input, _):
+        case .binary(let input, _), .counter(let input), .rate(let input, _, _, _), .pulseWidth(let input, _):
             [input.line]
         case .distance(let trigger, let echo, _, _): [trigger, echo.line]
         case .dht(_, let line, _), .output(let line, _, _): [line]
-        case .rotaryEncoder(let a, let b, _): [a.line, b.line]
+        case .rotaryEncoder(let a, let b, _, _): [a.line, b.line]
         }
     }
 }

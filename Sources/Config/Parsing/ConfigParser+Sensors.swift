@@ -45,7 +45,7 @@ extension ConfigParser {
     }
 
     private enum GeneratorKind: String, CaseIterable {
-        case constant, square, pulses, steps, dht22, hcsr04
+        case constant, square, pulses, steps, dht22, dht11, hcsr04
 
         var settings: [String] {
             switch self {
@@ -53,7 +53,7 @@ extension ConfigParser {
             case .square: ["period", "duty"]
             case .pulses: ["rate", "width"]
             case .steps: ["steps", "repeat"]
-            case .dht22: ["temperature", "humidity"]
+            case .dht22, .dht11: ["temperature", "humidity"]
             case .hcsr04: ["distance", "trigger"]
             }
         }
@@ -90,9 +90,10 @@ extension ConfigParser {
                 node.report("needs at least one step")
             }
             return .steps(steps, repeats: m["repeat"]?.bool() ?? D.stepsRepeat)
-        case .dht22:
-            return .dht22(temperature: m["temperature"]?.number(in: -40...80) ?? D.dht22Temperature,
-                          humidity: m["humidity"]?.number(in: 0...100) ?? D.dht22Humidity)
+        case .dht22, .dht11:
+            return .dht(kind == .dht22 ? .dht22 : .dht11,
+                        temperature: m["temperature"]?.number(in: -40...80) ?? D.dhtTemperature,
+                        humidity: m["humidity"]?.number(in: 0...100) ?? D.dhtHumidity)
         case .hcsr04:
             guard let trigger = m.required("trigger")?.nonEmptyString() else { return nil }
             return .hcsr04(distance: m["distance"]?.number(in: 0.02...4) ?? D.hcsr04Distance, trigger: trigger)
@@ -129,12 +130,12 @@ extension ConfigParser {
         var settings: [String] {
             switch self {
             case .binary: Self.input + ["hold_time"]
-            case .counter: Self.input + ["edge"]
-            case .rate: Self.input + ["edge", "window", "per", "scale"]
+            case .counter: Self.input
+            case .rate: Self.input + ["window", "per", "scale"]
             case .pulseWidth: Self.input + ["window"]
             case .distance: ["trigger", "echo", "bias", "interval", "timeout"]
             case .dht22, .dht11: ["line", "interval"]
-            case .rotaryEncoder: ["a", "b", "bias", "active_low", "debounce", "wrap"]
+            case .rotaryEncoder: ["a", "b", "bias", "active_low", "debounce", "transitions_per_step", "wrap"]
             case .output: ["line", "active_low", "initial"]
             }
         }
@@ -161,22 +162,23 @@ extension ConfigParser {
                                    activeLow: m["active_low"]?.bool() ?? D.activeLow,
                                    debounce: m["debounce"]?.duration(in: .zero...(.seconds(10))) ?? D.debounce)
         }
-        let window = { m["window"]?.duration(in: .milliseconds(10)...(.seconds(3600))) ?? D.window }
-        let edge = { m["edge"]?.choice(EdgeSelection.self) ?? D.edge }
+        let window = { (fallback: Duration) in
+            m["window"]?.duration(in: .milliseconds(10)...(.seconds(3600))) ?? fallback
+        }
 
         let kind: SensorKind?
         switch kindName {
         case .binary:
             kind = input("line").map { .binary($0, holdTime: m["hold_time"]?.duration() ?? D.holdTime) }
         case .counter:
-            kind = input("line").map { .counter($0, edge: edge()) }
+            kind = input("line").map { .counter($0) }
         case .rate:
             kind = input("line").map {
-                .rate($0, edge: edge(), window: window(), per: m["per"]?.choice(RateUnit.self) ?? D.ratePer,
+                .rate($0, window: window(D.rateWindow), per: m["per"]?.choice(RateUnit.self) ?? D.ratePer,
                       scale: m["scale"]?.number() ?? D.rateScale)
             }
         case .pulseWidth:
-            kind = input("line").map { .pulseWidth($0, window: window()) }
+            kind = input("line").map { .pulseWidth($0, window: window(D.pulseWidthWindow)) }
         case .distance:
             let trigger = line("trigger")
             let echo = input("echo")
@@ -187,12 +189,18 @@ extension ConfigParser {
             }
         case .dht22, .dht11:
             let model: DHTModel = kindName == .dht22 ? .dht22 : .dht11
-            let interval = m["interval"]?.duration(in: D.dhtInterval...(.seconds(3600))) ?? D.dhtInterval
+            let interval = m["interval"]?.duration(in: D.dhtMinimumInterval...(.seconds(3600))) ?? D.dhtInterval
             kind = line("line").map { .dht(model, line: $0, interval: interval) }
         case .rotaryEncoder:
             let a = input("a"), b = input("b")
+            var transitions = D.transitionsPerStep
+            if let node = m["transitions_per_step"], let value = node.integer() {
+                if [1, 2, 4].contains(value) { transitions = value } else { node.report("must be 1, 2 or 4") }
+            }
             let wrap = m["wrap"]?.integer(in: 2...Int(Int32.max))
-            kind = a.flatMap { a in b.map { .rotaryEncoder(a: a, b: $0, wrap: wrap) } }
+            kind = a.flatMap { a in
+                b.map { .rotaryEncoder(a: a, b: $0, transitionsPerStep: transitions, wrap: wrap) }
+            }
         case .output:
             kind = line("line").map {
                 .output(line: $0, activeLow: m["active_low"]?.bool() ?? D.activeLow,
