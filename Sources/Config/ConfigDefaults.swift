@@ -56,7 +56,7 @@ public enum ConfigDefaults {
     public static let mqttRetain = true
     public static let mqttDiscovery = true
     public static let mqttDiscoveryPrefix = "homeassistant"
-    public static let mqttProtocol = MQTTProtocolVersion.v5
+    public static let mqttProtocol = MQTTVersion.v5
     public static let mqttKeepalive = Duration.seconds(60)
     public static let mqttPayload = MQTTPayloadFormat.json
     public static let mqttOutboxLimit = 1000

@@ -5,7 +5,7 @@ import BluetoothCore
 public struct SIGCharacteristic: Sendable, Hashable {
     public let uuid: BluetoothUUID
     public let name: String
-    public let format: ValueFormat
+    public let format: CharacteristicFormat
     public let unit: UInt16
 
     public static let known: [SIGCharacteristic] = [

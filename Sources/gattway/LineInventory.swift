@@ -55,7 +55,7 @@ struct SimulatedLineInventory: LineInventory {
         }
     }
 
-    private func user(of lineName: String, on chip: SimulatedChipConfig)
+    private func user(of lineName: String, on chip: SimulatedGPIOChip)
         -> (sensor: String, direction: LineListing.Direction)? {
         for sensor in config.sensors {
             for reference in sensor.kind.lines where reference.name == lineName

@@ -1,9 +1,9 @@
 public struct GPIOConfig: Sendable, Hashable {
     public var backend: GPIOBackendKind
     /// The simulated chips; empty unless `backend` is `simulated`.
-    public var simulatedChips: [SimulatedChipConfig]
+    public var simulatedChips: [SimulatedGPIOChip]
 
-    public init(backend: GPIOBackendKind, simulatedChips: [SimulatedChipConfig]) {
+    public init(backend: GPIOBackendKind, simulatedChips: [SimulatedGPIOChip]) {
         self.backend = backend
         self.simulatedChips = simulatedChips
     }
@@ -14,21 +14,21 @@ public enum GPIOBackendKind: String, Sendable, Hashable, CaseIterable {
     case simulated
 }
 
-public struct SimulatedChipConfig: Sendable, Hashable {
+public struct SimulatedGPIOChip: Sendable, Hashable {
     /// Chip name, as `gpiochipN` on real hardware.
     public var name: String
     /// Chip label, as `pinctrl-bcm2711` on real hardware.
     public var label: String
-    public var lines: [SimulatedLineConfig]
+    public var lines: [SimulatedGPIOLine]
 
-    public init(name: String, label: String, lines: [SimulatedLineConfig]) {
+    public init(name: String, label: String, lines: [SimulatedGPIOLine]) {
         self.name = name
         self.label = label
         self.lines = lines
     }
 }
 
-public struct SimulatedLineConfig: Sendable, Hashable {
+public struct SimulatedGPIOLine: Sendable, Hashable {
     public var name: String
     /// What drives the line's input level; nil for a line that only outputs or stays low.
     public var generator: LineGenerator?

@@ -10,7 +10,7 @@ public struct MQTTConfig: Sendable, Hashable {
     public var retain: Bool
     /// Home Assistant discovery topic prefix; nil turns discovery off.
     public var discoveryPrefix: String?
-    public var protocolVersion: MQTTProtocolVersion
+    public var protocolVersion: MQTTVersion
     public var keepalive: Duration
     public var payload: MQTTPayloadFormat
     /// Most QoS 1 events kept while the broker is unreachable.
@@ -18,7 +18,7 @@ public struct MQTTConfig: Sendable, Hashable {
 
     public init(broker: MQTTBrokerURL, clientID: String, username: String?, password: PasswordSource?,
                 tls: MQTTTLSConfig?, baseTopic: String, qos: Int, retain: Bool,
-                discoveryPrefix: String?, protocolVersion: MQTTProtocolVersion, keepalive: Duration,
+                discoveryPrefix: String?, protocolVersion: MQTTVersion, keepalive: Duration,
                 payload: MQTTPayloadFormat, outboxLimit: Int) {
         self.broker = broker
         self.clientID = clientID
@@ -140,7 +140,7 @@ public struct MQTTTLSConfig: Sendable, Hashable {
     }
 }
 
-public enum MQTTProtocolVersion: String, Sendable, Hashable, CaseIterable {
+public enum MQTTVersion: String, Sendable, Hashable, CaseIterable {
     case v5 = "5"
     case v311 = "3.1.1"
 }

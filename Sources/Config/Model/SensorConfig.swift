@@ -1,13 +1,13 @@
 public struct SensorConfig: Sendable, Hashable {
     /// Unique; characteristics name it in `source: {sensor: id}`.
     public var id: String
-    public var kind: SensorKind
+    public var kind: SensorKindConfig
     /// Applied in order to the sensor's value.
-    public var filters: [SensorFilter]
+    public var filters: [SensorFilterConfig]
     /// Also broadcast the sensor's readings as BTHome v2 service data (UUID 0xFCD2).
     public var bthome: Bool
 
-    public init(id: String, kind: SensorKind, filters: [SensorFilter], bthome: Bool) {
+    public init(id: String, kind: SensorKindConfig, filters: [SensorFilterConfig], bthome: Bool) {
         self.id = id
         self.kind = kind
         self.filters = filters
@@ -58,7 +58,7 @@ public enum RateUnit: String, Sendable, Hashable, CaseIterable {
 }
 
 /// What a sensor measures, with its kind-specific settings.
-public enum SensorKind: Sendable, Hashable {
+public enum SensorKindConfig: Sendable, Hashable {
     /// Button, door contact, PIR: 1 while active. A change must last `holdTime` to count.
     case binary(InputLineConfig, holdTime: Duration)
     /// Counts pulses; the total persists in the state directory.
@@ -122,7 +122,7 @@ public enum DHTModel: String, Sendable, Hashable, CaseIterable {
 }
 
 /// A per-sensor value filter, applied in configuration order.
-public enum SensorFilter: Sendable, Hashable {
+public enum SensorFilterConfig: Sendable, Hashable {
     /// Binary sensors: swap 0 and 1.
     case invert
     /// Binary sensors: report 1 only after the input has been active this long.

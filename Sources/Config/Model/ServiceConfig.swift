@@ -24,7 +24,7 @@ public struct CharacteristicConfig: Sendable, Hashable {
     public var name: String?
     public var properties: CharacteristicProperties
     public var permissions: AttributePermissions
-    public var format: ValueFormat
+    public var format: CharacteristicFormat
     /// GATT unit (Assigned Numbers 3.5), e.g. 0x272F for degrees Celsius; nil for none.
     public var unit: UInt16?
     public var source: ValueSource
@@ -32,7 +32,7 @@ public struct CharacteristicConfig: Sendable, Hashable {
     public var notify: NotifyPolicyConfig
 
     public init(uuid: BluetoothUUID, name: String?, properties: CharacteristicProperties,
-                permissions: AttributePermissions, format: ValueFormat, unit: UInt16?,
+                permissions: AttributePermissions, format: CharacteristicFormat, unit: UInt16?,
                 source: ValueSource, descriptors: [DescriptorConfig], notify: NotifyPolicyConfig) {
         self.uuid = uuid
         self.name = name
@@ -107,7 +107,7 @@ public struct AttributePermissions: Sendable, Hashable {
 }
 
 /// How a characteristic's value is encoded on the air (all little-endian).
-public enum ValueFormat: Sendable, Hashable {
+public enum CharacteristicFormat: Sendable, Hashable {
     case bool
     /// Unsigned and signed integers of `bits` width; the value is `raw × 10^exponent`
     /// (the Presentation Format's fixed-point model).

@@ -3,7 +3,7 @@ extension ConfigParser {
 
     func parseGPIO(_ m: ConfigMapping?) -> GPIOConfig {
         let backend = m?["backend"]?.choice(GPIOBackendKind.self) ?? D.gpioBackend
-        var chips: [SimulatedChipConfig] = []
+        var chips: [SimulatedGPIOChip] = []
         if let node = m?["chips"] {
             if backend == .simulated {
                 chips = node.list()?.enumerated().compactMap { parseSimulatedChip($1, index: $0) } ?? []
@@ -14,12 +14,12 @@ extension ConfigParser {
         return GPIOConfig(backend: backend, simulatedChips: chips)
     }
 
-    private func parseSimulatedChip(_ node: ConfigNode, index: Int) -> SimulatedChipConfig? {
+    private func parseSimulatedChip(_ node: ConfigNode, index: Int) -> SimulatedGPIOChip? {
         guard let m = node.mapping("gpio.chips[]") else { return nil }
         let name = m["name"]?.nonEmptyString() ?? "gpiochip\(index)"
         let label = m["label"]?.nonEmptyString() ?? "\(D.simulatedChipLabelPrefix)\(index)"
         let lineNodes = m.required("lines")?.list() ?? []
-        var lines: [SimulatedLineConfig] = []
+        var lines: [SimulatedGPIOLine] = []
         var linePaths: [ConfigPath] = []
         var seen: [String: Int] = [:]
         for lineNode in lineNodes {
@@ -30,7 +30,7 @@ extension ConfigParser {
             }
             seen[lineName] = line["name"]?.line ?? 0
             let generator = line["generator"]?.mapping("gpio.chips[].lines[].generator").flatMap(parseGenerator)
-            lines.append(SimulatedLineConfig(name: lineName, generator: generator))
+            lines.append(SimulatedGPIOLine(name: lineName, generator: generator))
             linePaths.append(lineNode.path)
         }
         // An HC-SR04 generator answers pulses on a trigger line of its own chip.
@@ -41,7 +41,7 @@ extension ConfigParser {
                               + Suggestion.hint(for: trigger, among: lines.map(\.name)))
             }
         }
-        return SimulatedChipConfig(name: name, label: label, lines: lines)
+        return SimulatedGPIOChip(name: name, label: label, lines: lines)
     }
 
     private enum GeneratorKind: String, CaseIterable {
@@ -166,7 +166,7 @@ extension ConfigParser {
             m["window"]?.duration(in: .milliseconds(10)...(.seconds(3600))) ?? fallback
         }
 
-        let kind: SensorKind?
+        let kind: SensorKindConfig?
         switch kindName {
         case .binary:
             kind = input("line").map { .binary($0, holdTime: m["hold_time"]?.duration() ?? D.holdTime) }
@@ -228,7 +228,7 @@ extension ConfigParser {
 
     /// With the simulated backend the lines are known: each must exist on a configured chip.
     private func checkSimulated(_ lines: [(key: String, reference: LineReference)], in m: ConfigMapping,
-                                chips: [SimulatedChipConfig]) {
+                                chips: [SimulatedGPIOChip]) {
         var candidates = chips
         if let chip = m["chip"]?.string() {
             candidates = chips.filter { [$0.label, $0.name, "/dev/\($0.name)"].contains(chip) }
@@ -245,12 +245,12 @@ extension ConfigParser {
         }
     }
 
-    private func parseFilters(_ node: ConfigNode, kind: SensorKindName) -> [SensorFilter] {
+    private func parseFilters(_ node: ConfigNode, kind: SensorKindName) -> [SensorFilterConfig] {
         if kind == .output {
             node.report("an output has no filters")
             return []
         }
-        return node.list()?.compactMap { item -> SensorFilter? in
+        return node.list()?.compactMap { item -> SensorFilterConfig? in
             guard let m = item.mapping("sensors[].filters[]") else { return nil }
             guard m.order.count == 1, let key = m.order.first else {
                 if m.order.count > 1 {
@@ -274,11 +274,11 @@ extension ConfigParser {
                 guard let flag = value.bool() else { return nil }
                 if !flag { value.report("write invert: true, or leave the filter out") }
                 return flag ? .invert : nil
-            case "delay_on": return value.duration().map(SensorFilter.delayOn)
-            case "delay_off": return value.duration().map(SensorFilter.delayOff)
-            case "moving_average": return value.integer(in: 2...1000).map(SensorFilter.movingAverage)
-            case "offset": return value.number().map(SensorFilter.offset)
-            case "scale": return value.number().map(SensorFilter.scale)
+            case "delay_on": return value.duration().map(SensorFilterConfig.delayOn)
+            case "delay_off": return value.duration().map(SensorFilterConfig.delayOff)
+            case "moving_average": return value.integer(in: 2...1000).map(SensorFilterConfig.movingAverage)
+            case "offset": return value.number().map(SensorFilterConfig.offset)
+            case "scale": return value.number().map(SensorFilterConfig.scale)
             default: return nil
             }
         } ?? []

@@ -81,10 +81,10 @@ extension ConfigParser {
         case utf8, bytes
     }
 
-    private func parseFormat(_ m: ConfigMapping, known: SIGCharacteristic?) -> ValueFormat? {
+    private func parseFormat(_ m: ConfigMapping, known: SIGCharacteristic?) -> CharacteristicFormat? {
         let exponent = m["exponent"]?.integer(Int8.self)
         let maxLength = m["max_length"]?.integer(in: 1...D.maxLength)
-        var format: ValueFormat
+        var format: CharacteristicFormat
         if let node = m["format"] {
             guard let name = node.choice(FormatName.self) else { return nil }
             let e = exponent ?? D.exponent
@@ -183,7 +183,7 @@ extension ConfigParser {
                                     write: m?["write"].flatMap(requirement) ?? D.writePermission)
     }
 
-    private func parseSource(_ m: ConfigMapping, format: ValueFormat?, references: References) -> ValueSource? {
+    private func parseSource(_ m: ConfigMapping, format: CharacteristicFormat?, references: References) -> ValueSource? {
         let kinds = m.order.filter { $0 != "reading" }
         if m.has("reading"), kinds != ["sensor"] {
             m["reading"]?.report("reading goes with sensor")
@@ -231,7 +231,7 @@ extension ConfigParser {
     }
 
     /// A literal checked against the characteristic's format.
-    private func parseValue(_ node: ConfigNode, format: ValueFormat) -> ConfigValue? {
+    private func parseValue(_ node: ConfigNode, format: CharacteristicFormat) -> ConfigValue? {
         switch format {
         case .bool:
             return node.bool().map(ConfigValue.bool)
@@ -291,7 +291,7 @@ extension ConfigParser {
     }
 
     private func parseNotify(_ m: ConfigMapping?, properties: CharacteristicProperties,
-                             format: ValueFormat?) -> NotifyPolicyConfig {
+                             format: CharacteristicFormat?) -> NotifyPolicyConfig {
         let minInterval = m?["min_interval"]?.duration() ?? D.notifyMinInterval
         let maxInterval = m?["max_interval"]?.duration(in: .milliseconds(1)...(.seconds(86_400)))
         var delta: NotifyDelta?

@@ -237,7 +237,7 @@ struct ConfigParser {
         let retain = m["retain"]?.bool() ?? D.mqttRetain
         let discovery = m["discovery"]?.bool() ?? D.mqttDiscovery
         let prefix = m["discovery_prefix"]?.nonEmptyString() ?? D.mqttDiscoveryPrefix
-        let version = m["protocol"]?.choice(MQTTProtocolVersion.self) ?? D.mqttProtocol
+        let version = m["protocol"]?.choice(MQTTVersion.self) ?? D.mqttProtocol
         let keepalive = m["keepalive"]?.duration(in: .seconds(5)...(.seconds(65_535))) ?? D.mqttKeepalive
         let payload = m["payload"]?.choice(MQTTPayloadFormat.self) ?? D.mqttPayload
         let outbox = m["outbox_limit"]?.integer(in: 1...1_000_000) ?? D.mqttOutboxLimit
