@@ -15,7 +15,10 @@ public enum DurationText {
             let number = trimmed.dropLast(suffix.count)
             guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
                   let value = Double(number), value.isFinite else { return nil }
-            return .nanoseconds(Int64((value * scale).rounded()))
+            let nanoseconds = (value * scale).rounded()
+            // Beyond ~292 years a Duration's nanoseconds no longer fit 64 bits.
+            guard nanoseconds < 9e18 else { return nil }
+            return .nanoseconds(Int64(nanoseconds))
         }
         return nil
     }
