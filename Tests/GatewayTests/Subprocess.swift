@@ -16,7 +16,10 @@ final class Subprocess: @unchecked Sendable {
     private let condition = NSCondition()
     private var stdoutData = Data()
     private var stderrData = Data()
+    private var openStreams = 2
     private var exited = false
+    private let outPipe = Pipe()
+    private let errPipe = Pipe()
 
     init(_ arguments: [String], environment: [String: String] = [:]) {
         process.executableURL = Self.gattway
@@ -24,13 +27,11 @@ final class Subprocess: @unchecked Sendable {
         process.currentDirectoryURL = Self.repositoryRoot
         var merged = ProcessInfo.processInfo.environment
         merged.removeValue(forKey: "JOURNAL_STREAM")
+        merged.removeValue(forKey: "NOTIFY_SOCKET")
         merged.merge(environment) { _, new in new }
         process.environment = merged
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        out.fileHandleForReading.readabilityHandler = { [unowned self] handle in append(handle.availableData, toError: false) }
-        err.fileHandleForReading.readabilityHandler = { [unowned self] handle in append(handle.availableData, toError: true) }
+        process.standardOutput = outPipe
+        process.standardError = errPipe
         process.terminationHandler = { [unowned self] _ in
             condition.lock()
             exited = true
@@ -39,41 +40,49 @@ final class Subprocess: @unchecked Sendable {
         }
     }
 
-    private func append(_ data: Data, toError: Bool) {
-        condition.lock()
-        if toError { stderrData.append(data) } else { stdoutData.append(data) }
-        condition.broadcast()
-        condition.unlock()
+    /// One thread per pipe, blocked in read(2) until data or end of file.
+    private func drain(_ handle: FileHandle, isError: Bool) {
+        Thread.detachNewThread { [self] in
+            while true {
+                let data = handle.availableData
+                condition.lock()
+                if data.isEmpty { openStreams -= 1 }
+                else if isError { stderrData.append(data) }
+                else { stdoutData.append(data) }
+                condition.broadcast()
+                condition.unlock()
+                if data.isEmpty { return }
+            }
+        }
     }
 
-    func start() throws { try process.run() }
+    func start() throws {
+        try process.run()
+        drain(outPipe.fileHandleForReading, isError: false)
+        drain(errPipe.fileHandleForReading, isError: true)
+    }
 
     var stdout: String { condition.lock(); defer { condition.unlock() }; return String(decoding: stdoutData, as: UTF8.self) }
     var stderr: String { condition.lock(); defer { condition.unlock() }; return String(decoding: stderrData, as: UTF8.self) }
 
-    /// Waits until `predicate` holds for (stdout, stderr, exited) or the timeout passes.
+    /// Waits until `predicate` holds for (stdout, stderr, finished) or the timeout passes;
+    /// `finished` means the process exited and both pipes reached end of file.
     @discardableResult
     func wait(timeout: TimeInterval, until predicate: (String, String, Bool) -> Bool) -> Bool {
         let deadline = Date(timeIntervalSinceNow: timeout)
         condition.lock()
         defer { condition.unlock() }
         while !predicate(String(decoding: stdoutData, as: UTF8.self), String(decoding: stderrData, as: UTF8.self),
-                         exited) {
+                         exited && openStreams == 0) {
             if !condition.wait(until: deadline) { return false }
         }
         return true
     }
 
-    /// Waits for the exit (and the pipes to drain); nil on timeout.
+    /// Waits for the exit with all output collected; nil on timeout.
     func waitForExit(timeout: TimeInterval) -> Int32? {
-        guard wait(timeout: timeout, until: { _, _, exited in exited }) else { return nil }
+        guard wait(timeout: timeout, until: { _, _, finished in finished }) else { return nil }
         process.waitUntilExit()
-        // Collect what is still buffered in the pipes after the exit.
-        for (pipe, isError) in [(process.standardOutput, false), (process.standardError, true)] {
-            guard let handle = (pipe as? Pipe)?.fileHandleForReading else { continue }
-            handle.readabilityHandler = nil
-            append(handle.readDataToEndOfFile(), toError: isError)
-        }
         return process.terminationStatus
     }
 

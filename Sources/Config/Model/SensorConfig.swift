@@ -143,7 +143,7 @@ public enum SensorReading: String, Sendable, Hashable, CaseIterable {
     case temperature
     /// `dht22`/`dht11`, % relative humidity.
     case humidity
-    /// `pulse_width`, 0...1.
+    /// `pulse_width`, percent of the period spent high.
     case dutyCycle = "duty_cycle"
     /// `pulse_width`, seconds.
     case highTime = "high_time"
