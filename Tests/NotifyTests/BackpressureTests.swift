@@ -1,0 +1,126 @@
+import Notify
+import Testing
+import Values
+
+/// The link stage: one slot per (central, characteristic) holding the newest value.
+struct BackpressureTests {
+    /// A central whose link takes nothing changes neither what nor when another central
+    /// receives, and holds one value whatever the number of updates.
+    @Test func stalledCentralDelaysNoOtherAndStaysBounded() {
+        var alone = Harness(policy: NotifyPolicy(minInterval: .milliseconds(500)))
+        alone.subscribe("A")
+        var shared = Harness(policy: NotifyPolicy(minInterval: .milliseconds(500)))
+        shared.subscribe("A")
+        shared.subscribe("B")
+        shared.stalled = ["B"]
+        // 100,000 updates at 10 kHz: 10 s of virtual time.
+        for index in 0..<100_000 {
+            let time = Duration.microseconds(100 * index)
+            alone.update(Double(index % 3000) / 10, at: time)
+            shared.update(Double(index % 3000) / 10, at: time)
+            if index % 1000 == 0 { #expect(shared.engine.statistics.valuesWaiting <= 1) }
+        }
+        alone.run(until: .seconds(11))
+        shared.run(until: .seconds(11))
+        #expect(shared.times("A") == alone.times("A"))
+        #expect(shared.values("A") == alone.values("A"))
+        #expect(alone.times("A").count == 21)
+        #expect(shared.values("B").isEmpty)
+        #expect(shared.engine.statistics.valuesWaiting == 1)
+        let stalled = shared.engine.statistics.perCentral["B"]
+        #expect(stalled?.sent == 0)
+        // Every emission but the one still waiting replaced an older one in the slot.
+        #expect(stalled?.coalesced == 100_000 - 1)
+
+        // When B's link frees up it gets the newest value only, once.
+        shared.stalled = []
+        shared.drain()
+        #expect(shared.values("B") == [Double(99_999 % 3000) / 10])
+        #expect(shared.engine.statistics.valuesWaiting == 0)
+    }
+
+    /// The slot replaces its value: a stalled link that resumes gets the newest value.
+    @Test func slotKeepsOnlyTheNewestValue() {
+        var harness = Harness()
+        harness.subscribe("A")
+        harness.stalled = ["A"]
+        for index in 0..<5 { harness.update(Double(index), at: .milliseconds(index)) }
+        harness.stalled = []
+        harness.drain()
+        #expect(harness.values() == [4])
+        let counters = harness.engine.statistics.perCharacteristic["temp"]
+        #expect(counters?.sent == 1)
+        #expect(counters?.coalesced == 4)
+    }
+
+    /// Per central, slots are served oldest first across characteristics.
+    @Test func slotsAreServedInOrderOfReadiness() {
+        var harness = Harness(characteristics: ["temp", "hum"])
+        harness.subscribe("A", to: "temp")
+        harness.subscribe("A", to: "hum")
+        harness.stalled = ["A"]
+        harness.update(1, at: .zero, characteristic: "hum")
+        harness.update(2, at: .milliseconds(1), characteristic: "temp")
+        harness.update(3, at: .milliseconds(2), characteristic: "hum")
+        harness.stalled = []
+        harness.drain()
+        #expect(harness.sent.map(\.characteristic) == ["hum", "temp"])
+        #expect(harness.values() == [3, 2])
+    }
+
+    /// One indication outstanding per central; notifications are not held back by it.
+    @Test func indicationsAreSerialisedPerCentral() {
+        var engine = NotifyEngine<String, String>()
+        engine.subscribe("A", to: "alarm", kind: .indication, now: .zero)
+        engine.subscribe("A", to: "door", kind: .indication, now: .zero)
+        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
+        engine.subscribe("B", to: "alarm", kind: .indication, now: .zero)
+        let sample = NotifySample(value: .bool(true), bytes: [1])
+        engine.update("alarm", sample: sample, now: .zero)
+        engine.update("door", sample: sample, now: .zero)
+        engine.update("temp", sample: sample, now: .zero)
+
+        #expect(engine.nextTransmission(for: "A")?.characteristic == "alarm")
+        // "door" waits for the confirmation; "temp" is a notification and goes.
+        #expect(engine.nextTransmission(for: "A")?.characteristic == "temp")
+        #expect(engine.nextTransmission(for: "A") == nil)
+        // Another central's indication is independent.
+        #expect(engine.nextTransmission(for: "B")?.characteristic == "alarm")
+
+        engine.indicationConfirmed(by: "A")
+        let door = engine.nextTransmission(for: "A")
+        #expect(door?.characteristic == "door")
+        #expect(door?.kind == .indication)
+        #expect(engine.nextTransmission(for: "A") == nil)
+    }
+
+    /// Values still waiting when a subscription ends are counted as dropped.
+    @Test func unsubscribeAndDisconnectDropWaitingValues() {
+        var harness = Harness(policy: NotifyPolicy(minInterval: .seconds(1)), characteristics: ["temp", "hum"])
+        harness.subscribe("A", to: "temp")
+        harness.subscribe("A", to: "hum")
+        harness.stalled = ["A"]
+        harness.update(1, at: .zero)                     // waits in the slot
+        harness.update(2, at: .milliseconds(10))         // held for the interval
+        harness.update(3, at: .milliseconds(20), characteristic: "hum")
+        harness.engine.unsubscribe("A", from: "temp")
+        #expect(harness.engine.statistics.perCharacteristic["temp"]?.dropped == 2)
+        #expect(harness.engine.nextDeadline == nil)
+        harness.engine.disconnect("A")
+        #expect(harness.engine.statistics.perCharacteristic["hum"]?.dropped == 1)
+        #expect(harness.engine.statistics.perCentral["A"] == nil)
+        #expect(harness.engine.statistics.valuesWaiting == 0)
+        #expect(harness.engine.nextTransmission(for: "A") == nil)
+    }
+
+    /// Centrals not subscribed get nothing; the driver learns who has something waiting.
+    @Test func onlySubscribersReceive() {
+        var engine = NotifyEngine<String, String>()
+        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
+        engine.update("temp", sample: NotifySample(value: .number(1), bytes: [1]), now: .zero)
+        #expect(engine.centralsWithPendingTransmissions == ["A"])
+        #expect(engine.nextTransmission(for: "B") == nil)
+        #expect(engine.nextTransmission(for: "A")?.sample.bytes == [1])
+        #expect(engine.centralsWithPendingTransmissions.isEmpty)
+    }
+}
