@@ -279,8 +279,12 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// A deadline of `key` at `time`: a held value's interval ended, or a tick. Either way the
     /// deadline moves past `time`, so `advance` always progresses.
     private mutating func fire(_ key: Key, at time: Duration) {
-        guard var subscription = subscriptions[key],
-              let sample = characteristics[key.characteristic]?.latest else { return }
+        guard var subscription = subscriptions[key] else { return }
+        guard let sample = characteristics[key.characteristic]?.latest else {
+            // Deadlines only exist once a value does; clearing keeps `advance` from spinning.
+            subscriptions[key]?.retryAt = nil
+            return
+        }
         if let retryAt = subscription.retryAt, retryAt <= time {
             subscription.retryAt = nil
             subscriptions[key] = subscription

@@ -1,4 +1,5 @@
 import Notify
+import Testing
 import Values
 
 /// A virtual-clock driver for the engine, doing what the runtime does: after every call it

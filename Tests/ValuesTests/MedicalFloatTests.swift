@@ -56,7 +56,7 @@ struct MedicalFloatTests {
         #expect(MedFloat16(bitPattern: 0xE0C8).doubleValue == 2)
         #expect(MedFloat16(.positiveInfinity).doubleValue == .infinity)
         #expect(MedFloat16(.negativeInfinity).doubleValue == -.infinity)
-        #expect(MedFloat16(.nan).doubleValue.isNaN)
+        #expect(MedFloat16(MedicalFloatSpecial.nan).doubleValue.isNaN)
         #expect(MedFloat16(.notAtThisResolution).doubleValue.isNaN)
         #expect(MedFloat32(.reservedForFutureUse).doubleValue.isNaN)
     }
@@ -116,7 +116,7 @@ struct MedicalFloatTests {
         #expect(MedFloat16(1e300).special == .positiveInfinity)
         #expect(MedFloat32(9e134).special == .positiveInfinity)
         #expect(MedFloat32(-.infinity).special == .negativeInfinity)
-        #expect(MedFloat16(.nan).special == .nan)
+        #expect(MedFloat16(Double.nan).special == .nan)
         #expect(MedFloat16(0).bitPattern == 0)
     }
 }
