@@ -357,4 +357,20 @@ public struct NotifyStatistics<Central: Hashable & Sendable, Characteristic: Has
     public let perCentral: [Central: NotifyCounters]
     /// Values in outbound slots now: at most one per subscription, whatever the input rate.
     public let valuesWaiting: Int
+
+    /// One line for the periodic log: per characteristic, then per central, each sorted by name,
+    /// e.g. `temp sent=5 coalesced=95 suppressed=0 dropped=0; central AA:BB sent=5 ...`.
+    public var logLine: String {
+        func entries<Key>(_ counters: [Key: NotifyCounters], prefix: String) -> [String] {
+            counters.map { ("\(prefix)\($0.key)", $0.value) }
+                .sorted { $0.0 < $1.0 }
+                .map { name, counters in
+                    "\(name) sent=\(counters.sent) coalesced=\(counters.coalesced) "
+                        + "suppressed=\(counters.suppressed) dropped=\(counters.dropped)"
+                }
+        }
+        let parts = entries(perCharacteristic, prefix: "") + entries(perCentral, prefix: "central ")
+            + ["waiting=\(valuesWaiting)"]
+        return parts.joined(separator: "; ")
+    }
 }

@@ -18,7 +18,8 @@ public enum ValueError: Error, Equatable, Sendable, CustomStringConvertible {
         case .wrongType(let expected, let got):
             "wrong type: a \(expected.rawValue) characteristic needs \(Self.expectation(expected)), got \(got)"
         case .outOfRange(let value, let format, let range):
-            "out of range: \(value) does not fit \(format.rawValue) (\(range.lowerBound)...\(range.upperBound))"
+            "out of range: \(Self.number(value)) does not fit \(format.rawValue) "
+                + "(\(Self.number(range.lowerBound))...\(Self.number(range.upperBound)))"
         case .notFinite(let format):
             "out of range: \(format.rawValue) cannot carry NaN or infinity"
         case .tooLong(let length, let maximum):
@@ -34,6 +35,11 @@ public enum ValueError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidMaximumLength(let length):
             "maximum length \(length) is outside 1...512 (ATT's attribute value limit)"
         }
+    }
+
+    /// Numbers as people write them: 255, not 255.0.
+    private static func number(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
     }
 
     private static func expectation(_ format: ValueFormat) -> String {

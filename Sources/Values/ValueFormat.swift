@@ -97,12 +97,12 @@ public enum SensorValue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The kind named in error messages.
+    /// The kind named in error messages ("got a number").
     public var kindName: String {
         switch self {
-        case .bool: "boolean"
-        case .number: "number"
-        case .text: "string"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .text: "a string"
         case .bytes: "bytes"
         }
     }

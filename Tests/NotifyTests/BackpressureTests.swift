@@ -136,4 +136,12 @@ struct BackpressureTests {
         #expect(engine.nextTransmission(for: "A")?.sample.bytes == [1])
         #expect(engine.centralsWithPendingTransmissions.isEmpty)
     }
+
+    @Test func countersLogLine() {
+        var harness = Harness(policy: NotifyPolicy(minInterval: .seconds(1)))
+        harness.subscribe("A")
+        for index in 0..<3 { harness.update(Double(index), at: .milliseconds(index)) }
+        #expect(harness.engine.statistics.logLine
+            == "temp sent=1 coalesced=1 suppressed=0 dropped=0; central A sent=1 coalesced=1 suppressed=0 dropped=0; waiting=0")
+    }
 }

@@ -48,7 +48,7 @@ struct BTHomeTests {
     }
 
     @Test func badValuesAreErrors() {
-        #expect(throws: ValueError.wrongType(expected: .bool, got: "number")) {
+        #expect(throws: ValueError.wrongType(expected: .bool, got: "a number")) {
             try BTHomeMeasurement(.door, .number(1)).bytes()
         }
         #expect(throws: ValueError.outOfRange(value: 400, format: .sint16, range: -327.68...327.67)) {

@@ -53,10 +53,10 @@ struct ValueEncodingTests {
     }
 
     @Test func wrongTypesAndLengths() throws {
-        #expect(throws: ValueError.wrongType(expected: .uint8, got: "boolean")) {
+        #expect(throws: ValueError.wrongType(expected: .uint8, got: "a boolean")) {
             try ValueEncoding(.uint8).encode(.bool(true))
         }
-        #expect(throws: ValueError.wrongType(expected: .bool, got: "number")) {
+        #expect(throws: ValueError.wrongType(expected: .bool, got: "a number")) {
             try ValueEncoding(.bool).encode(.number(1))
         }
         #expect(throws: ValueError.wrongLength(format: .sint16, expected: 2, got: 3)) {
@@ -80,11 +80,13 @@ struct ValueEncodingTests {
 
     /// Messages say what is wrong in words a user can act on.
     @Test func errorMessages() {
-        #expect(ValueError.wrongType(expected: .sint16, got: "string").description
-            == "wrong type: a sint16 characteristic needs a number, got string")
+        #expect(ValueError.wrongType(expected: .sint16, got: "a string").description
+            == "wrong type: a sint16 characteristic needs a number, got a string")
         #expect(ValueError.tooLong(length: 600, maximum: 512).description
             == "too long: 600 bytes, the characteristic holds at most 512")
+        #expect(ValueError.outOfRange(value: 300, format: .uint8, range: 0...255).description
+            == "out of range: 300 does not fit uint8 (0...255)")
         #expect(ValueError.outOfRange(value: 400, format: .sint16, range: -327.68...327.67).description
-            == "out of range: 400.0 does not fit sint16 (-327.68...327.67)")
+            == "out of range: 400 does not fit sint16 (-327.68...327.67)")
     }
 }
