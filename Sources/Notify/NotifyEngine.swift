@@ -60,6 +60,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         var ticksHandledUntil: Duration
         /// The value waiting for the link.
         var outbound: NotifySample?
+        /// Subscription order: breaks ties between equal deadlines, so runs are reproducible.
+        let sequence: Int
     }
 
     private var characteristics: [Characteristic: CharacteristicState] = [:]
@@ -69,6 +71,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// Per central, characteristics whose slot holds a value, oldest first (each at most once).
     private var ready: [Central: [Characteristic]] = [:]
     private var indicationOutstanding: Set<Central> = []
+    private var subscriptionCount = 0
     private var characteristicCounters: [Characteristic: NotifyCounters] = [:]
     private var centralCounters: [Central: NotifyCounters] = [:]
 
@@ -112,7 +115,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         let key = Key(central: central, characteristic: characteristic)
         if subscriptions[key] != nil { unsubscribe(central, from: characteristic) }
         subscriptions[key] = Subscription(kind: kind, lastEmitted: nil, lastEmittedAt: now, retryAt: nil,
-                                          ticksHandledUntil: now, outbound: nil)
+                                          ticksHandledUntil: now, outbound: nil, sequence: subscriptionCount)
+        subscriptionCount += 1
         characteristics[characteristic, default: CharacteristicState()].subscribers.insert(central)
         if centralCounters[central] == nil { centralCounters[central] = NotifyCounters() }
     }
@@ -320,13 +324,15 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// Scans every subscription: there are a few dozen at most (centrals × characteristics), and
     /// a scan keeps no second structure to go stale.
     private func earliestDeadline() -> (Key, Duration)? {
-        var earliest: (Key, Duration)?
+        var earliest: (key: Key, deadline: Duration, sequence: Int)?
         for (key, subscription) in subscriptions {
             let candidates = [subscription.retryAt, nextTick(key, subscription)].compactMap { $0 }
             guard let deadline = candidates.min() else { continue }
-            if earliest == nil || deadline < earliest!.1 { earliest = (key, deadline) }
+            if let current = earliest,
+               (current.deadline, current.sequence) < (deadline, subscription.sequence) { continue }
+            earliest = (key, deadline, subscription.sequence)
         }
-        return earliest
+        return earliest.map { ($0.key, $0.deadline) }
     }
 
     private mutating func count(_ counter: WritableKeyPath<NotifyCounters, Int>, _ key: Key) {

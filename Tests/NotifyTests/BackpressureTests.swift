@@ -144,4 +144,19 @@ struct BackpressureTests {
         #expect(harness.engine.statistics.logLine
             == "temp sent=1 coalesced=1 suppressed=0 dropped=0; central A sent=1 coalesced=1 suppressed=0 dropped=0; waiting=0")
     }
+
+    /// Deadlines at the same instant fire in subscription order, so every run is the same.
+    @Test func simultaneousDeadlinesFireInSubscriptionOrder() {
+        var harness = Harness(policy: NotifyPolicy(minInterval: .seconds(1)), characteristics: ["temp", "hum"])
+        harness.subscribe("A", to: "temp")
+        harness.subscribe("A", to: "hum")
+        harness.update(1, at: .zero, characteristic: "temp")
+        harness.update(2, at: .zero, characteristic: "hum")
+        harness.update(3, at: .milliseconds(100), characteristic: "hum")
+        harness.update(4, at: .milliseconds(100), characteristic: "temp")
+        harness.run(until: .seconds(2))
+        #expect(harness.sent.map(\.characteristic) == ["temp", "hum", "temp", "hum"])
+        #expect(harness.times() == [0, 0, 1000, 1000])
+        #expect(harness.values() == [1, 2, 4, 3])
+    }
 }
