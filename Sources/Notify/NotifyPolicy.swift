@@ -28,7 +28,8 @@ public struct NotifyPolicy: Sendable, Hashable {
                 onChange: Bool = false) {
         let floor = max(minInterval, .zero)
         self.minInterval = floor
-        self.maxInterval = maxInterval.map { max($0, floor) }
+        // A heartbeat of zero would be due forever; it means "no heartbeat".
+        self.maxInterval = maxInterval.flatMap { $0 > .zero ? max($0, floor) : nil }
         self.delta = delta
         self.onChange = onChange
     }
@@ -91,7 +92,8 @@ public struct TriggerSet: Sendable, Hashable {
 
     var fixedIntervals: [Duration] {
         activeSettings.compactMap {
-            if case .fixedTimeInterval(let seconds) = $0 { .seconds(seconds) } else { nil }
+            // A zero interval (refused on parse) would tick forever.
+            if case .fixedTimeInterval(let seconds) = $0, seconds > 0 { .seconds(seconds) } else { nil }
         }
     }
 

@@ -134,4 +134,17 @@ struct NotifyPolicyTests {
         #expect(harness.values("A") == [0, 3])
         #expect(harness.values("B") == [0, 1, 2, 3])
     }
+
+    /// Zero intervals mean "none": they never make the engine spin.
+    @Test func zeroIntervalsScheduleNothing() {
+        #expect(NotifyPolicy(maxInterval: .zero).maxInterval == nil)
+        #expect(NotifyPolicy(minInterval: .seconds(2), maxInterval: .seconds(1)).maxInterval == .seconds(2))
+        var harness = Harness(policy: NotifyPolicy(maxInterval: .zero))
+        harness.engine.setTriggers(TriggerSet([.fixedTimeInterval(seconds: 0), .valueChanged], logic: .or),
+                                   for: "A", on: "temp", now: .zero)
+        harness.subscribe("A")
+        harness.update(1, at: .zero)
+        #expect(harness.engine.nextDeadline == nil)
+        #expect(harness.values() == [1])
+    }
 }
