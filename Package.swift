@@ -82,7 +82,7 @@ let package = Package(
                 path: "Sources/MQTT", swiftSettings: swiftSettings),
 
         // MARK: Configuration, wiring, executable.
-        .target(name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "Yams"],
+        .target(name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "Values", "Notify", "Yams"],
                 path: "Sources/Config", swiftSettings: swiftSettings),
         .target(name: "Gateway",
                 dependencies: ["Config", "BluetoothHost", "BluetoothGATT", "GPIO", "Sensors",

@@ -47,8 +47,6 @@ public enum ConfigDefaults {
     /// Writable characteristics need an encrypted, bonded link unless the configuration says `open`.
     public static let writePermission = SecurityRequirement.encryptedBonded
     public static let exponent: Int8 = 0
-    /// The largest attribute value ATT allows.
-    public static let maxLength = 512
     public static let notifyMinInterval = Duration.zero
     public static let notifyOnChange = true
     public static let mqttBaseTopic = "gattway"

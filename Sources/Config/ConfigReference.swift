@@ -1,4 +1,5 @@
 import Foundation
+import Values
 
 /// The configuration reference: every key gattway accepts, with its type, default and meaning.
 /// The parser takes its allowed keys from here (`keys(under:)`), so a key cannot be accepted
@@ -181,8 +182,8 @@ public enum ConfigReference {
         Entry(key: "services[].includes", type: "list of service names", defaultValue: "[]",
               meaning: "Other configured services this one includes."),
         Entry(key: "services[].characteristics", type: "list", defaultValue: required, meaning: "At least one."),
-        Entry(key: "services[].characteristics[].uuid", type: "UUID", defaultValue: required,
-              meaning: "Characteristic type, e.g. `2A6E` (Temperature)."),
+        Entry(key: "services[].characteristics[].uuid", type: "UUID or name", defaultValue: required,
+              meaning: "Characteristic type, e.g. `2A6E`, or an Environmental Sensing name: \(EnvironmentalSensingCharacteristic.allCases.map { "`\($0.rawValue)`" }.joined(separator: ", "))."),
         Entry(key: "services[].characteristics[].name", type: "string", defaultValue: "unnamed (topics use the UUID)",
               meaning: "Unique within the service; MQTT topic part and User Description."),
         Entry(key: "services[].characteristics[].properties", type: "list",
@@ -197,15 +198,16 @@ public enum ConfigReference {
               defaultValue: "`[\(D.writePermission.description)]`",
               meaning: "As `read`; `open` makes `gattway check` warn."),
         Entry(key: "services[].characteristics[].format", type: "enum",
-              defaultValue: "required, except for known SIG characteristics (\(SIGCharacteristic.known.map { $0.uuid.description }.joined(separator: ", ")))",
-              meaning: "`bool`, `uint8`, `uint16`, `uint24`, `uint32`, `sint8`, `sint16`, `sint32`, `float32`, `float64`, `sfloat`, `float` (IEEE 11073), `utf8`, `bytes`."),
+              defaultValue: "required, except for Environmental Sensing characteristics (their SIG format)",
+              meaning: "\(ValueFormat.allCases.map { "`\($0.rawValue)`" }.joined(separator: ", ")); `medfloat16`/`medfloat32` are IEEE 11073 SFLOAT/FLOAT (also written `sfloat`, `float11073`)."),
         Entry(key: "services[].characteristics[].exponent", type: "integer -128-127",
-              defaultValue: String(D.exponent),
+              defaultValue: "\(D.exponent) (the SIG exponent for Environmental Sensing characteristics)",
               meaning: "Integer formats: fixed point, value = raw × 10^exponent (e.g. `sint16` with -2)."),
         Entry(key: "services[].characteristics[].max_length", type: "integer 1-512",
-              defaultValue: String(D.maxLength), meaning: "`utf8`, `bytes`: longest value in bytes."),
-        Entry(key: "services[].characteristics[].unit", type: "unit name or 16-bit UUID", defaultValue: "none (SIG default for known characteristics)",
-              meaning: "Presentation Format unit: \(GATTUnitName.all.map { "`\($0.name)`" }.joined(separator: ", ")), or e.g. `0x2724`."),
+              defaultValue: String(ValueEncoding.attributeValueLimit), meaning: "`utf8`, `bytes`: longest value in bytes."),
+        Entry(key: "services[].characteristics[].unit", type: "unit name or UUID",
+              defaultValue: "none (the SIG unit for Environmental Sensing characteristics)",
+              meaning: "Presentation Format unit: \(GATTUnit.allCases.map { "`\($0.rawValue)`" }.joined(separator: ", ")), or its UUID (`272F`)."),
         Entry(key: "services[].characteristics[].source", type: "mapping", defaultValue: required,
               meaning: "Exactly one of the keys below."),
         Entry(key: "services[].characteristics[].source.sensor", type: "sensor id", defaultValue: none,
@@ -237,7 +239,7 @@ public enum ConfigReference {
         Entry(key: "services[].characteristics[].notify.delta", type: "number or `N%`", defaultValue: "any change",
               meaning: "Numeric formats: ignore smaller changes (absolute, or percent of the last sent)."),
         Entry(key: "services[].characteristics[].notify.on_change", type: "bool", defaultValue: String(D.notifyOnChange),
-              meaning: "Notify on change (false: heartbeat only)."),
+              meaning: "Skip a value whose bytes equal the last one sent (false: send every update)."),
 
         Entry(key: "mqtt", type: "mapping", defaultValue: "absent: no MQTT", meaning: "The MQTT mirror."),
         Entry(key: "mqtt.url", type: "URL", defaultValue: required,

@@ -35,7 +35,7 @@ public enum ConfigSummary {
     private static func describe(_ characteristic: CharacteristicConfig) -> String {
         let properties = CharacteristicProperties.names.filter { characteristic.properties.contains($0.property) }
             .map(\.name).joined(separator: ", ")
-        var text = "\(characteristic.format.name) [\(properties)] ← "
+        var text = "\(characteristic.encoding.format.rawValue) [\(properties)] ← "
         switch characteristic.source {
         case .sensor(let id, let reading):
             text += "sensor \(id)" + (reading == .value ? "" : " \(reading.rawValue)")

@@ -138,6 +138,7 @@ struct BrokenConfigTests {
                 name: battery
                 characteristics:
                   - uuid: 2A19
+                    format: uint8
                     source: {static: 100}
               - uuid: 181A
                 name: environment
@@ -145,29 +146,31 @@ struct BrokenConfigTests {
                 characteristics:
                   - uuid: 2A6E
                     source: {static: 20}
-            """, expected: [#"services[1].includes[0] (line 9): no service named "batery"; did you mean "battery"?"#]),
+            """, expected: [#"services[1].includes[0] (line 10): no service named "batery"; did you mean "battery"?"#]),
         Case(name: "static value that does not fit the format", yaml: """
             services:
               - uuid: 180F
                 characteristics:
                   - uuid: 2A19
+                    format: uint8
                     source: {static: 300}
-            """, expected: ["services[0].characteristics[0].source.static (line 5): 300 does not fit uint8"]),
+            """, expected: ["services[0].characteristics[0].source.static (line 6): out of range: 300 does not fit uint8 (0...255)"]),
         Case(name: "notify policy on a characteristic that cannot notify", yaml: """
             services:
               - uuid: 180F
                 characteristics:
                   - uuid: 2A19
+                    format: uint8
                     source: {static: 100}
                     notify: {min_interval: 1s}
-            """, expected: ["services[0].characteristics[0].notify (line 6): a notify policy needs the notify or indicate property"]),
+            """, expected: ["services[0].characteristics[0].notify (line 7): a notify policy needs the notify or indicate property"]),
         Case(name: "format missing for a UUID gattway does not know", yaml: """
             services:
               - uuid: 1815
                 characteristics:
                   - uuid: 2A56
                     source: {static: 1}
-            """, expected: [#"services[0].characteristics[0] (line 4): missing required key "format" (it may be left out only for 2A19, 2A6C, 2A6D, 2A6E, 2A6F)"#]),
+            """, expected: [#"services[0].characteristics[0] (line 4): missing required key "format" (it may be left out only for 2A6E, 2A6F, 2A6D, 2A70, 2A71, 2A72, 2A73, 2A74, 2A75, 2A76, 2A77, 2A78, 2A79, 2A7A, 2A7B, 2AFB)"#]),
         Case(name: "MQTT source without an mqtt section", yaml: """
             services:
               - uuid: 181A

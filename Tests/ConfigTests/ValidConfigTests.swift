@@ -2,7 +2,9 @@ import BluetoothCore
 import BluetoothHCI
 import Config
 import Foundation
+import Notify
 import Testing
+import Values
 
 struct ValidConfigTests {
     static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -119,19 +121,25 @@ struct ValidConfigTests {
                     source: {sensor: pump}
                   - uuid: 2A6E
                     source: {sensor: climate}
+                  - uuid: pressure
+                    source: {static: 101325}
             """
         let loaded = try ConfigLoader.load(yaml: yaml)
         let characteristics = loaded.config.services[0].characteristics
-        #expect(characteristics[0].format == .unsigned(bits: 16, exponent: -2))
-        #expect(characteristics[0].unit == 0x27AD)
+        #expect(characteristics[0].encoding == (try ValueEncoding(.uint16, exponent: -2)))
+        #expect(characteristics[0].unit == .percent)
         #expect(characteristics[0].properties == [.read, .notify])
         #expect(characteristics[0].source == .sensor(id: "climate", reading: .humidity))
-        #expect(characteristics[0].notify == NotifyPolicyConfig(
+        #expect(characteristics[0].notify == NotifyPolicy(
             minInterval: .milliseconds(250), maxInterval: .seconds(60), delta: .percent(5), onChange: true))
         #expect(characteristics[1].properties == [.read, .write, .notify])
         #expect(characteristics[1].permissions == AttributePermissions(read: .open, write: .encryptedBonded))
         #expect(characteristics[2].source == .sensor(id: "climate", reading: .temperature))
-        #expect(characteristics[2].format == .signed(bits: 16, exponent: -2))
+        #expect(characteristics[2].encoding == (try ValueEncoding(.sint16, exponent: -2)))
+        #expect(characteristics[3].uuid == BluetoothUUID(0x2A6D))
+        #expect(characteristics[3].encoding == (try ValueEncoding(.uint32, exponent: -1)))
+        #expect(characteristics[3].unit == .pascal)
+        #expect(characteristics[3].source == .fixed(.number(101_325)))
         #expect(loaded.warnings.isEmpty)
     }
 

@@ -1,4 +1,6 @@
 import BluetoothCore
+import Notify
+import Values
 
 public struct ServiceConfig: Sendable, Hashable {
     public var uuid: BluetoothUUID
@@ -24,21 +26,22 @@ public struct CharacteristicConfig: Sendable, Hashable {
     public var name: String?
     public var properties: CharacteristicProperties
     public var permissions: AttributePermissions
-    public var format: CharacteristicFormat
-    /// GATT unit (Assigned Numbers 3.5), e.g. 0x272F for degrees Celsius; nil for none.
-    public var unit: UInt16?
+    /// Format, decimal exponent and maximum length of the value on air.
+    public var encoding: ValueEncoding
+    /// Presentation Format unit; nil for none.
+    public var unit: GATTUnit?
     public var source: ValueSource
     public var descriptors: [DescriptorConfig]
-    public var notify: NotifyPolicyConfig
+    public var notify: NotifyPolicy
 
     public init(uuid: BluetoothUUID, name: String?, properties: CharacteristicProperties,
-                permissions: AttributePermissions, format: CharacteristicFormat, unit: UInt16?,
-                source: ValueSource, descriptors: [DescriptorConfig], notify: NotifyPolicyConfig) {
+                permissions: AttributePermissions, encoding: ValueEncoding, unit: GATTUnit?,
+                source: ValueSource, descriptors: [DescriptorConfig], notify: NotifyPolicy) {
         self.uuid = uuid
         self.name = name
         self.properties = properties
         self.permissions = permissions
-        self.format = format
+        self.encoding = encoding
         self.unit = unit
         self.source = source
         self.descriptors = descriptors
@@ -106,64 +109,16 @@ public struct AttributePermissions: Sendable, Hashable {
     }
 }
 
-/// How a characteristic's value is encoded on the air (all little-endian).
-public enum CharacteristicFormat: Sendable, Hashable {
-    case bool
-    /// Unsigned and signed integers of `bits` width; the value is `raw × 10^exponent`
-    /// (the Presentation Format's fixed-point model).
-    case unsigned(bits: Int, exponent: Int8)
-    case signed(bits: Int, exponent: Int8)
-    case float32
-    case float64
-    /// IEEE 11073-20601 16-bit SFLOAT.
-    case sfloat
-    /// IEEE 11073-20601 32-bit FLOAT.
-    case float
-    case utf8(maxLength: Int)
-    case bytes(maxLength: Int)
-
-    /// The configuration name: `uint16`, `sfloat`, `utf8`...
-    public var name: String {
-        switch self {
-        case .bool: "bool"
-        case .unsigned(let bits, _): "uint\(bits)"
-        case .signed(let bits, _): "sint\(bits)"
-        case .float32: "float32"
-        case .float64: "float64"
-        case .sfloat: "sfloat"
-        case .float: "float"
-        case .utf8: "utf8"
-        case .bytes: "bytes"
-        }
-    }
-
-    public var isNumeric: Bool {
-        switch self {
-        case .bool, .utf8, .bytes: false
-        default: true
-        }
-    }
-}
-
 /// Where a characteristic's value comes from.
 public enum ValueSource: Sendable, Hashable {
     /// One of a sensor's values (an `output` sensor's state for outputs).
     case sensor(id: String, reading: SensorReading)
     /// The latest payload on an MQTT topic.
     case mqtt(topic: String)
-    /// A fixed value.
-    case fixed(ConfigValue)
+    /// A fixed value (already checked against the characteristic's encoding).
+    case fixed(SensorValue)
     /// Whatever centrals last wrote, starting from `initial`.
-    case written(initial: ConfigValue)
-}
-
-/// A literal value from the configuration, already checked against the characteristic's format.
-public enum ConfigValue: Sendable, Hashable {
-    case bool(Bool)
-    case integer(Int64)
-    case number(Double)
-    case text(String)
-    case bytes([UInt8])
+    case written(initial: SensorValue)
 }
 
 public struct DescriptorConfig: Sendable, Hashable {
@@ -174,28 +129,4 @@ public struct DescriptorConfig: Sendable, Hashable {
         self.uuid = uuid
         self.value = value
     }
-}
-
-public struct NotifyPolicyConfig: Sendable, Hashable {
-    /// No two notifications closer than this; the newest value is sent when it expires.
-    public var minInterval: Duration
-    /// Resend the current value when nothing was sent for this long; nil for never.
-    public var maxInterval: Duration?
-    /// Suppress changes smaller than this; nil for any change.
-    public var delta: NotifyDelta?
-    /// Notify when the value changes (otherwise only the `maxInterval` heartbeat).
-    public var onChange: Bool
-
-    public init(minInterval: Duration, maxInterval: Duration?, delta: NotifyDelta?, onChange: Bool) {
-        self.minInterval = minInterval
-        self.maxInterval = maxInterval
-        self.delta = delta
-        self.onChange = onChange
-    }
-}
-
-public enum NotifyDelta: Sendable, Hashable {
-    case absolute(Double)
-    /// Percent of the last sent value.
-    case percent(Double)
 }

@@ -1,4 +1,6 @@
 import BluetoothCore
+import Notify
+import Values
 
 extension ConfigParser {
     func parseService(_ node: ConfigNode, references: References) -> ServiceConfig? {
@@ -41,15 +43,14 @@ extension ConfigParser {
 
     private func parseCharacteristic(_ node: ConfigNode, references: References) -> CharacteristicConfig? {
         guard let m = node.mapping("services[].characteristics[]") else { return nil }
-        let uuid = m.required("uuid")?.uuid()
+        let (uuid, known) = parseCharacteristicType(m.required("uuid"))
         let name = m["name"]?.nonEmptyString()
-        let known = uuid.flatMap(SIGCharacteristic.named)
-        let format = parseFormat(m, known: known)
+        let encoding = parseEncoding(m, known: known)
         let unit = m["unit"].map(parseUnit) ?? known?.unit
 
         var source: ValueSource?
         if let s = m.required("source")?.mapping("services[].characteristics[].source") {
-            source = parseSource(s, format: format, references: references)
+            source = parseSource(s, encoding: encoding, references: references)
         }
         var sensor: SensorConfig?
         if case .sensor(let id, _) = source { sensor = references.sensors[id] }
@@ -63,83 +64,69 @@ extension ConfigParser {
         }
         let descriptors = m["descriptors"]?.list()?.compactMap(parseDescriptor) ?? []
         let notify = parseNotify(m["notify"]?.mapping("services[].characteristics[].notify"),
-                                 properties: properties, format: format)
+                                 properties: properties, encoding: encoding)
         checkSourceAgainstProperties(m, source: source, properties: properties)
         if let sensor, !sensor.kind.isOutput, properties.isWritable {
             (m["properties"] ?? m.node).report("sensor \"\(sensor.id)\" is an input (\(sensor.kind.name)); "
                                                + "only an output sensor can be written")
         }
 
-        guard let uuid, let format, let source else { return nil }
+        guard let uuid, let encoding, let source else { return nil }
         return CharacteristicConfig(uuid: uuid, name: name, properties: properties, permissions: permissions,
-                                    format: format, unit: unit, source: source, descriptors: descriptors,
+                                    encoding: encoding, unit: unit, source: source, descriptors: descriptors,
                                     notify: notify)
     }
 
-    private enum FormatName: String, CaseIterable {
-        case bool, uint8, uint16, uint24, uint32, sint8, sint16, sint32, float32, float64, sfloat, float
-        case utf8, bytes
+    /// A UUID, or the name of an Environmental Sensing characteristic (`temperature`), whose
+    /// SIG definition then supplies the encoding and unit.
+    private func parseCharacteristicType(_ node: ConfigNode?)
+        -> (BluetoothUUID?, EnvironmentalSensingCharacteristic?) {
+        guard let node else { return (nil, nil) }
+        if case .scalar(let scalar) = node.node,
+           let named = EnvironmentalSensingCharacteristic(rawValue: scalar.string) {
+            return (named.uuid, named)
+        }
+        let uuid = node.uuid()
+        return (uuid, EnvironmentalSensingCharacteristic.allCases.first { $0.uuid == uuid })
     }
 
-    private func parseFormat(_ m: ConfigMapping, known: SIGCharacteristic?) -> CharacteristicFormat? {
+    private func parseEncoding(_ m: ConfigMapping, known: EnvironmentalSensingCharacteristic?) -> ValueEncoding? {
         let exponent = m["exponent"]?.integer(Int8.self)
-        let maxLength = m["max_length"]?.integer(in: 1...D.maxLength)
-        var format: CharacteristicFormat
+        let maxLength = m["max_length"]?.integer(in: 1...ValueEncoding.attributeValueLimit)
+        let format: ValueFormat
         if let node = m["format"] {
-            guard let name = node.choice(FormatName.self) else { return nil }
-            let e = exponent ?? D.exponent
-            let length = maxLength ?? D.maxLength
-            switch name {
-            case .bool: format = .bool
-            case .uint8: format = .unsigned(bits: 8, exponent: e)
-            case .uint16: format = .unsigned(bits: 16, exponent: e)
-            case .uint24: format = .unsigned(bits: 24, exponent: e)
-            case .uint32: format = .unsigned(bits: 32, exponent: e)
-            case .sint8: format = .signed(bits: 8, exponent: e)
-            case .sint16: format = .signed(bits: 16, exponent: e)
-            case .sint32: format = .signed(bits: 32, exponent: e)
-            case .float32: format = .float32
-            case .float64: format = .float64
-            case .sfloat: format = .sfloat
-            case .float: format = .float
-            case .utf8: format = .utf8(maxLength: length)
-            case .bytes: format = .bytes(maxLength: length)
+            guard let name = node.string() else { return nil }
+            guard let named = ValueFormat(name: name) else {
+                let names = ValueFormat.allCases.map(\.rawValue) + ["sfloat", "float11073"]
+                let hint = Suggestion.closest(to: name, among: names).map { "did you mean \"\($0)\"? " } ?? ""
+                return node.fail("\(node.shown) is not valid; \(hint)expected one of \(names.joined(separator: ", "))")
             }
+            format = named
         } else if let known {
-            format = known.format
-            if let exponent {
-                switch format {
-                case .unsigned(let bits, _): format = .unsigned(bits: bits, exponent: exponent)
-                case .signed(let bits, _): format = .signed(bits: bits, exponent: exponent)
-                default: break
-                }
-            }
+            format = known.encoding.format
         } else {
-            let names = SIGCharacteristic.known.map(\.uuid.description).joined(separator: ", ")
+            let names = EnvironmentalSensingCharacteristic.allCases.map { $0.uuid.description }.joined(separator: ", ")
             m.node.report("missing required key \"format\" (it may be left out only for \(names))")
             return nil
         }
-        switch format {
-        case .unsigned, .signed: break
-        default:
-            m["exponent"]?.report("exponent applies to integer formats only (format is \(format.name))")
+        let defaultExponent = m["format"] == nil ? known?.encoding.exponent : nil
+        do {
+            return try ValueEncoding(format, exponent: exponent ?? defaultExponent ?? ConfigDefaults.exponent,
+                                     maximumLength: maxLength ?? ValueEncoding.attributeValueLimit)
+        } catch {
+            (m["exponent"] ?? m["max_length"] ?? m.node).report(error.description)
+            return nil
         }
-        switch format {
-        case .utf8, .bytes: break
-        default:
-            m["max_length"]?.report("max_length applies to utf8 and bytes only (format is \(format.name))")
-        }
-        return format
     }
 
-    private func parseUnit(_ node: ConfigNode) -> UInt16? {
+    private func parseUnit(_ node: ConfigNode) -> GATTUnit? {
         guard let text = node.nonEmptyString() else { return nil }
-        if let unit = GATTUnitName.unit(named: text) { return unit }
-        if let uuid = BluetoothUUID(text), let short = uuid.uint16Value, (0x2700...0x27FF).contains(short) {
-            return short
+        if let unit = GATTUnit(rawValue: text) { return unit }
+        if let uuid = BluetoothUUID(text), let short = uuid.uint16Value, let unit = GATTUnit(uuid16: short) {
+            return unit
         }
-        let hint = Suggestion.hint(for: text, among: GATTUnitName.all.map(\.name))
-        node.report("\"\(text)\" is not a unit name or a unit UUID 0x2700-0x27FF\(hint)")
+        let hint = Suggestion.hint(for: text, among: GATTUnit.allCases.map(\.rawValue))
+        node.report("\"\(text)\" is not a unit gattway knows\(hint) (see the unit list in the reference)")
         return nil
     }
 
@@ -183,7 +170,7 @@ extension ConfigParser {
                                     write: m?["write"].flatMap(requirement) ?? D.writePermission)
     }
 
-    private func parseSource(_ m: ConfigMapping, format: CharacteristicFormat?, references: References) -> ValueSource? {
+    private func parseSource(_ m: ConfigMapping, encoding: ValueEncoding?, references: References) -> ValueSource? {
         let kinds = m.order.filter { $0 != "reading" }
         if m.has("reading"), kinds != ["sensor"] {
             m["reading"]?.report("reading goes with sensor")
@@ -224,53 +211,28 @@ extension ConfigParser {
                 return value.fail("\"\(topic)\" is a wildcard; a characteristic follows one topic")
             }
             return .mqtt(topic: topic)
-        case "static": return format.flatMap { parseValue(value, format: $0) }.map(ValueSource.fixed)
-        case "written": return format.flatMap { parseValue(value, format: $0) }.map { .written(initial: $0) }
+        case "static": return encoding.flatMap { parseValue(value, encoding: $0) }.map(ValueSource.fixed)
+        case "written": return encoding.flatMap { parseValue(value, encoding: $0) }.map { .written(initial: $0) }
         default: return nil
         }
     }
 
-    /// A literal checked against the characteristic's format.
-    private func parseValue(_ node: ConfigNode, format: CharacteristicFormat) -> ConfigValue? {
-        switch format {
-        case .bool:
-            return node.bool().map(ConfigValue.bool)
-        case .unsigned(let bits, let exponent), .signed(let bits, let exponent):
-            let signed: Bool = if case .signed = format { true } else { false }
-            let low = signed ? -(Double(1 << (bits - 1))) : 0
-            let high = signed ? Double(1 << (bits - 1)) - 1 : Double((1 << bits) - 1)
-            guard let value = node.number() else { return nil }
-            let raw = value / pow10(Int(exponent))
-            guard raw >= low - 0.5, raw <= high + 0.5 else {
-                return node.fail("\(ConfigNode.formatNumber(value)) does not fit \(format.name)"
-                                 + (exponent == 0 ? "" : " with exponent \(exponent)"))
-            }
-            if exponent == 0 {
-                guard value == value.rounded() else {
-                    return node.fail("\(format.name) holds whole numbers; use exponent for decimals")
-                }
-                return .integer(Int64(value))
-            }
-            return .number(value)
-        case .float32, .float64, .sfloat, .float:
-            return node.number().map(ConfigValue.number)
-        case .utf8(let maxLength):
-            guard let text = node.string() else { return nil }
-            guard text.utf8.count <= maxLength else {
-                return node.fail("is \(text.utf8.count) bytes; max_length is \(maxLength)")
-            }
-            return .text(text)
-        case .bytes(let maxLength):
-            guard let bytes = node.hexBytes() else { return nil }
-            guard bytes.count <= maxLength else {
-                return node.fail("is \(bytes.count) bytes; max_length is \(maxLength)")
-            }
-            return .bytes(bytes)
+    /// A literal checked the way values from sensors and MQTT are: by encoding it.
+    private func parseValue(_ node: ConfigNode, encoding: ValueEncoding) -> SensorValue? {
+        let value: SensorValue?
+        switch encoding.format {
+        case .bool: value = node.bool().map(SensorValue.bool)
+        case .utf8: value = node.string().map(SensorValue.text)
+        case .bytes: value = node.hexBytes().map(SensorValue.bytes)
+        default: value = node.number().map(SensorValue.number)
         }
-    }
-
-    private func pow10(_ exponent: Int) -> Double {
-        (0..<abs(exponent)).reduce(1.0) { value, _ in exponent < 0 ? value / 10 : value * 10 }
+        guard let value else { return nil }
+        do {
+            _ = try encoding.encode(value)
+            return value
+        } catch {
+            return node.fail(error.description)
+        }
     }
 
     private func parseDescriptor(_ node: ConfigNode) -> DescriptorConfig? {
@@ -291,23 +253,23 @@ extension ConfigParser {
     }
 
     private func parseNotify(_ m: ConfigMapping?, properties: CharacteristicProperties,
-                             format: CharacteristicFormat?) -> NotifyPolicyConfig {
-        let minInterval = m?["min_interval"]?.duration() ?? D.notifyMinInterval
+                             encoding: ValueEncoding?) -> NotifyPolicy {
+        let minInterval = m?["min_interval"]?.duration() ?? ConfigDefaults.notifyMinInterval
         let maxInterval = m?["max_interval"]?.duration(in: .milliseconds(1)...(.seconds(86_400)))
-        var delta: NotifyDelta?
+        var delta: NotifyPolicy.Delta?
         if let node = m?["delta"], let text = node.string() {
-            if text.hasSuffix("%"), let value = Double(text.dropLast()), value > 0 {
+            if text.hasSuffix("%"), let value = Double(text.dropLast()), value > 0, value.isFinite {
                 delta = .percent(value)
-            } else if let value = Double(text), value > 0 {
+            } else if let value = Double(text), value > 0, value.isFinite {
                 delta = .absolute(value)
             } else {
                 node.report("\(node.shown) is not a positive number or percentage (as in 0.5 or 5%)")
             }
-            if let format, !format.isNumeric {
-                node.report("delta needs a numeric format (format is \(format.name))")
+            if let encoding, !encoding.format.isNumeric {
+                node.report("delta needs a numeric format (format is \(encoding.format.rawValue))")
             }
         }
-        let onChange = m?["on_change"]?.bool() ?? D.notifyOnChange
+        let onChange = m?["on_change"]?.bool() ?? ConfigDefaults.notifyOnChange
         if let m {
             if !properties.isSubscribable {
                 m.node.report("a notify policy needs the notify or indicate property")
@@ -316,12 +278,8 @@ extension ConfigParser {
                 m["max_interval"]?.report("\(DurationText.format(maxInterval)) is shorter than min_interval "
                                           + "(\(DurationText.format(minInterval)))")
             }
-            if !onChange, maxInterval == nil {
-                m["on_change"]?.report("with on_change false, set max_interval, or nothing is ever sent")
-            }
         }
-        return NotifyPolicyConfig(minInterval: minInterval, maxInterval: maxInterval, delta: delta,
-                                  onChange: onChange)
+        return NotifyPolicy(minInterval: minInterval, maxInterval: maxInterval, delta: delta, onChange: onChange)
     }
 
     private func checkSourceAgainstProperties(_ m: ConfigMapping, source: ValueSource?,
