@@ -98,9 +98,11 @@ struct ConfigParser {
     // MARK: device
 
     func parseDevice(_ m: ConfigMapping?) -> DeviceConfig {
-        let name = m?["name"]?.nonEmptyString().flatMap { name in
-            name.utf8.count <= 248 ? name : m?["name"]?.fail("is \(name.utf8.count) bytes; at most 248")
-        } ?? D.deviceName
+        var name = D.deviceName
+        if let node = m?["name"], let text = node.nonEmptyString() {
+            // The GAP Device Name characteristic holds at most 248 bytes.
+            if text.utf8.count <= 248 { name = text } else { node.report("is \(text.utf8.count) bytes; at most 248") }
+        }
         var id = D.deviceID(forName: name)
         if let node = m?["id"], let text = node.nonEmptyString() {
             if text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) {
