@@ -128,6 +128,41 @@ struct CLITests {
         #expect(child.stderr.contains("gattway stopped"))
     }
 
+    /// Runs `arguments` until "gattway running" appears, then stops it with SIGINT; the stderr.
+    private func runBriefly(_ arguments: [String], journal: Bool = false) throws -> (status: Int32?, stderr: String) {
+        let child = Subprocess(arguments, journalStandardError: journal)
+        try child.start()
+        defer { child.stop() }
+        child.wait(timeout: 30) { _, stderr, finished in finished || stderr.contains("gattway running") }
+        child.signal(SIGINT)
+        return (child.waitForExit(timeout: 2), child.stderr)
+    }
+
+    @Test func demoRunsTheDemoConfigurationThroughTheRunPath() throws {
+        let result = try runBriefly(["demo"])
+        #expect(result.status == 0)
+        #expect(result.stderr.contains("INFO gattway: device \"gattway demo\" (id demo), transport tcp:127.0.0.1:18820"))
+        #expect(result.stderr.contains("NOTICE gattway: gattway stopped"))
+    }
+
+    @Test func logLevelHidesLowerLevels() throws {
+        let path = try temporaryFile("gpio: {backend: simulated}")
+        let result = try runBriefly(["run", "--config", path, "--log-level", "notice"])
+        #expect(result.status == 0)
+        #expect(result.stderr.contains("NOTICE gattway: gattway running"))
+        #expect(!result.stderr.contains("INFO"))
+    }
+
+    @Test func underTheJournalLinesCarryPrioritiesAndNoTimestamps() throws {
+        let path = try temporaryFile("gpio: {backend: simulated}")
+        let result = try runBriefly(["run", "--config", path], journal: true)
+        #expect(result.status == 0)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.contains("<5>gattway: gattway running device=gattway"))
+        #expect(lines.contains("<6>gattway: mqtt off"))
+        #expect(lines.allSatisfy { $0.hasPrefix("<") })
+    }
+
     @Test func runTellsSystemdWhenReadyAndWhenStopping() throws {
         let socketPath = "/tmp/gattway-cli-notify-\(getpid()).sock"
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)

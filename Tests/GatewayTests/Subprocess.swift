@@ -21,7 +21,9 @@ final class Subprocess: @unchecked Sendable {
     private let outPipe = Pipe()
     private let errPipe = Pipe()
 
-    init(_ arguments: [String], environment: [String: String] = [:]) {
+    /// `environment` is added to the test's own (without `JOURNAL_STREAM` and `NOTIFY_SOCKET`);
+    /// `journalStandardError` makes the child's stderr look like systemd's journal stream.
+    init(_ arguments: [String], environment: [String: String] = [:], journalStandardError: Bool = false) {
         process.executableURL = Self.gattway
         process.arguments = arguments
         process.currentDirectoryURL = Self.repositoryRoot
@@ -29,6 +31,7 @@ final class Subprocess: @unchecked Sendable {
         merged.removeValue(forKey: "JOURNAL_STREAM")
         merged.removeValue(forKey: "NOTIFY_SOCKET")
         merged.merge(environment) { _, new in new }
+        if journalStandardError { merged["JOURNAL_STREAM"] = standardErrorIdentityOf(errPipe) }
         process.environment = merged
         process.standardOutput = outPipe
         process.standardError = errPipe
@@ -98,4 +101,11 @@ final class Subprocess: @unchecked Sendable {
         if status == nil { child.stop() }
         return (status, child.stdout, child.stderr)
     }
+}
+
+/// `dev:ino` of a pipe, as systemd names the journal stream in `JOURNAL_STREAM`.
+private func standardErrorIdentityOf(_ pipe: Pipe) -> String {
+    var status = stat()
+    fstat(pipe.fileHandleForWriting.fileDescriptor, &status)
+    return "\(status.st_dev):\(status.st_ino)"
 }
