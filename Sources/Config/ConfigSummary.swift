@@ -35,7 +35,9 @@ public enum ConfigSummary {
     private static func describe(_ characteristic: CharacteristicConfig) -> String {
         let properties = CharacteristicProperties.names.filter { characteristic.properties.contains($0.property) }
             .map(\.name).joined(separator: ", ")
-        var text = "\(characteristic.encoding.format.rawValue) [\(properties)] ← "
+        let encoding = characteristic.encoding
+        var text = encoding.format.rawValue + (encoding.exponent == 0 ? "" : " e\(encoding.exponent)")
+            + (characteristic.unit.map { " \($0.symbol)" } ?? "") + " [\(properties)] ← "
         switch characteristic.source {
         case .sensor(let id, let reading):
             text += "sensor \(id)" + (reading == .value ? "" : " \(reading.rawValue)")

@@ -46,7 +46,7 @@ struct CLITests {
         #expect(result.stdout.hasPrefix("\(path): OK\n"))
         #expect(result.stdout.contains(" services, "))
         #expect(result.stdout.contains("  service 181A \"environment\""))
-        #expect(result.stdout.contains("2A6E \"temperature\" sint16 [read, notify] ← sensor climate temperature"))
+        #expect(result.stdout.contains("2A6E \"temperature\" sint16 e-2 °C [read, notify] ← sensor climate temperature"))
     }
 
     @Test func checkSummaryNamesTransportSensorsAndMQTT() throws {
