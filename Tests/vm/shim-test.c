@@ -69,6 +69,14 @@ static int wait_events(gw_line_request *request, gw_edge_event *events, size_t m
     return gw_line_request_read_events(request, events, max);
 }
 
+// ": <errno text>" after a failed open, nothing after a successful one.
+static const char *why(const void *result) {
+    static char text[128];
+    if (result != NULL) return "";
+    snprintf(text, sizeof text, ": %s", strerror(errno));
+    return text;
+}
+
 static gw_line_config input(int bias, bool active_low, int edge) {
     return (gw_line_config){.direction = GW_DIRECTION_INPUT, .bias = bias,
                             .active_low = active_low, .edge = edge};
@@ -105,7 +113,7 @@ static void test_bias(gw_chip *chip) {
     printf("bias and active-low\n");
     gw_line_config config = input(GW_BIAS_PULL_UP, false, GW_EDGE_NONE);
     gw_line_request *request = gw_line_request_open(chip, 0, "shim-test", &config);
-    CHECK(request != NULL, "request SIM0 with pull-up (%s)", request ? "" : strerror(errno));
+    CHECK(request != NULL, "request SIM0 with pull-up%s", why(request));
     if (!request) return;
     CHECK(gw_line_request_get_value(request) == 1, "pull-up reads 1");
     gw_line_info info;
@@ -138,7 +146,7 @@ static void test_edges(gw_chip *chip) {
     drive(1, 0);
     gw_line_config config = input(GW_BIAS_AS_IS, false, GW_EDGE_BOTH);
     gw_line_request *request = gw_line_request_open(chip, 1, "shim-test", &config);
-    CHECK(request != NULL, "request SIM1 for both edges (%s)", request ? "" : strerror(errno));
+    CHECK(request != NULL, "request SIM1 for both edges%s", why(request));
     if (!request) return;
     gw_edge_event events[8];
     CHECK(gw_line_request_read_events(request, events, 8) == 0,
@@ -197,8 +205,7 @@ static void test_v2_kernel_features(gw_chip *chip) {
     gw_line_config config = input(GW_BIAS_AS_IS, false, GW_EDGE_BOTH);
     config.debounce_us = 300000;
     gw_line_request *request = gw_line_request_open(chip, 2, "shim-test", &config);
-    CHECK(request != NULL, "request SIM2 with a 300 ms debounce (%s)",
-          request ? "" : strerror(errno));
+    CHECK(request != NULL, "request SIM2 with a 300 ms debounce%s", why(request));
     if (!request) return;
     gw_line_info info;
     CHECK(gw_chip_line_info(chip, 2, &info) == 0 && info.debounce_us == 300000
@@ -221,7 +228,7 @@ static void test_v2_kernel_features(gw_chip *chip) {
     config = input(GW_BIAS_AS_IS, false, GW_EDGE_BOTH);
     config.event_buffer_size = 2;
     request = gw_line_request_open(chip, 3, "shim-test", &config);
-    CHECK(request != NULL, "request SIM3 with a 2-event kernel buffer");
+    CHECK(request != NULL, "request SIM3 with a 2-event kernel buffer%s", why(request));
     if (!request) return;
     for (int i = 0; i < 3; i++) { // spaced out, so that no change is merged (see test_edges)
         drive(3, 1);
@@ -241,7 +248,7 @@ static void test_outputs(gw_chip *chip) {
     printf("outputs\n");
     gw_line_config config = {.direction = GW_DIRECTION_OUTPUT, .initial_value = 1};
     gw_line_request *request = gw_line_request_open(chip, 4, "shim-test", &config);
-    CHECK(request != NULL, "request SIM4 as output, initially 1");
+    CHECK(request != NULL, "request SIM4 as output, initially 1%s", why(request));
     if (!request) return;
     CHECK(physical(4) == 1, "SIM4 drives 1");
     CHECK(gw_line_request_set_value(request, 0) == 0 && physical(4) == 0, "set 0: SIM4 drives 0");
