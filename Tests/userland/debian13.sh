@@ -48,7 +48,7 @@ if [[ $EUID -ne 0 ]]; then
     fi
     skip "needs root (debootstrap, chroot, mount) and passwordless sudo is not available"
 fi
-for tool in debootstrap chroot unshare mount git tar; do
+for tool in debootstrap chroot unshare mount flock git tar; do
     command -v "$tool" >/dev/null || skip "'$tool' is not installed (apt-get install debootstrap)"
 done
 [[ -x $toolchain/usr/bin/swift ]] || skip "no Swift toolchain at $toolchain"
@@ -83,6 +83,10 @@ bind() { # bind SOURCE TARGET [ro]
 started=$SECONDS
 
 # --- The cached trixie root -----------------------------------------------------------------
+# One run at a time per cache: a second one waits here instead of rebuilding the root under it.
+mkdir -p "$cache"
+exec 9>"$cache/debian13.lock"
+flock 9
 stamp=$root/.gattway-root-complete
 if [[ ! -f $stamp || $(cat "$stamp") != "$stamp_text" ]]; then
     say "making the Debian 13 root in $root (debootstrap from $mirror; a few minutes, once)"
@@ -137,12 +141,21 @@ chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
     echo "[debian13] libgpiod (pkg-config --modversion libgpiod): $gpiod_version"
     echo "[debian13] $(swift --version 2>&1 | head -n 1)"
     case $gpiod_version in 2.*) ;; *) echo "[debian13] expected libgpiod 2.x"; exit 1 ;; esac
-    t0=$SECONDS
-    swift build --scratch-path /tmp/build-d13 --product gattway
-    echo "[debian13] gattway built in $((SECONDS - t0)) s; it links: $(ldd /tmp/build-d13/debug/gattway | grep -o "libgpiod[^ ]*" | sort -u | tr "\n" " ")"
-    t0=$SECONDS
-    swift build --scratch-path /tmp/build-d13 --build-tests
-    echo "[debian13] tests built in $((SECONDS - t0)) s"
+    # The compiler output goes to a log; its tail is shown when a build fails.
+    build() {
+        local what=$1
+        shift
+        local t0=$SECONDS
+        if ! swift build --scratch-path /tmp/build-d13 "$@" >/tmp/build-d13/build.log 2>&1; then
+            tail -n 60 /tmp/build-d13/build.log
+            echo "[debian13] building $what failed"
+            exit 1
+        fi
+        echo "[debian13] $what built in $((SECONDS - t0)) s"
+    }
+    build gattway --product gattway
+    echo "[debian13] gattway links: $(ldd /tmp/build-d13/debug/gattway | grep -o "libgpiod[^ ]*" | sort -u | tr "\n" " ")"
+    build "the tests" --build-tests
     t0=$SECONDS
     swift test --scratch-path /tmp/build-d13 --skip-build
     echo "[debian13] unit tests ran in $((SECONDS - t0)) s"

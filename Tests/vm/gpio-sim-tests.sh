@@ -31,6 +31,8 @@ shim=(Sources/CGPIODShim/gpiod_shim.c Tests/vm/shim-test.c)
 (cd "$repo" && gcc -std=gnu11 -O1 -Wall -Wextra -Werror -I Sources/CGPIODShim/include "${shim[@]}" \
     $(pkg-config --cflags --libs libgpiod) -o "$work/shim-test-v1")
 v2_binary=
+exec 9>"$cache/debian13.lock"
+flock 9 # Tests/userland/debian13.sh may be (re)making the root right now
 if [[ -f $d13root/.gattway-root-complete ]]; then
     v2_dir=/var/tmp/gattway-shim-test
     rm -rf "${d13root:?}$v2_dir"
@@ -43,6 +45,7 @@ else
     echo "[gpio-sim] note: no cached Debian 13 root, so the shim runs against libgpiod 1.6 only" \
         "(Tests/userland/debian13.sh makes the root)"
 fi
+exec 9>&-
 
 status=0
 "$here/run-in-vm.sh" --gpio-sim --module hci_vhci -- \

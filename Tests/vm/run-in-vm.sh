@@ -196,11 +196,15 @@ prepare() {
 
 # The cache is remade when the kernel or the recipe (prepare, the initramfs' init) changes.
 recipe=$( (declare -f prepare module_closure; cat "$here/initramfs-init.sh") | md5sum | cut -c1-12)
+mkdir -p "$cache/vm"
+exec 9>"$cache/vm/prepare.lock"
+flock 9 # one preparation at a time; the others wait for it and then use its result
 if [[ ! -f $stamp || $(cat "$stamp") != "$abi $version $recipe" ]]; then
     started=$SECONDS
     prepare
     say "kernel $abi ready after $((SECONDS - started)) s"
 fi
+exec 9>&-
 [[ $prepare_only == 1 ]] && exit 0
 
 # --- One run ----------------------------------------------------------------------------------
