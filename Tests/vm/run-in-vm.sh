@@ -121,6 +121,7 @@ module_closure() { # prints module paths (relative to $modroot) deps first, no d
 prepare() {
     say "preparing kernel $abi ($version) in $vmcache (downloads ~230 MB, once)"
     rm -rf "$vmcache"
+    find "$cache/vm" -mindepth 1 -maxdepth 1 -type d -name '*-amd64' -exec rm -rf {} + # older kernels
     mkdir -p "$vmcache/debs" "$tree" "$vmcache/gpio-sim"
     local packages=(
         "linux-image-$abi=$version" "linux-headers-$abi=$version"
