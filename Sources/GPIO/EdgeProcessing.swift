@@ -11,7 +11,8 @@ struct LossDetector {
     enum Mode { case sequenceNumbers, edgeAlternation }
 
     let mode: Mode
-    private var lastSequence: UInt64?
+    /// Kernel sequence numbers of a request start at 1.
+    private var lastSequence: UInt64 = 0
     private var lastEdge: Edge?
 
     init(mode: Mode) { self.mode = mode }
@@ -21,8 +22,8 @@ struct LossDetector {
         switch mode {
         case .sequenceNumbers:
             defer { lastSequence = event.sequence }
-            guard let last = lastSequence, event.sequence > last + 1 else { return 0 }
-            return Int(event.sequence - last - 1)
+            guard event.sequence > lastSequence + 1 else { return 0 }
+            return Int(event.sequence - lastSequence - 1)
         case .edgeAlternation:
             defer { lastEdge = event.edge }
             return lastEdge == event.edge ? 1 : 0

@@ -14,10 +14,10 @@ import Testing
 
     @Test func sequenceGapsAreCountedExactly() {
         var detector = LossDetector(mode: .sequenceNumbers)
-        let missing = [1, 2, 5, 6, 10].map {
+        let missing = [3, 4, 7, 8, 12].map {
             detector.missing(before: EdgeEvent(edge: .rising, timestampNs: 0, sequence: UInt64($0)))
         }
-        #expect(missing == [0, 0, 2, 0, 3])
+        #expect(missing == [2, 0, 2, 0, 3])  // a request's sequence starts at 1
     }
 
     @Test func withoutSequenceNumbersRepeatedEdgesMeanLoss() {

@@ -153,8 +153,10 @@ import Testing
         ])
         let steps = try sim.requestInput(LineSelector("STEPS"), consumer: "t", settings: InputSettings(edges: .both), onReadable: {})
         let pulses = try sim.requestInput(LineSelector("PULSES"), consumer: "t", settings: InputSettings(edges: .rising), onReadable: {})
-        sim.advance(by: .milliseconds(10_001))
-        #expect(try steps.readEvents().events.prefix(3).map { $0.timestampNs - Self.start } == [2_000_000, 5_000_000, 7_000_000])
+        sim.advance(by: .milliseconds(11))
+        #expect(try steps.readEvents().events.map { $0.timestampNs - Self.start }
+                == [2_000_000, 5_000_000, 7_000_000, 10_000_000])
+        sim.advance(by: .milliseconds(9_990))
         // 1/3 s apart without drift over 10 s: rises at 1/3 s … 10 s.
         let rises = try pulses.readEvents().events.map(\.timestampNs)
         #expect(rises.count == 30)
