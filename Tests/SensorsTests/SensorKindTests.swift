@@ -107,7 +107,7 @@ import Testing
     func rateIsWithinOnePercent(hertz: Double) throws {
         let line = SimulatedLineConfig(name: "FLOW", generator: .pulses(perSecond: hertz, width: .microseconds(50)))
         let spec = SensorSpec(name: "flow", kind: .rate(RateSettings(line: LineSelector("FLOW"))))
-        let (_, driver, _) = try drive([line], [spec])
+        let (_, driver, _) = try drive([line], [spec], maxStep: .milliseconds(10))
         let values = driver.run(for: .seconds(12))
         let rates = values.filter { $0.channel == "value" && $0.timestampNs >= Self.start + 3_000_000_000 }.compactMap(\.number)
         #expect(!rates.isEmpty)
