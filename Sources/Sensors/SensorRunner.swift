@@ -65,11 +65,13 @@ public actor SensorRunner {
         timer?.cancel()
         timerDeadline = core.deadline
         guard let deadline = timerDeadline else { return }
-        let now = backend.now()
-        let delay = deadline > now ? deadline - now : 0
-        let wake = wake
+        let (wake, backend) = (wake, backend)
         timer = Task {
-            try? await Task.sleep(for: .nanoseconds(Int64(clamping: delay)))
+            // Sleeps on the backend's clock, so an early wake-up sleeps again instead of
+            // leaving the deadline unserved.
+            while !Task.isCancelled, case let now = backend.now(), now < deadline {
+                try? await Task.sleep(for: .nanoseconds(Int64(clamping: deadline - now)))
+            }
             if !Task.isCancelled { wake.yield() }
         }
     }

@@ -3,8 +3,12 @@ import Foundation
 
 /// GPIO through the kernel's character devices with libgpiod (v1 or v2, whichever the shim was
 /// compiled against).
-public final class LibgpiodBackend: GPIOBackend {
+public final class LibgpiodBackend: GPIOBackend, @unchecked Sendable {
     private let deviceDirectory: String
+    /// Selectors already resolved: resolving reads every line of every chip, too slow to repeat
+    /// between a DHT's start signal and its answer. Guarded by `lock`.
+    private var resolved: [LineSelector: ResolvedLine] = [:]
+    private let lock = NSLock()
 
     /// - Parameter deviceDirectory: where `gpiochipN` devices are looked for.
     public init(deviceDirectory: String = "/dev") {
@@ -30,9 +34,16 @@ public final class LibgpiodBackend: GPIOBackend {
         try chipPaths().map { try LibgpiodChip(path: $0).info() }
     }
 
+    private func line(_ selector: LineSelector) throws -> ResolvedLine {
+        if let line = lock.withLock({ resolved[selector] }) { return line }
+        let line = try resolve(selector)
+        lock.withLock { resolved[selector] = line }
+        return line
+    }
+
     public func requestInput(_ selector: LineSelector, consumer: String, settings: InputSettings,
                              onReadable: @escaping @Sendable () -> Void) throws -> any InputLine {
-        let resolved = try resolve(selector)
+        let resolved = try line(selector)
         let chip = try LibgpiodChip(path: resolved.chip.path)
         let softwareDebounce = Self.apiMajor == 1 && settings.debounce > .zero
         var config = gw_line_config()
@@ -51,7 +62,7 @@ public final class LibgpiodBackend: GPIOBackend {
 
     public func requestOutput(_ selector: LineSelector, consumer: String,
                               settings: OutputSettings) throws -> any OutputLine {
-        let resolved = try resolve(selector)
+        let resolved = try line(selector)
         let chip = try LibgpiodChip(path: resolved.chip.path)
         var config = gw_line_config()
         config.direction = Int32(GW_DIRECTION_OUTPUT.rawValue)
