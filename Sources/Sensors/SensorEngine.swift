@@ -8,6 +8,7 @@ struct Emission {
     var time: UInt64
 
     static let valueChannel = "value"
+    static let lostEventsChannel = "lost_events"
 }
 
 /// The kind-specific part of a sensor: owns its lines and turns edge events and time into
@@ -108,7 +109,7 @@ final class SensorCore {
                 if batch.lost > 0 {
                     engine.lost(batch.lost, input: index)
                     lostTotal += batch.lost
-                    out.append(Emission(channel: "lost_events", reading: .number(Double(lostTotal)), unit: "",
+                    out.append(Emission(channel: Emission.lostEventsChannel, reading: .number(Double(lostTotal)), unit: "",
                                         time: batch.events.first?.timestampNs ?? now))
                 }
                 events += batch.events.map { ($0, index) }
@@ -156,7 +157,7 @@ final class SensorCore {
     private func finish(_ emissions: [Emission]) -> [SensorValue] {
         emissions.compactMap { emission in
             let unit = emission.channel == Emission.valueChannel ? (spec.unit ?? emission.unit) : emission.unit
-            guard emission.channel != "lost_events" else {
+            guard emission.channel != Emission.lostEventsChannel else {
                 return value(channel: emission.channel, reading: emission.reading, unit: unit, time: emission.time)
             }
             units[emission.channel] = unit

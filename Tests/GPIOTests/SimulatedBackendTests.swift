@@ -171,3 +171,22 @@ final class CallCounter: @unchecked Sendable {
     func increment() { lock.withLock { count += 1 } }
     var value: Int { lock.withLock { count } }
 }
+
+/// The real-time clock `gattway demo` uses: the simulator's timer generates edges as they fall
+/// due and signals them; the test waits for that signal, not for a fixed time.
+@Suite struct SimulatedRealTimeTests {
+    @Test func edgesArriveOnTheMonotonicClock() async throws {
+        let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "rt", lines: [
+            SimulatedLineConfig(name: "PULSES", generator: .pulses(perSecond: 1_000, width: .microseconds(100)))])],
+                                   clock: .realTime)
+        let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let input = try sim.requestInput(LineSelector("PULSES"), consumer: "t", settings: InputSettings(edges: .rising),
+                                         onReadable: { signal.yield() })
+        var iterator = signals.makeAsyncIterator()
+        _ = await iterator.next()
+        let batch = try input.readEvents()
+        let now = monotonicNowNs()
+        #expect(!batch.events.isEmpty)
+        #expect(batch.events.allSatisfy { $0.timestampNs <= now && ($0.timestampNs - sim.originNs) % 1_000_000 == 0 })
+    }
+}
