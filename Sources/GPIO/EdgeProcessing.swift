@@ -80,8 +80,6 @@ struct EdgeEventRing {
         storage.reserveCapacity(self.capacity)
     }
 
-    var isEmpty: Bool { storage.count == head }
-
     mutating func append(_ event: EdgeEvent) {
         if storage.count - head == capacity {
             head += 1

@@ -12,8 +12,6 @@ public enum GPIOError: Error, Equatable, CustomStringConvertible {
     case system(operation: String, target: String, errno: Int32, message: String)
     /// A line was used after `release()`.
     case released(String)
-    /// The same line was requested twice by gattway itself.
-    case alreadyRequested(ResolvedLine)
 
     public var description: String {
         switch self {
@@ -32,8 +30,6 @@ public enum GPIOError: Error, Equatable, CustomStringConvertible {
             return "\(operation) \(target) failed: \(message) (errno \(errno))"
         case let .released(line):
             return "GPIO line \(line) was already released"
-        case let .alreadyRequested(line):
-            return "GPIO line \(line) is requested twice in this configuration"
         }
     }
 }
