@@ -14,6 +14,9 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "gattway", targets: ["gattway"]),
+        // For the GPIO benchmark package (Tests/GPIOBenchmark).
+        .library(name: "GPIO", targets: ["GPIO"]),
+        .library(name: "Sensors", targets: ["Sensors"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
