@@ -95,7 +95,7 @@ let package = Package(
                 path: "Sources/Gateway", swiftSettings: swiftSettings),
         .executableTarget(
             name: "gattway",
-            dependencies: ["Gateway", "Config",
+            dependencies: ["Gateway", "Config", "GPIO",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
             path: "Sources/gattway", swiftSettings: swiftSettings),
@@ -127,7 +127,10 @@ let package = Package(
                     path: "Tests/MQTTTests", swiftSettings: swiftSettings),
         .testTarget(name: "ConfigTests", dependencies: ["Config"],
                     path: "Tests/ConfigTests", swiftSettings: swiftSettings),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "gattway"],
+        .testTarget(name: "GatewayTests",
+                    dependencies: ["Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify",
+                                   "BluetoothGATT", "BluetoothCore", "MQTT",
+                                   .product(name: "Logging", package: "swift-log")],
                     path: "Tests/GatewayTests", swiftSettings: swiftSettings),
     ]
 )
