@@ -142,8 +142,10 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
         Exchange("CCCD value of one byte", [("12 1700 01", "01 12 1700 0d")]),
         Exchange("dynamic value", [("12 1a00 01", "13")]),
         Exchange("the program refuses", [("12 1a00 ee", "01 12 1a00 80")]),
-        Exchange("longer than 512", [("12 1a00 " + String(repeating: "00", count: 513), "01 12 1a00 0d")]),
-        Exchange("exactly 512", [("12 1a00 " + String(repeating: "00", count: 512), "13")]),
+        Exchange("longer than 512", [("02 0502", "03 0502"), ("12 1a00 " + String(repeating: "00", count: 513), "01 12 1a00 0d")]),
+        Exchange("exactly 512", [("02 0502", "03 0502"), ("12 1a00 " + String(repeating: "00", count: 512), "13")]),
+        Exchange("a request longer than the MTU", [("12 1a00 " + String(repeating: "00", count: 21), "01 12 0000 04")]),
+        Exchange("a request exactly the MTU", [("12 1a00 " + String(repeating: "00", count: 20), "13")]),
         Exchange("fixed value", [("12 0300 41", "01 12 0300 03")]),
         Exchange("Database Hash", [("12 0f00 00", "01 12 0f00 03")]),
         Exchange("no such handle", [("12 9900 00", "01 12 9900 01")]),
@@ -185,6 +187,7 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
         Exchange("write command to a fixed value", [("52 0300 05", "")]),
         Exchange("malformed write command", [("52 1a", "")]),
         Exchange("signed write command", [("d2 1a00 05 000102030405060708090a0b", "")]),
+        Exchange("write command longer than the MTU", [("52 1a00 " + String(repeating: "00", count: 21), "")]),
         Exchange("confirmation with no indication outstanding", [("1e", "")]),
         Exchange("a notification from the central", [("1b 0100 00", "")]),
         Exchange("an error response from the central", [("01 0a 0100 0a", "")]),
@@ -237,8 +240,8 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
     @Test func refusedBatchAppliesNothing() throws {
         let (server, log, _) = try Fixture.server()
         server.connect(CentralID(1))
-        _ = server.exchange("161700000100")
-        _ = server.exchange("161a0000ee")
+        #expect(server.exchange("16 1700 0000 0100".replacingOccurrences(of: " ", with: "")).sent == ["17170000000100"])
+        #expect(server.exchange("16 1a00 0000 ee".replacingOccurrences(of: " ", with: "")).sent == ["171a000000ee"])
         let (sent, events) = server.exchange("1801")
         #expect(sent == ["01181a0080"])
         #expect(events.isEmpty, "the CCCD in the refused batch must not subscribe")

@@ -91,18 +91,26 @@ import Testing
             mac.update(bytes.fromhex(sys.argv[1]))
             print(mac.finalize().hex())
             """
+        // Output goes to files, not pipes: reading a pipe can fail with EINTR under the test runner.
+        let directory = FileManager.default.temporaryDirectory
+        let outputURL = directory.appendingPathComponent("gattway-cmac-\(UUID().uuidString).out")
+        let errorURL = directory.appendingPathComponent("gattway-cmac-\(UUID().uuidString).err")
+        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        FileManager.default.createFile(atPath: errorURL.path, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(at: outputURL)
+            try? FileManager.default.removeItem(at: errorURL)
+        }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["-c", script, message.hexString]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
+        process.standardOutput = try FileHandle(forWritingTo: outputURL)
+        process.standardError = try FileHandle(forWritingTo: errorURL)
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
+        let data = try Data(contentsOf: outputURL)
         guard process.terminationStatus == 0 else {
+            let errorText = (try? String(contentsOf: errorURL, encoding: .utf8)) ?? ""
             throw PythonFailure(message: "\(python) failed (\(process.terminationStatus)): \(errorText)")
         }
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

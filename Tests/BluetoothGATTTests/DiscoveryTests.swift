@@ -41,7 +41,7 @@ import Testing
         ])
         #expect(characteristics[BluetoothUUID(0x180D)] == [
             Characteristic(declaration: 21, properties: 0x12, valueHandle: 22, uuid: BluetoothUUID(0x2A37)),
-            Characteristic(declaration: 25, properties: 0x08, valueHandle: 26, uuid: BluetoothUUID(0x2A39)),
+            Characteristic(declaration: 25, properties: 0x0C, valueHandle: 26, uuid: BluetoothUUID(0x2A39)),
             Characteristic(declaration: 27, properties: 0x02, valueHandle: 28, uuid: BluetoothUUID(0x2A38)),
         ])
         #expect(characteristics[Fixture.nordicService] == [

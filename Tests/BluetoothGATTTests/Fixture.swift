@@ -9,7 +9,7 @@ import Foundation
 /// | handles | service |
 /// |---|---|
 /// | 16–18 | secondary FFF0: FFF1 fixed [0x2A] |
-/// | 19–29 | primary 180D: include 16–18; 2A37 notify (CCCD 23, CUD 24); 2A39 write (26); 2A38 fixed [0x01] + 2904 (29) |
+/// | 19–29 | primary 180D: include 16–18; 2A37 notify (CCCD 23, CUD 24); 2A39 write/write without response (26); 2A38 fixed [0x01] + 2904 (29) |
 /// | 30–42 | primary 6E400001…: 6E400003 notify/indicate/write + reliable write (32, ext 33, CCCD 34); 6E400002 read encrypted (36); FFF2 read authenticated (38); FFF3 read authorized (40); FFF4 write encrypted (42) |
 /// | 43–46 | primary 180F: 2A19 fixed [100] notify (45, CCCD 46) |
 enum Fixture {
@@ -25,7 +25,8 @@ enum Fixture {
         GATTService(uuid: BluetoothUUID(0x180D), includedServices: [secondary], characteristics: [
             GATTCharacteristic(uuid: BluetoothUUID(0x2A37), properties: [.read, .notify], permissions: .readable,
                                value: .dynamic, descriptors: [.userDescription("Heart Rate")]),
-            GATTCharacteristic(uuid: BluetoothUUID(0x2A39), properties: .write, permissions: .writeable, value: .dynamic),
+            GATTCharacteristic(uuid: BluetoothUUID(0x2A39), properties: [.write, .writeWithoutResponse],
+                               permissions: .writeable, value: .dynamic),
             GATTCharacteristic(uuid: BluetoothUUID(0x2A38), properties: .read, permissions: .readable, value: .fixed([0x01]),
                                descriptors: [.presentationFormat(format: 0x04, exponent: 0, unit: 0x2700)]),
         ])

@@ -51,7 +51,8 @@ final class ManualClock: @unchecked Sendable {
     }
 }
 
-/// Reads the events buffered so far: a sentinel connection marks the end.
+/// Reads the events buffered so far. In poweredOn a sentinel connection marks the end;
+/// otherwise the caller says how many events to read.
 struct EventReader {
     var iterator: AsyncStream<PeripheralEvent>.Iterator
     let peripheral: Peripheral
@@ -61,7 +62,16 @@ struct EventReader {
         iterator = peripheral.events.makeAsyncIterator()
     }
 
+    mutating func take(_ count: Int) async -> [PeripheralEvent] {
+        var events: [PeripheralEvent] = []
+        while events.count < count, let event = await iterator.next() { events.append(event) }
+        return events
+    }
+
+    /// Everything buffered (requires poweredOn, where the sentinel connection is accepted).
     mutating func take() async -> [PeripheralEvent] {
+        let state = await peripheral.state
+        precondition(state == .poweredOn, "the sentinel needs poweredOn")
         let sentinel = CentralID(0xFFFF)
         await peripheral.centralConnected(sentinel)
         await peripheral.centralDisconnected(sentinel)
@@ -74,7 +84,7 @@ struct EventReader {
     }
 }
 
-@Suite struct PeripheralTests {
+@Suite(.timeLimit(.minutes(1))) struct PeripheralTests {
     let link = MemoryLink()
     let clock = ManualClock()
     let central = CentralID(1)
@@ -103,11 +113,14 @@ struct EventReader {
         var reader = EventReader(peripheral)
         #expect(await peripheral.state == .unknown)
         await #expect(throws: PeripheralError.notPoweredOn(.unknown)) { try await peripheral.add(Self.sensor) }
-        #expect(await reader.take() == [.serviceAdded(.failure(.notPoweredOn(.unknown)))])
+        #expect(await reader.take(1) == [.serviceAdded(.failure(.notPoweredOn(.unknown)))])
         await peripheral.updateState(.poweredOff)
         await #expect(throws: PeripheralError.notPoweredOn(.poweredOff)) { try await peripheral.removeAllServices() }
+        await peripheral.centralConnected(central)
+        #expect(await peripheral.connectedCentrals.isEmpty, "no connections below poweredOn")
         #expect(PeripheralError.notPoweredOn(.poweredOff).description == "the peripheral is poweredOff, not poweredOn")
-        #expect(await reader.take() == [.stateChanged(.poweredOff)])
+        await peripheral.updateState(.poweredOn)
+        #expect(await reader.take() == [.stateChanged(.poweredOff), .stateChanged(.poweredOn)])
     }
 
     @Test func leavingPoweredOnDisconnectsAndUnsubscribesEveryone() async throws {
@@ -118,7 +131,7 @@ struct EventReader {
         await peripheral.receive([0x12] + le(temperature.clientConfigurationHandle!) + [0x01, 0x00], from: central)
         #expect(link.takeSent(to: central) == ["13"])
         await peripheral.updateState(.resetting)
-        #expect(await reader.take() == [
+        #expect(await reader.take(6) == [
             .serviceAdded(.success(service)), .centralConnected(central), .subscribed(central, temperature),
             .unsubscribed(central, temperature), .centralDisconnected(central), .stateChanged(.resetting),
         ])

@@ -29,6 +29,13 @@ extension GATTServer {
         expireTransaction(of: central, now: now)
         guard !central.isClosed else { return }
 
+        // A PDU longer than the ATT_MTU breaks the bearer's contract (Vol 3 Part F 3.2.8): a
+        // request gets Invalid PDU, anything else is dropped. Answers then never exceed the MTU
+        // (a Prepare Write Response echoes its request).
+        if bytes.count > Int(central.mtu) {
+            if let raw = bytes.first, ATTOpcode.isRequest(raw) { reject(raw, 0, .invalidPDU, to: central) }
+            return
+        }
         let pdu: ATTPDU
         do throws(ATTDecodingError) {
             pdu = try ATTPDU(decoding: bytes)
