@@ -55,20 +55,27 @@ private struct Fuzzer {
         _ = server.takeOutput()
     }
 
+    // Non-generic draws: `Int.random(in:using:)` is generic and slow in debug builds.
+    mutating func below(_ bound: Int) -> Int { Int(random.next() % UInt64(bound)) }
+    mutating func draw(_ range: ClosedRange<Int>) -> Int { range.lowerBound + below(range.count) }
+    mutating func byte() -> UInt8 { UInt8(truncatingIfNeeded: random.next()) }
+    mutating func coin() -> Bool { random.next() & 1 == 0 }
+
     mutating func step() throws {
-        let central = centrals[Int.random(in: 0..<centrals.count, using: &random)]
-        if Int.random(in: 0..<50, using: &random) == 0 { try hostOrProgramCall(central) }
+        let central = centrals[below(centrals.count)]
+        if below(50) == 0 { try hostOrProgramCall(central) }
 
         let pdu = makePDU()
-        let before = server.snapshot(of: central)!
+        let state = server.centrals[central]!
+        let (mtuBefore, closedBefore) = (state.mtu, state.isClosed)
         server.receive(pdu, from: central, now: now)
-        let after = server.snapshot(of: central)!
-        let answers = server.takeOutput().compactMap { item -> [UInt8]? in
+        var answers: [[UInt8]] = []
+        for item in server.takeOutput() {
             guard case let .send(bytes, to) = item, to == central, let opcode = bytes.first,
-                  opcode != 0x1B, opcode != 0x1D else { return nil }
-            return bytes
+                  opcode != 0x1B, opcode != 0x1D else { continue }
+            answers.append(bytes)
         }
-        let expectsAnswer = !pdu.isEmpty && ATTOpcode.isRequest(pdu[0]) && !before.isClosed && !after.isClosed
+        let expectsAnswer = !pdu.isEmpty && ATTOpcode.isRequest(pdu[0]) && !closedBefore && !state.isClosed
         if expectsAnswer {
             requests += 1
             guard answers.count == 1 else {
@@ -79,27 +86,27 @@ private struct Fuzzer {
             let named = answer[0] == 0x01 ? (answer.count == 5 ? answer[1] : nil) : answer[0] - 1
             if named != pdu[0] { Issue.record("request \(pdu.hexString) answered by \(answer.hexString)") }
             if answer[0] != 0x01 { successes += 1 }
-            if answer.count > Int(before.mtu) { Issue.record("answer of \(answer.count) bytes exceeds MTU \(before.mtu)") }
+            if answer.count > Int(mtuBefore) { Issue.record("answer of \(answer.count) bytes exceeds MTU \(mtuBefore)") }
         } else if !answers.isEmpty {
             Issue.record("unanswerable \(pdu.hexString) got \(answers.map(\.hexString))")
             throw FuzzFailure()
         }
-        try checkInvariants(after)
+        try checkInvariants(state)
     }
 
     /// Something the program or host does between PDUs.
     mutating func hostOrProgramCall(_ central: CentralID) throws {
-        switch Int.random(in: 0..<6, using: &random) {
+        switch below(6) {
         case 0:
-            server.addTransmitCredits(Int.random(in: 0...4, using: &random), now: now)
+            server.addTransmitCredits(draw(0...4), now: now)
         case 1:
-            let characteristic = notifiable[Int.random(in: 0..<notifiable.count, using: &random)]
+            let characteristic = notifiable[below(notifiable.count)]
             if server.database.services[characteristic.service] != nil {
-                let value = (0..<Int.random(in: 0...600, using: &random)).map { UInt8(truncatingIfNeeded: $0) }
+                let value = (0..<draw(0...600)).map { UInt8(truncatingIfNeeded: $0) }
                 _ = try server.updateValue(value, for: characteristic, now: now)
             }
         case 2:
-            now += .seconds(Int.random(in: 0...12, using: &random))
+            now += .seconds(draw(0...12))
             server.expireTransactions(now: now)
         case 3:
             if let id = removable {
@@ -110,70 +117,79 @@ private struct Fuzzer {
             }
         case 4:
             server.disconnect(central)
-            server.connect(central, security: Bool.random(using: &random) ? .unencrypted
-                           : LinkSecurity(isEncrypted: true, isAuthenticated: Bool.random(using: &random)))
+            server.connect(central, security: coin() ? .unencrypted
+                           : LinkSecurity(isEncrypted: true, isAuthenticated: coin()))
         default:
-            server.setSecurity(LinkSecurity(isEncrypted: Bool.random(using: &random),
-                                            encryptionKeySize: Int.random(in: 7...16, using: &random)), for: central)
+            server.setSecurity(LinkSecurity(isEncrypted: coin(),
+                                            encryptionKeySize: draw(7...16)), for: central)
         }
         _ = server.takeOutput()
     }
 
     mutating func makePDU() -> [UInt8] {
-        if Int.random(in: 0..<4, using: &random) == 0 {
+        if below(4) == 0 {
             // Pure noise.
-            return (0..<Int.random(in: 0...24, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            return bytes(draw(0...24))
         }
-        let opcode = Self.opcodes[Int.random(in: 0..<Self.opcodes.count, using: &random)]
+        let opcode = Self.opcodes[below(Self.opcodes.count)]
         var pdu: [UInt8] = [opcode]
         switch opcode {
-        case 0x02: pdu += u16(UInt16.random(in: 0...600, using: &random))
+        case 0x02: pdu += u16(UInt16(draw(0...600)))
         case 0x04, 0x08, 0x10, 0x06:
-            pdu += u16(handle()) + u16(Bool.random(using: &random) ? 0xFFFF : handle())
+            pdu += u16(handle()) + u16(coin() ? 0xFFFF : handle())
             let types: [UInt16] = [0x2800, 0x2801, 0x2802, 0x2803, 0x2902, 0x2A37, 0x2B2A, 0x2A00]
-            if opcode != 0x04 { pdu += u16(types[Int.random(in: 0..<types.count, using: &random)]) }
+            if opcode != 0x04 { pdu += u16(types[below(types.count)]) }
             if opcode == 0x06 { pdu += [0x0D, 0x18] }
         case 0x0A: pdu += u16(handle())
-        case 0x0C: pdu += u16(handle()) + u16(UInt16.random(in: 0...120, using: &random))
+        case 0x0C: pdu += u16(handle()) + u16(UInt16(draw(0...120)))
         case 0x0E, 0x20:
-            for _ in 0..<Int.random(in: 2...5, using: &random) { pdu += u16(handle()) }
+            for _ in 0..<draw(2...5) { pdu += u16(handle()) }
         case 0x12, 0x52:
             pdu += u16(handle()) + value()
-        case 0x16: pdu += u16(handle()) + u16(UInt16.random(in: 0...520, using: &random)) + value()
-        case 0x18: pdu += [UInt8.random(in: 0...1, using: &random)]
+        case 0x16: pdu += u16(handle()) + u16(UInt16(draw(0...520))) + value()
+        case 0x18: pdu += [UInt8(below(2))]
         case 0xD2: pdu += u16(handle()) + value() + [UInt8](repeating: 0, count: 12)
         default: break
         }
         // Mutate about one in three: flip a byte, cut, or extend.
-        switch Int.random(in: 0..<9, using: &random) {
-        case 0 where pdu.count > 1: pdu[Int.random(in: 1..<pdu.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
-        case 1: pdu.removeLast(Int.random(in: 0...pdu.count - 1, using: &random))
-        case 2: pdu += [UInt8.random(in: 0...255, using: &random)]
+        switch below(9) {
+        case 0 where pdu.count > 1: pdu[1 + below(pdu.count - 1)] ^= max(byte(), 1)
+        case 1: pdu.removeLast(below(pdu.count))
+        case 2: pdu += [byte()]
         default: break
         }
         return pdu
     }
 
     mutating func handle() -> UInt16 {
-        Int.random(in: 0..<10, using: &random) == 0 ? UInt16.random(in: 0...0xFFFF, using: &random)
-            : UInt16.random(in: 0...50, using: &random)
+        below(10) == 0 ? UInt16(truncatingIfNeeded: random.next())
+            : UInt16(below(51))
     }
 
     mutating func value() -> [UInt8] {
-        let cccdValues: [[UInt8]] = [[0x01, 0x00], [0x02, 0x00], [0x00, 0x00], [0x03, 0x00], [0x01]]
-        if Bool.random(using: &random) { return cccdValues[Int.random(in: 0..<cccdValues.count, using: &random)] }
-        return (0..<Int.random(in: 0...30, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+        if coin() { return Self.cccdValues[below(Self.cccdValues.count)] }
+        return bytes(draw(0...30))
+    }
+
+    static let cccdValues: [[UInt8]] = [[0x01, 0x00], [0x02, 0x00], [0x00, 0x00], [0x03, 0x00], [0x01]]
+
+    /// Random bytes, a loop rather than `map` (which costs a lot in debug builds).
+    mutating func bytes(_ count: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count)
+        for _ in 0..<count { bytes.append(byte()) }
+        return bytes
     }
 
     func u16(_ value: UInt16) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
 
-    func checkInvariants(_ state: CentralSnapshot) throws {
-        guard (23...517).contains(state.mtu), state.preparedWriteCount <= limits.preparedWriteQueueLimit,
-              server.transmitCredits >= 0, state.queuedIndicationCount <= limits.indicationQueueLimit + 64 else {
-            Issue.record("state out of bounds: \(state)")
+    func checkInvariants(_ state: CentralState) throws {
+        guard (23...517).contains(state.mtu), state.preparedWrites.count <= limits.preparedWriteQueueLimit,
+              server.transmitCredits >= 0, state.indicationQueue.count <= limits.indicationQueueLimit + 64 else {
+            Issue.record("state out of bounds: \(state.snapshot)")
             throw FuzzFailure()
         }
-        if state.isClosed, state.outstandingIndicationHandle != nil {
+        if state.isClosed, state.outstandingIndication != nil {
             Issue.record("a closed bearer keeps an indication outstanding")
         }
         for (handle, bits) in state.clientConfigurations {
