@@ -258,8 +258,9 @@ public final class MQTTClient: @unchecked Sendable {
                 try require(mosquitto_tls_insecure_set(mosq, true), "tls host name check off")
             }
         }
+        // No disconnect callback: the loop's return code says why a connection ended, and
+        // `runConnection` reports it once.
         mosquitto_connect_v5_callback_set(mosq, onConnect)
-        mosquitto_disconnect_v5_callback_set(mosq, onDisconnect)
         mosquitto_publish_v5_callback_set(mosq, onPublish)
         mosquitto_message_v5_callback_set(mosq, onMessage)
         mosquitto_log_callback_set(mosq, onLog)
@@ -341,11 +342,6 @@ private let mosquittoLibraryInitialized: Int32 = mosquitto_lib_init()
 private let onConnect: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, Int32, OpaquePointer?) -> Void = {
     _, object, rc, _, _ in
     CallbackContext.from(object)?.connack(rc)
-}
-
-private let onDisconnect: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, OpaquePointer?) -> Void = {
-    _, _, _, _ in
-    // The loop's return code says why; `runConnection` reports it once.
 }
 
 private let onPublish: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, Int32, OpaquePointer?) -> Void = {
