@@ -212,6 +212,23 @@ struct BrokerTests {
         await running.stop()
     }
 
+    @Test func retainedStateIsRepublishedAfterTheBrokerLostIt() async throws {
+        let broker = try Broker()  // no persistence: a restart forgets every retained message
+        defer { broker.stop() }
+        let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"))
+        try await waitUntil { await running.service.isConnected }
+        await running.service.handle(.valueChanged(temperature, value: .integer(19), raw: [19], at: t0))
+        broker.stop()
+        try await waitUntil { await !running.service.isConnected }
+        try broker.start()
+        try await waitUntil { await running.service.isConnected }
+        let late = try await TestSubscriber(port: broker.port, filters: ["gattway/#"])
+        #expect(try await late.next(on: "gattway/pi1/availability").string == "online")
+        #expect(try await late.next(on: "gattway/pi1/env/temperature").string == #"{"value":19,"ts":"2027-01-15T08:00:00.250Z"}"#)
+        await late.stop()
+        await running.stop()
+    }
+
     @Test func queuedEventsSurviveARestartWhileTheBrokerIsDown() async throws {
         let broker = try Broker(persistent: true)
         defer { broker.stop() }
