@@ -188,6 +188,26 @@ struct BrokerTests {
         await watcher.stop()
     }
 
+    @Test func writesReachTheBrokerWithMedianLatencyUnder50ms() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/pi1/io/relay/written"])
+        let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"))
+        try await waitUntil { await running.service.isConnected }
+        var latencies: [Duration] = []
+        for n in 1...21 {
+            let start = ContinuousClock.now
+            await running.service.handle(.written(relay, value: .integer(Int64(n)), central: phone, kind: .request, at: t0))
+            let message = try await watcher.next(on: "gattway/pi1/io/relay/written")
+            latencies.append(ContinuousClock.now - start)
+            #expect(writtenValues(["x " + message.string]) == [n])
+        }
+        let median = latencies.sorted()[latencies.count / 2]
+        #expect(median < .milliseconds(50), "median /written latency \(median)")
+        await running.stop()
+        await watcher.stop()
+    }
+
     @Test func outageOfTenSecondsLosesNothing() async throws {
         let broker = try Broker(persistent: true)
         defer { broker.stop() }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 @testable import MQTT
 
@@ -22,8 +23,10 @@ struct OutboxTests {
 
     @Test func fullOutboxDropsOldestAndCounts() throws {
         let directory = try temporaryDirectory("outbox")
-        let outbox = try MQTTOutbox(directory: directory, capacity: 3, logger: testLogger)
+        let log = LogCapture()
+        let outbox = try MQTTOutbox(directory: directory, capacity: 3, logger: Logger(label: "outbox") { _ in log })
         for n in 1...5 { try outbox.append(message(n)) }
+        #expect(log.text.components(separatedBy: "MQTT outbox full (3 events)").count == 2, "one log line per full episode")
         #expect(outbox.pending.map(\.message) == [message(3), message(4), message(5)])
         #expect(outbox.droppedCount == 2)
         let reopened = try MQTTOutbox(directory: directory, capacity: 3, logger: testLogger)

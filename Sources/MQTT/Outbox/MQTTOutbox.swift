@@ -30,6 +30,7 @@ public final class MQTTOutbox {
     private var head = 0
     private var nextSequence: UInt64 = 1
     private var finishedRecords = 0
+    private var reportedFull = false
     private var journal: FileHandle
 
     public init(directory: URL, capacity: Int = 10_000, logger: Logger) throws {
@@ -69,7 +70,12 @@ public final class MQTTOutbox {
             let oldest = entries[head]
             try finish(oldest.sequence)
             droppedCount += 1
-            logger.error("MQTT outbox full (\(capacity) events): dropped oldest event #\(oldest.sequence) on \(oldest.message.topic); \(droppedCount) dropped so far")
+            // One line when the outbox becomes full, then one per 1000 drops: a long outage must
+            // not flood the log.
+            if !reportedFull || droppedCount % 1000 == 0 {
+                logger.error("MQTT outbox full (\(capacity) events): dropping the oldest events (latest #\(oldest.sequence) on \(oldest.message.topic)); \(droppedCount) dropped so far")
+                reportedFull = true
+            }
         }
         let entry = OutboxEntry(sequence: nextSequence, message: message)
         nextSequence += 1
@@ -82,6 +88,7 @@ public final class MQTTOutbox {
     /// ignored.
     public func acknowledge(_ sequence: UInt64) throws {
         try finish(sequence)
+        reportedFull = false
         if finishedRecords > max(count, 64) { try compact() }
     }
 
