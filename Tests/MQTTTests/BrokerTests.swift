@@ -297,8 +297,8 @@ struct BrokerTests {
             keyfile \(pki.serverKey)
             """)
         defer { broker.stop() }
-        let good = try MQTTClientConfiguration(url: "mqtts://127.0.0.1:\(broker.port)", clientID: "tls-good",
-                                               tls: MQTTTLSConfiguration(caFile: pki.ca))
+        let good = MQTTClientConfiguration(host: "127.0.0.1", port: broker.port, clientID: "tls-good",
+                                           tls: MQTTTLSConfiguration(caFile: pki.ca))
         #expect(try await firstConnectionOutcome(good) == nil)
 
         // The mirror works over TLS end to end.

@@ -4,30 +4,15 @@ import Testing
 
 @Suite("Client configuration")
 struct ConfigurationTests {
-    @Test func mqttsTurnsOnVerifiedTLSWithDefaultPort() throws {
-        let secure = try MQTTClientConfiguration(url: "mqtts://broker.lan", clientID: "gw")
-        #expect(secure.port == 8883)
-        #expect(secure.tls == MQTTTLSConfiguration(verifyPeer: true))
-        let plain = try MQTTClientConfiguration(url: "mqtt://10.0.0.2:1884", clientID: "gw")
-        #expect(plain.host == "10.0.0.2" && plain.port == 1884 && plain.tls == nil)
-        #expect(plain.protocolVersion == .v5)
-    }
-
-    @Test(arguments: ["http://broker", "mqtt://", "broker:1883"])
-    func badBrokerURLsAreRejected(url: String) {
-        #expect(throws: MQTTError.self) { try MQTTClientConfiguration(url: url, clientID: "gw") }
-    }
-
-    @Test func tlsSettingsOnAPlainURLAreRejected() {
-        #expect(throws: MQTTError.invalidConfiguration("broker URL 'mqtt://b' is mqtt:// (plain TCP) but TLS settings were given; use mqtts://")) {
-            try MQTTClientConfiguration(url: "mqtt://b", clientID: "gw", tls: MQTTTLSConfiguration(caFile: "/ca.pem"))
-        }
+    @Test func tlsVerifiesTheBrokerByDefault() {
+        #expect(MQTTTLSConfiguration().verifyPeer)
+        #expect(MQTTTLSConfiguration(caFile: "/ca.pem").verifyPeer)
     }
 
     @Test func passwordFromFileOrEnvironmentIsNeverDescribed() throws {
         let directory = try temporaryDirectory("password")
         let file = directory.appendingPathComponent("pw").path
-        try "hunter2\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try "hunter2\nnot part of it\n".write(toFile: file, atomically: true, encoding: .utf8)
         #expect(try MQTTPasswordSource.file(file).resolve() == "hunter2")
         #expect(try MQTTPasswordSource.environment("GW_PW").resolve(environment: ["GW_PW": "hunter3"]) == "hunter3")
         #expect(throws: MQTTError.passwordUnavailable("environment variable GW_PW is not set")) {

@@ -52,6 +52,19 @@ struct MirrorTests {
         #expect(actions == [.publish(MQTTMessage(topic: "gattway/pi1/io/blob", payload: [0xde, 0xad], retain: true), durable: false)])
     }
 
+    @Test func valueQoSAndRetainFollowTheConfiguration() throws {
+        var configuration = sampleConfiguration(discovery: nil)
+        configuration.valueQoS = .atMostOnce
+        configuration.retainValues = false
+        var mirror = try Mirror(configuration: configuration)
+        let actions = mirror.apply(.valueChanged(temperature, value: .integer(7), raw: [7], at: t0))
+        #expect(actions == [.publish(MQTTMessage(topic: "gattway/pi1/env/temperature",
+                                                 text: #"{"value":7,"ts":"2027-01-15T08:00:00.250Z"}"#,
+                                                 qos: .atMostOnce, retain: false), durable: false)])
+        // A value that is not retained is not re-sent as if it were news after a reconnection.
+        #expect(!mirror.retainedSnapshot.map(\.topic).contains("gattway/pi1/env/temperature"))
+    }
+
     @Test func writesAreDurableEventsNotRetained() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
         #expect(published(mirror.apply(.written(relay, value: .bool(false), central: phone, kind: .request, at: t0))) == [

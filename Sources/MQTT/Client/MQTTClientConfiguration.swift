@@ -9,7 +9,7 @@ public enum MQTTProtocolVersion: String, Sendable, Equatable {
 /// Where the broker password comes from. It is never stored in the configuration file itself and
 /// never appears in a log line or a `description`.
 public enum MQTTPasswordSource: Sendable, Equatable, CustomStringConvertible {
-    /// A file whose content (without the trailing newline) is the password.
+    /// A file whose first line is the password.
     case file(String)
     /// An environment variable holding the password.
     case environment(String)
@@ -24,9 +24,8 @@ public enum MQTTPasswordSource: Sendable, Equatable, CustomStringConvertible {
             guard let data = FileManager.default.contents(atPath: path),
                   let text = String(data: data, encoding: .utf8)
             else { throw MQTTError.passwordUnavailable("cannot read password file \(path)") }
-            var password = Substring(text)
-            while let last = password.last, last == "\n" || last == "\r" { password.removeLast() }
-            return String(password)
+            let firstLine = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            return String(firstLine.hasSuffix("\r") ? firstLine.dropLast() : firstLine)
         case .environment(let name):
             guard let value = environment[name] else {
                 throw MQTTError.passwordUnavailable("environment variable \(name) is not set")
@@ -53,6 +52,7 @@ public struct MQTTCredentials: Sendable, Equatable {
     }
 }
 
+/// TLS settings; their presence turns TLS on (what an `mqtts://` broker URL means).
 public struct MQTTTLSConfiguration: Sendable, Equatable {
     /// PEM file of the CA(s) the broker certificate must chain to; nil uses the system store.
     public var caFile: String?
@@ -133,25 +133,5 @@ public struct MQTTClientConfiguration: Sendable, Equatable {
         self.credentials = credentials
         self.will = will
         self.backoff = backoff
-    }
-
-    /// Builds a configuration from a broker URL: `mqtt://host[:port]` (plain, default port 1883)
-    /// or `mqtts://host[:port]` (TLS with peer verification on, default port 8883).
-    public init(url: String, clientID: String, tls: MQTTTLSConfiguration? = nil) throws {
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              let host = components.host, !host.isEmpty
-        else { throw MQTTError.invalidConfiguration("broker URL '\(url)' is not mqtt://host[:port] or mqtts://host[:port]") }
-        switch scheme {
-        case "mqtt":
-            if tls != nil {
-                throw MQTTError.invalidConfiguration("broker URL '\(url)' is mqtt:// (plain TCP) but TLS settings were given; use mqtts://")
-            }
-            self.init(host: host, port: components.port ?? 1883, clientID: clientID)
-        case "mqtts":
-            self.init(host: host, port: components.port ?? 8883, clientID: clientID,
-                      tls: tls ?? MQTTTLSConfiguration())
-        default:
-            throw MQTTError.invalidConfiguration("broker URL '\(url)': scheme must be mqtt or mqtts, not '\(scheme)'")
-        }
     }
 }

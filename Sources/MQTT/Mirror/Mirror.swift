@@ -62,14 +62,12 @@ public struct Mirror: Sendable {
         return result
     }
 
-    /// Everything retained, in publishing order: availability, discovery, state, values,
-    /// subscriber lists, connected centrals.
+    /// Everything retained, in publishing order: availability, discovery, state, values (when
+    /// retained), subscriber lists, connected centrals.
     public var retainedSnapshot: [MQTTMessage] {
         var result = [onlineMessage] + discoveryMessages + [stateMessage]
-        for characteristic in configuration.characteristics {
-            if let payload = values[characteristic.id] {
-                result.append(MQTTMessage(topic: topics.value(characteristic.id), payload: payload, retain: true))
-            }
+        for characteristic in configuration.characteristics where configuration.retainValues {
+            if let payload = values[characteristic.id] { result.append(valueMessage(characteristic.id, payload)) }
         }
         for characteristic in configuration.characteristics where subscribers[characteristic.id] != nil {
             result.append(subscribersMessage(characteristic.id))
@@ -97,7 +95,7 @@ public struct Mirror: Sendable {
             case .raw: raw
             }
             values[id] = payload
-            return [.publish(MQTTMessage(topic: topics.value(id), payload: payload, retain: true), durable: false)]
+            return [.publish(valueMessage(id, payload), durable: false)]
 
         case .centralConnected(let central):
             let isNew = centrals.updateValue(central, forKey: central.address) == nil
@@ -195,6 +193,11 @@ public struct Mirror: Sendable {
             ("counters", .object(peripheral.counters.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })),
         ])
         return MQTTMessage(topic: topics.state, payload: payload.bytes, retain: true)
+    }
+
+    private func valueMessage(_ id: MirrorCharacteristicID, _ payload: [UInt8]) -> MQTTMessage {
+        MQTTMessage(topic: topics.value(id), payload: payload, qos: configuration.valueQoS,
+                    retain: configuration.retainValues)
     }
 
     private func centralMessage(_ central: MirrorCentral) -> MQTTMessage {

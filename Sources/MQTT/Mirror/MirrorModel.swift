@@ -99,14 +99,22 @@ public struct MirrorConfiguration: Sendable, Equatable {
     public var characteristics: [MirrorCharacteristic]
     /// Home Assistant discovery prefix; nil turns discovery off.
     public var discoveryPrefix: String?
+    /// QoS of value publications (`mqtt.qos`).
+    public var valueQoS: MQTTQoS
+    /// Whether value publications are retained (`mqtt.retain`); only retained values are
+    /// re-published on reconnection.
+    public var retainValues: Bool
 
     public init(baseTopic: String = "gattway", deviceID: String, deviceName: String? = nil,
-                characteristics: [MirrorCharacteristic], discoveryPrefix: String? = "homeassistant") {
+                characteristics: [MirrorCharacteristic], discoveryPrefix: String? = "homeassistant",
+                valueQoS: MQTTQoS = .atLeastOnce, retainValues: Bool = true) {
         self.baseTopic = baseTopic
         self.deviceID = deviceID
         self.deviceName = deviceName ?? deviceID
         self.characteristics = characteristics
         self.discoveryPrefix = discoveryPrefix
+        self.valueQoS = valueQoS
+        self.retainValues = retainValues
     }
 }
 
