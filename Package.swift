@@ -99,7 +99,8 @@ let package = Package(
             name: "gattway",
             dependencies: ["Gateway", "Config", "GPIO",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                           .product(name: "Logging", package: "swift-log")],
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
             path: "Sources/gattway", swiftSettings: swiftSettings),
 
         // MARK: Tests, one target beside each layer.

@@ -108,9 +108,11 @@ struct CLITests {
 
     @Test(arguments: [Int32(SIGTERM), Int32(SIGINT)])
     func runStopsGracefullyOnSignalWithin2Seconds(_ signal: Int32) throws {
+        // The MQTT outbox lives in the state directory.
         let path = try temporaryFile("""
             bluetooth: {transport: "tcp:127.0.0.1:9"}
             gpio: {backend: simulated}
+            state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
             """)
         let child = Subprocess(["run", "--config", path, "--hci", "tcp:127.0.0.1:19", "--mqtt", "mqtt://127.0.0.1:9",
                                 "--log-level", "info"])

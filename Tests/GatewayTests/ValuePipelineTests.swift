@@ -3,6 +3,7 @@ import BluetoothGATT
 import Config
 import Gateway
 import Notify
+import Sensors
 import Testing
 import Values
 
@@ -45,6 +46,7 @@ struct ValuePipelineTests {
                 name: label
                 format: utf8
                 max_length: 8
+                properties: [read, write, notify]
                 source: {written: "hi"}
                 permissions: {write: open}
         """
@@ -108,6 +110,16 @@ struct ValuePipelineTests {
         #expect(received.map(\.raw) == [2000, 2024, 2049, 2074, 2099])
         // Reads get the newest value at once, whatever the notify policy.
         #expect(await fixture.pipeline.currentBytes(fixture.ref("environment/temperature")) == sint16(2099))
+        // The periodic statistics: the log line's counters, and a status event for MQTT's state.
+        let counters = await fixture.pipeline.statistics.perCharacteristic[fixture.ref("environment/temperature")]
+        #expect(counters?.sent == 5)
+        await fixture.pipeline.logStatistics()
+        while let event = await fixture.pipelineEvents.next() {
+            guard case .status(let peripheral, let counters) = event, counters["sent"] == 5 else { continue }
+            #expect(peripheral == "poweredOn")
+            #expect(counters["centrals"] == 1)
+            break
+        }
     }
 
     /// With the link full, `updateValue` returns false: the taken value waits in one slot, later
@@ -164,7 +176,10 @@ struct ValuePipelineTests {
         #expect(fixture.link.take(alice) == [[0x0B] + Array("hello".utf8)])
 
         var mirrored: [PipelineEvent] = []
-        while mirrored.count < 4, let event = await fixture.pipelineEvents.next() { mirrored.append(event) }
+        while let event = await fixture.pipelineEvents.next() {
+            mirrored.append(event)
+            if case .written = event { break }
+        }
         let ref = fixture.ref("gateway/label")
         #expect(mirrored.contains(.written(ref, alice, .text("hello"))))
         #expect(mirrored.contains(.subscribed(ref, bob, .notification)))
@@ -194,7 +209,7 @@ struct ValuePipelineTests {
         await fixture.pipeline.sensorValue(.init(sensor: "climate", channel: "temperature",
                                                  reading: .failure(.timeout), unit: "°C", timestampNs: 0))
         #expect(await fixture.notifications(alice, on: "environment/temperature").isEmpty)
-        #expect(await fixture.pipeline.currentBytes(fixture.ref("environment/temperature")) == [])
+        #expect(await fixture.pipeline.currentBytes(fixture.ref("environment/temperature")) == nil)
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 21.5))
         #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2150)])
         let temperature = await fixture.characteristic("environment/temperature")

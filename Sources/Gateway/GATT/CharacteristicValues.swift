@@ -54,7 +54,7 @@ final class CharacteristicValues: @unchecked Sendable {
         let accepted: [(UInt16, CentralWrite)]
         do {
             accepted = try lock.withLock {
-                try batch.map { request throws(ATTErrorCode) in
+                try batch.map { request throws(ATTErrorCode) -> (UInt16, CentralWrite) in
                     let handle = request.characteristic.valueHandle
                     guard let entry = entries[handle] else { throw .unlikelyError }
                     guard request.offset <= entry.bytes.count else { throw .invalidOffset }

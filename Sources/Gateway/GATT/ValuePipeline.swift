@@ -8,12 +8,12 @@ import Values
 /// What the pipeline tells the MQTT mirror, in order.
 public enum PipelineEvent: Sendable, Equatable {
     /// The characteristic's new value and its bytes on air.
-    case valueChanged(CharacteristicRef, SensorValue, [UInt8])
+    case valueChanged(CharacteristicRef, Values.SensorValue, [UInt8])
     case centralConnected(CentralID, mtu: Int)
     case centralDisconnected(CentralID)
     case subscribed(CharacteristicRef, CentralID, UpdateKind)
     case unsubscribed(CharacteristicRef, CentralID)
-    case written(CharacteristicRef, CentralID, SensorValue)
+    case written(CharacteristicRef, CentralID, Values.SensorValue)
     /// The peripheral's state and the notify counters summed over characteristics, on every
     /// state change and every statistics interval (MQTT's `state` topic).
     case status(peripheral: String, counters: [String: Int])
@@ -134,7 +134,7 @@ public actor ValuePipeline {
     /// A sensor reading: becomes the value of every characteristic carrying it.
     public func sensorValue(_ reading: Sensors.SensorValue) async {
         guard let refs = sensorRoutes[SensorRoute(sensor: reading.sensor, channel: reading.channel)] else { return }
-        let value: SensorValue
+        let value: Values.SensorValue
         switch reading.reading {
         case .number(let number): value = .number(number)
         case .bool(let flag): value = .bool(flag)
@@ -151,7 +151,7 @@ public actor ValuePipeline {
     /// A value from MQTT (`/set`, or a characteristic sourced from a topic), already checked
     /// against the characteristic's format. An output sensor's characteristic drives its line
     /// instead: the sensor's own reading then becomes the value.
-    public func externalValue(_ value: SensorValue, for ref: CharacteristicRef) async {
+    public func externalValue(_ value: Values.SensorValue, for ref: CharacteristicRef) async {
         if let sensor = layout.characteristics[ref]?.outputSensor {
             await drive(sensor, value)
             return
@@ -227,6 +227,7 @@ public actor ValuePipeline {
     /// Consumes the peripheral's events and the centrals' writes until cancelled, and logs the
     /// counters every `statisticsInterval`.
     public func run(statisticsInterval: Duration) async {
+        eventContinuation.yield(status)
         await withDiscardingTaskGroup { group in
             group.addTask { [peripheral] in
                 for await event in peripheral.events { await self.handle(event) }
@@ -252,8 +253,10 @@ public actor ValuePipeline {
     var status: PipelineEvent {
         let statistics = engine.statistics
         var counters = ["centrals": statistics.perCentral.count, "waiting": statistics.valuesWaiting]
-        for (name, path) in [("sent", \NotifyCounters.sent), ("coalesced", \.coalesced),
-                             ("suppressed", \.suppressed), ("dropped", \.dropped)] {
+        let fields: [(String, KeyPath<NotifyCounters, Int>)] = [
+            ("sent", \.sent), ("coalesced", \.coalesced), ("suppressed", \.suppressed), ("dropped", \.dropped),
+        ]
+        for (name, path) in fields {
             counters[name] = statistics.perCharacteristic.values.reduce(0) { $0 + $1[keyPath: path] }
         }
         return .status(peripheral: peripheralState.rawValue, counters: counters)
@@ -266,7 +269,7 @@ public actor ValuePipeline {
 
     // MARK: Plumbing
 
-    private func setValue(_ value: SensorValue, of ref: CharacteristicRef) {
+    private func setValue(_ value: Values.SensorValue, of ref: CharacteristicRef) {
         guard let characteristic = layout.characteristics[ref] else { return }
         let adapted = Self.adapt(value, to: characteristic.config.encoding.format)
         let sample: NotifySample
@@ -286,7 +289,7 @@ public actor ValuePipeline {
     }
 
     /// Booleans on numeric characteristics are 0 and 1; numbers on boolean ones are "non-zero".
-    static func adapt(_ value: SensorValue, to format: ValueFormat) -> SensorValue {
+    static func adapt(_ value: Values.SensorValue, to format: ValueFormat) -> Values.SensorValue {
         switch (value, format) {
         case (.bool(let flag), _) where format.isNumeric: .number(flag ? 1 : 0)
         case (.number(let number), .bool): .bool(number != 0)
@@ -294,7 +297,7 @@ public actor ValuePipeline {
         }
     }
 
-    private func drive(_ sensor: String, _ value: SensorValue) async {
+    private func drive(_ sensor: String, _ value: Values.SensorValue) async {
         guard let level = Self.adapt(value, to: .bool).numericValue.map({ $0 != 0 }) else {
             logger.warning("output needs a boolean", metadata: ["sensor": "\(sensor)", "value": "\(value)"])
             return
