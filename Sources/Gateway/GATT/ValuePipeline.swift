@@ -44,6 +44,8 @@ public actor ValuePipeline {
     private var engine = NotifyEngine<CentralID, CharacteristicRef>()
     private var published: [CharacteristicRef: PublishedCharacteristic] = [:]
     private var refsByValueHandle: [UInt16: CharacteristicRef] = [:]
+    /// The `valueChanged` events of fixed and written values, told to the mirror when `run` starts.
+    private var configuredValues: [CharacteristicRef: PipelineEvent] = [:]
     /// Each characteristic's current bytes, also before the services are published.
     private var latest: [CharacteristicRef: [UInt8]] = [:]
     /// (sensor id, channel) → the characteristics carrying that reading.
@@ -88,6 +90,7 @@ public actor ValuePipeline {
                 if let sample = try? NotifySample(value, encoding: characteristic.config.encoding) {
                     latest[ref] = sample.bytes
                     engine.update(ref, sample: sample, now: .zero)
+                    configuredValues[ref] = .valueChanged(ref, value, sample.bytes)
                 }
             case .mqtt:
                 break
@@ -228,6 +231,9 @@ public actor ValuePipeline {
     /// counters every `statisticsInterval`.
     public func run(statisticsInterval: Duration) async {
         eventContinuation.yield(status)
+        for ref in configuredValues.keys.sorted() {
+            eventContinuation.yield(configuredValues[ref]!)
+        }
         await withDiscardingTaskGroup { group in
             group.addTask { [peripheral] in
                 for await event in peripheral.events { await self.handle(event) }
