@@ -123,8 +123,12 @@ let package = Package(
                     path: "Tests/ValuesTests", swiftSettings: swiftSettings),
         .testTarget(name: "NotifyTests", dependencies: ["Notify"],
                     path: "Tests/NotifyTests", swiftSettings: swiftSettings),
-        .testTarget(name: "MQTTTests", dependencies: ["MQTT"],
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTWillProbe"],
                     path: "Tests/MQTTTests", swiftSettings: swiftSettings),
+        // Child process the MQTT tests SIGKILL to see the Last Will.
+        .executableTarget(name: "MQTTWillProbe",
+                          dependencies: ["MQTT", .product(name: "Logging", package: "swift-log")],
+                          path: "Tests/MQTTWillProbe", swiftSettings: swiftSettings),
         .testTarget(name: "ConfigTests", dependencies: ["Config"],
                     path: "Tests/ConfigTests", swiftSettings: swiftSettings),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "gattway"],
