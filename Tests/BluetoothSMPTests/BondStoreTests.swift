@@ -86,6 +86,19 @@ import Testing
         #expect(try Self.mode(store.path) == 0o600)
     }
 
+    @Test func removeAndClearRewriteTheFile() throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = BondStore(directory: directory)
+        try store.save(BondRegistry([Self.bond(), Self.bond("C0:00:00:00:00:04", irk: nil)]))
+        #expect(try store.remove(Self.appendixRPA))  // Resolved to C0:11:22:33:44:55 by its IRK.
+        #expect(try !store.remove(Self.appendixRPA))
+        #expect(try store.load().bonds.map(\.identity.description) == ["C0:00:00:00:00:04"])
+        try store.clear()
+        #expect(try store.load().bonds.isEmpty)
+        #expect(try Self.mode(store.path) == 0o600)
+    }
+
     @Test func loadNarrowsAWideFileTo0600() throws {
         let directory = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

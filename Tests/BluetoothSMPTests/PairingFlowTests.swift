@@ -15,7 +15,7 @@ import Testing
                         initiatorKeys: [.encryptionKey, .identityKey], responderKeys: [.encryptionKey, .identityKey])
     }
 
-    static func manager(_ configuration: SecurityConfiguration = SecurityConfiguration(), seed: UInt64 = 1)
+    static func manager(_ configuration: SecurityConfiguration = .standard, seed: UInt64 = 1)
         -> Gateway
     {
         let manager = Gateway(SecurityManager(configuration: configuration, random: SeededRandom(seed: seed)))
@@ -65,7 +65,7 @@ import Testing
     // MARK: Just Works
 
     @Test func justWorksPairsAndBonds() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .noInputNoOutput))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .noInputNoOutput))
         var central = Self.central(Self.features(io: .noInputNoOutput))
         let keys = try Self.exchangeKeys(manager, &central)
         #expect(keys.events.isEmpty)
@@ -102,7 +102,7 @@ import Testing
     }
 
     @Test func shorterKeySizeMasksTheLTK() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .noInputNoOutput, minimumKeySize: 7))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .noInputNoOutput, minimumKeySize: 7))
         var central = Self.central(Self.features(io: .noInputNoOutput, keySize: 12))
         let keys = try Self.exchangeKeys(manager, &central)
         try central.accept(confirm: keys.sent[2])
@@ -114,7 +114,7 @@ import Testing
     }
 
     @Test func signingKeysAreExchangedWhenConfigured() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .noInputNoOutput, signingKeys: true))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .noInputNoOutput, signingKeys: true))
         var features = Self.features(io: .noInputNoOutput)
         features.initiatorKeys = [.identityKey, .signingKey]
         features.responderKeys = [.identityKey, .signingKey]
@@ -142,7 +142,7 @@ import Testing
     }
 
     @Test func keysOutOfOrderFailThePairing() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .noInputNoOutput))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .noInputNoOutput))
         var central = Self.central(Self.features(io: .noInputNoOutput))
         let keys = try Self.exchangeKeys(manager, &central)
         try central.accept(confirm: keys.sent[2])
@@ -155,7 +155,7 @@ import Testing
     }
 
     @Test func rePairingKeepsTheSubscriptionsOfTheSameIdentity() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .noInputNoOutput))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .noInputNoOutput))
         var central = Self.central(Self.features(io: .noInputNoOutput))
         _ = try Self.pairJustWorks(manager, &central)
         #expect(manager.setClientConfiguration(0x0002, handle: 0x0030, on: Self.handle))
@@ -169,7 +169,7 @@ import Testing
     }
 
     @Test func managerDescriptionNeverShowsPairingSecrets() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .noInputNoOutput))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .noInputNoOutput))
         var central = Self.central(Self.features(io: .noInputNoOutput))
         let keys = try Self.exchangeKeys(manager, &central)
         try central.accept(confirm: keys.sent[2])
@@ -184,8 +184,8 @@ import Testing
         }
     }
 
-    @Test func keypressNotificationsAreAccepted() {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .displayOnly))
+    @Test func keypressNotificationsAreAccepted() throws {
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .displayOnly))
         _ = manager.receive(Self.central().pairingRequest.encoded, on: Self.handle, now: .zero)
         #expect(manager.receive([0x0E, 0x01], on: Self.handle, now: .zero).isEmpty)
         #expect(manager.isPairing(on: Self.handle))
@@ -204,7 +204,7 @@ import Testing
     }
 
     @Test func noBondingWhenTheCentralDoesNotAskForIt() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .noInputNoOutput))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .noInputNoOutput))
         var central = Self.central(Self.features(io: .noInputNoOutput, auth: [.secureConnections]))
         let keys = try Self.exchangeKeys(manager, &central)
         #expect(central.response?.initiatorKeys == [] && central.response?.responderKeys == [])
@@ -237,7 +237,7 @@ import Testing
     }
 
     @Test func passkeyEntryWithADisplayedRandomPasskey() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .displayOnly))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .displayOnly))
         var central = Self.central()
         let keys = try Self.exchangeKeys(manager, &central)
         guard case .displayPasskey(Self.handle, Self.centralAddress, let passkey) = keys.events.first else {
@@ -264,7 +264,7 @@ import Testing
     }
 
     @Test func fixedPasskeyFromConfiguration() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .displayOnly, fixedPasskey: 4_711))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .displayOnly, fixedPasskey: 4_711))
         var central = Self.central()
         let keys = try Self.exchangeKeys(manager, &central)
         #expect(keys.events == [.displayPasskey(Self.handle, peer: Self.centralAddress, passkey: 4_711)])
@@ -275,7 +275,7 @@ import Testing
     }
 
     @Test func wrongPasskeyFailsWithConfirmValueFailed() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .displayOnly, fixedPasskey: 123_456))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .displayOnly, fixedPasskey: 123_456))
         var central = Self.central()
         _ = try Self.exchangeKeys(manager, &central)
         // 123457 differs from 123456 in bit 0: round 0 already fails.
@@ -286,7 +286,7 @@ import Testing
     }
 
     @Test func passkeyTypedIntoTheGateway() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .keyboardOnly))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .keyboardOnly))
         var central = Self.central(Self.features(io: .displayOnly))
         let keys = try Self.exchangeKeys(manager, &central)
         #expect(keys.events == [.passkeyRequested(Self.handle, peer: Self.centralAddress)])
@@ -300,7 +300,7 @@ import Testing
     }
 
     @Test func cancelledPasskeyEntryFailsWithPasskeyEntryFailed() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .keyboardOnly))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .keyboardOnly))
         var central = Self.central(Self.features(io: .displayOnly))
         _ = try Self.exchangeKeys(manager, &central)
         #expect(manager.enterPasskey(nil, on: Self.handle, now: .zero).sent == [.pairingFailed(.passkeyEntryFailed)])
@@ -309,7 +309,7 @@ import Testing
     // MARK: Numeric Comparison
 
     @Test func numericComparisonConfirmedThroughTheAPI() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .displayYesNo))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .displayYesNo))
         var central = Self.central(Self.features(io: .displayYesNo))
         let keys = try Self.exchangeKeys(manager, &central)
         try central.accept(confirm: keys.sent[2])
@@ -327,7 +327,7 @@ import Testing
     }
 
     @Test func rejectedNumericComparisonFails() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .displayYesNo))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .displayYesNo))
         var central = Self.central(Self.features(io: .displayYesNo))
         let keys = try Self.exchangeKeys(manager, &central)
         try central.accept(confirm: keys.sent[2])
@@ -339,7 +339,7 @@ import Testing
     // MARK: Failures
 
     @Test func badDHKeyCheckFailsWithDHKeyCheckFailed() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .noInputNoOutput))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .noInputNoOutput))
         var central = Self.central(Self.features(io: .noInputNoOutput))
         let keys = try Self.exchangeKeys(manager, &central)
         try central.accept(confirm: keys.sent[2])
@@ -416,7 +416,7 @@ import Testing
     }
 
     @Test func repeatedAttemptsBackOffExponentially() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .displayOnly, fixedPasskey: 2,
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .displayOnly, fixedPasskey: 2,
                                                          backoffBase: .seconds(2), backoffMaximum: .seconds(10)))
         #expect(try Self.failOnce(manager, now: .seconds(0)).sent == [.pairingFailed(.confirmValueFailed)])
         // Within 2 s: Repeated Attempts, without extending the wait.
@@ -438,7 +438,7 @@ import Testing
     }
 
     @Test func backoffIsPerPeer() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .displayOnly, fixedPasskey: 2))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .displayOnly, fixedPasskey: 2))
         _ = try Self.failOnce(manager, now: .zero)
         let other = BluetoothAddress("C0:99:99:99:99:99", kind: .random)!
         manager.connectionOpened(0x41, peer: other, local: Self.gatewayAddress)
@@ -486,7 +486,7 @@ import Testing
     // MARK: Reconnection
 
     @Test func bondedCentralReconnectsThroughAResolvablePrivateAddress() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .noInputNoOutput))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .noInputNoOutput))
         var central = Self.central(Self.features(io: .noInputNoOutput))
         let keys = try Self.exchangeKeys(manager, &central)
         try central.accept(confirm: keys.sent[2])
@@ -510,7 +510,11 @@ import Testing
         #expect(manager.encryptionChanged(on: 0x41, enabled: true, now: .zero).isEmpty)
         #expect(manager.linkSecurity(on: 0x41) == LinkSecurity(keySize: 16, authenticated: false,
                                                                secureConnections: true, bonded: true))
-        // A stranger gets no key.
+        #expect(manager.setClientConfiguration(0x0002, handle: 0x002A, on: 0x41))
+        #expect(manager.bonds.bonds[0].clientConfigurations == [0x002A: 0x0002])
+        // A stranger gets no key, and cannot touch the bond by claiming its identity address.
+        manager.connectionOpened(0x43, peer: central.identity, local: Self.gatewayAddress)
+        #expect(!manager.setClientConfiguration(0, handle: 0x002A, on: 0x43))
         manager.connectionOpened(0x42, peer: BluetoothAddress("C0:99:99:99:99:99", kind: .random)!, local: Self.gatewayAddress)
         #expect(manager.longTermKeyRequest(on: 0x42, ediv: 0, rand: 0) == nil)
     }
@@ -518,7 +522,7 @@ import Testing
     // MARK: Legacy (allowLegacy)
 
     @Test func legacyJustWorksWhenAllowed() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .noInputNoOutput, allowLegacy: true))
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .noInputNoOutput, allowLegacy: true))
         var central = Self.central(Self.features(io: .noInputNoOutput, auth: [.bonding]))
         let response = manager.receive(central.pairingRequest.encoded, on: Self.handle, now: .zero)
         guard case .pairingResponse(let features) = response.sent.first else { Issue.record("\(response)"); return }
@@ -552,7 +556,7 @@ import Testing
     }
 
     @Test func legacyPasskeyWrongConfirmFails() throws {
-        let manager = Self.manager(SecurityConfiguration(ioCapability: .displayOnly, fixedPasskey: 999_999,
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .displayOnly, fixedPasskey: 999_999,
                                                          allowLegacy: true))
         var central = Self.central(Self.features(auth: [.bonding, .mitm]))
         let response = manager.receive(central.pairingRequest.encoded, on: Self.handle, now: .zero)

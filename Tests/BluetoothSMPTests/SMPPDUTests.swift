@@ -109,3 +109,17 @@ import Testing
                                         secureConnections: sc) == expected)
     }
 }
+
+@Suite struct SecurityConfigurationTests {
+    @Test func rejectsValuesOutOfRangeWithAClearError() {
+        #expect(throws: SecurityConfiguration.Error.passkeyOutOfRange(1_000_000)) {
+            try SecurityConfiguration(fixedPasskey: 1_000_000)
+        }
+        #expect(throws: SecurityConfiguration.Error.keySizeOutOfRange(6)) { try SecurityConfiguration(minimumKeySize: 6) }
+        #expect(throws: SecurityConfiguration.Error.backoffOutOfRange) {
+            try SecurityConfiguration(backoffBase: .seconds(10), backoffMaximum: .seconds(5))
+        }
+        #expect("\(SecurityConfiguration.Error.passkeyOutOfRange(1_000_000))" == "fixed passkey 1000000 is not 000000...999999")
+        #expect(SecurityConfiguration.standard.ioCapability == .displayOnly && !SecurityConfiguration.standard.allowLegacy)
+    }
+}

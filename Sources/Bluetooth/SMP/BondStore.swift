@@ -78,6 +78,22 @@ public struct BondStore: Sendable {
         return BondRegistry(bonds)
     }
 
+    /// `gattway bonds remove ADDRESS`: drops the bond of `address` (identity, or a private
+    /// address one of the IRKs resolves); false when there was none. The running service keeps
+    /// its bonds in memory, so the CLI should act while it is stopped (or the service reloads).
+    @discardableResult
+    public func remove(_ address: BluetoothAddress) throws(Error) -> Bool {
+        var registry = try load()
+        guard registry.remove(address) else { return false }
+        try save(registry)
+        return true
+    }
+
+    /// `gattway bonds clear`: forgets every bond.
+    public func clear() throws(Error) {
+        try save(BondRegistry())
+    }
+
     /// Replaces the stored bonds with `registry`, atomically.
     public func save(_ registry: BondRegistry) throws(Error) {
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
@@ -206,8 +222,5 @@ private struct StoredBond: Codable {
             clientConfigurations: configurations)
     }
 
-    private static func key(_ text: String) -> SecretKey? {
-        guard let bytes = [UInt8](hexString: text), bytes.count == 16 else { return nil }
-        return SecretKey(mostSignificantFirst: bytes)
-    }
+    private static func key(_ text: String) -> SecretKey? { SecretKey(hexString: text) }
 }

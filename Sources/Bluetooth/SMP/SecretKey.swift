@@ -1,3 +1,5 @@
+import BluetoothCore
+
 /// A 128-bit key (LTK, IRK, CSRK) in the specification's notation, most significant byte first.
 ///
 /// The type exists so key material cannot leak by accident: `description` and `debugDescription`
@@ -9,6 +11,12 @@ public struct SecretKey: Hashable, Sendable, CustomStringConvertible, CustomDebu
     public init(mostSignificantFirst bytes: [UInt8]) {
         precondition(bytes.count == 16, "a key has 16 bytes")
         self.bytes = bytes
+    }
+
+    /// Parses 32 hex digits, most significant byte first (bond file, configuration); nil otherwise.
+    public init?(hexString text: String) {
+        guard let bytes = [UInt8](hexString: text), bytes.count == 16 else { return nil }
+        self.init(mostSignificantFirst: bytes)
     }
 
     public init(littleEndianBytes bytes: [UInt8]) {

@@ -24,12 +24,30 @@ public struct SecurityConfiguration: Sendable, Hashable {
     public var backoffBase: Duration
     public var backoffMaximum: Duration
 
+    public enum Error: Swift.Error, Hashable, CustomStringConvertible {
+        case passkeyOutOfRange(UInt32)
+        case keySizeOutOfRange(UInt8)
+        case backoffOutOfRange
+
+        public var description: String {
+            switch self {
+            case .passkeyOutOfRange(let value): "fixed passkey \(value) is not 000000...999999"
+            case .keySizeOutOfRange(let value): "minimum key size \(value) is not 7...16"
+            case .backoffOutOfRange: "the back-off base must be positive and at most the maximum"
+            }
+        }
+    }
+
+    /// The defaults: display-only, random passkeys, Secure Connections only, bondable.
+    public static let standard = try! SecurityConfiguration()
+
     public init(ioCapability: IOCapability = .displayOnly, fixedPasskey: UInt32? = nil,
                 allowLegacy: Bool = false, bondable: Bool = true, signingKeys: Bool = false,
                 minimumKeySize: UInt8 = 16, localIdentityResolvingKey: SecretKey? = nil,
-                backoffBase: Duration = .seconds(2), backoffMaximum: Duration = .seconds(300)) {
-        precondition(fixedPasskey.map { $0 <= 999_999 } ?? true, "a passkey has six decimal digits")
-        precondition((7...16).contains(minimumKeySize), "key sizes are 7...16 octets")
+                backoffBase: Duration = .seconds(2), backoffMaximum: Duration = .seconds(300)) throws(Error) {
+        if let fixedPasskey, fixedPasskey > 999_999 { throw .passkeyOutOfRange(fixedPasskey) }
+        guard (7...16).contains(minimumKeySize) else { throw .keySizeOutOfRange(minimumKeySize) }
+        guard backoffBase > .zero, backoffMaximum >= backoffBase else { throw .backoffOutOfRange }
         self.ioCapability = ioCapability
         self.fixedPasskey = fixedPasskey
         self.allowLegacy = allowLegacy

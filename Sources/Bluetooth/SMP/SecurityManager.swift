@@ -87,6 +87,8 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
     public func linkSecurity(on handle: ConnectionHandle) -> LinkSecurity? { links[handle]?.security }
 
     /// The bond of the central on `handle` (its identity or resolved private address), if any.
+    /// Restore its subscriptions only once `linkSecurity(on:)?.bonded` is true: an address alone
+    /// can be spoofed, the bonded key cannot.
     public func bond(on handle: ConnectionHandle) -> Bond? {
         links[handle].flatMap { bonds.bond(for: $0.peer) }
     }
@@ -242,10 +244,10 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
 
     public mutating func removeAllBonds() { bonds.removeAll() }
 
-    /// Records a CCCD write on `handle` if its central is bonded; true when the bonds changed
-    /// (the host then persists them).
+    /// Records a CCCD write on `handle` if the link is encrypted with a bonded key (a spoofed
+    /// address must not rewrite a bond); true when the bonds changed (the host then persists them).
     public mutating func setClientConfiguration(_ value: UInt16, handle attribute: UInt16, on handle: ConnectionHandle) -> Bool {
-        guard let link = links[handle], link.security?.bonded == true || bonds.bond(for: link.peer) != nil else { return false }
+        guard let link = links[handle], link.security?.bonded == true else { return false }
         let before = bonds
         bonds.setClientConfiguration(value, handle: attribute, for: link.peer)
         return bonds != before
