@@ -17,6 +17,8 @@ let package = Package(
         // For the GPIO benchmark package (Tests/GPIOBenchmark).
         .library(name: "GPIO", targets: ["GPIO"]),
         .library(name: "Sensors", targets: ["Sensors"]),
+        // The GATT server as a library, for the benchmark package in Tests/Benchmarks.
+        .library(name: "BluetoothGATT", targets: ["BluetoothATT", "BluetoothGATT"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
