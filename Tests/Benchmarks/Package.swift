@@ -7,7 +7,8 @@ let package = Package(
     name: "GattwayBenchmarks",
     platforms: [.macOS(.v14)],
     dependencies: [
-        .package(path: "../.."),
+        // Named explicitly: a path dependency is otherwise named after its directory.
+        .package(name: "gattway", path: "../.."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.0", traits: ["MallocInterposer"]),
     ],
     targets: [

@@ -31,7 +31,11 @@ import Testing
 
     /// A reader discovers every attribute over ATT, rebuilds the hash message from what it saw,
     /// and an independent AES-CMAC (Python `cryptography`) must give the value the server serves.
-    @Test func aClientRecomputesTheServedHashWithAnIndependentCMAC() throws {
+    /// Python is a peer here, not part of the unit under test: the unit-only Debian 13 stage
+    /// (GATTWAY_UNIT_ONLY) has none; everywhere else a missing Python is a failure.
+    @Test(.disabled(if: ProcessInfo.processInfo.environment["GATTWAY_UNIT_ONLY"] != nil,
+                    "GATTWAY_UNIT_ONLY is set: the cross-check with Python runs in the main stage"))
+    func aClientRecomputesTheServedHashWithAnIndependentCMAC() throws {
         let python = try #require(Self.python(), """
             no Python with `cryptography` found: set GATTWAY_PYTHON or create <package root>/.venv \
             (e.g. python3 -m venv .venv && .venv/bin/pip install cryptography)

@@ -17,6 +17,10 @@ import BluetoothCore
 ///   indication unconfirmed for 30 s ends the bearer (`transactionTimedOut`).
 /// - `takeOutput()` after any call: the PDUs to transmit (`.send`) in order, and the events.
 ///
+/// PDUs from a central that is not connected are dropped. Each request is answered before
+/// `receive` returns, so a central never has more than one request outstanding here; a client that
+/// pipelines requests anyway is answered in order, once each.
+///
 /// Time is an input (`now`), so the 30 s timeout is testable without sleeping. The program-facing
 /// calls (`addService`, `removeService`, `updateValue`) live here too; `Peripheral` wraps them
 /// for async code. A class, not a struct: it is one mutable state machine owned by one owner
@@ -342,8 +346,7 @@ public final class GATTServer {
 /// Client Supported Features bits (Vol 3 Part G 7.2).
 enum ClientFeatures {
     static let robustCaching: UInt8 = 0x01
-    static let enhancedATTBearer: UInt8 = 0x02
-    static let multipleHandleValueNotifications: UInt8 = 0x04
+    /// Robust caching, EATT and Multiple Handle Value Notifications: the bits a client may set.
     static let all: UInt8 = 0x07
 }
 

@@ -213,8 +213,10 @@ public final class MQTTClient: @unchecked Sendable {
             savedErrno = errno
         }
         if lock.withLock({ stopRequested }) {
-            // Let the DISCONNECT queued by stop() (and anything published before it) go out.
-            for _ in 0..<50 where mosquitto_loop(mosq, 100, 1) == MOSQ_ERR_SUCCESS.rawValue {}
+            // Let the DISCONNECT queued by stop() (and anything published before it) go out;
+            // the loop fails as soon as libmosquitto has sent it and closed the socket.
+            var rounds = 0
+            while rounds < 50, mosquitto_loop(mosq, 100, 1) == MOSQ_ERR_SUCCESS.rawValue { rounds += 1 }
         }
         let error = classify(rc, errno: savedErrno)
         if context.wasConnected {
@@ -275,23 +277,23 @@ public final class MQTTClient: @unchecked Sendable {
             let authCodes: Set<Int32> = configuration.protocolVersion == .v5 ? [0x86, 0x87] : [4, 5]
             return authCodes.contains(code) ? .notAuthorized(reason) : .brokerRefused(code: Int(code), reason: reason)
         }
-        let where_ = "\(configuration.host):\(configuration.port)"
+        let address = "\(configuration.host):\(configuration.port)"
         switch rc {
         case MOSQ_ERR_TLS.rawValue, MOSQ_ERR_TLS_HANDSHAKE.rawValue:
-            let detail = context.lastError ?? "handshake with \(where_) failed"
+            let detail = context.lastError ?? "handshake with \(address) failed"
             if detail.contains("certificate verify failed") || detail.contains("verify") {
                 return .tlsVerificationFailed(detail)
             }
             return .tls(detail)
         case MOSQ_ERR_ERRNO.rawValue:
             if savedErrno == ECONNREFUSED { return .connectionRefused(host: configuration.host, port: configuration.port) }
-            return .network("\(where_): \(String(cString: strerror(savedErrno)))")
+            return .network("\(address): \(String(cString: strerror(savedErrno)))")
         case MOSQ_ERR_EAI.rawValue:
             return .network("cannot resolve broker host \(configuration.host)")
         case MOSQ_ERR_CONN_LOST.rawValue, MOSQ_ERR_NO_CONN.rawValue:
-            return .network("connection to \(where_) lost")
+            return .network("connection to \(address) lost")
         default:
-            return .network("\(where_): \(String(cString: mosquitto_strerror(rc)))")
+            return .network("\(address): \(String(cString: mosquitto_strerror(rc)))")
         }
     }
 }
