@@ -147,6 +147,57 @@ struct CLITests {
         #expect(result.stderr.contains("NOTICE gattway: gattway stopped"))
     }
 
+    @Test func runWithAMissingGPIOLineNamesItAndExits1() throws {
+        let path = try temporaryFile("""
+            gpio: {backend: libgpiod}
+            sensors:
+              - {id: door, kind: binary, line: NO_SUCH_LINE}
+            """)
+        let result = try Subprocess.run(["run", "--config", path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("gattway could not run: sensor door: GPIO line NO_SUCH_LINE not found"))
+    }
+
+    /// libgpiod's chips through the GPIO layer: listed where the machine has chips, otherwise a
+    /// clear message and status 1.
+    @Test func linesListsTheKernelsChips() throws {
+        let result = try Subprocess.run(["lines", "--backend", "libgpiod"])
+        let chips = (try? FileManager.default.contentsOfDirectory(atPath: "/dev"))?.filter { $0.hasPrefix("gpiochip") } ?? []
+        if chips.isEmpty {
+            #expect(result.status == 1)
+            #expect(result.stderr == "no GPIO chips found (libgpiod looks under /dev for gpiochipN)\n")
+        } else {
+            #expect(result.status == 0)
+            #expect(chips.allSatisfy { result.stdout.contains("\($0) [") })
+        }
+    }
+
+    /// The demo's own broker and MQTT view: sensor values appear as `mqtt <topic> <payload>`
+    /// lines, and Ctrl-C stops gattway and the broker within 2 s.
+    @Test func demoPrintsTheMQTTTrafficOfItsOwnBroker() throws {
+        let port = try MQTTEndToEndTests.freePort()
+        let child = Subprocess(["demo", "--mqtt", "mqtt://127.0.0.1:\(port)"])
+        try child.start()
+        defer { child.stop() }
+        #expect(child.wait(timeout: 30) { stdout, _, exited in
+            exited || stdout.contains("mqtt gattway/demo/environment/temperature {\"value\":22.4,")
+        }, "\(child.stdout)\n\(child.stderr)")
+        #expect(child.stdout.contains("mqtt gattway/demo/availability online\n"))
+        child.signal(SIGINT)
+        #expect(child.waitForExit(timeout: 2) == 0)
+        // The broker is gone with it: its port is free again.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = port.bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(connected != 0)
+    }
+
     @Test func logLevelHidesLowerLevels() throws {
         let path = try temporaryFile("gpio: {backend: simulated}")
         let result = try runBriefly(["run", "--config", path, "--log-level", "notice"])

@@ -11,11 +11,16 @@ public struct MQTTTrafficView: Service {
     private let print: @Sendable (String) -> Void
 
     public init(host: String, port: Int, baseTopic: String, logger: Logger,
-                print: @escaping @Sendable (String) -> Void = { Swift.print($0) }) throws {
+                print: @escaping @Sendable (String) -> Void = MQTTTrafficView.writeLine) throws {
         client = try MQTTClient(configuration: MQTTClientConfiguration(
             host: host, port: port, clientID: "gattway-demo-view-\(getpid())"), logger: logger)
         topic = "\(baseTopic)/#"
         self.print = print
+    }
+
+    /// One unbuffered write per line, so a pipe reader sees each message as it comes.
+    public static let writeLine: @Sendable (String) -> Void = { line in
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
     /// One line per message; payloads that are not UTF-8 print as hex, empty ones as `(cleared)`.
