@@ -42,9 +42,7 @@ public struct GatewayService: Service {
         }
         let runnersByName = Dictionary(uniqueKeysWithValues: runners.map { ($0.name, $0) })
         let layout = GATTLayout(config: config)
-        let peripheral = Peripheral(
-            configuration: .init(deviceName: config.device.name, appearance: config.device.appearance),
-            link: UnattachedLink())
+        let peripheral = Peripheral(configuration: layout.serverConfiguration, link: UnattachedLink())
         let pipeline = ValuePipeline(layout: layout, peripheral: peripheral, logger: logger,
                                      driveOutput: { sensor, level in
                                          guard let runner = runnersByName[sensor] else { return }

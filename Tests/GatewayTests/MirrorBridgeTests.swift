@@ -2,6 +2,7 @@ import BluetoothGATT
 import Config
 import Foundation
 import Gateway
+import Logging
 import MQTT
 import Testing
 import Values
@@ -12,6 +13,11 @@ import Values
 struct MirrorBridgeTests {
     static let yaml = ValuePipelineTests.yaml + """
 
+              - uuid: 6E400008-B5A3-F393-E0A9-E50E24DC0001
+                name: outside
+                format: sint16
+                exponent: -1
+                source: {mqtt: weather/outside}
         mqtt:
           url: mqtt://127.0.0.1:1883
           base_topic: home
@@ -90,6 +96,29 @@ struct MirrorBridgeTests {
         let relay = MirrorCharacteristicID(service: "gateway", characteristic: "relay")
         #expect(await bridge.set(relay, payload: Array("true".utf8), pipeline: fixture.pipeline) == .accepted)
         #expect(fixture.outputs.all == ["relay=true"])
+    }
+
+    /// An MQTT-sourced characteristic: its topic is subscribed only while a central is subscribed
+    /// to the characteristic, and what arrives there becomes its value when it fits the format.
+    @Test func sourceTopicFollowsTheBLESubscriptionAndFeedsTheValue() async throws {
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
+        let config = try ConfigLoader.load(yaml: Self.yaml).config
+        let bridge = MirrorBridge(layout: fixture.layout, address: { "c\($0.rawValue)" })
+        var mirror = try Mirror(configuration: MirrorMapping.mirrorConfiguration(
+            config, mqtt: try #require(config.mqtt), layout: fixture.layout))
+        let outside = fixture.ref("gateway/outside")
+        let date = Date()
+        #expect(!mirror.inboundSubscriptions.contains("weather/outside"))
+        let subscribe = mirror.apply(bridge.mirrorEvent(.subscribed(outside, CentralID(1), .notification), at: date))
+        #expect(subscribe.contains(.subscribe("weather/outside")))
+        let unsubscribe = mirror.apply(bridge.mirrorEvent(.unsubscribed(outside, CentralID(1)), at: date))
+        #expect(unsubscribe.contains(.unsubscribe("weather/outside")))
+
+        let id = MirrorCharacteristicID(service: "gateway", characteristic: "outside")
+        await bridge.sourceValue([id], payload: Array("12.5".utf8), pipeline: fixture.pipeline, logger: .init(label: "test"))
+        #expect(await fixture.pipeline.currentBytes(outside) == sint16(125))
+        await bridge.sourceValue([id], payload: Array("warm".utf8), pipeline: fixture.pipeline, logger: .init(label: "test"))
+        #expect(await fixture.pipeline.currentBytes(outside) == sint16(125), "a payload that does not fit changes nothing")
     }
 
     @Test func pipelineEventsBecomeMirrorEvents() throws {

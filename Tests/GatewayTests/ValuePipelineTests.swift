@@ -69,6 +69,20 @@ struct ValuePipelineTests {
         #expect(temperature.valueHandle < relay.valueHandle)
     }
 
+    @Test func serverConfigurationCarriesNameAppearanceAndConnectionPreferences() throws {
+        let config = try ConfigLoader.load(yaml: """
+            device: {name: greenhouse, appearance: 1347}
+            bluetooth:
+              connection: {min_interval: 30ms, max_interval: 50ms, latency: 2, supervision_timeout: 4s}
+            gpio: {backend: simulated}
+            """).config
+        let server = GATTLayout(config: config).serverConfiguration
+        #expect(server.deviceName == "greenhouse")
+        #expect(server.appearance == 1347)
+        #expect(server.preferredConnectionParameters == .init(minimumInterval: 24, maximumInterval: 40,
+                                                               peripheralLatency: 2, supervisionTimeout: 400))
+    }
+
     /// A sensor characteristic in the Environmental Sensing Service gets its CCCD, then User
     /// Description, Presentation Format (sint16, exponent -2, °C) and ES Measurement.
     @Test func sensorCharacteristicsGetTheirDescriptors() async throws {

@@ -62,6 +62,23 @@ public struct GATTLayout: Sendable {
         self.characteristics = characteristics
     }
 
+    /// The GATT server's own settings from the configuration: GAP device name and appearance, and
+    /// the Peripheral Preferred Connection Parameters (intervals in 1.25 ms units, supervision
+    /// timeout in 10 ms units, as the characteristic carries them).
+    public var serverConfiguration: GATTServer.Configuration {
+        let connection = config.bluetooth.connection
+        func units(_ duration: Duration, of unit: Duration) -> UInt16 {
+            UInt16(clamping: Int((duration / unit).rounded()))
+        }
+        return GATTServer.Configuration(
+            deviceName: config.device.name, appearance: config.device.appearance,
+            preferredConnectionParameters: .init(
+                minimumInterval: units(connection.minInterval, of: .microseconds(1250)),
+                maximumInterval: units(connection.maxInterval, of: .microseconds(1250)),
+                peripheralLatency: UInt16(clamping: connection.latency),
+                supervisionTimeout: units(connection.supervisionTimeout, of: .milliseconds(10))))
+    }
+
     /// The characteristic at `path` (`<service>/<characteristic>`).
     public func ref(_ path: String) -> CharacteristicRef? {
         characteristics.keys.first { $0.path == path }

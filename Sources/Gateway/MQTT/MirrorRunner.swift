@@ -14,7 +14,9 @@ final class MirrorRunner: Sendable {
 
     init(config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout, pipeline: ValuePipeline,
          logger: Logger) throws {
-        let bridge = MirrorBridge(layout: layout, address: { "\($0)" })
+        // Until the BLE host reports addresses, a central is named by its connection handle
+        // (MQTT topic levels cannot carry the "#" of `CentralID`'s description).
+        let bridge = MirrorBridge(layout: layout, address: { "handle-\(String($0.rawValue, radix: 16))" })
         self.bridge = bridge
         self.pipeline = pipeline
         service = try MQTTMirrorService(
