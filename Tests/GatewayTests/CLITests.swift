@@ -180,9 +180,10 @@ struct CLITests {
         try child.start()
         defer { child.stop() }
         #expect(child.wait(timeout: 30) { stdout, _, exited in
-            exited || stdout.contains("mqtt gattway/demo/environment/temperature {\"value\":22.4,")
+            exited || stdout.contains("mqtt gattway/demo/gateway/knob {\"value\":1,")
         }, "\(child.stdout)\n\(child.stderr)")
         #expect(child.stdout.contains("mqtt gattway/demo/availability online\n"))
+        #expect(child.stdout.contains("mqtt gattway/demo/gateway/label {\"value\":\"gattway demo\","))
         child.signal(SIGINT)
         #expect(child.waitForExit(timeout: 2) == 0)
         // The broker is gone with it: its port is free again.
