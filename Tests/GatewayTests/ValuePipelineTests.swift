@@ -132,6 +132,8 @@ struct ValuePipelineTests {
             guard case .status(let peripheral, let counters) = event, counters["sent"] == 5 else { continue }
             #expect(peripheral == "poweredOn")
             #expect(counters["centrals"] == 1)
+            #expect(counters["environment/temperature.sent"] == 5)
+            #expect(counters["central#1.sent"] == 5)
             break
         }
     }

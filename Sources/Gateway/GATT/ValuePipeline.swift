@@ -255,15 +255,19 @@ public actor ValuePipeline {
         eventContinuation.yield(status)
     }
 
-    /// The `status` event now.
+    /// The `status` event now: totals (`sent`, `coalesced`, `suppressed`, `dropped`, `centrals`,
+    /// `waiting`), then each counter per characteristic (`<service>/<characteristic>.sent`) and
+    /// per connected central (`central#1.sent`).
     var status: PipelineEvent {
         let statistics = engine.statistics
-        var counters = ["centrals": statistics.perCentral.count, "waiting": statistics.valuesWaiting]
         let fields: [(String, KeyPath<NotifyCounters, Int>)] = [
             ("sent", \.sent), ("coalesced", \.coalesced), ("suppressed", \.suppressed), ("dropped", \.dropped),
         ]
+        var counters = ["centrals": statistics.perCentral.count, "waiting": statistics.valuesWaiting]
         for (name, path) in fields {
             counters[name] = statistics.perCharacteristic.values.reduce(0) { $0 + $1[keyPath: path] }
+            for (ref, values) in statistics.perCharacteristic { counters["\(ref).\(name)"] = values[keyPath: path] }
+            for (central, values) in statistics.perCentral { counters["\(central).\(name)"] = values[keyPath: path] }
         }
         return .status(peripheral: peripheralState.rawValue, counters: counters)
     }
