@@ -83,6 +83,41 @@ struct ValuePipelineTests {
                                                                peripheralLatency: 2, supervisionTimeout: 400))
     }
 
+    /// A service is published after the services it includes, which it then names by their IDs.
+    @Test func includedServicesArePublishedFirst() async throws {
+        let fixture = try await PipelineFixture(yaml: """
+            device: {name: includes}
+            gpio: {backend: simulated}
+            services:
+              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+                name: main
+                includes: [extra]
+                characteristics:
+                  - {uuid: 2A19, name: a, format: uint8, source: {static: 1}}
+              - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                name: extra
+                primary: false
+                characteristics:
+                  - {uuid: 2A29, name: b, format: uint8, source: {static: 2}}
+            """)
+        #expect(fixture.layout.publishingOrder == [1, 0])
+        let services = await fixture.peripheral.services
+        let main = try #require(services.first { $0.characteristics.first?.uuid == BluetoothUUID(0x2A19) })
+        let extra = try #require(services.first { !$0.isPrimary })
+        #expect(extra.handles.upperBound < main.handles.lowerBound)
+        // main's Include declaration names extra's handle range.
+        await fixture.peripheral.centralConnected(CentralID(4))
+        await fixture.peripheral.receive([0x08] + le(main.handles.lowerBound) + le(main.handles.upperBound) + [0x02, 0x28],
+                                         from: CentralID(4))
+        let include = try #require(fixture.link.take(CentralID(4)).first)
+        #expect(Array(include.prefix(2)) == [0x09, 6])
+        #expect(Array(include[4..<8]) == le(extra.handles.lowerBound) + le(extra.handles.upperBound))
+        // Static values are fixed in the database: a read needs no handler.
+        await fixture.peripheral.centralConnected(CentralID(3))
+        await fixture.peripheral.receive([0x0A] + le(main.characteristics[0].valueHandle), from: CentralID(3))
+        #expect(fixture.link.take(CentralID(3)) == [[0x0B, 0x01]])
+    }
+
     /// A sensor characteristic in the Environmental Sensing Service gets its CCCD, then User
     /// Description, Presentation Format (sint16, exponent -2, °C) and ES Measurement.
     @Test func sensorCharacteristicsGetTheirDescriptors() async throws {
