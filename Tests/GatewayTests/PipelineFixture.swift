@@ -52,14 +52,16 @@ struct PipelineFixture {
     var events: AsyncStream<PeripheralEvent>.Iterator
     var pipelineEvents: AsyncStream<PipelineEvent>.Iterator
 
-    init(yaml: String) async throws {
+    /// `.realTime` runs the pipeline's own timer on the real clock (the service's setting).
+    init(yaml: String, timing: ValuePipeline.Timing = .manual) async throws {
         let config = try ConfigLoader.load(yaml: yaml).config
         layout = GATTLayout(config: config)
         let clock = self.clock
-        peripheral = Peripheral(configuration: .init(deviceName: config.device.name), link: link,
-                                now: { clock.now })
+        let realTime = timing == .realTime
+        let now: @Sendable () -> ContinuousClock.Instant = { realTime ? ContinuousClock.now : clock.now }
+        peripheral = Peripheral(configuration: .init(deviceName: config.device.name), link: link, now: now)
         let outputs = self.outputs
-        pipeline = ValuePipeline(layout: layout, peripheral: peripheral, timing: .manual, clock: { clock.now },
+        pipeline = ValuePipeline(layout: layout, peripheral: peripheral, timing: timing, clock: now,
                                  logger: Logger(label: "test"),
                                  driveOutput: { sensor, level in outputs.record(sensor, level) })
         events = peripheral.events.makeAsyncIterator()

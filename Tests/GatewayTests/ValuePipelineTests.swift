@@ -173,6 +173,27 @@ struct ValuePipelineTests {
         }
     }
 
+    /// In the service the pipeline arms one timer for the engine's next deadline: a value held by
+    /// `min_interval` goes out when the interval ends, with nobody calling `advance()`.
+    @Test func theTimerSendsHeldValuesOnTheRealClock() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml, timing: .realTime)
+        await fixture.peripheral.transmitRoomFreed(10)
+        await fixture.subscribe(alice, to: "environment/temperature")
+        let start = ContinuousClock.now
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 20))
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 21))
+        #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2000)])
+        #expect(await fixture.pipeline.nextDeadline != nil)
+        var received: [[UInt8]] = []
+        while received.isEmpty, ContinuousClock.now - start < .seconds(5) {
+            try await Task.sleep(for: .milliseconds(20))
+            received = await fixture.notifications(alice, on: "environment/temperature")
+        }
+        #expect(received == [sint16(2100)])
+        #expect(ContinuousClock.now - start >= .milliseconds(250), "not before min_interval")
+        #expect(await fixture.pipeline.nextDeadline == nil, "nothing left to schedule")
+    }
+
     /// With the link full, `updateValue` returns false: the taken value waits in one slot, later
     /// values replace each other in the engine's slot, and everything resumes on ready-to-update.
     @Test func fullLinkHoldsOneValueAndResumesWhenReady() async throws {
