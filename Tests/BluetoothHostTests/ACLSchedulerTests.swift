@@ -4,6 +4,7 @@ import Testing
 
 @testable import BluetoothHost
 
+// Swift Testing's #expect cannot call mutating methods, so results are taken first.
 struct ACLSchedulerTests {
     static let buffers = ACLBufferSize(dataLength: 27, packetCount: 3)
 
@@ -12,10 +13,12 @@ struct ACLSchedulerTests {
         scheduler.open(1)
         scheduler.enqueue(L2CAPFrame(channel: 4, payload: Array(repeating: 0, count: 100)), on: 1)
         let first = scheduler.takeSendable()
-        #expect(first.count == 3)
-        #expect(scheduler.takeSendable().isEmpty)
-        #expect(scheduler.completed(2, on: 1) == 0)
+        let none = scheduler.takeSendable()
+        let delivered = scheduler.completed(2, on: 1)
         let second = scheduler.takeSendable()
+        #expect(first.count == 3)
+        #expect(none.isEmpty)
+        #expect(delivered == 0)
         #expect(second.count == 1)  // 104 bytes are 4 fragments of at most 27
         #expect((first + second).flatMap(\.data).count == 104)
         #expect(scheduler.freeBuffers == 1)
@@ -27,7 +30,8 @@ struct ACLSchedulerTests {
         scheduler.open(2)
         scheduler.enqueue(L2CAPFrame(channel: 4, payload: Array(repeating: 1, count: 200)), on: 1)
         scheduler.enqueue(L2CAPFrame(channel: 4, payload: [2]), on: 2)
-        #expect(scheduler.takeSendable().map(\.handle) == [1, 2, 1, 1])
+        let sent = scheduler.takeSendable()
+        #expect(sent.map(\.handle) == [1, 2, 1, 1])
     }
 
     @Test func anUpdateCountsAsDeliveredWhenItsLastFragmentCompletes() {
@@ -37,11 +41,12 @@ struct ACLSchedulerTests {
         scheduler.enqueue(L2CAPFrame(channel: 4, payload: [1]), on: 1)
         scheduler.enqueue(L2CAPFrame(channel: 4, payload: [2]), on: 1, isUpdate: true)
         #expect(scheduler.pendingUpdates == 2)
-        #expect(scheduler.takeSendable().count == 4)
-        #expect(scheduler.completed(1, on: 1) == 0)  // first fragment of the 44-byte frame
-        #expect(scheduler.completed(1, on: 1) == 1)  // its last fragment
-        #expect(scheduler.completed(1, on: 1) == 0)  // the response
-        #expect(scheduler.completed(5, on: 1) == 1)  // capped at what is in flight
+        let sent = scheduler.takeSendable()
+        // Fragment 1 of the 44-byte update, its last fragment, the response, the second update
+        // (the count of 5 is capped at the one fragment still in flight).
+        let delivered = [1, 1, 1, 5].map { scheduler.completed($0, on: 1) }
+        #expect(sent.count == 4)
+        #expect(delivered == [0, 1, 0, 1])
         #expect(scheduler.pendingUpdates == 0)
         #expect(scheduler.freeBuffers == 8)
     }
@@ -52,13 +57,19 @@ struct ACLSchedulerTests {
         scheduler.open(2)
         scheduler.enqueue(L2CAPFrame(channel: 4, payload: Array(repeating: 0, count: 60)), on: 1, isUpdate: true)
         scheduler.enqueue(L2CAPFrame(channel: 4, payload: [1]), on: 1, isUpdate: true)
-        #expect(scheduler.takeSendable().count == 3)
-        #expect(scheduler.close(1) == 2)
-        #expect(scheduler.freeBuffers == 3)
-        #expect(scheduler.completed(3, on: 1) == 0)
-        #expect(scheduler.freeBuffers == 3)
-        #expect(!scheduler.enqueue(L2CAPFrame(channel: 4, payload: [1]), on: 1))
+        let sent = scheduler.takeSendable()
+        let dropped = scheduler.close(1)
+        let freeAfterClose = scheduler.freeBuffers
+        let late = scheduler.completed(3, on: 1)
+        let acceptedAfterClose = scheduler.enqueue(L2CAPFrame(channel: 4, payload: [1]), on: 1)
         scheduler.enqueue(L2CAPFrame(channel: 4, payload: [1]), on: 2)
-        #expect(scheduler.takeSendable().map(\.handle) == [2])
+        let others = scheduler.takeSendable()
+        #expect(sent.count == 3)
+        #expect(dropped == 2)
+        #expect(freeAfterClose == 3)
+        #expect(late == 0)
+        #expect(scheduler.freeBuffers == 2)
+        #expect(!acceptedAfterClose)
+        #expect(others.map(\.handle) == [2])
     }
 }

@@ -80,7 +80,7 @@ final class VirtualController: @unchecked Sendable {
     init(port: Int = 0, extraArguments: [String] = []) async throws {
         let python = try Harness.python()
         logPath = NSTemporaryDirectory() + "gattway-vc-\(UUID().uuidString).log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = [Harness.directory + "/virtual_controller.py", "--tcp-port", String(port)]
             + extraArguments

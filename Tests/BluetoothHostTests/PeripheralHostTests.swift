@@ -140,7 +140,7 @@ struct PeripheralHostTests {
         let controller = FakeController(buffers: ACLBufferSize(dataLength: 4, packetCount: 2))
         let rig = Self.start([controller])
         defer { rig.task.cancel() }
-        _ = await rig.server.events.first { $0 == .state(.poweredOn) }
+        _ = await Self.commands(controller, until: .leSetAdvertisingEnable)
         controller.connect(handle: 0x40, peer: Self.phone)
         guard case .connected(let central) = await rig.server.events.first(matching: {
             if case .connected = $0 { true } else { false }
@@ -191,7 +191,7 @@ struct PeripheralHostTests {
         let controller = FakeController()
         let rig = Self.start([controller])
         defer { rig.task.cancel() }
-        _ = await rig.server.events.first { $0 == .state(.poweredOn) }
+        _ = await Self.commands(controller, until: .leSetAdvertisingEnable)
         controller.connect(handle: 0x40, peer: Self.phone)
         _ = await rig.server.events.first { if case .connected = $0 { true } else { false } }
         controller.receive(L2CAPChannel.leSignaling, [0x0A, 0x05, 0x02, 0x00, 0x02, 0x00], on: 0x40)
@@ -205,16 +205,16 @@ struct PeripheralHostTests {
         let controller = FakeController(silentOpcodes: [.leSetPHY])
         let rig = Self.start([controller], commandTimeout: .milliseconds(200))
         defer { rig.task.cancel() }
-        _ = await rig.server.events.first { $0 == .state(.poweredOn) }
+        _ = await Self.commands(controller, until: .leSetAdvertisingEnable)
         controller.connect(handle: 0x40, peer: Self.phone)
-        _ = await rig.server.events.first { if case .connected = $0 { true } else { false } }
+        _ = await Self.commands(controller, until: .leSetPHY)
+        let phySent = ContinuousClock.now
+        // The re-advertising after this disconnection waits behind the silent LE Set PHY until
+        // the command timeout gives up on it, then runs.
         controller.inject(.event(.disconnectionComplete(status: .success, handle: 0x40, reason: .remoteUserTerminated)))
-        _ = await rig.server.events.first { if case .disconnected = $0 { true } else { false } }
-        // The re-advertising after the disconnection waits behind the silent LE Set PHY, then runs.
-        let opcodes = await Self.commands(controller, until: .leSetPHY)
-        #expect(opcodes.last == .leSetPHY)
         let after = await Self.commands(controller, until: .leSetAdvertisingEnable)
         #expect(after == [.leSetAdvertisingEnable])
+        #expect(ContinuousClock.now - phySent >= .milliseconds(150))
     }
 
     @Test func stopsAdvertisingAtMaxCentralsAndResumesOnDisconnect() async throws {

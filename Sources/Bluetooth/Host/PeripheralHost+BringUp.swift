@@ -126,16 +126,26 @@ extension PeripheralHost {
             logger.info("not advertising: \(connections.count) of \(configuration.maxCentrals) centrals connected")
             return
         }
-        if info.usesExtendedAdvertising {
-            try await executeChecked(.leSetExtendedAdvertisingEnable(true, handle: Self.advertisingHandle))
-        } else {
-            try await executeChecked(.leSetAdvertisingEnable(true))
-        }
+        // Marked before the answer: a central may connect right behind it, and its
+        // Connection Complete (which stops advertising) must find the flag already set.
         if !isAdvertising {
             isAdvertising = true
-            logger.info("advertising (\(info.usesExtendedAdvertising ? "extended set, legacy PDUs" : "legacy")): "
-                + "data \(payload.advertisingData.hexString), scan response \(payload.scanResponseData.hexString)")
+            let kind = info.usesExtendedAdvertising ? "extended set, legacy PDUs" : "legacy"
+            logger.info("""
+                advertising (\(kind)): data \(payload.advertisingData.hexString), \
+                scan response \(payload.scanResponseData.hexString)
+                """)
             eventSink.yield(.advertisingStarted(payload, extended: info.usesExtendedAdvertising))
+        }
+        do {
+            if info.usesExtendedAdvertising {
+                try await executeChecked(.leSetExtendedAdvertisingEnable(true, handle: Self.advertisingHandle))
+            } else {
+                try await executeChecked(.leSetAdvertisingEnable(true))
+            }
+        } catch {
+            markAdvertisingStopped()
+            throw error
         }
     }
 

@@ -16,10 +16,10 @@ public actor PeripheralHost {
     let logger: Logger
     let openTransport: @Sendable (HCITransportSpec) throws -> any HCITransport
 
-    public private(set) var state: PeripheralState = .unknown
-    public private(set) var isAdvertising = false
+    public internal(set) var state: PeripheralState = .unknown
+    public internal(set) var isAdvertising = false
     /// The controller's facts from the last bring-up.
-    public private(set) var controller: ControllerInfo?
+    public internal(set) var controller: ControllerInfo?
     /// Every event, in order. One consumer.
     public nonisolated let events: AsyncStream<HostEvent>
     let eventSink: AsyncStream<HostEvent>.Continuation
