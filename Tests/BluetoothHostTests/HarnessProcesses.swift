@@ -73,6 +73,7 @@ final class LineReader: @unchecked Sendable {
 /// The virtual controller process (Tests/harness/virtual_controller.py).
 final class VirtualController: @unchecked Sendable {
     let process = Process()
+    let lifeline = Pipe()
     let tcpPort: Int
     let logPath: String
 
@@ -82,9 +83,11 @@ final class VirtualController: @unchecked Sendable {
         logPath = NSTemporaryDirectory() + "gattway-vc-\(UUID().uuidString).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [Harness.directory + "/virtual_controller.py", "--tcp-port", String(port)]
-            + extraArguments
+        process.arguments = [Harness.directory + "/virtual_controller.py", "--tcp-port", String(port),
+                             "--exit-with-stdin"] + extraArguments
         let output = Pipe()
+        // The controller exits when this pipe closes, so it never outlives the test process.
+        process.standardInput = lifeline
         process.standardOutput = output
         process.standardError = FileHandle(forWritingAtPath: logPath)
         try process.run()
@@ -152,15 +155,26 @@ final class Phone: @unchecked Sendable {
         return PhoneReply(object: object)
     }
 
-    /// Sends one command and waits for its one reply.
+    /// Sends one command and waits for its one reply. A phone that does not answer within
+    /// `timeout` is killed, which ends the wait with an error naming the command.
     @discardableResult
-    func run(_ command: String, _ arguments: [String: any Sendable] = [:]) async throws -> PhoneReply {
+    func run(_ command: String, _ arguments: [String: any Sendable] = [:],
+             timeout: Duration = .seconds(30)) async throws -> PhoneReply {
         var request: [String: Any] = arguments
         request["cmd"] = command
         var data = try JSONSerialization.data(withJSONObject: request)
         data.append(0x0A)
         input.write(data)
-        return try await readReply()
+        let watchdog = Task { [process] in
+            try await Task.sleep(for: timeout)
+            process.terminate()
+        }
+        defer { watchdog.cancel() }
+        do {
+            return try await readReply()
+        } catch {
+            throw Harness.Unavailable(description: "phone \(command) got no answer within \(timeout): \(error)")
+        }
     }
 
     /// Like `run`, but a failed command fails the test with the phone's error.

@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import random
+import signal
 import sys
 
 from bumble import att, hci
@@ -222,7 +223,7 @@ class Phone:
 
 
 async def main() -> None:
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+    logging.basicConfig(level=os.environ.get("GATTWAY_PHONE_LOG", "WARNING").upper(), stream=sys.stderr,
                         format="%(asctime)s phone %(levelname)s %(message)s")
     if len(sys.argv) != 2:
         sys.exit("usage: phone.py tcp:HOST:PORT | unix:PATH")
@@ -269,4 +270,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    # A parent whose thread blocks signals (Swift's Foundation.Process does) passes the mask on;
+    # without this, SIGTERM would never arrive.
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
     asyncio.run(main())

@@ -332,7 +332,7 @@ class HostConnection:
             self.controller.link.remove_controller(self.controller)
             self.controller.host = None
             self.writer.close()
-            log.info("%s gone (%d credit violations)", self.controller.name, self.controller.overflows)
+            log.info("%s gone; %d fragments were over credit", self.controller.name, self.controller.overflows)
 
 
 class VirtualControllerServer:
@@ -343,6 +343,7 @@ class VirtualControllerServer:
         self.credit_delay = credit_delay
         self.zero_public_address = zero_public_address
         self.count = 0
+        self.connections: set[HostConnection] = set()
 
     def address_for(self, index: int) -> str:
         if self.zero_public_address:
@@ -355,7 +356,12 @@ class VirtualControllerServer:
         if sock is not None and sock.family in (2, 10):
             import socket
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        await HostConnection(self, reader, writer, self.count).run()
+        connection = HostConnection(self, reader, writer, self.count)
+        self.connections.add(connection)
+        try:
+            await connection.run()
+        finally:
+            self.connections.discard(connection)
 
 
 async def main() -> None:
@@ -368,6 +374,8 @@ async def main() -> None:
                         help="delay before a fragment's Number Of Completed Packets")
     parser.add_argument("--zero-public-address", action="store_true",
                         help="controllers report public address 00:00:00:00:00:00")
+    parser.add_argument("--exit-with-stdin", action="store_true",
+                        help="exit when stdin closes (tests: the controller dies with its parent)")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
@@ -394,10 +402,20 @@ async def main() -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    if args.exit_with_stdin:
+        loop.add_reader(sys.stdin.fileno(), lambda: sys.stdin.buffer.read1(4096) or stop.set())
     await stop.wait()
     for listener in listeners:
         listener.close()
+    # Like a controller losing power: every host sees its socket close at once.
+    for connection in list(server.connections):
+        connection.writer.transport.abort()
+    logging.shutdown()
+    os._exit(0)
 
 
 if __name__ == "__main__":
+    # A parent whose thread blocks signals (Swift's Foundation.Process does) passes the mask on;
+    # without this, SIGTERM would never arrive.
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
     asyncio.run(main())
