@@ -22,7 +22,7 @@ final class FakeController: HCITransport, @unchecked Sendable {
     init(publicAddress: BluetoothAddress = BluetoothAddress("F0:00:00:00:00:01")!,
          buffers: ACLBufferSize = ACLBufferSize(dataLength: 27, packetCount: 4),
          leFeatures: UInt64 = 1 << 5 | 1 << 8, supportsDataLengthAndPHY: Bool = true,
-         silentOpcodes: Set<HCIOpcode> = []) {
+         supportsExtendedAdvertising: Bool = false, silentOpcodes: Set<HCIOpcode> = []) {
         (incoming, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self)
         (sent, sentContinuation) = AsyncStream.makeStream(of: HCIPacket.self)
         self.publicAddress = publicAddress
@@ -33,6 +33,7 @@ final class FakeController: HCITransport, @unchecked Sendable {
             commands[33] |= 1 << 6
             commands[35] |= 1 << 6
         }
+        if supportsExtendedAdvertising { commands[36] |= 1 << 2 }
         supportedCommands = commands
         self.silentOpcodes = silentOpcodes
     }

@@ -121,6 +121,30 @@ struct HostEndToEndTests {
         #expect(!running.controller.log.contains("credit violation:"))
     }
 
+    @Test func overAUnixSocketWithAStaticRandomAddress() async throws {
+        let path = NSTemporaryDirectory() + "gattway-vc-\(UUID().uuidString.prefix(8)).sock"
+        let controller = try await VirtualController(extraArguments: ["--unix", path, "--zero-public-address"])
+        defer { controller.stop() }
+        let server = RecordingServer()
+        let host = PeripheralHost(
+            configuration: HostConfiguration(
+                transport: .unix(path: path),
+                stateDirectory: NSTemporaryDirectory() + "gattway-e2e-\(UUID().uuidString)",
+                advertising: AdvertisingSettings(localName: "gattway-unix", intervalMilliseconds: 20)),
+            server: server, logger: Logger(label: "host-e2e", factory: { StreamLogHandler.standardError(label: $0) }))
+        let task = Task { await host.run() }
+        defer { task.cancel() }
+        _ = await server.events.first { $0 == .state(.poweredOn) }
+        let address = try #require(await host.controller?.address)
+        #expect(address.isStaticRandom)
+
+        let phone = try await Phone(controllerPort: controller.tcpPort)
+        let found = try await phone.expect("scan", ["name": "gattway-unix"])
+        #expect(found.string("address") == address.description)
+        try await phone.expect("connect", ["address": address.description])
+        #expect(try await phone.expect("mtu", ["mtu": 517]).int("mtu") == 517)
+    }
+
     @Test func recoversWhenTheVirtualControllerRestarts() async throws {
         let first = try await VirtualController()
         let running = try await Self.start(controller: first)

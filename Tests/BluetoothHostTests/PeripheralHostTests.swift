@@ -119,6 +119,25 @@ struct PeripheralHostTests {
         #expect(await rig.host.controller?.address == BluetoothAddress("F0:00:00:00:00:01")!)
     }
 
+    @Test func extendedAdvertisingWhenTheControllerHasIt() async throws {
+        let controller = FakeController(publicAddress: .zero, leFeatures: 1 << 12,
+                                        supportsExtendedAdvertising: true)
+        let rig = Self.start([controller])
+        defer { rig.task.cancel() }
+        let opcodes = await Self.commands(controller, until: .leSetExtendedAdvertisingEnable)
+        #expect(Array(opcodes.suffix(5)) == [
+            .leSetExtendedAdvertisingParameters, .leSetAdvertisingSetRandomAddress,
+            .leSetExtendedAdvertisingData, .leSetExtendedScanResponseData, .leSetExtendedAdvertisingEnable,
+        ])
+        #expect(!opcodes.contains(.leSetRandomAddress))
+        controller.connect(handle: 0x40, peer: Self.phone)
+        controller.inject(.event(.le(.advertisingSetTerminated(status: .success, advertisingHandle: 0,
+                                                               connectionHandle: 0x40, completedEvents: 0))))
+        // The set stopped with the connection; the host enables it again (1 of 8 connected).
+        #expect(await Self.commands(controller, until: .leSetExtendedAdvertisingEnable)
+            == [.leSetExtendedAdvertisingEnable])
+    }
+
     @Test func usesAStoredStaticRandomAddressWithoutAPublicOne() async throws {
         let controller = FakeController(publicAddress: .zero)
         let rig = Self.start([controller])
