@@ -14,6 +14,8 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "gattway", targets: ["gattway"]),
+        // The GATT server as a library, for the benchmark package in Tests/Benchmarks.
+        .library(name: "BluetoothGATT", targets: ["BluetoothATT", "BluetoothGATT"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
