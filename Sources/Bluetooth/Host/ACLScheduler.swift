@@ -60,8 +60,6 @@ public struct ACLScheduler: Sendable {
             + queues.values.reduce(0) { $0 + $1.filter(\.isUpdate).count }
     }
 
-    public func queuedFrames(_ handle: UInt16) -> Int { queues[handle]?.count ?? 0 }
-
     /// Queues a frame; false for an unknown (closed) handle.
     @discardableResult
     public mutating func enqueue(_ frame: L2CAPFrame, on handle: UInt16, isUpdate: Bool = false) -> Bool {
