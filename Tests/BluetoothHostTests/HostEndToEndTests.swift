@@ -94,6 +94,13 @@ struct HostEndToEndTests {
         // A Pairing Request: Pairing Failed, Pairing Not Supported.
         let refused = try await phone.expect("smp", ["hex": "01030001100707"])
         #expect(refused["replies"] as? [String] == ["0505"])
+        // The latency wish becomes a Connection Parameter Update Request the phone answers.
+        let central = try #require(await running.host.connectedCentrals.first)
+        try await running.host.setDesiredConnectionLatency(.high, for: central)
+        let answer = await running.host.events.first {
+            if case .connectionParameterUpdateAnswered = $0 { true } else { false }
+        }
+        #expect(answer == .connectionParameterUpdateAnswered(central, accepted: true))
     }
 
     @Test func eightPhonesAtOnceThenAdvertisingStops() async throws {
