@@ -18,6 +18,9 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private let source: any DispatchSourceRead
     private var framer = H4Framer()
     private var isClosed = false
+    /// Only touched by the read source's serial queue. Large enough for any ACL packet a user
+    /// channel delivers in one read.
+    private var readBuffer = [UInt8](repeating: 0, count: 65_540)
 
     /// Takes ownership of `descriptor`; it is closed when the transport closes or fails.
     public init(descriptor: Int32, spec: HCITransportSpec) {
@@ -81,16 +84,14 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     }
 
     private func readAvailable() {
-        // Large enough for any ACL packet a user channel delivers in one read.
-        var buffer = [UInt8](repeating: 0, count: 65_540)
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            let count = readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count > 0 {
                 let packets: [HCIPacket]
                 do {
                     lock.lock()
                     defer { lock.unlock() }
-                    packets = try framer.push(buffer[0..<count])
+                    packets = try framer.push(readBuffer[0..<count])
                 } catch {
                     fail("\(spec) sent bytes that are not HCI: \(error)")
                     return
