@@ -151,6 +151,15 @@ struct GATTEndToEndTests {
         let received = try await phone.expect("notifications", ["count": 3])
         let values = (received["values"] as? [[String: Any]] ?? []).compactMap { $0["value"] as? String }
         #expect(values.sorted() == ["aa01", "bb01", "bb02"])
+
+        // Disconnecting unsubscribes the central from both, each an event.
+        try await phone.expect("disconnect")
+        var unsubscribed: [PublishedCharacteristic] = []
+        for await event in running.peripheral.events {
+            if case .unsubscribed(_, let characteristic) = event { unsubscribed.append(characteristic) }
+            if case .centralDisconnected = event { break }
+        }
+        #expect(Set(unsubscribed) == [notify, indicate])
     }
 
     @Test func eightPhonesEachWithItsOwnMTUAndSubscriptionsOneKilledMidPreparedWrite() async throws {
