@@ -91,6 +91,16 @@ struct PeripheralHostTests {
         return seen
     }
 
+    /// The next `count` commands the host sends.
+    static func next(_ controller: FakeController, _ count: Int) async -> [HCICommand] {
+        var commands: [HCICommand] = []
+        for await packet in controller.sent {
+            if case .command(let command) = packet { commands.append(command) }
+            if commands.count == count { break }
+        }
+        return commands
+    }
+
     static func acl(_ controller: FakeController, count: Int) async -> [HCIACLPacket] {
         var packets: [HCIACLPacket] = []
         for await packet in controller.sent {
@@ -283,6 +293,27 @@ struct PeripheralHostTests {
         first.inject(.event(.commandComplete(numCommandPackets: 1, opcode: .reset, returnParameters: [0])))
         _ = await rig.server.events.first { $0 == .state(.resetting) }
         _ = await rig.server.events.first { $0 == .state(.poweredOn) }
+    }
+
+    @Test func advertisingCanBeChangedAndStopped() async throws {
+        let controller = FakeController()
+        let rig = Self.start([controller])
+        defer { rig.task.cancel() }
+        _ = await Self.commands(controller, until: .leSetAdvertisingEnable)
+        try await rig.host.startAdvertising(AdvertisingSettings(localName: "renamed"))
+        let restart = await Self.next(controller, 5)
+        #expect(restart.map(\.opcode) == [.leSetAdvertisingEnable, .leSetAdvertisingParameters,
+                                           .leSetAdvertisingData, .leSetScanResponseData, .leSetAdvertisingEnable])
+        #expect(restart.first?.parameters == [0] && restart.last?.parameters == [1])
+        #expect(restart[2].parameters.starts(with: [12, 2, 1, 6, 8, 9] + Array("renamed".utf8)))
+        try await rig.host.stopAdvertising()
+        #expect(await Self.next(controller, 1) == [.leSetAdvertisingEnable(false)])
+        #expect(await rig.host.isAdvertising == false)
+        // Stopped stays stopped: neither a connection nor a disconnection brings it back.
+        controller.connect(handle: 0x40, peer: Self.phone)
+        controller.inject(.event(.disconnectionComplete(status: .success, handle: 0x40, reason: .remoteUserTerminated)))
+        _ = await rig.server.events.first { if case .disconnected = $0 { true } else { false } }
+        #expect(await Self.commands(controller, until: .leSetPHY) == [.leSetDataLength, .leSetPHY])
     }
 
     @Test func openFailuresMapToStates() {
