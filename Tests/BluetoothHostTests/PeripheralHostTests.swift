@@ -1,4 +1,5 @@
 import BluetoothCore
+import BluetoothGATT
 import BluetoothHCI
 import BluetoothL2CAP
 import Foundation

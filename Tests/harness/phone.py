@@ -60,11 +60,11 @@ def describe_ad(adv: bytes, scan_response: bytes) -> dict:
             if name is None or ad_type == 0x09:
                 name = value.decode("utf-8", "replace")
         elif ad_type in (0x02, 0x03):
-            uuids += [str(UUID.from_bytes(value[i:i + 2])) for i in range(0, len(value), 2)]
+            uuids += [UUID.from_bytes(value[i:i + 2]).to_hex_str("-") for i in range(0, len(value), 2)]
         elif ad_type in (0x04, 0x05):
-            uuids += [str(UUID.from_bytes(value[i:i + 4])) for i in range(0, len(value), 4)]
+            uuids += [UUID.from_bytes(value[i:i + 4]).to_hex_str("-") for i in range(0, len(value), 4)]
         elif ad_type in (0x06, 0x07):
-            uuids += [str(UUID.from_bytes(value[i:i + 16])) for i in range(0, len(value), 16)]
+            uuids += [UUID.from_bytes(value[i:i + 16]).to_hex_str("-") for i in range(0, len(value), 16)]
     return {"name": name, "uuids": uuids, "adv_data": adv.hex(), "scan_response": scan_response.hex()}
 
 
@@ -77,7 +77,7 @@ class Phone:
         self.device = device
         self.connection = None
         self.peer: Peer | None = None
-        self.notifications: asyncio.Queue = asyncio.Queue()
+        self.updates: asyncio.Queue = asyncio.Queue()
         self.signaling: asyncio.Queue = asyncio.Queue()
         self.smp: asyncio.Queue = asyncio.Queue()
         self.characteristics = {}
@@ -141,16 +141,16 @@ class Phone:
     async def discover(self):
         services = []
         for service in await self.peer.discover_services():
-            entry = {"uuid": str(service.uuid), "start": service.handle, "end": service.end_group_handle,
+            entry = {"uuid": service.uuid.to_hex_str("-"), "start": service.handle, "end": service.end_group_handle,
                      "characteristics": []}
             for characteristic in await service.discover_characteristics():
                 descriptors = await characteristic.discover_descriptors()
                 self.characteristics[characteristic.handle] = characteristic
                 entry["characteristics"].append({
-                    "uuid": str(characteristic.uuid), "handle": characteristic.definition_handle
+                    "uuid": characteristic.uuid.to_hex_str("-"), "handle": characteristic.definition_handle
                     if hasattr(characteristic, "definition_handle") else characteristic.handle - 1,
                     "value_handle": characteristic.handle, "properties": int(characteristic.properties),
-                    "descriptors": [{"uuid": str(d.type), "handle": d.handle} for d in descriptors]})
+                    "descriptors": [{"uuid": d.type.to_hex_str("-"), "handle": d.handle} for d in descriptors]})
             services.append(entry)
         return {"services": services}
 
@@ -182,7 +182,7 @@ class Phone:
             raise ValueError(f"characteristic with value handle {handle} not discovered")
 
         def on_value(value, handle=handle, indicate=indicate):
-            self.notifications.put_nowait({"handle": handle, "value": bytes(value).hex(),
+            self.updates.put_nowait({"handle": handle, "value": bytes(value).hex(),
                                            "indication": indicate})
         await self.peer.gatt_client.subscribe(characteristic, on_value, prefer_notify=not indicate)
         return {}
@@ -192,7 +192,7 @@ class Phone:
         try:
             async with asyncio.timeout(timeout):
                 while len(values) < count:
-                    values.append(await self.notifications.get())
+                    values.append(await self.updates.get())
         except TimeoutError:
             pass
         return {"values": values}

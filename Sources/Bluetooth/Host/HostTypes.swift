@@ -1,23 +1,7 @@
 import BluetoothCore
+import BluetoothGATT
 import BluetoothHCI
 import BluetoothL2CAP
-
-/// The peripheral's state, as the peripheral-role API names it
-/// (shared/reference/peripheral-semantics.md).
-public enum PeripheralState: String, Sendable, CustomStringConvertible {
-    case unknown
-    /// The controller was lost; recovery is under way.
-    case resetting
-    /// The controller has no LE peripheral role, or the adapter is not there.
-    case unsupported
-    /// No permission to open the controller.
-    case unauthorized
-    /// The radio is switched off (rfkill).
-    case poweredOff
-    case poweredOn
-
-    public var description: String { rawValue }
-}
 
 /// One connected central. Identity is per connection: the same phone connecting again is a new
 /// `Central` (its handle may be reused by the controller, its `connectionID` never is).
@@ -35,14 +19,10 @@ public struct Central: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "\(address) (handle 0x\(String(handle, radix: 16)))" }
 }
 
-/// How eagerly a connected central should exchange packets; a wish the central may ignore.
-public enum ConnectionLatency: String, Sendable {
-    /// Short connection interval: fast exchange, more power.
-    case low
-    case medium
-    /// Long interval with peripheral latency: saves battery.
-    case high
-
+extension ConnectionLatency {
+    /// The connection parameters the host asks the central for (Vol 3 Part A 4.20): intervals
+    /// in 1.25 ms, timeout in 10 ms units. Low: 15-30 ms; medium: 30-50 ms; high: 100-125 ms,
+    /// skipping up to 4 events.
     public var parameters: ConnectionParameters {
         switch self {
         case .low: ConnectionParameters(intervalMin: 12, intervalMax: 24, latency: 0, supervisionTimeout: 500)

@@ -1,4 +1,5 @@
 import BluetoothCore
+import BluetoothGATT
 import BluetoothHCI
 
 /// What bring-up learned about the controller.
