@@ -19,8 +19,8 @@ enum Harness {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw Unavailable(description: """
                 the end-to-end harness needs Python with Bumble 0.0.236: \(path) does not exist. \
-                Create the venv (python3 -m venv .venv && .venv/bin/pip install bumble==0.0.236) \
-                or set GATTWAY_PYTHON
+                Create it with deploy/dev/install-deps.sh (or python3 -m venv .venv && \
+                .venv/bin/pip install bumble==0.0.236 cryptography), or set GATTWAY_PYTHON
                 """)
         }
         let check = Process()
