@@ -4,7 +4,7 @@ import Testing
 /// The virtual controller's patches of Bumble's gaps, checked in raw HCI by
 /// Tests/harness/selftest.py (Reset, scan responses, PHY, data length, LE Encrypt against the
 /// Core sample, P-256 key, remote version, ACL fragmentation, credit enforcement, addresses).
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(1)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct HarnessSelfTests {
     @Test func virtualControllerPatchesBumblesGaps() async throws {
         let process = Process()

@@ -8,7 +8,7 @@ import Testing
 
 /// The host against a real, independent central: Bumble phones on the virtual controller
 /// (Tests/harness). These need Python with Bumble and fail with a clear message without it.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(2)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct HostEndToEndTests {
     static let service = BluetoothUUID("50DB505C-8AC4-4738-8448-3B1D9CC09CC5")!
 
