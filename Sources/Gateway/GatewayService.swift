@@ -1,4 +1,5 @@
 import BluetoothGATT
+import BluetoothHost
 import Config
 import Foundation
 import GPIO
@@ -42,21 +43,20 @@ public struct GatewayService: Service {
         }
         let runnersByName = Dictionary(uniqueKeysWithValues: runners.map { ($0.name, $0) })
         let layout = GATTLayout(config: config)
-        let peripheral = Peripheral(configuration: layout.serverConfiguration, link: UnattachedLink())
-        let pipeline = ValuePipeline(layout: layout, peripheral: peripheral, logger: logger,
+        let binding = GATTPeripheralBinding(configuration: layout.serverConfiguration)
+        let host = PeripheralHost(configuration: HostMapping.configuration(config), peripheral: binding,
+                                  logger: logger)
+        let addresses = CentralAddresses()
+        let pipeline = ValuePipeline(layout: layout, peripheral: binding.peripheral, logger: logger,
                                      driveOutput: { sensor, level in
                                          guard let runner = runnersByName[sensor] else { return }
                                          try await runner.write(level)
                                      })
         let mirror = try config.mqtt.map { mqtt in
-            try MirrorRunner(config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, logger: logger)
+            try MirrorRunner(config: config, mqtt: mqtt, layout: layout, pipeline: pipeline,
+                             address: { addresses.address($0.rawValue) }, logger: logger)
         }
-        logger.warning("""
-            this build has no BLE host yet: no controller is opened and no central can connect; \
-            sensor values are served to MQTT
-            """)
         logger.notice("gattway running", metadata: ["device": "\(config.device.id)"])
-        systemd.ready(status: "running")
 
         await withTaskGroup(of: Void.self) { group in
             for runner in runners {
@@ -72,6 +72,10 @@ public struct GatewayService: Service {
                 }
             }
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
+            group.addTask { await host.run() }
+            group.addTask {
+                await Self.follow(host.events, addresses: addresses, systemd: systemd, logger: logger)
+            }
             if let mirror {
                 group.addTask { await mirror.run() }
             }
@@ -80,13 +84,45 @@ public struct GatewayService: Service {
             try? await gracefulShutdown()
             systemd.stopping()
             logger.notice("gattway stopping")
-            // Order: (no advertising or centrals without a host yet) publish offline and flush
-            // MQTT, then stop sensors and the pipeline.
+            // Centrals first (no new ones, then a clean disconnect for each), then MQTT says
+            // offline and flushes, then the controller closes and the sensors release their lines.
+            try? await host.stopAdvertising()
+            for central in await host.connectedCentrals {
+                try? await host.disconnect(central)
+            }
             await mirror?.stop()
             await pipeline.finish()
             group.cancelAll()
         }
         logger.notice("gattway stopped")
+    }
+
+    /// Logs the host's events, remembers centrals' addresses, and tells systemd READY=1 the first
+    /// time the controller is up (its services are published on that same power-on).
+    private static func follow(_ events: AsyncStream<HostEvent>, addresses: CentralAddresses,
+                               systemd: SystemdNotifier, logger: Logger) async {
+        var ready = false
+        for await event in events {
+            switch event {
+            case .stateChanged(let state):
+                logger.notice("controller \(state.rawValue)")
+                if state == .poweredOn, !ready {
+                    ready = true
+                    systemd.ready(status: "running")
+                }
+            case .connected(let central):
+                addresses.connected(central)
+                logger.info("central connected", metadata: ["central": "\(central)"])
+            case .disconnected(let central, let reason):
+                logger.info("central disconnected", metadata: ["central": "\(central)", "reason": "\(reason)"])
+            case .advertisingStarted:
+                logger.info("advertising")
+            case .advertisingStopped:
+                logger.info("advertising stopped")
+            default:
+                logger.debug("host event", metadata: ["event": "\(event)"])
+            }
+        }
     }
 
     /// Runs the gateway (and `companions`, such as the demo's MQTT view) until SIGTERM or SIGINT,
@@ -110,12 +146,4 @@ public enum GatewayError: Error, CustomStringConvertible {
         case let .sensor(id, reason): "sensor \(id): \(reason)"
         }
     }
-}
-
-/// The peripheral's link while no BLE host drives it: the peripheral stays `unknown` (no
-/// controller), so nothing is ever sent through it.
-struct UnattachedLink: PeripheralLink {
-    func send(_ pdu: [UInt8], to central: CentralID) {}
-    func disconnectAfterTransactionTimeout(_ central: CentralID) {}
-    func requestConnectionLatency(_ latency: ConnectionLatency, for central: CentralID) {}
 }

@@ -13,10 +13,8 @@ final class MirrorRunner: Sendable {
     let pipeline: ValuePipeline
 
     init(config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout, pipeline: ValuePipeline,
-         logger: Logger) throws {
-        // Until the BLE host reports addresses, a central is named by its connection handle
-        // (MQTT topic levels cannot carry the "#" of `CentralID`'s description).
-        let bridge = MirrorBridge(layout: layout, address: { "handle-\(String($0.rawValue, radix: 16))" })
+         address: @escaping @Sendable (CentralID) -> String, logger: Logger) throws {
+        let bridge = MirrorBridge(layout: layout, address: address)
         self.bridge = bridge
         self.pipeline = pipeline
         service = try MQTTMirrorService(
