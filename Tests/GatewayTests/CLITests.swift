@@ -237,12 +237,19 @@ struct CLITests {
             return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
         }
 
-        let path = try temporaryFile("gpio: {backend: simulated}")
-        let child = Subprocess(["run", "--config", path, "--hci", "tcp:127.0.0.1:19"],
+        // READY=1 comes once the controller is up: the harness's virtual controller.
+        let controller = try VirtualControllerProcess()
+        defer { controller.stop() }
+        let path = try temporaryFile("""
+            gpio: {backend: simulated}
+            state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
+            """)
+        let child = Subprocess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.port)"],
                                environment: ["NOTIFY_SOCKET": socketPath])
         try child.start()
         defer { child.stop() }
         #expect(receive() == "READY=1\nSTATUS=running")
+        #expect(child.wait(timeout: 5) { _, stderr, _ in stderr.contains("NOTICE gattway: controller poweredOn") })
         child.signal(SIGTERM)
         #expect(receive() == "STOPPING=1")
         #expect(child.waitForExit(timeout: 2) == 0)
