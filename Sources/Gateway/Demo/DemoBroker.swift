@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 
 /// A private mosquitto for `gattway demo`: listens on loopback only, anonymous, nothing
@@ -20,7 +17,7 @@ public final class DemoBroker: @unchecked Sendable {
         }
     }
 
-    private let pid: pid_t
+    private let child: DemoChild
     private let directory: URL
 
     /// Where mosquitto is found: `$PATH`, then /usr/sbin (Debian installs it there, outside a
@@ -49,38 +46,16 @@ public final class DemoBroker: @unchecked Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let file = directory.appendingPathComponent("mosquitto.conf")
         try Self.configuration(port: port).write(to: file, atomically: true, encoding: .utf8)
-        pid = try Self.spawn(executable, arguments: ["-c", file.path])
-    }
-
-    /// Starts mosquitto with every signal unblocked and at its default action. A Swift process
-    /// running a ServiceGroup blocks SIGTERM and SIGINT (they arrive through dispatch sources),
-    /// and a signal mask survives exec: a child started with Foundation's `Process` inherits it and
-    /// never sees the SIGTERM that should stop it.
-    private static func spawn(_ executable: String, arguments: [String]) throws -> pid_t {
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let status = posix_spawn(&pid, executable, nil, &attributes, argv, environ)
-        guard status == 0 else { throw Failure.notStarted(String(cString: strerror(status))) }
-        return pid
+        do {
+            child = try DemoChild(executable: executable, arguments: ["-c", file.path])
+        } catch {
+            throw Failure.notStarted("\(error)")
+        }
     }
 
     /// Stops the broker (SIGTERM, then waits for it) and removes its configuration.
     public func stop() {
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        child.stop()
         try? FileManager.default.removeItem(at: directory)
     }
 }
