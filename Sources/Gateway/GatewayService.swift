@@ -58,6 +58,9 @@ public struct GatewayService: Service {
         }
         logger.notice("gattway running", metadata: ["device": "\(config.device.id)"])
 
+        // The host runs beside the group: its shutdown wait is bounded below, so a controller caught
+        // mid-command cannot hold the exit.
+        let hostTask = Task { await host.run() }
         await withTaskGroup(of: Void.self) { group in
             for runner in runners {
                 group.addTask {
@@ -72,7 +75,6 @@ public struct GatewayService: Service {
                 }
             }
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
-            group.addTask { await host.run() }
             group.addTask {
                 await Self.follow(host.events, addresses: addresses, systemd: systemd, logger: logger)
             }
@@ -86,15 +88,36 @@ public struct GatewayService: Service {
             logger.notice("gattway stopping")
             // Centrals first (no new ones, then a clean disconnect for each), then MQTT says
             // offline and flushes, then the controller closes and the sensors release their lines.
-            try? await host.stopAdvertising()
-            for central in await host.connectedCentrals {
-                try? await host.disconnect(central)
+            // A controller that stops answering must not hold the exit: at most 1 s for this step.
+            await Self.awaitAtMost(.seconds(1)) {
+                try? await host.stopAdvertising()
+                for central in await host.connectedCentrals {
+                    try? await host.disconnect(central)
+                }
             }
             await mirror?.stop()
             await pipeline.finish()
+            hostTask.cancel()
+            await Self.awaitAtMost(.milliseconds(500)) { await hostTask.value }
             group.cancelAll()
         }
         logger.notice("gattway stopped")
+    }
+
+    /// Waits for `work` until it ends or `limit` passes, whichever comes first; work still
+    /// running then goes on unobserved.
+    static func awaitAtMost(_ limit: Duration, _ work: @escaping @Sendable () async -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resume = ResumeOnce(continuation)
+            Task {
+                await work()
+                resume()
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                resume()
+            }
+        }
     }
 
     /// Logs the host's events, remembers centrals' addresses, and tells systemd READY=1 the first
@@ -145,5 +168,21 @@ public enum GatewayError: Error, CustomStringConvertible {
         switch self {
         case let .sensor(id, reason): "sensor \(id): \(reason)"
         }
+    }
+}
+
+/// Resumes a continuation the first time it is called, and ignores later calls.
+private final class ResumeOnce: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Void, Never>?
+
+    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
+
+    func callAsFunction() {
+        let pending = lock.withLock {
+            defer { continuation = nil }
+            return continuation
+        }
+        pending?.resume()
     }
 }

@@ -140,13 +140,6 @@ struct CLITests {
         return (child.waitForExit(timeout: 2), child.stderr)
     }
 
-    @Test func demoRunsTheDemoConfigurationThroughTheRunPath() throws {
-        let result = try runBriefly(["demo"])
-        #expect(result.status == 0)
-        #expect(result.stderr.contains("INFO gattway: device \"gattway demo\" (id demo), transport tcp:127.0.0.1:18820"))
-        #expect(result.stderr.contains("NOTICE gattway: gattway stopped"))
-    }
-
     @Test func runWithAMissingGPIOLineNamesItAndExits1() throws {
         let path = try temporaryFile("""
             gpio: {backend: libgpiod}
@@ -172,21 +165,30 @@ struct CLITests {
         }
     }
 
-    /// The demo's own broker and MQTT view: sensor values appear as `mqtt <topic> <payload>`
-    /// lines, and Ctrl-C stops gattway and the broker within 2 s.
-    @Test func demoPrintsTheMQTTTrafficOfItsOwnBroker() throws {
+    /// The whole demo loop: its own broker and MQTT view (`mqtt <topic> <payload>` lines), the
+    /// virtual controller and the phone view (`phone …` lines: found, subscribed, notifications);
+    /// Ctrl-C stops gattway and every helper within 2 s.
+    @Test func demoShowsThePhoneAndTheMQTTTraffic() throws {
         let port = try MQTTEndToEndTests.freePort()
-        let child = Subprocess(["demo", "--mqtt", "mqtt://127.0.0.1:\(port)"])
+        let controllerPort = try MQTTEndToEndTests.freePort()
+        let child = Subprocess(["demo", "--mqtt", "mqtt://127.0.0.1:\(port)", "--hci", "tcp:127.0.0.1:\(controllerPort)"])
         try child.start()
         defer { child.stop() }
-        #expect(child.wait(timeout: 30) { stdout, _, exited in
-            exited || stdout.contains("mqtt gattway/demo/gateway/knob {\"value\":1,")
+        #expect(child.wait(timeout: 60) { stdout, _, exited in
+            exited || (stdout.contains("mqtt gattway/demo/gateway/knob {\"value\":1,")
+                       && stdout.contains("phone notification 6E400005-B5A3-F393-E0A9-E50E24DC0001 "))
         }, "\(child.stdout)\n\(child.stderr)")
+        // Through the run path, on the demo configuration with the command line's overrides.
+        #expect(child.stderr.contains(
+            "INFO gattway: device \"gattway demo\" (id demo), transport tcp:127.0.0.1:\(controllerPort)"))
+        #expect(child.stdout.contains("phone found \"gattway demo\""))
+        #expect(child.stdout.contains("phone   characteristic 2A6E "))
+        #expect(child.stdout.contains("phone subscribed to "))
         #expect(child.stdout.contains("mqtt gattway/demo/availability online\n"))
         #expect(child.stdout.contains("mqtt gattway/demo/gateway/label {\"value\":\"gattway demo\","))
         child.signal(SIGINT)
         #expect(child.waitForExit(timeout: 2) == 0)
-        // The broker is gone with it: its port is free again.
+        // The helpers are gone with it: their ports are free again.
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -197,6 +199,11 @@ struct CLITests {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         #expect(connected != 0)
+        address.sin_port = controllerPort.bigEndian
+        let controllerConnected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(controllerConnected != 0)
     }
 
     @Test func logLevelHidesLowerLevels() throws {

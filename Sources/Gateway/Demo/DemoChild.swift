@@ -55,12 +55,22 @@ final class DemoChild: @unchecked Sendable {
         output = stdoutPipe?.fileHandleForReading
     }
 
-    /// SIGTERM, then waits for the exit.
-    func stop() {
+    /// SIGTERM, then waits for the exit; a child still cleaning up after `grace` is killed, so
+    /// Ctrl-C ends the whole demo within its 2 s.
+    func stop(grace: Duration = .milliseconds(400)) {
         try? input?.close()
         kill(pid, SIGTERM)
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // Only here, on the way out: check for the exit every 10 ms until the grace period ends.
+        let deadline = ContinuousClock.now + grace
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            guard ContinuousClock.now < deadline else {
+                kill(pid, SIGKILL)
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                return
+            }
+            usleep(10_000)
+        }
     }
 }
 
