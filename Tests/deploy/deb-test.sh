@@ -133,7 +133,7 @@ check "build-image.sh refuses the $(dpkg-deb --field "$deb" Architecture) packag
     bash -c '[[ $0 == arm64 ]] || ! "$1/deploy/build-image.sh" --pi-gen "$2" --deb "$3" --dry-run >/dev/null 2>&1' \
     "$(dpkg-deb --field "$deb" Architecture)" "$repo" "$fake_pi_gen" "$deb"
 if command -v lintian >/dev/null; then
-    lintian_out=$(lintian --no-tag-display-limit "$deb" 2>&1)
+    lintian_out=$(lintian --tag-display-limit 0 "$deb" 2>&1)
     [[ -n $lintian_out ]] && sed 's/^/     lintian: /' <<<"$lintian_out"
     check "lintian reports no errors" bash -c '! grep -q "^E:" <<<"$0"' "$lintian_out"
 else
