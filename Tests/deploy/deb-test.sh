@@ -161,6 +161,8 @@ chmod 0755 "$root/usr/sbin/policy-rc.d"
 ok "Debian 12 root at $root"
 
 phase "install with apt"
+# bluez creates this group on a Pi; postinst must put the service user in it.
+in_root addgroup --quiet --system bluetooth 2>/dev/null || in_root groupadd --system bluetooth
 cp "$deb" "$root/tmp/"
 apt_install() { in_root apt-get install -y --no-install-recommends "/tmp/$(basename "$deb")" > "$work/apt.log" 2>&1; }
 if ! apt_install; then
@@ -191,8 +193,8 @@ check "group gattway is the user's primary group" \
     bash -c '[[ $(chroot "$0" getent group "$1" | cut -d: -f1) == gattway ]]' "$root" "${gid:-x}"
 check "user gattway is in group gpio (created by postinst)" \
     bash -c 'chroot "$0" id -nG gattway | tr " " "\n" | grep -qx gpio' "$root"
-check "no bluetooth group here (no bluez), so no membership asked for" \
-    bash -c '! chroot "$0" getent group bluetooth >/dev/null' "$root"
+check "user gattway is in group bluetooth (it exists, as bluez makes it)" \
+    bash -c 'chroot "$0" id -nG gattway | tr " " "\n" | grep -qx bluetooth' "$root"
 stat_is() { [[ $(in_root stat -c '%U:%G %a %F' "$1") == "$2" ]]; }
 check "/var/lib/gattway is gattway:gattway 0750" stat_is /var/lib/gattway "gattway:gattway 750 directory"
 check "/etc/gattway/gattway.yaml is root:gattway 0640" stat_is /etc/gattway/gattway.yaml "root:gattway 640 regular file"
@@ -256,13 +258,23 @@ check "udevadm test does report a broken rule (the check above can fail)" \
 rm -f "$root/usr/lib/udev/rules.d/61-broken.rules"
 
 phase "upgrade, remove, purge"
+# The same package as a newer version, to go through prerm upgrade / postinst configure OLD.
+dpkg-deb --raw-extract "$deb" "$work/next"
+sed -i "s/^Version: .*/Version: $version+next1/" "$work/next/DEBIAN/control"
+dpkg-deb --root-owner-group --build "$work/next" "$root/tmp/gattway-next.deb" >/dev/null
 echo "# changed by the admin" >> "$root/etc/gattway/gattway.yaml"
 echo bond > "$root/var/lib/gattway/bond-test"
-in_root dpkg -i "/tmp/$(basename "$deb")" > "$work/reinstall.log" 2>&1 \
-    || { sed 's/^/     dpkg: /' "$work/reinstall.log"; not_ok "reinstalling the package"; }
-check "reinstall keeps the admin's config change" grep -q "changed by the admin" "$root/etc/gattway/gattway.yaml"
-check "reinstall keeps the config's mode" stat_is /etc/gattway/gattway.yaml "root:gattway 640 regular file"
-check "reinstall keeps the state directory" test -f "$root/var/lib/gattway/bond-test"
+in_root systemctl disable --quiet gattway.service
+in_root dpkg -i /tmp/gattway-next.deb > "$work/upgrade.log" 2>&1 \
+    || { sed 's/^/     dpkg: /' "$work/upgrade.log"; not_ok "upgrading the package"; }
+check "upgrade installed $version+next1" \
+    bash -c '[[ $(chroot "$0" dpkg-query -W -f="\${Version}" gattway) == "$1+next1" ]]' "$root" "$version"
+check "upgrade keeps the admin's config change" grep -q "changed by the admin" "$root/etc/gattway/gattway.yaml"
+check "upgrade keeps the config's mode" stat_is /etc/gattway/gattway.yaml "root:gattway 640 regular file"
+check "upgrade keeps the state directory" test -f "$root/var/lib/gattway/bond-test"
+check "upgrade keeps the admin's systemctl disable" \
+    test ! -L "$root/etc/systemd/system/multi-user.target.wants/gattway.service"
+in_root systemctl enable --quiet gattway.service
 in_root dpkg --remove gattway > "$work/remove.log" 2>&1 || not_ok "dpkg --remove gattway"
 check "remove: binary gone" test ! -e "$root/usr/bin/gattway"
 check "remove: config and state kept" \
