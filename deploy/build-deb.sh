@@ -30,7 +30,7 @@ done
 
 # 1. The release binary, Swift runtime included.
 swift_flags=(-c release --static-swift-stdlib --package-path "$repo")
-swift build "${swift_flags[@]}" --product gattway
+swift build "${swift_flags[@]}" --product gattway >&2  # stdout carries only the result path
 binary=$(swift build "${swift_flags[@]}" --show-bin-path)/gattway
 
 # 2. Version: the executable is the one place that states it.
@@ -45,7 +45,7 @@ trap 'rm -rf "$work"' EXIT
 root=$work/$package
 install -d -m 0755 "$root/DEBIAN" "$root/usr/bin" "$root/usr/libexec/gattway" \
     "$root/usr/lib/systemd/system" "$root/usr/lib/udev/rules.d" "$root/etc/gattway" \
-    "$root/usr/share/doc/gattway"
+    "$root/usr/share/doc/gattway" "$root/usr/share/lintian/overrides"
 install -m 0755 "$binary" "$root/usr/bin/gattway"
 # As dh_strip does: symbols out, .comment/.note out; the Swift metadata sections stay (allocated).
 strip --remove-section=.comment --remove-section=.note "$root/usr/bin/gattway"
@@ -55,6 +55,7 @@ install -m 0644 "$repo/udev/60-gattway.rules" "$root/usr/lib/udev/rules.d/"
 install -m 0644 "$config_source" "$root/etc/gattway/gattway.yaml"
 install -m 0644 "$repo/README.md" "$root/usr/share/doc/gattway/README.md"
 install -m 0644 "$deploy/debian/copyright" "$root/usr/share/doc/gattway/copyright"
+install -m 0644 "$deploy/debian/lintian-overrides" "$root/usr/share/lintian/overrides/gattway"
 {
     printf 'gattway (%s) unstable; urgency=medium\n\n' "$version"
     printf '  * Release %s, built from %s.\n\n' "$version" \
