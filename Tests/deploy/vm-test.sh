@@ -79,8 +79,9 @@ echo "== VM disk: the cached root, the package, the check"
 root=$work/root
 cp -a "$vm_root" "$root"
 cp "$deb" "$root/tmp/gattway.deb"
-with_mounts "$root" dpkg -i /tmp/gattway.deb > "$work/dpkg.log" 2>&1 \
-    || { sed 's/^/     dpkg: /' "$work/dpkg.log"; echo "FAIL - dpkg -i in the VM root"; exit 1; }
+cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+with_mounts "$root" apt-get install -y --no-install-recommends /tmp/gattway.deb > "$work/apt.log" 2>&1 \
+    || { sed 's/^/     apt: /' "$work/apt.log"; echo "FAIL - apt-get install in the VM root"; exit 1; }
 mkdir -p "$root/etc/systemd/system/gattway.service.d"
 cat > "$root/etc/systemd/system/gattway.service.d/vm-test.conf" <<'EOF'
 [Service]
