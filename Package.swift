@@ -14,6 +14,11 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "gattway", targets: ["gattway"]),
+        // For the GPIO benchmark package (Tests/GPIOBenchmark).
+        .library(name: "GPIO", targets: ["GPIO"]),
+        .library(name: "Sensors", targets: ["Sensors"]),
+        // The GATT server as a library, for the benchmark package in Tests/Benchmarks.
+        .library(name: "BluetoothGATT", targets: ["BluetoothATT", "BluetoothGATT"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -50,6 +55,9 @@ let package = Package(
                 dependencies: ["BluetoothCore", "BluetoothATT",
                                .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Bluetooth/GATT", swiftSettings: swiftSettings),
+        .target(name: "BluetoothSMP",
+                dependencies: ["BluetoothCore", .product(name: "Crypto", package: "swift-crypto")],
+                path: "Sources/Bluetooth/SMP", swiftSettings: swiftSettings),
         .target(name: "BluetoothHCI",
                 dependencies: ["BluetoothCore", "CBlueZ",
                                .product(name: "Logging", package: "swift-log")],
@@ -79,7 +87,7 @@ let package = Package(
                 path: "Sources/MQTT", swiftSettings: swiftSettings),
 
         // MARK: Configuration, wiring, executable.
-        .target(name: "Config", dependencies: ["BluetoothCore", "Yams"],
+        .target(name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "Values", "Notify", "Yams"],
                 path: "Sources/Config", swiftSettings: swiftSettings),
         .target(name: "Gateway",
                 dependencies: ["Config", "BluetoothHost", "BluetoothGATT", "GPIO", "Sensors",
@@ -101,6 +109,8 @@ let package = Package(
                     path: "Tests/BluetoothATTTests", swiftSettings: swiftSettings),
         .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT"],
                     path: "Tests/BluetoothGATTTests", swiftSettings: swiftSettings),
+        .testTarget(name: "BluetoothSMPTests", dependencies: ["BluetoothSMP", .product(name: "Crypto", package: "swift-crypto")],
+                    path: "Tests/BluetoothSMPTests", swiftSettings: swiftSettings),
         .testTarget(name: "BluetoothHCITests", dependencies: ["BluetoothHCI"],
                     path: "Tests/BluetoothHCITests", swiftSettings: swiftSettings),
         .testTarget(name: "BluetoothL2CAPTests", dependencies: ["BluetoothL2CAP"],
@@ -115,8 +125,12 @@ let package = Package(
                     path: "Tests/ValuesTests", swiftSettings: swiftSettings),
         .testTarget(name: "NotifyTests", dependencies: ["Notify"],
                     path: "Tests/NotifyTests", swiftSettings: swiftSettings),
-        .testTarget(name: "MQTTTests", dependencies: ["MQTT"],
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTWillProbe"],
                     path: "Tests/MQTTTests", swiftSettings: swiftSettings),
+        // Child process the MQTT tests SIGKILL to see the Last Will.
+        .executableTarget(name: "MQTTWillProbe",
+                          dependencies: ["MQTT", .product(name: "Logging", package: "swift-log")],
+                          path: "Tests/MQTTWillProbe", swiftSettings: swiftSettings),
         .testTarget(name: "ConfigTests", dependencies: ["Config"],
                     path: "Tests/ConfigTests", swiftSettings: swiftSettings),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "gattway"],

@@ -5,5 +5,7 @@ struct Gattway: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gattway",
         abstract: "A Bluetooth LE sensor gateway: GPIO sensors served as GATT characteristics and mirrored to MQTT.",
-        version: "0.1.0")
+        version: "0.1.0",
+        subcommands: [RunCommand.self, CheckCommand.self, LinesCommand.self, DemoCommand.self,
+                      ConfigReferenceCommand.self])
 }

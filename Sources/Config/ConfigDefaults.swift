@@ -1,0 +1,80 @@
+import BluetoothHCI
+
+/// Every default of the configuration, in one place. The parser applies these and
+/// `ConfigReference` prints them, so the documentation cannot drift from the behaviour.
+public enum ConfigDefaults {
+    public static let deviceName = "gattway"
+    /// GAP Appearance "Generic Sensor".
+    public static let appearance: UInt16 = 0x0540
+    public static let transport = HCITransportSpec.userChannel(adapter: 0)
+    public static let advertisingInterval = Duration.milliseconds(100)
+    public static let advertisingExtended = false
+    public static let maxCentrals = 3
+    public static let connectionMinInterval = Duration.milliseconds(30)
+    public static let connectionMaxInterval = Duration.milliseconds(50)
+    public static let connectionLatency = 0
+    public static let supervisionTimeout = Duration.seconds(4)
+    public static let ioCapabilities = IOCapabilities.noInputNoOutput
+    public static let allowLegacy = false
+    public static let stateDirectory = "/var/lib/gattway"
+    public static let gpioBackend = GPIOBackendKind.libgpiod
+    public static let simulatedChipLabelPrefix = "gattway-sim"
+    public static let constantLevel = false
+    public static let squareDuty = 0.5
+    public static let stepsRepeat = true
+    public static let dhtTemperature = 21.5
+    public static let dhtHumidity = 45.0
+    public static let hcsr04Distance = 1.0
+    public static let bias = LineBias.asIs
+    public static let activeLow = false
+    public static let debounce = Duration.zero
+    public static let holdTime = Duration.zero
+    public static let rateWindow = Duration.seconds(10)
+    public static let pulseWidthWindow = Duration.seconds(1)
+    public static let ratePer = RateUnit.second
+    public static let rateScale = 1.0
+    public static let distanceInterval = Duration.seconds(1)
+    public static let distanceTimeout = Duration.milliseconds(40)
+    public static let dhtInterval = Duration.seconds(10)
+    /// DHT sensors need at least this long between reads.
+    public static let dhtMinimumInterval = Duration.seconds(2)
+    /// Quadrature transitions per step of the usual detented encoders.
+    public static let transitionsPerStep = 4
+    public static let outputInitial = false
+    public static let bthome = false
+    public static let primary = true
+    public static let readPermission = SecurityRequirement.open
+    /// Writable characteristics need an encrypted, bonded link unless the configuration says `open`.
+    public static let writePermission = SecurityRequirement.encryptedBonded
+    public static let exponent: Int8 = 0
+    public static let notifyMinInterval = Duration.zero
+    public static let notifyOnChange = true
+    public static let mqttBaseTopic = "gattway"
+    public static let mqttQoS = 1
+    public static let mqttRetain = true
+    public static let mqttDiscovery = true
+    public static let mqttDiscoveryPrefix = "homeassistant"
+    public static let mqttProtocol = MQTTVersion.v5
+    public static let mqttKeepalive = Duration.seconds(60)
+    public static let mqttPayload = MQTTPayloadFormat.json
+    public static let mqttOutboxLimit = 1000
+
+    /// `device.id` when not set: the name, lower-cased, with anything but letters, digits, `-`
+    /// and `_` turned into `-`.
+    public static func deviceID(forName name: String) -> String {
+        String(name.lowercased().map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") ? $0 : "-" })
+    }
+
+    /// `mqtt.client_id` when not set.
+    public static func mqttClientID(deviceID: String) -> String { "gattway-\(deviceID)" }
+
+    /// `characteristics[].properties` when not set, by value source.
+    public static func properties(for source: ValueSource, sensorIsOutput: Bool) -> CharacteristicProperties {
+        switch source {
+        case .sensor where sensorIsOutput: [.read, .write, .notify]
+        case .sensor, .mqtt: [.read, .notify]
+        case .fixed: [.read]
+        case .written: [.read, .write]
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import Yams
+
+/// A configuration that passed validation, with the warnings it produced.
+public struct LoadedConfig: Sendable {
+    public var config: GatewayConfig
+    public var warnings: [ConfigIssue]
+}
+
+/// Reads a configuration file, reporting every problem in it at once.
+public enum ConfigLoader {
+    public static func load(file path: String) throws(ConfigError) -> LoadedConfig {
+        func fail(_ reason: String) -> ConfigError {
+            ConfigError(source: path, errors: [ConfigIssue(path: "", line: nil, message: reason)])
+        }
+        let files = FileManager.default
+        guard files.fileExists(atPath: path) else { throw fail("no such file") }
+        guard files.isReadableFile(atPath: path) else { throw fail("permission denied") }
+        guard let data = files.contents(atPath: path) else { throw fail("cannot be read") }
+        guard let text = String(data: data, encoding: .utf8) else { throw fail("is not UTF-8 text") }
+        return try load(yaml: text, source: path)
+    }
+
+    public static func load(yaml: String, source: String = "<string>") throws(ConfigError) -> LoadedConfig {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: yaml)
+        } catch {
+            throw ConfigError(source: source, errors: [syntaxIssue(error)])
+        }
+        let context = LoadContext()
+        let document = root.map { ConfigNode($0, path: .root, context: context) }
+        let config = ConfigParser(context: context).parse(document)
+        let byLine: (ConfigIssue, ConfigIssue) -> Bool = { ($0.line ?? 0) < ($1.line ?? 0) }
+        let errors = stableSorted(context.errors, by: byLine)
+        let warnings = stableSorted(context.warnings, by: byLine)
+        guard errors.isEmpty else {
+            throw ConfigError(source: source, errors: errors, warnings: warnings)
+        }
+        return LoadedConfig(config: config, warnings: warnings)
+    }
+
+    private static func stableSorted(_ issues: [ConfigIssue],
+                                     by less: (ConfigIssue, ConfigIssue) -> Bool) -> [ConfigIssue] {
+        issues.enumerated().sorted { less($0.element, $1.element) || (!less($1.element, $0.element)
+            && $0.offset < $1.offset) }.map(\.element)
+    }
+
+    /// A YAML syntax error as one issue with its line.
+    static func syntaxIssue(_ error: any Error) -> ConfigIssue {
+        guard let yamlError = error as? YamlError else {
+            return ConfigIssue(path: "", line: nil, message: "invalid YAML: \(error)")
+        }
+        switch yamlError {
+        case .scanner(let context, let problem, let mark, _),
+             .parser(let context, let problem, let mark, _),
+             .composer(let context, let problem, let mark, _):
+            let while_ = context.map { " (\($0.text))" } ?? ""
+            return ConfigIssue(path: "", line: mark.line, message: "invalid YAML: \(problem)\(while_)")
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            let keys = duplicates.map { "\"\($0)\"" }.joined(separator: ", ")
+            return ConfigIssue(path: "", line: context.mark.line,
+                               message: "invalid YAML: duplicate key \(keys) in one mapping")
+        case .reader(let problem, _, _, _):
+            return ConfigIssue(path: "", line: nil, message: "invalid YAML: \(problem)")
+        default:
+            return ConfigIssue(path: "", line: nil, message: "invalid YAML: \(yamlError)")
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import BluetoothCore
+import BluetoothHCI
+
+/// A loaded, validated gattway configuration. Every optional key has its default applied
+/// (see `ConfigDefaults`); `nil` means "not configured" only where the key's meaning is an absence.
+public struct GatewayConfig: Sendable, Hashable {
+    public var device: DeviceConfig
+    public var bluetooth: BluetoothConfig
+    /// Where counters, bonds and the MQTT outbox are persisted.
+    public var stateDirectory: String
+    public var gpio: GPIOConfig
+    public var sensors: [SensorConfig]
+    public var services: [ServiceConfig]
+    /// nil when the configuration has no `mqtt` section (the mirror is off).
+    public var mqtt: MQTTConfig?
+
+    public init(device: DeviceConfig, bluetooth: BluetoothConfig, stateDirectory: String,
+                gpio: GPIOConfig, sensors: [SensorConfig], services: [ServiceConfig],
+                mqtt: MQTTConfig?) {
+        self.device = device
+        self.bluetooth = bluetooth
+        self.stateDirectory = stateDirectory
+        self.gpio = gpio
+        self.sensors = sensors
+        self.services = services
+        self.mqtt = mqtt
+    }
+
+    public func sensor(id: String) -> SensorConfig? {
+        sensors.first { $0.id == id }
+    }
+}
+
+public struct DeviceConfig: Sendable, Hashable {
+    /// The GAP device name.
+    public var name: String
+    /// The device's id in MQTT topics (`<base>/<id>/...`): letters, digits, `-` and `_`.
+    public var id: String
+    /// GAP Appearance value (Bluetooth Assigned Numbers, section 2.6).
+    public var appearance: UInt16
+
+    public init(name: String, id: String, appearance: UInt16) {
+        self.name = name
+        self.id = id
+        self.appearance = appearance
+    }
+}
+
+public struct BluetoothConfig: Sendable, Hashable {
+    public var transport: HCITransportSpec
+    public var advertising: AdvertisingConfig
+    /// How many centrals may be connected at once; advertising pauses at the limit.
+    public var maxCentrals: Int
+    public var connection: ConnectionPreferences
+    public var security: SecurityConfig
+
+    public init(transport: HCITransportSpec, advertising: AdvertisingConfig, maxCentrals: Int,
+                connection: ConnectionPreferences, security: SecurityConfig) {
+        self.transport = transport
+        self.advertising = advertising
+        self.maxCentrals = maxCentrals
+        self.connection = connection
+        self.security = security
+    }
+}
+
+public struct AdvertisingConfig: Sendable, Hashable {
+    public var localName: String
+    public var serviceUUIDs: [BluetoothUUID]
+    public var interval: Duration
+    /// Advertised TX power level in dBm; nil leaves it out of the advertisement.
+    public var txPower: Int8?
+    public var manufacturerData: ManufacturerData?
+    /// Use LE extended advertising (larger payloads) instead of legacy advertising.
+    public var extended: Bool
+
+    public init(localName: String, serviceUUIDs: [BluetoothUUID], interval: Duration,
+                txPower: Int8?, manufacturerData: ManufacturerData?, extended: Bool) {
+        self.localName = localName
+        self.serviceUUIDs = serviceUUIDs
+        self.interval = interval
+        self.txPower = txPower
+        self.manufacturerData = manufacturerData
+        self.extended = extended
+    }
+}
+
+public struct ManufacturerData: Sendable, Hashable {
+    public var companyID: UInt16
+    public var data: [UInt8]
+
+    public init(companyID: UInt16, data: [UInt8]) {
+        self.companyID = companyID
+        self.data = data
+    }
+}
+
+/// The Peripheral Preferred Connection Parameters gattway asks centrals for.
+public struct ConnectionPreferences: Sendable, Hashable {
+    public var minInterval: Duration
+    public var maxInterval: Duration
+    /// Peripheral latency in connection events.
+    public var latency: Int
+    public var supervisionTimeout: Duration
+
+    public init(minInterval: Duration, maxInterval: Duration, latency: Int,
+                supervisionTimeout: Duration) {
+        self.minInterval = minInterval
+        self.maxInterval = maxInterval
+        self.latency = latency
+        self.supervisionTimeout = supervisionTimeout
+    }
+}
+
+public struct SecurityConfig: Sendable, Hashable {
+    public var ioCapabilities: IOCapabilities
+    /// A fixed 6-digit passkey; nil lets gattway pick a random one per pairing and display it.
+    public var passkey: UInt32?
+    /// Accept LE legacy pairing (otherwise only LE Secure Connections).
+    public var allowLegacy: Bool
+
+    public init(ioCapabilities: IOCapabilities, passkey: UInt32?, allowLegacy: Bool) {
+        self.ioCapabilities = ioCapabilities
+        self.passkey = passkey
+        self.allowLegacy = allowLegacy
+    }
+}
+
+/// SMP IO capabilities (Core Vol 3 Part H 2.3.2).
+public enum IOCapabilities: String, Sendable, Hashable, CaseIterable {
+    case displayOnly = "display_only"
+    case displayYesNo = "display_yes_no"
+    case keyboardOnly = "keyboard_only"
+    case noInputNoOutput = "no_input_no_output"
+    case keyboardDisplay = "keyboard_display"
+
+    /// Whether gattway can show a passkey with these capabilities.
+    public var canDisplay: Bool {
+        self == .displayOnly || self == .displayYesNo || self == .keyboardDisplay
+    }
+}

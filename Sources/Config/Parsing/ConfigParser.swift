@@ -1,0 +1,251 @@
+import BluetoothCore
+import BluetoothHCI
+
+/// Turns a YAML document into a `GatewayConfig`. It never stops at the first problem: each part
+/// records its errors in the `LoadContext` and carries on with defaults, so one run reports
+/// everything; the loader throws if any error was recorded, discarding the partial model.
+struct ConfigParser {
+    let context: LoadContext
+    typealias D = ConfigDefaults
+
+    func parse(_ document: ConfigNode?) -> GatewayConfig {
+        let top = document.flatMap { $0.isNull ? nil : $0.mapping("") }
+        let device = parseDevice(top?["device"]?.mapping("device"))
+        let bluetooth = parseBluetooth(top?["bluetooth"]?.mapping("bluetooth"), device: device)
+        let stateDirectory = top?["state_dir"]?.nonEmptyString() ?? D.stateDirectory
+        let gpio = parseGPIO(top?["gpio"]?.mapping("gpio"))
+        let mqtt = top?["mqtt"]?.mapping("mqtt", forbidden: [
+            "password": "the password is never written in the configuration; use password_file or password_env",
+        ]).map { parseMQTT($0, device: device) }
+
+        let sensorNodes = top?["sensors"]?.list() ?? []
+        var claims = LineClaims()
+        var sensors: [SensorConfig] = []
+        var firstLineOfID: [String: Int] = [:]
+        for node in sensorNodes {
+            guard let sensor = parseSensor(node, gpio: gpio, claims: &claims) else { continue }
+            if let first = firstLineOfID[sensor.id] {
+                context.error(node.path.key("id"), line: nil, "duplicate sensor id \"\(sensor.id)\" (first at line \(first))")
+            } else {
+                firstLineOfID[sensor.id] = context.line(of: node.path.key("id")) ?? 0
+                sensors.append(sensor)
+            }
+        }
+
+        let serviceNodes = top?["services"]?.list() ?? []
+        let references = References(
+            sensors: Dictionary(sensors.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first }),
+            declaredSensorIDs: declaredNames(in: sensorNodes, key: "id"),
+            serviceNames: declaredNames(in: serviceNodes, key: "name"),
+            mqttConfigured: mqtt != nil)
+        var services: [ServiceConfig] = []
+        var firstLineOfName: [String: Int] = [:]
+        for node in serviceNodes {
+            guard let service = parseService(node, references: references) else { continue }
+            if let name = service.name {
+                if let first = firstLineOfName[name] {
+                    context.error(node.path.key("name"), line: nil, "duplicate service name \"\(name)\" (first at line \(first))")
+                }
+                firstLineOfName[name] = firstLineOfName[name] ?? context.line(of: node.path.key("name")) ?? 0
+            }
+            services.append(service)
+        }
+
+        warnAboutUndrivenOutputs(sensors, services: services, sensorNodes: sensorNodes)
+        return GatewayConfig(device: device, bluetooth: bluetooth, stateDirectory: stateDirectory,
+                             gpio: gpio, sensors: sensors, services: services, mqtt: mqtt)
+    }
+
+    /// An output no writable characteristic carries can never change from its initial level.
+    private func warnAboutUndrivenOutputs(_ sensors: [SensorConfig], services: [ServiceConfig],
+                                          sensorNodes: [ConfigNode]) {
+        var driven: Set<String> = []
+        for characteristic in services.flatMap(\.characteristics) where characteristic.properties.isWritable {
+            if case .sensor(let id, _) = characteristic.source { driven.insert(id) }
+        }
+        for node in sensorNodes {
+            guard case .mapping(let mapping) = node.node, let id = mapping["id"]?.string,
+                  let sensor = sensors.first(where: { $0.id == id }), sensor.kind.isOutput,
+                  !driven.contains(id) else { continue }
+            context.warning(node.path.key("id"), line: nil,
+                            "output \"\(id)\" is not the source of any writable characteristic, so nothing drives it")
+        }
+    }
+
+    /// What characteristics may refer to.
+    struct References {
+        let sensors: [String: SensorConfig]
+        /// Ids written in the file, including sensors that failed to parse, so a broken sensor
+        /// does not also produce "no sensor" errors wherever it is used.
+        let declaredSensorIDs: Set<String>
+        let serviceNames: Set<String>
+        let mqttConfigured: Bool
+    }
+
+    /// Which sensor uses each line, to catch two sensors on one line.
+    struct LineClaims {
+        var owners: [LineReference: String] = [:]
+    }
+
+    /// The values of `key` in the list's mappings, as written.
+    private func declaredNames(in nodes: [ConfigNode], key: String) -> Set<String> {
+        Set(nodes.compactMap { node in
+            guard case .mapping(let mapping) = node.node else { return nil }
+            return mapping[key]?.string
+        })
+    }
+
+    // MARK: device
+
+    func parseDevice(_ m: ConfigMapping?) -> DeviceConfig {
+        var name = D.deviceName
+        if let node = m?["name"], let text = node.nonEmptyString() {
+            // The GAP Device Name characteristic holds at most 248 bytes.
+            if text.utf8.count <= 248 { name = text } else { node.report("is \(text.utf8.count) bytes; at most 248") }
+        }
+        var id = D.deviceID(forName: name)
+        if let node = m?["id"], let text = node.nonEmptyString() {
+            if text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) {
+                id = text
+            } else {
+                node.report(
+                                   "\"\(text)\" may hold only letters, digits, - and _ (it is an MQTT topic level)")
+            }
+        }
+        let appearance = m?["appearance"]?.integer(UInt16.self) ?? D.appearance
+        return DeviceConfig(name: name, id: id, appearance: appearance)
+    }
+
+    // MARK: bluetooth
+
+    func parseBluetooth(_ m: ConfigMapping?, device: DeviceConfig) -> BluetoothConfig {
+        var transport = D.transport
+        if let node = m?["transport"], let text = node.nonEmptyString() {
+            do {
+                transport = try HCITransportSpec(parsing: text)
+            } catch {
+                node.report(error.description)
+            }
+        }
+        let advertising = parseAdvertising(m?["advertising"]?.mapping("bluetooth.advertising"), device: device)
+        let maxCentrals = m?["max_centrals"]?.integer(in: 1...16) ?? D.maxCentrals
+        let connection = parseConnection(m?["connection"]?.mapping("bluetooth.connection"))
+        let security = parseSecurity(m?["security"]?.mapping("bluetooth.security"))
+        return BluetoothConfig(transport: transport, advertising: advertising, maxCentrals: maxCentrals,
+                               connection: connection, security: security)
+    }
+
+    func parseAdvertising(_ m: ConfigMapping?, device: DeviceConfig) -> AdvertisingConfig {
+        let localName = m?["local_name"]?.nonEmptyString() ?? device.name
+        let uuids = m?["service_uuids"]?.list()?.compactMap { $0.uuid() } ?? []
+        let interval = m?["interval"]?.duration(in: .milliseconds(20)...(.milliseconds(10_240)))
+            ?? D.advertisingInterval
+        let txPower = m?["tx_power"]?.integer(Int8.self, in: -127...20)
+        var manufacturerData: ManufacturerData?
+        if let data = m?["manufacturer_data"]?.mapping("bluetooth.advertising.manufacturer_data") {
+            let company = data.required("company_id")?.integer(UInt16.self)
+            let bytes = data.required("data")?.hexBytes()
+            if let company, let bytes { manufacturerData = ManufacturerData(companyID: company, data: bytes) }
+        }
+        let extended = m?["extended"]?.bool() ?? D.advertisingExtended
+        // A legacy advertisement is 31 bytes: flags take 3, the AD header 2, the company id 2.
+        if !extended, let manufacturerData, manufacturerData.data.count > 24, let node = m?["manufacturer_data"] {
+            node.context.error(node.path.key("data"), line: nil,
+                               "\(manufacturerData.data.count) bytes do not fit a legacy advertisement "
+                               + "(at most 24); shorten it or set extended: true")
+        }
+        return AdvertisingConfig(localName: localName, serviceUUIDs: uuids, interval: interval,
+                                 txPower: txPower, manufacturerData: manufacturerData, extended: extended)
+    }
+
+    func parseConnection(_ m: ConfigMapping?) -> ConnectionPreferences {
+        let intervalRange = Duration.microseconds(7_500)...Duration.seconds(4)
+        let minInterval = m?["min_interval"]?.duration(in: intervalRange) ?? D.connectionMinInterval
+        let maxInterval = m?["max_interval"]?.duration(in: intervalRange) ?? D.connectionMaxInterval
+        let latency = m?["latency"]?.integer(in: 0...499) ?? D.connectionLatency
+        let timeout = m?["supervision_timeout"]?.duration(in: .milliseconds(100)...(.seconds(32)))
+            ?? D.supervisionTimeout
+        if let m, minInterval > maxInterval {
+            m.node.context.error(m.path.key("min_interval"), line: nil,
+                                 "\(DurationText.format(minInterval)) is longer than max_interval "
+                                 + "(\(DurationText.format(maxInterval)))")
+        }
+        // Core Vol 6 Part B 4.5.2: the timeout must exceed (1 + latency) × interval × 2.
+        let shortest = maxInterval * (2 * (1 + latency))
+        if let m, timeout <= shortest {
+            m.node.context.error(m.path.key("supervision_timeout"), line: nil,
+                                 "\(DurationText.format(timeout)) is too short for max_interval "
+                                 + "\(DurationText.format(maxInterval)) and latency \(latency) "
+                                 + "(must exceed \(DurationText.format(shortest)))")
+        }
+        return ConnectionPreferences(minInterval: minInterval, maxInterval: maxInterval,
+                                     latency: latency, supervisionTimeout: timeout)
+    }
+
+    func parseSecurity(_ m: ConfigMapping?) -> SecurityConfig {
+        let io = m?["io_capabilities"]?.choice(IOCapabilities.self) ?? D.ioCapabilities
+        let passkey = m?["passkey"]?.integer(UInt32.self, in: 0...999_999)
+        if passkey != nil, !io.canDisplay, let node = m?["passkey"] {
+            node.warn("a fixed passkey needs io_capabilities that display "
+                      + "(display_only, display_yes_no or keyboard_display); with \(io.rawValue) it is unused")
+        }
+        let allowLegacy = m?["allow_legacy"]?.bool() ?? D.allowLegacy
+        return SecurityConfig(ioCapabilities: io, passkey: passkey, allowLegacy: allowLegacy)
+    }
+
+    // MARK: mqtt
+
+    func parseMQTT(_ m: ConfigMapping, device: DeviceConfig) -> MQTTConfig {
+        var broker = MQTTBrokerURL(host: "localhost", port: 1883, usesTLS: false)
+        if let node = m.required("url"), let text = node.nonEmptyString() {
+            do {
+                broker = try MQTTBrokerURL(parsing: text)
+            } catch {
+                node.report(error.description)
+            }
+        }
+        let clientID = m["client_id"]?.nonEmptyString() ?? D.mqttClientID(deviceID: device.id)
+        let username = m["username"]?.nonEmptyString()
+        var password: PasswordSource?
+        if let file = m["password_file"]?.nonEmptyString() { password = .file(file) }
+        if let env = m["password_env"]?.nonEmptyString() {
+            if password != nil {
+                m.node.context.error(m.path.key("password_env"), line: nil,
+                                     "give the password either by password_file or by password_env, not both")
+            }
+            password = .environment(env)
+        }
+        var tls: MQTTTLSConfig?
+        if let t = m["tls"]?.mapping("mqtt.tls") {
+            let config = MQTTTLSConfig(caFile: t["ca"]?.nonEmptyString(), certificateFile: t["cert"]?.nonEmptyString(),
+                                       keyFile: t["key"]?.nonEmptyString())
+            if !broker.usesTLS {
+                t.node.report("TLS files need an mqtts:// url")
+            }
+            if (config.certificateFile == nil) != (config.keyFile == nil) {
+                t.node.report("cert and key go together; give both or neither")
+            }
+            tls = config
+        }
+        var baseTopic = D.mqttBaseTopic
+        if let node = m["base_topic"], let text = node.nonEmptyString() {
+            if text.contains("+") || text.contains("#") || text.hasPrefix("/") || text.hasSuffix("/") {
+                node.report("\"\(text)\" must not contain + or # nor start or end with /")
+            } else {
+                baseTopic = text
+            }
+        }
+        let qos = m["qos"]?.integer(in: 0...2) ?? D.mqttQoS
+        let retain = m["retain"]?.bool() ?? D.mqttRetain
+        let discovery = m["discovery"]?.bool() ?? D.mqttDiscovery
+        let prefix = m["discovery_prefix"]?.nonEmptyString() ?? D.mqttDiscoveryPrefix
+        let version = m["protocol"]?.choice(MQTTVersion.self) ?? D.mqttProtocol
+        let keepalive = m["keepalive"]?.duration(in: .seconds(5)...(.seconds(65_535))) ?? D.mqttKeepalive
+        let payload = m["payload"]?.choice(MQTTPayloadFormat.self) ?? D.mqttPayload
+        let outbox = m["outbox_limit"]?.integer(in: 1...1_000_000) ?? D.mqttOutboxLimit
+        return MQTTConfig(broker: broker, clientID: clientID, username: username, password: password,
+                          tls: tls, baseTopic: baseTopic, qos: qos, retain: retain,
+                          discoveryPrefix: discovery ? prefix : nil, protocolVersion: version,
+                          keepalive: keepalive, payload: payload, outboxLimit: outbox)
+    }
+}

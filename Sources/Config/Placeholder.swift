@@ -1,1 +1,0 @@
-// Placeholder until the Config layer lands; replaced, not extended.

@@ -1,0 +1,74 @@
+import CGPIODShim
+import Foundation
+
+/// GPIO through the kernel's character devices with libgpiod (v1 or v2, whichever the shim was
+/// compiled against).
+public final class LibgpiodBackend: GPIOBackend, @unchecked Sendable {
+    private let deviceDirectory: String
+    /// Selectors already resolved: resolving reads every line of every chip, too slow to repeat
+    /// between a DHT's start signal and its answer. Guarded by `lock`.
+    private var resolved: [LineSelector: ResolvedLine] = [:]
+    private let lock = NSLock()
+
+    /// - Parameter deviceDirectory: where `gpiochipN` devices are looked for.
+    public init(deviceDirectory: String = "/dev") {
+        self.deviceDirectory = deviceDirectory
+    }
+
+    /// 1 or 2: the libgpiod API in use. On 1 debounce is done in software and lost events can
+    /// only be inferred from impossible edge sequences.
+    public static var apiMajor: Int { Int(gw_gpiod_api_major()) }
+    public static var libraryVersion: String { String(cString: gw_gpiod_version()) }
+
+    public func now() -> UInt64 { monotonicNowNs() }
+
+    /// Paths of the chip devices, in numeric order.
+    public func chipPaths() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: deviceDirectory)) ?? []
+        return names.filter { $0.hasPrefix("gpiochip") }
+            .sorted { (Int($0.dropFirst(8)) ?? 0) < (Int($1.dropFirst(8)) ?? 0) }
+            .map { "\(deviceDirectory)/\($0)" }
+    }
+
+    public func chips() throws -> [ChipInfo] {
+        try chipPaths().map { try LibgpiodChip(path: $0).info() }
+    }
+
+    private func line(_ selector: LineSelector) throws -> ResolvedLine {
+        if let line = lock.withLock({ resolved[selector] }) { return line }
+        let line = try resolve(selector)
+        lock.withLock { resolved[selector] = line }
+        return line
+    }
+
+    public func requestInput(_ selector: LineSelector, consumer: String, settings: InputSettings,
+                             onReadable: @escaping @Sendable () -> Void) throws -> any InputLine {
+        let resolved = try line(selector)
+        let chip = try LibgpiodChip(path: resolved.chip.path)
+        let softwareDebounce = Self.apiMajor == 1 && settings.debounce > .zero
+        var config = gw_line_config()
+        config.direction = Int32(GW_DIRECTION_INPUT.rawValue)
+        config.bias = settings.bias.shimValue
+        config.active_low = settings.activeLow
+        // Software debounce needs every raw edge; the requested ones are picked after it.
+        config.edge = (softwareDebounce && settings.edges != .none) ? EdgeDetection.both.shimValue
+                                                                      : settings.edges.shimValue
+        config.debounce_us = UInt32(clamping: settings.debounce.nanoseconds / 1000)
+        config.event_buffer_size = UInt32(clamping: settings.eventBufferSize)
+        let request = try chip.request(resolved, consumer: consumer, config: config)
+        return LibgpiodInputLine(chip: chip, request: request, line: resolved, settings: settings,
+                                 softwareDebounce: softwareDebounce, onReadable: onReadable)
+    }
+
+    public func requestOutput(_ selector: LineSelector, consumer: String,
+                              settings: OutputSettings) throws -> any OutputLine {
+        let resolved = try line(selector)
+        let chip = try LibgpiodChip(path: resolved.chip.path)
+        var config = gw_line_config()
+        config.direction = Int32(GW_DIRECTION_OUTPUT.rawValue)
+        config.active_low = settings.activeLow
+        config.initial_value = settings.initialValue ? 1 : 0
+        let request = try chip.request(resolved, consumer: consumer, config: config)
+        return LibgpiodOutputLine(chip: chip, request: request, line: resolved, value: settings.initialValue)
+    }
+}

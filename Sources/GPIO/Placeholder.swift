@@ -1,1 +1,0 @@
-// Placeholder until the GPIO layer lands; replaced, not extended.

@@ -1,0 +1,450 @@
+import Dispatch
+import Foundation
+
+/// GPIO without hardware: chips with named lines whose levels come from `SignalGenerator`s.
+///
+/// It behaves like the kernel under libgpiod v2: per-request edge buffers that overwrite their
+/// oldest events when full (found again as sequence-number gaps), debounce with the kernel's
+/// semantics, EBUSY when a line is requested twice, outputs observable with `level(of:)`.
+///
+/// Two clocks: `.virtual` for tests (time moves only through `advance`, nothing sleeps, results
+/// are deterministic) and `.realTime` for `gattway demo` (CLOCK_MONOTONIC; a dispatch timer wakes
+/// the simulator only when a watched line is due to change).
+public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
+    public enum Clock: Sendable { case virtual, realTime }
+
+    private let lock = NSLock()
+    // Everything below is guarded by `lock`.
+    private var chipStates: [SimulatedChip]
+    private var generatedThrough: UInt64
+    private var nextRequestID: UInt64 = 1
+    private let clock: Clock
+    private let queue = DispatchQueue(label: "gattway.gpio.simulator")
+    private var timer: DispatchSourceTimer?
+    /// The time periodic generators start from (their first cycle begins here).
+    public let originNs: UInt64
+
+    /// - Parameter startNs: the virtual clock's initial time (ignored in real time).
+    public init(chips: [SimulatedChipConfig], clock: Clock = .virtual, startNs: UInt64 = 1_000_000_000) {
+        self.clock = clock
+        let origin = clock == .virtual ? startNs : monotonicNowNs()
+        originNs = origin
+        generatedThrough = origin
+        chipStates = chips.map { SimulatedChip(config: $0, origin: origin) }
+        if clock == .realTime {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.setEventHandler { [weak self] in self?.realTimeWake() }
+            timer.resume()
+            self.timer = timer
+        }
+    }
+
+    deinit { timer?.cancel() }
+
+    // MARK: Clock
+
+    public func now() -> UInt64 {
+        clock == .virtual ? lock.withLock { generatedThrough } : monotonicNowNs()
+    }
+
+    /// Moves the virtual clock forward, generating every edge in between. Virtual clock only.
+    public func advance(by duration: Duration) {
+        let target = lock.withLock { generatedThrough } + duration.nanoseconds
+        advance(to: target)
+    }
+
+    /// Moves the virtual clock to `time` (ns). Virtual clock only.
+    public func advance(to time: UInt64) {
+        precondition(clock == .virtual, "advance(to:) drives the virtual clock only")
+        let wakeups = lock.withLock { generateLocked(through: time) }
+        wakeups.forEach { $0() }
+    }
+
+    private func realTimeWake() {
+        let wakeups = lock.withLock {
+            let callbacks = generateLocked(through: monotonicNowNs())
+            scheduleWakeLocked()
+            return callbacks
+        }
+        wakeups.forEach { $0() }
+    }
+
+    /// Arms the real-time timer for the next change of a watched line, at most every millisecond
+    /// (edges in between are generated in one batch with their exact timestamps).
+    private func scheduleWakeLocked() {
+        guard let timer else { return }
+        var next: UInt64?
+        for c in chipStates.indices {
+            for l in chipStates[c].lines.indices where chipStates[c].lines[l].input != nil {
+                for t in [chipStates[c].lines[l].waveform.nextChangeTime(),
+                          chipStates[c].lines[l].input?.debouncer?.deadline].compactMap({ $0 }) {
+                    next = min(next ?? t, t)
+                }
+            }
+        }
+        guard let next else {
+            timer.schedule(deadline: .distantFuture)
+            return
+        }
+        let now = monotonicNowNs()
+        let delay = max(next > now ? next - now : 0, 1_000_000)
+        timer.schedule(deadline: .now() + .nanoseconds(Int(delay)))
+    }
+
+    /// Generates edges up to `time`; returns the readable callbacks to run outside the lock.
+    private func generateLocked(through time: UInt64) -> [@Sendable () -> Void] {
+        guard time > generatedThrough else { return [] }
+        var wakeups: [@Sendable () -> Void] = []
+        for c in chipStates.indices {
+            for l in chipStates[c].lines.indices {
+                if chipStates[c].lines[l].advance(through: time) {
+                    wakeups.append(chipStates[c].lines[l].input!.onReadable)
+                }
+            }
+        }
+        generatedThrough = time
+        return wakeups
+    }
+
+    private var currentTimeLocked: UInt64 {
+        clock == .virtual ? generatedThrough : max(generatedThrough, monotonicNowNs())
+    }
+
+    // MARK: Observation
+
+    /// The physical level of a line now, whoever drives it (outputs are observed this way).
+    public func level(of selector: LineSelector) throws -> Bool {
+        let resolved = try resolve(selector)
+        return lock.withLock {
+            _ = generateLocked(through: currentTimeLocked)
+            return chipStates[chipIndex(resolved)].lines[resolved.offset].physicalLevel
+        }
+    }
+
+    // MARK: GPIOBackend
+
+    public func chips() throws -> [ChipInfo] {
+        lock.withLock { chipStates.map(\.info) }
+    }
+
+    public func requestInput(_ selector: LineSelector, consumer: String, settings: InputSettings,
+                             onReadable: @escaping @Sendable () -> Void) throws -> any InputLine {
+        let resolved = try resolve(selector)
+        let id: UInt64 = try lock.withLock {
+            let c = chipIndex(resolved)
+            _ = generateLocked(through: currentTimeLocked)
+            try checkFree(c, resolved)
+            let id = nextRequestID
+            nextRequestID += 1
+            chipStates[c].lines[resolved.offset].requestInput(
+                id: id, consumer: consumer, settings: settings, onReadable: onReadable)
+            scheduleWakeLocked()
+            return id
+        }
+        return SimulatedInputLine(backend: self, line: resolved, id: id)
+    }
+
+    public func requestOutput(_ selector: LineSelector, consumer: String,
+                              settings: OutputSettings) throws -> any OutputLine {
+        let resolved = try resolve(selector)
+        let id: UInt64 = try lock.withLock {
+            let c = chipIndex(resolved)
+            let now = currentTimeLocked
+            _ = generateLocked(through: now)
+            try checkFree(c, resolved)
+            let id = nextRequestID
+            nextRequestID += 1
+            chipStates[c].requestOutput(offset: resolved.offset, id: id, consumer: consumer,
+                                        settings: settings, at: now)
+            scheduleWakeLocked()
+            return id
+        }
+        return SimulatedOutputLine(backend: self, line: resolved, id: id)
+    }
+
+    private func chipIndex(_ line: ResolvedLine) -> Int {
+        chipStates.firstIndex { $0.config.label == line.chip.label }!
+    }
+
+    private func checkFree(_ chip: Int, _ line: ResolvedLine) throws {
+        let state = chipStates[chip].lines[line.offset]
+        if let consumer = state.consumer {
+            throw GPIOError.lineBusy(line, consumer: consumer)
+        }
+    }
+
+    // MARK: Used by the line handles
+
+    fileprivate func withInput<T>(_ line: ResolvedLine, id: UInt64,
+                                  _ body: (inout SimulatedLine.InputRequest, UInt64) throws -> T) throws -> T {
+        try lock.withLock {
+            let now = currentTimeLocked
+            _ = generateLocked(through: now)
+            let c = chipIndex(line)
+            guard chipStates[c].lines[line.offset].input?.id == id else {
+                throw GPIOError.released(line.name)
+            }
+            return try body(&chipStates[c].lines[line.offset].input!, now)
+        }
+    }
+
+    fileprivate func inputLevel(_ line: ResolvedLine, id: UInt64) throws -> Bool {
+        try lock.withLock {
+            let now = currentTimeLocked
+            _ = generateLocked(through: now)
+            let state = chipStates[chipIndex(line)].lines[line.offset]
+            guard let input = state.input, input.id == id else { throw GPIOError.released(line.name) }
+            return input.debouncer?.stableLevel ?? (state.physicalLevel != input.settings.activeLow)
+        }
+    }
+
+    fileprivate func releaseInput(_ line: ResolvedLine, id: UInt64) {
+        lock.withLock {
+            let c = chipIndex(line)
+            if chipStates[c].lines[line.offset].input?.id == id {
+                chipStates[c].lines[line.offset].input = nil
+            }
+        }
+    }
+
+    fileprivate func setOutput(_ line: ResolvedLine, id: UInt64, _ value: Bool) throws {
+        try lock.withLock {
+            let now = currentTimeLocked
+            _ = generateLocked(through: now)
+            let c = chipIndex(line)
+            guard chipStates[c].lines[line.offset].output?.id == id else { throw GPIOError.released(line.name) }
+            chipStates[c].drive(offset: line.offset, value: value, at: now)
+            scheduleWakeLocked()
+        }
+    }
+
+    fileprivate func outputValue(_ line: ResolvedLine, id: UInt64) throws -> Bool {
+        try lock.withLock {
+            guard let output = chipStates[chipIndex(line)].lines[line.offset].output, output.id == id else {
+                throw GPIOError.released(line.name)
+            }
+            return output.value
+        }
+    }
+
+    fileprivate func releaseOutput(_ line: ResolvedLine, id: UInt64) {
+        lock.withLock {
+            let now = currentTimeLocked
+            _ = generateLocked(through: now)
+            let c = chipIndex(line)
+            guard chipStates[c].lines[line.offset].output?.id == id else { return }
+            chipStates[c].releaseOutput(offset: line.offset, at: now)
+            scheduleWakeLocked()
+        }
+    }
+}
+
+/// One simulated chip: its lines, and the wiring of reactive sensors between them.
+private struct SimulatedChip {
+    let config: SimulatedChipConfig
+    var lines: [SimulatedLine]
+
+    init(config: SimulatedChipConfig, origin: UInt64) {
+        self.config = config
+        lines = config.lines.enumerated().map { SimulatedLine(offset: $0.offset, config: $0.element, origin: origin) }
+    }
+
+    var info: ChipInfo {
+        ChipInfo(path: "sim:\(config.label)", name: config.label, label: config.label,
+                 lines: lines.map(\.info))
+    }
+
+    mutating func requestOutput(offset: Int, id: UInt64, consumer: String, settings: OutputSettings, at now: UInt64) {
+        let before = lines[offset].physicalLevel
+        lines[offset].output = .init(id: id, consumer: consumer, activeLow: settings.activeLow,
+                                     value: settings.initialValue)
+        physicalChange(offset: offset, from: before, at: now)
+    }
+
+    mutating func drive(offset: Int, value: Bool, at now: UInt64) {
+        let before = lines[offset].physicalLevel
+        lines[offset].output?.value = value
+        physicalChange(offset: offset, from: before, at: now)
+    }
+
+    mutating func releaseOutput(offset: Int, at now: UInt64) {
+        let before = lines[offset].physicalLevel
+        lines[offset].output = nil
+        physicalChange(offset: offset, from: before, at: now)
+    }
+
+    /// Lets simulated sensors react to what gattway drives: a DHT answers the release of its
+    /// start signal, an HC-SR04 echoes the end of its trigger pulse.
+    private mutating func physicalChange(offset: Int, from before: Bool, at now: UInt64) {
+        let after = lines[offset].physicalLevel
+        guard after != before else { return }
+        let heldSince = lines[offset].physicalSince
+        lines[offset].physicalSince = now
+        let held = now - heldSince
+        if after, !before {
+            switch config.lines[offset].generator {
+            case let .dht22(humidity, temperature, corrupt) where held >= SimulatedSensorTiming.dht22MinimumStartNs:
+                lines[offset].waveform.schedule(SensorWaveforms.dhtFrame(
+                    bytes: SensorWaveforms.dht22Bytes(humidity: humidity, temperature: temperature,
+                                                      corruptChecksum: corrupt), release: now))
+            case let .dht11(humidity, temperature, corrupt) where held >= SimulatedSensorTiming.dht11MinimumStartNs:
+                lines[offset].waveform.schedule(SensorWaveforms.dhtFrame(
+                    bytes: SensorWaveforms.dht11Bytes(humidity: humidity, temperature: temperature,
+                                                      corruptChecksum: corrupt), release: now))
+            default: break
+            }
+        }
+        if before, !after, held >= SimulatedSensorTiming.hcsr04MinimumTriggerNs {
+            let name = config.lines[offset].name
+            for echo in lines.indices {
+                if case let .hcsr04(trigger, distance) = config.lines[echo].generator, trigger == name {
+                    lines[echo].waveform.schedule(SensorWaveforms.echo(distanceMeters: distance, triggerEnd: now))
+                }
+            }
+        }
+    }
+}
+
+/// One simulated line: its waveform and the request holding it.
+private struct SimulatedLine {
+    struct InputRequest {
+        let id: UInt64
+        let consumer: String
+        let settings: InputSettings
+        let onReadable: @Sendable () -> Void
+        var ring: EdgeEventRing
+        var loss = LossDetector(mode: .sequenceNumbers)
+        var debouncer: SoftwareDebouncer?
+        var sequence: UInt64 = 0
+        var lostTotal = 0
+
+        mutating func emit(_ edge: Edge, at time: UInt64) -> Bool {
+            guard settings.edges.accepts(edge) else { return false }
+            sequence += 1
+            ring.append(EdgeEvent(edge: edge, timestampNs: time, sequence: sequence))
+            return true
+        }
+
+        mutating func read() -> EdgeEventBatch {
+            let events = ring.drain()
+            _ = ring.takeOverwritten()  // found again below as sequence gaps, like on the kernel
+            let lost = events.reduce(0) { $0 + loss.missing(before: $1) }
+            lostTotal += lost
+            return EdgeEventBatch(events: events, lost: lost)
+        }
+    }
+
+    struct OutputRequest {
+        let id: UInt64
+        let consumer: String
+        let activeLow: Bool
+        var value: Bool
+    }
+
+    let offset: Int
+    let name: String
+    var waveform: Waveform
+    var input: InputRequest?
+    var output: OutputRequest?
+    var physicalSince: UInt64
+
+    init(offset: Int, config: SimulatedLineConfig, origin: UInt64) {
+        self.offset = offset
+        name = config.name
+        waveform = Waveform(config.generator, origin: origin)
+        physicalSince = origin
+    }
+
+    var consumer: String? { input?.consumer ?? output?.consumer }
+
+    var physicalLevel: Bool {
+        if let output { return output.value != output.activeLow }
+        if waveform.driven { return waveform.level }
+        return input?.settings.bias == .pullUp
+    }
+
+    var info: LineInfo {
+        LineInfo(offset: offset, name: name, consumer: consumer ?? "", used: consumer != nil,
+                 direction: output != nil ? .output : .input,
+                 activeLow: input?.settings.activeLow ?? output?.activeLow ?? false,
+                 bias: input?.settings.bias ?? .asIs)
+    }
+
+    mutating func requestInput(id: UInt64, consumer: String, settings: InputSettings,
+                               onReadable: @escaping @Sendable () -> Void) {
+        let logical = physicalLevel != settings.activeLow
+        let debounceNs = settings.debounce.nanoseconds
+        input = InputRequest(
+            id: id, consumer: consumer, settings: settings, onReadable: onReadable,
+            ring: EdgeEventRing(capacity: settings.effectiveBufferSize),
+            debouncer: debounceNs > 0 ? SoftwareDebouncer(periodNs: debounceNs, initialLevel: logical) : nil)
+    }
+
+    /// Advances the waveform; returns whether new events were queued for the input request.
+    mutating func advance(through time: UInt64) -> Bool {
+        let changes = waveform.advance(through: time)
+        guard var request = input else { return false }
+        var queued = false
+        if output == nil, waveform.driven {
+            for change in changes {
+                let edge: Edge = (change.level != request.settings.activeLow) ? .rising : .falling
+                if request.debouncer != nil {
+                    if let (confirmed, at) = request.debouncer!.feed(edge, at: change.time) {
+                        queued = request.emit(confirmed, at: at) || queued
+                    }
+                } else {
+                    queued = request.emit(edge, at: change.time) || queued
+                }
+            }
+        }
+        if let (confirmed, at) = request.debouncer?.flush(through: time) {
+            queued = request.emit(confirmed, at: at) || queued
+        }
+        input = request
+        return queued
+    }
+}
+
+/// An input handle on the simulator.
+final class SimulatedInputLine: InputLine {
+    private let backend: SimulatedBackend
+    let line: ResolvedLine
+    private let id: UInt64
+
+    fileprivate init(backend: SimulatedBackend, line: ResolvedLine, id: UInt64) {
+        self.backend = backend
+        self.line = line
+        self.id = id
+    }
+
+    deinit { backend.releaseInput(line, id: id) }
+
+    func value() throws -> Bool { try backend.inputLevel(line, id: id) }
+
+    func readEvents() throws -> EdgeEventBatch {
+        try backend.withInput(line, id: id) { request, _ in request.read() }
+    }
+
+    var lostEvents: Int { (try? backend.withInput(line, id: id) { request, _ in request.lostTotal }) ?? 0 }
+
+    func release() { backend.releaseInput(line, id: id) }
+}
+
+/// An output handle on the simulator.
+final class SimulatedOutputLine: OutputLine {
+    private let backend: SimulatedBackend
+    let line: ResolvedLine
+    private let id: UInt64
+
+    fileprivate init(backend: SimulatedBackend, line: ResolvedLine, id: UInt64) {
+        self.backend = backend
+        self.line = line
+        self.id = id
+    }
+
+    deinit { backend.releaseOutput(line, id: id) }
+
+    func set(_ value: Bool) throws { try backend.setOutput(line, id: id, value) }
+    func value() throws -> Bool { try backend.outputValue(line, id: id) }
+    func release() { backend.releaseOutput(line, id: id) }
+}

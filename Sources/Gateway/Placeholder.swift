@@ -1,1 +1,0 @@
-// Placeholder until the Gateway layer lands; replaced, not extended.

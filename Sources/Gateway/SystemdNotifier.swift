@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Tells systemd about readiness and status (`sd_notify(3)`'s protocol: one datagram of
+/// newline-separated `KEY=value` assignments to the socket named by `$NOTIFY_SOCKET`).
+///
+/// Written here rather than linked from libsystemd so the service has no extra runtime
+/// dependency; without `$NOTIFY_SOCKET` (not started by systemd) every call does nothing.
+public struct SystemdNotifier: Sendable {
+    /// The socket path; a leading "@" names a socket in the abstract namespace.
+    public let socketPath: String?
+
+    public init(environment: [String: String]) {
+        socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    public init(socketPath: String?) {
+        self.socketPath = socketPath
+    }
+
+    /// "READY=1" once the controller is up and services are published.
+    public func ready(status: String) { send("READY=1\nSTATUS=\(status)") }
+
+    public func status(_ text: String) { send("STATUS=\(text)") }
+
+    /// "STOPPING=1" when shutdown begins.
+    public func stopping() { send("STOPPING=1") }
+
+    /// Sends one datagram; returns whether systemd's socket took it. Failures are not errors for
+    /// the service: readiness is a courtesy to the supervisor.
+    @discardableResult
+    public func send(_ message: String) -> Bool {
+        guard let socketPath, socketPath.utf8.count < 108 else { return false }
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        var pathBytes = Array(socketPath.utf8)
+        if pathBytes.first == UInt8(ascii: "@") { pathBytes[0] = 0 }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            buffer.copyBytes(from: pathBytes)
+        }
+        let length = socklen_t(MemoryLayout.offset(of: \sockaddr_un.sun_path)! + pathBytes.count)
+        let bytes = Array(message.utf8)
+        let sent = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                sendto(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL), socketAddress, length)
+            }
+        }
+        return sent == bytes.count
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import Logging
+
+/// Runs the MQTT mirror: owns the client, the topic model and the persistent outbox.
+///
+/// The gateway feeds it `MirrorEvent`s through `handle(_:)` and supplies two callbacks: `onSet`
+/// validates and applies a `/set` payload (a rejection is published on `<base>/<dev>/error` and
+/// nothing changes), `onSourceValue` receives payloads from source topics. Durable events (writes,
+/// subscriber lists, centrals) pass through the outbox and leave it only when the broker has
+/// acknowledged them; retained state is re-published on every connection.
+public actor MQTTMirrorService {
+    public typealias SetHandler = @Sendable (MirrorCharacteristicID, [UInt8]) async -> MirrorSetResult
+    public typealias SourceHandler = @Sendable ([MirrorCharacteristicID], [UInt8]) async -> Void
+
+    private let client: MQTTClient
+    private var mirror: Mirror
+    private let outbox: MQTTOutbox
+    private let logger: Logger
+    private let now: @Sendable () -> Date
+    private let onSet: SetHandler
+    private let onSourceValue: SourceHandler
+    private var connection: MQTTConnectionID?
+    /// Message id of the live connection → outbox sequence number awaiting its PUBACK.
+    private var inFlight: [Int32: UInt64] = [:]
+
+    /// The last connection failure (nil once connected).
+    public private(set) var lastError: MQTTError?
+    public var isConnected: Bool { connection != nil }
+    /// Events waiting in the outbox for the broker's acknowledgement.
+    public var undeliveredEvents: Int { outbox.count }
+    /// Events dropped because the outbox was full (oldest first), since this service started.
+    public var droppedEvents: Int { outbox.droppedCount }
+
+    /// - Parameters:
+    ///   - client: broker settings; the Last Will is set here to `offline` on the availability topic.
+    ///   - stateDirectory: where the outbox journal lives (`outbox.jsonl`).
+    ///   - now: the clock for `/error` timestamps.
+    public init(client configuration: MQTTClientConfiguration, mirror: MirrorConfiguration,
+                stateDirectory: URL, outboxCapacity: Int = 10_000, logger: Logger,
+                now: @escaping @Sendable () -> Date = { Date() },
+                onSet: @escaping SetHandler, onSourceValue: @escaping SourceHandler) throws {
+        let mirror = try Mirror(configuration: mirror)
+        var configuration = configuration
+        configuration.will = mirror.lastWill
+        self.client = try MQTTClient(configuration: configuration, logger: logger)
+        self.mirror = mirror
+        self.outbox = try MQTTOutbox(directory: stateDirectory, capacity: outboxCapacity, logger: logger)
+        self.logger = logger
+        self.now = now
+        self.onSet = onSet
+        self.onSourceValue = onSourceValue
+    }
+
+    /// Connects (and keeps reconnecting) until `stop()`; returns after the client has stopped.
+    public func run() async {
+        client.start()
+        for await event in client.events {
+            await process(event)
+        }
+    }
+
+    /// Publishes `offline` (a clean shutdown does not trigger the Last Will), then disconnects.
+    public func stop() async {
+        if let connection {
+            _ = try? client.publish(mirror.offlineMessage, on: connection)
+        }
+        await client.stop()
+    }
+
+    /// A gateway event: updates the mirror and publishes what it implies.
+    public func handle(_ event: MirrorEvent) {
+        for action in mirror.apply(event) {
+            perform(action)
+        }
+    }
+
+    // MARK: Client events
+
+    private func process(_ event: MQTTClientEvent) async {
+        switch event {
+        case .connected(let id):
+            connection = id
+            lastError = nil
+            inFlight = [:]
+            logger.info("MQTT connected to \(client.configuration.host):\(client.configuration.port) (\(id))")
+            for topic in mirror.inboundSubscriptions { subscribe(topic) }
+            // Queued events first, then the current retained state, so the retained topics end
+            // on their latest values even when the outbox held older ones.
+            if outbox.count > 0 { logger.info("MQTT delivering \(outbox.count) queued event(s)") }
+            for entry in outbox.pending { send(entry) }
+            for message in mirror.retainedSnapshot { publish(message) }
+
+        case .disconnected(let id, _):
+            if connection == id {
+                connection = nil
+                inFlight = [:]
+            }
+
+        case .connectionFailed(let error, _):
+            lastError = error
+
+        case .delivered(let id, let messageID, let reasonCode):
+            guard id == connection, let sequence = inFlight.removeValue(forKey: messageID) else { return }
+            if reasonCode >= 0x80 {
+                logger.error("MQTT broker refused queued event #\(sequence) (reason code \(reasonCode)); not retried")
+            }
+            do { try outbox.acknowledge(sequence) } catch { logger.error("\(error)") }
+
+        case .message(let message):
+            await route(message)
+        }
+    }
+
+    private func route(_ message: MQTTMessage) async {
+        switch mirror.route(message) {
+        case .set(let id, let payload):
+            if case .rejected(let reason) = await onSet(id, payload) {
+                logger.warning("MQTT /set for \(id) rejected: \(reason)")
+                publish(mirror.rejection(of: id, reason: reason, at: now()))
+            }
+        case .sourceValue(let ids, let payload):
+            await onSourceValue(ids, payload)
+        case .homeAssistantOnline:
+            logger.info("Home Assistant came online: re-publishing discovery")
+            for message in mirror.discoveryMessages { publish(message) }
+        case .ignored:
+            break
+        }
+    }
+
+    // MARK: Sending
+
+    private func perform(_ action: MirrorAction) {
+        switch action {
+        case .publish(let message, durable: true):
+            do {
+                send(try outbox.append(message))
+            } catch {
+                logger.error("MQTT event on \(message.topic) could not be queued: \(error)")
+            }
+        case .publish(let message, durable: false):
+            publish(message)
+        case .subscribe(let topic):
+            subscribe(topic)
+        case .unsubscribe(let topic):
+            guard let connection else { return }
+            report { try client.unsubscribe(topic, on: connection) }
+        }
+    }
+
+    private func send(_ entry: OutboxEntry) {
+        guard let connection else { return }
+        report { inFlight[try client.publish(entry.message, on: connection)] = entry.sequence }
+    }
+
+    /// Non-durable messages are only sent while connected: what matters of them is re-published
+    /// from the retained snapshot on the next connection.
+    private func publish(_ message: MQTTMessage) {
+        guard let connection else { return }
+        report { try client.publish(message, on: connection) }
+    }
+
+    private func subscribe(_ topic: String) {
+        guard let connection else { return }
+        report { try client.subscribe(topic, on: connection) }
+    }
+
+    /// A connection that just died is reported by the client's own events; other failures are logged.
+    private func report(_ body: () throws -> Void) {
+        do { try body() } catch MQTTError.notConnected {
+        } catch { logger.error("\(error)") }
+    }
+}

@@ -1,0 +1,378 @@
+import CMosquitto
+import Foundation
+import Logging
+
+/// Identifies one broker connection (one CONNECT/CONNACK). Message ids are only meaningful
+/// within the connection that issued them.
+public struct MQTTConnectionID: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public var description: String { "#\(rawValue)" }
+}
+
+public enum MQTTClientEvent: Sendable, Equatable {
+    /// CONNACK accepted; retained state and subscriptions must be (re)established now, because
+    /// every connection starts a clean session.
+    case connected(MQTTConnectionID)
+    /// An established connection ended (broker gone, network lost, or `stop()`).
+    case disconnected(MQTTConnectionID, reason: String)
+    /// A connection attempt failed; the client retries after `retryIn`.
+    case connectionFailed(MQTTError, retryIn: Duration)
+    /// The broker acknowledged QoS 1/2 message `messageID` (PUBACK/PUBCOMP); `reasonCode` ≥ 0x80
+    /// means the broker refused it (MQTT 5 only).
+    case delivered(MQTTConnectionID, messageID: Int32, reasonCode: Int32)
+    case message(MQTTMessage)
+}
+
+/// The one place gattway touches libmosquitto. Nothing above it sees a C pointer.
+///
+/// Concurrency design: one dedicated thread per client runs the libmosquitto network loop
+/// (`mosquitto_loop`, which blocks in `select` until the socket or libmosquitto's internal wake-up
+/// pipe is ready; the 1 s timeout only drives keepalive bookkeeping, so an idle gateway wakes once a
+/// second and burns no CPU). All libmosquitto callbacks therefore run on that thread and are
+/// bridged into an `AsyncStream` of `MQTTClientEvent`s; Swift tasks only ever call `publish`,
+/// `subscribe` and `unsubscribe`, which libmosquitto makes thread-safe (`mosquitto_threaded_set`)
+/// and which never block on the network. We run the loop ourselves instead of
+/// `mosquitto_loop_start` because libmosquitto's own loop thread exits for good on TLS or
+/// authorization errors, and we want one reconnect policy (exponential back-off) for every failure
+/// and a precise error for each. Each connection attempt uses a fresh `mosquitto` instance: its
+/// session state (in-flight messages, subscriptions) dies with the connection, so the caller's
+/// persistent outbox is the only source of redelivery and nothing is sent twice by two layers.
+public final class MQTTClient: @unchecked Sendable {
+    // @unchecked: mutable state below is guarded by `lock`; `context` is only touched on the loop
+    // thread (connect, loop and callbacks all run there).
+    public let events: AsyncStream<MQTTClientEvent>
+    public let configuration: MQTTClientConfiguration
+
+    private let logger: Logger
+    private let password: String?
+    private let context: CallbackContext
+    private let lock = NSLock()
+    private let wakeUp = DispatchSemaphore(value: 0)
+    private var handle: OpaquePointer?
+    private var connection: MQTTConnectionID?
+    private var started = false
+    private var stopRequested = false
+    private var exited = false
+    private var exitWaiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Resolves the password (file or environment) and validates the configuration; does not
+    /// connect yet.
+    public init(configuration: MQTTClientConfiguration, logger: Logger) throws {
+        _ = mosquittoLibraryInitialized
+        if let tls = configuration.tls, tls.caFile == nil, tls.certificateFile != nil {
+            throw MQTTError.invalidConfiguration("a client certificate needs tls ca_file as well")
+        }
+        if let tls = configuration.tls, (tls.certificateFile == nil) != (tls.keyFile == nil) {
+            throw MQTTError.invalidConfiguration("tls certificate_file and key_file must be given together")
+        }
+        if configuration.clientID.isEmpty || configuration.clientID.utf8.count > 65535 {
+            throw MQTTError.invalidConfiguration("client id must be 1...65535 bytes")
+        }
+        self.configuration = configuration
+        self.logger = logger
+        self.password = try configuration.credentials?.password?.resolve()
+        let (stream, continuation) = AsyncStream.makeStream(of: MQTTClientEvent.self)
+        self.events = stream
+        self.context = CallbackContext(continuation: continuation)
+    }
+
+    /// Starts the network thread; it connects, and reconnects with back-off until `stop()`.
+    public func start() {
+        lock.withLock {
+            precondition(!started, "MQTTClient.start() called twice")
+            started = true
+        }
+        if configuration.tls?.verifyPeer == false {
+            logger.warning("MQTT TLS peer verification is OFF: the broker's identity is not checked")
+        }
+        let thread = Thread { [self] in runLoop() }
+        thread.name = "mqtt-loop"
+        thread.start()
+    }
+
+    /// Disconnects cleanly (no Last Will) and waits for the network thread to end.
+    public func stop() async {
+        let wasStarted: Bool = lock.withLock {
+            stopRequested = true
+            if let handle { mosquitto_disconnect(handle) }
+            return started
+        }
+        wakeUp.signal()
+        guard wasStarted else { return }
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let done: Bool = lock.withLock {
+                if exited { return true }
+                exitWaiters.append(waiter)
+                return false
+            }
+            if done { waiter.resume() }
+        }
+    }
+
+    /// Hands a message to the current connection. Returns the message id that a later
+    /// `.delivered` event carries (QoS > 0). Throws `.notConnected` when `connection` is not the
+    /// live connection, so a message is never silently queued inside libmosquitto.
+    @discardableResult
+    public func publish(_ message: MQTTMessage, on connection: MQTTConnectionID) throws -> Int32 {
+        try withLiveHandle(connection) { handle in
+            var messageID: Int32 = 0
+            let rc = message.payload.withUnsafeBytes { bytes in
+                mosquitto_publish(handle, &messageID, message.topic, Int32(bytes.count),
+                                  bytes.baseAddress, message.qos.rawValue, message.retain)
+            }
+            try check(rc, "publish to \(message.topic)")
+            return messageID
+        }
+    }
+
+    public func subscribe(_ topic: String, qos: MQTTQoS = .atLeastOnce,
+                          on connection: MQTTConnectionID) throws {
+        try withLiveHandle(connection) { handle in
+            try check(mosquitto_subscribe(handle, nil, topic, qos.rawValue), "subscribe to \(topic)")
+        }
+    }
+
+    public func unsubscribe(_ topic: String, on connection: MQTTConnectionID) throws {
+        try withLiveHandle(connection) { handle in
+            try check(mosquitto_unsubscribe(handle, nil, topic), "unsubscribe from \(topic)")
+        }
+    }
+
+    private func withLiveHandle<T>(_ id: MQTTConnectionID, _ body: (OpaquePointer) throws -> T) throws -> T {
+        try lock.withLock {
+            guard let handle, connection == id, !stopRequested else { throw MQTTError.notConnected }
+            return try body(handle)
+        }
+    }
+
+    private func check(_ rc: Int32, _ what: String) throws {
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+            if rc == MOSQ_ERR_NO_CONN.rawValue { throw MQTTError.notConnected }
+            throw MQTTError.requestFailed("\(what): \(String(cString: mosquitto_strerror(rc)))")
+        }
+    }
+
+    // MARK: Network thread
+
+    private func runLoop() {
+        var attempt = 0
+        var nextConnection: UInt64 = 0
+        while !lock.withLock({ stopRequested }) {
+            nextConnection += 1
+            let id = MQTTConnectionID(rawValue: nextConnection)
+            let outcome = runConnection(id)
+            if lock.withLock({ stopRequested }) { break }
+            if outcome.wasConnected { attempt = 0 }
+            let delay = configuration.backoff.delay(attempt: attempt)
+            attempt += 1
+            if outcome.wasConnected {
+                logger.warning("MQTT connection \(id) lost: \(outcome.error); reconnecting in \(delay)")
+            } else {
+                logger.error("\(outcome.error); retrying in \(delay)")
+                context.continuation.yield(.connectionFailed(outcome.error, retryIn: delay))
+            }
+            _ = wakeUp.wait(timeout: .now() + .nanoseconds(Int(delay.nanoseconds)))
+        }
+        context.continuation.finish()
+        let waiters: [CheckedContinuation<Void, Never>] = lock.withLock {
+            exited = true
+            defer { exitWaiters = [] }
+            return exitWaiters
+        }
+        waiters.forEach { $0.resume() }
+    }
+
+    private struct ConnectionOutcome {
+        var wasConnected: Bool
+        var error: MQTTError
+    }
+
+    /// One connection's whole life on a fresh libmosquitto instance.
+    private func runConnection(_ id: MQTTConnectionID) -> ConnectionOutcome {
+        context.begin(id, onConnected: { [self] in lock.withLock { connection = id } })
+        let contextPointer = Unmanaged.passUnretained(context).toOpaque()
+        guard let mosq = mosquitto_new(configuration.clientID, true, contextPointer) else {
+            return ConnectionOutcome(wasConnected: false, error: .requestFailed("mosquitto_new failed (out of memory)"))
+        }
+        defer { mosquitto_destroy(mosq) }
+        do {
+            try configure(mosq)
+        } catch let error as MQTTError {
+            return ConnectionOutcome(wasConnected: false, error: error)
+        } catch {
+            return ConnectionOutcome(wasConnected: false, error: .requestFailed("\(error)"))
+        }
+        lock.withLock { handle = mosq }
+        defer { lock.withLock { handle = nil; connection = nil } }
+
+        let keepalive = Int32(clamping: max(configuration.keepalive.components.seconds, 5))
+        var rc = mosquitto_connect(mosq, configuration.host, Int32(configuration.port), keepalive)
+        var savedErrno = errno
+        while rc == MOSQ_ERR_SUCCESS.rawValue, !lock.withLock({ stopRequested }) {
+            rc = mosquitto_loop(mosq, 1000, 1)
+            savedErrno = errno
+        }
+        if lock.withLock({ stopRequested }) {
+            // Let the DISCONNECT queued by stop() (and anything published before it) go out;
+            // the loop fails as soon as libmosquitto has sent it and closed the socket.
+            var rounds = 0
+            while rounds < 50, mosquitto_loop(mosq, 100, 1) == MOSQ_ERR_SUCCESS.rawValue { rounds += 1 }
+        }
+        let error = classify(rc, errno: savedErrno)
+        if context.wasConnected {
+            context.continuation.yield(.disconnected(id, reason: error.description))
+        }
+        return ConnectionOutcome(wasConnected: context.wasConnected, error: error)
+    }
+
+    private func configure(_ mosq: OpaquePointer) throws {
+        func require(_ rc: Int32, _ what: String) throws {
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                throw MQTTError.invalidConfiguration("\(what): \(String(cString: mosquitto_strerror(rc)))")
+            }
+        }
+        try require(mosquitto_threaded_set(mosq, true), "threaded mode")
+        let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
+        try require(mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, version),
+                    "protocol version")
+        if let credentials = configuration.credentials {
+            try require(mosquitto_username_pw_set(mosq, credentials.username, password), "credentials")
+        }
+        if let will = configuration.will {
+            let rc = will.payload.withUnsafeBytes { bytes in
+                mosquitto_will_set(mosq, will.topic, Int32(bytes.count), bytes.baseAddress,
+                                   will.qos.rawValue, will.retain)
+            }
+            try require(rc, "last will on \(will.topic)")
+        }
+        if let tls = configuration.tls {
+            if let caFile = tls.caFile {
+                guard FileManager.default.isReadableFile(atPath: caFile) else {
+                    throw MQTTError.invalidConfiguration("tls ca_file \(caFile) is not readable")
+                }
+                try require(mosquitto_tls_set(mosq, caFile, nil, tls.certificateFile, tls.keyFile, nil),
+                            "tls ca_file/certificate_file/key_file")
+            } else {
+                try require(mosquitto_int_option(mosq, MOSQ_OPT_TLS_USE_OS_CERTS, 1), "system CA store")
+            }
+            if !tls.verifyPeer {
+                try require(mosquitto_tls_opts_set(mosq, 0, nil, nil), "tls verify off")
+                try require(mosquitto_tls_insecure_set(mosq, true), "tls host name check off")
+            }
+        }
+        // No disconnect callback: the loop's return code says why a connection ended, and
+        // `runConnection` reports it once.
+        mosquitto_connect_v5_callback_set(mosq, onConnect)
+        mosquitto_publish_v5_callback_set(mosq, onPublish)
+        mosquitto_message_v5_callback_set(mosq, onMessage)
+        mosquitto_log_callback_set(mosq, onLog)
+    }
+
+    private func classify(_ rc: Int32, errno savedErrno: Int32) -> MQTTError {
+        if let code = context.refusalCode {
+            let reason = configuration.protocolVersion == .v5
+                ? String(cString: mosquitto_reason_string(code))
+                : String(cString: mosquitto_connack_string(code))
+            // 3.1.1: 4 bad user name or password, 5 not authorized; 5.0: 0x86, 0x87.
+            let authCodes: Set<Int32> = configuration.protocolVersion == .v5 ? [0x86, 0x87] : [4, 5]
+            return authCodes.contains(code) ? .notAuthorized(reason) : .brokerRefused(code: Int(code), reason: reason)
+        }
+        let address = "\(configuration.host):\(configuration.port)"
+        switch rc {
+        case MOSQ_ERR_TLS.rawValue, MOSQ_ERR_TLS_HANDSHAKE.rawValue:
+            let detail = context.lastError ?? "handshake with \(address) failed"
+            if detail.contains("certificate verify failed") || detail.contains("verify") {
+                return .tlsVerificationFailed(detail)
+            }
+            return .tls(detail)
+        case MOSQ_ERR_ERRNO.rawValue:
+            if savedErrno == ECONNREFUSED { return .connectionRefused(host: configuration.host, port: configuration.port) }
+            return .network("\(address): \(String(cString: strerror(savedErrno)))")
+        case MOSQ_ERR_EAI.rawValue:
+            return .network("cannot resolve broker host \(configuration.host)")
+        case MOSQ_ERR_CONN_LOST.rawValue, MOSQ_ERR_NO_CONN.rawValue:
+            return .network("connection to \(address) lost")
+        default:
+            return .network("\(address): \(String(cString: mosquitto_strerror(rc)))")
+        }
+    }
+}
+
+/// Reference-type state the C callbacks reach through libmosquitto's `obj` pointer. Only touched
+/// on the network thread (connect, loop and every callback run there), hence @unchecked Sendable.
+private final class CallbackContext: @unchecked Sendable {
+    let continuation: AsyncStream<MQTTClientEvent>.Continuation
+    private(set) var connection = MQTTConnectionID(rawValue: 0)
+    private(set) var wasConnected = false
+    private(set) var refusalCode: Int32?
+    private(set) var lastError: String?
+    private var onConnected: () -> Void = {}
+
+    init(continuation: AsyncStream<MQTTClientEvent>.Continuation) {
+        self.continuation = continuation
+    }
+
+    func begin(_ id: MQTTConnectionID, onConnected: @escaping () -> Void) {
+        connection = id
+        wasConnected = false
+        refusalCode = nil
+        lastError = nil
+        self.onConnected = onConnected
+    }
+
+    func connack(_ code: Int32) {
+        if code == 0 {
+            wasConnected = true
+            onConnected()
+            continuation.yield(.connected(connection))
+        } else {
+            refusalCode = code
+        }
+    }
+
+    func log(level: Int32, _ line: String) {
+        if level & MOSQ_LOG_ERR != 0 { lastError = line }
+    }
+
+    static func from(_ pointer: UnsafeMutableRawPointer?) -> CallbackContext? {
+        pointer.map { Unmanaged<CallbackContext>.fromOpaque($0).takeUnretainedValue() }
+    }
+}
+
+private let mosquittoLibraryInitialized: Int32 = mosquitto_lib_init()
+
+private let onConnect: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, Int32, OpaquePointer?) -> Void = {
+    _, object, rc, _, _ in
+    CallbackContext.from(object)?.connack(rc)
+}
+
+private let onPublish: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, Int32, OpaquePointer?) -> Void = {
+    _, object, messageID, reasonCode, _ in
+    guard let context = CallbackContext.from(object) else { return }
+    context.continuation.yield(.delivered(context.connection, messageID: messageID, reasonCode: reasonCode))
+}
+
+private let onMessage: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, UnsafePointer<mosquitto_message>?, OpaquePointer?) -> Void = {
+    _, object, message, _ in
+    guard let context = CallbackContext.from(object), let message = message?.pointee,
+          let topic = message.topic else { return }
+    let payload: [UInt8] = message.payload.map {
+        Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen)))
+    } ?? []
+    context.continuation.yield(.message(MQTTMessage(
+        topic: String(cString: topic), payload: payload,
+        qos: MQTTQoS(rawValue: message.qos) ?? .atMostOnce, retain: message.retain)))
+}
+
+private let onLog: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?) -> Void = {
+    _, object, level, line in
+    guard let line else { return }
+    CallbackContext.from(object)?.log(level: level, String(cString: line))
+}
+
+private extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

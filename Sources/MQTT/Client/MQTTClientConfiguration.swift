@@ -1,0 +1,137 @@
+import Foundation
+
+/// Which MQTT protocol revision the client speaks.
+public enum MQTTProtocolVersion: String, Sendable, Equatable {
+    case v311 = "3.1.1"
+    case v5 = "5"
+}
+
+/// Where the broker password comes from. It is never stored in the configuration file itself and
+/// never appears in a log line or a `description`.
+public enum MQTTPasswordSource: Sendable, Equatable, CustomStringConvertible {
+    /// A file whose first line is the password.
+    case file(String)
+    /// An environment variable holding the password.
+    case environment(String)
+
+    /// Reads the password. Throws `MQTTError.passwordUnavailable` naming the file or variable
+    /// (never the value) when it cannot be read.
+    public func resolve(environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws -> String
+    {
+        switch self {
+        case .file(let path):
+            guard let data = FileManager.default.contents(atPath: path),
+                  let text = String(data: data, encoding: .utf8)
+            else { throw MQTTError.passwordUnavailable("cannot read password file \(path)") }
+            let firstLine = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            return String(firstLine.hasSuffix("\r") ? firstLine.dropLast() : firstLine)
+        case .environment(let name):
+            guard let value = environment[name] else {
+                throw MQTTError.passwordUnavailable("environment variable \(name) is not set")
+            }
+            return value
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .file(let path): "password from file \(path)"
+        case .environment(let name): "password from $\(name)"
+        }
+    }
+}
+
+public struct MQTTCredentials: Sendable, Equatable {
+    public var username: String
+    public var password: MQTTPasswordSource?
+
+    public init(username: String, password: MQTTPasswordSource? = nil) {
+        self.username = username
+        self.password = password
+    }
+}
+
+/// TLS settings; their presence turns TLS on (what an `mqtts://` broker URL means).
+public struct MQTTTLSConfiguration: Sendable, Equatable {
+    /// PEM file of the CA(s) the broker certificate must chain to; nil uses the system store.
+    public var caFile: String?
+    /// Client certificate and key (PEM) for brokers that require client authentication.
+    public var certificateFile: String?
+    public var keyFile: String?
+    /// Verify the broker certificate and host name. On by default; turning it off is for lab
+    /// setups only and is logged as a warning by the client.
+    public var verifyPeer: Bool
+
+    public init(caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil,
+                verifyPeer: Bool = true) {
+        self.caFile = caFile
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
+        self.verifyPeer = verifyPeer
+    }
+}
+
+/// A message the broker publishes on our behalf when the connection dies without a DISCONNECT.
+public struct MQTTWill: Sendable, Equatable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var qos: MQTTQoS
+    public var retain: Bool
+
+    public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = true) {
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+    }
+}
+
+/// Exponential reconnect back-off: `initial`, doubled after each failed attempt, capped at `maximum`.
+public struct MQTTBackoff: Sendable, Equatable {
+    public var initial: Duration
+    public var maximum: Duration
+
+    public init(initial: Duration = .milliseconds(500), maximum: Duration = .seconds(30)) {
+        self.initial = initial
+        self.maximum = max(initial, maximum)
+    }
+
+    /// Delay before retry number `attempt` (0-based).
+    public func delay(attempt: Int) -> Duration {
+        var delay = initial
+        for _ in 0..<min(attempt, 32) {
+            delay = delay * 2
+            if delay >= maximum { return maximum }
+        }
+        return delay
+    }
+}
+
+public struct MQTTClientConfiguration: Sendable, Equatable {
+    public var host: String
+    public var port: Int
+    public var protocolVersion: MQTTProtocolVersion
+    public var clientID: String
+    public var keepalive: Duration
+    /// nil: plain TCP. Set (possibly with defaults) for TLS.
+    public var tls: MQTTTLSConfiguration?
+    public var credentials: MQTTCredentials?
+    public var will: MQTTWill?
+    public var backoff: MQTTBackoff
+
+    public init(host: String, port: Int = 1883, protocolVersion: MQTTProtocolVersion = .v5,
+                clientID: String, keepalive: Duration = .seconds(30),
+                tls: MQTTTLSConfiguration? = nil, credentials: MQTTCredentials? = nil,
+                will: MQTTWill? = nil, backoff: MQTTBackoff = MQTTBackoff()) {
+        self.host = host
+        self.port = port
+        self.protocolVersion = protocolVersion
+        self.clientID = clientID
+        self.keepalive = keepalive
+        self.tls = tls
+        self.credentials = credentials
+        self.will = will
+        self.backoff = backoff
+    }
+}

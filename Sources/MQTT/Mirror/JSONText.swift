@@ -1,0 +1,73 @@
+import Foundation
+
+/// A JSON value that serialises with keys in the order given, so every payload gattway publishes
+/// is byte-for-byte predictable (documented in the README and asserted in tests).
+public indirect enum JSONText: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case integer(Int64)
+    case number(Double)
+    case string(String)
+    case array([JSONText])
+    case object([(String, JSONText)])
+
+    public static func == (lhs: JSONText, rhs: JSONText) -> Bool { lhs.encoded == rhs.encoded }
+
+    public var encoded: String {
+        var out = ""
+        write(to: &out)
+        return out
+    }
+
+    public var bytes: [UInt8] { Array(encoded.utf8) }
+
+    private func write(to out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let value): out += value ? "true" : "false"
+        case .integer(let value): out += String(value)
+        case .number(let value): out += value.isFinite ? "\(value)" : "null"
+        case .string(let value): Self.writeString(value, to: &out)
+        case .array(let items):
+            out += "["
+            for (index, item) in items.enumerated() {
+                if index > 0 { out += "," }
+                item.write(to: &out)
+            }
+            out += "]"
+        case .object(let members):
+            out += "{"
+            for (index, (key, value)) in members.enumerated() {
+                if index > 0 { out += "," }
+                Self.writeString(key, to: &out)
+                out += ":"
+                value.write(to: &out)
+            }
+            out += "}"
+        }
+    }
+
+    private static func writeString(_ value: String, to out: inout String) {
+        out += "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+    }
+}
+
+/// Timestamps in payloads: ISO 8601, UTC, millisecond precision (`2026-11-22T01:47:24.123Z`).
+enum MirrorTimestamp {
+    static func string(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+    }
+}

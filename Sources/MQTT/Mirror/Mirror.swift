@@ -1,0 +1,232 @@
+import Foundation
+
+/// The topic model of the MQTT mirror: a pure state machine, no I/O. Gateway events go in, the
+/// messages and (un)subscriptions to perform come out; inbound messages are routed to what the
+/// gateway must do with them. Time comes in with the events, so it is fully deterministic.
+public struct Mirror: Sendable {
+    public let configuration: MirrorConfiguration
+    public let topics: MirrorTopics
+
+    private let characteristics: [MirrorCharacteristicID: MirrorCharacteristic]
+    private let setTopics: [String: MirrorCharacteristicID]
+    private var peripheral = MirrorPeripheralState(state: "unknown", advertising: false)
+    private var centrals: [String: MirrorCentral] = [:]
+    /// Subscribed centrals per characteristic, in subscription order.
+    private var subscribers: [MirrorCharacteristicID: [(address: String, kind: MirrorSubscriptionKind)]] = [:]
+    /// Last value payload per characteristic (re-published on reconnect).
+    private var values: [MirrorCharacteristicID: [UInt8]] = [:]
+
+    public init(configuration: MirrorConfiguration) throws {
+        try MirrorTopics.validateTopic(configuration.baseTopic, "base topic")
+        try MirrorTopics.validateLevel(configuration.deviceID, "device id")
+        if let prefix = configuration.discoveryPrefix {
+            try MirrorTopics.validateTopic(prefix, "discovery prefix")
+        }
+        var byID: [MirrorCharacteristicID: MirrorCharacteristic] = [:]
+        for characteristic in configuration.characteristics {
+            let id = characteristic.id
+            try MirrorTopics.validateLevel(id.service, "service name")
+            try MirrorTopics.validateLevel(id.characteristic, "characteristic name in \(id.service)")
+            if id.service == MirrorTopics.reservedService {
+                throw MQTTError.invalidConfiguration("service name '\(id.service)' is reserved for the centrals topics; rename the service")
+            }
+            if let source = characteristic.sourceTopic {
+                try MirrorTopics.validateTopic(source, "source topic of \(id)")
+            }
+            guard byID.updateValue(characteristic, forKey: id) == nil else {
+                throw MQTTError.invalidConfiguration("characteristic \(id) appears twice")
+            }
+        }
+        self.configuration = configuration
+        self.topics = MirrorTopics(baseTopic: configuration.baseTopic, deviceID: configuration.deviceID)
+        self.characteristics = byID
+        var setTopics: [String: MirrorCharacteristicID] = [:]
+        for characteristic in configuration.characteristics where characteristic.acceptsSet {
+            setTopics[topics.set(characteristic.id)] = characteristic.id
+        }
+        self.setTopics = setTopics
+    }
+
+    // MARK: Connection-level messages
+
+    public var onlineMessage: MQTTMessage { MQTTMessage(topic: topics.availability, text: "online", retain: true) }
+    public var lastWill: MQTTWill { MQTTWill(topic: topics.availability, payload: Array("offline".utf8)) }
+    public var offlineMessage: MQTTMessage { MQTTMessage(topic: topics.availability, text: "offline", retain: true) }
+
+    /// Topics to subscribe to on every (clean-session) connection: exactly the `/set` topics, the
+    /// active source topics and Home Assistant's status topic.
+    public var inboundSubscriptions: [String] {
+        var result = configuration.characteristics.filter(\.acceptsSet).map { topics.set($0.id) }
+        result += activeSourceTopics.sorted()
+        if let status = homeAssistantStatusTopic { result.append(status) }
+        return result
+    }
+
+    /// Everything retained, in publishing order: availability, discovery, state, values (when
+    /// retained), subscriber lists, connected centrals.
+    public var retainedSnapshot: [MQTTMessage] {
+        var result = [onlineMessage] + discoveryMessages + [stateMessage]
+        for characteristic in configuration.characteristics where configuration.retainValues {
+            if let payload = values[characteristic.id] { result.append(valueMessage(characteristic.id, payload)) }
+        }
+        for characteristic in configuration.characteristics where subscribers[characteristic.id] != nil {
+            result.append(subscribersMessage(characteristic.id))
+        }
+        result += orderedCentrals.map(centralMessage)
+        return result
+    }
+
+    public var discoveryMessages: [MQTTMessage] {
+        HomeAssistantDiscovery(configuration: configuration, topics: topics).messages
+    }
+
+    // MARK: Gateway events
+
+    public mutating func apply(_ event: MirrorEvent) -> [MirrorAction] {
+        switch event {
+        case .peripheralState(let state):
+            peripheral = state
+            return [.publish(stateMessage, durable: false)]
+
+        case .valueChanged(let id, let value, let raw, let date):
+            guard let characteristic = characteristics[id] else { return [] }
+            let payload: [UInt8] = switch characteristic.payloadStyle {
+            case .json: JSONText.object([("value", value.json), ("ts", .string(MirrorTimestamp.string(date)))]).bytes
+            case .raw: raw
+            }
+            values[id] = payload
+            return [.publish(valueMessage(id, payload), durable: false)]
+
+        case .centralConnected(let central):
+            let isNew = centrals.updateValue(central, forKey: central.address) == nil
+            var actions: [MirrorAction] = [.publish(centralMessage(central), durable: true)]
+            if isNew { actions.append(.publish(stateMessage, durable: false)) }
+            return actions
+
+        case .centralDisconnected(let address):
+            let sourcesBefore = activeSourceTopics
+            var actions: [MirrorAction] = []
+            for characteristic in configuration.characteristics {
+                guard let list = subscribers[characteristic.id], list.contains(where: { $0.address == address })
+                else { continue }
+                subscribers[characteristic.id] = list.filter { $0.address != address }
+                actions.append(.publish(subscribersMessage(characteristic.id), durable: true))
+            }
+            if centrals.removeValue(forKey: address) != nil {
+                actions.append(.publish(MQTTMessage(topic: topics.central(address), payload: [], retain: true), durable: true))
+                actions.append(.publish(stateMessage, durable: false))
+            }
+            return actions + sourceChanges(from: sourcesBefore)
+
+        case .subscribed(let id, let central, let kind):
+            guard characteristics[id] != nil else { return [] }
+            let sourcesBefore = activeSourceTopics
+            var list = subscribers[id] ?? []
+            if let index = list.firstIndex(where: { $0.address == central }) {
+                list[index].kind = kind
+            } else {
+                list.append((central, kind))
+            }
+            subscribers[id] = list
+            return [.publish(subscribersMessage(id), durable: true)] + sourceChanges(from: sourcesBefore)
+
+        case .unsubscribed(let id, let central):
+            guard characteristics[id] != nil else { return [] }
+            let sourcesBefore = activeSourceTopics
+            subscribers[id] = (subscribers[id] ?? []).filter { $0.address != central }
+            return [.publish(subscribersMessage(id), durable: true)] + sourceChanges(from: sourcesBefore)
+
+        case .written(let id, let value, let central, let kind, let date):
+            guard characteristics[id] != nil else { return [] }
+            let payload = JSONText.object([
+                ("value", value.json), ("central", .string(central)), ("kind", .string(kind.rawValue)),
+                ("ts", .string(MirrorTimestamp.string(date))),
+            ])
+            return [.publish(MQTTMessage(topic: topics.written(id), payload: payload.bytes), durable: true)]
+        }
+    }
+
+    // MARK: Inbound
+
+    /// What an inbound message means. Only the exact `/set` topics, the source topics currently
+    /// subscribed and Home Assistant's `online` status are accepted; everything else is ignored.
+    public func route(_ message: MQTTMessage) -> MirrorInbound {
+        if let id = setTopics[message.topic] {
+            return .set(id, payload: message.payload)
+        }
+        if activeSourceTopics.contains(message.topic) {
+            let ids = configuration.characteristics
+                .filter { $0.sourceTopic == message.topic && !(subscribers[$0.id] ?? []).isEmpty }
+                .map(\.id)
+            return .sourceValue(ids, payload: message.payload)
+        }
+        if message.topic == homeAssistantStatusTopic, message.payload == Array("online".utf8) {
+            return .homeAssistantOnline
+        }
+        return .ignored
+    }
+
+    /// The message on `<base>/<dev>/error` for a rejected `/set`.
+    public func rejection(of id: MirrorCharacteristicID, reason: String, at date: Date) -> MQTTMessage {
+        let payload = JSONText.object([
+            ("topic", .string(topics.set(id))), ("reason", .string(reason)),
+            ("ts", .string(MirrorTimestamp.string(date))),
+        ])
+        return MQTTMessage(topic: topics.error, payload: payload.bytes)
+    }
+
+    // MARK: Rendering
+
+    private var homeAssistantStatusTopic: String? {
+        configuration.discoveryPrefix.map { "\($0)/status" }
+    }
+
+    private var orderedCentrals: [MirrorCentral] {
+        centrals.values.sorted { ($0.since, $0.address) < ($1.since, $1.address) }
+    }
+
+    private var stateMessage: MQTTMessage {
+        let payload = JSONText.object([
+            ("state", .string(peripheral.state)),
+            ("advertising", .bool(peripheral.advertising)),
+            ("centrals", .array(orderedCentrals.map { .string($0.address) })),
+            ("counters", .object(peripheral.counters.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })),
+        ])
+        return MQTTMessage(topic: topics.state, payload: payload.bytes, retain: true)
+    }
+
+    private func valueMessage(_ id: MirrorCharacteristicID, _ payload: [UInt8]) -> MQTTMessage {
+        MQTTMessage(topic: topics.value(id), payload: payload, qos: configuration.valueQoS,
+                    retain: configuration.retainValues)
+    }
+
+    private func centralMessage(_ central: MirrorCentral) -> MQTTMessage {
+        let payload = JSONText.object([
+            ("address", .string(central.address)), ("mtu", .integer(Int64(central.mtu))),
+            ("security", .string(central.security.rawValue)),
+            ("since", .string(MirrorTimestamp.string(central.since))),
+        ])
+        return MQTTMessage(topic: topics.central(central.address), payload: payload.bytes, retain: true)
+    }
+
+    private func subscribersMessage(_ id: MirrorCharacteristicID) -> MQTTMessage {
+        let list = (subscribers[id] ?? []).map {
+            JSONText.object([("address", .string($0.address)), ("kind", .string($0.kind.rawValue))])
+        }
+        return MQTTMessage(topic: topics.subscribers(id), payload: JSONText.object([("centrals", .array(list))]).bytes,
+                           retain: true)
+    }
+
+    /// Source topics of characteristics with at least one subscribed central.
+    private var activeSourceTopics: Set<String> {
+        Set(configuration.characteristics.compactMap { characteristic in
+            (subscribers[characteristic.id] ?? []).isEmpty ? nil : characteristic.sourceTopic
+        })
+    }
+
+    private func sourceChanges(from before: Set<String>) -> [MirrorAction] {
+        let after = activeSourceTopics
+        return after.subtracting(before).sorted().map(MirrorAction.subscribe)
+            + before.subtracting(after).sorted().map(MirrorAction.unsubscribe)
+    }
+}

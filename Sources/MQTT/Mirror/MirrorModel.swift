@@ -1,0 +1,213 @@
+import Foundation
+
+/// A characteristic as it appears in topics: `<base>/<dev>/<service>/<characteristic>`.
+public struct MirrorCharacteristicID: Hashable, Sendable, CustomStringConvertible {
+    public var service: String
+    public var characteristic: String
+
+    public init(service: String, characteristic: String) {
+        self.service = service
+        self.characteristic = characteristic
+    }
+
+    public var description: String { "\(service)/\(characteristic)" }
+}
+
+/// How a characteristic's value topic is encoded.
+public enum MirrorPayloadStyle: String, Sendable, Equatable {
+    /// `{"value": <decoded value>, "ts": "<ISO 8601>"}` (default).
+    case json
+    /// The characteristic's bytes exactly as a central reads them.
+    case raw
+}
+
+/// A decoded characteristic value (the Values module decodes; the mirror only renders it).
+public enum MirrorValue: Sendable, Equatable {
+    case bool(Bool)
+    case integer(Int64)
+    case number(Double)
+    case string(String)
+    /// Undecodable or opaque bytes: rendered as a lowercase hex string.
+    case bytes([UInt8])
+
+    var json: JSONText {
+        switch self {
+        case .bool(let value): .bool(value)
+        case .integer(let value): .integer(value)
+        case .number(let value): .number(value)
+        case .string(let value): .string(value)
+        case .bytes(let value): .string(hex(value))
+        }
+    }
+}
+
+func hex(_ bytes: [UInt8]) -> String {
+    bytes.map { String(format: "%02x", $0) }.joined()
+}
+
+/// Home Assistant entity announced for a characteristic through MQTT discovery.
+public struct HomeAssistantEntity: Sendable, Equatable {
+    public enum Kind: String, Sendable, Equatable {
+        case sensor
+        case binarySensor = "binary_sensor"
+        /// An output: state from the value topic, commands to the `/set` topic.
+        case `switch`
+    }
+
+    public var kind: Kind
+    public var name: String
+    /// Home Assistant device class (`temperature`, `motion`, `outlet`, ...).
+    public var deviceClass: String?
+    public var unit: String?
+
+    public init(kind: Kind, name: String, deviceClass: String? = nil, unit: String? = nil) {
+        self.kind = kind
+        self.name = name
+        self.deviceClass = deviceClass
+        self.unit = unit
+    }
+}
+
+public struct MirrorCharacteristic: Sendable, Equatable {
+    public var id: MirrorCharacteristicID
+    public var payloadStyle: MirrorPayloadStyle
+    /// Whether `<...>/set` is subscribed and handed to the gateway's validator.
+    public var acceptsSet: Bool
+    /// When set, the characteristic's value comes from this MQTT topic, subscribed only while at
+    /// least one central is subscribed to the characteristic.
+    public var sourceTopic: String?
+    public var homeAssistant: HomeAssistantEntity?
+
+    public init(id: MirrorCharacteristicID, payloadStyle: MirrorPayloadStyle = .json,
+                acceptsSet: Bool = false, sourceTopic: String? = nil,
+                homeAssistant: HomeAssistantEntity? = nil) {
+        self.id = id
+        self.payloadStyle = payloadStyle
+        self.acceptsSet = acceptsSet
+        self.sourceTopic = sourceTopic
+        self.homeAssistant = homeAssistant
+    }
+}
+
+public struct MirrorConfiguration: Sendable, Equatable {
+    /// `<base>`, default `gattway`.
+    public var baseTopic: String
+    /// `<dev>`: the config's `device.id`.
+    public var deviceID: String
+    /// Human name of the device in Home Assistant.
+    public var deviceName: String
+    public var characteristics: [MirrorCharacteristic]
+    /// Home Assistant discovery prefix; nil turns discovery off.
+    public var discoveryPrefix: String?
+    /// QoS of value publications (`mqtt.qos`).
+    public var valueQoS: MQTTQoS
+    /// Whether value publications are retained (`mqtt.retain`); only retained values are
+    /// re-published on reconnection.
+    public var retainValues: Bool
+
+    public init(baseTopic: String = "gattway", deviceID: String, deviceName: String? = nil,
+                characteristics: [MirrorCharacteristic], discoveryPrefix: String? = "homeassistant",
+                valueQoS: MQTTQoS = .atLeastOnce, retainValues: Bool = true) {
+        self.baseTopic = baseTopic
+        self.deviceID = deviceID
+        self.deviceName = deviceName ?? deviceID
+        self.characteristics = characteristics
+        self.discoveryPrefix = discoveryPrefix
+        self.valueQoS = valueQoS
+        self.retainValues = retainValues
+    }
+}
+
+public enum MirrorLinkSecurity: String, Sendable, Equatable {
+    case none
+    case encrypted
+    /// Encrypted with an authenticated (MITM-protected) key.
+    case authenticated
+}
+
+public struct MirrorCentral: Sendable, Equatable {
+    /// Bluetooth address as `AA:BB:CC:DD:EE:FF`.
+    public var address: String
+    public var mtu: Int
+    public var security: MirrorLinkSecurity
+    public var since: Date
+
+    public init(address: String, mtu: Int, security: MirrorLinkSecurity, since: Date) {
+        self.address = address
+        self.mtu = mtu
+        self.security = security
+        self.since = since
+    }
+}
+
+public enum MirrorWriteKind: String, Sendable, Equatable {
+    /// ATT Write Request (answered).
+    case request
+    /// ATT Write Command (write without response).
+    case command
+    /// Prepared (long or reliable) write executed as a batch.
+    case prepared
+    /// ATT Signed Write Command.
+    case signed
+}
+
+public enum MirrorSubscriptionKind: String, Sendable, Equatable {
+    case notify
+    case indicate
+}
+
+/// The peripheral's overall state for `<base>/<dev>/state`.
+public struct MirrorPeripheralState: Sendable, Equatable {
+    /// `unknown`, `resetting`, `unsupported`, `unauthorized`, `poweredOff`, `poweredOn`.
+    public var state: String
+    public var advertising: Bool
+    /// Named counters (reads, writes, notifications, ...), rendered with keys sorted.
+    public var counters: [String: Int]
+
+    public init(state: String, advertising: Bool, counters: [String: Int] = [:]) {
+        self.state = state
+        self.advertising = advertising
+        self.counters = counters
+    }
+}
+
+/// What the gateway tells the mirror.
+public enum MirrorEvent: Sendable, Equatable {
+    case peripheralState(MirrorPeripheralState)
+    /// A characteristic's value changed (from a sensor, a central write, `/set` or a source topic).
+    case valueChanged(MirrorCharacteristicID, value: MirrorValue, raw: [UInt8], at: Date)
+    /// A central connected, or its MTU or link security changed (same `since`).
+    case centralConnected(MirrorCentral)
+    case centralDisconnected(address: String)
+    case subscribed(MirrorCharacteristicID, central: String, kind: MirrorSubscriptionKind)
+    case unsubscribed(MirrorCharacteristicID, central: String)
+    case written(MirrorCharacteristicID, value: MirrorValue, central: String, kind: MirrorWriteKind, at: Date)
+}
+
+/// What the mirror hands back to the gateway from MQTT.
+public enum MirrorInbound: Sendable, Equatable {
+    /// A payload on a characteristic's `/set` topic, to validate and apply.
+    case set(MirrorCharacteristicID, payload: [UInt8])
+    /// A payload on a source topic for the characteristics that take their value from it.
+    case sourceValue([MirrorCharacteristicID], payload: [UInt8])
+    /// Home Assistant restarted: discovery must be published again.
+    case homeAssistantOnline
+    /// Not a topic the gateway accepts writes on.
+    case ignored
+}
+
+/// The gateway's answer to a `/set` payload.
+public enum MirrorSetResult: Sendable, Equatable {
+    case accepted
+    /// Nothing was changed; `reason` is published on `<base>/<dev>/error`.
+    case rejected(reason: String)
+}
+
+/// What the mirror asks the MQTT side to do.
+public enum MirrorAction: Sendable, Equatable {
+    /// `durable`: a QoS 1 event that goes through the persistent outbox (never lost); otherwise
+    /// state that is simply re-published on reconnect.
+    case publish(MQTTMessage, durable: Bool)
+    case subscribe(String)
+    case unsubscribe(String)
+}

@@ -1,0 +1,197 @@
+import Foundation
+import Logging
+
+/// One queued QoS 1 event, numbered in production order.
+public struct OutboxEntry: Sendable, Equatable {
+    public let sequence: UInt64
+    public let message: MQTTMessage
+}
+
+/// Bounded, persistent FIFO of QoS 1 events that must reach the broker even across broker outages
+/// and gattway restarts.
+///
+/// On disk it is an append-only journal (`outbox.jsonl` in the state directory): one JSON line per
+/// `add` (a new event) or `done` (acknowledged by the broker, or dropped because the outbox was
+/// full). Replaying the journal gives the pending events in order. When the journal holds more
+/// finished records than pending ones it is compacted: the pending events are written to a
+/// temporary file, fsynced, and renamed over the journal (atomic on POSIX), so a crash at any
+/// point leaves either the old or the new journal. Appends are plain `write(2)` calls, which
+/// survive a process crash; a torn last line (power loss mid-write) is detected and discarded
+/// with a warning on load.
+public final class MQTTOutbox {
+    public let capacity: Int
+    public private(set) var droppedCount = 0
+    public var pending: ArraySlice<OutboxEntry> { entries[head...] }
+    public var count: Int { entries.count - head }
+
+    private let journalURL: URL
+    private let logger: Logger
+    private var entries: [OutboxEntry] = []
+    private var head = 0
+    private var nextSequence: UInt64 = 1
+    private var finishedRecords = 0
+    private var reportedFull = false
+    private var journal: FileHandle
+
+    public init(directory: URL, capacity: Int = 10_000, logger: Logger) throws {
+        precondition(capacity > 0, "outbox capacity must be positive")
+        self.capacity = capacity
+        self.logger = logger
+        self.journalURL = directory.appendingPathComponent("outbox.jsonl")
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw MQTTError.invalidConfiguration("cannot create state directory \(directory.path): \(error.localizedDescription)")
+        }
+        let loaded = try Self.replay(journalURL, logger: logger)
+        entries = loaded
+        nextSequence = (loaded.last?.sequence ?? 0) + 1
+        while entries.count > capacity {
+            droppedCount += 1
+            entries.removeFirst()
+        }
+        if droppedCount > 0 {
+            logger.error("MQTT outbox: journal held more events than the capacity \(capacity); dropped the \(droppedCount) oldest")
+        }
+        // Start every run from a compact journal, which also discards a torn tail.
+        journal = try Self.rewrite(journalURL, with: entries)
+        if !entries.isEmpty {
+            logger.info("MQTT outbox: \(entries.count) undelivered event(s) restored from \(journalURL.path)")
+        }
+    }
+
+    deinit { try? journal.close() }
+
+    /// Queues `message` and returns its entry. When the outbox is full the oldest event is
+    /// dropped (and counted) to make room, with an error log naming it.
+    @discardableResult
+    public func append(_ message: MQTTMessage) throws -> OutboxEntry {
+        if count == capacity {
+            let oldest = entries[head]
+            try finish(oldest.sequence)
+            droppedCount += 1
+            // One line when the outbox becomes full, then one per 1000 drops: a long outage must
+            // not flood the log.
+            if !reportedFull || droppedCount % 1000 == 0 {
+                logger.error("MQTT outbox full (\(capacity) events): dropping the oldest events (latest #\(oldest.sequence) on \(oldest.message.topic)); \(droppedCount) dropped so far")
+                reportedFull = true
+            }
+        }
+        let entry = OutboxEntry(sequence: nextSequence, message: message)
+        nextSequence += 1
+        try write(Record(add: entry))
+        entries.append(entry)
+        return entry
+    }
+
+    /// Removes the event the broker acknowledged. Unknown sequence numbers (already dropped) are
+    /// ignored.
+    public func acknowledge(_ sequence: UInt64) throws {
+        try finish(sequence)
+        reportedFull = false
+        if finishedRecords > max(count, 64) { try compact() }
+    }
+
+    private func finish(_ sequence: UInt64) throws {
+        guard let index = entries[head...].firstIndex(where: { $0.sequence == sequence }) else { return }
+        try write(Record(done: sequence))
+        finishedRecords += 1
+        if index == head {
+            head += 1
+            if head > 1024 && head * 2 > entries.count {
+                entries.removeFirst(head)
+                head = 0
+            }
+        } else {
+            entries.remove(at: index)
+        }
+    }
+
+    private func compact() throws {
+        try journal.close()
+        entries = Array(entries[head...])
+        head = 0
+        journal = try Self.rewrite(journalURL, with: entries)
+        finishedRecords = 0
+    }
+
+    private func write(_ record: Record) throws {
+        var line = try JSONEncoder().encode(record)
+        line.append(UInt8(ascii: "\n"))
+        do {
+            try journal.write(contentsOf: line)
+        } catch {
+            throw MQTTError.requestFailed("cannot write MQTT outbox \(journalURL.path): \(error.localizedDescription)")
+        }
+    }
+
+    // MARK: Journal format
+
+    private struct Record: Codable {
+        var add: UInt64?
+        var done: UInt64?
+        var topic: String?
+        var payload: Data?
+        var qos: MQTTQoS?
+        var retain: Bool?
+
+        init(add entry: OutboxEntry) {
+            add = entry.sequence
+            topic = entry.message.topic
+            payload = Data(entry.message.payload)
+            qos = entry.message.qos
+            retain = entry.message.retain
+        }
+
+        init(done sequence: UInt64) { done = sequence }
+    }
+
+    private static func replay(_ url: URL, logger: Logger) throws -> [OutboxEntry] {
+        guard let data = FileManager.default.contents(atPath: url.path) else { return [] }
+        var pending: [UInt64: OutboxEntry] = [:]
+        let decoder = JSONDecoder()
+        let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)
+        for (number, line) in lines.enumerated() {
+            guard let record = try? decoder.decode(Record.self, from: Data(line)) else {
+                logger.warning("MQTT outbox \(url.path): line \(number + 1) is damaged (interrupted write?); ignored")
+                continue
+            }
+            if let sequence = record.add, let topic = record.topic, let payload = record.payload {
+                pending[sequence] = OutboxEntry(sequence: sequence, message: MQTTMessage(
+                    topic: topic, payload: Array(payload), qos: record.qos ?? .atLeastOnce,
+                    retain: record.retain ?? false))
+            } else if let sequence = record.done {
+                pending[sequence] = nil
+            }
+        }
+        return pending.values.sorted { $0.sequence < $1.sequence }
+    }
+
+    /// Atomically replaces the journal with `entries` and returns a handle appending to it.
+    private static func rewrite(_ url: URL, with entries: [OutboxEntry]) throws -> FileHandle {
+        let temporary = url.appendingPathExtension("tmp")
+        var contents = Data()
+        let encoder = JSONEncoder()
+        for entry in entries {
+            contents.append(try encoder.encode(Record(add: entry)))
+            contents.append(UInt8(ascii: "\n"))
+        }
+        do {
+            guard FileManager.default.createFile(atPath: temporary.path, contents: nil,
+                                                 attributes: [.posixPermissions: 0o600])
+            else { throw MQTTError.requestFailed("cannot create \(temporary.path)") }
+            let handle = try FileHandle(forWritingTo: temporary)
+            try handle.write(contentsOf: contents)
+            try handle.synchronize()
+            try handle.close()
+            guard rename(temporary.path, url.path) == 0 else {
+                throw MQTTError.requestFailed(String(cString: strerror(errno)))
+            }
+            let appender = try FileHandle(forWritingTo: url)
+            try appender.seekToEnd()
+            return appender
+        } catch {
+            throw MQTTError.requestFailed("cannot rewrite MQTT outbox \(url.path): \(error)")
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// Placeholder until the MQTT layer lands; replaced, not extended.

@@ -1,0 +1,382 @@
+import Values
+
+/// Notification or indication: what the central enabled in its CCCD.
+public enum UpdateKind: Sendable, Hashable {
+    case notification
+    case indication
+}
+
+/// One update for the driver to put on the link.
+public struct Transmission<Central: Hashable & Sendable, Characteristic: Hashable & Sendable>: Sendable, Hashable {
+    public let central: Central
+    public let characteristic: Characteristic
+    public let kind: UpdateKind
+    public let sample: NotifySample
+}
+
+/// The notify policy engine: decides, per (central, characteristic), which values go out and
+/// when, and holds what waits for the link. Pure and deterministic: time is a `Duration` since
+/// an origin the driver chooses, passed in with every call; nothing sleeps or reads a clock.
+///
+/// Two stages:
+/// 1. Policy. Every new value (`update`) and every deadline (`advance`) is judged by the
+///    central's policy or triggers. A value that may go now is *emitted* into the subscription's
+///    outbound slot; one that must wait for an interval is *held* and judged again (the newest
+///    value) when the interval expires.
+/// 2. Link. The outbound slot holds one value, the newest: emitting into a full slot replaces
+///    the older value (counted as coalesced). The driver takes values with
+///    `nextTransmission(for:now:)` whenever that central's link has room, so a stalled central
+///    keeps exactly one value per characteristic and delays no other central.
+///
+/// The driver's loop: after any call, drain `nextTransmission(for:)` for centrals with link
+/// credit, then arm one timer for `nextDeadline` and call `advance(to:)` when it fires.
+public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashable & Sendable>: Sendable {
+    struct Key: Hashable, Sendable {
+        let central: Central
+        let characteristic: Characteristic
+    }
+
+    struct CharacteristicState: Sendable {
+        var policy = NotifyPolicy.immediate
+        var latest: NotifySample?
+        var subscribers: Set<Central> = []
+    }
+
+    struct TriggerState: Sendable {
+        let triggers: TriggerSet
+        /// Fixed time intervals tick at origin + k × interval.
+        let origin: Duration
+    }
+
+    struct Subscription: Sendable {
+        let kind: UpdateKind
+        /// The last value emitted (what the central has, or will get from the slot).
+        var lastEmitted: NotifySample?
+        /// When the last value was emitted, or when the subscription began (heartbeat origin).
+        var lastEmittedAt: Duration
+        /// Whether the newest value waits for an interval; judged again at `retryAt`.
+        var retryAt: Duration?
+        /// Ticks up to this time are handled.
+        var ticksHandledUntil: Duration
+        /// The value waiting for the link.
+        var outbound: NotifySample?
+        /// Subscription order: breaks ties between equal deadlines, so runs are reproducible.
+        let sequence: Int
+    }
+
+    private var characteristics: [Characteristic: CharacteristicState] = [:]
+    private var subscriptions: [Key: Subscription] = [:]
+    private var overrides: [Key: NotifyPolicy] = [:]
+    private var triggers: [Key: TriggerState] = [:]
+    /// Per central, characteristics whose slot holds a value, oldest first (each at most once).
+    private var ready: [Central: [Characteristic]] = [:]
+    private var indicationOutstanding: Set<Central> = []
+    private var subscriptionCount = 0
+    private var characteristicCounters: [Characteristic: NotifyCounters] = [:]
+    private var centralCounters: [Central: NotifyCounters] = [:]
+
+    public init() {}
+
+    // MARK: Configuration
+
+    /// The policy for every central subscribed to `characteristic` (default: `.immediate`).
+    public mutating func configure(_ characteristic: Characteristic, policy: NotifyPolicy) {
+        characteristics[characteristic, default: CharacteristicState()].policy = policy
+    }
+
+    /// A policy for one central on one characteristic, replacing the characteristic's; nil
+    /// returns it to the characteristic's policy.
+    public mutating func override(_ policy: NotifyPolicy?, for central: Central, on characteristic: Characteristic) {
+        overrides[Key(central: central, characteristic: characteristic)] = policy
+    }
+
+    /// A central's trigger conditions (from its ES Trigger Setting / ES Configuration writes),
+    /// replacing the policy's value tests for that central; nil removes them. Fixed intervals
+    /// count from `now`.
+    public mutating func setTriggers(_ set: TriggerSet?, for central: Central, on characteristic: Characteristic,
+                                     now: Duration) {
+        let key = Key(central: central, characteristic: characteristic)
+        triggers[key] = set.map { TriggerState(triggers: $0, origin: now) }
+        if var subscription = subscriptions[key] {
+            subscription.ticksHandledUntil = now
+            subscriptions[key] = subscription
+        }
+    }
+
+    /// The trigger set a central wrote, for reads of its descriptors.
+    public func triggers(for central: Central, on characteristic: Characteristic) -> TriggerSet? {
+        triggers[Key(central: central, characteristic: characteristic)]?.triggers
+    }
+
+    // MARK: Subscriptions
+
+    public mutating func subscribe(_ central: Central, to characteristic: Characteristic, kind: UpdateKind,
+                                   now: Duration) {
+        let key = Key(central: central, characteristic: characteristic)
+        if subscriptions[key] != nil { unsubscribe(central, from: characteristic) }
+        subscriptions[key] = Subscription(kind: kind, lastEmitted: nil, lastEmittedAt: now, retryAt: nil,
+                                          ticksHandledUntil: now, outbound: nil, sequence: subscriptionCount)
+        subscriptionCount += 1
+        characteristics[characteristic, default: CharacteristicState()].subscribers.insert(central)
+        if centralCounters[central] == nil { centralCounters[central] = NotifyCounters() }
+    }
+
+    /// Ends a subscription; a value still held or waiting for the link counts as dropped.
+    public mutating func unsubscribe(_ central: Central, from characteristic: Characteristic) {
+        let key = Key(central: central, characteristic: characteristic)
+        guard let subscription = subscriptions.removeValue(forKey: key) else { return }
+        if subscription.outbound != nil { count(\.dropped, key) }
+        if subscription.retryAt != nil { count(\.dropped, key) }
+        characteristics[characteristic]?.subscribers.remove(central)
+        ready[central]?.removeAll { $0 == characteristic }
+    }
+
+    /// A central left: its subscriptions end, its triggers, overrides and counters are forgotten.
+    public mutating func disconnect(_ central: Central) {
+        for key in subscriptions.keys.filter({ $0.central == central }) {
+            unsubscribe(central, from: key.characteristic)
+        }
+        overrides = overrides.filter { $0.key.central != central }
+        triggers = triggers.filter { $0.key.central != central }
+        ready[central] = nil
+        indicationOutstanding.remove(central)
+        centralCounters[central] = nil
+    }
+
+    // MARK: Values and time
+
+    /// A new value of `characteristic`, judged for every subscribed central.
+    public mutating func update(_ characteristic: Characteristic, sample: NotifySample, now: Duration) {
+        characteristics[characteristic, default: CharacteristicState()].latest = sample
+        for central in characteristics[characteristic]?.subscribers ?? [] {
+            let key = Key(central: central, characteristic: characteristic)
+            // A held value that never went out is superseded by this newer one.
+            if subscriptions[key]?.retryAt != nil { count(\.coalesced, key) }
+            judgeValue(key, sample: sample, now: now)
+        }
+    }
+
+    /// Handles every deadline up to `now`, each at its own time, in order.
+    public mutating func advance(to now: Duration) {
+        while let (key, deadline) = earliestDeadline(), deadline <= now {
+            fire(key, at: deadline)
+        }
+    }
+
+    /// When `advance(to:)` next has work; nil when nothing is scheduled.
+    public var nextDeadline: Duration? {
+        earliestDeadline()?.1
+    }
+
+    // MARK: The link
+
+    /// The next update for `central`, when its link can take one: the oldest waiting slot
+    /// (indications only when none is awaiting confirmation). Counts it as sent.
+    public mutating func nextTransmission(for central: Central) -> Transmission<Central, Characteristic>? {
+        guard let queue = ready[central] else { return nil }
+        for (index, characteristic) in queue.enumerated() {
+            let key = Key(central: central, characteristic: characteristic)
+            guard var subscription = subscriptions[key], let sample = subscription.outbound else { continue }
+            if subscription.kind == .indication {
+                if indicationOutstanding.contains(central) { continue }
+                indicationOutstanding.insert(central)
+            }
+            subscription.outbound = nil
+            subscriptions[key] = subscription
+            ready[central]?.remove(at: index)
+            count(\.sent, key)
+            return Transmission(central: central, characteristic: characteristic, kind: subscription.kind,
+                                sample: sample)
+        }
+        return nil
+    }
+
+    /// The central confirmed its indication; the next one may go.
+    public mutating func indicationConfirmed(by central: Central) {
+        indicationOutstanding.remove(central)
+    }
+
+    /// Centrals with a value waiting for their link.
+    public var centralsWithPendingTransmissions: [Central] {
+        ready.filter { !$0.value.isEmpty }.map(\.key)
+    }
+
+    // MARK: Counters
+
+    public var statistics: NotifyStatistics<Central, Characteristic> {
+        NotifyStatistics(perCharacteristic: characteristicCounters, perCentral: centralCounters,
+                         valuesWaiting: subscriptions.values.filter { $0.outbound != nil }.count)
+    }
+
+    // MARK: Judging
+
+    enum Decision: Equatable {
+        case emit
+        /// Worth sending but an interval has not passed: judge the newest value again then.
+        case hold(until: Duration)
+        case refuse
+    }
+
+    private func policy(_ key: Key) -> NotifyPolicy {
+        overrides[key] ?? characteristics[key.characteristic]?.policy ?? .immediate
+    }
+
+    /// Whether the newest value of `key`'s characteristic may go at `now`. `atTick`: the
+    /// opportunity is a tick (fixed trigger interval or heartbeat), not a new value.
+    private func decide(_ key: Key, _ subscription: Subscription, sample: NotifySample, atTick: Bool,
+                        now: Duration) -> Decision {
+        let policy = policy(key)
+        let last = subscription.lastEmitted
+        let sinceLast = last == nil ? nil : now - subscription.lastEmittedAt
+        var gateEnds: [Duration] = []
+        let admitted: Bool
+        let admittedWithGatesOpen: Bool
+        if let triggerSet = triggers[key]?.triggers {
+            admitted = triggerSet.holds(sample, last: last, atTick: atTick, sinceLast: sinceLast, spacingWaived: false)
+            admittedWithGatesOpen = admitted
+                || triggerSet.holds(sample, last: last, atTick: atTick, sinceLast: sinceLast, spacingWaived: true)
+            if sinceLast != nil {
+                gateEnds += triggerSet.minimumSpacings.map { subscription.lastEmittedAt + $0 }.filter { $0 > now }
+            }
+        } else {
+            // A heartbeat resends whatever the value is.
+            admitted = atTick || policy.admits(sample, after: last)
+            admittedWithGatesOpen = admitted
+        }
+        guard admittedWithGatesOpen else { return .refuse }
+        // The configured minimum interval is a floor under every rule.
+        let floorEnds = subscription.lastEmittedAt + policy.minInterval
+        if sinceLast != nil, floorEnds > now { gateEnds.append(floorEnds) }
+        if admitted, gateEnds.isEmpty { return .emit }
+        guard let end = gateEnds.min() else { return .refuse }
+        return .hold(until: end)
+    }
+
+    /// A new value (or a held one whose interval has passed): emit, hold or refuse it.
+    private mutating func judgeValue(_ key: Key, sample: NotifySample, now: Duration) {
+        guard var subscription = subscriptions[key] else { return }
+        switch decide(key, subscription, sample: sample, atTick: false, now: now) {
+        case .emit:
+            emit(sample, into: &subscription, key: key, now: now)
+        case .hold(let until):
+            subscription.retryAt = until
+        case .refuse:
+            subscription.retryAt = nil
+            count(\.suppressed, key)
+        }
+        subscriptions[key] = subscription
+    }
+
+    private mutating func emit(_ sample: NotifySample, into subscription: inout Subscription, key: Key,
+                               now: Duration) {
+        if subscription.outbound != nil {
+            count(\.coalesced, key)
+        } else {
+            ready[key.central, default: []].append(key.characteristic)
+        }
+        subscription.outbound = sample
+        subscription.lastEmitted = sample
+        subscription.lastEmittedAt = now
+        subscription.retryAt = nil
+    }
+
+    /// A deadline of `key` at `time`: a held value's interval ended, or a tick. Either way the
+    /// deadline moves past `time`, so `advance` always progresses.
+    private mutating func fire(_ key: Key, at time: Duration) {
+        guard var subscription = subscriptions[key] else { return }
+        guard let sample = characteristics[key.characteristic]?.latest else {
+            // Deadlines only exist once a value does; clearing keeps `advance` from spinning.
+            subscriptions[key]?.retryAt = nil
+            return
+        }
+        if let retryAt = subscription.retryAt, retryAt <= time {
+            subscription.retryAt = nil
+            subscriptions[key] = subscription
+            judgeValue(key, sample: sample, now: time)
+            return
+        }
+        subscription.ticksHandledUntil = time
+        // A tick only ever adds a transmission; a value held for an interval stays held.
+        if decide(key, subscription, sample: sample, atTick: true, now: time) == .emit {
+            emit(sample, into: &subscription, key: key, now: time)
+        }
+        subscriptions[key] = subscription
+    }
+
+    /// The next tick after the ones handled: a fixed trigger interval, or (without triggers)
+    /// the heartbeat `maxInterval` after the last emission.
+    private func nextTick(_ key: Key, _ subscription: Subscription) -> Duration? {
+        guard characteristics[key.characteristic]?.latest != nil else { return nil }
+        let handled = subscription.ticksHandledUntil
+        if let state = triggers[key] {
+            return state.triggers.fixedIntervals.map { interval in
+                let periods = Int(((handled - state.origin) / interval).rounded(.down)) + 1
+                let tick = state.origin + interval * periods
+                // Duration division goes through Double; never return a handled tick.
+                return tick > handled ? tick : tick + interval
+            }.min()
+        }
+        guard let heartbeat = policy(key).maxInterval else { return nil }
+        let due = subscription.lastEmittedAt + heartbeat
+        return due > handled ? due : handled + heartbeat
+    }
+
+    /// Scans every subscription: there are a few dozen at most (centrals × characteristics), and
+    /// a scan keeps no second structure to go stale.
+    private func earliestDeadline() -> (Key, Duration)? {
+        var earliest: (key: Key, deadline: Duration, sequence: Int)?
+        for (key, subscription) in subscriptions {
+            let candidates = [subscription.retryAt, nextTick(key, subscription)].compactMap { $0 }
+            guard let deadline = candidates.min() else { continue }
+            if let current = earliest,
+               (current.deadline, current.sequence) < (deadline, subscription.sequence) { continue }
+            earliest = (key, deadline, subscription.sequence)
+        }
+        return earliest.map { ($0.key, $0.deadline) }
+    }
+
+    private mutating func count(_ counter: WritableKeyPath<NotifyCounters, Int>, _ key: Key) {
+        characteristicCounters[key.characteristic, default: NotifyCounters()][keyPath: counter] += 1
+        centralCounters[key.central, default: NotifyCounters()][keyPath: counter] += 1
+    }
+}
+
+/// What happened to values, per characteristic or per central.
+public struct NotifyCounters: Sendable, Hashable, Codable {
+    /// Handed to the link.
+    public var sent = 0
+    /// Replaced by a newer value before they went out (held for an interval, or waiting for the
+    /// link).
+    public var coalesced = 0
+    /// Not worth sending under the policy or triggers (delta, on_change, conditions).
+    public var suppressed = 0
+    /// Lost without a successor: the subscription ended while they waited.
+    public var dropped = 0
+
+    public init() {}
+}
+
+/// A snapshot of the counters for the periodic log line and MQTT `state`.
+public struct NotifyStatistics<Central: Hashable & Sendable, Characteristic: Hashable & Sendable>: Sendable {
+    public let perCharacteristic: [Characteristic: NotifyCounters]
+    /// Connected centrals only; a central's counters go when it disconnects.
+    public let perCentral: [Central: NotifyCounters]
+    /// Values in outbound slots now: at most one per subscription, whatever the input rate.
+    public let valuesWaiting: Int
+
+    /// One line for the periodic log: per characteristic, then per central, each sorted by name,
+    /// e.g. `temp sent=5 coalesced=95 suppressed=0 dropped=0; central AA:BB sent=5 ...`.
+    public var logLine: String {
+        func entries<Key>(_ counters: [Key: NotifyCounters], prefix: String) -> [String] {
+            counters.map { ("\(prefix)\($0.key)", $0.value) }
+                .sorted { $0.0 < $1.0 }
+                .map { name, counters in
+                    "\(name) sent=\(counters.sent) coalesced=\(counters.coalesced) "
+                        + "suppressed=\(counters.suppressed) dropped=\(counters.dropped)"
+                }
+        }
+        let parts = entries(perCharacteristic, prefix: "") + entries(perCentral, prefix: "central ")
+            + ["waiting=\(valuesWaiting)"]
+        return parts.joined(separator: "; ")
+    }
+}

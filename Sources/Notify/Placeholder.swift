@@ -1,1 +1,0 @@
-// Placeholder until the Notify layer lands; replaced, not extended.

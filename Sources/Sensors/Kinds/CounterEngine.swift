@@ -1,0 +1,104 @@
+import Foundation
+import GPIO
+
+/// Counts rising edges (falling with `invert`); the total is kept in `<stateDirectory>/<name>.count`
+/// and survives restarts. Lost events are counted too: each was a pulse.
+final class CounterEngine: SensorEngine {
+    private let input: any InputLine
+    private let store: CounterStore?
+    private let reportNs: UInt64
+    private let persistNs: UInt64
+    private var total: UInt64 = 0
+    private var lastReport: UInt64 = 0
+    private var reportDue: UInt64?
+    private var persistDue: UInt64?
+
+    init(_ settings: CounterSettings, context: EngineContext) throws {
+        store = settings.stateDirectory.map { CounterStore(directory: $0, name: context.name) }
+        total = try store?.load() ?? 0
+        input = try context.input(settings.line, bias: settings.bias, edges: .rising)
+        reportNs = settings.reportInterval.nanoseconds
+        persistNs = settings.persistInterval.nanoseconds
+    }
+
+    var inputs: [any InputLine] { [input] }
+    var deadline: UInt64? { [reportDue, persistDue].compactMap { $0 }.min() }
+
+    func start(at now: UInt64) throws -> [Emission] {
+        lastReport = now
+        return [emission(now)]
+    }
+
+    func handle(_ event: EdgeEvent, input: Int) -> [Emission] {
+        count(1, at: event.timestampNs)
+    }
+
+    func lost(_ count: Int, input: Int) {
+        total += UInt64(count)
+    }
+
+    private func count(_ pulses: UInt64, at time: UInt64) -> [Emission] {
+        total += pulses
+        if store != nil, persistDue == nil { persistDue = time + persistNs }
+        if time >= lastReport + reportNs {
+            lastReport = time
+            reportDue = nil
+            return [emission(time)]
+        }
+        if reportDue == nil { reportDue = lastReport + reportNs }
+        return []
+    }
+
+    func tick(at now: UInt64) -> [Emission] {
+        var out: [Emission] = []
+        if let due = persistDue, due <= now {
+            persistDue = nil
+            persist()
+        }
+        if let due = reportDue, due <= now {
+            reportDue = nil
+            lastReport = now
+            out.append(emission(now))
+        }
+        return out
+    }
+
+    func stop() {
+        persist()
+        input.release()
+    }
+
+    private func persist() {
+        // A failed write keeps the total in memory; the next persist tries again.
+        try? store?.save(total)
+    }
+
+    private func emission(_ time: UInt64) -> Emission {
+        Emission(channel: Emission.valueChannel, reading: .number(Double(total)), unit: "", time: time)
+    }
+}
+
+/// The persisted total of a counter: a decimal number in a small file, replaced atomically
+/// (written to a temporary file, then renamed) so a crash never leaves a torn total.
+struct CounterStore {
+    let path: String
+
+    init(directory: String, name: String) {
+        path = (directory as NSString).appendingPathComponent("\(name).count")
+    }
+
+    func load() throws -> UInt64 {
+        guard FileManager.default.fileExists(atPath: path) else { return 0 }
+        let text = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let total = UInt64(text) else {
+            throw SensorError.stateFile(path: path, message: "not a count: \"\(text.prefix(40))\"")
+        }
+        return total
+    }
+
+    func save(_ total: UInt64) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data("\(total)\n".utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+}

@@ -1,1 +1,0 @@
-// Placeholder until the Sensors layer lands; replaced, not extended.

@@ -1,0 +1,187 @@
+import GPIO
+
+/// One reading an engine produced, before filtering and naming.
+struct Emission {
+    var channel: String
+    var reading: SensorValue.Reading
+    var unit: String
+    var time: UInt64
+
+    static let valueChannel = "value"
+    static let lostEventsChannel = "lost_events"
+}
+
+/// The kind-specific part of a sensor: owns its lines and turns edge events and time into
+/// readings. Engines are synchronous and take time explicitly, so the same code runs in real
+/// time (`SensorRunner`) and in virtual time (`SimulatedSensorDriver`), deterministically.
+protocol SensorEngine: AnyObject {
+    /// Inputs whose edge events this engine consumes now (may change between calls).
+    var inputs: [any InputLine] { get }
+    /// When `tick` must next be called; after `tick(at: t)` it is later than `t` or nil.
+    var deadline: UInt64? { get }
+    func start(at now: UInt64) throws -> [Emission]
+    func handle(_ event: EdgeEvent, input: Int) -> [Emission]
+    /// Events lost on an input; engines whose meaning survives it (counter) account for them.
+    func lost(_ count: Int, input: Int)
+    func tick(at now: UInt64) -> [Emission]
+    /// Drives an output sensor; other kinds refuse writes.
+    func write(_ value: Bool, at now: UInt64) throws -> [Emission]
+    func stop()
+}
+
+extension SensorEngine {
+    func lost(_ count: Int, input: Int) {}
+    func write(_ value: Bool, at now: UInt64) throws -> [Emission] {
+        throw SensorError.notWritable
+    }
+}
+
+public enum SensorError: Error, Equatable, CustomStringConvertible {
+    case notWritable
+    case unknownSensor(String)
+    case stateFile(path: String, message: String)
+
+    public var description: String {
+        switch self {
+        case .notWritable: "only output sensors accept writes"
+        case .unknownSensor(let name): "no sensor named \(name)"
+        case let .stateFile(path, message): "sensor state file \(path): \(message)"
+        }
+    }
+}
+
+/// Everything an engine needs from its surroundings.
+struct EngineContext {
+    let name: String
+    let backend: any GPIOBackend
+    let filters: [SensorFilter]
+    let eventBufferSize: Int
+    let onReadable: @Sendable () -> Void
+
+    /// The consumer label other programs see on our lines (`gpioinfo`, EBUSY messages).
+    var consumer: String { "gattway:\(name)" }
+
+    func input(_ line: LineSelector, bias: GPIOBias, edges: EdgeDetection, bufferSize: Int = 0) throws -> any InputLine {
+        try backend.requestInput(
+            line, consumer: consumer,
+            settings: InputSettings(bias: bias, activeLow: filters.inverts, edges: edges,
+                                    debounce: filters.lineDebounce,
+                                    eventBufferSize: max(bufferSize, eventBufferSize)),
+            onReadable: onReadable)
+    }
+
+    func output(_ line: LineSelector, initialValue: Bool) throws -> any OutputLine {
+        try backend.requestOutput(line, consumer: consumer,
+                                  settings: OutputSettings(activeLow: filters.inverts, initialValue: initialValue))
+    }
+}
+
+/// A sensor's engine plus its per-channel filters: the one place that orders edge events and
+/// deadlines in time, so readings do not depend on when the process happened to wake up.
+final class SensorCore {
+    let spec: SensorSpec
+    private let engine: any SensorEngine
+    private var chains: [String: FilterChain] = [:]
+    private var lostTotal = 0
+
+    init(spec: SensorSpec, backend: any GPIOBackend, onReadable: @escaping @Sendable () -> Void) throws {
+        self.spec = spec
+        let context = EngineContext(name: spec.name, backend: backend, filters: spec.filters,
+                                    eventBufferSize: spec.eventBufferSize, onReadable: onReadable)
+        engine = try makeEngine(spec.kind, context: context)
+    }
+
+    var deadline: UInt64? {
+        [engine.deadline, chains.values.compactMap(\.deadline).min()].compactMap { $0 }.min()
+    }
+
+    func start(at now: UInt64) throws -> [SensorValue] {
+        finish(try engine.start(at: now))
+    }
+
+    /// Reads every pending event and runs every deadline up to `now`, in time order.
+    func step(now: UInt64) -> [SensorValue] {
+        var out: [Emission] = []
+        var events: [(event: EdgeEvent, input: Int)] = []
+        for (index, line) in engine.inputs.enumerated() {
+            do {
+                let batch = try line.readEvents()
+                if batch.lost > 0 {
+                    engine.lost(batch.lost, input: index)
+                    lostTotal += batch.lost
+                    out.append(Emission(channel: Emission.lostEventsChannel, reading: .number(Double(lostTotal)), unit: "",
+                                        time: batch.events.first?.timestampNs ?? now))
+                }
+                events += batch.events.map { ($0, index) }
+            } catch {
+                out.append(Emission(channel: Emission.valueChannel, reading: .failure(.gpio("\(error)")),
+                                    unit: "", time: now))
+            }
+        }
+        if engine.inputs.count > 1 {
+            events.sort { $0.event.timestampNs < $1.event.timestampNs }  // stable: keeps per-line order
+        }
+        var next = 0
+        var values: [SensorValue] = finish(out)
+        while true {
+            if let due = deadline, due <= now, next == events.count || events[next].event.timestampNs > due {
+                values += finish(engine.deadline.map { $0 <= due } == true ? engine.tick(at: due) : [])
+                values += tickFilters(at: due)
+            } else if next < events.count {
+                values += finish(engine.handle(events[next].event, input: events[next].input))
+                next += 1
+            } else {
+                return values
+            }
+        }
+    }
+
+    func write(_ value: Bool, at now: UInt64) throws -> [SensorValue] {
+        finish(try engine.write(value, at: now))
+    }
+
+    func stop() { engine.stop() }
+
+    private func tickFilters(at time: UInt64) -> [SensorValue] {
+        var values: [SensorValue] = []
+        for channel in chains.keys.sorted() {
+            for reading in chains[channel]!.tick(at: time) {
+                values.append(value(channel: channel, reading: reading, unit: units[channel] ?? "", time: time))
+            }
+        }
+        return values
+    }
+
+    private var units: [String: String] = [:]
+
+    private func finish(_ emissions: [Emission]) -> [SensorValue] {
+        emissions.compactMap { emission in
+            let unit = emission.channel == Emission.valueChannel ? (spec.unit ?? emission.unit) : emission.unit
+            guard emission.channel != Emission.lostEventsChannel else {
+                return value(channel: emission.channel, reading: emission.reading, unit: unit, time: emission.time)
+            }
+            units[emission.channel] = unit
+            var chain = chains[emission.channel] ?? FilterChain(spec.filters)
+            let filtered = chain.apply(emission.reading, at: emission.time)
+            chains[emission.channel] = chain
+            return filtered.map { value(channel: emission.channel, reading: $0, unit: unit, time: emission.time) }
+        }
+    }
+
+    private func value(channel: String, reading: SensorValue.Reading, unit: String, time: UInt64) -> SensorValue {
+        SensorValue(sensor: spec.name, channel: channel, reading: reading, unit: unit, timestampNs: time)
+    }
+}
+
+private func makeEngine(_ kind: SensorKind, context: EngineContext) throws -> any SensorEngine {
+    switch kind {
+    case .binary(let s): try BinaryEngine(s, context: context)
+    case .counter(let s): try CounterEngine(s, context: context)
+    case .rate(let s): try RateEngine(s, context: context)
+    case .pulseWidth(let s): try PulseWidthEngine(s, context: context)
+    case .distance(let s): try DistanceEngine(s, context: context)
+    case .dht(let s): DHTEngine(s, context: context)
+    case .rotaryEncoder(let s): try RotaryEncoderEngine(s, context: context)
+    case .output(let s): try OutputEngine(s, context: context)
+    }
+}

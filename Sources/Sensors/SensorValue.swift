@@ -1,0 +1,64 @@
+/// What sensors produce: small Sendable values streamed to the GATT and MQTT sides.
+public struct SensorValue: Sendable, Equatable {
+    public enum Reading: Sendable, Equatable {
+        case number(Double)
+        case bool(Bool)
+        /// A reading that could not be taken; the reason is reported instead of a stale value.
+        case failure(SensorFailure)
+    }
+
+    /// The sensor's configured name.
+    public var sensor: String
+    /// Which of the sensor's quantities this is: `value` for single-valued kinds, `temperature`
+    /// and `humidity` for DHT, `high_time` and `duty_cycle` for pulse width, and `lost_events`
+    /// (running total) for any sensor whose edge events overflowed a buffer.
+    public var channel: String
+    public var reading: Reading
+    /// Unit symbol, e.g. `°C`, `%`, `m`, `1/s`; empty for booleans and counts.
+    public var unit: String
+    /// Monotonic time (ns) the reading refers to: the edge or the measurement that produced it.
+    public var timestampNs: UInt64
+
+    public init(sensor: String, channel: String, reading: Reading, unit: String, timestampNs: UInt64) {
+        self.sensor = sensor
+        self.channel = channel
+        self.reading = reading
+        self.unit = unit
+        self.timestampNs = timestampNs
+    }
+
+    /// The number, if this is a numeric reading.
+    public var number: Double? {
+        if case .number(let value) = reading { return value }
+        return nil
+    }
+
+    /// The boolean, if this is a boolean reading.
+    public var bool: Bool? {
+        if case .bool(let value) = reading { return value }
+        return nil
+    }
+}
+
+/// Why a reading failed.
+public enum SensorFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No answer in time (HC-SR04 echo, DHT frame).
+    case timeout
+    /// A DHT frame whose checksum byte does not match the sum of its data bytes.
+    case checksumMismatch(bytes: [UInt8])
+    /// A DHT frame with fewer than 40 bits: edges were missed (on libgpiod v1 use the kernel's
+    /// dht11 IIO overlay instead).
+    case incompleteFrame(bits: Int)
+    /// A GPIO error while reading or driving the sensor's lines.
+    case gpio(String)
+
+    public var description: String {
+        switch self {
+        case .timeout: "no answer from the sensor in time"
+        case .checksumMismatch(let bytes):
+            "checksum mismatch in frame \(bytes.map { String($0, radix: 16) }.joined(separator: " "))"
+        case .incompleteFrame(let bits): "incomplete frame: \(bits) of 40 bits received"
+        case .gpio(let message): message
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// Placeholder until the Values layer lands; replaced, not extended.

@@ -1,0 +1,161 @@
+import BluetoothCore
+import Foundation
+
+/// The JSON form of values on MQTT: the state payload `{"value": ..., "ts": ...}` gattway
+/// publishes, and the `/set` payload it accepts.
+public enum ValueJSON {
+    /// Longest `/set` payload parsed; longer ones are refused before parsing.
+    public static let maximumPayloadLength = 4096
+
+    /// `{"value":<value>,"ts":"<ISO 8601 UTC, milliseconds>"}`. Numbers print in their shortest
+    /// exact form (25.06, 42), NaN and infinities as null (JSON has no such numbers), bytes as a
+    /// lower-case hex string.
+    public static func statePayload(_ value: SensorValue, timestamp: Date) -> String {
+        "{\"value\":\(literal(value)),\"ts\":\"\(iso8601(timestamp))\"}"
+    }
+
+    /// A value as a JSON literal.
+    public static func literal(_ value: SensorValue) -> String {
+        switch value {
+        case .bool(let flag):
+            return flag ? "true" : "false"
+        case .number(let number):
+            guard number.isFinite else { return "null" }
+            if number == number.rounded(), abs(number) < 1e15 { return String(Int64(number)) }
+            return "\(number)"
+        case .text(let text):
+            return quoted(text)
+        case .bytes(let bytes):
+            return quoted(bytes.hexString)
+        }
+    }
+
+    /// Parses a `/set` payload for a characteristic encoded with `encoding`: a bare JSON value
+    /// (`21.5`, `true`, `"text"`) or an object `{"value": ...}` (other keys, such as "ts", are
+    /// ignored). Bytes characteristics take a hex string or an array of integers 0...255.
+    /// Returns the value and its encoding on air; every refusal is a `ValueError` naming why.
+    public static func parseSet(_ payload: [UInt8], encoding: ValueEncoding) throws(ValueError)
+        -> (value: SensorValue, bytes: [UInt8])
+    {
+        guard payload.count <= maximumPayloadLength else {
+            throw .tooLong(length: payload.count, maximum: maximumPayloadLength)
+        }
+        guard String(validating: payload, as: UTF8.self) != nil else { throw .invalidUTF8 }
+        let json: JSONValue
+        do {
+            json = try JSONDecoder().decode(JSONValue.self, from: Data(payload))
+        } catch let error as JSONValue.Unsupported {
+            throw .invalidJSON(error.reason)
+        } catch {
+            throw .invalidJSON(payload.isEmpty ? "empty payload" : "not parseable as JSON")
+        }
+        var candidate = json
+        if case .object(let members) = json {
+            guard let inner = members["value"] else { throw .invalidJSON("object without a \"value\" key") }
+            candidate = inner
+        }
+        let value = try sensorValue(candidate, for: encoding.format)
+        return (value, try encoding.encode(value))
+    }
+
+    private static func sensorValue(_ json: JSONValue, for format: ValueFormat) throws(ValueError) -> SensorValue {
+        switch (format, json) {
+        case (.bool, .bool(let flag)): return .bool(flag)
+        case (.utf8, .string(let text)): return .text(text)
+        case (.bytes, .string(let hex)):
+            guard let bytes = [UInt8](hexString: hex) else {
+                throw .wrongType(expected: format, got: "a string that is not hex")
+            }
+            return .bytes(bytes)
+        case (.bytes, .array(let items)):
+            var bytes: [UInt8] = []
+            for item in items {
+                guard case .number(let number) = item, let byte = UInt8(exactly: number) else {
+                    throw .wrongType(expected: format, got: "an array holding \(item.kindName) \(item)")
+                }
+                bytes.append(byte)
+            }
+            return .bytes(bytes)
+        case (_, .number(let number)) where format.isNumeric && format != .bool:
+            return .number(number)
+        default:
+            throw .wrongType(expected: format, got: json.kindName)
+        }
+    }
+
+    private static func quoted(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case let control where control.value < 0x20:
+                result += String(format: "\\u%04x", control.value)
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+
+    private static func iso8601(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+    }
+}
+
+/// Any JSON value, decoded strictly: `true` is never a number and `1` never a boolean.
+enum JSONValue: Decodable, CustomStringConvertible {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    struct Unsupported: Error {
+        let reason: String
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else if let text = try? container.decode(String.self) {
+            self = .string(text)
+        } else if let items = try? container.decode([JSONValue].self) {
+            self = .array(items)
+        } else if let members = try? container.decode([String: JSONValue].self) {
+            self = .object(members)
+        } else {
+            throw Unsupported(reason: "a value that is not a JSON scalar, array or object")
+        }
+    }
+
+    var kindName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .null: "null"
+        case .bool(let flag): "\(flag)"
+        case .number(let number): "\(number)"
+        case .string(let text): "\"\(text)\""
+        case .array(let items): "[\(items.map(\.description).joined(separator: ","))]"
+        case .object(let members): "{\(members.keys.sorted().joined(separator: ","))}"
+        }
+    }
+}

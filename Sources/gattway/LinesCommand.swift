@@ -1,0 +1,54 @@
+import ArgumentParser
+import Config
+
+struct LinesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lines",
+        abstract: "List GPIO chips and their lines: names, consumers and direction.",
+        discussion: """
+            With the libgpiod backend, lists the chips under /dev. With the simulated backend \
+            (--backend simulated, or a --config whose gpio.backend is simulated), lists the \
+            configured simulated chips, which lines the configuration's sensors use, and the \
+            generator driving each.
+            """)
+
+    @Option(name: .long, help: ArgumentHelp(
+        "A configuration whose gpio section selects the backend and describes simulated chips.",
+        valueName: "file"))
+    var config: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "The GPIO backend to list: libgpiod or simulated (default: the configuration's, else libgpiod).",
+        valueName: "backend"))
+    var backend: GPIOBackendKind?
+
+    @Option(name: .long, help: ArgumentHelp("Only this chip (name, label or /dev path).", valueName: "chip"))
+    var chip: String?
+
+    func run() throws {
+        let loaded = try config.map(loadConfigOrExit)
+        let backend = backend ?? loaded?.config.gpio.backend ?? .libgpiod
+        let inventory: any LineInventory
+        switch backend {
+        case .simulated:
+            guard let loaded else {
+                throw ValidationError("--backend simulated needs --config: simulated chips are described there")
+            }
+            inventory = SimulatedLineInventory(config: loaded.config)
+        case .libgpiod:
+            inventory = LibgpiodLineInventory()
+        }
+        let chips = try inventory.chips().filter { listing in
+            chip.map { [listing.name, listing.label, "/dev/\(listing.name)"].contains($0) } ?? true
+        }
+        if let chip, chips.isEmpty {
+            printToStandardError("no chip \"\(chip)\"")
+            throw ExitCode(1)
+        }
+        for listing in chips {
+            print(listing.rendered())
+        }
+    }
+}
+
+extension GPIOBackendKind: ExpressibleByArgument {}

@@ -1,0 +1,62 @@
+import ArgumentParser
+import BluetoothHCI
+import Config
+import Foundation
+import Logging
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// `--config FILE`, shared by the commands that read a configuration.
+struct ConfigFileOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The YAML configuration file.", valueName: "file"))
+    var config: String
+}
+
+/// The options that override the configuration when running the gateway.
+struct RuntimeOptions: ParsableArguments {
+    @Option(name: .long,
+            help: ArgumentHelp("The Bluetooth controller, overriding bluetooth.transport: hciN (Linux HCI "
+                               + "user channel on adapter N), tcp:HOST:PORT or unix:PATH (H4 over a socket, "
+                               + "e.g. a virtual controller), serial:DEVICE[,BAUD] (H4 over a UART).",
+                               valueName: "transport"),
+            transform: { text in try HCITransportSpec(parsing: text) })
+    var hci: HCITransportSpec?
+
+    @Option(name: .long,
+            help: ArgumentHelp("The MQTT broker, overriding mqtt.url (and turning the mirror on): "
+                               + "mqtt://HOST[:PORT] or mqtts://HOST[:PORT].", valueName: "url"),
+            transform: { text in try MQTTBrokerURL(parsing: text) })
+    var mqtt: MQTTBrokerURL?
+
+    @Option(name: .long,
+            help: ArgumentHelp("The lowest level logged.", valueName: "level"))
+    var logLevel: Logger.Level = .info
+
+    /// The configuration with the command line's overrides applied.
+    func apply(to config: GatewayConfig) -> GatewayConfig {
+        var config = config
+        if let hci { config.bluetooth.transport = hci }
+        if let mqtt {
+            if config.mqtt == nil {
+                config.mqtt = MQTTConfig.defaults(broker: mqtt, deviceID: config.device.id)
+            } else {
+                config.mqtt?.broker = mqtt
+            }
+        }
+        return config
+    }
+}
+
+/// Loads a configuration, or prints every problem in it to stderr and exits with status 1.
+func loadConfigOrExit(_ path: String) throws -> LoadedConfig {
+    do {
+        return try ConfigLoader.load(file: path)
+    } catch {
+        printToStandardError(error.description)
+        throw ExitCode(1)
+    }
+}
+
+func printToStandardError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}

@@ -1,0 +1,192 @@
+import Foundation
+import Testing
+@testable import GPIO
+
+/// Behaviour of the simulated backend on its virtual clock: the same behaviours
+/// `LibgpiodBackendTests` checks against the kernel's gpio-sim.
+@Suite struct SimulatedBackendTests {
+    static let start: UInt64 = 1_000_000_000
+
+    func backend(_ lines: [SimulatedLineConfig]) -> SimulatedBackend {
+        SimulatedBackend(chips: [SimulatedChipConfig(label: "sim-test", lines: lines)], startNs: Self.start)
+    }
+
+    func line(_ name: String, _ generator: SignalGenerator? = nil) -> SimulatedLineConfig {
+        SimulatedLineConfig(name: name, generator: generator)
+    }
+
+    @Test func chipsListNamedLinesAndWhoHoldsThem() throws {
+        let sim = backend([line("SIM0"), line("SIM1")])
+        let held = try sim.requestOutput(LineSelector("SIM1"), consumer: "tester", settings: OutputSettings())
+        let chips = try sim.chips()
+        #expect(chips.map(\.path) == ["sim:sim-test"])
+        #expect(chips[0].lines.map(\.name) == ["SIM0", "SIM1"])
+        #expect(chips[0].lines[1].consumer == "tester")
+        #expect(chips[0].lines[1].direction == .output)
+        #expect(!chips[0].lines[0].used)
+        held.release()
+    }
+
+    @Test func linesAreFoundByNameOptionallyOnAChip() throws {
+        let sim = backend([line("GPIO17"), line("GPIO27")])
+        #expect(try sim.resolve(LineSelector("GPIO27")).offset == 1)
+        #expect(try sim.resolve(LineSelector("GPIO27", chip: "sim-test")).offset == 1)
+        #expect(try sim.resolve(LineSelector("GPIO27", chip: "sim:sim-test")).offset == 1)
+        #expect(throws: GPIOError.chipNotFound("pinctrl-rp1", available: ["sim-test [sim-test]"])) {
+            try sim.resolve(LineSelector("GPIO27", chip: "pinctrl-rp1"))
+        }
+    }
+
+    @Test func aMissingLineNamesTheClosestOnes() throws {
+        let sim = backend([line("GPIO17"), line("GPIO27"), line("ID_SDA")])
+        let error = #expect(throws: GPIOError.self) { try sim.resolve(LineSelector("GPIO71")) }
+        guard case let .lineNotFound(_, closest) = error else { Issue.record("\(String(describing: error))"); return }
+        #expect(closest == ["GPIO17", "GPIO27"])
+        #expect(error!.description.contains("closest names: GPIO17, GPIO27"))
+    }
+
+    @Test func aBusyLineNamesItsConsumer() throws {
+        let sim = backend([line("SIM0")])
+        let first = try sim.requestInput(LineSelector("SIM0"), consumer: "gattway:door", settings: InputSettings(),
+                                         onReadable: {})
+        let error = #expect(throws: GPIOError.self) {
+            try sim.requestOutput(LineSelector("SIM0"), consumer: "other", settings: OutputSettings())
+        }
+        #expect(error?.description.contains("held by consumer \"gattway:door\"") == true)
+        first.release()
+        // Released cleanly: the line can be requested again.
+        _ = try sim.requestOutput(LineSelector("SIM0"), consumer: "other", settings: OutputSettings())
+    }
+
+    @Test func biasDecidesAFloatingLinesLevel() throws {
+        let sim = backend([line("SIM0")])
+        let up = try sim.requestInput(LineSelector("SIM0"), consumer: "t", settings: InputSettings(bias: .pullUp),
+                                      onReadable: {})
+        #expect(try up.value())
+        up.release()
+        let down = try sim.requestInput(LineSelector("SIM0"), consumer: "t", settings: InputSettings(bias: .pullDown),
+                                        onReadable: {})
+        #expect(try !down.value())
+    }
+
+    @Test func edgesCarryTimestampsAndSequenceNumbers() throws {
+        let sim = backend([line("SIM0", .square(period: .milliseconds(1), duty: 0.25))])
+        let signals = CallCounter()
+        let input = try sim.requestInput(LineSelector("SIM0"), consumer: "t", settings: InputSettings(edges: .both),
+                                         onReadable: { signals.increment() })
+        sim.advance(by: .microseconds(2_100))
+        let batch = try input.readEvents()
+        let ms: UInt64 = 1_000_000
+        #expect(batch.events == [
+            EdgeEvent(edge: .falling, timestampNs: Self.start + ms / 4, sequence: 1),
+            EdgeEvent(edge: .rising, timestampNs: Self.start + ms, sequence: 2),
+            EdgeEvent(edge: .falling, timestampNs: Self.start + ms + ms / 4, sequence: 3),
+            EdgeEvent(edge: .rising, timestampNs: Self.start + 2 * ms, sequence: 4),
+        ])
+        #expect(batch.lost == 0)
+        #expect(signals.value == 1)
+        #expect(try input.readEvents().events.isEmpty)
+    }
+
+    @Test func edgeSelectionAndActiveLowApplyToLogicalLevels() throws {
+        let sim = backend([line("SIM0", .square(period: .milliseconds(1), duty: 0.5))])
+        let input = try sim.requestInput(LineSelector("SIM0"), consumer: "t",
+                                         settings: InputSettings(activeLow: true, edges: .rising), onReadable: {})
+        #expect(try !input.value())  // physically high at the start
+        sim.advance(by: .microseconds(1_600))
+        // Physical falls at 0.5 ms and 1.5 ms are logical rises.
+        #expect(try input.readEvents().events.map(\.timestampNs) == [Self.start + 500_000, Self.start + 1_500_000])
+    }
+
+    @Test func debounceReportsOneEdgeOnceTheLevelHeld() throws {
+        // A contact that bounces for 0.3 ms before closing, then stays closed.
+        let bouncing: [SignalGenerator.Step] = [
+            .init(false, .milliseconds(1)), .init(true, .microseconds(100)), .init(false, .microseconds(50)),
+            .init(true, .microseconds(100)), .init(false, .microseconds(50)), .init(true, .seconds(10)),
+        ]
+        let sim = backend([line("SIM0", .steps(bouncing, repeats: false))])
+        let input = try sim.requestInput(LineSelector("SIM0"), consumer: "t",
+                                         settings: InputSettings(edges: .both, debounce: .microseconds(200)),
+                                         onReadable: {})
+        sim.advance(by: .milliseconds(5))
+        let settled = Self.start + 1_000_000 + 300_000
+        #expect(try input.readEvents().events == [EdgeEvent(edge: .rising, timestampNs: settled + 200_000, sequence: 1)])
+        #expect(try input.value())
+    }
+
+    @Test func anOverflowingBufferIsCountedAsLostEvents() throws {
+        let sim = backend([line("SIM0", .pulses(perSecond: 10_000, width: .microseconds(10)))])
+        let input = try sim.requestInput(LineSelector("SIM0"), consumer: "t",
+                                         settings: InputSettings(edges: .rising, eventBufferSize: 16), onReadable: {})
+        sim.advance(by: .microseconds(9_950))  // rises at 0.1 ms … 9.9 ms: 99 events
+        let batch = try input.readEvents()
+        #expect(batch.events.count == 16)
+        #expect(batch.lost == 83)
+        #expect(batch.events.first?.sequence == 84)
+        #expect(input.lostEvents == 83)
+    }
+
+    @Test func outputsStartAtTheirInitialValueAndAreObservable() throws {
+        let sim = backend([line("LED")])
+        let led = try sim.requestOutput(LineSelector("LED"), consumer: "t", settings: OutputSettings(initialValue: true))
+        #expect(try sim.level(of: LineSelector("LED")))
+        try led.set(false)
+        #expect(try !sim.level(of: LineSelector("LED")))
+        #expect(try !led.value())
+        led.release()
+        #expect(throws: GPIOError.released("LED")) { try led.set(true) }
+        #expect(try sim.chips()[0].lines[0].used == false)
+    }
+
+    @Test func activeLowOutputsDriveTheInverseLevel() throws {
+        let sim = backend([line("RELAY")])
+        let relay = try sim.requestOutput(LineSelector("RELAY"), consumer: "t",
+                                          settings: OutputSettings(activeLow: true, initialValue: true))
+        #expect(try !sim.level(of: LineSelector("RELAY")))
+        relay.release()
+    }
+
+    @Test func stepsRepeatAndPulsesKeepTheirRate() throws {
+        let sim = backend([
+            line("STEPS", .steps([.init(true, .milliseconds(2)), .init(false, .milliseconds(3))], repeats: true)),
+            line("PULSES", .pulses(perSecond: 3, width: .milliseconds(10))),
+        ])
+        let steps = try sim.requestInput(LineSelector("STEPS"), consumer: "t", settings: InputSettings(edges: .both), onReadable: {})
+        let pulses = try sim.requestInput(LineSelector("PULSES"), consumer: "t", settings: InputSettings(edges: .rising), onReadable: {})
+        sim.advance(by: .milliseconds(11))
+        #expect(try steps.readEvents().events.map { $0.timestampNs - Self.start }
+                == [2_000_000, 5_000_000, 7_000_000, 10_000_000])
+        sim.advance(by: .milliseconds(9_990))
+        // 1/3 s apart without drift over 10 s: rises at 1/3 s … 10 s.
+        let rises = try pulses.readEvents().events.map(\.timestampNs)
+        #expect(rises.count == 30)
+        #expect(rises.last == Self.start + 10_000_000_000)
+    }
+}
+
+/// A thread-safe count of callbacks.
+final class CallCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}
+
+/// The real-time clock `gattway demo` uses: the simulator's timer generates edges as they fall
+/// due and signals them; the test waits for that signal, not for a fixed time.
+@Suite struct SimulatedRealTimeTests {
+    @Test func edgesArriveOnTheMonotonicClock() async throws {
+        let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "rt", lines: [
+            SimulatedLineConfig(name: "PULSES", generator: .pulses(perSecond: 1_000, width: .microseconds(100)))])],
+                                   clock: .realTime)
+        let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let input = try sim.requestInput(LineSelector("PULSES"), consumer: "t", settings: InputSettings(edges: .rising),
+                                         onReadable: { signal.yield() })
+        var iterator = signals.makeAsyncIterator()
+        _ = await iterator.next()
+        let batch = try input.readEvents()
+        let now = monotonicNowNs()
+        #expect(!batch.events.isEmpty)
+        #expect(batch.events.allSatisfy { $0.timestampNs <= now && ($0.timestampNs - sim.originNs) % 1_000_000 == 0 })
+    }
+}

@@ -1,0 +1,245 @@
+import Foundation
+import Testing
+
+/// The `gattway` command line, run as a real process: exit codes and output.
+@Suite(.serialized)
+struct CLITests {
+    static let brokenConfig = """
+        device:
+          name: greenhouse
+          colour: green
+        bluetooth:
+          transport: usb0
+          max_centrals: many
+        sensors:
+          - id: door
+            kind: binary
+            line: GPIO17
+        services:
+          - uuid: 181A
+            characteristics:
+              - uuid: 2A6G
+                format: uint8
+                source: {sensor: door}
+              - uuid: 2A6E
+                source: {sensor: dor}
+        """
+
+    private func temporaryFile(_ text: String, name: String = "gattway.yaml") throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-cli-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let file = directory.appendingPathComponent(name)
+        try text.write(to: file, atomically: true, encoding: .utf8)
+        return file.path
+    }
+
+    @Test func versionPrintsTheVersion() throws {
+        let result = try Subprocess.run(["--version"])
+        #expect(result.status == 0)
+        #expect(result.stdout == "0.1.0\n")
+    }
+
+    @Test(arguments: ["deploy/config/gattway.yaml", "deploy/config/demo.yaml"])
+    func checkOfAShippedConfigurationSucceedsWithASummary(_ path: String) throws {
+        let result = try Subprocess.run(["check", "--config", path])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("\(path): OK\n"))
+        #expect(result.stdout.contains(" services, "))
+        #expect(result.stdout.contains("  service 181A \"environment\""))
+        #expect(result.stdout.contains("2A6E \"temperature\" sint16 e-2 °C [read, notify] ← sensor climate temperature"))
+    }
+
+    @Test func checkSummaryNamesTransportSensorsAndMQTT() throws {
+        let result = try Subprocess.run(["check", "--config", "deploy/config/demo.yaml"])
+        #expect(result.stdout.contains("transport tcp:127.0.0.1:18820"))
+        #expect(result.stdout.contains("6 sensors on simulated:"))
+        #expect(result.stdout.contains("door: binary on GPIO17"))
+        #expect(result.stdout.contains("mqtt mqtt://127.0.0.1:18830 as gattway-demo"))
+        #expect(result.stderr.contains("warning: services[1].characteristics[4].permissions"))
+    }
+
+    @Test func checkOfABrokenConfigurationListsEveryErrorAndExits1() throws {
+        let path = try temporaryFile(Self.brokenConfig)
+        let result = try Subprocess.run(["check", "--config", path])
+        #expect(result.status == 1)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr == """
+            \(path): 5 errors
+              error: device.colour (line 3): unknown key (expected one of: name, id, appearance)
+              error: bluetooth.transport (line 5): "usb0" is not an HCI transport: unknown transport (expected hciN, tcp:HOST:PORT, unix:PATH or serial:DEVICE[,BAUD])
+              error: bluetooth.max_centrals (line 6): expected an integer, got "many"
+              error: services[0].characteristics[0].uuid (line 14): "2A6G" is not a UUID
+              error: services[0].characteristics[1].source.sensor (line 18): no sensor "dor"; did you mean "door"?
+
+            """)
+    }
+
+    @Test func checkOfAMissingFileExits1() throws {
+        let result = try Subprocess.run(["check", "--config", "/nonexistent.yaml"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("/nonexistent.yaml: 1 error"))
+        #expect(result.stderr.contains("no such file"))
+    }
+
+    @Test(arguments: ["hci300", "tcp:localhost", "serial:/dev/ttyAMA0,12345", "usb:0"])
+    func badHCIIsAUsageError(_ transport: String) throws {
+        let result = try Subprocess.run(["run", "--config", "deploy/config/demo.yaml", "--hci", transport])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("Error: The value '\(transport)' is invalid for '--hci <transport>': \"\(transport)\" is not an HCI transport"))
+    }
+
+    @Test func badMQTTURLIsAUsageError() throws {
+        let result = try Subprocess.run(["run", "--config", "deploy/config/demo.yaml", "--mqtt", "http://x"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("is not a broker URL"))
+    }
+
+    @Test func unknownLogLevelIsAUsageError() throws {
+        let result = try Subprocess.run(["run", "--config", "deploy/config/demo.yaml", "--log-level", "loud"])
+        #expect(result.status == 64)
+    }
+
+    @Test func runWithABrokenConfigurationExits1() throws {
+        let path = try temporaryFile(Self.brokenConfig)
+        let result = try Subprocess.run(["run", "--config", path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("5 errors"))
+    }
+
+    @Test(arguments: [Int32(SIGTERM), Int32(SIGINT)])
+    func runStopsGracefullyOnSignalWithin2Seconds(_ signal: Int32) throws {
+        let path = try temporaryFile("""
+            bluetooth: {transport: "tcp:127.0.0.1:9"}
+            gpio: {backend: simulated}
+            """)
+        let child = Subprocess(["run", "--config", path, "--hci", "tcp:127.0.0.1:19", "--mqtt", "mqtt://127.0.0.1:9",
+                                "--log-level", "info"])
+        try child.start()
+        defer { child.stop() }
+        #expect(child.wait(timeout: 30) { _, stderr, exited in exited || stderr.contains("gattway running") })
+        // The command line overrides the file: transport, and an MQTT section with defaults.
+        #expect(child.stderr.contains("transport tcp:127.0.0.1:19"))
+        #expect(child.stderr.contains("mqtt mqtt://127.0.0.1:9 as gattway-gattway"))
+        let sent = Date()
+        child.signal(signal)
+        let status = child.waitForExit(timeout: 2)
+        #expect(status == 0)
+        #expect(Date().timeIntervalSince(sent) < 2)
+        #expect(child.stderr.contains("gattway stopped"))
+    }
+
+    /// Runs `arguments` until "gattway running" appears, then stops it with SIGINT; the stderr.
+    private func runBriefly(_ arguments: [String], journal: Bool = false) throws -> (status: Int32?, stderr: String) {
+        let child = Subprocess(arguments, journalStandardError: journal)
+        try child.start()
+        defer { child.stop() }
+        child.wait(timeout: 30) { _, stderr, finished in finished || stderr.contains("gattway running") }
+        child.signal(SIGINT)
+        return (child.waitForExit(timeout: 2), child.stderr)
+    }
+
+    @Test func demoRunsTheDemoConfigurationThroughTheRunPath() throws {
+        let result = try runBriefly(["demo"])
+        #expect(result.status == 0)
+        #expect(result.stderr.contains("INFO gattway: device \"gattway demo\" (id demo), transport tcp:127.0.0.1:18820"))
+        #expect(result.stderr.contains("NOTICE gattway: gattway stopped"))
+    }
+
+    @Test func logLevelHidesLowerLevels() throws {
+        let path = try temporaryFile("gpio: {backend: simulated}")
+        let result = try runBriefly(["run", "--config", path, "--log-level", "notice"])
+        #expect(result.status == 0)
+        #expect(result.stderr.contains("NOTICE gattway: gattway running"))
+        #expect(!result.stderr.contains("INFO"))
+    }
+
+    @Test func underTheJournalLinesCarryPrioritiesAndNoTimestamps() throws {
+        let path = try temporaryFile("gpio: {backend: simulated}")
+        let result = try runBriefly(["run", "--config", path], journal: true)
+        #expect(result.status == 0)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.contains("<5>gattway: gattway running device=gattway"))
+        #expect(lines.contains("<6>gattway: mqtt off"))
+        #expect(lines.allSatisfy { $0.hasPrefix("<") })
+    }
+
+    @Test func runTellsSystemdWhenReadyAndWhenStopping() throws {
+        let socketPath = "/tmp/gattway-cli-notify-\(getpid()).sock"
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        try #require(fd >= 0)
+        defer { close(fd); unlink(socketPath) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(socketPath.utf8)) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(bound == 0)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        func receive() -> String? {
+            var buffer = [UInt8](repeating: 0, count: 256)
+            let count = recv(fd, &buffer, buffer.count, 0)
+            return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
+        }
+
+        let path = try temporaryFile("gpio: {backend: simulated}")
+        let child = Subprocess(["run", "--config", path, "--hci", "tcp:127.0.0.1:19"],
+                               environment: ["NOTIFY_SOCKET": socketPath])
+        try child.start()
+        defer { child.stop() }
+        #expect(receive() == "READY=1\nSTATUS=running")
+        child.signal(SIGTERM)
+        #expect(receive() == "STOPPING=1")
+        #expect(child.waitForExit(timeout: 2) == 0)
+    }
+
+    @Test func helpDescribesEverySubcommandAndOption() throws {
+        let root = try Subprocess.run(["--help"])
+        #expect(root.status == 0)
+        for subcommand in ["run", "check", "lines", "demo", "config-reference"] {
+            #expect(root.stdout.contains("  \(subcommand) "), "gattway --help lists \(subcommand)")
+        }
+        #expect(root.stdout.contains("--version"))
+        let expectations: [(String, [String])] = [
+            ("run", ["--config <file>", "The YAML configuration file.", "--hci <transport>", "serial:DEVICE[,BAUD]",
+                     "--mqtt <url>", "mqtts://HOST[:PORT]", "--log-level <level>", "trace, debug, info"]),
+            ("check", ["--config <file>", "The YAML configuration file.", "Reports every problem at once"]),
+            ("lines", ["--config <file>", "simulated chips", "--backend <backend>", "libgpiod or simulated",
+                       "--chip <chip>", "Only this chip"]),
+            ("demo", ["--config <file>", "The demo configuration file.", "--hci <transport>", "--mqtt <url>",
+                      "--log-level <level>"]),
+            ("config-reference", ["Markdown table"]),
+        ]
+        for (subcommand, phrases) in expectations {
+            let help = try Subprocess.run([subcommand, "--help"])
+            #expect(help.status == 0)
+            for phrase in phrases {
+                #expect(help.stdout.contains(phrase), "gattway \(subcommand) --help mentions \(phrase)")
+            }
+        }
+    }
+
+    @Test func linesListsSimulatedChipsWithTheirUsers() throws {
+        let result = try Subprocess.run(["lines", "--config", "deploy/config/demo.yaml"])
+        #expect(result.status == 0)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "gpiochip0 [gattway-sim0] 8 lines")
+        #expect(lines.contains { $0.contains("GPIO17") && $0.contains("input") && $0.contains("used by \"gattway (door)\"") && $0.contains("steps ×2 repeating") })
+        #expect(lines.contains { $0.contains("GPIO23") && $0.contains("output") && $0.contains("gattway (level)") })
+        #expect(lines.contains { $0.contains("GPIO26") && $0.contains("output") && $0.contains("gattway (relay)") })
+    }
+
+    @Test func linesWithAnUnknownChipExits1() throws {
+        let result = try Subprocess.run(["lines", "--config", "deploy/config/demo.yaml", "--chip", "gpiochip9"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("no chip \"gpiochip9\""))
+    }
+
+    @Test func configReferencePrintsTheTable() throws {
+        let result = try Subprocess.run(["config-reference"])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("| Key | Type | Default | Meaning |"))
+        #expect(result.stdout.contains("| `bluetooth.advertising.interval` | duration 20ms-10.24s | 100ms |"))
+    }
+}

@@ -1,0 +1,442 @@
+import Foundation
+import Logging
+import Testing
+@testable import MQTT
+
+/// Records what the service hands to the gateway.
+actor GatewayRecorder {
+    private(set) var sets: [(MirrorCharacteristicID, String)] = []
+    private(set) var sources: [([MirrorCharacteristicID], String)] = []
+    func set(_ id: MirrorCharacteristicID, _ payload: [UInt8]) { sets.append((id, String(decoding: payload, as: UTF8.self))) }
+    func source(_ ids: [MirrorCharacteristicID], _ payload: [UInt8]) {
+        sources.append((ids, String(decoding: payload, as: UTF8.self)))
+    }
+}
+
+/// A running `MQTTMirrorService` for the tests; `stop()` must be awaited.
+struct RunningService {
+    let service: MQTTMirrorService
+    let task: Task<Void, Never>
+
+    init(port: Int, stateDirectory: URL, configuration: MirrorConfiguration = sampleConfiguration(),
+         recorder: GatewayRecorder = GatewayRecorder(),
+         onSet: MQTTMirrorService.SetHandler? = nil) throws {
+        let service = try MQTTMirrorService(
+            client: MQTTClientConfiguration(
+                host: "127.0.0.1", port: port, clientID: "gattway-\(UUID().uuidString.prefix(8))",
+                backoff: MQTTBackoff(initial: .milliseconds(100), maximum: .milliseconds(500))),
+            mirror: configuration, stateDirectory: stateDirectory, logger: testLogger, now: { t1 },
+            onSet: onSet ?? { id, payload in
+                await recorder.set(id, payload)
+                return .accepted
+            },
+            onSourceValue: { ids, payload in await recorder.source(ids, payload) })
+        self.service = service
+        task = Task { await service.run() }
+    }
+
+    func stop() async {
+        await service.stop()
+        await task.value
+    }
+}
+
+/// First connection outcome of a bare client: nil when connected, else the failure.
+func firstConnectionOutcome(_ configuration: MQTTClientConfiguration, logger: Logger = testLogger) async throws -> MQTTError? {
+    let client = try MQTTClient(configuration: configuration, logger: logger)
+    client.start()
+    var outcome: MQTTError?
+    for await event in client.events {
+        if case .connected = event { break }
+        if case .connectionFailed(let error, _) = event { outcome = error; break }
+    }
+    await client.stop()
+    return outcome
+}
+
+/// Tests/userland/debian13.sh runs the unit tests only (no broker in that root) and says so with
+/// GATTWAY_UNIT_ONLY; everywhere else a missing mosquitto is a failure, not a skip.
+@Suite("Against a real mosquitto", .serialized,
+       .disabled(if: ProcessInfo.processInfo.environment["GATTWAY_UNIT_ONLY"] != nil,
+                 "GATTWAY_UNIT_ONLY is set: the broker integration tests run in the main stage"))
+struct BrokerTests {
+    @Test func everyTopicWithExactPayloads() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#", "homeassistant/#"])
+        let recorder = GatewayRecorder()
+        let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"), recorder: recorder)
+        let service = running.service
+
+        #expect(try await watcher.next(on: "gattway/pi1/availability").string == "online")
+        let discovery = try await watcher.messages(on: "homeassistant/switch/gattway_pi1/io_relay/config", count: 1)
+        #expect(discovery[0].string.contains(#""command_topic":"gattway/pi1/io/relay/set""#))
+        _ = try await watcher.next(on: "homeassistant/sensor/gattway_pi1/env_temperature/config")
+        _ = try await watcher.next(on: "homeassistant/sensor/gattway_pi1/connected_centrals/config")
+        _ = try await watcher.next(on: "gattway/pi1/state")  // initial state
+
+        await service.handle(.peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["reads": 1])))
+        #expect(try await watcher.next(on: "gattway/pi1/state").string
+            == #"{"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":1}}"#)
+
+        await service.handle(.centralConnected(MirrorCentral(address: phone, mtu: 185, security: .encrypted, since: t0)))
+        #expect(try await watcher.next(on: "gattway/pi1/centrals/\(phone)").string
+            == #"{"address":"AA:BB:CC:DD:EE:01","mtu":185,"security":"encrypted","since":"2027-01-15T08:00:00.250Z"}"#)
+        #expect(try await watcher.next(on: "gattway/pi1/state").string
+            == #"{"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"counters":{"reads":1}}"#)
+
+        await service.handle(.subscribed(temperature, central: phone, kind: .notify))
+        #expect(try await watcher.next(on: "gattway/pi1/env/temperature/subscribers").string
+            == #"{"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#)
+
+        await service.handle(.valueChanged(temperature, value: .number(21.5), raw: [], at: t0))
+        #expect(try await watcher.next(on: "gattway/pi1/env/temperature").string
+            == #"{"value":21.5,"ts":"2027-01-15T08:00:00.250Z"}"#)
+        await service.handle(.valueChanged(relay, value: .bool(false), raw: [0], at: t0))
+        _ = try await watcher.next(on: "gattway/pi1/io/relay")
+
+        await service.handle(.written(relay, value: .bool(true), central: phone, kind: .request, at: t1))
+        let written = try await watcher.next(on: "gattway/pi1/io/relay/written")
+        #expect(written.string == #"{"value":true,"central":"AA:BB:CC:DD:EE:01","kind":"request","ts":"2027-01-15T08:01:40.000Z"}"#)
+        #expect(written.qos == .atLeastOnce)
+
+        await service.handle(.unsubscribed(temperature, central: phone))
+        #expect(try await watcher.next(on: "gattway/pi1/env/temperature/subscribers").string == #"{"centrals":[]}"#)
+        await service.handle(.subscribed(temperature, central: phone, kind: .indicate))
+        _ = try await watcher.next(on: "gattway/pi1/env/temperature/subscribers")
+
+        await service.handle(.centralDisconnected(address: phone))
+        #expect(try await watcher.next(on: "gattway/pi1/env/temperature/subscribers").string == #"{"centrals":[]}"#)
+        #expect(try await watcher.next(on: "gattway/pi1/centrals/\(phone)").payload.isEmpty)
+
+        // A /set is handed to the gateway.
+        try await watcher.publish(MQTTMessage(topic: "gattway/pi1/io/relay/set", text: "true"))
+        try await waitUntil { await recorder.sets.count == 1 }
+        #expect(await recorder.sets.first?.0 == relay)
+        #expect(await recorder.sets.first?.1 == "true")
+
+        // A late subscriber sees exactly the retained state; the central's topic was cleared.
+        let late = try await TestSubscriber(port: broker.port, filters: ["gattway/#"])
+        #expect(try await late.next(on: "gattway/pi1/availability").retain)
+        #expect(try await late.next(on: "gattway/pi1/env/temperature").string == #"{"value":21.5,"ts":"2027-01-15T08:00:00.250Z"}"#)
+        #expect(try await late.next(on: "gattway/pi1/io/relay").string == #"{"value":false,"ts":"2027-01-15T08:00:00.250Z"}"#)
+        #expect(try await late.next(on: "gattway/pi1/state").string
+            == #"{"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":1}}"#)
+        #expect(try await late.next(on: "gattway/pi1/env/temperature/subscribers").string == #"{"centrals":[]}"#)
+        #expect(await late.received(on: "gattway/pi1/centrals/\(phone)").isEmpty)
+        #expect(await late.received(on: "gattway/pi1/io/relay/written").isEmpty)
+
+        // Clean shutdown says offline.
+        await running.stop()
+        #expect(try await watcher.next(on: "gattway/pi1/availability").string == "offline")
+        #expect(await service.undeliveredEvents == 0)
+        await late.stop()
+        await watcher.stop()
+    }
+
+    @Test func badSetPayloadsAreRejectedWithoutStateChange() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#"])
+        // The gateway's validator: only JSON booleans; an accepted value is applied and mirrored.
+        let box = ServiceBox()
+        let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"), onSet: { id, payload in
+            guard let text = String(validating: payload, as: UTF8.self) else { return .rejected(reason: "payload is not UTF-8") }
+            guard text == "true" || text == "false" else { return .rejected(reason: "expected true or false, got '\(text)'") }
+            await box.service?.handle(.valueChanged(id, value: .bool(text == "true"), raw: [text == "true" ? 1 : 0], at: t1))
+            return .accepted
+        })
+        await box.set(running.service)
+        _ = try await watcher.next(on: "gattway/pi1/availability")
+        await running.service.handle(.valueChanged(relay, value: .bool(false), raw: [0], at: t0))
+        #expect(try await watcher.next(on: "gattway/pi1/io/relay").string == #"{"value":false,"ts":"2027-01-15T08:00:00.250Z"}"#)
+
+        try await watcher.publish(MQTTMessage(topic: "gattway/pi1/io/relay/set", text: "banana"))
+        #expect(try await watcher.next(on: "gattway/pi1/error").string
+            == #"{"topic":"gattway/pi1/io/relay/set","reason":"expected true or false, got 'banana'","ts":"2027-01-15T08:01:40.000Z"}"#)
+        try await watcher.publish(MQTTMessage(topic: "gattway/pi1/io/relay/set", payload: [0xff, 0xfe]))
+        #expect(try await watcher.next(on: "gattway/pi1/error").string
+            == #"{"topic":"gattway/pi1/io/relay/set","reason":"payload is not UTF-8","ts":"2027-01-15T08:01:40.000Z"}"#)
+        // A characteristic without /set is not listened to at all.
+        try await watcher.publish(MQTTMessage(topic: "gattway/pi1/env/temperature/set", text: "99"))
+        // A valid payload goes through; before it, nothing changed the value.
+        try await watcher.publish(MQTTMessage(topic: "gattway/pi1/io/relay/set", text: "true"))
+        #expect(try await watcher.next(on: "gattway/pi1/io/relay").string == #"{"value":true,"ts":"2027-01-15T08:01:40.000Z"}"#)
+        #expect(await watcher.received(on: "gattway/pi1/io/relay").isEmpty)
+        #expect(await watcher.received(on: "gattway/pi1/env/temperature").isEmpty)
+        #expect(await watcher.received(on: "gattway/pi1/error").isEmpty)
+        await running.stop()
+        await watcher.stop()
+    }
+
+    @Test func sourceTopicFollowsCentralSubscriptionsAndHomeAssistantRestart() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["homeassistant/#", "gattway/#"])
+        let recorder = GatewayRecorder()
+        let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"), recorder: recorder)
+        _ = try await watcher.next(on: "gattway/pi1/availability")
+        _ = try await watcher.next(on: "homeassistant/sensor/gattway_pi1/connected_centrals/config")
+
+        try await watcher.publish(MQTTMessage(topic: "weather/outside", text: "3.5", retain: true))
+        await running.service.handle(.subscribed(remote, central: phone, kind: .notify))
+        try await waitUntil { await recorder.sources.count == 1 }
+        #expect(await recorder.sources.first?.0 == [remote])
+        #expect(await recorder.sources.first?.1 == "3.5")
+
+        try await watcher.publish(MQTTMessage(topic: "homeassistant/status", text: "online"))
+        _ = try await watcher.next(on: "homeassistant/status")
+        #expect(try await watcher.next(on: "homeassistant/sensor/gattway_pi1/connected_centrals/config").string
+            .contains(#""entity_category":"diagnostic""#))
+        await running.stop()
+        await watcher.stop()
+    }
+
+    @Test func writesReachTheBrokerWithMedianLatencyUnder50ms() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/pi1/io/relay/written"])
+        let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"))
+        try await waitUntil { await running.service.isConnected }
+        var latencies: [Duration] = []
+        for n in 1...21 {
+            let start = ContinuousClock.now
+            await running.service.handle(.written(relay, value: .integer(Int64(n)), central: phone, kind: .request, at: t0))
+            let message = try await watcher.next(on: "gattway/pi1/io/relay/written")
+            latencies.append(ContinuousClock.now - start)
+            #expect(writtenValues(["x " + message.string]) == [n])
+        }
+        let median = latencies.sorted()[latencies.count / 2]
+        #expect(median < .milliseconds(50), "median /written latency \(median)")
+        await running.stop()
+        await watcher.stop()
+    }
+
+    @Test func outageOfTenSecondsLosesNothing() async throws {
+        let broker = try Broker(persistent: true)
+        defer { broker.stop() }
+        let subscriber = try await PersistentSubscriber(port: broker.port, topic: "gattway/pi1/io/relay/written")
+        let state = try temporaryDirectory("state")
+        let running = try RunningService(port: broker.port, stateDirectory: state)
+        try await waitUntil { await running.service.isConnected }
+
+        broker.stop()
+        try await waitUntil { await !running.service.isConnected }
+        let outageStart = ContinuousClock.now
+        for n in 1...100 {
+            await running.service.handle(.written(relay, value: .integer(Int64(n)), central: phone, kind: .command, at: t0))
+        }
+        #expect(await running.service.undeliveredEvents == 100)
+        try await Task.sleep(until: outageStart + .seconds(10))
+        try broker.start()
+
+        let lines = try await subscriber.lines(on: "gattway/pi1/io/relay/written", count: 100, timeout: .seconds(20))
+        #expect(writtenValues(lines) == Array(1...100))
+        try await waitUntil { await running.service.undeliveredEvents == 0 }
+        await running.stop()
+    }
+
+    @Test func retainedStateIsRepublishedAfterTheBrokerLostIt() async throws {
+        let broker = try Broker()  // no persistence: a restart forgets every retained message
+        defer { broker.stop() }
+        let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"))
+        try await waitUntil { await running.service.isConnected }
+        await running.service.handle(.valueChanged(temperature, value: .integer(19), raw: [19], at: t0))
+        broker.stop()
+        try await waitUntil { await !running.service.isConnected }
+        try broker.start()
+        try await waitUntil { await running.service.isConnected }
+        let late = try await TestSubscriber(port: broker.port, filters: ["gattway/#"])
+        #expect(try await late.next(on: "gattway/pi1/availability").string == "online")
+        #expect(try await late.next(on: "gattway/pi1/env/temperature").string == #"{"value":19,"ts":"2027-01-15T08:00:00.250Z"}"#)
+        await late.stop()
+        await running.stop()
+    }
+
+    @Test func queuedEventsSurviveARestartWhileTheBrokerIsDown() async throws {
+        let broker = try Broker(persistent: true)
+        defer { broker.stop() }
+        let subscriber = try await PersistentSubscriber(port: broker.port, topic: "gattway/pi1/io/relay/written")
+        broker.stop()
+        let state = try temporaryDirectory("state")
+
+        let first = try RunningService(port: broker.port, stateDirectory: state)
+        for n in 1...5 {
+            await first.service.handle(.written(relay, value: .integer(Int64(n)), central: phone, kind: .request, at: t0))
+        }
+        await first.stop()
+
+        let second = try RunningService(port: broker.port, stateDirectory: state)
+        #expect(await second.service.undeliveredEvents == 5)
+        await second.service.handle(.written(relay, value: .integer(6), central: phone, kind: .request, at: t0))
+        try broker.start()
+        let lines = try await subscriber.lines(on: "gattway/pi1/io/relay/written", count: 6, timeout: .seconds(10))
+        #expect(writtenValues(lines) == Array(1...6))
+        await second.stop()
+    }
+
+    @Test func lastWillSaysOfflineWhenTheProcessIsKilled() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/probe/availability"])
+        let probe = Process()
+        probe.executableURL = try probeExecutable()
+        probe.arguments = ["\(broker.port)", try temporaryDirectory("probe").path]
+        probe.standardError = FileHandle.nullDevice
+        try probe.run()
+        defer { if probe.isRunning { kill(probe.processIdentifier, SIGKILL) } }
+        #expect(try await watcher.next(on: "gattway/probe/availability").string == "online")
+        kill(probe.processIdentifier, SIGKILL)
+        probe.waitUntilExit()
+        #expect(try await watcher.next(on: "gattway/probe/availability").string == "offline")
+        await watcher.stop()
+    }
+
+    @Test func tlsWithSelfSignedCAAndWrongCA() async throws {
+        let pki = try TestPKI()
+        let broker = try Broker(extra: """
+            allow_anonymous true
+            cafile \(pki.ca)
+            certfile \(pki.serverCertificate)
+            keyfile \(pki.serverKey)
+            """)
+        defer { broker.stop() }
+        let good = MQTTClientConfiguration(host: "127.0.0.1", port: broker.port, clientID: "tls-good",
+                                           tls: MQTTTLSConfiguration(caFile: pki.ca))
+        #expect(try await firstConnectionOutcome(good) == nil)
+
+        // The mirror works over TLS end to end.
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#"], tls: MQTTTLSConfiguration(caFile: pki.ca))
+        _ = watcher
+
+        var wrong = good
+        wrong.tls = MQTTTLSConfiguration(caFile: pki.otherCA)
+        let error = try #require(try await firstConnectionOutcome(wrong))
+        guard case .tlsVerificationFailed = error else {
+            Issue.record("expected a TLS verification failure, got \(error)")
+            return
+        }
+        #expect(error.description.contains("certificate verify failed"))
+        #expect(error.description.contains("TLS verification of the MQTT broker failed"))
+        await watcher.stop()
+    }
+
+    @Test(arguments: [MQTTProtocolVersion.v5, .v311])
+    func wrongPasswordFailsClearlyAndIsNeverLogged(version: MQTTProtocolVersion) async throws {
+        let directory = try temporaryDirectory("auth")
+        let passwords = directory.appendingPathComponent("passwd").path
+        try run("/usr/bin/mosquitto_passwd", ["-b", "-c", passwords, "gateway", "s3cret-Pa55"])
+        let broker = try Broker(extra: "allow_anonymous false\npassword_file \(passwords)")
+        defer { broker.stop() }
+        let goodFile = directory.appendingPathComponent("good").path
+        let badFile = directory.appendingPathComponent("bad").path
+        try "s3cret-Pa55\n".write(toFile: goodFile, atomically: true, encoding: .utf8)
+        try "wr0ng-Pa55\n".write(toFile: badFile, atomically: true, encoding: .utf8)
+        let log = LogCapture()
+        var logger = Logger(label: "auth") { _ in log }
+        logger.logLevel = .trace
+
+        var configuration = MQTTClientConfiguration(
+            host: "127.0.0.1", port: broker.port, protocolVersion: version, clientID: "auth-\(version.rawValue)",
+            credentials: MQTTCredentials(username: "gateway", password: .file(badFile)))
+        let error = try #require(try await firstConnectionOutcome(configuration, logger: logger))
+        guard case .notAuthorized = error else {
+            Issue.record("expected not authorized, got \(error)")
+            return
+        }
+        #expect(error.description.contains("not authorized"))
+        configuration.credentials?.password = .file(goodFile)
+        #expect(try await firstConnectionOutcome(configuration, logger: logger) == nil)
+        #expect(!log.text.contains("Pa55"), "a password appeared in the log")
+        #expect(!log.text.isEmpty)
+    }
+
+    @Test func connectionRefusedIsNamed() async throws {
+        let port = try freeLoopbackPort()
+        let error = try await firstConnectionOutcome(MQTTClientConfiguration(host: "127.0.0.1", port: port, clientID: "refused"))
+        #expect(error == .connectionRefused(host: "127.0.0.1", port: port))
+        #expect(error?.description == "cannot connect to MQTT broker at 127.0.0.1:\(port): connection refused (is the broker running?)")
+    }
+}
+
+/// The integer values of `/written` lines (`<topic> {"value":N,...}`) printed by mosquitto_sub.
+func writtenValues(_ lines: [String]) -> [Int] {
+    lines.compactMap { line -> Int? in
+        guard let start = line.range(of: #"{"value":"#)?.upperBound, let end = line[start...].firstIndex(of: ",") else { return nil }
+        return Int(line[start..<end])
+    }
+}
+
+/// Shares the service with its own `/set` validator in tests.
+actor ServiceBox {
+    private(set) var service: MQTTMirrorService?
+    func set(_ service: MQTTMirrorService) { self.service = service }
+}
+
+/// Suspends until `condition` holds (checked every 20 ms), failing after `timeout`.
+func waitUntil(timeout: Duration = .seconds(10), _ condition: () async -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while !(await condition()) {
+        guard ContinuousClock.now < deadline else { throw TestFailure("condition not met within \(timeout)") }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+}
+
+/// The `MQTTWillProbe` executable built next to the test bundle.
+func probeExecutable() throws -> URL {
+    var directory = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        .deletingLastPathComponent()
+    // Linux: <build>/debug/gattwayPackageTests.xctest is the binary itself.
+    for _ in 0..<3 {
+        let candidate = directory.appendingPathComponent("MQTTWillProbe")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory.deleteLastPathComponent()
+    }
+    throw TestFailure("MQTTWillProbe executable not found next to the test binary; run `swift build --build-tests`")
+}
+
+/// A throwaway CA, a server certificate for 127.0.0.1/localhost signed by it, and an unrelated CA.
+struct TestPKI {
+    let ca: String
+    let otherCA: String
+    let serverCertificate: String
+    let serverKey: String
+
+    init() throws {
+        let directory = try temporaryDirectory("pki")
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        let openssl = "/usr/bin/openssl"
+        guard FileManager.default.isExecutableFile(atPath: openssl) else { throw TestFailure("openssl is not installed") }
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        for name in ["ca", "other-ca"] {
+            try run(openssl, ["req", "-x509"] + ec + ["-keyout", path("\(name).key"), "-out", path("\(name).crt"),
+                                                      "-days", "2", "-subj", "/CN=gattway test \(name)"])
+        }
+        try run(openssl, ["req"] + ec + ["-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=localhost"])
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("ext"), atomically: true, encoding: .utf8)
+        try run(openssl, ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+                          "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("ext")])
+        ca = path("ca.crt")
+        otherCA = path("other-ca.crt")
+        serverCertificate = path("server.crt")
+        serverKey = path("server.key")
+    }
+}
+
+/// Collects every log line (message and metadata) for the never-logged-secrets check.
+final class LogCapture: LogHandler, @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+    var text: String { lock.withLock { lines.joined(separator: "\n") } }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        lock.withLock { lines.append("\(event.level) \(event.message) \(event.metadata ?? [:])") }
+    }
+}

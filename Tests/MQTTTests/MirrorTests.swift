@@ -1,0 +1,203 @@
+import Foundation
+import Testing
+@testable import MQTT
+
+let t0 = Date(timeIntervalSince1970: 1_800_000_000.25)  // 2027-01-15T08:00:00.250Z
+let t1 = Date(timeIntervalSince1970: 1_800_000_100)     // 2027-01-15T08:01:40.000Z
+
+let temperature = MirrorCharacteristicID(service: "env", characteristic: "temperature")
+let relay = MirrorCharacteristicID(service: "io", characteristic: "relay")
+let remote = MirrorCharacteristicID(service: "env", characteristic: "outside")
+let blob = MirrorCharacteristicID(service: "io", characteristic: "blob")
+let phone = "AA:BB:CC:DD:EE:01"
+let tablet = "AA:BB:CC:DD:EE:02"
+
+func sampleConfiguration(discovery: String? = "homeassistant") -> MirrorConfiguration {
+    MirrorConfiguration(deviceID: "pi1", deviceName: "Garden Pi", characteristics: [
+        MirrorCharacteristic(id: temperature, homeAssistant: HomeAssistantEntity(
+            kind: .sensor, name: "Temperature", deviceClass: "temperature", unit: "°C")),
+        MirrorCharacteristic(id: relay, acceptsSet: true, homeAssistant: HomeAssistantEntity(
+            kind: .switch, name: "Relay", deviceClass: "outlet")),
+        MirrorCharacteristic(id: remote, sourceTopic: "weather/outside"),
+        MirrorCharacteristic(id: blob, payloadStyle: .raw),
+    ], discoveryPrefix: discovery)
+}
+
+func published(_ actions: [MirrorAction]) -> [String] {
+    actions.map {
+        switch $0 {
+        case .publish(let message, let durable):
+            "\(durable ? "durable " : "")\(message.retain ? "retained " : "")\(message.topic) \(message.string)"
+        case .subscribe(let topic): "subscribe \(topic)"
+        case .unsubscribe(let topic): "unsubscribe \(topic)"
+        }
+    }
+}
+
+@Suite("Mirror topic model")
+struct MirrorTests {
+    @Test func valueTopicCarriesJSONValueAndTimestamp() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration())
+        #expect(published(mirror.apply(.valueChanged(temperature, value: .number(21.5), raw: [0x66, 0x08], at: t0))) == [
+            #"retained gattway/pi1/env/temperature {"value":21.5,"ts":"2027-01-15T08:00:00.250Z"}"#,
+        ])
+        #expect(published(mirror.apply(.valueChanged(relay, value: .bool(true), raw: [1], at: t1))) == [
+            #"retained gattway/pi1/io/relay {"value":true,"ts":"2027-01-15T08:01:40.000Z"}"#,
+        ])
+    }
+
+    @Test func rawStylePublishesTheBytes() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration())
+        let actions = mirror.apply(.valueChanged(blob, value: .bytes([0xde, 0xad]), raw: [0xde, 0xad], at: t0))
+        #expect(actions == [.publish(MQTTMessage(topic: "gattway/pi1/io/blob", payload: [0xde, 0xad], retain: true), durable: false)])
+    }
+
+    @Test func valueQoSAndRetainFollowTheConfiguration() throws {
+        var configuration = sampleConfiguration(discovery: nil)
+        configuration.valueQoS = .atMostOnce
+        configuration.retainValues = false
+        var mirror = try Mirror(configuration: configuration)
+        let actions = mirror.apply(.valueChanged(temperature, value: .integer(7), raw: [7], at: t0))
+        #expect(actions == [.publish(MQTTMessage(topic: "gattway/pi1/env/temperature",
+                                                 text: #"{"value":7,"ts":"2027-01-15T08:00:00.250Z"}"#,
+                                                 qos: .atMostOnce, retain: false), durable: false)])
+        // A value that is not retained is not re-sent as if it were news after a reconnection.
+        #expect(!mirror.retainedSnapshot.map(\.topic).contains("gattway/pi1/env/temperature"))
+    }
+
+    @Test func writesAreDurableEventsNotRetained() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration())
+        #expect(published(mirror.apply(.written(relay, value: .bool(false), central: phone, kind: .request, at: t0))) == [
+            #"durable gattway/pi1/io/relay/written {"value":false,"central":"AA:BB:CC:DD:EE:01","kind":"request","ts":"2027-01-15T08:00:00.250Z"}"#,
+        ])
+        #expect(published(mirror.apply(.written(blob, value: .bytes([0x0a, 0xff]), central: tablet, kind: .command, at: t1))) == [
+            #"durable gattway/pi1/io/blob/written {"value":"0aff","central":"AA:BB:CC:DD:EE:02","kind":"command","ts":"2027-01-15T08:01:40.000Z"}"#,
+        ])
+    }
+
+    @Test func centralsStateAndSubscribersFollowConnections() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration())
+        #expect(published(mirror.apply(.peripheralState(MirrorPeripheralState(
+            state: "poweredOn", advertising: true, counters: ["writes": 2, "reads": 5])))) == [
+            #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":5,"writes":2}}"#,
+        ])
+        #expect(published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0))))
+            == [
+                #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":23,"security":"none","since":"2027-01-15T08:00:00.250Z"}"#,
+                #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"counters":{"reads":5,"writes":2}}"#,
+            ])
+        // An MTU/security update republishes the central only.
+        #expect(published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 247, security: .encrypted, since: t0))))
+            == [#"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":247,"security":"encrypted","since":"2027-01-15T08:00:00.250Z"}"#])
+        #expect(published(mirror.apply(.subscribed(temperature, central: phone, kind: .notify))) == [
+            #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#,
+        ])
+        _ = mirror.apply(.subscribed(temperature, central: tablet, kind: .indicate))
+        #expect(published(mirror.apply(.unsubscribed(temperature, central: tablet))) == [
+            #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#,
+        ])
+        #expect(published(mirror.apply(.centralDisconnected(address: phone))) == [
+            #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[]}"#,
+            "durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 ",
+            #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":5,"writes":2}}"#,
+        ])
+    }
+
+    @Test func sourceTopicIsSubscribedOnlyWhileACentralIsSubscribed() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration(discovery: nil))
+        let sourceMessage = MQTTMessage(topic: "weather/outside", text: "3.5")
+        #expect(mirror.route(sourceMessage) == .ignored)
+        #expect(published(mirror.apply(.subscribed(remote, central: phone, kind: .notify))).last == "subscribe weather/outside")
+        #expect(mirror.inboundSubscriptions == ["gattway/pi1/io/relay/set", "weather/outside"])
+        #expect(mirror.route(sourceMessage) == .sourceValue([remote], payload: Array("3.5".utf8)))
+        // A second central changes nothing; the last one leaving unsubscribes.
+        #expect(!published(mirror.apply(.subscribed(remote, central: tablet, kind: .notify))).contains { $0.hasPrefix("subscribe") })
+        #expect(!published(mirror.apply(.unsubscribed(remote, central: phone))).contains { $0.hasPrefix("unsubscribe") })
+        #expect(published(mirror.apply(.centralDisconnected(address: tablet))).last == "unsubscribe weather/outside")
+        #expect(mirror.route(sourceMessage) == .ignored)
+        #expect(mirror.inboundSubscriptions == ["gattway/pi1/io/relay/set"])
+    }
+
+    @Test func onlyExactSetTopicsAreAccepted() throws {
+        let mirror = try Mirror(configuration: sampleConfiguration())
+        #expect(mirror.route(MQTTMessage(topic: "gattway/pi1/io/relay/set", text: "true")) == .set(relay, payload: Array("true".utf8)))
+        for topic in ["gattway/pi1/env/temperature/set", "gattway/pi1/io/relay", "gattway/pi1/io/relay/set/x",
+                      "gattway/pi2/io/relay/set", "gattway/pi1/io/relay/written"] {
+            #expect(mirror.route(MQTTMessage(topic: topic, text: "true")) == .ignored, "\(topic)")
+        }
+        #expect(mirror.route(MQTTMessage(topic: "homeassistant/status", text: "online")) == .homeAssistantOnline)
+        #expect(mirror.route(MQTTMessage(topic: "homeassistant/status", text: "offline")) == .ignored)
+        #expect(mirror.inboundSubscriptions == ["gattway/pi1/io/relay/set", "homeassistant/status"])
+    }
+
+    @Test func rejectionNamesTopicAndReason() throws {
+        let mirror = try Mirror(configuration: sampleConfiguration())
+        let message = mirror.rejection(of: relay, reason: "expected a boolean", at: t0)
+        #expect(message.topic == "gattway/pi1/error")
+        #expect(!message.retain && message.qos == .atLeastOnce)
+        #expect(message.string == #"{"topic":"gattway/pi1/io/relay/set","reason":"expected a boolean","ts":"2027-01-15T08:00:00.250Z"}"#)
+    }
+
+    @Test func retainedSnapshotHoldsEverythingInOrder() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration(discovery: nil))
+        _ = mirror.apply(.valueChanged(temperature, value: .integer(20), raw: [20], at: t0))
+        _ = mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0)))
+        _ = mirror.apply(.subscribed(relay, central: phone, kind: .indicate))
+        #expect(mirror.retainedSnapshot.map(\.topic) == [
+            "gattway/pi1/availability", "gattway/pi1/state", "gattway/pi1/env/temperature",
+            "gattway/pi1/io/relay/subscribers", "gattway/pi1/centrals/AA:BB:CC:DD:EE:01",
+        ])
+        #expect(mirror.retainedSnapshot.allSatisfy { $0.retain })
+        #expect(mirror.retainedSnapshot[0].string == "online")
+        #expect(mirror.lastWill == MQTTWill(topic: "gattway/pi1/availability", payload: Array("offline".utf8)))
+    }
+
+    @Test func homeAssistantDiscoveryDocuments() throws {
+        let messages = try Mirror(configuration: sampleConfiguration()).discoveryMessages
+        #expect(messages.map(\.topic) == [
+            "homeassistant/sensor/gattway_pi1/env_temperature/config",
+            "homeassistant/switch/gattway_pi1/io_relay/config",
+            "homeassistant/sensor/gattway_pi1/connected_centrals/config",
+        ])
+        #expect(messages.allSatisfy { $0.retain })
+        let availability = #""availability_topic":"gattway/pi1/availability","payload_available":"online","payload_not_available":"offline","device":{"identifiers":["gattway_pi1"],"name":"Garden Pi","manufacturer":"gattway","model":"BLE GATT gateway"}}"#
+        #expect(messages[0].string == #"{"name":"Temperature","unique_id":"gattway_pi1_env_temperature","state_topic":"gattway/pi1/env/temperature","value_template":"{{ value_json.value }}","device_class":"temperature","unit_of_measurement":"°C","# + availability)
+        #expect(messages[1].string == #"{"name":"Relay","unique_id":"gattway_pi1_io_relay","state_topic":"gattway/pi1/io/relay","value_template":"{{ 'true' if value_json.value else 'false' }}","device_class":"outlet","command_topic":"gattway/pi1/io/relay/set","payload_on":"true","payload_off":"false","state_on":"true","state_off":"false","# + availability)
+        #expect(messages[2].string == #"{"name":"Connected centrals","unique_id":"gattway_pi1_connected_centrals","state_topic":"gattway/pi1/state","value_template":"{{ value_json.centrals | length }}","entity_category":"diagnostic","icon":"mdi:cellphone-link","# + availability)
+    }
+
+    @Test func binarySensorMapsBooleanToOnOff() throws {
+        let door = MirrorCharacteristicID(service: "io", characteristic: "door")
+        let messages = try Mirror(configuration: MirrorConfiguration(deviceID: "pi", characteristics: [
+            MirrorCharacteristic(id: door, homeAssistant: HomeAssistantEntity(kind: .binarySensor, name: "Door", deviceClass: "door")),
+        ])).discoveryMessages
+        #expect(messages[0].topic == "homeassistant/binary_sensor/gattway_pi/io_door/config")
+        #expect(messages[0].string.contains(#""value_template":"{{ 'ON' if value_json.value else 'OFF' }}","device_class":"door""#))
+    }
+
+    @Test(arguments: [
+        (MirrorConfiguration(deviceID: "a/b", characteristics: []), "device id 'a/b' contains '/'"),
+        (MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: .init(service: "s", characteristic: "#"))]),
+         "characteristic name in s '#' contains '#'"),
+        (MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: .init(service: "centrals", characteristic: "x"))]),
+         "service name 'centrals' is reserved"),
+        (MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: relay), MirrorCharacteristic(id: relay)]),
+         "characteristic io/relay appears twice"),
+        (MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: relay, sourceTopic: "a/+/b")]),
+         "source topic of io/relay 'a/+/b'"),
+        (MirrorConfiguration(baseTopic: "", deviceID: "pi", characteristics: []), "base topic"),
+    ])
+    func invalidNamesAreRejectedClearly(configuration: MirrorConfiguration, message: String) {
+        #expect {
+            try Mirror(configuration: configuration)
+        } throws: { error in
+            "\(error)".contains(message)
+        }
+    }
+
+    @Test func jsonEscapesStrings() {
+        #expect(JSONText.string("a\"b\\c\nd\u{1}é").encoded == #""a\"b\\c\nd\u0001é""#)
+        #expect(JSONText.number(.nan).encoded == "null")
+        #expect(JSONText.array([.integer(-3), .null, .number(0.5)]).encoded == "[-3,null,0.5]")
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import Logging
+import Testing
+@testable import MQTT
+
+@Suite("Persistent outbox")
+struct OutboxTests {
+    func message(_ n: Int) -> MQTTMessage { MQTTMessage(topic: "t/\(n)", text: "event \(n)") }
+
+    @Test func pendingEventsSurviveReopeningInOrder() throws {
+        let directory = try temporaryDirectory("outbox")
+        do {
+            let outbox = try MQTTOutbox(directory: directory, logger: testLogger)
+            for n in 1...5 { try outbox.append(message(n)) }
+            try outbox.acknowledge(1)
+            try outbox.acknowledge(3)
+        }
+        let reopened = try MQTTOutbox(directory: directory, logger: testLogger)
+        #expect(reopened.pending.map(\.message) == [message(2), message(4), message(5)])
+        // Sequence numbers keep increasing after a restart.
+        #expect(try reopened.append(message(6)).sequence == 6)
+    }
+
+    @Test func fullOutboxDropsOldestAndCounts() throws {
+        let directory = try temporaryDirectory("outbox")
+        let log = LogCapture()
+        let outbox = try MQTTOutbox(directory: directory, capacity: 3, logger: Logger(label: "outbox") { _ in log })
+        for n in 1...5 { try outbox.append(message(n)) }
+        #expect(log.text.components(separatedBy: "MQTT outbox full (3 events)").count == 2, "one log line per full episode")
+        #expect(outbox.pending.map(\.message) == [message(3), message(4), message(5)])
+        #expect(outbox.droppedCount == 2)
+        let reopened = try MQTTOutbox(directory: directory, capacity: 3, logger: testLogger)
+        #expect(reopened.pending.map(\.message) == [message(3), message(4), message(5)])
+    }
+
+    @Test func compactionKeepsTheJournalSmall() throws {
+        let directory = try temporaryDirectory("outbox")
+        let outbox = try MQTTOutbox(directory: directory, logger: testLogger)
+        for n in 1...1000 {
+            let entry = try outbox.append(message(n))
+            if n % 10 != 0 { try outbox.acknowledge(entry.sequence) }
+        }
+        let journal = directory.appendingPathComponent("outbox.jsonl")
+        let lines = try String(contentsOf: journal, encoding: .utf8).split(separator: "\n").count
+        #expect(lines < 300, "journal has \(lines) lines for 100 pending events")
+        let reopened = try MQTTOutbox(directory: directory, logger: testLogger)
+        #expect(reopened.pending.map(\.message) == (1...100).map { message($0 * 10) })
+    }
+
+    @Test func tornLastLineIsIgnored() throws {
+        let directory = try temporaryDirectory("outbox")
+        do {
+            let outbox = try MQTTOutbox(directory: directory, logger: testLogger)
+            try outbox.append(message(1))
+            try outbox.append(message(2))
+        }
+        let journal = directory.appendingPathComponent("outbox.jsonl")
+        let handle = try FileHandle(forWritingTo: journal)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(#"{"add":3,"topic":"t/3","payl"#.utf8))
+        try handle.close()
+        let reopened = try MQTTOutbox(directory: directory, logger: testLogger)
+        #expect(reopened.pending.map(\.message) == [message(1), message(2)])
+        #expect(try reopened.append(message(3)).sequence == 3)
+    }
+}

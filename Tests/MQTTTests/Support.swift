@@ -1,0 +1,333 @@
+import Foundation
+import Logging
+import Testing
+@testable import MQTT
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+let testLogger: Logger = {
+    var logger = Logger(label: "mqtt-tests")
+    logger.logLevel = ProcessInfo.processInfo.environment["MQTT_TEST_LOG"] == nil ? .critical : .debug
+    return logger
+}()
+
+func temporaryDirectory(_ name: String) throws -> URL {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("gattway-mqtt-\(name)-\(UUID().uuidString.prefix(8))")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// Runs a command to completion; throws with its output when it fails.
+@discardableResult
+func run(_ executable: String, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw TestFailure("\(executable) \(arguments.joined(separator: " ")) failed: \(output)")
+    }
+    return output
+}
+
+/// A free TCP port on the loopback interface (bound to port 0, then released).
+func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestFailure("socket() failed") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+        }
+    }
+    guard bound else { throw TestFailure("cannot bind a loopback port") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+func portAcceptsConnections(_ port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
+    }
+}
+
+/// A real mosquitto on a free loopback port with a generated configuration. Stopped (SIGTERM,
+/// then SIGKILL) by `stop()` and on deinit, so no broker outlives its test.
+final class Broker: @unchecked Sendable {
+    static let executable = "/usr/sbin/mosquitto"
+    let port: Int
+    let directory: URL
+    private let configuration: URL
+    private var pid: pid_t?
+
+    /// `listener` lines are generated; `extra` is appended to the listener's section.
+    /// `persistent`: sessions survive a broker restart (saved on shutdown).
+    init(extra: String = "allow_anonymous true", persistent: Bool = false) throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.executable) else {
+            throw TestFailure("mosquitto is not installed (\(Self.executable) missing): apt-get install mosquitto mosquitto-clients")
+        }
+        port = try freeLoopbackPort()
+        directory = try temporaryDirectory("broker")
+        configuration = directory.appendingPathComponent("mosquitto.conf")
+        let persistence = persistent ? "persistence true\npersistence_location \(directory.path)/" : "persistence false"
+        let text = """
+            per_listener_settings true
+            \(persistence)
+            log_dest stderr
+            log_type error
+            user root
+            listener \(port) 127.0.0.1
+            \(extra)
+
+            """
+        try text.write(to: configuration, atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    func start() throws {
+        let log = directory.appendingPathComponent("mosquitto.log")
+        pid = try spawnWithDefaultSignals(Self.executable, ["-c", configuration.path], stderr: log.path)
+        let deadline = Date().addingTimeInterval(10)
+        while !portAcceptsConnections(port) {
+            guard isRunning, Date() < deadline else {
+                let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+                stop()
+                throw TestFailure("mosquitto did not start on port \(port): \(output)")
+            }
+            usleep(20_000)  // waiting for an external process to open its port
+        }
+    }
+
+    /// SIGTERM (mosquitto saves its persistence database on it), then reap.
+    func stop() {
+        guard let pid else { return }
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        self.pid = nil
+    }
+
+    private var isRunning: Bool {
+        guard let pid else { return false }
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG) == 0
+    }
+
+    deinit { stop() }
+}
+
+/// A real MQTT client (our own `MQTTClient`) that records everything it receives on `filters`.
+final class TestSubscriber: Sendable {
+    private let client: MQTTClient
+    private let inbox = Inbox()
+    private let task: Task<Void, Never>
+
+    /// Returns once the broker has confirmed the subscriptions are active (a probe message
+    /// published after SUBSCRIBE came back).
+    init(port: Int, filters: [String], tls: MQTTTLSConfiguration? = nil) async throws {
+        let id = "test-sub-\(UUID().uuidString.prefix(8))"
+        client = try MQTTClient(configuration: MQTTClientConfiguration(
+            host: "127.0.0.1", port: port, clientID: id, tls: tls,
+            backoff: MQTTBackoff(initial: .milliseconds(100), maximum: .milliseconds(500))), logger: testLogger)
+        let probe = "test/probe/\(id)"
+        let inbox = inbox
+        let client = client
+        task = Task {
+            for await event in client.events {
+                switch event {
+                case .connected(let connection):
+                    await inbox.setConnection(connection)
+                    for filter in filters + [probe] { try? client.subscribe(filter, on: connection) }
+                    _ = try? client.publish(MQTTMessage(topic: probe, text: "probe"), on: connection)
+                case .message(let message):
+                    await inbox.add(message)
+                default:
+                    break
+                }
+            }
+        }
+        client.start()
+        _ = try await next(on: probe)
+    }
+
+    /// The next message on `topic` (in arrival order), or a failure after `timeout`.
+    func next(on topic: String, timeout: Duration = .seconds(5)) async throws -> MQTTMessage {
+        try await messages(on: topic, count: 1, timeout: timeout)[0]
+    }
+
+    func messages(on topic: String, count: Int, timeout: Duration = .seconds(5)) async throws -> [MQTTMessage] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let messages = await inbox.take(topic: topic, count: count) { return messages }
+            guard ContinuousClock.now < deadline else {
+                let got = await inbox.count(topic: topic)
+                throw TestFailure("expected \(count) message(s) on \(topic) within \(timeout), got \(got)")
+            }
+            await inbox.waitForChange(until: deadline)
+        }
+    }
+
+    func publish(_ message: MQTTMessage) async throws {
+        guard let connection = await inbox.connection else { throw MQTTError.notConnected }
+        try client.publish(message, on: connection)
+    }
+
+    /// Messages on `topic` received so far, without waiting.
+    func received(on topic: String) async -> [MQTTMessage] { await inbox.peek(topic: topic) }
+
+    func stop() async {
+        await client.stop()
+        await task.value
+    }
+}
+
+private actor Inbox {
+    private(set) var connection: MQTTConnectionID?
+    private var messages: [MQTTMessage] = []
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func add(_ message: MQTTMessage) {
+        messages.append(message)
+        waiters.forEach { $0.resume() }
+        waiters = []
+    }
+
+    func setConnection(_ connection: MQTTConnectionID) { self.connection = connection }
+
+    func take(topic: String, count: Int) -> [MQTTMessage]? {
+        let indices = messages.indices.filter { messages[$0].topic == topic }
+        guard indices.count >= count else { return nil }
+        let taken = indices.prefix(count).map { messages[$0] }
+        for index in indices.prefix(count).reversed() { messages.remove(at: index) }
+        return taken
+    }
+
+    func peek(topic: String) -> [MQTTMessage] { messages.filter { $0.topic == topic } }
+    func count(topic: String) -> Int { messages.filter { $0.topic == topic }.count }
+
+    /// Suspends until a message arrives or `deadline` passes.
+    func waitForChange(until deadline: ContinuousClock.Instant) async {
+        let timer = Task { [weak self] in
+            try? await Task.sleep(until: deadline)
+            await self?.wakeAll()
+        }
+        await withCheckedContinuation { waiters.append($0) }
+        timer.cancel()
+    }
+
+    private func wakeAll() {
+        waiters.forEach { $0.resume() }
+        waiters = []
+    }
+}
+
+extension MQTTMessage {
+    var string: String { String(decoding: payload, as: UTF8.self) }
+}
+
+/// `mosquitto_sub` with a persistent session (`-c`, QoS 1): messages published while it is cut
+/// off (broker restarted) are kept for it by the broker, so it sees everything in order.
+final class PersistentSubscriber: @unchecked Sendable {
+    private let process = Process()
+    private let lock = NSLock()
+    private var buffer = ""
+
+    init(port: Int, topic: String) async throws {
+        let id = "persistent-\(UUID().uuidString.prefix(8))"
+        let probe = "test/probe/\(id)"
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
+        process.arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-c", "-i", id, "-v",
+                             "-t", topic, "-t", probe]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            self?.lock.withLock { self?.buffer += text }
+        }
+        try process.run()
+        // Publish probes until one comes back: then the subscription is active.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while lines().filter({ $0.hasPrefix(probe) }).isEmpty {
+            guard ContinuousClock.now < deadline else { throw TestFailure("mosquitto_sub did not subscribe") }
+            _ = try? run("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", probe, "-m", "probe"])
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// Complete lines (`topic payload`) received so far, probes excluded by the caller.
+    func lines() -> [String] {
+        lock.withLock { buffer.split(separator: "\n").map(String.init) }
+    }
+
+    func lines(on topic: String, count: Int, timeout: Duration) async throws -> [String] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let matching = lines().filter { $0.hasPrefix(topic + " ") }
+            if matching.count >= count { return matching }
+            guard ContinuousClock.now < deadline else {
+                throw TestFailure("expected \(count) message(s) on \(topic) within \(timeout), got \(matching.count)")
+            }
+            // Polling a child process's output; no completion signal to wait on.
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    deinit {
+        // SIGKILL: the test process's threads block SIGTERM, and children inherit that mask.
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// Starts `executable` with an empty signal mask and default signal handlers. Foundation's
+/// `Process` passes on the test runner's blocked signals, and mosquitto would then never see
+/// SIGTERM.
+func spawnWithDefaultSignals(_ executable: String, _ arguments: [String], stderr: String) throws -> pid_t {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    var all = sigset_t()
+    sigfillset(&all)
+    posix_spawnattr_setsigdefault(&attributes, &all)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+    guard rc == 0 else { throw TestFailure("cannot start \(executable): \(String(cString: strerror(rc)))") }
+    return pid
+}

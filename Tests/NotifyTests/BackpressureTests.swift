@@ -1,0 +1,162 @@
+import Notify
+import Testing
+import Values
+
+/// The link stage: one slot per (central, characteristic) holding the newest value.
+struct BackpressureTests {
+    /// A central whose link takes nothing changes neither what nor when another central
+    /// receives.
+    @Test func stalledCentralDelaysNoOther() {
+        var alone = Harness(policy: NotifyPolicy(minInterval: .milliseconds(500)))
+        alone.subscribe("A")
+        var shared = Harness(policy: NotifyPolicy(minInterval: .milliseconds(500)))
+        shared.subscribe("A")
+        shared.subscribe("B")
+        shared.stalled = ["B"]
+        // 10 kHz for 2 s of virtual time.
+        for index in 0..<20_000 {
+            let time = Duration.microseconds(100 * index)
+            alone.update(Double(index % 3000) / 10, at: time)
+            shared.update(Double(index % 3000) / 10, at: time)
+        }
+        alone.run(until: .seconds(3))
+        shared.run(until: .seconds(3))
+        #expect(alone.times("A") == [0, 500, 1000, 1500, 2000])
+        #expect(shared.times("A") == alone.times("A"))
+        #expect(shared.values("A") == alone.values("A"))
+        #expect(shared.values("B").isEmpty)
+
+        // When B's link frees up it gets the newest value only, once.
+        shared.stalled = []
+        shared.drain()
+        #expect(shared.values("B") == [Double(19_999 % 3000) / 10])
+    }
+
+    /// 100,000 updates to a stalled central: one value waits, every other one was coalesced.
+    @Test func stalledCentralStaysBounded() {
+        var engine = NotifyEngine<String, String>()
+        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
+        engine.subscribe("B", to: "temp", kind: .notification, now: .zero)
+        var deliveredToA = 0
+        for index in 0..<100_000 {
+            let sample = NotifySample(value: .number(Double(index)), bytes: [UInt8(truncatingIfNeeded: index)])
+            engine.update("temp", sample: sample, now: .microseconds(100 * index))
+            if engine.nextTransmission(for: "A") != nil { deliveredToA += 1 }
+        }
+        #expect(deliveredToA == 100_000)
+        let statistics = engine.statistics
+        #expect(statistics.valuesWaiting == 1)
+        #expect(statistics.perCentral["A"]?.sent == 100_000)
+        #expect(statistics.perCentral["B"]?.sent == 0)
+        #expect(statistics.perCentral["B"]?.coalesced == 99_999)
+        #expect(engine.nextTransmission(for: "B")?.sample.value == .number(99_999))
+    }
+
+    /// The slot replaces its value: a stalled link that resumes gets the newest value.
+    @Test func slotKeepsOnlyTheNewestValue() {
+        var harness = Harness()
+        harness.subscribe("A")
+        harness.stalled = ["A"]
+        for index in 0..<5 { harness.update(Double(index), at: .milliseconds(index)) }
+        harness.stalled = []
+        harness.drain()
+        #expect(harness.values() == [4])
+        let counters = harness.engine.statistics.perCharacteristic["temp"]
+        #expect(counters?.sent == 1)
+        #expect(counters?.coalesced == 4)
+    }
+
+    /// Per central, slots are served oldest first across characteristics.
+    @Test func slotsAreServedInOrderOfReadiness() {
+        var harness = Harness(characteristics: ["temp", "hum"])
+        harness.subscribe("A", to: "temp")
+        harness.subscribe("A", to: "hum")
+        harness.stalled = ["A"]
+        harness.update(1, at: .zero, characteristic: "hum")
+        harness.update(2, at: .milliseconds(1), characteristic: "temp")
+        harness.update(3, at: .milliseconds(2), characteristic: "hum")
+        harness.stalled = []
+        harness.drain()
+        #expect(harness.sent.map(\.characteristic) == ["hum", "temp"])
+        #expect(harness.values() == [3, 2])
+    }
+
+    /// One indication outstanding per central; notifications are not held back by it.
+    @Test func indicationsAreSerialisedPerCentral() {
+        var engine = NotifyEngine<String, String>()
+        engine.subscribe("A", to: "alarm", kind: .indication, now: .zero)
+        engine.subscribe("A", to: "door", kind: .indication, now: .zero)
+        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
+        engine.subscribe("B", to: "alarm", kind: .indication, now: .zero)
+        let sample = NotifySample(value: .bool(true), bytes: [1])
+        engine.update("alarm", sample: sample, now: .zero)
+        engine.update("door", sample: sample, now: .zero)
+        engine.update("temp", sample: sample, now: .zero)
+
+        #expect(engine.nextTransmission(for: "A")?.characteristic == "alarm")
+        // "door" waits for the confirmation; "temp" is a notification and goes.
+        #expect(engine.nextTransmission(for: "A")?.characteristic == "temp")
+        #expect(engine.nextTransmission(for: "A") == nil)
+        // Another central's indication is independent.
+        #expect(engine.nextTransmission(for: "B")?.characteristic == "alarm")
+
+        engine.indicationConfirmed(by: "A")
+        let door = engine.nextTransmission(for: "A")
+        #expect(door?.characteristic == "door")
+        #expect(door?.kind == .indication)
+        #expect(engine.nextTransmission(for: "A") == nil)
+    }
+
+    /// Values still waiting when a subscription ends are counted as dropped.
+    @Test func unsubscribeAndDisconnectDropWaitingValues() {
+        var harness = Harness(policy: NotifyPolicy(minInterval: .seconds(1)), characteristics: ["temp", "hum"])
+        harness.subscribe("A", to: "temp")
+        harness.subscribe("A", to: "hum")
+        harness.stalled = ["A"]
+        harness.update(1, at: .zero)                     // waits in the slot
+        harness.update(2, at: .milliseconds(10))         // held for the interval
+        harness.update(3, at: .milliseconds(20), characteristic: "hum")
+        harness.engine.unsubscribe("A", from: "temp")
+        #expect(harness.engine.statistics.perCharacteristic["temp"]?.dropped == 2)
+        #expect(harness.engine.nextDeadline == nil)
+        harness.engine.disconnect("A")
+        #expect(harness.engine.statistics.perCharacteristic["hum"]?.dropped == 1)
+        #expect(harness.engine.statistics.perCentral["A"] == nil)
+        #expect(harness.engine.statistics.valuesWaiting == 0)
+        #expect(harness.engine.nextTransmission(for: "A") == nil)
+    }
+
+    /// Centrals not subscribed get nothing; the driver learns who has something waiting.
+    @Test func onlySubscribersReceive() {
+        var engine = NotifyEngine<String, String>()
+        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
+        engine.update("temp", sample: NotifySample(value: .number(1), bytes: [1]), now: .zero)
+        #expect(engine.centralsWithPendingTransmissions == ["A"])
+        #expect(engine.nextTransmission(for: "B") == nil)
+        #expect(engine.nextTransmission(for: "A")?.sample.bytes == [1])
+        #expect(engine.centralsWithPendingTransmissions.isEmpty)
+    }
+
+    @Test func countersLogLine() {
+        var harness = Harness(policy: NotifyPolicy(minInterval: .seconds(1)))
+        harness.subscribe("A")
+        for index in 0..<3 { harness.update(Double(index), at: .milliseconds(index)) }
+        #expect(harness.engine.statistics.logLine
+            == "temp sent=1 coalesced=1 suppressed=0 dropped=0; central A sent=1 coalesced=1 suppressed=0 dropped=0; waiting=0")
+    }
+
+    /// Deadlines at the same instant fire in subscription order, so every run is the same.
+    @Test func simultaneousDeadlinesFireInSubscriptionOrder() {
+        var harness = Harness(policy: NotifyPolicy(minInterval: .seconds(1)), characteristics: ["temp", "hum"])
+        harness.subscribe("A", to: "temp")
+        harness.subscribe("A", to: "hum")
+        harness.update(1, at: .zero, characteristic: "temp")
+        harness.update(2, at: .zero, characteristic: "hum")
+        harness.update(3, at: .milliseconds(100), characteristic: "hum")
+        harness.update(4, at: .milliseconds(100), characteristic: "temp")
+        harness.run(until: .seconds(2))
+        #expect(harness.sent.map(\.characteristic) == ["temp", "hum", "temp", "hum"])
+        #expect(harness.times() == [0, 0, 1000, 1000])
+        #expect(harness.values() == [1, 2, 4, 3])
+    }
+}

@@ -1,0 +1,44 @@
+import GPIO
+import Testing
+@testable import Sensors
+
+/// The real-time runner, woken by the simulator's readable callbacks; the test moves the
+/// simulator's virtual clock and awaits the values, so nothing sleeps.
+@Suite struct SensorRunnerTests {
+    @Test func runnerStreamsValuesAsEdgesArrive() async throws {
+        let door = SimulatedLineConfig(name: "DOOR", generator: .steps([
+            .init(false, .seconds(1)), .init(true, .seconds(1)), .init(false, .seconds(100)),
+        ], repeats: false))
+        let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "runner", lines: [door])])
+        let runner = try SensorRunner(spec: SensorSpec(name: "door", kind: .binary(BinarySettings(line: LineSelector("DOOR")))),
+                                      backend: sim)
+        let task = Task { try await runner.run() }
+        var values = runner.values.makeAsyncIterator()
+        #expect(await values.next()?.bool == false)
+        sim.advance(by: .milliseconds(1_500))
+        let opened = await values.next()
+        #expect(opened?.bool == true)
+        #expect(opened?.timestampNs == 2_000_000_000)
+        sim.advance(by: .seconds(1))
+        #expect(await values.next()?.bool == false)
+        #expect(await runner.latest()["value"]?.bool == false)
+        task.cancel()
+        try await task.value
+        #expect(await values.next() == nil)  // the stream finishes when the runner stops
+        #expect(try sim.chips()[0].lines[0].used == false)
+    }
+
+    @Test func runnerDrivesOutputs() async throws {
+        let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "runner", lines: [SimulatedLineConfig(name: "LED")])])
+        let runner = try SensorRunner(spec: SensorSpec(name: "led", kind: .output(OutputSensorSettings(line: LineSelector("LED")))),
+                                      backend: sim)
+        let task = Task { try await runner.run() }
+        var values = runner.values.makeAsyncIterator()
+        #expect(await values.next()?.bool == false)
+        try await runner.write(true)
+        #expect(await values.next()?.bool == true)
+        #expect(try sim.level(of: LineSelector("LED")))
+        task.cancel()
+        try await task.value
+    }
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs inside the VM (see gpio-sim-tests.sh):
+# usage gpio-sim-guest.sh SHIM_TEST_V1 [D13_ROOT V2_BINARY [SWIFT_TEST_BUNDLE]]
+set -uo pipefail
+shim_v1=$1 d13root=${2:-} shim_v2=${3:-} swift_tests=${4:-}
+chip=${GATTWAY_GPIOSIM_CHIP##*/}
+failures=0
+check() { # check DESCRIPTION COMMAND...
+    local description=$1
+    shift
+    if "$@"; then echo "  ok   $description"; else echo "  FAIL $description"; failures=$((failures + 1)); fi
+}
+pull() { echo "$2" >"$GATTWAY_GPIOSIM_SYSFS/sim_gpio$1/pull"; }
+has() { grep -q -- "$2" <<<"$1"; }
+
+echo "kernel $(uname -r); gpio-sim chip $GATTWAY_GPIOSIM_CHIP ($GATTWAY_GPIOSIM_SYSFS)"
+echo "libgpiod tools"
+detect=$(gpiodetect)
+check "gpiodetect lists $chip [gattway-sim] (8 lines)" has "$detect" "$chip \[gattway-sim\] (8 lines)"
+info=$(gpioinfo "$chip")
+check "gpioinfo names SIM0..SIM7" \
+    bash -c 'for k in 0 1 2 3 4 5 6 7; do grep -q "line *$k: *\"SIM$k\"" <<<"$1" || exit 1; done' _ "$info"
+pull 6 pull-up
+check "gpioget reads 1 on a line driven high" test "$(gpioget "$chip" 6)" = 1
+pull 6 pull-down
+check "gpioget reads 0 on a line driven low" test "$(gpioget "$chip" 6)" = 0
+check "gpioget --bias=pull-up on an undriven line reads 1" \
+    test "$(gpioget --bias=pull-up "$chip" 7)" = 1
+pull 7 pull-down
+monitor_output=$(mktemp)
+gpiomon --num-events=1 --rising-edge "$chip" 7 >"$monitor_output" &
+monitor=$!
+for _ in $(seq 100); do gpioinfo "$chip" | grep -q 'line *7:.*"gpiomon"' && break; sleep 0.1; done
+pull 7 pull-up
+for _ in $(seq 100); do kill -0 "$monitor" 2>/dev/null || break; sleep 0.1; done
+kill "$monitor" 2>/dev/null
+check "gpiomon sees the rising edge with a timestamp" \
+    grep -qE 'event: +RISING EDGE offset: 7 timestamp: \[ *[0-9]+\.[0-9]+\]' "$monitor_output"
+cat "$monitor_output"
+
+echo "hci_vhci"
+check "/dev/vhci exists after loading hci_vhci" test -c /dev/vhci
+
+echo "shim on libgpiod 1.6"
+check "shim test (libgpiod 1.6) passes" "$shim_v1"
+if [[ -n $shim_v2 ]]; then
+    echo "shim on libgpiod 2.x (Debian 13 root)"
+    for fs in dev sys proc; do mount --bind "/$fs" "$d13root/$fs"; done
+    check "shim test (libgpiod 2.x) passes" chroot "$d13root" "$shim_v2"
+    for fs in dev sys proc; do umount "$d13root/$fs"; done
+fi
+
+if [[ -n $swift_tests ]]; then
+    # gattway's own GPIO layer (module GPIO, libgpiod backend) and sensors on the same chip; these
+    # suites are enabled only where GATTWAY_GPIOSIM_CHIP is set, i.e. here.
+    echo "gattway's libgpiod backend (Swift suites)"
+    swift_log=$(mktemp)
+    "$swift_tests" --testing-library swift-testing \
+        --filter "LibgpiodBackendTests|LibgpiodSensorTests" >"$swift_log" 2>&1
+    swift_status=$?
+    grep -E "✘|recorded an issue|Test run with" "$swift_log"
+    check "Swift libgpiod backend suites ran and passed" \
+        bash -c '[[ $1 -eq 0 ]] && grep -qE "Test run with [1-9][0-9]* tests? .*passed" "$2"' _ "$swift_status" "$swift_log"
+fi
+
+echo "$failures failure(s)"
+[[ $failures -eq 0 ]]

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Kernel-level GPIO tests: boots Debian's kernel with run-in-vm.sh, creates the gpio-sim chip
+# `gattway-sim` (lines SIM0..SIM7) and checks it with libgpiod's own tools (gpiodetect, gpioinfo,
+# gpioget, gpiomon) and with the shim's C test (Tests/vm/shim-test.c) built against libgpiod 1.6
+# (this machine) and, when Debian 13's root is cached (Tests/userland/debian13.sh made it),
+# against libgpiod 2.x too. Also checks that hci_vhci loads (/dev/vhci) for the BLE tests.
+#
+# Exit status: 0 passed, 1 failed, 77 skipped (the reason is printed).
+set -euo pipefail
+
+readonly SKIP=77
+skip() { echo "[gpio-sim] SKIPPED: $*"; exit "$SKIP"; }
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${GATTWAY_CACHE:-$HOME/.cache/gattway}
+d13root=$cache/debian13-root
+started=$SECONDS
+
+command -v gcc >/dev/null || skip "gcc is not installed"
+pkg-config --exists libgpiod || skip "libgpiod-dev is not installed"
+for tool in gpiodetect gpioinfo gpioget gpiomon; do
+    command -v "$tool" >/dev/null || skip "'$tool' is not installed (apt-get install gpiod)"
+done
+
+# The test binaries live in the cache (visible inside the VM through the shared root).
+work=$cache/gpio-sim-tests
+rm -rf "$work"
+mkdir -p "$work"
+shim=(Sources/CGPIODShim/gpiod_shim.c Tests/vm/shim-test.c)
+(cd "$repo" && gcc -std=gnu11 -O1 -Wall -Wextra -Werror -I Sources/CGPIODShim/include "${shim[@]}" \
+    $(pkg-config --cflags --libs libgpiod) -o "$work/shim-test-v1")
+v2_binary=
+exec 9>"$cache/debian13.lock"
+flock 9 # Tests/userland/debian13.sh may be (re)making the root right now
+if [[ -f $d13root/.gattway-root-complete ]]; then
+    v2_dir=/var/tmp/gattway-shim-test
+    rm -rf "${d13root:?}$v2_dir"
+    mkdir -p "$d13root$v2_dir"
+    (cd "$repo" && cp -r Sources/CGPIODShim/include "${shim[@]}" "$d13root$v2_dir/")
+    chroot "$d13root" /bin/sh -c "cd $v2_dir && gcc -std=gnu11 -O1 -Wall -Wextra -Werror \
+        -I include gpiod_shim.c shim-test.c \$(pkg-config --cflags --libs libgpiod) -o shim-test-v2"
+    v2_binary=$v2_dir/shim-test-v2
+else
+    echo "[gpio-sim] note: no cached Debian 13 root, so the shim runs against libgpiod 1.6 only" \
+        "(Tests/userland/debian13.sh makes the root)"
+fi
+exec 9>&-
+
+# gattway's own test bundle, built on this machine, runs inside the VM through the shared root.
+swift_tests=$repo/.build/debug/gattwayPackageTests.xctest
+if [[ ! -x $swift_tests ]]; then
+    echo "[gpio-sim] building the Swift test bundle"
+    (cd "$repo" && swift build --build-tests >/dev/null) || { echo "[gpio-sim] FAILED: swift build"; exit 1; }
+fi
+
+status=0
+"$here/run-in-vm.sh" --gpio-sim --module hci_vhci -- \
+    bash "$here/gpio-sim-guest.sh" "$work/shim-test-v1" "$d13root" "$v2_binary" "$swift_tests" || status=$?
+case $status in
+0) echo "[gpio-sim] PASSED in $((SECONDS - started)) s" ;;
+"$SKIP") exit "$SKIP" ;;
+*) echo "[gpio-sim] FAILED (exit $status) after $((SECONDS - started)) s"; exit 1 ;;
+esac
