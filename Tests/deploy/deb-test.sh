@@ -109,15 +109,7 @@ check "udev rules: pairs separated by commas" \
     bash -c '! grep -vE "^[[:space:]]*(#|$)" "$0" | grep -qE "\"[[:space:]]+[A-Z]"' "$repo/udev/60-gattway.rules"
 
 phase "build the package (release build, static Swift runtime)"
-config_source=$repo/deploy/config/gattway.yaml
-if [[ ! -f $config_source ]]; then
-    # deploy/config/gattway.yaml comes from the configuration work (issue 2); until it is on this
-    # branch the package carries this stand-in, and `gattway check` below is told so.
-    note "deploy/config/gattway.yaml not on this branch yet: packaging a stand-in config"
-    config_source=$work/stand-in.yaml
-    printf '# Stand-in until deploy/config/gattway.yaml exists.\nbluetooth:\n  transport: hci0\n' > "$config_source"
-fi
-deb=$(GATTWAY_DEB_OUT=$work/out GATTWAY_CONFIG_SOURCE=$config_source "$repo/deploy/build-deb.sh") \
+deb=$(GATTWAY_DEB_OUT=$work/out "$repo/deploy/build-deb.sh") \
     || { not_ok "deploy/build-deb.sh failed"; exit 1; }
 [[ -f $deb ]] || { not_ok "deploy/build-deb.sh printed \"$deb\", not a package file"; exit 1; }
 ok "built $(basename "$deb")"
@@ -178,14 +170,10 @@ check "gattway --version prints $version" bash -c '[[ $(chroot "$0" gattway --ve
 check "the binary needs no Swift runtime library" \
     bash -c '! chroot "$0" ldd /usr/bin/gattway | grep -qiE "swift|Foundation|not found"' "$root"
 
-if in_root gattway --help 2>/dev/null | grep -qE '^[[:space:]]+check([[:space:]]|$)'; then
-    # As the service user: proves the installed mode and group let the service read its config.
-    check "gattway check --config /etc/gattway/gattway.yaml passes (as user gattway)" \
-        in_root setpriv --reuid=gattway --regid=gattway --init-groups \
-        gattway check --config /etc/gattway/gattway.yaml
-else
-    note "gattway has no check subcommand yet (issue 2): installed config not checked"
-fi
+# As the service user: proves the installed mode and group let the service read its config.
+check "gattway check --config /etc/gattway/gattway.yaml passes (as user gattway)" \
+    in_root setpriv --reuid=gattway --regid=gattway --init-groups \
+    gattway check --config /etc/gattway/gattway.yaml
 
 passwd_entry=$(in_root getent passwd gattway)
 IFS=: read -r _ _ uid gid _ home shell <<<"$passwd_entry"

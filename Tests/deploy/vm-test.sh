@@ -6,8 +6,9 @@
 #
 #   Tests/deploy/vm-test.sh [PACKAGE.deb]     # default: builds one with deploy/build-deb.sh
 #
-# The executable has no `run` subcommand yet, so a drop-in makes the service run
-# `gattway --version` under the unchanged sandbox; everything else is the installed unit.
+# The virtual controller answers no HCI command, so `gattway run` could never come up there: a
+# drop-in makes the service run `gattway --version` under the unchanged sandbox instead; everything
+# else is the installed unit.
 # Needs root, qemu-system-x86_64, mkfs.ext4, and a Debian mirror the first time (the VM root with
 # its kernel and bluez is cached in ${GATTWAY_CACHE:-$HOME/.cache/gattway}/debian12-vm-root).
 set -uo pipefail
@@ -65,14 +66,7 @@ fi
 
 deb=${1:-}
 if [[ -z $deb ]]; then
-    config_source=$repo/deploy/config/gattway.yaml
-    if [[ ! -f $config_source ]]; then
-        echo "note - deploy/config/gattway.yaml not on this branch yet: packaging a stand-in config"
-        config_source=$work/stand-in.yaml
-        printf 'bluetooth:\n  transport: hci0\n' > "$config_source"
-    fi
-    deb=$(GATTWAY_DEB_OUT=$work GATTWAY_CONFIG_SOURCE=$config_source "$repo/deploy/build-deb.sh") \
-        || { echo "FAIL - deploy/build-deb.sh"; exit 1; }
+    deb=$(GATTWAY_DEB_OUT=$work "$repo/deploy/build-deb.sh") || { echo "FAIL - deploy/build-deb.sh"; exit 1; }
 fi
 
 echo "== VM disk: the cached root, the package, the check"
