@@ -228,7 +228,9 @@ trap 'exit 143' TERM
 # The script the guest runs inside the overlay root (as root, in a chroot).
 {
     echo '#!/bin/bash'
-    printf 'export PATH=%q HOME=/root LANG=C.UTF-8 TERM=dumb\n' "$PATH:$tree/sbin-busybox"
+    # busybox's module tools come first: the module index was made by busybox's depmod, and a
+    # kmod modprobe from this machine's root (shared into the guest) cannot read it.
+    printf 'export PATH=%q HOME=/root LANG=C.UTF-8 TERM=dumb\n' "$tree/sbin-busybox:$PATH"
     while IFS='=' read -r name _; do
         [[ $name == GATTWAY_* ]] && printf 'export %s=%q\n' "$name" "${!name}"
     done < <(env)
