@@ -76,7 +76,8 @@ public struct GatewayService: Service {
             }
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
             group.addTask {
-                await Self.follow(host.events, addresses: addresses, systemd: systemd, logger: logger)
+                await Self.follow(host.events, pipeline: pipeline, addresses: addresses, systemd: systemd,
+                                  logger: logger)
             }
             if let mirror {
                 group.addTask { await mirror.run() }
@@ -120,9 +121,10 @@ public struct GatewayService: Service {
         }
     }
 
-    /// Logs the host's events, remembers centrals' addresses, and tells systemd READY=1 the first
+    /// Logs the host's events, remembers centrals' addresses, tells the pipeline (for MQTT's
+    /// `state`) when advertising starts and stops, and tells systemd READY=1 the first
     /// time the controller is up (its services are published on that same power-on).
-    private static func follow(_ events: AsyncStream<HostEvent>, addresses: CentralAddresses,
+    private static func follow(_ events: AsyncStream<HostEvent>, pipeline: ValuePipeline, addresses: CentralAddresses,
                                systemd: SystemdNotifier, logger: Logger) async {
         var ready = false
         for await event in events {
@@ -140,8 +142,10 @@ public struct GatewayService: Service {
                 logger.info("central disconnected", metadata: ["central": "\(central)", "reason": "\(reason)"])
             case .advertisingStarted:
                 logger.info("advertising")
+                await pipeline.advertisingChanged(true)
             case .advertisingStopped:
                 logger.info("advertising stopped")
+                await pipeline.advertisingChanged(false)
             default:
                 logger.debug("host event", metadata: ["event": "\(event)"])
             }

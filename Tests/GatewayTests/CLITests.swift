@@ -184,6 +184,7 @@ struct CLITests {
         #expect(child.stdout.contains("phone found \"gattway demo\""))
         #expect(child.stdout.contains("phone   characteristic 2A6E "))
         #expect(child.stdout.contains("phone subscribed to "))
+        #expect(child.stdout.contains(#"mqtt gattway/demo/state {"state":"poweredOn","advertising":true,"#))
         #expect(child.stdout.contains("mqtt gattway/demo/availability online\n"))
         #expect(child.stdout.contains("mqtt gattway/demo/gateway/label {\"value\":\"gattway demo\","))
         child.signal(SIGINT)

@@ -134,7 +134,7 @@ struct MirrorBridgeTests {
                 == .subscribed(id, central: "AA:BB:CC:DD:EE:01", kind: .indicate))
         #expect(bridge.mirrorEvent(.centralConnected(CentralID(2), mtu: 23), at: date)
                 == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 23, security: .none, since: date)))
-        #expect(bridge.mirrorEvent(.status(peripheral: "poweredOn", counters: ["sent": 3]), at: date)
-                == .peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: false, counters: ["sent": 3])))
+        #expect(bridge.mirrorEvent(.status(peripheral: "poweredOn", advertising: true, counters: ["sent": 3]), at: date)
+                == .peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["sent": 3])))
     }
 }

@@ -164,8 +164,11 @@ struct ValuePipelineTests {
         #expect(counters?.sent == 5)
         await fixture.pipeline.logStatistics()
         while let event = await fixture.pipelineEvents.next() {
-            guard case .status(let peripheral, let counters) = event, counters["sent"] == 5 else { continue }
+            guard case .status(let peripheral, let advertising, let counters) = event, counters["sent"] == 5 else {
+                continue
+            }
             #expect(peripheral == "poweredOn")
+            #expect(!advertising, "no host advertises here")
             #expect(counters["centrals"] == 1)
             #expect(counters["environment/temperature.sent"] == 5)
             #expect(counters["central#1.sent"] == 5)

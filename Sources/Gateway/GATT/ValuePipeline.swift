@@ -16,7 +16,7 @@ public enum PipelineEvent: Sendable, Equatable {
     case written(CharacteristicRef, CentralID, Values.SensorValue)
     /// The peripheral's state and the notify counters summed over characteristics, on every
     /// state change and every statistics interval (MQTT's `state` topic).
-    case status(peripheral: String, counters: [String: Int])
+    case status(peripheral: String, advertising: Bool, counters: [String: Int])
 }
 
 /// The value pipeline: sensor readings (and MQTT values, and centrals' writes) become each
@@ -53,6 +53,7 @@ public actor ValuePipeline {
     private var deferred: [CentralID: Transmission<CentralID, CharacteristicRef>] = [:]
     private var linkFull = false
     private var peripheralState = PeripheralState.unknown
+    private var advertising = false
     private var draining = false
     private var drainAgain = false
     private var timer: Task<Void, Never>?
@@ -250,6 +251,13 @@ public actor ValuePipeline {
         timer?.cancel()
     }
 
+    /// The host started or stopped advertising (for the `status` event).
+    public func advertisingChanged(_ isAdvertising: Bool) {
+        guard isAdvertising != advertising else { return }
+        advertising = isAdvertising
+        eventContinuation.yield(status)
+    }
+
     public func logStatistics() {
         logger.info("notify counters", metadata: ["counters": "\(engine.statistics.logLine)"])
         eventContinuation.yield(status)
@@ -269,7 +277,7 @@ public actor ValuePipeline {
             for (ref, values) in statistics.perCharacteristic { counters["\(ref).\(name)"] = values[keyPath: path] }
             for (central, values) in statistics.perCentral { counters["\(central).\(name)"] = values[keyPath: path] }
         }
-        return .status(peripheral: peripheralState.rawValue, counters: counters)
+        return .status(peripheral: peripheralState.rawValue, advertising: advertising, counters: counters)
     }
 
     public func finish() {

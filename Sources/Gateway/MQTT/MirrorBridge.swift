@@ -119,9 +119,9 @@ public struct MirrorBridge: Sendable {
             // The GATT server's write handler does not say which ATT write it was.
             return .written(id(ref), value: MirrorMapping.mirrorValue(value), central: address(central),
                             kind: .request, at: date)
-        case .status(let peripheral, let counters):
-            // Advertising belongs to the BLE host, which this build does not have yet.
-            return .peripheralState(MirrorPeripheralState(state: peripheral, advertising: false, counters: counters))
+        case .status(let peripheral, let advertising, let counters):
+            return .peripheralState(MirrorPeripheralState(state: peripheral, advertising: advertising,
+                                                          counters: counters))
         }
     }
 
