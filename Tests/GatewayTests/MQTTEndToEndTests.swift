@@ -6,7 +6,7 @@ import Testing
 
 /// `gattway run` against a real mosquitto on a free loopback port: simulated sensor values reach
 /// their topics, `/set` is applied or rejected on the error topic, and a clean stop says offline.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(2)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct MQTTEndToEndTests {
     /// Collects every message under a topic filter with gattway's own client.
     final class Watcher: @unchecked Sendable {

@@ -51,3 +51,8 @@ final class VirtualControllerProcess: @unchecked Sendable {
 
     deinit { stop() }
 }
+
+/// The unit-only Debian 13 stage (Tests/userland/debian13.sh sets GATTWAY_UNIT_ONLY) has neither
+/// Bumble nor mosquitto; everywhere else a missing peer is a failure, never a skip.
+let integrationTestsStandAside = ProcessInfo.processInfo.environment["GATTWAY_UNIT_ONLY"] != nil
+let unitOnlyReason: Comment = "GATTWAY_UNIT_ONLY is set: tests with Bumble or mosquitto run in the main stage"
