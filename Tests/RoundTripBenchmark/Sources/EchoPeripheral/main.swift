@@ -8,7 +8,7 @@ import Logging
 // gattway's host and GATT server as an echo peripheral: every value written to the echo
 // characteristic (Write Request or Write Command) is notified back to the subscribed centrals.
 //   EchoPeripheral tcp:127.0.0.1:PORT NAME
-// Prints "ready" on stdout once the service is published and advertising has started.
+// Prints "ready" on stdout once the host is powered on and the service is published.
 
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let transport = try? HCITransportSpec(parsing: arguments[1]) else {
@@ -46,8 +46,7 @@ let published = try await peripheral.add(GATTService(uuid: serviceUUID, characte
                        permissions: [.readable, .writeable], value: .dynamic),
 ]))
 let echo = published.characteristic(echoUUID)!
-print("ready")
-fflush(stdout)
+FileHandle.standardOutput.write(Data("ready\n".utf8))  // unbuffered: the runner waits for it
 
 // Round trips are sequential, so the transmit queue is never full; if it ever is, the value is
 // retried once room frees (readyToUpdateSubscribers) rather than dropped.
