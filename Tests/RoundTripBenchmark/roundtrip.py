@@ -2,14 +2,15 @@
 """Write → echoed-notification round trip: gattway's host and GATT server against a Bumble GATT
 server, on one Bumble virtual link, in one run.
 
-  roundtrip.py --gattway PATH/TO/EchoPeripheral [--count 500] [--warmup 50] [--size 20] [--logs DIR]
+  roundtrip.py --gattway PATH/TO/EchoPeripheral [--count 500] [--rounds 3] [--warmup 50] [--size 20]
+               [--logs DIR]
 
-Starts Tests/harness/virtual_controller.py, then for each peripheral (gattway's EchoPeripheral,
-then bumble_echo.py), each its own process on its own virtual controller: a Bumble phone (in this
-process, on its own controller) scans for it, connects, subscribes to the echo characteristic and
-times `count` sequential round trips: a Write Command with a numbered payload, until the
-notification carrying the same bytes arrives (time.perf_counter). Prints p50/p90/mean for both
-and the ratio gattway / Bumble.
+Starts Tests/harness/virtual_controller.py, then, in each round, for each peripheral (gattway's
+EchoPeripheral, then bumble_echo.py), each its own process on its own virtual controller: a
+Bumble phone (in this process, on its own controller) scans for it, connects, subscribes to the
+echo characteristic and times `count` sequential round trips: a Write Command with a numbered payload, until the
+notification carrying the same bytes arrives (time.perf_counter). Prints p50/p90/mean over all
+rounds for both and the ratio gattway / Bumble.
 
 The link, the controllers and the phone are Bumble (Python, in-process asyncio), so the absolute
 figures mostly measure the harness; the ratio compares the two peripherals on equal terms.
@@ -117,12 +118,12 @@ def summary(times: list[float]) -> dict[str, float]:
             "mean": statistics.fmean(ordered) * 1000}
 
 
-async def run_peripheral(label: str, argv: list[str], port: int, args) -> dict[str, float]:
+async def run_peripheral(label: str, argv: list[str], port: int, args) -> list[float]:
     name = f"echo-{label}"
     process, _ = await start_process(*argv, f"tcp:127.0.0.1:{port}", name, ready="ready",
                                      log=os.path.join(args.logs, f"{label}.log"))
     try:
-        return summary(await measure(port, name, args.count, args.warmup, args.size))
+        return await measure(port, name, args.count, args.warmup, args.size)
     finally:
         await stop_process(process)
 
@@ -130,7 +131,8 @@ async def run_peripheral(label: str, argv: list[str], port: int, args) -> dict[s
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gattway", required=True, help="the release-built EchoPeripheral executable")
-    parser.add_argument("--count", type=int, default=500, help="timed round trips per peripheral")
+    parser.add_argument("--count", type=int, default=500, help="timed round trips per peripheral and round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, each running both peripherals afresh")
     parser.add_argument("--warmup", type=int, default=50, help="untimed round trips first")
     parser.add_argument("--size", type=int, default=20, help="payload bytes (4 to 20)")
     parser.add_argument("--logs", default=os.path.join(tempfile.gettempdir(), "gattway-roundtrip"),
@@ -143,14 +145,19 @@ async def main() -> None:
     controller, ready = await start_process(sys.executable, HARNESS, "--tcp-port", "0", ready="READY",
                                             log=os.path.join(args.logs, "virtual_controller.log"))
     port = int(ready.split("tcp=")[1].split()[0])
+    # Rounds alternate the two peripherals so a burst of load on the shared machine hits both.
+    times = {"gattway": [], "bumble": []}
+    commands = {"gattway": [args.gattway], "bumble": [sys.executable, os.path.join(HERE, "bumble_echo.py")]}
     try:
-        gattway = await run_peripheral("gattway", [args.gattway], port, args)
-        bumble = await run_peripheral("bumble", [sys.executable, os.path.join(HERE, "bumble_echo.py")],
-                                      port, args)
+        for _ in range(args.rounds):
+            for label, argv in commands.items():
+                times[label] += await run_peripheral(label, argv, port, args)
     finally:
         await stop_process(controller)
+    gattway, bumble = summary(times["gattway"]), summary(times["bumble"])
 
-    print(f"Write Command → notification round trip, {args.count} timed ({args.warmup} warm-up), "
+    print(f"Write Command → notification round trip, {args.rounds} rounds × {args.count} timed "
+          f"({args.warmup} warm-up each), "
           f"{args.size}-byte payload, Bumble virtual link")
     print(f"{'peripheral':<12}{'p50 ms':>10}{'p90 ms':>10}{'mean ms':>10}")
     for label, figures in (("gattway", gattway), ("Bumble", bumble)):
