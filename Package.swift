@@ -19,6 +19,8 @@ let package = Package(
         .library(name: "Sensors", targets: ["Sensors"]),
         // The GATT server as a library, for the benchmark package in Tests/Benchmarks.
         .library(name: "BluetoothGATT", targets: ["BluetoothATT", "BluetoothGATT"]),
+        // The BLE host as a library, for the round-trip benchmark package in Tests/RoundTripBenchmark.
+        .library(name: "BluetoothHost", targets: ["BluetoothHost"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
