@@ -17,6 +17,9 @@ let package = Package(
         // For the GPIO benchmark package (Tests/GPIOBenchmark).
         .library(name: "GPIO", targets: ["GPIO"]),
         .library(name: "Sensors", targets: ["Sensors"]),
+        // For the fuzz package (Tests/Fuzz): the parsers it feeds.
+        .library(name: "Config", targets: ["Config"]),
+        .library(name: "Values", targets: ["Values"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
