@@ -28,7 +28,8 @@ if ! swift build --package-path "$FUZZ_DIR" -c release --sanitize fuzzer --sanit
     exit 1
 fi
 echo "fuzz package built in $((SECONDS - build_start)) s"
-FUZZ_BIN=$(swift build --package-path "$FUZZ_DIR" -c release --sanitize fuzzer --sanitize address --show-bin-path)
+# SwiftPM's link to the release products of the host triple.
+FUZZ_BIN="$FUZZ_DIR/.build/release"
 FUZZ_TARGETS=()
 for source in "$FUZZ_DIR"/Sources/*/; do
     FUZZ_TARGETS+=("$(basename "$source")")
