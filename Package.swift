@@ -17,6 +17,9 @@ let package = Package(
         // For the GPIO benchmark package (Tests/GPIOBenchmark).
         .library(name: "GPIO", targets: ["GPIO"]),
         .library(name: "Sensors", targets: ["Sensors"]),
+        // The GATT server as a library, for the benchmark package in Tests/Benchmarks and the
+        // fuzz package.
+        .library(name: "BluetoothGATT", targets: ["BluetoothATT", "BluetoothGATT"]),
         // For the fuzz package (Tests/Fuzz): the parsers it feeds.
         .library(name: "Config", targets: ["Config"]),
         .library(name: "Values", targets: ["Values"]),

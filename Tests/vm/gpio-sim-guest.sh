@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs inside the VM (see gpio-sim-tests.sh): usage gpio-sim-guest.sh SHIM_TEST_V1 [D13_ROOT V2_BINARY]
+# Runs inside the VM (see gpio-sim-tests.sh):
+# usage gpio-sim-guest.sh SHIM_TEST_V1 [D13_ROOT V2_BINARY [SWIFT_TEST_BUNDLE]]
 set -uo pipefail
-shim_v1=$1 d13root=${2:-} shim_v2=${3:-}
+shim_v1=$1 d13root=${2:-} shim_v2=${3:-} swift_tests=${4:-}
 chip=${GATTWAY_GPIOSIM_CHIP##*/}
 failures=0
 check() { # check DESCRIPTION COMMAND...
@@ -48,5 +49,19 @@ if [[ -n $shim_v2 ]]; then
     check "shim test (libgpiod 2.x) passes" chroot "$d13root" "$shim_v2"
     for fs in dev sys proc; do umount "$d13root/$fs"; done
 fi
+
+if [[ -n $swift_tests ]]; then
+    # gattway's own GPIO layer (module GPIO, libgpiod backend) and sensors on the same chip; these
+    # suites are enabled only where GATTWAY_GPIOSIM_CHIP is set, i.e. here.
+    echo "gattway's libgpiod backend (Swift suites)"
+    swift_log=$(mktemp)
+    "$swift_tests" --testing-library swift-testing \
+        --filter "LibgpiodBackendTests|LibgpiodSensorTests" >"$swift_log" 2>&1
+    swift_status=$?
+    grep -E "✘|recorded an issue|Test run with" "$swift_log"
+    check "Swift libgpiod backend suites ran and passed" \
+        bash -c '[[ $1 -eq 0 ]] && grep -qE "Test run with [1-9][0-9]* tests? .*passed" "$2"' _ "$swift_status" "$swift_log"
+fi
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

@@ -1,1 +1,0 @@
-// Placeholder until the ATT layer lands; replaced, not extended.

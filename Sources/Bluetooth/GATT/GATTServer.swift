@@ -1,0 +1,404 @@
+import BluetoothATT
+import BluetoothCore
+
+/// The GATT server: a pure, synchronous, deterministic state machine. ATT PDU bytes in for a
+/// central, ATT PDU bytes out plus events; no I/O, no clock, no threads.
+///
+/// ## The seam the host drives
+/// - `connect(_:security:)` when an LE connection opens (the `CentralID` is the host's name for
+///   it, e.g. the HCI connection handle); `disconnect(_:)` when it closes.
+/// - `receive(_:from:now:)` with every ATT PDU (the payload of L2CAP CID 0x0004).
+/// - `setSecurity(_:for:)` whenever encryption or pairing changes the link's security.
+/// - `addTransmitCredits(_:now:)`: how many more notification/indication PDUs the link can take
+///   (the host's free controller buffers, given at start and whenever packets complete).
+///   Responses do not consume credits: ATT allows one outstanding request per central, so they
+///   are bounded by the central and the host must always accept them.
+/// - `expireTransactions(now:)` at `nextTransactionDeadline`, from a timer (no polling): an
+///   indication unconfirmed for 30 s ends the bearer (`transactionTimedOut`).
+/// - `takeOutput()` after any call: the PDUs to transmit (`.send`) in order, and the events.
+///
+/// PDUs from a central that is not connected are dropped. Each request is answered before
+/// `receive` returns, so a central never has more than one request outstanding here; a client that
+/// pipelines requests anyway is answered in order, once each.
+///
+/// Time is an input (`now`), so the 30 s timeout is testable without sleeping. The program-facing
+/// calls (`addService`, `removeService`, `updateValue`) live here too; `Peripheral` wraps them
+/// for async code. A class, not a struct: it is one mutable state machine owned by one owner
+/// (the `Peripheral` actor, a test, a benchmark), never copied and never shared across threads.
+public final class GATTServer {
+    public struct PreferredConnectionParameters: Hashable, Sendable {
+        /// Connection interval bounds in 1.25 ms units, latency in events, timeout in 10 ms units.
+        public var minimumInterval: UInt16
+        public var maximumInterval: UInt16
+        public var peripheralLatency: UInt16
+        public var supervisionTimeout: UInt16
+
+        public init(minimumInterval: UInt16, maximumInterval: UInt16, peripheralLatency: UInt16,
+                    supervisionTimeout: UInt16) {
+            self.minimumInterval = minimumInterval
+            self.maximumInterval = maximumInterval
+            self.peripheralLatency = peripheralLatency
+            self.supervisionTimeout = supervisionTimeout
+        }
+
+        /// 30–50 ms interval, no latency, 4 s supervision timeout.
+        public static let standard = Self(minimumInterval: 24, maximumInterval: 40, peripheralLatency: 0,
+                                          supervisionTimeout: 400)
+    }
+
+    public struct Configuration: Hashable, Sendable {
+        public var deviceName: String
+        public var appearance: UInt16
+        public var preferredConnectionParameters: PreferredConnectionParameters
+        /// The server's Rx MTU offered in Exchange MTU (23...517).
+        public var maximumMTU: UInt16
+        /// Prepare Write requests a central may queue before Prepare Queue Full.
+        public var preparedWriteQueueLimit: Int
+        /// Indications `updateValue` may queue per central behind the outstanding one.
+        public var indicationQueueLimit: Int
+        /// Smallest key size (bytes) accepted for attributes that require encryption.
+        public var minimumEncryptionKeySize: Int
+        /// The ATT transaction timeout (Vol 3 Part F 3.3.3).
+        public var transactionTimeout: Duration
+
+        public init(deviceName: String = "gattway", appearance: UInt16 = 0,
+                    preferredConnectionParameters: PreferredConnectionParameters = .standard,
+                    maximumMTU: UInt16 = ATTPDU.maximumMTU, preparedWriteQueueLimit: Int = 64,
+                    indicationQueueLimit: Int = 8, minimumEncryptionKeySize: Int = 16,
+                    transactionTimeout: Duration = .seconds(30)) {
+            self.deviceName = deviceName
+            self.appearance = appearance
+            self.preferredConnectionParameters = preferredConnectionParameters
+            self.maximumMTU = min(max(maximumMTU, ATTPDU.defaultMTU), ATTPDU.maximumMTU)
+            self.preparedWriteQueueLimit = preparedWriteQueueLimit
+            self.indicationQueueLimit = indicationQueueLimit
+            self.minimumEncryptionKeySize = minimumEncryptionKeySize
+            self.transactionTimeout = transactionTimeout
+        }
+    }
+
+    public let configuration: Configuration
+    public var handlers: GATTRequestHandlers
+    var database = AttributeDatabase()
+    var centrals: [CentralID: CentralState] = [:]
+    /// How many more notification/indication PDUs the link accepts now.
+    public private(set) var transmitCredits = 0
+    /// `updateValue` returned false and no ready event has been delivered since.
+    var readyToUpdatePending = false
+    var output: [GATTServerOutput] = []
+    /// The GATT service's Service Changed characteristic.
+    let serviceChanged: PublishedCharacteristic
+
+    public init(configuration: Configuration = Configuration(), handlers: GATTRequestHandlers = .unavailable) {
+        self.configuration = configuration
+        self.handlers = handlers
+        var database = AttributeDatabase()
+        do {
+            _ = try database.add(Self.genericAccessService(configuration), isSystem: true)
+            let gatt = try database.add(Self.genericAttributeService, isSystem: true)
+            serviceChanged = gatt.characteristics[0]
+            self.database = database
+        } catch {
+            preconditionFailure("the GAP and GATT services always fit an empty database: \(error)")
+        }
+    }
+
+    // MARK: Program-facing
+
+    /// The services published, in handle order (GAP and GATT first).
+    public var services: [PublishedService] { database.publishedServices }
+
+    /// Publishes a service on the first free run of handles and indicates Service Changed.
+    @discardableResult
+    public func addService(_ service: GATTService, now: ContinuousClock.Instant) throws(GATTDatabaseError) -> PublishedService {
+        let published = try database.add(service)
+        databaseChanged(published.handles, now: now)
+        return published
+    }
+
+    /// Removes a program service and indicates Service Changed over the handles it freed.
+    @discardableResult
+    public func removeService(_ id: GATTServiceID, now: ContinuousClock.Instant) throws(GATTDatabaseError) -> PublishedService {
+        let removed = try database.remove(id)
+        forgetSubscriptions(to: removed)
+        databaseChanged(removed.handles, now: now)
+        return removed
+    }
+
+    /// Removes every program service (never GAP/GATT) with one Service Changed indication, and
+    /// returns them in handle order.
+    @discardableResult
+    public func removeAllServices(now: ContinuousClock.Instant) -> [PublishedService] {
+        let removable = database.services.values.filter { !$0.isSystem }.map(\.published)
+            .sorted { $0.handles.lowerBound < $1.handles.lowerBound }
+        guard let low = removable.first?.handles.lowerBound,
+              let high = removable.map(\.handles.upperBound).max() else { return [] }
+        for service in removable {
+            _ = try? database.remove(service.id)
+            forgetSubscriptions(to: service)
+        }
+        databaseChanged(low...high, now: now)
+        return removable
+    }
+
+    /// The Database Hash as the characteristic carries it (least significant byte first).
+    public var databaseHash: [UInt8] { database.databaseHash() }
+
+    /// Sends `value` to the subscribed centrals among `centrals` (nil: all subscribed), as a
+    /// notification or indication per each central's CCCD, truncated to its MTU − 3.
+    ///
+    /// Returns false, sending nothing, when the link lacks credits for every notification or a
+    /// central's indication queue is full; one `readyToUpdateSubscribers` event follows when room frees.
+    public func updateValue(_ value: [UInt8], for characteristic: PublishedCharacteristic,
+                            to targets: [CentralID]? = nil,
+                            now: ContinuousClock.Instant) throws(GATTServerError) -> Bool {
+        guard database.services[characteristic.service] != nil,
+              database.attribute(at: characteristic.valueHandle)?.type == characteristic.uuid else {
+            throw .characteristicNotPublished(characteristic.uuid)
+        }
+        guard let cccdHandle = characteristic.clientConfigurationHandle else {
+            throw .characteristicCannotNotify(characteristic.uuid)
+        }
+        var notify: [CentralState] = []
+        var indicate: [CentralState] = []
+        let candidates = targets.map { Set($0) }
+        for id in self.centrals.keys.sorted() {
+            guard candidates?.contains(id) ?? true, let central = self.centrals[id], !central.isClosed,
+                  let bits = central.clientConfigurations[cccdHandle] else { continue }
+            if bits & 0x0001 != 0 { notify.append(central) } else if bits & 0x0002 != 0 { indicate.append(central) }
+        }
+        let indicationsSentNow = indicate.filter { $0.outstandingIndication == nil && $0.indicationQueue.isEmpty }.count
+        let queueFull = indicate.contains { $0.indicationQueue.count >= configuration.indicationQueueLimit }
+        guard !queueFull, notify.count + indicationsSentNow <= transmitCredits else {
+            readyToUpdatePending = true
+            return false
+        }
+        for central in notify {
+            transmitCredits -= 1
+            let length = min(value.count, central.maximumUpdateValueLength)
+            send(.handleValueNotification(handle: characteristic.valueHandle, value: Array(value.prefix(length))),
+                 to: central)
+        }
+        for central in indicate {
+            central.indicationQueue.append(QueuedIndication(handle: characteristic.valueHandle, value: value,
+                                                            isServiceChanged: false))
+            pumpIndications(central, now: now)
+        }
+        return true
+    }
+
+    // MARK: Host-facing
+
+    public func connect(_ id: CentralID, security: LinkSecurity = .unencrypted) {
+        guard centrals[id] == nil else { return }
+        centrals[id] = CentralState(id: id, security: security)
+    }
+
+    /// Forgets the central: its prepared writes and queued indications are discarded and every
+    /// subscription ends with an `unsubscribed` event (in handle order).
+    public func disconnect(_ id: CentralID) {
+        guard let central = centrals.removeValue(forKey: id) else { return }
+        for handle in central.clientConfigurations.keys.sorted() {
+            if let attribute = database.attribute(at: handle), case let .clientConfiguration(characteristic) = attribute.value {
+                emit(.unsubscribed(id, characteristic))
+            }
+        }
+    }
+
+    public func setSecurity(_ security: LinkSecurity, for id: CentralID) {
+        centrals[id]?.security = security
+    }
+
+    public func snapshot(of id: CentralID) -> CentralSnapshot? {
+        centrals[id]?.snapshot
+    }
+
+    public var connectedCentrals: [CentralID] { centrals.keys.sorted() }
+
+    /// The link can take `count` more notification/indication PDUs.
+    public func addTransmitCredits(_ count: Int, now: ContinuousClock.Instant) {
+        transmitCredits += max(count, 0)
+        for id in centrals.keys.sorted() { pumpIndications(centrals[id]!, now: now) }
+        roomFreed()
+    }
+
+    /// The earliest instant an outstanding indication times out, for the host's timer.
+    public var nextTransactionDeadline: ContinuousClock.Instant? {
+        centrals.values.compactMap { $0.outstandingIndication?.deadline }.min()
+    }
+
+    /// Ends the bearer of every central whose indication went unconfirmed past its deadline.
+    public func expireTransactions(now: ContinuousClock.Instant) {
+        for id in centrals.keys.sorted() { expireTransaction(of: centrals[id]!, now: now) }
+    }
+
+    /// Everything produced since the last call, in order.
+    public func takeOutput() -> [GATTServerOutput] {
+        defer { output.removeAll(keepingCapacity: true) }
+        return output
+    }
+
+    // MARK: Internals shared by the request handlers
+
+    func emit(_ event: GATTServerEvent) { output.append(.event(event)) }
+
+    func send(_ pdu: ATTPDU, to central: CentralState) {
+        output.append(.send(pdu.encoded, to: central.id))
+    }
+
+    func expireTransaction(of central: CentralState, now: ContinuousClock.Instant) {
+        guard !central.isClosed, let outstanding = central.outstandingIndication, outstanding.deadline <= now else { return }
+        central.isClosed = true
+        central.outstandingIndication = nil
+        central.indicationQueue.removeAll()
+        central.preparedWrites.removeAll()
+        emit(.transactionTimedOut(central.id))
+        roomFreed()
+    }
+
+    /// Sends the central's next queued indication if none is outstanding and the link has room.
+    func pumpIndications(_ central: CentralState, now: ContinuousClock.Instant) {
+        guard !central.isClosed, central.outstandingIndication == nil, transmitCredits > 0,
+              !central.indicationQueue.isEmpty else { return }
+        let next = central.indicationQueue.removeFirst()
+        transmitCredits -= 1
+        central.outstandingIndication = OutstandingIndication(
+            handle: next.handle, isServiceChanged: next.isServiceChanged,
+            deadline: now + configuration.transactionTimeout)
+        let length = min(next.value.count, central.maximumUpdateValueLength)
+        send(.handleValueIndication(handle: next.handle, value: Array(next.value.prefix(length))), to: central)
+    }
+
+    /// Delivers the one ready event an earlier refused `updateValue` is owed, once there is room.
+    func roomFreed() {
+        guard readyToUpdatePending, transmitCredits > 0 else { return }
+        readyToUpdatePending = false
+        emit(.readyToUpdateSubscribers)
+    }
+
+    /// A removed service's subscriptions end (with events), so its handles can be reused by a
+    /// later service without inheriting them.
+    private func forgetSubscriptions(to service: PublishedService) {
+        for id in centrals.keys.sorted() {
+            let central = centrals[id]!
+            for characteristic in service.characteristics {
+                guard let handle = characteristic.clientConfigurationHandle,
+                      central.clientConfigurations.removeValue(forKey: handle) != nil else { continue }
+                emit(.unsubscribed(id, characteristic))
+            }
+            central.indicationQueue.removeAll { !$0.isServiceChanged && service.handles.contains($0.handle) }
+            central.preparedWrites.removeAll { service.handles.contains($0.handle) }
+        }
+    }
+
+    /// Tells centrals about a change of the handles in `range` (Vol 3 Part G 7.1): a Service
+    /// Changed indication to those that enabled it, and change-unawareness to those that enabled
+    /// robust caching (Vol 3 Part G 2.5.2.1).
+    private func databaseChanged(_ range: ClosedRange<UInt16>, now: ContinuousClock.Instant) {
+        var value = ByteWriter(capacity: 4)
+        value.write(range.lowerBound)
+        value.write(range.upperBound)
+        for id in centrals.keys.sorted() {
+            let central = centrals[id]!
+            guard !central.isClosed else { continue }
+            if central.clientSupportedFeatures & ClientFeatures.robustCaching != 0 {
+                central.isChangeAware = false
+                central.sentOutOfSync = false
+            }
+            if let cccd = serviceChanged.clientConfigurationHandle,
+               central.clientConfigurations[cccd, default: 0] & 0x0002 != 0 {
+                central.indicationQueue.append(QueuedIndication(handle: serviceChanged.valueHandle,
+                                                                value: value.bytes, isServiceChanged: true))
+                pumpIndications(central, now: now)
+            }
+        }
+    }
+
+    // MARK: The built-in services
+
+    private static func genericAccessService(_ configuration: Configuration) -> GATTService {
+        var appearance = ByteWriter(capacity: 2)
+        appearance.write(configuration.appearance)
+        var parameters = ByteWriter(capacity: 8)
+        let preferred = configuration.preferredConnectionParameters
+        parameters.write(preferred.minimumInterval)
+        parameters.write(preferred.maximumInterval)
+        parameters.write(preferred.peripheralLatency)
+        parameters.write(preferred.supervisionTimeout)
+        let name = Array(configuration.deviceName.utf8.prefix(AttributeDatabase.maximumValueLength))
+        return GATTService(uuid: .genericAccessService, characteristics: [
+            GATTCharacteristic(uuid: .deviceName, properties: .read, permissions: .readable, value: .fixed(name)),
+            GATTCharacteristic(uuid: .appearance, properties: .read, permissions: .readable,
+                               value: .fixed(appearance.bytes)),
+            GATTCharacteristic(uuid: .peripheralPreferredConnectionParameters, properties: .read,
+                               permissions: .readable, value: .fixed(parameters.bytes)),
+        ])
+    }
+
+    private static let genericAttributeService = GATTService(uuid: .genericAttributeService, characteristics: [
+        GATTCharacteristic(uuid: .serviceChanged, properties: .indicate, permissions: [], value: .fixed([])),
+        GATTCharacteristic(uuid: .clientSupportedFeatures, properties: [.read, .write],
+                           permissions: [.readable, .writeable], value: .dynamic),
+        GATTCharacteristic(uuid: .databaseHash, properties: .read, permissions: .readable, value: .dynamic),
+    ])
+}
+
+/// Client Supported Features bits (Vol 3 Part G 7.2).
+enum ClientFeatures {
+    static let robustCaching: UInt8 = 0x01
+    /// Robust caching, EATT and Multiple Handle Value Notifications: the bits a client may set.
+    static let all: UInt8 = 0x07
+}
+
+struct QueuedIndication {
+    let handle: UInt16
+    let value: [UInt8]
+    let isServiceChanged: Bool
+}
+
+struct OutstandingIndication {
+    let handle: UInt16
+    let isServiceChanged: Bool
+    let deadline: ContinuousClock.Instant
+}
+
+struct PreparedWrite {
+    let handle: UInt16
+    let offset: Int
+    let value: [UInt8]
+}
+
+/// One central's ATT bearer state. A class so the request handlers mutate it in place.
+final class CentralState {
+    let id: CentralID
+    var mtu = ATTPDU.defaultMTU
+    var security: LinkSecurity
+    /// CCCD handle → configuration bits; zero values are removed.
+    var clientConfigurations: [UInt16: UInt16] = [:]
+    var clientSupportedFeatures: UInt8 = 0
+    var preparedWrites: [PreparedWrite] = []
+    var outstandingIndication: OutstandingIndication?
+    var indicationQueue: [QueuedIndication] = []
+    /// Robust caching (Vol 3 Part G 2.5.2.1): false after a database change until the client
+    /// catches up.
+    var isChangeAware = true
+    var sentOutOfSync = false
+    /// The transaction timed out: nothing more is sent or accepted on this bearer.
+    var isClosed = false
+
+    init(id: CentralID, security: LinkSecurity) {
+        self.id = id
+        self.security = security
+    }
+
+    var maximumUpdateValueLength: Int { Int(mtu) - 3 }
+
+    var snapshot: CentralSnapshot {
+        CentralSnapshot(mtu: mtu, security: security, clientConfigurations: clientConfigurations,
+                        clientSupportedFeatures: clientSupportedFeatures,
+                        preparedWriteCount: preparedWrites.count,
+                        outstandingIndicationHandle: outstandingIndication?.handle,
+                        queuedIndicationCount: indicationQueue.count, isChangeAware: isChangeAware,
+                        isClosed: isClosed)
+    }
+}

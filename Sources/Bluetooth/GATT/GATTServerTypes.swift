@@ -1,0 +1,126 @@
+import BluetoothATT
+import BluetoothCore
+
+/// One connected central, named by the host (its HCI connection handle is the natural choice).
+public struct CentralID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let rawValue: UInt16
+    public init(_ rawValue: UInt16) { self.rawValue = rawValue }
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { "central#\(rawValue)" }
+}
+
+/// The link's security as the host knows it (encryption comes from SMP, which lands later).
+/// The server only reads it to answer permission checks with the right ATT error.
+public struct LinkSecurity: Hashable, Sendable {
+    public var isEncrypted: Bool
+    /// The encryption key came from an authenticated (MITM-protected) pairing.
+    public var isAuthenticated: Bool
+    /// Key size in bytes (7–16) when encrypted.
+    public var encryptionKeySize: Int
+    /// The program has authorized this central for attributes that require authorization.
+    public var isAuthorized: Bool
+
+    public init(isEncrypted: Bool, isAuthenticated: Bool = false, encryptionKeySize: Int = 16,
+                isAuthorized: Bool = false) {
+        self.isEncrypted = isEncrypted
+        self.isAuthenticated = isAuthenticated
+        self.encryptionKeySize = encryptionKeySize
+        self.isAuthorized = isAuthorized
+    }
+
+    /// A fresh LE link: no encryption, nothing authenticated or authorized.
+    public static let unencrypted = LinkSecurity(isEncrypted: false, encryptionKeySize: 0)
+}
+
+/// A central reads a dynamic characteristic value. The handler returns the whole current value;
+/// the server applies `offset` (answering Invalid Offset past the end) and truncates to the MTU.
+public struct GATTReadRequest: Hashable, Sendable {
+    public let central: CentralID
+    public let characteristic: PublishedCharacteristic
+    public let offset: Int
+}
+
+/// One value of a write batch. A Write Request is a batch of one; an Execute Write delivers every
+/// prepared value at once (contiguous parts of one characteristic joined into one request).
+public struct GATTWriteRequest: Hashable, Sendable {
+    public let central: CentralID
+    public let characteristic: PublishedCharacteristic
+    public let offset: Int
+    public let value: [UInt8]
+}
+
+/// Handlers serving dynamic characteristic values.
+///
+/// They are synchronous on purpose: the server answers each request before it looks at the next
+/// PDU, which is what keeps "one outstanding request, answered exactly once" true by construction.
+/// They must not block; a gateway serves its latest cached sensor value.
+public struct GATTRequestHandlers: Sendable {
+    /// Returns the characteristic's whole value, or the ATT error to answer.
+    public var read: @Sendable (GATTReadRequest) -> Result<[UInt8], ATTErrorCode>
+    /// Applies all writes of a batch, or none of them and returns the single error to answer.
+    /// Write Commands also come here; their result is not answered.
+    public var write: @Sendable ([GATTWriteRequest]) -> ATTErrorCode?
+
+    public init(read: @escaping @Sendable (GATTReadRequest) -> Result<[UInt8], ATTErrorCode>,
+                write: @escaping @Sendable ([GATTWriteRequest]) -> ATTErrorCode?) {
+        self.read = read
+        self.write = write
+    }
+
+    /// What a server without a program answers: dynamic values are unavailable.
+    public static let unavailable = GATTRequestHandlers(
+        read: { _ in .failure(.unlikelyError) }, write: { _ in .unlikelyError })
+}
+
+/// Something the program or the host must learn about.
+public enum GATTServerEvent: Hashable, Sendable {
+    /// The central enabled notifications or indications (its CCCD went from 0 to non-zero).
+    case subscribed(CentralID, PublishedCharacteristic)
+    /// The central disabled them, or disconnected while subscribed.
+    case unsubscribed(CentralID, PublishedCharacteristic)
+    /// An `updateValue` returned false earlier and the transmit queue has room again.
+    case readyToUpdateSubscribers
+    /// The central's ATT_MTU changed; its maximum update length is now `mtu - 3`.
+    case mtuChanged(CentralID, mtu: UInt16)
+    /// An indication went unconfirmed for 30 s (Vol 3 Part F 3.3.3): the bearer is dead, the
+    /// server sends and accepts nothing more on it, and the host must disconnect the central.
+    case transactionTimedOut(CentralID)
+}
+
+/// What the server produced, in order: PDUs for the host to transmit, and events.
+public enum GATTServerOutput: Hashable, Sendable {
+    case send([UInt8], to: CentralID)
+    case event(GATTServerEvent)
+}
+
+/// Misuse of the server's program-facing calls.
+public enum GATTServerError: Error, Hashable, Sendable, CustomStringConvertible {
+    case characteristicNotPublished(BluetoothUUID)
+    case characteristicCannotNotify(BluetoothUUID)
+    case unknownCentral(CentralID)
+
+    public var description: String {
+        switch self {
+        case let .characteristicNotPublished(uuid): "characteristic \(uuid) is not published"
+        case let .characteristicCannotNotify(uuid): "characteristic \(uuid) has neither the notify nor the indicate property"
+        case let .unknownCentral(id): "\(id) is not connected"
+        }
+    }
+}
+
+/// A read-only view of one central's ATT state, for the program and for invariant checks.
+public struct CentralSnapshot: Hashable, Sendable {
+    public let mtu: UInt16
+    public let security: LinkSecurity
+    /// CCCD handle → configuration bits (only non-zero entries).
+    public let clientConfigurations: [UInt16: UInt16]
+    public let clientSupportedFeatures: UInt8
+    public let preparedWriteCount: Int
+    public let outstandingIndicationHandle: UInt16?
+    public let queuedIndicationCount: Int
+    public let isChangeAware: Bool
+    public let isClosed: Bool
+
+    /// The longest value one notification or indication carries to this central.
+    public var maximumUpdateValueLength: Int { Int(mtu) - 3 }
+}

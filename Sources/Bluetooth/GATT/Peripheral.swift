@@ -1,0 +1,234 @@
+import BluetoothATT
+import BluetoothCore
+
+/// The peripheral's state (CoreBluetooth's peripheral-manager states). Commands are valid only
+/// in `poweredOn`.
+public enum PeripheralState: String, Hashable, Sendable {
+    case unknown, resetting, unsupported, unauthorized, poweredOff, poweredOn
+}
+
+/// A connection-latency wish for one central: low (fast exchange) to high (battery). The host
+/// turns it into a connection parameter request; the central decides.
+public enum ConnectionLatency: Hashable, Sendable {
+    case low, medium, high
+}
+
+public enum PeripheralError: Error, Hashable, Sendable, CustomStringConvertible {
+    case notPoweredOn(PeripheralState)
+    case database(GATTDatabaseError)
+    case server(GATTServerError)
+
+    public var description: String {
+        switch self {
+        case let .notPoweredOn(state): "the peripheral is \(state.rawValue), not poweredOn"
+        case let .database(error): error.description
+        case let .server(error): error.description
+        }
+    }
+}
+
+/// Everything the program hears from the peripheral, in order.
+public enum PeripheralEvent: Hashable, Sendable {
+    case stateChanged(PeripheralState)
+    case serviceAdded(Result<PublishedService, PeripheralError>)
+    case serviceRemoved(Result<PublishedService, PeripheralError>)
+    case centralConnected(CentralID)
+    case centralDisconnected(CentralID)
+    case subscribed(CentralID, PublishedCharacteristic)
+    case unsubscribed(CentralID, PublishedCharacteristic)
+    case readyToUpdateSubscribers
+    case maximumUpdateValueLengthChanged(CentralID, Int)
+}
+
+/// What the peripheral needs from the BLE host: the outbound half of the seam. Calls are made
+/// from the `Peripheral` actor and must not block (enqueue and return).
+public protocol PeripheralLink: Sendable {
+    /// Transmit one ATT PDU on the central's ATT fixed channel (L2CAP CID 0x0004).
+    func send(_ pdu: [UInt8], to central: CentralID)
+    /// The ATT bearer is dead (an indication went unconfirmed for 30 s): disconnect the central.
+    func disconnectAfterTransactionTimeout(_ central: CentralID)
+    /// The program's latency wish for a central, to turn into a connection parameter request.
+    func requestConnectionLatency(_ latency: ConnectionLatency, for central: CentralID)
+}
+
+/// The program-facing peripheral (issue 3 item 5), usable from async Swift.
+///
+/// An actor because two parties drive it concurrently — the program (publishing services,
+/// updating values) and the host (delivering PDUs, link state) — and the `GATTServer` state
+/// machine inside must see their calls one at a time. Every call runs the server synchronously
+/// and then hands its output on: PDUs to `PeripheralLink`, events to `events`.
+///
+/// Host seam (inbound): `updateState(_:)`, `centralConnected(_:security:)`,
+/// `centralDisconnected(_:)`, `securityChanged(_:for:)`, `receive(_:from:)`,
+/// `transmitRoomFreed(_:)`, and `expireTransactions()` at `nextTransactionDeadline`.
+/// Time comes from the injected `now` function, so tests drive a manual clock.
+public actor Peripheral {
+    public private(set) var state: PeripheralState = .unknown
+    public nonisolated let events: AsyncStream<PeripheralEvent>
+    private let continuation: AsyncStream<PeripheralEvent>.Continuation
+    private let server: GATTServer
+    private let link: any PeripheralLink
+    private let now: @Sendable () -> ContinuousClock.Instant
+
+    public init(configuration: GATTServer.Configuration = .init(), link: any PeripheralLink,
+                now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+        server = GATTServer(configuration: configuration)
+        self.link = link
+        self.now = now
+        let (stream, continuation) = AsyncStream.makeStream(of: PeripheralEvent.self)
+        events = stream
+        self.continuation = continuation
+    }
+
+    deinit { continuation.finish() }
+
+    // MARK: Program-facing
+
+    /// Serves dynamic values: reads and write batches go to these synchronous handlers.
+    public func setRequestHandlers(_ handlers: GATTRequestHandlers) {
+        server.handlers = handlers
+    }
+
+    /// Publishes a service; `serviceAdded` reports the result as well.
+    @discardableResult
+    public func add(_ service: GATTService) throws(PeripheralError) -> PublishedService {
+        let result: Result<PublishedService, PeripheralError>
+        if state != .poweredOn {
+            result = .failure(.notPoweredOn(state))
+        } else {
+            do throws(GATTDatabaseError) { result = .success(try server.addService(service, now: now())) } catch { result = .failure(.database(error)) }
+        }
+        flush()
+        continuation.yield(.serviceAdded(result))
+        return try result.get()
+    }
+
+    /// Removes one service this program added; `serviceRemoved` reports the result as well.
+    @discardableResult
+    public func remove(_ id: GATTServiceID) throws(PeripheralError) -> PublishedService {
+        let result: Result<PublishedService, PeripheralError>
+        if state != .poweredOn {
+            result = .failure(.notPoweredOn(state))
+        } else {
+            do throws(GATTDatabaseError) { result = .success(try server.removeService(id, now: now())) } catch { result = .failure(.database(error)) }
+        }
+        flush()
+        continuation.yield(.serviceRemoved(result))
+        return try result.get()
+    }
+
+    /// Removes every service this program added (one `serviceRemoved` each).
+    public func removeAllServices() throws(PeripheralError) {
+        try requirePoweredOn()
+        let removed = server.removeAllServices(now: now())
+        flush()
+        for service in removed { continuation.yield(.serviceRemoved(.success(service))) }
+    }
+
+    public var services: [PublishedService] { server.services }
+
+    /// Sends a value to subscribed centrals (all, or those in `centrals`). False when the transmit
+    /// queue is full: nothing was sent, and one `readyToUpdateSubscribers` follows when room frees.
+    public func updateValue(_ value: [UInt8], for characteristic: PublishedCharacteristic,
+                            onSubscribedCentrals centrals: [CentralID]? = nil) throws(PeripheralError) -> Bool {
+        try requirePoweredOn()
+        let sent: Bool
+        do throws(GATTServerError) { sent = try server.updateValue(value, for: characteristic, to: centrals, now: now()) } catch {
+            throw .server(error)
+        }
+        flush()
+        return sent
+    }
+
+    /// The longest value one update carries to `central` (its ATT_MTU − 3); longer values are
+    /// truncated for it. Nil when the central is not connected.
+    public func maximumUpdateValueLength(for central: CentralID) -> Int? {
+        server.snapshot(of: central)?.maximumUpdateValueLength
+    }
+
+    public var connectedCentrals: [CentralID] { server.connectedCentrals }
+
+    /// Asks for low, medium or high latency on one central's connection; a wish, not a promise.
+    public func setDesiredConnectionLatency(_ latency: ConnectionLatency, for central: CentralID) throws(PeripheralError) {
+        try requirePoweredOn()
+        guard server.snapshot(of: central) != nil else { throw .server(.unknownCentral(central)) }
+        link.requestConnectionLatency(latency, for: central)
+    }
+
+    // MARK: Host-facing
+
+    /// The controller's state. Leaving poweredOn disconnects every central (each unsubscribed).
+    public func updateState(_ newState: PeripheralState) {
+        guard newState != state else { return }
+        state = newState
+        if newState != .poweredOn {
+            for central in server.connectedCentrals { disconnect(central) }
+        }
+        continuation.yield(.stateChanged(newState))
+    }
+
+    public func centralConnected(_ central: CentralID, security: LinkSecurity = .unencrypted) {
+        guard state == .poweredOn, server.snapshot(of: central) == nil else { return }
+        server.connect(central, security: security)
+        continuation.yield(.centralConnected(central))
+    }
+
+    public func centralDisconnected(_ central: CentralID) {
+        guard server.snapshot(of: central) != nil else { return }
+        disconnect(central)
+    }
+
+    public func securityChanged(_ security: LinkSecurity, for central: CentralID) {
+        server.setSecurity(security, for: central)
+    }
+
+    /// One ATT PDU from a central.
+    public func receive(_ pdu: [UInt8], from central: CentralID) {
+        server.receive(pdu, from: central, now: now())
+        flush()
+    }
+
+    /// The link can take `count` more notification/indication PDUs.
+    public func transmitRoomFreed(_ count: Int) {
+        server.addTransmitCredits(count, now: now())
+        flush()
+    }
+
+    public var nextTransactionDeadline: ContinuousClock.Instant? { server.nextTransactionDeadline }
+
+    public func expireTransactions() {
+        server.expireTransactions(now: now())
+        flush()
+    }
+
+    // MARK: Plumbing
+
+    private func requirePoweredOn() throws(PeripheralError) {
+        guard state == .poweredOn else { throw .notPoweredOn(state) }
+    }
+
+    private func disconnect(_ central: CentralID) {
+        server.disconnect(central)
+        flush()
+        continuation.yield(.centralDisconnected(central))
+    }
+
+    private func flush() {
+        for item in server.takeOutput() {
+            switch item {
+            case let .send(pdu, central):
+                link.send(pdu, to: central)
+            case let .event(.subscribed(central, characteristic)):
+                continuation.yield(.subscribed(central, characteristic))
+            case let .event(.unsubscribed(central, characteristic)):
+                continuation.yield(.unsubscribed(central, characteristic))
+            case .event(.readyToUpdateSubscribers):
+                continuation.yield(.readyToUpdateSubscribers)
+            case let .event(.mtuChanged(central, mtu)):
+                continuation.yield(.maximumUpdateValueLengthChanged(central, Int(mtu) - 3))
+            case let .event(.transactionTimedOut(central)):
+                link.disconnectAfterTransactionTimeout(central)
+            }
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// Placeholder until the GATT layer lands; replaced, not extended.

@@ -1,0 +1,105 @@
+import BluetoothATT
+import BluetoothCore
+import Testing
+@testable import BluetoothGATT
+
+/// Per-central state across several PDUs: robust caching, indication flow and disconnects.
+@Suite struct ServerStateTests {
+    let central = CentralID(1)
+
+    @Test func aChangeUnawareClientGetsOneDatabaseOutOfSyncError() throws {
+        let (server, _, _) = try Fixture.server()
+        server.connect(central)
+        #expect(server.exchange("120d0001").sent == ["13"], "enable robust caching")
+        try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: []), now: .now)
+        _ = server.takeOutput()
+        #expect(server.snapshot(of: central)?.isChangeAware == false)
+        #expect(server.exchange("520300aa").sent.isEmpty, "commands are ignored while change-unaware")
+        #expect(server.exchange("0a0300").sent == ["010a000012"])
+        #expect(server.exchange("0a0300").sent == ["0b67617474776179"], "the next request is served")
+        #expect(server.snapshot(of: central)?.isChangeAware == true)
+    }
+
+    @Test func readingTheDatabaseHashMakesAClientChangeAware() throws {
+        let (server, _, _) = try Fixture.server()
+        server.connect(central)
+        _ = server.exchange("120d0001")
+        try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: []), now: .now)
+        _ = server.takeOutput()
+        let answer = server.exchange("080100ffff2a2b").sent
+        #expect(answer == ["09120f00" + server.databaseHash.hexString])
+        #expect(server.exchange("0a0300").sent == ["0b67617474776179"])
+    }
+
+    @Test func clientsWithoutRobustCachingStayChangeAware() throws {
+        let (server, _, _) = try Fixture.server()
+        server.connect(central)
+        try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: []), now: .now)
+        #expect(server.exchange("0a0300").sent == ["0b67617474776179"])
+    }
+
+    @Test func aFullIndicationQueueRefusesTheUpdateUntilAConfirmationFreesRoom() throws {
+        let (server, _, services) = try Fixture.server(configuration: .init(indicationQueueLimit: 1))
+        let tx = try #require(services[2].characteristic(Fixture.nordicTX))
+        server.connect(central)
+        _ = server.exchange("12220002 00".replacingOccurrences(of: " ", with: ""))
+        server.addTransmitCredits(10, now: .now)
+        #expect(try server.updateValue([1], for: tx, now: .now))
+        #expect(try server.updateValue([2], for: tx, now: .now), "queued behind the outstanding one")
+        #expect(try server.updateValue([3], for: tx, now: .now) == false, "the queue holds one")
+        #expect(server.split(server.takeOutput()).sent == ["1d200001"])
+        let (sent, events) = server.exchange("1e")
+        #expect(sent == ["1d200002"])
+        #expect(events == [.readyToUpdateSubscribers])
+    }
+
+    @Test func disconnectDiscardsPreparedWritesAndQueuedIndications() throws {
+        let (server, log, services) = try Fixture.server()
+        let tx = try #require(services[2].characteristic(Fixture.nordicTX))
+        server.connect(central)
+        _ = server.exchange("1222000200")
+        _ = server.exchange("161a00000001")
+        server.addTransmitCredits(10, now: .now)
+        _ = try server.updateValue([1], for: tx, now: .now)
+        _ = try server.updateValue([2], for: tx, now: .now)
+        _ = server.takeOutput()
+        server.disconnect(central)
+        #expect(server.split(server.takeOutput()).events == [.unsubscribed(central, tx)])
+        server.connect(central)
+        let fresh = try #require(server.snapshot(of: central))
+        #expect(fresh.preparedWriteCount == 0 && fresh.queuedIndicationCount == 0 && fresh.clientConfigurations.isEmpty)
+        #expect(fresh.mtu == 23)
+        #expect(server.exchange("1801").sent == ["19"])
+        #expect(log.batches.isEmpty, "the prepared write died with the connection")
+    }
+
+    @Test func removingAServiceEndsItsSubscriptions() throws {
+        let (server, _, services) = try Fixture.server()
+        let level = try #require(services[3].characteristic(BluetoothUUID(0x2A19)))
+        server.connect(central)
+        _ = server.exchange("122e000100")
+        try server.removeService(services[3].id, now: .now)
+        #expect(server.split(server.takeOutput()).events == [.unsubscribed(central, level)])
+        #expect(server.snapshot(of: central)?.clientConfigurations.isEmpty == true)
+    }
+
+    @Test func theTransactionTimeoutIsThirtySecondsOfServerTime() throws {
+        let (server, _, services) = try Fixture.server()
+        let tx = try #require(services[2].characteristic(Fixture.nordicTX))
+        let start = ContinuousClock.now
+        server.connect(central)
+        _ = server.exchange("1222000200")
+        server.addTransmitCredits(1, now: start)
+        _ = try server.updateValue([1], for: tx, now: start)
+        #expect(server.nextTransactionDeadline == start + .seconds(30))
+        server.expireTransactions(now: start + .seconds(29.999))
+        #expect(server.split(server.takeOutput()).events.isEmpty)
+        // A PDU arriving after the deadline finds the bearer already dead.
+        let (sent, events) = server.exchange("0a0300", now: start + .seconds(30))
+        #expect(sent.isEmpty)
+        #expect(events == [.transactionTimedOut(central)])
+        #expect(server.snapshot(of: central)?.isClosed == true)
+        #expect(try server.updateValue([2], for: tx, now: start + .seconds(31)), "a dead bearer is no target")
+        #expect(server.takeOutput().isEmpty)
+    }
+}
