@@ -23,6 +23,7 @@ let package = Package(
         // For the fuzz package (Tests/Fuzz): the parsers it feeds.
         .library(name: "Config", targets: ["Config"]),
         .library(name: "Values", targets: ["Values"]),
+        .library(name: "BluetoothSMP", targets: ["BluetoothSMP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

@@ -21,5 +21,11 @@ let package = Package(
         .executableTarget(name: "FuzzSetPayload",
                           dependencies: [.product(name: "Values", package: "gattway")],
                           swiftSettings: fuzzSettings),
+        .executableTarget(name: "FuzzATTServer",
+                          dependencies: [.product(name: "BluetoothGATT", package: "gattway")],
+                          swiftSettings: fuzzSettings),
+        .executableTarget(name: "FuzzSMP",
+                          dependencies: [.product(name: "BluetoothSMP", package: "gattway")],
+                          swiftSettings: fuzzSettings),
     ]
 )
