@@ -120,7 +120,7 @@ let package = Package(
                     path: "Tests/BluetoothHCITests", swiftSettings: swiftSettings),
         .testTarget(name: "BluetoothL2CAPTests", dependencies: ["BluetoothL2CAP"],
                     path: "Tests/BluetoothL2CAPTests", swiftSettings: swiftSettings),
-        .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost"],
+        .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothGATT", "BluetoothATT"],
                     path: "Tests/BluetoothHostTests", swiftSettings: swiftSettings),
         .testTarget(name: "GPIOTests", dependencies: ["GPIO"],
                     path: "Tests/GPIOTests", swiftSettings: swiftSettings),

@@ -1,0 +1,67 @@
+/// Splits an H4 byte stream into packets (Core Vol 4 Part A 2), however the bytes arrive: one
+/// at a time, several packets per read, or a header split across reads.
+///
+/// The user channel delivers exactly one packet per read with the same indicator byte in front,
+/// so it goes through this framer too.
+public struct H4Framer: Sendable {
+    private var buffer: [UInt8] = []
+
+    public init() {}
+
+    /// Bytes held back until the rest of their packet arrives.
+    public var pendingByteCount: Int { buffer.count }
+
+    /// Appends `bytes` and returns every packet now complete, in order.
+    ///
+    /// A packet whose frame is whole but whose content does not decode comes out as
+    /// `.malformed`. An unknown indicator byte means the stream is out of step and cannot be trusted again:
+    /// that throws, and the caller drops the transport.
+    public mutating func push<Bytes: Sequence>(_ bytes: Bytes) throws(HCIDecodingError) -> [HCIPacket]
+    where Bytes.Element == UInt8 {
+        buffer.append(contentsOf: bytes)
+        var packets: [HCIPacket] = []
+        var start = 0
+        while start < buffer.count {
+            guard let type = HCIPacketType(rawValue: buffer[start]) else {
+                let bad = buffer[start]
+                buffer.removeAll()
+                throw .unknownPacketType(bad)
+            }
+            let headerLength = Self.headerLength(of: type)
+            guard buffer.count - start - 1 >= headerLength else { break }
+            let header = start + 1
+            let bodyLength = headerLength + Self.payloadLength(of: type, headerAt: header, in: buffer)
+            guard buffer.count - header >= bodyLength else { break }
+            let body = Array(buffer[header..<header + bodyLength])
+            start = header + bodyLength
+            do {
+                packets.append(try HCIPacket(type: type, body: body))
+            } catch {
+                // Framing is intact, only this packet is bad: hand it on for a log line.
+                packets.append(.malformed(type: type, bytes: body, reason: error))
+            }
+        }
+        buffer.removeFirst(start)
+        return packets
+    }
+
+    static func headerLength(of type: HCIPacketType) -> Int {
+        switch type {
+        case .command: 3  // opcode(2) length(1)
+        case .acl: 4  // handle+flags(2) length(2)
+        case .sco: 3  // handle+flags(2) length(1)
+        case .event: 2  // code(1) length(1)
+        case .iso: 4  // handle+flags(2) length(14 bits)
+        }
+    }
+
+    static func payloadLength(of type: HCIPacketType, headerAt index: Int, in bytes: [UInt8]) -> Int {
+        switch type {
+        case .command: Int(bytes[index + 2])
+        case .acl: Int(bytes[index + 2]) | Int(bytes[index + 3]) << 8
+        case .sco: Int(bytes[index + 2])
+        case .event: Int(bytes[index + 1])
+        case .iso: Int(bytes[index + 2]) | Int(bytes[index + 3] & 0x3F) << 8
+        }
+    }
+}

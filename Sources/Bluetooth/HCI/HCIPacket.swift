@@ -1,0 +1,115 @@
+import BluetoothCore
+
+/// The packet kinds HCI carries, with the H4 indicator byte that precedes each one on a stream
+/// transport and on the Linux user channel (Core Vol 4 Part A 2).
+public enum HCIPacketType: UInt8, Sendable {
+    case command = 0x01
+    case acl = 0x02
+    case sco = 0x03
+    case event = 0x04
+    case iso = 0x05
+}
+
+/// One whole HCI packet as it crosses the host/controller boundary.
+public enum HCIPacket: Equatable, Sendable {
+    case command(HCICommand)
+    case acl(HCIACLPacket)
+    case event(HCIEvent)
+    /// A kind the host does not use (SCO, ISO); kept so the stream stays in step.
+    case other(type: HCIPacketType, bytes: [UInt8])
+    /// A packet framed correctly whose content does not decode.
+    case malformed(type: HCIPacketType, bytes: [UInt8], reason: HCIDecodingError)
+
+    /// The packet with its H4 indicator byte in front.
+    public var h4Bytes: [UInt8] {
+        switch self {
+        case .command(let command): [HCIPacketType.command.rawValue] + command.encoded
+        case .acl(let acl): [HCIPacketType.acl.rawValue] + acl.encoded
+        case .event(let event): [HCIPacketType.event.rawValue] + event.encoded
+        case .other(let type, let bytes), .malformed(let type, let bytes, _): [type.rawValue] + bytes
+        }
+    }
+}
+
+/// An ACL data packet (Core Vol 4 Part E 5.4.2).
+public struct HCIACLPacket: Equatable, Sendable {
+    /// Packet Boundary flag values used on LE links.
+    public enum Boundary: UInt8, Sendable {
+        /// First fragment of a non-flushable L2CAP PDU (host → controller on LE).
+        case firstNonFlushable = 0b00
+        case continuing = 0b01
+        /// First fragment of an automatically flushable L2CAP PDU (controller → host on LE).
+        case firstFlushable = 0b10
+    }
+
+    public var handle: UInt16
+    public var boundary: Boundary
+    public var data: [UInt8]
+
+    public init(handle: UInt16, boundary: Boundary, data: [UInt8]) {
+        self.handle = handle
+        self.boundary = boundary
+        self.data = data
+    }
+
+    public var encoded: [UInt8] {
+        var writer = ByteWriter(capacity: 4 + data.count)
+        writer.write(handle & 0x0FFF | UInt16(boundary.rawValue) << 12)
+        writer.write(UInt16(data.count))
+        writer.write(contentsOf: data)
+        return writer.bytes
+    }
+
+    public init(decoding bytes: [UInt8]) throws(HCIDecodingError) {
+        var reader = ByteReader(bytes)
+        do {
+            let header = try reader.readUInt16()
+            let length = Int(try reader.readUInt16())
+            guard length == reader.remainingCount else {
+                throw HCIDecodingError.lengthMismatch(
+                    what: "ACL data packet", declared: length, actual: reader.remainingCount)
+            }
+            let flag = UInt8((header >> 12) & 0b11)
+            guard let boundary = Boundary(rawValue: flag) else {
+                throw HCIDecodingError.invalidField(
+                    what: "ACL data packet", detail: "packet boundary flag 0b11 is reserved")
+            }
+            self.init(handle: header & 0x0FFF, boundary: boundary, data: reader.readRemaining())
+        } catch let error as HCIDecodingError {
+            throw error
+        } catch {
+            throw HCIDecodingError.truncated(what: "ACL data packet header")
+        }
+    }
+}
+
+/// Why bytes from the controller are not a packet the host can use.
+public enum HCIDecodingError: Error, Equatable, Sendable, CustomStringConvertible {
+    case unknownPacketType(UInt8)
+    case truncated(what: String)
+    case lengthMismatch(what: String, declared: Int, actual: Int)
+    case invalidField(what: String, detail: String)
+
+    public var description: String {
+        switch self {
+        case .unknownPacketType(let type):
+            "unknown HCI packet type 0x\([type].hexString) (expected 0x01-0x05)"
+        case .truncated(let what): "truncated \(what)"
+        case .lengthMismatch(let what, let declared, let actual):
+            "\(what) declares \(declared) bytes but carries \(actual)"
+        case .invalidField(let what, let detail): "invalid \(what): \(detail)"
+        }
+    }
+}
+
+extension HCIPacket {
+    /// Decodes one packet given its H4 indicator and the bytes after it.
+    public init(type: HCIPacketType, body: [UInt8]) throws(HCIDecodingError) {
+        switch type {
+        case .command: self = .command(try HCICommand(decoding: body))
+        case .acl: self = .acl(try HCIACLPacket(decoding: body))
+        case .event: self = .event(try HCIEvent(decoding: body))
+        case .sco, .iso: self = .other(type: type, bytes: body)
+        }
+    }
+}

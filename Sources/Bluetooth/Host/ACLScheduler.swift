@@ -1,0 +1,106 @@
+import BluetoothHCI
+import BluetoothL2CAP
+
+/// Host → controller flow control (Core Vol 4 Part E 4.1.1): the controller holds
+/// `buffers.packetCount` ACL fragments; each fragment sent takes one buffer until a Number Of
+/// Completed Packets event gives it back. Frames wait in a queue per connection and connections
+/// take turns, so one busy central cannot starve the others.
+///
+/// Update frames (notifications, indications) are counted: `completed` and `close` report how
+/// many left the host, which is the transmit-queue room the GATT server's `updateValue` uses.
+/// Pure: the caller sends what `takeSendable()` returns.
+public struct ACLScheduler: Sendable {
+    public let buffers: ACLBufferSize
+
+    public private(set) var freeBuffers: Int
+    private struct QueuedFrame {
+        var fragments: [HCIACLPacket]
+        var isUpdate: Bool
+    }
+    private var queues: [UInt16: [QueuedFrame]] = [:]
+    /// Per connection, one entry per fragment in the controller, oldest first: true when it is
+    /// the last fragment of an update frame.
+    private var inFlight: [UInt16: [Bool]] = [:]
+    /// Round-robin order of connections.
+    private var order: [UInt16] = []
+    private var nextTurn = 0
+
+    public init(buffers: ACLBufferSize) {
+        precondition(buffers.dataLength > 0 && buffers.packetCount > 0, "the controller has no ACL buffers")
+        self.buffers = buffers
+        freeBuffers = buffers.packetCount
+    }
+
+    public mutating func open(_ handle: UInt16) {
+        guard queues[handle] == nil else { return }
+        queues[handle] = []
+        inFlight[handle] = []
+        order.append(handle)
+    }
+
+    /// Forgets a disconnected connection and returns how many of its update frames were dropped.
+    /// The buffers it held count as free again (the controller flushes them on disconnection,
+    /// Vol 4 Part E 7.7.5).
+    @discardableResult
+    public mutating func close(_ handle: UInt16) -> Int {
+        let sent = inFlight.removeValue(forKey: handle) ?? []
+        let queued = queues.removeValue(forKey: handle) ?? []
+        freeBuffers += sent.count
+        if let index = order.firstIndex(of: handle) {
+            order.remove(at: index)
+            if nextTurn > index { nextTurn -= 1 }
+        }
+        if nextTurn >= order.count { nextTurn = 0 }
+        return sent.filter { $0 }.count + queued.filter(\.isUpdate).count
+    }
+
+    /// Update frames queued or in the controller, over all connections.
+    public var pendingUpdates: Int {
+        inFlight.values.reduce(0) { $0 + $1.filter { $0 }.count }
+            + queues.values.reduce(0) { $0 + $1.filter(\.isUpdate).count }
+    }
+
+    /// Queues a frame; false for an unknown (closed) handle.
+    @discardableResult
+    public mutating func enqueue(_ frame: L2CAPFrame, on handle: UInt16, isUpdate: Bool = false) -> Bool {
+        guard queues[handle] != nil else { return false }
+        queues[handle]!.append(QueuedFrame(
+            fragments: frame.fragments(handle: handle, maxFragmentLength: buffers.dataLength),
+            isUpdate: isUpdate))
+        return true
+    }
+
+    /// Buffers given back by the controller; returns how many update frames are now fully
+    /// delivered. Counts for unknown handles are ignored (the connection already closed and its
+    /// buffers were reclaimed then); counts beyond what is in flight are capped.
+    public mutating func completed(_ count: Int, on handle: UInt16) -> Int {
+        guard let sent = inFlight[handle] else { return 0 }
+        let returned = min(max(count, 0), sent.count)
+        inFlight[handle] = Array(sent.dropFirst(returned))
+        freeBuffers = min(freeBuffers + returned, buffers.packetCount)
+        return sent.prefix(returned).filter { $0 }.count
+    }
+
+    /// The fragments that may go to the controller now, taking buffers for them.
+    public mutating func takeSendable() -> [HCIACLPacket] {
+        var out: [HCIACLPacket] = []
+        var idleTurns = 0
+        while freeBuffers > 0, !order.isEmpty, idleTurns < order.count {
+            if nextTurn >= order.count { nextTurn = 0 }
+            let handle = order[nextTurn]
+            nextTurn += 1
+            guard var queue = queues[handle], !queue.isEmpty else {
+                idleTurns += 1
+                continue
+            }
+            idleTurns = 0
+            out.append(queue[0].fragments.removeFirst())
+            let frameDone = queue[0].fragments.isEmpty
+            inFlight[handle, default: []].append(frameDone && queue[0].isUpdate)
+            if frameDone { queue.removeFirst() }
+            queues[handle] = queue
+            freeBuffers -= 1
+        }
+        return out
+    }
+}

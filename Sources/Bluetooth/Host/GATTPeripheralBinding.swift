@@ -1,0 +1,120 @@
+import BluetoothATT
+import BluetoothCore
+import BluetoothGATT
+import Foundation
+import Logging
+
+/// Connects a GATT `Peripheral` (BluetoothGATT) to the host: ATT PDUs both ways, the host's
+/// state, transmit credits, disconnections, the latency wish and the ATT transaction timer.
+///
+///     let binding = GATTPeripheralBinding(configuration: gattConfiguration)
+///     let host = PeripheralHost(configuration: hostConfiguration, peripheral: binding, logger: logger)
+///     // the program: binding.peripheral.add(...), .updateValue(...), .events
+///     await host.run()   // until cancelled
+public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
+    public let peripheral: Peripheral
+    private let link: HostPeripheralLink
+    private let lock = NSLock()
+    private var expiryTimer: Task<Void, Never>?
+
+    public init(configuration: GATTServer.Configuration = .init()) {
+        link = HostPeripheralLink()
+        peripheral = Peripheral(configuration: configuration, link: link)
+    }
+
+    /// The host this binding serves, for disconnections and latency requests.
+    func attach(_ host: PeripheralHost) { link.attach(host) }
+
+    static func centralID(_ central: Central) -> CentralID {
+        CentralID(UInt16(truncatingIfNeeded: central.connectionID))
+    }
+
+    public func hostStateChanged(_ state: PeripheralState) async {
+        await peripheral.updateState(state)
+    }
+
+    public func centralConnected(_ bearer: ATTBearer) async {
+        let id = Self.centralID(bearer.central)
+        link.register(bearer, as: id)
+        await peripheral.centralConnected(id)
+    }
+
+    public func centralDisconnected(_ central: Central) async {
+        let id = Self.centralID(central)
+        await peripheral.centralDisconnected(id)
+        link.unregister(id)
+    }
+
+    public func received(_ pdu: [UInt8], from central: Central) async {
+        await peripheral.receive(pdu, from: Self.centralID(central))
+        await armTransactionTimer()
+    }
+
+    public func transmitCreditsAvailable(_ count: Int) async {
+        await peripheral.transmitRoomFreed(count)
+        await armTransactionTimer()
+    }
+
+    /// Wakes the peripheral at its next ATT transaction deadline (an unconfirmed indication).
+    private func armTransactionTimer() async {
+        guard let deadline = await peripheral.nextTransactionDeadline else { return }
+        let timer = Task { [peripheral] in
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            guard !Task.isCancelled else { return }
+            await peripheral.expireTransactions()
+        }
+        lock.withLock {
+            expiryTimer?.cancel()
+            expiryTimer = timer
+        }
+    }
+}
+
+/// The peripheral's outbound seam, implemented over the host's ATT bearers.
+final class HostPeripheralLink: PeripheralLink, @unchecked Sendable {
+    private let lock = NSLock()
+    private var bearers: [CentralID: ATTBearer] = [:]
+    private weak var host: PeripheralHost?
+
+    func attach(_ host: PeripheralHost) { lock.withLock { self.host = host } }
+    func register(_ bearer: ATTBearer, as id: CentralID) { lock.withLock { bearers[id] = bearer } }
+    func unregister(_ id: CentralID) { _ = lock.withLock { bearers.removeValue(forKey: id) } }
+
+    func send(_ pdu: [UInt8], to central: CentralID) {
+        guard let bearer = lock.withLock({ bearers[central] }) else { return }
+        // Notifications and indications spend the transmit credits the server counts.
+        if let opcode = pdu.first, [0x1B, 0x1D, 0x23].contains(opcode) {
+            bearer.sendUpdate(pdu)
+        } else {
+            bearer.send(pdu)
+        }
+    }
+
+    private func target(_ central: CentralID) -> (Central, PeripheralHost)? {
+        lock.withLock {
+            guard let bearer = bearers[central], let host else { return nil }
+            return (bearer.central, host)
+        }
+    }
+
+    func disconnectAfterTransactionTimeout(_ central: CentralID) {
+        guard let (connected, host) = target(central) else { return }
+        Task { try? await host.disconnect(connected) }
+    }
+
+    func requestConnectionLatency(_ latency: ConnectionLatency, for central: CentralID) {
+        guard let (connected, host) = target(central) else { return }
+        Task { try? await host.setDesiredConnectionLatency(latency, for: connected) }
+    }
+}
+
+extension PeripheralHost {
+    /// gattway's entry point: a host serving the GATT peripheral of `binding` over the controller
+    /// named by `configuration.transport` (an `HCITransportSpec`), keeping state in
+    /// `configuration.stateDirectory` and advertising `configuration.advertising`. Call `run()`;
+    /// it returns when its task is cancelled.
+    public init(configuration: HostConfiguration, peripheral binding: GATTPeripheralBinding, logger: Logger) {
+        self.init(configuration: configuration, server: binding, logger: logger)
+        binding.attach(self)
+    }
+}

@@ -1,0 +1,124 @@
+import BluetoothCore
+import BluetoothGATT
+import BluetoothHCI
+import BluetoothL2CAP
+
+/// One connected central. Identity is per connection: the same phone connecting again is a new
+/// `Central` (its handle may be reused by the controller, its `connectionID` never is).
+public struct Central: Hashable, Sendable, CustomStringConvertible {
+    public let connectionID: UInt64
+    public let handle: UInt16
+    public let address: BluetoothAddress
+
+    public init(connectionID: UInt64, handle: UInt16, address: BluetoothAddress) {
+        self.connectionID = connectionID
+        self.handle = handle
+        self.address = address
+    }
+
+    public var description: String { "\(address) (handle 0x\(String(handle, radix: 16)))" }
+}
+
+extension ConnectionLatency {
+    /// The connection parameters the host asks the central for (Vol 3 Part A 4.20): intervals
+    /// in 1.25 ms, timeout in 10 ms units. Low: 15-30 ms; medium: 30-50 ms; high: 100-125 ms,
+    /// skipping up to 4 events.
+    public var parameters: ConnectionParameters {
+        switch self {
+        case .low: ConnectionParameters(intervalMin: 12, intervalMax: 24, latency: 0, supervisionTimeout: 500)
+        case .medium: ConnectionParameters(intervalMin: 24, intervalMax: 40, latency: 0, supervisionTimeout: 500)
+        case .high: ConnectionParameters(intervalMin: 80, intervalMax: 100, latency: 4, supervisionTimeout: 600)
+        }
+    }
+}
+
+/// The ATT bearer of one connection (fixed channel 0x0004), handed to the ATT server when a
+/// central connects. Safe to use from any thread; sending after disconnection does nothing.
+public final class ATTBearer: Sendable {
+    public let central: Central
+    private let transmitter: LinkTransmitter
+
+    init(central: Central, transmitter: LinkTransmitter) {
+        self.central = central
+        self.transmitter = transmitter
+    }
+
+    /// Queues a PDU for the central: a response, a confirmation-bound indication, anything.
+    public func send(_ pdu: [UInt8]) {
+        transmitter.send(L2CAPFrame(channel: L2CAPChannel.att, payload: pdu), on: central.handle)
+    }
+
+    /// Queues a notification or indication. It spends one of the transmit credits the host
+    /// granted through `ATTServer.transmitCreditsAvailable(_:)`; the credit comes back once the
+    /// controller has sent the PDU (or the connection is gone).
+    public func sendUpdate(_ pdu: [UInt8]) {
+        transmitter.send(L2CAPFrame(channel: L2CAPChannel.att, payload: pdu), on: central.handle,
+                         isUpdate: true)
+    }
+}
+
+/// What the host needs from the ATT/GATT server above it. The host calls these in order for each
+/// central; PDUs of one central arrive in the order the central sent them.
+public protocol ATTServer: AnyObject, Sendable {
+    func hostStateChanged(_ state: PeripheralState) async
+    func centralConnected(_ bearer: ATTBearer) async
+    /// Also called for every central when the controller is lost.
+    func centralDisconnected(_ central: Central) async
+    func received(_ pdu: [UInt8], from central: Central) async
+    /// The host can take `count` more update PDUs (notifications, indications) across all
+    /// centrals: `transmitQueueCapacity` at first power-on, then one back for each update the
+    /// controller has sent or that a disconnection or controller loss dropped. The server stops
+    /// sending updates when it has no credits left: that is `updateValue` returning false.
+    func transmitCreditsAvailable(_ count: Int) async
+}
+
+/// Everything the host reports, in order: for logs, tests and the program above.
+public enum HostEvent: Equatable, Sendable {
+    case stateChanged(PeripheralState)
+    case advertisingStarted(AdvertisingPayload, extended: Bool)
+    case advertisingStopped
+    case connected(Central)
+    case disconnected(Central, reason: HCIStatus)
+    case dataLengthChanged(Central, maxTxOctets: UInt16, maxRxOctets: UInt16)
+    case phyChanged(Central, txPHY: UInt8, rxPHY: UInt8)
+    case connectionParametersChanged(Central, interval: UInt16, latency: UInt16, supervisionTimeout: UInt16)
+    case connectionParameterUpdateAnswered(Central, accepted: Bool)
+    case pairingRefused(Central)
+}
+
+/// Configuration of the host, from gattway's configuration and command line.
+public struct HostConfiguration: Sendable {
+    public var transport: HCITransportSpec
+    /// Where the host keeps state across restarts (the static random address).
+    public var stateDirectory: String
+    /// Advertised from power-on; nil to advertise only when asked.
+    public var advertising: AdvertisingSettings?
+    /// Advertising stops while this many centrals are connected.
+    public var maxCentrals: Int
+    /// Update PDUs (notifications, indications) the host queues at most, over all centrals.
+    public var transmitQueueCapacity: Int
+    /// How long a command may go unanswered before the host gives up on it.
+    public var commandTimeout: Duration
+    /// Waits after a lost controller before each retry; the last one repeats.
+    public var reconnectDelays: [Duration]
+
+    public init(transport: HCITransportSpec, stateDirectory: String,
+                advertising: AdvertisingSettings?, maxCentrals: Int = 8, transmitQueueCapacity: Int = 8,
+                commandTimeout: Duration = .seconds(2),
+                reconnectDelays: [Duration] = [.milliseconds(200), .seconds(1), .seconds(2), .seconds(5), .seconds(10)]) {
+        self.transport = transport
+        self.stateDirectory = stateDirectory
+        self.advertising = advertising
+        self.maxCentrals = maxCentrals
+        self.transmitQueueCapacity = transmitQueueCapacity
+        self.commandTimeout = commandTimeout
+        self.reconnectDelays = reconnectDelays
+    }
+}
+
+/// Why a host operation was refused.
+public struct HostError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

@@ -1,0 +1,78 @@
+import BluetoothHCI
+import BluetoothL2CAP
+import Foundation
+
+/// The host's ACL transmit path: the flow-control scheduler and the transport it feeds, shared by
+/// the host's event loop (credits, connections) and every bearer (sends, from any thread).
+final class LinkTransmitter: @unchecked Sendable {
+    // `lock` guards everything below; transport writes happen under it so fragments keep order.
+    private let lock = NSLock()
+    private var transport: (any HCITransport)?
+    private var scheduler: ACLScheduler?
+
+    /// Starts sending over a fresh controller session.
+    func start(transport: any HCITransport, buffers: ACLBufferSize) {
+        lock.withLock {
+            self.transport = transport
+            scheduler = ACLScheduler(buffers: buffers)
+        }
+    }
+
+    /// Drops everything queued; returns the update frames dropped. Sends do nothing until the
+    /// next `start`.
+    func stop() -> Int {
+        lock.withLock {
+            let dropped = scheduler?.pendingUpdates ?? 0
+            transport = nil
+            scheduler = nil
+            return dropped
+        }
+    }
+
+    func open(_ handle: UInt16) { lock.withLock { _ = scheduler?.open(handle) } }
+
+    /// Forgets a connection; returns its update frames that will never be delivered.
+    func close(_ handle: UInt16) -> Int {
+        lock.withLock {
+            let dropped = scheduler?.close(handle) ?? 0
+            flushLocked()
+            return dropped
+        }
+    }
+
+    /// Queues a frame; false when there is no controller or the connection is gone.
+    @discardableResult
+    func send(_ frame: L2CAPFrame, on handle: UInt16, isUpdate: Bool = false) -> Bool {
+        lock.withLock {
+            guard scheduler?.enqueue(frame, on: handle, isUpdate: isUpdate) == true else { return false }
+            flushLocked()
+            return true
+        }
+    }
+
+    /// Credits back from the controller; returns how many update frames are now delivered.
+    func completed(_ entries: [HCIEvent.CompletedPackets]) -> Int {
+        lock.withLock {
+            guard scheduler != nil else { return 0 }
+            var delivered = 0
+            for entry in entries { delivered += scheduler!.completed(Int(entry.count), on: entry.handle) }
+            flushLocked()
+            return delivered
+        }
+    }
+
+    private func flushLocked() {
+        guard var current = scheduler, let transport else { return }
+        let packets = current.takeSendable()
+        scheduler = current
+        for packet in packets {
+            do {
+                try transport.send(.acl(packet))
+            } catch {
+                // The link is gone: closing it ends the event loop, which runs the recovery.
+                transport.close()
+                return
+            }
+        }
+    }
+}

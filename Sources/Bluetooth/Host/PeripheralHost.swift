@@ -1,0 +1,291 @@
+import BluetoothCore
+import BluetoothGATT
+import BluetoothHCI
+import BluetoothL2CAP
+import Logging
+
+/// gattway's BLE host in the peripheral role: opens the controller named by
+/// `HostConfiguration.transport`, brings it up, advertises, accepts centrals and carries their
+/// ATT traffic to and from an `ATTServer`, until the task running `run()` is cancelled. A lost
+/// controller (socket error, hardware error, unexpected reset) is reopened with backoff.
+///
+///     let host = PeripheralHost(configuration: configuration, server: gattServer, logger: logger)
+///     try await host.run()   // returns when cancelled
+public actor PeripheralHost {
+    public let configuration: HostConfiguration
+    let server: any ATTServer
+    let logger: Logger
+    let openTransport: @Sendable (HCITransportSpec) throws -> any HCITransport
+
+    public internal(set) var state: PeripheralState = .unknown
+    public internal(set) var isAdvertising = false
+    /// The controller's facts from the last bring-up.
+    public internal(set) var controller: ControllerInfo?
+    /// Every event, in order. One consumer.
+    public nonisolated let events: AsyncStream<HostEvent>
+    let eventSink: AsyncStream<HostEvent>.Continuation
+
+    let transmitter = LinkTransmitter()
+    var transport: (any HCITransport)?
+    var connections: [UInt16: ConnectionState] = [:]
+    var nextConnectionID: UInt64 = 1
+    var advertisingSettings: AdvertisingSettings?
+    var currentPayload: AdvertisingPayload?
+    // The command channel: one command in flight at a time (the slot), its waiter and timer.
+    var commandSlotBusy = false
+    var commandSlotWaiters: [CheckedContinuation<Void, Never>] = []
+    var pendingCommand: PendingCommand?
+    var nextCommandToken: UInt64 = 0
+    var sessionTasks: [UInt64: Task<Void, Never>] = [:]
+    var nextSessionTaskID: UInt64 = 0
+    var grantedTransmitCredits = false
+
+    public init(configuration: HostConfiguration, server: any ATTServer, logger: Logger,
+                openTransport: @escaping @Sendable (HCITransportSpec) throws -> any HCITransport = {
+                    try $0.open()
+                }) {
+        self.configuration = configuration
+        self.server = server
+        self.logger = logger
+        self.openTransport = openTransport
+        advertisingSettings = configuration.advertising
+        (events, eventSink) = AsyncStream.makeStream(of: HostEvent.self, bufferingPolicy: .bufferingNewest(1024))
+    }
+
+    /// Runs the host until the calling task is cancelled; then closes the controller and returns.
+    public func run() async {
+        var attempt = 0
+        while !Task.isCancelled {
+            let transport: any HCITransport
+            do {
+                transport = try openTransport(configuration.transport)
+            } catch {
+                let failure = error as? HCITransportError
+                    ?? HCITransportError(.unavailable, "\(error)")
+                logger.error("cannot open the controller at \(configuration.transport): \(failure.message)")
+                await setState(Self.state(after: failure))
+                guard await backoff(&attempt) else { break }
+                continue
+            }
+            logger.info("opened the controller at \(transport.spec)")
+            let reason = await session(on: transport)
+            transport.close()
+            let reachedPowerOn = controller != nil
+            await tearDownSession()
+            if Task.isCancelled { break }
+            logger.warning("lost the controller at \(transport.spec): \(reason); recovering")
+            await setState(.resetting)
+            if reachedPowerOn { attempt = 0 }  // it worked once: start the backoff over
+            guard await backoff(&attempt) else { break }
+        }
+        _ = transmitter.stop()
+        await setState(.unknown)
+        eventSink.finish()
+    }
+
+    /// The state a failure to open the controller leaves the peripheral in.
+    static func state(after failure: HCITransportError) -> PeripheralState {
+        switch failure.kind {
+        case .permissionDenied: .unauthorized
+        case .rfkillBlocked: .poweredOff
+        case .notFound: .unsupported
+        case .busy, .unavailable, .linkLost: .resetting
+        }
+    }
+
+    /// Sleeps the next backoff delay; false when cancelled meanwhile.
+    private func backoff(_ attempt: inout Int) async -> Bool {
+        let delays = configuration.reconnectDelays
+        let delay = delays.isEmpty ? .seconds(1) : delays[min(attempt, delays.count - 1)]
+        attempt += 1
+        logger.info("retrying the controller in \(delay)")
+        do {
+            try await Task.sleep(for: delay)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// One controller session: bring-up, advertising, then events until the link breaks.
+    /// Returns why it ended.
+    private func session(on transport: any HCITransport) async -> String {
+        self.transport = transport
+        // Children return why the session must end, or nil when they finished fine.
+        return await withTaskGroup(of: String?.self) { group in
+            group.addTask {
+                do {
+                    for try await packet in transport.incoming {
+                        if let loss = await self.handle(packet) { return loss }
+                    }
+                    return Task.isCancelled ? "cancelled" : "the connection closed"
+                } catch {
+                    return "\(error)"
+                }
+            }
+            group.addTask {
+                do {
+                    try await self.bringUp()
+                    return nil
+                } catch {
+                    return Task.isCancelled ? "cancelled" : "bring-up failed: \(error)"
+                }
+            }
+            while let outcome = await group.next() {
+                if let reason = outcome {
+                    group.cancelAll()
+                    transport.close()
+                    return reason
+                }
+            }
+            return "cancelled"
+        }
+    }
+
+    /// Forgets the session: pending commands fail, every central is disconnected for the server.
+    private func tearDownSession() async {
+        transport = nil
+        for task in sessionTasks.values { task.cancel() }
+        sessionTasks = [:]
+        controller = nil
+        currentPayload = nil
+        if let pending = pendingCommand {
+            pendingCommand = nil
+            pending.timer?.cancel()
+            pending.continuation.resume(throwing: HostError("the controller was lost"))
+        }
+        let dropped = transmitter.stop()
+        isAdvertising = false
+        let lost = connections.values.map(\.central).sorted { $0.connectionID < $1.connectionID }
+        connections = [:]
+        for central in lost {
+            eventSink.yield(.disconnected(central, reason: .hardwareFailure))
+            await server.centralDisconnected(central)
+        }
+        if dropped > 0 { await server.transmitCreditsAvailable(dropped) }
+    }
+
+    func setState(_ newState: PeripheralState) async {
+        guard newState != state else { return }
+        logger.info("peripheral state: \(state) → \(newState)")
+        state = newState
+        eventSink.yield(.stateChanged(newState))
+        await server.hostStateChanged(newState)
+    }
+
+    // MARK: Commands
+
+    /// Sends a command and waits for its Command Complete or Command Status, one command at a
+    /// time; gives up after `configuration.commandTimeout`.
+    @discardableResult
+    func execute(_ command: HCICommand) async throws -> HCICommandResult {
+        if commandSlotBusy {
+            await withCheckedContinuation { commandSlotWaiters.append($0) }
+        } else {
+            commandSlotBusy = true
+        }
+        defer {
+            if commandSlotWaiters.isEmpty {
+                commandSlotBusy = false
+            } else {
+                commandSlotWaiters.removeFirst().resume()
+            }
+        }
+        try Task.checkCancellation()
+        guard let transport else { throw HostError("no controller") }
+        nextCommandToken += 1
+        let token = nextCommandToken
+        let timeout = configuration.commandTimeout
+        return try await withCheckedThrowingContinuation { continuation in
+            pendingCommand = PendingCommand(opcode: command.opcode, token: token,
+                                            continuation: continuation)
+            do {
+                try transport.send(.command(command))
+            } catch {
+                finishCommand(token: token, with: .failure(error))
+                return
+            }
+            pendingCommand?.timer = Task { [weak self] in
+                try? await Task.sleep(for: timeout)
+                guard !Task.isCancelled else { return }
+                await self?.finishCommand(token: token, with: .failure(
+                    HostError("\(command.opcode) not answered within \(timeout)")))
+            }
+        }
+    }
+
+    /// Resolves the command in flight if it is still the one `token` names.
+    func finishCommand(token: UInt64, with result: Result<HCICommandResult, any Error>) {
+        guard let pending = pendingCommand, pending.token == token else { return }
+        pendingCommand = nil
+        pending.timer?.cancel()
+        pending.continuation.resume(with: result)
+    }
+
+    /// Like `execute`, but a non-success status throws.
+    @discardableResult
+    func executeChecked(_ command: HCICommand) async throws -> [UInt8] {
+        let result = try await execute(command)
+        guard result.status == .success else {
+            throw HostError("\(command.opcode) failed: \(result.status)")
+        }
+        return result.body
+    }
+
+    // MARK: The program-facing surface
+
+    // Do not await these from `ATTServer` callbacks: the host calls those from its event loop,
+    // which must keep running to deliver the commands' answers.
+
+    /// Starts (or restarts, with new settings) advertising. Only valid while powered on.
+    public func startAdvertising(_ settings: AdvertisingSettings) async throws {
+        guard state == .poweredOn else {
+            throw HostError("cannot advertise while the peripheral is \(state)")
+        }
+        advertisingSettings = settings
+        if isAdvertising { try await disableAdvertising() }
+        try await configureAndEnableAdvertising()
+    }
+
+    public func stopAdvertising() async throws {
+        guard state == .poweredOn else {
+            throw HostError("cannot stop advertising while the peripheral is \(state)")
+        }
+        advertisingSettings = nil
+        try await disableAdvertising()
+    }
+
+    /// Asks a central for connection parameters matching `latency`; the central decides.
+    public func setDesiredConnectionLatency(_ latency: ConnectionLatency, for central: Central) throws {
+        guard state == .poweredOn else {
+            throw HostError("cannot change connection latency while the peripheral is \(state)")
+        }
+        guard let connection = connections[central.handle], connection.central == central else {
+            throw HostError("\(central) is not connected")
+        }
+        let request = connection.signaling.requestParameterUpdate(latency.parameters)
+        logger.info("asking \(central) for \(latency) latency")
+        transmitter.send(L2CAPFrame(channel: L2CAPChannel.leSignaling, payload: request), on: central.handle)
+    }
+
+    /// Disconnects a central (reason: remote user terminated, as the peripheral ending it).
+    public func disconnect(_ central: Central) async throws {
+        guard let connection = connections[central.handle], connection.central == central else {
+            throw HostError("\(central) is not connected")
+        }
+        try await executeChecked(.disconnect(handle: central.handle, reason: .remoteUserTerminated))
+    }
+
+    /// The centrals connected now, in connection order.
+    public var connectedCentrals: [Central] {
+        connections.values.map(\.central).sorted { $0.connectionID < $1.connectionID }
+    }
+}
+
+/// The command waiting for its Command Complete or Command Status.
+struct PendingCommand {
+    let opcode: HCIOpcode
+    let token: UInt64
+    let continuation: CheckedContinuation<HCICommandResult, any Error>
+    var timer: Task<Void, Never>?
+}

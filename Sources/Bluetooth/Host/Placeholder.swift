@@ -1,1 +1,0 @@
-// Placeholder until the Host layer lands; replaced, not extended.

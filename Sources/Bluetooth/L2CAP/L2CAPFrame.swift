@@ -1,0 +1,109 @@
+import BluetoothCore
+import BluetoothHCI
+
+/// The LE fixed channels gattway serves (Core Vol 3 Part A 2.1).
+public enum L2CAPChannel {
+    public static let att: UInt16 = 0x0004
+    public static let leSignaling: UInt16 = 0x0005
+    public static let securityManager: UInt16 = 0x0006
+}
+
+/// An L2CAP basic frame (B-frame, Core Vol 3 Part A 3.1): length, channel ID, payload.
+public struct L2CAPFrame: Equatable, Sendable {
+    public var channel: UInt16
+    public var payload: [UInt8]
+
+    public init(channel: UInt16, payload: [UInt8]) {
+        self.channel = channel
+        self.payload = payload
+    }
+
+    public var encoded: [UInt8] {
+        var writer = ByteWriter(capacity: 4 + payload.count)
+        writer.write(UInt16(payload.count))
+        writer.write(channel)
+        writer.write(contentsOf: payload)
+        return writer.bytes
+    }
+
+    /// Splits this frame into ACL fragments of at most `maxFragmentLength` bytes each
+    /// (the controller's ACL buffer length).
+    public func fragments(handle: UInt16, maxFragmentLength: Int) -> [HCIACLPacket] {
+        precondition(maxFragmentLength > 0, "the controller's ACL buffer length must be positive")
+        let bytes = encoded
+        var packets: [HCIACLPacket] = []
+        var start = 0
+        while start < bytes.count {
+            let end = min(start + maxFragmentLength, bytes.count)
+            packets.append(HCIACLPacket(handle: handle,
+                                        boundary: start == 0 ? .firstNonFlushable : .continuing,
+                                        data: Array(bytes[start..<end])))
+            start = end
+        }
+        return packets
+    }
+}
+
+/// Rebuilds L2CAP frames from the ACL fragments of one connection (Core Vol 4 Part E 5.4.2,
+/// Vol 3 Part A 7.2).
+public struct L2CAPReassembler: Sendable {
+    public enum Problem: Error, Equatable, Sendable, CustomStringConvertible {
+        /// A continuing fragment came with no frame under way.
+        case unexpectedContinuation(byteCount: Int)
+        /// A new frame started before the previous one was complete; the partial one is dropped.
+        case incompleteFrameDropped(received: Int, expected: Int)
+        /// More bytes arrived than the frame's length field declared.
+        case overlongFrame(declared: Int, received: Int)
+
+        public var description: String {
+            switch self {
+            case .unexpectedContinuation(let count):
+                "dropped a \(count)-byte ACL continuation fragment with no L2CAP frame under way"
+            case .incompleteFrameDropped(let received, let expected):
+                "dropped an incomplete L2CAP frame (\(received) of \(expected) bytes) when a new one started"
+            case .overlongFrame(let declared, let received):
+                "dropped an L2CAP frame declaring \(declared) bytes that carried \(received)"
+            }
+        }
+    }
+
+    private var partial: [UInt8] = []
+    private var isAssembling = false
+
+    public init() {}
+
+    /// Feeds one fragment; returns the frames it completes and the problems it revealed (the
+    /// offending bytes are dropped, later frames still get through).
+    public mutating func push(_ packet: HCIACLPacket) -> (frames: [L2CAPFrame], problems: [Problem]) {
+        var problems: [Problem] = []
+        switch packet.boundary {
+        case .firstFlushable, .firstNonFlushable:
+            if isAssembling {
+                problems.append(.incompleteFrameDropped(received: max(partial.count - 4, 0),
+                                                        expected: declaredLength ?? 0))
+            }
+            partial = packet.data
+            isAssembling = true
+        case .continuing:
+            guard isAssembling else {
+                return ([], [.unexpectedContinuation(byteCount: packet.data.count)])
+            }
+            partial.append(contentsOf: packet.data)
+        }
+        guard let length = declaredLength else { return ([], problems) }
+        let received = partial.count - 4
+        if received < length { return ([], problems) }
+        isAssembling = false
+        defer { partial = [] }
+        if received > length {
+            problems.append(.overlongFrame(declared: length, received: received))
+            return ([], problems)
+        }
+        let channel = UInt16(partial[2]) | UInt16(partial[3]) << 8
+        return ([L2CAPFrame(channel: channel, payload: Array(partial[4...]))], problems)
+    }
+
+    private var declaredLength: Int? {
+        partial.count >= 4 ? Int(partial[0]) | Int(partial[1]) << 8 : nil
+    }
+}

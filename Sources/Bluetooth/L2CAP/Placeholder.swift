@@ -1,1 +1,0 @@
-// Placeholder until the L2CAP layer lands; replaced, not extended.

@@ -1,0 +1,179 @@
+import BluetoothCore
+import Foundation
+import Glibc
+import Testing
+
+@testable import BluetoothHCI
+
+/// Transports over real descriptors: a Unix socket, TCP, a pseudo-terminal standing in for a
+/// UART. The bytes are H4, split however the test chooses.
+@Suite(.timeLimit(.minutes(1)))
+struct HCITransportTests {
+    static let events: [HCIPacket] = [
+        .event(.commandComplete(numCommandPackets: 1, opcode: .reset, returnParameters: [0])),
+        .acl(HCIACLPacket(handle: 0x40, boundary: .firstFlushable, data: Array(0..<100))),
+    ]
+
+    /// Writes all of `bytes` to a blocking descriptor in `chunk`-byte writes.
+    static func write(_ bytes: [UInt8], to descriptor: Int32, chunk: Int) {
+        var start = 0
+        while start < bytes.count {
+            let end = min(start + chunk, bytes.count)
+            let written = bytes[start..<end].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            precondition(written > 0)
+            start += written
+        }
+    }
+
+    static func read(_ count: Int, from descriptor: Int32) -> [UInt8] {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while out.count < count {
+            let got = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            guard got > 0 else { break }
+            out += buffer[0..<got]
+        }
+        return out
+    }
+
+    static func collect(_ transport: any HCITransport, count: Int) async throws -> [HCIPacket] {
+        var packets: [HCIPacket] = []
+        for try await packet in transport.incoming {
+            packets.append(packet)
+            if packets.count == count { break }
+        }
+        return packets
+    }
+
+    @Test func unixSocketCarriesH4BothWaysAndReportsTheClose() async throws {
+        let path = NSTemporaryDirectory() + "gattway-h4-\(UUID().uuidString.prefix(8)).sock"
+        defer { unlink(path) }
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: Array(path.utf8) + [0])
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        #expect(bound == 0)
+        #expect(listen(listener, 1) == 0)
+
+        let transport = try HCITransportSpec.unix(path: path).open()
+        let peer = accept(listener, nil, nil)
+        #expect(peer >= 0)
+        Self.write(Self.events.flatMap(\.h4Bytes), to: peer, chunk: 3)
+        #expect(try await Self.collect(transport, count: 2) == Self.events)
+
+        try transport.send(.command(.reset))
+        #expect(Self.read(4, from: peer) == [0x01, 0x03, 0x0C, 0x00])
+
+        close(peer)
+        await #expect(throws: HCITransportError(.linkLost, "unix:\(path) closed the connection")) {
+            for try await _ in transport.incoming {}
+        }
+        #expect(throws: HCITransportError.self) { try transport.send(.command(.reset)) }
+    }
+
+    @Test func tcpCarriesH4() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 1) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        #expect(bound)
+        let port = UInt16(bigEndian: address.sin_port)
+        let transport = try HCITransportSpec.tcp(host: "127.0.0.1", port: port).open()
+        defer { transport.close() }
+        let peer = accept(listener, nil, nil)
+        defer { close(peer) }
+        Self.write(Self.events.flatMap(\.h4Bytes), to: peer, chunk: 1)
+        #expect(try await Self.collect(transport, count: 2) == Self.events)
+    }
+
+    @Test func serialPortOverAPseudoTerminal() async throws {
+        // posix_openpt and friends are not visible through Glibc: do what they do, by ioctl.
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        #expect(master >= 0)
+        defer { close(master) }
+        var unlock: Int32 = 0
+        var number: UInt32 = 0
+        #expect(ioctl(master, UInt(0x4004_5431) /* TIOCSPTLCK */, &unlock) == 0)
+        #expect(ioctl(master, UInt(0x8004_5430) /* TIOCGPTN */, &number) == 0)
+        let device = "/dev/pts/\(number)"
+        let transport = try HCITransportSpec.serial(device: device, baudRate: 1_000_000).open()
+        defer { transport.close() }
+        Self.write(Self.events.flatMap(\.h4Bytes), to: master, chunk: 7)
+        #expect(try await Self.collect(transport, count: 2) == Self.events)
+        try transport.send(.command(.leSetAdvertisingEnable(true)))
+        #expect(Self.read(5, from: master) == [0x01, 0x0A, 0x20, 0x01, 0x01])
+    }
+
+    @Test func junkOnTheStreamEndsTheLinkWithTheReason() async throws {
+        var descriptors: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &descriptors) == 0)
+        defer { close(descriptors[1]) }
+        let transport = FileDescriptorTransport(descriptor: descriptors[0], spec: .unix(path: "pair"))
+        Self.write([0x42, 0x00], to: descriptors[1], chunk: 2)
+        await #expect(throws: HCITransportError(
+            .linkLost, "unix:pair sent bytes that are not HCI: unknown HCI packet type 0x42 (expected 0x01-0x05)")) {
+            for try await _ in transport.incoming {}
+        }
+    }
+
+    @Test func openFailuresSayWhatHappened() {
+        #expect {
+            try HCITransportSpec.unix(path: "/nonexistent/gattway.sock").open()
+        } throws: { error in
+            let failure = error as? HCITransportError
+            return failure?.kind == .notFound && failure?.message.contains("/nonexistent/gattway.sock") == true
+        }
+        #expect {
+            try HCITransportSpec.serial(device: "/dev/nonexistent-uart", baudRate: 115_200).open()
+        } throws: { error in
+            (error as? HCITransportError)?.kind == .notFound
+        }
+        #expect {
+            try HCITransportSpec.tcp(host: "127.0.0.1", port: 1).open()
+        } throws: { error in
+            (error as? HCITransportError)?.kind == .unavailable
+        }
+    }
+
+    /// This machine's kernel decides the exact errno (no Bluetooth support, no adapter, no
+    /// CAP_NET_ADMIN); whichever it is, the open fails with an explanation, not a crash.
+    @Test func userChannelOnAMissingAdapterFailsWithAReason() {
+        #expect {
+            try HCITransportSpec.userChannel(adapter: 250).open()
+        } throws: { error in
+            guard let failure = error as? HCITransportError else { return false }
+            return [.notFound, .permissionDenied].contains(failure.kind) && !failure.message.isEmpty
+        }
+    }
+
+    static let explanations: [(Int32, HCITransportError.Kind, String)] = [
+        (EPERM, .permissionDenied, "CAP_NET_ADMIN"),
+        (EBUSY, .busy, "bluetoothd"),
+        (ERFKILL, .rfkillBlocked, "rfkill unblock bluetooth"),
+        (ENODEV, .notFound, "no such adapter hci3"),
+    ]
+
+    @Test(arguments: explanations)
+    func userChannelErrnosAreExplained(code: Int32, kind: HCITransportError.Kind, hint: String) {
+        let error = UserChannel.explain(code, adapter: "hci3", step: "opening the user channel on hci3")
+        #expect(error.kind == kind)
+        #expect(error.message.contains(hint))
+        #expect(error.message.hasPrefix("opening the user channel on hci3 failed"))
+    }
+}

@@ -1,0 +1,75 @@
+import BluetoothHCI
+import BluetoothL2CAP
+import Testing
+
+@testable import BluetoothHost
+
+// Swift Testing's #expect cannot call mutating methods, so results are taken first.
+struct ACLSchedulerTests {
+    static let buffers = ACLBufferSize(dataLength: 27, packetCount: 3)
+
+    @Test func sendsNoMoreFragmentsThanTheControllerHasBuffers() {
+        var scheduler = ACLScheduler(buffers: Self.buffers)
+        scheduler.open(1)
+        scheduler.enqueue(L2CAPFrame(channel: 4, payload: Array(repeating: 0, count: 100)), on: 1)
+        let first = scheduler.takeSendable()
+        let none = scheduler.takeSendable()
+        let delivered = scheduler.completed(2, on: 1)
+        let second = scheduler.takeSendable()
+        #expect(first.count == 3)
+        #expect(none.isEmpty)
+        #expect(delivered == 0)
+        #expect(second.count == 1)  // 104 bytes are 4 fragments of at most 27
+        #expect((first + second).flatMap(\.data).count == 104)
+        #expect(scheduler.freeBuffers == 1)
+    }
+
+    @Test func connectionsTakeTurns() {
+        var scheduler = ACLScheduler(buffers: ACLBufferSize(dataLength: 27, packetCount: 4))
+        scheduler.open(1)
+        scheduler.open(2)
+        scheduler.enqueue(L2CAPFrame(channel: 4, payload: Array(repeating: 1, count: 200)), on: 1)
+        scheduler.enqueue(L2CAPFrame(channel: 4, payload: [2]), on: 2)
+        let sent = scheduler.takeSendable()
+        #expect(sent.map(\.handle) == [1, 2, 1, 1])
+    }
+
+    @Test func anUpdateCountsAsDeliveredWhenItsLastFragmentCompletes() {
+        var scheduler = ACLScheduler(buffers: ACLBufferSize(dataLength: 27, packetCount: 8))
+        scheduler.open(1)
+        scheduler.enqueue(L2CAPFrame(channel: 4, payload: Array(repeating: 0, count: 40)), on: 1, isUpdate: true)
+        scheduler.enqueue(L2CAPFrame(channel: 4, payload: [1]), on: 1)
+        scheduler.enqueue(L2CAPFrame(channel: 4, payload: [2]), on: 1, isUpdate: true)
+        #expect(scheduler.pendingUpdates == 2)
+        let sent = scheduler.takeSendable()
+        // Fragment 1 of the 44-byte update, its last fragment, the response, the second update
+        // (the count of 5 is capped at the one fragment still in flight).
+        let delivered = [1, 1, 1, 5].map { scheduler.completed($0, on: 1) }
+        #expect(sent.count == 4)
+        #expect(delivered == [0, 1, 0, 1])
+        #expect(scheduler.pendingUpdates == 0)
+        #expect(scheduler.freeBuffers == 8)
+    }
+
+    @Test func closingReclaimsBuffersReturnsUpdatesAndIgnoresLateCredits() {
+        var scheduler = ACLScheduler(buffers: Self.buffers)
+        scheduler.open(1)
+        scheduler.open(2)
+        scheduler.enqueue(L2CAPFrame(channel: 4, payload: Array(repeating: 0, count: 60)), on: 1, isUpdate: true)
+        scheduler.enqueue(L2CAPFrame(channel: 4, payload: [1]), on: 1, isUpdate: true)
+        let sent = scheduler.takeSendable()
+        let dropped = scheduler.close(1)
+        let freeAfterClose = scheduler.freeBuffers
+        let late = scheduler.completed(3, on: 1)
+        let acceptedAfterClose = scheduler.enqueue(L2CAPFrame(channel: 4, payload: [1]), on: 1)
+        scheduler.enqueue(L2CAPFrame(channel: 4, payload: [1]), on: 2)
+        let others = scheduler.takeSendable()
+        #expect(sent.count == 3)
+        #expect(dropped == 2)
+        #expect(freeAfterClose == 3)
+        #expect(late == 0)
+        #expect(scheduler.freeBuffers == 2)
+        #expect(!acceptedAfterClose)
+        #expect(others.map(\.handle) == [2])
+    }
+}

@@ -1,0 +1,105 @@
+import BluetoothCore
+import BluetoothHCI
+import Foundation
+
+/// An in-memory controller for host tests: answers commands from a table, records everything
+/// the host sends, and lets a test inject events, ACL data or a link failure.
+final class FakeController: HCITransport, @unchecked Sendable {
+    let spec = HCITransportSpec.tcp(host: "fake", port: 1)
+    let incoming: AsyncThrowingStream<HCIPacket, any Error>
+    private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
+    /// Every packet the host sent, in order.
+    let sent: AsyncStream<HCIPacket>
+    private let sentContinuation: AsyncStream<HCIPacket>.Continuation
+
+    private let lock = NSLock()
+    private var silentOpcodes: Set<HCIOpcode>
+    private let publicAddress: BluetoothAddress
+    private let buffers: ACLBufferSize
+    private let leFeatures: UInt64
+    private let supportedCommands: [UInt8]
+
+    init(publicAddress: BluetoothAddress = BluetoothAddress("F0:00:00:00:00:01")!,
+         buffers: ACLBufferSize = ACLBufferSize(dataLength: 27, packetCount: 4),
+         leFeatures: UInt64 = 1 << 5 | 1 << 8, supportsDataLengthAndPHY: Bool = true,
+         supportsExtendedAdvertising: Bool = false, silentOpcodes: Set<HCIOpcode> = []) {
+        (incoming, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self)
+        (sent, sentContinuation) = AsyncStream.makeStream(of: HCIPacket.self)
+        self.publicAddress = publicAddress
+        self.buffers = buffers
+        self.leFeatures = leFeatures
+        var commands = [UInt8](repeating: 0, count: 64)
+        if supportsDataLengthAndPHY {
+            commands[33] |= 1 << 6
+            commands[35] |= 1 << 6
+        }
+        if supportsExtendedAdvertising { commands[36] |= 1 << 2 }
+        supportedCommands = commands
+        self.silentOpcodes = silentOpcodes
+    }
+
+    func send(_ packet: HCIPacket) throws(HCITransportError) {
+        sentContinuation.yield(packet)
+        guard case .command(let command) = packet else { return }
+        let silent = lock.withLock { silentOpcodes.contains(command.opcode) }
+        if silent { return }
+        inject(.event(reply(to: command)))
+    }
+
+    private func reply(to command: HCICommand) -> HCIEvent {
+        var parameters: [UInt8] = [0x00]
+        switch command.opcode {
+        case .readLocalVersion: parameters += [0x0D, 0x00, 0x00, 0x0D, 0xFF, 0xFF, 0x00, 0x00]
+        case .readLocalSupportedCommands: parameters += supportedCommands
+        case .leReadLocalSupportedFeatures:
+            parameters += (0..<8).map { UInt8(truncatingIfNeeded: leFeatures >> (8 * $0)) }
+        case .readBDADDR: parameters += publicAddress.bytes
+        case .leReadBufferSize:
+            parameters += [UInt8(buffers.dataLength & 0xFF), UInt8(buffers.dataLength >> 8),
+                           UInt8(buffers.packetCount)]
+        case .leReadAdvertisingTxPower: parameters += [0xFC]
+        case .leSetDataLength: parameters += [command.parameters[0], command.parameters[1]]
+        case .leSetPHY, .disconnect:
+            return .commandStatus(status: .success, numCommandPackets: 1, opcode: command.opcode)
+        default: break
+        }
+        return .commandComplete(numCommandPackets: 1, opcode: command.opcode, returnParameters: parameters)
+    }
+
+    func inject(_ packet: HCIPacket) { continuation.yield(packet) }
+
+    func failLink() {
+        continuation.finish(throwing: HCITransportError(.linkLost, "fake link dropped"))
+    }
+
+    func close() {
+        continuation.finish()
+        sentContinuation.finish()
+    }
+
+    /// A peripheral-role LE Connection Complete for `handle`.
+    func connect(handle: UInt16, peer: BluetoothAddress) {
+        inject(.event(.le(.connectionComplete(LEConnectionComplete(
+            status: .success, handle: handle, role: .peripheral, peerAddressType: 1, peerAddress: peer,
+            interval: 24, latency: 0, supervisionTimeout: 500)))))
+    }
+
+    func receive(_ channel: UInt16, _ payload: [UInt8], on handle: UInt16) {
+        var frame = [UInt8(payload.count & 0xFF), UInt8(payload.count >> 8),
+                     UInt8(channel & 0xFF), UInt8(channel >> 8)]
+        frame += payload
+        inject(.acl(HCIACLPacket(handle: handle, boundary: .firstFlushable, data: frame)))
+    }
+
+    func complete(_ count: UInt16, on handle: UInt16) {
+        inject(.event(.numberOfCompletedPackets([.init(handle: handle, count: count)])))
+    }
+}
+
+extension AsyncSequence where Self: Sendable {
+    /// The first element matching `predicate`, or nil when the sequence ends first.
+    func first(matching predicate: (Element) -> Bool) async rethrows -> Element? {
+        for try await element in self where predicate(element) { return element }
+        return nil
+    }
+}

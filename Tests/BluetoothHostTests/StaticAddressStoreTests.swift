@@ -1,0 +1,43 @@
+import BluetoothCore
+import Foundation
+import Testing
+
+@testable import BluetoothHost
+
+struct StaticAddressStoreTests {
+    func temporaryDirectory() -> String {
+        NSTemporaryDirectory() + "gattway-host-\(UUID().uuidString)/state"
+    }
+
+    @Test func createsOnceThenKeepsTheSameAddress() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = StaticAddressStore(directory: directory)
+        let first = try store.loadOrCreate()
+        #expect(first.isStaticRandom)
+        #expect(try store.loadOrCreate() == first)
+        #expect(try String(contentsOfFile: store.path, encoding: .utf8) == first.description + "\n")
+    }
+
+    @Test func aCorruptFileIsAnErrorNamingIt() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let store = StaticAddressStore(directory: directory)
+        try "12:34:56:78:9A:BC\n".write(toFile: store.path, atomically: true, encoding: .utf8)
+        #expect {
+            try store.loadOrCreate()
+        } throws: { error in
+            (error as? HostError)?.message.contains("not a static random address") == true
+                && (error as? HostError)?.message.contains(store.path) == true
+        }
+    }
+
+    @Test func generatedAddressesHaveTheStaticBitsSet() {
+        for _ in 0..<100 {
+            let address = StaticAddressStore.generate()
+            #expect(address.bytes[5] & 0xC0 == 0xC0)
+            #expect(address.kind == .random)
+        }
+    }
+}
