@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "Config", targets: ["Config"]),
         .library(name: "Values", targets: ["Values"]),
         .library(name: "BluetoothSMP", targets: ["BluetoothSMP"]),
+        .library(name: "BluetoothL2CAP", targets: ["BluetoothHCI", "BluetoothL2CAP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

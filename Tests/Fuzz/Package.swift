@@ -27,5 +27,14 @@ let package = Package(
         .executableTarget(name: "FuzzSMP",
                           dependencies: [.product(name: "BluetoothSMP", package: "gattway")],
                           swiftSettings: fuzzSettings),
+        .executableTarget(name: "FuzzH4Framer",
+                          dependencies: [.product(name: "BluetoothL2CAP", package: "gattway")],
+                          swiftSettings: fuzzSettings),
+        .executableTarget(name: "FuzzHCIEvent",
+                          dependencies: [.product(name: "BluetoothL2CAP", package: "gattway")],
+                          swiftSettings: fuzzSettings),
+        .executableTarget(name: "FuzzL2CAP",
+                          dependencies: [.product(name: "BluetoothL2CAP", package: "gattway")],
+                          swiftSettings: fuzzSettings),
     ]
 )
