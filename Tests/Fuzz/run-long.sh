@@ -26,6 +26,7 @@ for name in "${targets[@]}"; do
             break
         fi
         total=$((total + $(executions "$corpora/$name.log")))
+        echo "$name: $total executions so far, $((SECONDS - start)) s"
     done
     took=$((SECONDS - start))
     line="$name: $total executions in $took s, corpus $(ls "$corpora/$name" | wc -l) inputs"
