@@ -97,9 +97,10 @@ let package = Package(
                 path: "Sources/Gateway", swiftSettings: swiftSettings),
         .executableTarget(
             name: "gattway",
-            dependencies: ["Gateway", "Config",
+            dependencies: ["Gateway", "Config", "GPIO",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                           .product(name: "Logging", package: "swift-log")],
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
             path: "Sources/gattway", swiftSettings: swiftSettings),
 
         // MARK: Tests, one target beside each layer.
@@ -133,7 +134,10 @@ let package = Package(
                           path: "Tests/MQTTWillProbe", swiftSettings: swiftSettings),
         .testTarget(name: "ConfigTests", dependencies: ["Config"],
                     path: "Tests/ConfigTests", swiftSettings: swiftSettings),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "gattway"],
+        .testTarget(name: "GatewayTests",
+                    dependencies: ["Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify",
+                                   "BluetoothGATT", "BluetoothCore", "MQTT",
+                                   .product(name: "Logging", package: "swift-log")],
                     path: "Tests/GatewayTests", swiftSettings: swiftSettings),
     ]
 )

@@ -24,7 +24,8 @@ stage() {
 }
 
 stage "swift unit and integration tests" swift test
-for script in Tests/userland/debian13.sh Tests/vm/gpio-sim-tests.sh Tests/deploy/deb-test.sh; do
+for script in Tests/userland/debian13.sh Tests/vm/gpio-sim-tests.sh Tests/vm/hci-user-channel-tests.sh \
+              Tests/Fuzz/run-short.sh Tests/deploy/deb-test.sh Tests/deploy/vm-test.sh; do
     [[ -x $script ]] && stage "$script" "$script"
 done
 

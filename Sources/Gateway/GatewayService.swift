@@ -1,40 +1,192 @@
+import BluetoothGATT
+import BluetoothHost
 import Config
+import Foundation
+import GPIO
 import Logging
+import MQTT
+import Sensors
 import ServiceLifecycle
 
 /// The running gateway: started by `gattway run` (and `gattway demo`) inside a `ServiceGroup`
 /// that turns SIGTERM and SIGINT into a graceful shutdown.
+///
+/// It wires the layers: GPIO backend → one `SensorRunner` per sensor → `ValuePipeline` (GATT
+/// values, notifications) → `MQTTMirrorService` when the configuration has an `mqtt` section.
 public struct GatewayService: Service {
     private let config: GatewayConfig
     private let logger: Logger
     private let systemd: SystemdNotifier
+    private let statisticsInterval: Duration
 
-    public init(config: GatewayConfig, logger: Logger, systemd: SystemdNotifier) {
+    public init(config: GatewayConfig, logger: Logger, systemd: SystemdNotifier,
+                statisticsInterval: Duration = .seconds(60)) {
         self.config = config
         self.logger = logger
         self.systemd = systemd
+        self.statisticsInterval = statisticsInterval
     }
 
     public func run() async throws {
         for line in ConfigSummary.lines(config) {
             logger.info("\(line)")
         }
+        let backend = GPIOBackendSelection.make(config.gpio)
+        let runners = try config.sensors.map { sensor in
+            do {
+                return try SensorRunner(spec: SensorMapping.spec(sensor, gpio: config.gpio,
+                                                                 stateDirectory: config.stateDirectory),
+                                        backend: backend)
+            } catch {
+                throw GatewayError.sensor(sensor.id, "\(error)")
+            }
+        }
+        let runnersByName = Dictionary(uniqueKeysWithValues: runners.map { ($0.name, $0) })
+        let layout = GATTLayout(config: config)
+        let binding = GATTPeripheralBinding(configuration: layout.serverConfiguration)
+        let host = PeripheralHost(configuration: HostMapping.configuration(config), peripheral: binding,
+                                  logger: logger)
+        let addresses = CentralAddresses()
+        let pipeline = ValuePipeline(layout: layout, peripheral: binding.peripheral, logger: logger,
+                                     driveOutput: { sensor, level in
+                                         guard let runner = runnersByName[sensor] else { return }
+                                         try await runner.write(level)
+                                     })
+        let mirror = try config.mqtt.map { mqtt in
+            try MirrorRunner(config: config, mqtt: mqtt, layout: layout, pipeline: pipeline,
+                             address: { addresses.address($0.rawValue) }, logger: logger)
+        }
         logger.notice("gattway running", metadata: ["device": "\(config.device.id)"])
-        systemd.ready(status: "running")
-        // Suspends until the group starts a graceful shutdown (SIGTERM/SIGINT); a plain
-        // cancellation ends the wait the same way.
-        try? await gracefulShutdown()
-        systemd.stopping()
+
+        // The host runs beside the group: its shutdown wait is bounded below, so a controller caught
+        // mid-command cannot hold the exit.
+        let hostTask = Task { await host.run() }
+        await withTaskGroup(of: Void.self) { group in
+            for runner in runners {
+                group.addTask {
+                    do {
+                        try await runner.run()
+                    } catch {
+                        logger.error("sensor stopped", metadata: ["sensor": "\(runner.name)", "error": "\(error)"])
+                    }
+                }
+                group.addTask {
+                    for await value in runner.values { await pipeline.sensorValue(value) }
+                }
+            }
+            group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
+            group.addTask {
+                await Self.follow(host.events, pipeline: pipeline, addresses: addresses, systemd: systemd,
+                                  logger: logger)
+            }
+            if let mirror {
+                group.addTask { await mirror.run() }
+            }
+            // Suspends until the group starts a graceful shutdown (SIGTERM/SIGINT); a plain
+            // cancellation ends the wait the same way.
+            try? await gracefulShutdown()
+            systemd.stopping()
+            logger.notice("gattway stopping")
+            // Centrals first (no new ones, then a clean disconnect for each), then MQTT says
+            // offline and flushes, then the controller closes and the sensors release their lines.
+            // A controller that stops answering must not hold the exit: at most 1 s for this step.
+            await Self.awaitAtMost(.seconds(1)) {
+                try? await host.stopAdvertising()
+                for central in await host.connectedCentrals {
+                    try? await host.disconnect(central)
+                }
+            }
+            await mirror?.stop()
+            await pipeline.finish()
+            hostTask.cancel()
+            await Self.awaitAtMost(.milliseconds(500)) { await hostTask.value }
+            group.cancelAll()
+        }
         logger.notice("gattway stopped")
     }
 
-    /// Runs the gateway until SIGTERM or SIGINT, then returns.
-    public static func runUntilSignalled(config: GatewayConfig, logger: Logger,
-                                         systemd: SystemdNotifier) async throws {
+    /// Waits for `work` until it ends or `limit` passes, whichever comes first; work still
+    /// running then goes on unobserved.
+    static func awaitAtMost(_ limit: Duration, _ work: @escaping @Sendable () async -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resume = ResumeOnce(continuation)
+            Task {
+                await work()
+                resume()
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                resume()
+            }
+        }
+    }
+
+    /// Logs the host's events, remembers centrals' addresses, tells the pipeline (for MQTT's
+    /// `state`) when advertising starts and stops, and tells systemd READY=1 the first
+    /// time the controller is up (its services are published on that same power-on).
+    private static func follow(_ events: AsyncStream<HostEvent>, pipeline: ValuePipeline, addresses: CentralAddresses,
+                               systemd: SystemdNotifier, logger: Logger) async {
+        var ready = false
+        for await event in events {
+            switch event {
+            case .stateChanged(let state):
+                logger.notice("controller \(state.rawValue)")
+                if state == .poweredOn, !ready {
+                    ready = true
+                    systemd.ready(status: "running")
+                }
+            case .connected(let central):
+                addresses.connected(central)
+                logger.info("central connected", metadata: ["central": "\(central)"])
+            case .disconnected(let central, let reason):
+                logger.info("central disconnected", metadata: ["central": "\(central)", "reason": "\(reason)"])
+            case .advertisingStarted:
+                logger.info("advertising")
+                await pipeline.advertisingChanged(true)
+            case .advertisingStopped:
+                logger.info("advertising stopped")
+                await pipeline.advertisingChanged(false)
+            default:
+                logger.debug("host event", metadata: ["event": "\(event)"])
+            }
+        }
+    }
+
+    /// Runs the gateway (and `companions`, such as the demo's MQTT view) until SIGTERM or SIGINT,
+    /// then returns.
+    public static func runUntilSignalled(config: GatewayConfig, logger: Logger, systemd: SystemdNotifier,
+                                         companions: [any Service] = []) async throws {
+        let services = [GatewayService(config: config, logger: logger, systemd: systemd)] + companions
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: GatewayService(config: config, logger: logger, systemd: systemd))],
+            services: services.map { .init(service: $0) },
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
         try await group.run()
+    }
+}
+
+public enum GatewayError: Error, CustomStringConvertible {
+    case sensor(String, String)
+
+    public var description: String {
+        switch self {
+        case let .sensor(id, reason): "sensor \(id): \(reason)"
+        }
+    }
+}
+
+/// Resumes a continuation the first time it is called, and ignores later calls.
+private final class ResumeOnce: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Void, Never>?
+
+    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
+
+    func callAsFunction() {
+        let pending = lock.withLock {
+            defer { continuation = nil }
+            return continuation
+        }
+        pending?.resume()
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Config
+import GPIO
 
 /// A source of GPIO chip listings for `gattway lines`.
 protocol LineInventory {
@@ -80,15 +81,21 @@ struct SimulatedLineInventory: LineInventory {
     }
 }
 
-/// Real chips through libgpiod. The GPIO layer (Sources/GPIO) provides chip enumeration; until
-/// this build links it, the command says so instead of guessing at /dev.
-struct LibgpiodLineInventory: LineInventory {
+/// The chips a GPIO backend reports (libgpiod: the kernel's chips under /dev), as they are now:
+/// who holds each line, its direction, and active-low or bias where set.
+struct BackendLineInventory: LineInventory {
+    let backend: any GPIOBackend
+
     func chips() throws -> [ChipListing] {
-        printToStandardError("""
-            gattway lines: this build has no libgpiod chip listing (the GPIO layer is not linked in yet); \
-            use `gpioinfo` from the gpiod package, or list simulated chips with --config
-            """)
-        throw ExitCode(69)
+        try backend.chips().map { chip in
+            ChipListing(name: chip.name, label: chip.label, lines: chip.lines.map { line in
+                let notes = (line.activeLow ? ["active-low"] : []) + (line.bias == .asIs ? [] : [line.bias.rawValue])
+                return LineListing(offset: line.offset, name: line.name.isEmpty ? "unnamed" : line.name,
+                                   direction: line.direction == .output ? .output : .input,
+                                   consumer: line.used ? line.consumer : nil,
+                                   note: notes.isEmpty ? nil : notes.joined(separator: ", "))
+            })
+        }
     }
 }
 

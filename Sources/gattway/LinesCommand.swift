@@ -1,5 +1,6 @@
 import ArgumentParser
 import Config
+import GPIO
 
 struct LinesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -36,9 +37,20 @@ struct LinesCommand: ParsableCommand {
             }
             inventory = SimulatedLineInventory(config: loaded.config)
         case .libgpiod:
-            inventory = LibgpiodLineInventory()
+            inventory = BackendLineInventory(backend: LibgpiodBackend())
         }
-        let chips = try inventory.chips().filter { listing in
+        let all: [ChipListing]
+        do {
+            all = try inventory.chips()
+        } catch {
+            printToStandardError("gattway lines: \(error)")
+            throw ExitCode(1)
+        }
+        if all.isEmpty {
+            printToStandardError("no GPIO chips found (libgpiod looks under /dev for gpiochipN)")
+            throw ExitCode(1)
+        }
+        let chips = all.filter { listing in
             chip.map { [listing.name, listing.label, "/dev/\(listing.name)"].contains($0) } ?? true
         }
         if let chip, chips.isEmpty {

@@ -3,6 +3,7 @@ import Config
 import Foundation
 import Gateway
 import Logging
+import ServiceLifecycle
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,13 +24,19 @@ struct RunCommand: AsyncParsableCommand {
     }
 }
 
-/// The one path from a loaded configuration to a running gateway (`run` and `demo`).
-func runGateway(_ loaded: LoadedConfig, runtime: RuntimeOptions) async throws {
+/// The one path from a loaded configuration to a running gateway (`run` and `demo`). A failure
+/// to start (a missing GPIO line, an unwritable state directory) is printed and exits with 1.
+func runGateway(_ loaded: LoadedConfig, runtime: RuntimeOptions, companions: [any Service] = []) async throws {
     let logger = Logger(label: "gattway")
     for warning in loaded.warnings {
         logger.warning("configuration: \(warning)")
     }
-    try await GatewayService.runUntilSignalled(
-        config: runtime.apply(to: loaded.config), logger: logger,
-        systemd: SystemdNotifier(environment: ProcessInfo.processInfo.environment))
+    do {
+        try await GatewayService.runUntilSignalled(
+            config: runtime.apply(to: loaded.config), logger: logger,
+            systemd: SystemdNotifier(environment: ProcessInfo.processInfo.environment), companions: companions)
+    } catch {
+        logger.critical("gattway could not run: \(error)")
+        throw ExitCode(1)
+    }
 }

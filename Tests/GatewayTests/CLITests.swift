@@ -108,9 +108,11 @@ struct CLITests {
 
     @Test(arguments: [Int32(SIGTERM), Int32(SIGINT)])
     func runStopsGracefullyOnSignalWithin2Seconds(_ signal: Int32) throws {
+        // The MQTT outbox lives in the state directory.
         let path = try temporaryFile("""
             bluetooth: {transport: "tcp:127.0.0.1:9"}
             gpio: {backend: simulated}
+            state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
             """)
         let child = Subprocess(["run", "--config", path, "--hci", "tcp:127.0.0.1:19", "--mqtt", "mqtt://127.0.0.1:9",
                                 "--log-level", "info"])
@@ -138,11 +140,72 @@ struct CLITests {
         return (child.waitForExit(timeout: 2), child.stderr)
     }
 
-    @Test func demoRunsTheDemoConfigurationThroughTheRunPath() throws {
-        let result = try runBriefly(["demo"])
-        #expect(result.status == 0)
-        #expect(result.stderr.contains("INFO gattway: device \"gattway demo\" (id demo), transport tcp:127.0.0.1:18820"))
-        #expect(result.stderr.contains("NOTICE gattway: gattway stopped"))
+    @Test func runWithAMissingGPIOLineNamesItAndExits1() throws {
+        let path = try temporaryFile("""
+            gpio: {backend: libgpiod}
+            sensors:
+              - {id: door, kind: binary, line: NO_SUCH_LINE}
+            """)
+        let result = try Subprocess.run(["run", "--config", path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("gattway could not run: sensor door: GPIO line NO_SUCH_LINE not found"))
+    }
+
+    /// libgpiod's chips through the GPIO layer: listed where the machine has chips, otherwise a
+    /// clear message and status 1.
+    @Test func linesListsTheKernelsChips() throws {
+        let result = try Subprocess.run(["lines", "--backend", "libgpiod"])
+        let chips = (try? FileManager.default.contentsOfDirectory(atPath: "/dev"))?.filter { $0.hasPrefix("gpiochip") } ?? []
+        if chips.isEmpty {
+            #expect(result.status == 1)
+            #expect(result.stderr == "no GPIO chips found (libgpiod looks under /dev for gpiochipN)\n")
+        } else {
+            #expect(result.status == 0)
+            #expect(chips.allSatisfy { result.stdout.contains("\($0) [") })
+        }
+    }
+
+    /// The whole demo loop: its own broker and MQTT view (`mqtt <topic> <payload>` lines), the
+    /// virtual controller and the phone view (`phone …` lines: found, subscribed, notifications);
+    /// Ctrl-C stops gattway and every helper within 2 s.
+    @Test(.disabled(if: integrationTestsStandAside, unitOnlyReason))
+    func demoShowsThePhoneAndTheMQTTTraffic() throws {
+        let port = try MQTTEndToEndTests.freePort()
+        let controllerPort = try MQTTEndToEndTests.freePort()
+        let child = Subprocess(["demo", "--mqtt", "mqtt://127.0.0.1:\(port)", "--hci", "tcp:127.0.0.1:\(controllerPort)"])
+        try child.start()
+        defer { child.stop() }
+        #expect(child.wait(timeout: 60) { stdout, _, exited in
+            exited || (stdout.contains("mqtt gattway/demo/gateway/knob {\"value\":1,")
+                       && stdout.contains("phone notification 6E400005-B5A3-F393-E0A9-E50E24DC0001 "))
+        }, "\(child.stdout)\n\(child.stderr)")
+        // Through the run path, on the demo configuration with the command line's overrides.
+        #expect(child.stderr.contains(
+            "INFO gattway: device \"gattway demo\" (id demo), transport tcp:127.0.0.1:\(controllerPort)"))
+        #expect(child.stdout.contains("phone found \"gattway demo\""))
+        #expect(child.stdout.contains("phone   characteristic 2A6E "))
+        #expect(child.stdout.contains("phone subscribed to "))
+        #expect(child.stdout.contains(#"mqtt gattway/demo/state {"state":"poweredOn","advertising":true,"#))
+        #expect(child.stdout.contains("mqtt gattway/demo/availability online\n"))
+        #expect(child.stdout.contains("mqtt gattway/demo/gateway/label {\"value\":\"gattway demo\","))
+        child.signal(SIGINT)
+        #expect(child.waitForExit(timeout: 2) == 0)
+        // The helpers are gone with it: their ports are free again.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = port.bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(connected != 0)
+        address.sin_port = controllerPort.bigEndian
+        let controllerConnected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(controllerConnected != 0)
     }
 
     @Test func logLevelHidesLowerLevels() throws {
@@ -163,7 +226,8 @@ struct CLITests {
         #expect(lines.allSatisfy { $0.hasPrefix("<") })
     }
 
-    @Test func runTellsSystemdWhenReadyAndWhenStopping() throws {
+    @Test(.disabled(if: integrationTestsStandAside, unitOnlyReason))
+    func runTellsSystemdWhenReadyAndWhenStopping() throws {
         let socketPath = "/tmp/gattway-cli-notify-\(getpid()).sock"
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         try #require(fd >= 0)
@@ -183,12 +247,19 @@ struct CLITests {
             return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
         }
 
-        let path = try temporaryFile("gpio: {backend: simulated}")
-        let child = Subprocess(["run", "--config", path, "--hci", "tcp:127.0.0.1:19"],
+        // READY=1 comes once the controller is up: the harness's virtual controller.
+        let controller = try VirtualControllerProcess()
+        defer { controller.stop() }
+        let path = try temporaryFile("""
+            gpio: {backend: simulated}
+            state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
+            """)
+        let child = Subprocess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.port)"],
                                environment: ["NOTIFY_SOCKET": socketPath])
         try child.start()
         defer { child.stop() }
         #expect(receive() == "READY=1\nSTATUS=running")
+        #expect(child.wait(timeout: 5) { _, stderr, _ in stderr.contains("NOTICE gattway: controller poweredOn") })
         child.signal(SIGTERM)
         #expect(receive() == "STOPPING=1")
         #expect(child.waitForExit(timeout: 2) == 0)

@@ -172,7 +172,7 @@ prepare() {
     mkdir -p "$modroot/updates"
     cp "$src/gpio-sim.ko" "$modroot/updates/"
     "$busybox" depmod -b "$tree" "$abi"
-    # modprobe & co. for the guest, always used: kmod cannot read the text modules.dep.
+    # modprobe & co. for the guest, used when this machine has no kmod.
     mkdir -p "$tree/sbin-busybox"
     local applet
     for applet in modprobe insmod rmmod lsmod modinfo; do ln -s ../bin/busybox "$tree/sbin-busybox/$applet"; done
@@ -228,8 +228,8 @@ trap 'exit 143' TERM
 # The script the guest runs inside the overlay root (as root, in a chroot).
 {
     echo '#!/bin/bash'
-    # busybox's modprobe first: the unpacked kernel has only the text modules.dep (busybox depmod),
-    # which kmod's modprobe (when this machine has kmod) cannot read.
+    # busybox's module tools come first: the module index was made by busybox's depmod, and a
+    # kmod modprobe from this machine's root (shared into the guest) cannot read it.
     printf 'export PATH=%q HOME=/root LANG=C.UTF-8 TERM=dumb\n' "$tree/sbin-busybox:$PATH"
     while IFS='=' read -r name _; do
         [[ $name == GATTWAY_* ]] && printf 'export %s=%q\n' "$name" "${!name}"

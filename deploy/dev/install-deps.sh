@@ -15,8 +15,7 @@ apt_packages=(
 )
 # What the test command's extra stages use (Debian 13 build, VM kernel tests, .deb test).
 if [[ "${1:-}" == "--test" ]]; then
-    apt_packages+=(debootstrap qemu-system-x86 busybox-static cpio kmod dpkg-dev fakeroot
-                   build-essential bc flex bison libelf-dev systemd udev)
+    apt_packages+=(debootstrap qemu-system-x86 dpkg-dev binutils e2fsprogs gcc make)
 fi
 
 missing=()

@@ -1,0 +1,52 @@
+import Foundation
+import Logging
+import MQTT
+import ServiceLifecycle
+
+/// `gattway demo`'s view of the MQTT traffic: subscribes to `<base>/#` with gattway's own MQTT
+/// client and prints every message as one line, `mqtt <topic> <payload>`, on stdout.
+public struct MQTTTrafficView: Service {
+    private let client: MQTTClient
+    private let topic: String
+    private let print: @Sendable (String) -> Void
+
+    public init(host: String, port: Int, baseTopic: String, logger: Logger,
+                print: @escaping @Sendable (String) -> Void = MQTTTrafficView.writeLine) throws {
+        client = try MQTTClient(configuration: MQTTClientConfiguration(
+            host: host, port: port, clientID: "gattway-demo-view-\(getpid())"), logger: logger)
+        topic = "\(baseTopic)/#"
+        self.print = print
+    }
+
+    /// One unbuffered write per line, so a pipe reader sees each message as it comes.
+    public static let writeLine: @Sendable (String) -> Void = { line in
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    /// One line per message; payloads that are not UTF-8 print as hex, empty ones as `(cleared)`.
+    public static func line(_ message: MQTTMessage) -> String {
+        let payload = message.payload.isEmpty ? "(cleared)"
+            : message.text ?? message.payload.map { String(format: "%02x", $0) }.joined()
+        return "mqtt \(message.topic) \(payload)"
+    }
+
+    public func run() async throws {
+        client.start()
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await event in client.events {
+                    switch event {
+                    case .connected(let connection):
+                        _ = try? client.subscribe(topic, on: connection)
+                    case .message(let message):
+                        print(Self.line(message))
+                    case .disconnected, .connectionFailed, .delivered:
+                        break
+                    }
+                }
+            }
+            try? await gracefulShutdown()
+            await client.stop()
+        }
+    }
+}

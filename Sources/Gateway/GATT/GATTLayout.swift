@@ -1,0 +1,179 @@
+import BluetoothCore
+import BluetoothGATT
+import Config
+import Values
+
+/// Names one configured characteristic: its service's and its own position in the configuration,
+/// and `<service>/<characteristic>` (config names, UUIDs where unnamed) for logs and MQTT topics.
+public struct CharacteristicRef: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let service: Int
+    public let characteristic: Int
+    public let path: String
+
+    public static func < (lhs: Self, rhs: Self) -> Bool {
+        (lhs.service, lhs.characteristic) < (rhs.service, rhs.characteristic)
+    }
+
+    public var description: String { path }
+}
+
+/// The GATT database a configuration describes: one `GATTService` per configured service, in the
+/// order they must be published (a service after the services it includes), and the settings of
+/// each characteristic the value pipeline needs.
+///
+/// Pure and deterministic: the same configuration gives the same services in the same order, and
+/// the attribute database hands out handles in publishing order, so the same configuration gets
+/// the same handles on every start (phones cache them).
+public struct GATTLayout: Sendable {
+    /// One characteristic as the gateway serves it.
+    public struct Characteristic: Sendable {
+        public let ref: CharacteristicRef
+        public let config: CharacteristicConfig
+        /// The service's and the characteristic's names for MQTT topics (UUIDs where unnamed).
+        public let serviceName: String
+        public let name: String
+        /// The sensor behind the value, when it is an output (writes drive its line).
+        public let outputSensor: String?
+    }
+
+    /// Service indices (into the configuration) in publishing order.
+    public let publishingOrder: [Int]
+    public let characteristics: [CharacteristicRef: Characteristic]
+    private let config: GatewayConfig
+
+    public init(config: GatewayConfig) {
+        self.config = config
+        publishingOrder = Self.order(config.services)
+        var characteristics: [CharacteristicRef: Characteristic] = [:]
+        for (serviceIndex, service) in config.services.enumerated() {
+            for (index, characteristic) in service.characteristics.enumerated() {
+                let serviceName = service.name ?? service.uuid.description
+                let name = characteristic.name ?? characteristic.uuid.description
+                let ref = CharacteristicRef(service: serviceIndex, characteristic: index,
+                                            path: "\(serviceName)/\(name)")
+                var outputSensor: String?
+                if case .sensor(let id, _) = characteristic.source, config.sensor(id: id)?.kind.isOutput == true {
+                    outputSensor = id
+                }
+                characteristics[ref] = Characteristic(ref: ref, config: characteristic, serviceName: serviceName,
+                                                      name: name, outputSensor: outputSensor)
+            }
+        }
+        self.characteristics = characteristics
+    }
+
+    /// The GATT server's own settings from the configuration: GAP device name and appearance, and
+    /// the Peripheral Preferred Connection Parameters (intervals in 1.25 ms units, supervision
+    /// timeout in 10 ms units, as the characteristic carries them).
+    public var serverConfiguration: GATTServer.Configuration {
+        let connection = config.bluetooth.connection
+        func units(_ duration: Duration, of unit: Duration) -> UInt16 {
+            UInt16(clamping: Int((duration / unit).rounded()))
+        }
+        return GATTServer.Configuration(
+            deviceName: config.device.name, appearance: config.device.appearance,
+            preferredConnectionParameters: .init(
+                minimumInterval: units(connection.minInterval, of: .microseconds(1250)),
+                maximumInterval: units(connection.maxInterval, of: .microseconds(1250)),
+                peripheralLatency: UInt16(clamping: connection.latency),
+                supervisionTimeout: units(connection.supervisionTimeout, of: .milliseconds(10))))
+    }
+
+    /// The characteristic at `path` (`<service>/<characteristic>`).
+    public func ref(_ path: String) -> CharacteristicRef? {
+        characteristics.keys.first { $0.path == path }
+    }
+
+    /// The characteristic at a configuration position.
+    public func ref(service: Int, characteristic: Int) -> CharacteristicRef? {
+        characteristics.keys.first { $0.service == service && $0.characteristic == characteristic }
+    }
+
+    /// The configured name of service `index`, by which other services include it.
+    public func serviceName(_ index: Int) -> String? { config.services[index].name }
+
+    /// The service to publish for configured service `index`; `included` gives the published IDs
+    /// of the services it includes (published earlier, see `publishingOrder`).
+    public func service(_ index: Int, included: (String) -> GATTServiceID?) throws(ValueError) -> GATTService {
+        let service = config.services[index]
+        return GATTService(
+            uuid: service.uuid, isPrimary: service.primary,
+            includedServices: service.includes.compactMap(included),
+            characteristics: try service.characteristics.map { characteristic throws(ValueError) in
+                try Self.characteristic(characteristic, in: service, sensors: config)
+            })
+    }
+
+    static func characteristic(_ characteristic: CharacteristicConfig, in service: ServiceConfig,
+                               sensors config: GatewayConfig) throws(ValueError) -> GATTCharacteristic {
+        var properties = GATTCharacteristicProperties(rawValue: characteristic.properties.rawValue)
+        properties.remove(.extendedProperties)
+        var permissions = GATTPermissions()
+        if characteristic.properties.contains(.read) {
+            permissions.formUnion(readPermissions(characteristic.permissions.read))
+        }
+        if characteristic.properties.isWritable {
+            permissions.formUnion(writePermissions(characteristic.permissions.write))
+        }
+        let value: GATTValue
+        if case .fixed(let fixed) = characteristic.source, !characteristic.properties.isWritable {
+            value = .fixed(try characteristic.encoding.encode(fixed))
+        } else {
+            // Sensor, MQTT and written values change: every read is served from the pipeline.
+            value = .dynamic
+        }
+        return GATTCharacteristic(uuid: characteristic.uuid, properties: properties, permissions: permissions,
+                                  value: value,
+                                  descriptors: try descriptors(characteristic, in: service, config: config))
+    }
+
+    /// The configured descriptors, then the automatic ones a sensor-backed characteristic gets
+    /// (User Description, Presentation Format, and ES Measurement in the Environmental Sensing
+    /// Service) unless the configuration gives that descriptor itself.
+    static func descriptors(_ characteristic: CharacteristicConfig, in service: ServiceConfig,
+                            config: GatewayConfig) throws(ValueError) -> [GATTDescriptor] {
+        var result = characteristic.descriptors.map { GATTDescriptor(uuid: $0.uuid, value: $0.value) }
+        guard case .sensor(let sensorID, let reading) = characteristic.source else { return result }
+        let isEnvironmental = service.uuid == EnvironmentalSensingCharacteristic.serviceUUID
+            && EnvironmentalSensingCharacteristic.allCases.contains { $0.uuid == characteristic.uuid }
+        let name = characteristic.name ?? (reading == .value ? sensorID : "\(sensorID) \(reading.rawValue)")
+        let automatic = try SensorDescriptors.make(
+            name: name, encoding: characteristic.encoding, unit: characteristic.unit ?? .unitless,
+            measurement: isEnvironmental ? ESMeasurement() : nil)
+        let configured = Set(result.map(\.uuid))
+        result += automatic.filter { !configured.contains($0.uuid) }
+            .map { GATTDescriptor(uuid: $0.uuid, value: $0.value) }
+        return result
+    }
+
+    /// `bonded` has no ATT permission of its own: it needs an encrypted link, and bonding is the
+    /// security manager's to enforce.
+    static func readPermissions(_ requirement: SecurityRequirement) -> GATTPermissions {
+        if requirement.authenticated { return .readAuthenticationRequired }
+        if requirement.encrypted { return .readEncryptionRequired }
+        return .readable
+    }
+
+    static func writePermissions(_ requirement: SecurityRequirement) -> GATTPermissions {
+        if requirement.authenticated { return .writeAuthenticationRequired }
+        if requirement.encrypted { return .writeEncryptionRequired }
+        return .writeable
+    }
+
+    /// Configuration order, except that a service comes after the services it includes
+    /// (the configuration layer rejects include cycles).
+    static func order(_ services: [ServiceConfig]) -> [Int] {
+        var placed: [Int] = []
+        var visiting: Set<Int> = []
+        func place(_ index: Int) {
+            guard !placed.contains(index), !visiting.contains(index) else { return }
+            visiting.insert(index)
+            for name in services[index].includes {
+                if let included = services.firstIndex(where: { $0.name == name }) { place(included) }
+            }
+            placed.append(index)
+        }
+        services.indices.forEach(place)
+        return placed
+    }
+}

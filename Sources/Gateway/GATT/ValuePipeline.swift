@@ -1,0 +1,401 @@
+import BluetoothGATT
+import Config
+import Logging
+import Notify
+import Sensors
+import Values
+
+/// What the pipeline tells the MQTT mirror, in order.
+public enum PipelineEvent: Sendable, Equatable {
+    /// The characteristic's new value and its bytes on air.
+    case valueChanged(CharacteristicRef, Values.SensorValue, [UInt8])
+    case centralConnected(CentralID, mtu: Int)
+    case centralDisconnected(CentralID)
+    case subscribed(CharacteristicRef, CentralID, UpdateKind)
+    case unsubscribed(CharacteristicRef, CentralID)
+    case written(CharacteristicRef, CentralID, Values.SensorValue)
+    /// The peripheral's state and the notify counters summed over characteristics, on every
+    /// state change and every statistics interval (MQTT's `state` topic).
+    case status(peripheral: String, advertising: Bool, counters: [String: Int])
+}
+
+/// The value pipeline: sensor readings (and MQTT values, and centrals' writes) become each
+/// characteristic's current value, served to reads, and go through the `NotifyEngine` to every
+/// subscribed central by `Peripheral.updateValue(_:for:onSubscribedCentrals:)`.
+///
+/// Backpressure: when `updateValue` returns false the link is full; the transmission taken from
+/// the engine waits in one deferred slot per central, nothing more is taken from the engine (whose
+/// own slot per subscription keeps only the newest value), and draining resumes on the peripheral's
+/// `readyToUpdateSubscribers`. Time: one timer, armed for the engine's `nextDeadline` only.
+public actor ValuePipeline {
+    /// `.realTime` arms a timer for the engine's deadlines; `.manual` leaves time to the caller's
+    /// `advance()` (tests, with a manual clock).
+    public enum Timing: Sendable { case realTime, manual }
+
+    public let layout: GATTLayout
+    private let peripheral: Peripheral
+    private let clock: @Sendable () -> ContinuousClock.Instant
+    private let origin: ContinuousClock.Instant
+    private let timing: Timing
+    private let logger: Logger
+    /// Drives an output sensor's line (`SensorRunner.write`).
+    private let driveOutput: @Sendable (String, Bool) async throws -> Void
+    private let values = CharacteristicValues()
+    private var engine = NotifyEngine<CentralID, CharacteristicRef>()
+    private var published: [CharacteristicRef: PublishedCharacteristic] = [:]
+    private var refsByValueHandle: [UInt16: CharacteristicRef] = [:]
+    /// The `valueChanged` events of fixed and written values, told to the mirror when `run` starts.
+    private var configuredValues: [CharacteristicRef: PipelineEvent] = [:]
+    /// Each characteristic's current bytes, also before the services are published.
+    private var latest: [CharacteristicRef: [UInt8]] = [:]
+    /// (sensor id, channel) → the characteristics carrying that reading.
+    private var sensorRoutes: [SensorRoute: [CharacteristicRef]] = [:]
+    private var deferred: [CentralID: Transmission<CentralID, CharacteristicRef>] = [:]
+    private var linkFull = false
+    private var peripheralState = PeripheralState.unknown
+    private var advertising = false
+    private var draining = false
+    private var drainAgain = false
+    private var timer: Task<Void, Never>?
+    private var timerDeadline: Duration?
+    private let eventContinuation: AsyncStream<PipelineEvent>.Continuation
+    /// Every event for the MQTT mirror.
+    public nonisolated let events: AsyncStream<PipelineEvent>
+    /// Centrals' accepted writes, to hand back to `handle(_:)` (the `run` loop does).
+    public nonisolated var centralWrites: AsyncStream<CentralWrite> { values.writes }
+
+    struct SensorRoute: Hashable {
+        let sensor: String
+        let channel: String
+    }
+
+    public init(layout: GATTLayout, peripheral: Peripheral, timing: Timing = .realTime,
+                clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
+                logger: Logger,
+                driveOutput: @escaping @Sendable (String, Bool) async throws -> Void) {
+        self.layout = layout
+        self.peripheral = peripheral
+        self.timing = timing
+        self.clock = clock
+        origin = clock()
+        self.logger = logger
+        self.driveOutput = driveOutput
+        (events, eventContinuation) = AsyncStream.makeStream(of: PipelineEvent.self)
+        for (ref, characteristic) in layout.characteristics {
+            engine.configure(ref, policy: characteristic.config.notify)
+            switch characteristic.config.source {
+            case .sensor(let id, let reading):
+                sensorRoutes[SensorRoute(sensor: id, channel: reading.rawValue), default: []].append(ref)
+            case .fixed(let value), .written(let value):
+                // Checked against the encoding by the configuration layer.
+                if let sample = try? NotifySample(value, encoding: characteristic.config.encoding) {
+                    latest[ref] = sample.bytes
+                    engine.update(ref, sample: sample, now: .zero)
+                    configuredValues[ref] = .valueChanged(ref, value, sample.bytes)
+                }
+            case .mqtt:
+                break
+            }
+        }
+        for key in sensorRoutes.keys { sensorRoutes[key]?.sort() }
+    }
+
+    private var now: Duration { clock() - origin }
+
+    // MARK: Publishing
+
+    /// Publishes every configured service and serves reads and writes from this pipeline. Called
+    /// when the peripheral reaches `poweredOn` (CoreBluetooth's rule: publish once powered on);
+    /// values that arrived before are served from the start.
+    func publish() async throws {
+        await peripheral.setRequestHandlers(values.handlers)
+        var ids: [String: GATTServiceID] = [:]
+        for index in layout.publishingOrder {
+            let service = try layout.service(index) { ids[$0] }
+            let publishedService = try await peripheral.add(service)
+            if let name = layout.serviceName(index) { ids[name] = publishedService.id }
+            for (position, characteristic) in publishedService.characteristics.enumerated() {
+                guard let ref = layout.ref(service: index, characteristic: position),
+                      let config = layout.characteristics[ref]?.config else { continue }
+                published[ref] = characteristic
+                refsByValueHandle[characteristic.valueHandle] = ref
+                values.register(ref, valueHandle: characteristic.valueHandle, encoding: config.encoding,
+                                initial: latest[ref] ?? [])
+            }
+        }
+        logger.info("services published", metadata: ["services": "\(layout.publishingOrder.count)",
+                                                      "characteristics": "\(published.count)"])
+    }
+
+    /// The published characteristic of `ref` (after `publish()`).
+    public func publishedCharacteristic(_ ref: CharacteristicRef) -> PublishedCharacteristic? { published[ref] }
+
+    /// The value reads get now.
+    public func currentBytes(_ ref: CharacteristicRef) -> [UInt8]? { latest[ref] }
+
+    // MARK: Inputs
+
+    /// A sensor reading: becomes the value of every characteristic carrying it.
+    public func sensorValue(_ reading: Sensors.SensorValue) async {
+        guard let refs = sensorRoutes[SensorRoute(sensor: reading.sensor, channel: reading.channel)] else { return }
+        let value: Values.SensorValue
+        switch reading.reading {
+        case .number(let number): value = .number(number)
+        case .bool(let flag): value = .bool(flag)
+        case .failure(let failure):
+            logger.warning("sensor reading failed", metadata: ["sensor": "\(reading.sensor)",
+                                                               "channel": "\(reading.channel)",
+                                                               "reason": "\(failure)"])
+            return
+        }
+        for ref in refs { setValue(value, of: ref) }
+        await drain()
+    }
+
+    /// A value from MQTT (`/set`, or a characteristic sourced from a topic), already checked
+    /// against the characteristic's format. An output sensor's characteristic drives its line
+    /// instead: the sensor's own reading then becomes the value.
+    public func externalValue(_ value: Values.SensorValue, for ref: CharacteristicRef) async {
+        if let sensor = layout.characteristics[ref]?.outputSensor {
+            await drive(sensor, value)
+            return
+        }
+        setValue(value, of: ref)
+        await drain()
+    }
+
+    /// A central's accepted write (from `centralWrites`).
+    public func handle(_ write: CentralWrite) async {
+        latest[write.ref] = write.bytes
+        eventContinuation.yield(.written(write.ref, write.central, write.value))
+        if let sensor = layout.characteristics[write.ref]?.outputSensor {
+            await drive(sensor, write.value)
+            return
+        }
+        setValue(write.value, of: write.ref)
+        await drain()
+    }
+
+    /// What the peripheral reports: connections, subscriptions, and room on the link.
+    public func handle(_ event: PeripheralEvent) async {
+        switch event {
+        case .centralConnected(let central):
+            let mtu = await peripheral.maximumUpdateValueLength(for: central).map { $0 + 3 } ?? 23
+            eventContinuation.yield(.centralConnected(central, mtu: mtu))
+        case .centralDisconnected(let central):
+            engine.disconnect(central)
+            deferred[central] = nil
+            eventContinuation.yield(.centralDisconnected(central))
+        case .subscribed(let central, let characteristic):
+            guard let ref = refsByValueHandle[characteristic.valueHandle] else { return }
+            // The event does not say which the central enabled; notification when offered.
+            let kind: UpdateKind = characteristic.properties.contains(.notify) ? .notification : .indication
+            engine.subscribe(central, to: ref, kind: kind, now: now)
+            eventContinuation.yield(.subscribed(ref, central, kind))
+        case .unsubscribed(let central, let characteristic):
+            guard let ref = refsByValueHandle[characteristic.valueHandle] else { return }
+            engine.unsubscribe(central, from: ref)
+            if deferred[central]?.characteristic == ref { deferred[central] = nil }
+            eventContinuation.yield(.unsubscribed(ref, central))
+        case .readyToUpdateSubscribers:
+            linkFull = false
+        case .stateChanged(let state):
+            peripheralState = state
+            eventContinuation.yield(status)
+            guard state == .poweredOn, published.isEmpty else { return }
+            do {
+                try await publish()
+            } catch {
+                logger.error("publishing the GATT services failed", metadata: ["error": "\(error)"])
+            }
+            return
+        case .serviceAdded, .serviceRemoved, .maximumUpdateValueLengthChanged:
+            return
+        }
+        await drain()
+    }
+
+    /// Handles the engine's deadlines up to now (the timer calls this; tests call it after moving
+    /// their clock).
+    public func advance() async {
+        engine.advance(to: now)
+        await drain()
+    }
+
+    /// The per-characteristic and per-central counters, for the log line and MQTT `state`.
+    public var statistics: NotifyStatistics<CentralID, CharacteristicRef> { engine.statistics }
+
+    /// When the engine next has work (relative to the pipeline's start).
+    public var nextDeadline: Duration? { engine.nextDeadline }
+
+    /// Consumes the peripheral's events and the centrals' writes until cancelled, and logs the
+    /// counters every `statisticsInterval`.
+    public func run(statisticsInterval: Duration) async {
+        eventContinuation.yield(status)
+        for ref in configuredValues.keys.sorted() {
+            eventContinuation.yield(configuredValues[ref]!)
+        }
+        await withDiscardingTaskGroup { group in
+            group.addTask { [peripheral] in
+                for await event in peripheral.events { await self.handle(event) }
+            }
+            group.addTask { [values] in
+                for await write in values.writes { await self.handle(write) }
+            }
+            group.addTask {
+                while (try? await Task.sleep(for: statisticsInterval)) != nil {
+                    await self.logStatistics()
+                }
+            }
+        }
+        timer?.cancel()
+    }
+
+    /// The host started or stopped advertising (for the `status` event).
+    public func advertisingChanged(_ isAdvertising: Bool) {
+        guard isAdvertising != advertising else { return }
+        advertising = isAdvertising
+        eventContinuation.yield(status)
+    }
+
+    public func logStatistics() {
+        logger.info("notify counters", metadata: ["counters": "\(engine.statistics.logLine)"])
+        eventContinuation.yield(status)
+    }
+
+    /// The `status` event now: totals (`sent`, `coalesced`, `suppressed`, `dropped`, `centrals`,
+    /// `waiting`), then each counter per characteristic (`<service>/<characteristic>.sent`) and
+    /// per connected central (`central#1.sent`).
+    var status: PipelineEvent {
+        let statistics = engine.statistics
+        let fields: [(String, KeyPath<NotifyCounters, Int>)] = [
+            ("sent", \.sent), ("coalesced", \.coalesced), ("suppressed", \.suppressed), ("dropped", \.dropped),
+        ]
+        var counters = ["centrals": statistics.perCentral.count, "waiting": statistics.valuesWaiting]
+        for (name, path) in fields {
+            counters[name] = statistics.perCharacteristic.values.reduce(0) { $0 + $1[keyPath: path] }
+            for (ref, values) in statistics.perCharacteristic { counters["\(ref).\(name)"] = values[keyPath: path] }
+            for (central, values) in statistics.perCentral { counters["\(central).\(name)"] = values[keyPath: path] }
+        }
+        return .status(peripheral: peripheralState.rawValue, advertising: advertising, counters: counters)
+    }
+
+    public func finish() {
+        timer?.cancel()
+        eventContinuation.finish()
+    }
+
+    // MARK: Plumbing
+
+    private func setValue(_ value: Values.SensorValue, of ref: CharacteristicRef) {
+        guard let characteristic = layout.characteristics[ref] else { return }
+        let adapted = Self.adapt(value, to: characteristic.config.encoding.format)
+        let sample: NotifySample
+        do throws(ValueError) {
+            sample = try NotifySample(adapted, encoding: characteristic.config.encoding)
+        } catch {
+            logger.warning("value not encodable", metadata: ["characteristic": "\(ref)", "value": "\(value)",
+                                                             "reason": "\(error)"])
+            return
+        }
+        latest[ref] = sample.bytes
+        if let publishedCharacteristic = published[ref] {
+            values.set(sample.bytes, valueHandle: publishedCharacteristic.valueHandle)
+        }
+        engine.update(ref, sample: sample, now: now)
+        eventContinuation.yield(.valueChanged(ref, adapted, sample.bytes))
+    }
+
+    /// Booleans on numeric characteristics are 0 and 1; numbers on boolean ones are "non-zero".
+    static func adapt(_ value: Values.SensorValue, to format: ValueFormat) -> Values.SensorValue {
+        switch (value, format) {
+        case (.bool(let flag), _) where format.isNumeric: .number(flag ? 1 : 0)
+        case (.number(let number), .bool): .bool(number != 0)
+        default: value
+        }
+    }
+
+    private func drive(_ sensor: String, _ value: Values.SensorValue) async {
+        guard let level = Self.adapt(value, to: .bool).numericValue.map({ $0 != 0 }) else {
+            logger.warning("output needs a boolean", metadata: ["sensor": "\(sensor)", "value": "\(value)"])
+            return
+        }
+        do {
+            try await driveOutput(sensor, level)
+        } catch {
+            logger.error("driving output failed", metadata: ["sensor": "\(sensor)", "error": "\(error)"])
+        }
+    }
+
+    /// Hands waiting values to the link until it is full or nothing waits, then re-arms the timer.
+    /// Re-entrant calls (while an `updateValue` is awaited) only ask the running drain to loop.
+    private func drain() async {
+        guard !draining else {
+            drainAgain = true
+            return
+        }
+        draining = true
+        defer { draining = false }
+        repeat {
+            drainAgain = false
+            await drainOnce()
+        } while drainAgain && !linkFull
+        armTimer()
+    }
+
+    private func drainOnce() async {
+        guard !linkFull else { return }
+        for central in deferred.keys.sorted() {
+            guard let transmission = deferred[central] else { continue }
+            guard await transmit(transmission) else { return }
+            deferred[central] = nil
+        }
+        for central in engine.centralsWithPendingTransmissions.sorted() {
+            while deferred[central] == nil, let transmission = engine.nextTransmission(for: central) {
+                guard await transmit(transmission) else {
+                    deferred[central] = transmission
+                    return
+                }
+            }
+        }
+    }
+
+    /// Sends one update; false (and `linkFull`) when the link has no room.
+    private func transmit(_ transmission: Transmission<CentralID, CharacteristicRef>) async -> Bool {
+        guard let characteristic = published[transmission.characteristic] else { return true }
+        do {
+            let sent = try await peripheral.updateValue(transmission.sample.bytes, for: characteristic,
+                                                         onSubscribedCentrals: [transmission.central])
+            if !sent {
+                linkFull = true
+                return false
+            }
+        } catch {
+            logger.warning("update not sent", metadata: ["characteristic": "\(transmission.characteristic)",
+                                                         "central": "\(transmission.central)", "error": "\(error)"])
+        }
+        // The GATT server queues indications per central behind the unconfirmed one (bounded),
+        // so the engine may hand out the next.
+        if transmission.kind == .indication { engine.indicationConfirmed(by: transmission.central) }
+        return true
+    }
+
+    private func armTimer() {
+        guard timing == .realTime else { return }
+        let deadline = engine.nextDeadline
+        guard deadline != timerDeadline else { return }
+        timer?.cancel()
+        timerDeadline = deadline
+        guard let deadline else { return }
+        let instant = origin + deadline
+        timer = Task { [weak self] in
+            guard (try? await Task.sleep(until: instant, clock: .continuous)) != nil else { return }
+            await self?.timerFired()
+        }
+    }
+
+    private func timerFired() async {
+        timerDeadline = nil
+        await advance()
+    }
+}

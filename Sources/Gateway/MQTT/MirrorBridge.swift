@@ -1,0 +1,158 @@
+import BluetoothGATT
+import Config
+import Foundation
+import Logging
+import MQTT
+import Values
+
+/// The configuration's MQTT settings as the MQTT layer takes them.
+public enum MirrorMapping {
+    /// One mirrored characteristic per configured one: `/set` accepted unless the value is fixed,
+    /// MQTT-sourced characteristics with their source topic, Home Assistant entities for sensors.
+    public static func mirrorConfiguration(_ config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout)
+        -> MirrorConfiguration {
+        let characteristics = layout.characteristics.values.sorted { $0.ref < $1.ref }.map { characteristic -> MirrorCharacteristic in
+            var sourceTopic: String?
+            var acceptsSet = true
+            switch characteristic.config.source {
+            case .mqtt(let topic): sourceTopic = topic
+            case .fixed: acceptsSet = false
+            case .sensor, .written: break
+            }
+            return MirrorCharacteristic(
+                id: id(characteristic.ref, layout: layout),
+                payloadStyle: mqtt.payload == .raw ? .raw : .json, acceptsSet: acceptsSet,
+                sourceTopic: sourceTopic, homeAssistant: entity(characteristic, config: config))
+        }
+        return MirrorConfiguration(baseTopic: mqtt.baseTopic, deviceID: config.device.id,
+                                   deviceName: config.device.name, characteristics: characteristics,
+                                   discoveryPrefix: mqtt.discoveryPrefix,
+                                   valueQoS: MQTTQoS(rawValue: Int32(mqtt.qos)) ?? .atLeastOnce,
+                                   retainValues: mqtt.retain)
+    }
+
+    public static func clientConfiguration(_ mqtt: MQTTConfig) -> MQTTClientConfiguration {
+        let tls = mqtt.tls.map {
+            MQTTTLSConfiguration(caFile: $0.caFile, certificateFile: $0.certificateFile, keyFile: $0.keyFile)
+        } ?? (mqtt.broker.usesTLS ? MQTTTLSConfiguration() : nil)
+        let password: MQTTPasswordSource? = mqtt.password.map {
+            switch $0 {
+            case .file(let path): .file(path)
+            case .environment(let name): .environment(name)
+            }
+        }
+        return MQTTClientConfiguration(
+            host: mqtt.broker.host, port: Int(mqtt.broker.port),
+            protocolVersion: mqtt.protocolVersion == .v311 ? .v311 : .v5, clientID: mqtt.clientID,
+            keepalive: mqtt.keepalive, tls: tls,
+            credentials: mqtt.username.map { MQTTCredentials(username: $0, password: password) })
+    }
+
+    public static func id(_ ref: CharacteristicRef, layout: GATTLayout) -> MirrorCharacteristicID {
+        let characteristic = layout.characteristics[ref]!
+        return MirrorCharacteristicID(service: characteristic.serviceName, characteristic: characteristic.name)
+    }
+
+    /// Sensors as sensors (with device class and unit), binary inputs as binary sensors, outputs
+    /// as switches; characteristics not backed by a sensor get no entity.
+    static func entity(_ characteristic: GATTLayout.Characteristic, config: GatewayConfig) -> HomeAssistantEntity? {
+        guard case .sensor(let id, let reading) = characteristic.config.source, let sensor = config.sensor(id: id)
+        else { return nil }
+        let unit = characteristic.config.unit.map(\.symbol).flatMap { $0.isEmpty ? nil : $0 }
+        switch sensor.kind {
+        case .output: return HomeAssistantEntity(kind: .switch, name: characteristic.name)
+        case .binary: return HomeAssistantEntity(kind: .binarySensor, name: characteristic.name)
+        default:
+            let deviceClass: String? = switch reading {
+            case .temperature: "temperature"
+            case .humidity: "humidity"
+            case .value where characteristic.config.unit == .metre: "distance"
+            default: nil
+            }
+            return HomeAssistantEntity(kind: .sensor, name: characteristic.name, deviceClass: deviceClass, unit: unit)
+        }
+    }
+
+    public static func mirrorValue(_ value: SensorValue) -> MirrorValue {
+        switch value {
+        case .bool(let flag): .bool(flag)
+        case .number(let number) where number == number.rounded() && abs(number) < 1e15: .integer(Int64(number))
+        case .number(let number): .number(number)
+        case .text(let text): .string(text)
+        case .bytes(let bytes): .bytes(bytes)
+        }
+    }
+}
+
+/// Between the value pipeline and the MQTT mirror: pipeline events become mirror events, and
+/// MQTT's `/set` and source-topic payloads are checked against the characteristic's format
+/// (`ValueJSON.parseSet`) before they reach the pipeline. An invalid `/set` changes nothing; its
+/// reason goes back to the mirror, which publishes it on `<base>/<dev>/error`.
+public struct MirrorBridge: Sendable {
+    public let layout: GATTLayout
+    private let refs: [MirrorCharacteristicID: CharacteristicRef]
+    private let address: @Sendable (CentralID) -> String
+
+    /// - Parameter address: a central's Bluetooth address for topics (`AA:BB:...`).
+    public init(layout: GATTLayout, address: @escaping @Sendable (CentralID) -> String) {
+        self.layout = layout
+        self.address = address
+        var refs: [MirrorCharacteristicID: CharacteristicRef] = [:]
+        for ref in layout.characteristics.keys { refs[MirrorMapping.id(ref, layout: layout)] = ref }
+        self.refs = refs
+    }
+
+    public func mirrorEvent(_ event: PipelineEvent, at date: Date) -> MirrorEvent {
+        func id(_ ref: CharacteristicRef) -> MirrorCharacteristicID { MirrorMapping.id(ref, layout: layout) }
+        switch event {
+        case .valueChanged(let ref, let value, let bytes):
+            return .valueChanged(id(ref), value: MirrorMapping.mirrorValue(value), raw: bytes, at: date)
+        case .centralConnected(let central, let mtu):
+            return .centralConnected(MirrorCentral(address: address(central), mtu: mtu, security: .none, since: date))
+        case .centralDisconnected(let central):
+            return .centralDisconnected(address: address(central))
+        case .subscribed(let ref, let central, let kind):
+            return .subscribed(id(ref), central: address(central), kind: kind == .indication ? .indicate : .notify)
+        case .unsubscribed(let ref, let central):
+            return .unsubscribed(id(ref), central: address(central))
+        case .written(let ref, let central, let value):
+            // The GATT server's write handler does not say which ATT write it was.
+            return .written(id(ref), value: MirrorMapping.mirrorValue(value), central: address(central),
+                            kind: .request, at: date)
+        case .status(let peripheral, let advertising, let counters):
+            return .peripheralState(MirrorPeripheralState(state: peripheral, advertising: advertising,
+                                                          counters: counters))
+        }
+    }
+
+    /// A `/set` payload: applied when valid for the characteristic's format, otherwise rejected
+    /// with the reason and nothing changed.
+    public func set(_ id: MirrorCharacteristicID, payload: [UInt8], pipeline: ValuePipeline) async -> MirrorSetResult {
+        guard let ref = refs[id], let characteristic = layout.characteristics[ref] else {
+            return .rejected(reason: "no characteristic \(id)")
+        }
+        do throws(ValueError) {
+            let (value, _) = try ValueJSON.parseSet(payload, encoding: characteristic.config.encoding)
+            await pipeline.externalValue(value, for: ref)
+            return .accepted
+        } catch {
+            return .rejected(reason: error.description)
+        }
+    }
+
+    /// A payload on a source topic, for each characteristic taking its value from it; a payload
+    /// that does not fit a characteristic's format is logged and skipped.
+    public func sourceValue(_ ids: [MirrorCharacteristicID], payload: [UInt8], pipeline: ValuePipeline,
+                            logger: Logger) async {
+        for id in ids {
+            guard let ref = refs[id], let characteristic = layout.characteristics[ref] else { continue }
+            do throws(ValueError) {
+                let (value, _) = try ValueJSON.parseSet(payload, encoding: characteristic.config.encoding)
+                await pipeline.externalValue(value, for: ref)
+            } catch {
+                logger.warning("MQTT source value rejected", metadata: ["characteristic": "\(id)",
+                                                                        "reason": "\(error)"])
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import BluetoothGATT
+import Config
+import Foundation
+import Gateway
+import Logging
+import MQTT
+import Testing
+import Values
+
+/// Configuration → MQTT mirror settings, pipeline events → mirror events, and `/set` validated
+/// against the characteristic's format before it reaches the pipeline.
+@Suite(.timeLimit(.minutes(1)))
+struct MirrorBridgeTests {
+    static let yaml = ValuePipelineTests.yaml + """
+
+              - uuid: 6E400008-B5A3-F393-E0A9-E50E24DC0001
+                name: outside
+                format: sint16
+                exponent: -1
+                source: {mqtt: weather/outside}
+        mqtt:
+          url: mqtt://127.0.0.1:1883
+          base_topic: home
+        """
+
+    @Test func mirrorConfigurationFollowsTheServices() throws {
+        let loaded = try ConfigLoader.load(file: "deploy/config/demo.yaml").config
+        let mqtt = try #require(loaded.mqtt)
+        let mirror = MirrorMapping.mirrorConfiguration(loaded, mqtt: mqtt, layout: GATTLayout(config: loaded))
+        #expect(mirror.baseTopic == "gattway")
+        #expect(mirror.deviceID == "demo")
+        #expect(mirror.deviceName == "gattway demo")
+        #expect(mirror.characteristics.map(\.id.description) == [
+            "environment/temperature", "environment/humidity", "gateway/door", "gateway/flow", "gateway/level",
+            "gateway/knob", "gateway/relay", "gateway/label",
+        ])
+        let byName = Dictionary(uniqueKeysWithValues: mirror.characteristics.map { ($0.id.description, $0) })
+        #expect(byName["environment/temperature"]?.homeAssistant
+                == HomeAssistantEntity(kind: .sensor, name: "temperature", deviceClass: "temperature", unit: "°C"))
+        #expect(byName["gateway/door"]?.homeAssistant == HomeAssistantEntity(kind: .binarySensor, name: "door"))
+        #expect(byName["gateway/relay"]?.homeAssistant == HomeAssistantEntity(kind: .switch, name: "relay"))
+        #expect(byName["gateway/level"]?.homeAssistant?.deviceClass == "distance")
+        #expect(byName["gateway/label"]?.homeAssistant == nil)
+        #expect(byName["gateway/label"]?.acceptsSet == true)
+        #expect(try Mirror(configuration: mirror).inboundSubscriptions.contains("gattway/demo/gateway/relay/set"))
+    }
+
+    @Test func clientConfigurationCarriesBrokerAndCredentials() throws {
+        let loaded = try ConfigLoader.load(yaml: """
+            device: {name: x}
+            gpio: {backend: simulated}
+            mqtt:
+              url: mqtts://broker.lan:8884
+              client_id: pi
+              username: gw
+              password_env: GW_PASSWORD
+              protocol: "3.1.1"
+              keepalive: 20s
+            """).config
+        let client = MirrorMapping.clientConfiguration(try #require(loaded.mqtt))
+        #expect(client.host == "broker.lan")
+        #expect(client.port == 8884)
+        #expect(client.clientID == "pi")
+        #expect(client.protocolVersion == .v311)
+        #expect(client.keepalive == .seconds(20))
+        #expect(client.tls != nil, "mqtts:// means TLS")
+        #expect(client.credentials == MQTTCredentials(username: "gw", password: .environment("GW_PASSWORD")))
+    }
+
+    @Test func setIsValidatedAgainstTheFormatBeforeItChangesAnything() async throws {
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
+        let bridge = MirrorBridge(layout: fixture.layout, address: { "\($0)" })
+        let label = MirrorCharacteristicID(service: "gateway", characteristic: "label")
+        #expect(await bridge.set(label, payload: Array(#"{"value": "new"}"#.utf8), pipeline: fixture.pipeline) == .accepted)
+        #expect(await fixture.pipeline.currentBytes(fixture.ref("gateway/label")) == Array("new".utf8))
+        let rejections = [
+            Array("42".utf8),                      // wrong type
+            Array(#""much too long""#.utf8),       // longer than max_length 8
+            Array("{not json".utf8),
+            [0xFF, 0xFE],                          // not UTF-8
+        ]
+        for payload in rejections {
+            let result = await bridge.set(label, payload: payload, pipeline: fixture.pipeline)
+            guard case .rejected(let reason) = result else {
+                Issue.record("accepted \(payload)")
+                continue
+            }
+            #expect(!reason.isEmpty)
+        }
+        #expect(await fixture.pipeline.currentBytes(fixture.ref("gateway/label")) == Array("new".utf8))
+        // Out of range for the temperature's sint16 at 0.01.
+        let temperature = MirrorCharacteristicID(service: "environment", characteristic: "temperature")
+        #expect(await bridge.set(temperature, payload: Array("400".utf8), pipeline: fixture.pipeline)
+                == .rejected(reason: "out of range: 400 does not fit sint16 (-327.68...327.67)"))
+        // An output's /set drives the line.
+        let relay = MirrorCharacteristicID(service: "gateway", characteristic: "relay")
+        #expect(await bridge.set(relay, payload: Array("true".utf8), pipeline: fixture.pipeline) == .accepted)
+        #expect(fixture.outputs.all == ["relay=true"])
+    }
+
+    /// An MQTT-sourced characteristic: its topic is subscribed only while a central is subscribed
+    /// to the characteristic, and what arrives there becomes its value when it fits the format.
+    @Test func sourceTopicFollowsTheBLESubscriptionAndFeedsTheValue() async throws {
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
+        let config = try ConfigLoader.load(yaml: Self.yaml).config
+        let bridge = MirrorBridge(layout: fixture.layout, address: { "c\($0.rawValue)" })
+        var mirror = try Mirror(configuration: MirrorMapping.mirrorConfiguration(
+            config, mqtt: try #require(config.mqtt), layout: fixture.layout))
+        let outside = fixture.ref("gateway/outside")
+        let date = Date()
+        #expect(!mirror.inboundSubscriptions.contains("weather/outside"))
+        let subscribe = mirror.apply(bridge.mirrorEvent(.subscribed(outside, CentralID(1), .notification), at: date))
+        #expect(subscribe.contains(.subscribe("weather/outside")))
+        let unsubscribe = mirror.apply(bridge.mirrorEvent(.unsubscribed(outside, CentralID(1)), at: date))
+        #expect(unsubscribe.contains(.unsubscribe("weather/outside")))
+
+        let id = MirrorCharacteristicID(service: "gateway", characteristic: "outside")
+        await bridge.sourceValue([id], payload: Array("12.5".utf8), pipeline: fixture.pipeline, logger: .init(label: "test"))
+        #expect(await fixture.pipeline.currentBytes(outside) == sint16(125))
+        await bridge.sourceValue([id], payload: Array("warm".utf8), pipeline: fixture.pipeline, logger: .init(label: "test"))
+        #expect(await fixture.pipeline.currentBytes(outside) == sint16(125), "a payload that does not fit changes nothing")
+    }
+
+    @Test func pipelineEventsBecomeMirrorEvents() throws {
+        let config = try ConfigLoader.load(yaml: Self.yaml).config
+        let layout = GATTLayout(config: config)
+        let bridge = MirrorBridge(layout: layout, address: { "AA:BB:CC:DD:EE:\(String(format: "%02X", $0.rawValue))" })
+        let date = Date(timeIntervalSince1970: 0)
+        let label = try #require(layout.ref("gateway/label"))
+        let id = MirrorCharacteristicID(service: "gateway", characteristic: "label")
+        #expect(bridge.mirrorEvent(.valueChanged(label, .text("x"), [0x78]), at: date)
+                == .valueChanged(id, value: .string("x"), raw: [0x78], at: date))
+        #expect(bridge.mirrorEvent(.subscribed(label, CentralID(1), .indication), at: date)
+                == .subscribed(id, central: "AA:BB:CC:DD:EE:01", kind: .indicate))
+        #expect(bridge.mirrorEvent(.centralConnected(CentralID(2), mtu: 23), at: date)
+                == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 23, security: .none, since: date)))
+        #expect(bridge.mirrorEvent(.status(peripheral: "poweredOn", advertising: true, counters: ["sent": 3]), at: date)
+                == .peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["sent": 3])))
+    }
+}

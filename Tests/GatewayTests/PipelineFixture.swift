@@ -1,0 +1,121 @@
+import BluetoothCore
+import BluetoothGATT
+import Config
+import Foundation
+import Gateway
+import Logging
+import Sensors
+
+/// The host side of the peripheral, in memory: every PDU the peripheral sends, per central.
+final class RecordingLink: PeripheralLink, @unchecked Sendable {
+    private let lock = NSLock()
+    private var sent: [(CentralID, [UInt8])] = []
+
+    func send(_ pdu: [UInt8], to central: CentralID) { lock.withLock { sent.append((central, pdu)) } }
+    func disconnectAfterTransactionTimeout(_ central: CentralID) {}
+    func requestConnectionLatency(_ latency: ConnectionLatency, for central: CentralID) {}
+
+    /// PDUs sent to `central` since the last call.
+    func take(_ central: CentralID) -> [[UInt8]] {
+        lock.withLock {
+            let mine = sent.filter { $0.0 == central }.map(\.1)
+            sent.removeAll { $0.0 == central }
+            return mine
+        }
+    }
+}
+
+/// A clock the test moves by hand, shared by the peripheral and the pipeline.
+final class TestClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current = ContinuousClock.now
+    var now: ContinuousClock.Instant { lock.withLock { current } }
+    func advance(by duration: Duration) { lock.withLock { current += duration } }
+}
+
+/// Records what the pipeline asks of output sensors.
+final class OutputRecorder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var writes: [String] = []
+    func record(_ sensor: String, _ level: Bool) { lock.withLock { writes.append("\(sensor)=\(level)") } }
+    var all: [String] { lock.withLock { writes } }
+}
+
+/// A configuration published on an in-memory peripheral with a value pipeline on a manual clock.
+struct PipelineFixture {
+    let link = RecordingLink()
+    let clock = TestClock()
+    let outputs = OutputRecorder()
+    let peripheral: Peripheral
+    let pipeline: ValuePipeline
+    let layout: GATTLayout
+    var events: AsyncStream<PeripheralEvent>.Iterator
+    var pipelineEvents: AsyncStream<PipelineEvent>.Iterator
+
+    /// `.realTime` runs the pipeline's own timer on the real clock (the service's setting).
+    init(yaml: String, timing: ValuePipeline.Timing = .manual) async throws {
+        let config = try ConfigLoader.load(yaml: yaml).config
+        layout = GATTLayout(config: config)
+        let clock = self.clock
+        let realTime = timing == .realTime
+        let now: @Sendable () -> ContinuousClock.Instant = { realTime ? ContinuousClock.now : clock.now }
+        peripheral = Peripheral(configuration: .init(deviceName: config.device.name), link: link, now: now)
+        let outputs = self.outputs
+        pipeline = ValuePipeline(layout: layout, peripheral: peripheral, timing: timing, clock: now,
+                                 logger: Logger(label: "test"),
+                                 driveOutput: { sensor, level in outputs.record(sensor, level) })
+        events = peripheral.events.makeAsyncIterator()
+        pipelineEvents = pipeline.events.makeAsyncIterator()
+        await peripheral.updateState(.poweredOn)
+        await pump()
+    }
+
+    func ref(_ path: String) -> CharacteristicRef { layout.ref(path)! }
+
+    func characteristic(_ path: String) async -> PublishedCharacteristic {
+        await pipeline.publishedCharacteristic(ref(path))!
+    }
+
+    /// Hands every event the peripheral has produced so far to the pipeline (a sentinel central's
+    /// connection marks the end of what is buffered).
+    mutating func pump() async {
+        let sentinel = CentralID(0xFFFF)
+        await peripheral.centralConnected(sentinel)
+        await peripheral.centralDisconnected(sentinel)
+        while let event = await events.next() {
+            if event == .centralDisconnected(sentinel) { break }
+            if event == .centralConnected(sentinel) { continue }
+            await pipeline.handle(event)
+        }
+    }
+
+    /// Connects `central` and enables notifications on `path`.
+    mutating func subscribe(_ central: CentralID, to path: String) async {
+        let characteristic = await characteristic(path)
+        await peripheral.centralConnected(central)
+        await peripheral.receive([0x12] + le(characteristic.clientConfigurationHandle!) + [0x01, 0x00], from: central)
+        await pump()
+        _ = link.take(central)
+    }
+
+    /// Values of the notifications `central` received on `path` since the last call.
+    func notifications(_ central: CentralID, on path: String) async -> [[UInt8]] {
+        let handle = await characteristic(path).valueHandle
+        return link.take(central).filter { $0.first == 0x1B && Array($0[1...2]) == le(handle) }.map { Array($0.dropFirst(3)) }
+    }
+
+    /// Moves the clock and lets the pipeline handle what fell due.
+    func advance(by duration: Duration) async {
+        clock.advance(by: duration)
+        await pipeline.advance()
+    }
+}
+
+func le(_ value: UInt16) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
+
+func reading(_ sensor: String, _ channel: String = "value", _ number: Double) -> Sensors.SensorValue {
+    Sensors.SensorValue(sensor: sensor, channel: channel, reading: .number(number), unit: "", timestampNs: 0)
+}
+
+/// sint16 little-endian, as Temperature (exponent -2) carries it.
+func sint16(_ value: Int16) -> [UInt8] { le(UInt16(bitPattern: value)) }

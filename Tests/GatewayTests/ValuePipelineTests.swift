@@ -1,0 +1,298 @@
+import BluetoothCore
+import BluetoothGATT
+import Config
+import Gateway
+import Notify
+import Sensors
+import Testing
+import Values
+
+/// The value pipeline on an in-memory peripheral and a manual clock: configuration → GATT
+/// database, sensor values → reads and rate-limited notifications, backpressure, writes.
+@Suite(.timeLimit(.minutes(1)))
+struct ValuePipelineTests {
+    static let yaml = """
+        device: {name: pipeline}
+        gpio:
+          backend: simulated
+          chips:
+            - lines:
+                - name: DHT
+                - name: RELAY
+        sensors:
+          - id: climate
+            kind: dht22
+            line: DHT
+          - id: relay
+            kind: output
+            line: RELAY
+        services:
+          - uuid: 181A
+            name: environment
+            characteristics:
+              - uuid: 2A6E
+                name: temperature
+                source: {sensor: climate, reading: temperature}
+                notify: {min_interval: 250ms}
+          - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+            name: gateway
+            characteristics:
+              - uuid: 6E400006-B5A3-F393-E0A9-E50E24DC0001
+                name: relay
+                format: bool
+                source: {sensor: relay}
+                permissions: {write: open}
+              - uuid: 6E400007-B5A3-F393-E0A9-E50E24DC0001
+                name: label
+                format: utf8
+                max_length: 8
+                properties: [read, write, notify]
+                source: {written: "hi"}
+                permissions: {write: open}
+        """
+
+    let alice = CentralID(1)
+    let bob = CentralID(2)
+
+    @Test func sameConfigurationGetsTheSameHandles() async throws {
+        let first = try await PipelineFixture(yaml: Self.yaml)
+        let second = try await PipelineFixture(yaml: Self.yaml)
+        for path in ["environment/temperature", "gateway/relay", "gateway/label"] {
+            let a = await first.characteristic(path)
+            let b = await second.characteristic(path)
+            #expect((a.declarationHandle, a.valueHandle, a.clientConfigurationHandle)
+                    == (b.declarationHandle, b.valueHandle, b.clientConfigurationHandle))
+        }
+        // Services follow GAP and GATT, in configuration order.
+        let temperature = await first.characteristic("environment/temperature")
+        let relay = await first.characteristic("gateway/relay")
+        #expect(temperature.valueHandle < relay.valueHandle)
+    }
+
+    @Test func serverConfigurationCarriesNameAppearanceAndConnectionPreferences() throws {
+        let config = try ConfigLoader.load(yaml: """
+            device: {name: greenhouse, appearance: 1347}
+            bluetooth:
+              connection: {min_interval: 30ms, max_interval: 50ms, latency: 2, supervision_timeout: 4s}
+            gpio: {backend: simulated}
+            """).config
+        let server = GATTLayout(config: config).serverConfiguration
+        #expect(server.deviceName == "greenhouse")
+        #expect(server.appearance == 1347)
+        #expect(server.preferredConnectionParameters == .init(minimumInterval: 24, maximumInterval: 40,
+                                                               peripheralLatency: 2, supervisionTimeout: 400))
+    }
+
+    /// A service is published after the services it includes, which it then names by their IDs.
+    @Test func includedServicesArePublishedFirst() async throws {
+        let fixture = try await PipelineFixture(yaml: """
+            device: {name: includes}
+            gpio: {backend: simulated}
+            services:
+              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+                name: main
+                includes: [extra]
+                characteristics:
+                  - {uuid: 2A19, name: a, format: uint8, source: {static: 1}}
+              - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                name: extra
+                primary: false
+                characteristics:
+                  - {uuid: 2A29, name: b, format: uint8, source: {static: 2}}
+            """)
+        #expect(fixture.layout.publishingOrder == [1, 0])
+        let services = await fixture.peripheral.services
+        let main = try #require(services.first { $0.characteristics.first?.uuid == BluetoothUUID(0x2A19) })
+        let extra = try #require(services.first { !$0.isPrimary })
+        #expect(extra.handles.upperBound < main.handles.lowerBound)
+        // main's Include declaration names extra's handle range.
+        await fixture.peripheral.centralConnected(CentralID(4))
+        await fixture.peripheral.receive([0x08] + le(main.handles.lowerBound) + le(main.handles.upperBound) + [0x02, 0x28],
+                                         from: CentralID(4))
+        let include = try #require(fixture.link.take(CentralID(4)).first)
+        #expect(Array(include.prefix(2)) == [0x09, 6])
+        #expect(Array(include[4..<8]) == le(extra.handles.lowerBound) + le(extra.handles.upperBound))
+        // Static values are fixed in the database: a read needs no handler.
+        await fixture.peripheral.centralConnected(CentralID(3))
+        await fixture.peripheral.receive([0x0A] + le(main.characteristics[0].valueHandle), from: CentralID(3))
+        #expect(fixture.link.take(CentralID(3)) == [[0x0B, 0x01]])
+    }
+
+    /// A sensor characteristic in the Environmental Sensing Service gets its CCCD, then User
+    /// Description, Presentation Format (sint16, exponent -2, °C) and ES Measurement.
+    @Test func sensorCharacteristicsGetTheirDescriptors() async throws {
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
+        let temperature = await fixture.characteristic("environment/temperature")
+        let central = CentralID(7)
+        await fixture.peripheral.centralConnected(central)
+        let start = temperature.valueHandle + 1
+        await fixture.peripheral.receive([0x04] + le(start) + le(start + 3), from: central)
+        let response = try #require(fixture.link.take(central).first)
+        #expect(response == [0x05, 0x01] + le(start) + [0x02, 0x29] + le(start + 1) + [0x01, 0x29]
+                + le(start + 2) + [0x04, 0x29] + le(start + 3) + [0x0C, 0x29])
+        // Read the Presentation Format.
+        await fixture.peripheral.receive([0x0A] + le(start + 2), from: central)
+        #expect(fixture.link.take(central) == [[0x0B, 0x0E, 0xFE, 0x2F, 0x27, 0x01, 0x00, 0x00]])
+        await fixture.peripheral.receive([0x0A] + le(start + 1), from: central)
+        #expect(fixture.link.take(central) == [[0x0B] + Array("temperature".utf8)])
+    }
+
+    /// 100 Hz input under `min_interval: 250ms`: one notification per 250 ms, each the newest
+    /// value at that moment, and the last value of the burst arrives.
+    @Test func rateLimitedNotificationsCarryTheNewestValue() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        await fixture.peripheral.transmitRoomFreed(1000)
+        await fixture.subscribe(alice, to: "environment/temperature")
+        var received: [(ms: Int, raw: Int16)] = []
+        for step in 0..<100 {
+            if step > 0 { await fixture.advance(by: .milliseconds(10)) }
+            await fixture.pipeline.sensorValue(reading("climate", "temperature", Double(2000 + step) / 100))
+            for value in await fixture.notifications(alice, on: "environment/temperature") {
+                received.append((step * 10, Int16(bitPattern: UInt16(value[0]) | UInt16(value[1]) << 8)))
+            }
+        }
+        await fixture.advance(by: .milliseconds(10))
+        for value in await fixture.notifications(alice, on: "environment/temperature") {
+            received.append((1000, Int16(bitPattern: UInt16(value[0]) | UInt16(value[1]) << 8)))
+        }
+        #expect(received.map(\.ms) == [0, 250, 500, 750, 1000])
+        #expect(received.map(\.raw) == [2000, 2024, 2049, 2074, 2099])
+        // Reads get the newest value at once, whatever the notify policy.
+        #expect(await fixture.pipeline.currentBytes(fixture.ref("environment/temperature")) == sint16(2099))
+        // The periodic statistics: the log line's counters, and a status event for MQTT's state.
+        let counters = await fixture.pipeline.statistics.perCharacteristic[fixture.ref("environment/temperature")]
+        #expect(counters?.sent == 5)
+        await fixture.pipeline.logStatistics()
+        while let event = await fixture.pipelineEvents.next() {
+            guard case .status(let peripheral, let advertising, let counters) = event, counters["sent"] == 5 else {
+                continue
+            }
+            #expect(peripheral == "poweredOn")
+            #expect(!advertising, "no host advertises here")
+            #expect(counters["centrals"] == 1)
+            #expect(counters["environment/temperature.sent"] == 5)
+            #expect(counters["central#1.sent"] == 5)
+            break
+        }
+    }
+
+    /// In the service the pipeline arms one timer for the engine's next deadline: a value held by
+    /// `min_interval` goes out when the interval ends, with nobody calling `advance()`.
+    @Test func theTimerSendsHeldValuesOnTheRealClock() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml, timing: .realTime)
+        await fixture.peripheral.transmitRoomFreed(10)
+        await fixture.subscribe(alice, to: "environment/temperature")
+        let start = ContinuousClock.now
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 20))
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 21))
+        #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2000)])
+        #expect(await fixture.pipeline.nextDeadline != nil)
+        var received: [[UInt8]] = []
+        while received.isEmpty, ContinuousClock.now - start < .seconds(5) {
+            try await Task.sleep(for: .milliseconds(20))
+            received = await fixture.notifications(alice, on: "environment/temperature")
+        }
+        #expect(received == [sint16(2100)])
+        #expect(ContinuousClock.now - start >= .milliseconds(250), "not before min_interval")
+        #expect(await fixture.pipeline.nextDeadline == nil, "nothing left to schedule")
+    }
+
+    /// With the link full, `updateValue` returns false: the taken value waits in one slot, later
+    /// values replace each other in the engine's slot, and everything resumes on ready-to-update.
+    @Test func fullLinkHoldsOneValueAndResumesWhenReady() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        await fixture.subscribe(alice, to: "gateway/label")
+        await fixture.peripheral.transmitRoomFreed(1)
+        let label = fixture.ref("gateway/label")
+        for text in ["a", "b", "c", "d", "e"] {
+            await fixture.pipeline.externalValue(.text(text), for: label)
+        }
+        #expect(await fixture.notifications(alice, on: "gateway/label") == [Array("a".utf8)])
+        let waiting = await fixture.pipeline.statistics.valuesWaiting
+        #expect(waiting <= 1)
+        await fixture.peripheral.transmitRoomFreed(1)
+        await fixture.pump()
+        #expect(await fixture.notifications(alice, on: "gateway/label") == [Array("b".utf8)])
+        await fixture.peripheral.transmitRoomFreed(1)
+        await fixture.pump()
+        #expect(await fixture.notifications(alice, on: "gateway/label") == [Array("e".utf8)], "c and d coalesced")
+        await fixture.peripheral.transmitRoomFreed(1)
+        await fixture.pump()
+        #expect(await fixture.notifications(alice, on: "gateway/label").isEmpty)
+        let counters = await fixture.pipeline.statistics.perCharacteristic[label]
+        #expect(counters?.sent == 3)
+        #expect(counters?.coalesced == 2)
+    }
+
+    @Test func centralWritesAreCheckedStoredAndReported() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        var writes = fixture.pipeline.centralWrites.makeAsyncIterator()
+        await fixture.peripheral.transmitRoomFreed(10)
+        await fixture.subscribe(bob, to: "gateway/label")
+        await fixture.peripheral.centralConnected(alice)
+        let label = await fixture.characteristic("gateway/label")
+        await fixture.peripheral.receive([0x0A] + le(label.valueHandle), from: alice)
+        #expect(fixture.link.take(alice) == [[0x0B] + Array("hi".utf8)], "the configured initial value")
+
+        await fixture.peripheral.receive([0x12] + le(label.valueHandle) + Array("hello".utf8), from: alice)
+        #expect(fixture.link.take(alice) == [[0x13]])
+        let write = try #require(await writes.next())
+        #expect(write.value == .text("hello"))
+        await fixture.pipeline.handle(write)
+        #expect(await fixture.notifications(bob, on: "gateway/label") == [Array("hello".utf8)],
+                "other subscribers hear the write")
+        await fixture.peripheral.receive([0x0A] + le(label.valueHandle), from: alice)
+        #expect(fixture.link.take(alice) == [[0x0B] + Array("hello".utf8)])
+
+        // Longer than max_length: refused, nothing changes.
+        await fixture.peripheral.receive([0x12] + le(label.valueHandle) + Array("too long!".utf8), from: alice)
+        #expect(fixture.link.take(alice) == [[0x01, 0x12] + le(label.valueHandle) + [0x0D]])
+        await fixture.peripheral.receive([0x0A] + le(label.valueHandle), from: alice)
+        #expect(fixture.link.take(alice) == [[0x0B] + Array("hello".utf8)])
+
+        var mirrored: [PipelineEvent] = []
+        while let event = await fixture.pipelineEvents.next() {
+            mirrored.append(event)
+            if case .written = event { break }
+        }
+        let ref = fixture.ref("gateway/label")
+        #expect(mirrored.contains(.written(ref, alice, .text("hello"))))
+        #expect(mirrored.contains(.subscribed(ref, bob, .notification)))
+    }
+
+    @Test func writesToAnOutputDriveItsLine() async throws {
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
+        var writes = fixture.pipeline.centralWrites.makeAsyncIterator()
+        await fixture.peripheral.centralConnected(alice)
+        let relay = await fixture.characteristic("gateway/relay")
+        await fixture.peripheral.receive([0x12] + le(relay.valueHandle) + [0x01], from: alice)
+        #expect(fixture.link.take(alice) == [[0x13]])
+        await fixture.pipeline.handle(try #require(await writes.next()))
+        #expect(fixture.outputs.all == ["relay=true"])
+        // A bool is one byte.
+        await fixture.peripheral.receive([0x12] + le(relay.valueHandle) + [0x01, 0x00], from: alice)
+        #expect(fixture.link.take(alice) == [[0x01, 0x12] + le(relay.valueHandle) + [0x0D]])
+        // MQTT's /set on an output drives the line too.
+        await fixture.pipeline.externalValue(.bool(false), for: fixture.ref("gateway/relay"))
+        #expect(fixture.outputs.all == ["relay=true", "relay=false"])
+    }
+
+    @Test func failedReadingsAndUnsubscribedCentralsSendNothing() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        await fixture.peripheral.transmitRoomFreed(100)
+        await fixture.subscribe(alice, to: "environment/temperature")
+        await fixture.pipeline.sensorValue(.init(sensor: "climate", channel: "temperature",
+                                                 reading: .failure(.timeout), unit: "°C", timestampNs: 0))
+        #expect(await fixture.notifications(alice, on: "environment/temperature").isEmpty)
+        #expect(await fixture.pipeline.currentBytes(fixture.ref("environment/temperature")) == nil)
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 21.5))
+        #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2150)])
+        let temperature = await fixture.characteristic("environment/temperature")
+        await fixture.peripheral.receive([0x12] + le(temperature.clientConfigurationHandle!) + [0x00, 0x00], from: alice)
+        await fixture.pump()
+        _ = fixture.link.take(alice)
+        await fixture.advance(by: .seconds(1))
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 22))
+        #expect(await fixture.notifications(alice, on: "environment/temperature").isEmpty)
+    }
+}
