@@ -17,8 +17,16 @@ let package = Package(
         // For the GPIO benchmark package (Tests/GPIOBenchmark).
         .library(name: "GPIO", targets: ["GPIO"]),
         .library(name: "Sensors", targets: ["Sensors"]),
-        // The GATT server as a library, for the benchmark package in Tests/Benchmarks.
+        // The GATT server as a library, for the benchmark package in Tests/Benchmarks and the
+        // fuzz package.
         .library(name: "BluetoothGATT", targets: ["BluetoothATT", "BluetoothGATT"]),
+        // The BLE host as a library, for the round-trip benchmark package in Tests/RoundTripBenchmark.
+        .library(name: "BluetoothHost", targets: ["BluetoothHost"]),
+        // For the fuzz package (Tests/Fuzz): the parsers it feeds.
+        .library(name: "Config", targets: ["Config"]),
+        .library(name: "Values", targets: ["Values"]),
+        .library(name: "BluetoothSMP", targets: ["BluetoothSMP"]),
+        .library(name: "BluetoothL2CAP", targets: ["BluetoothHCI", "BluetoothL2CAP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// The harness's virtual controller (Tests/harness/virtual_controller.py) on a free port, for
 /// tests of `gattway run` with a controller. Python comes from `GATTWAY_PYTHON`, else
