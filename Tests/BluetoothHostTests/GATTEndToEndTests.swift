@@ -80,13 +80,16 @@ struct GATTEndToEndTests {
         }
     }
 
-    static func start(controller: VirtualController? = nil, capacity: Int = 8) async throws -> Running {
+    /// gattway's host on `controller` (a fresh one when nil), through `transport` (the
+    /// controller's TCP port when nil).
+    static func start(controller: VirtualController? = nil, transport: HCITransportSpec? = nil,
+                      capacity: Int = 8) async throws -> Running {
         let virtual = if let controller { controller } else { try await VirtualController() }
         let logger = Logger(label: "gatt-e2e", factory: { StreamLogHandler.standardError(label: $0) })
         let binding = GATTPeripheralBinding(configuration: GATTServer.Configuration(deviceName: name))
         let host = PeripheralHost(
             configuration: HostConfiguration(
-                transport: .tcp(host: "127.0.0.1", port: UInt16(virtual.tcpPort)),
+                transport: transport ?? .tcp(host: "127.0.0.1", port: UInt16(virtual.tcpPort)),
                 stateDirectory: NSTemporaryDirectory() + "gattway-e2e-\(UUID().uuidString)",
                 advertising: AdvertisingSettings(localName: name, serviceUUIDs: [serviceUUID], intervalMilliseconds: 20),
                 transmitQueueCapacity: capacity, reconnectDelays: [.milliseconds(100), .milliseconds(300)]),
@@ -102,6 +105,13 @@ struct GATTEndToEndTests {
     @Test func onePhoneDoesEverything() async throws {
         let running = try await Self.start()
         defer { running.stop() }
+        try await Self.onePhoneDoesEverything(running)
+    }
+
+    /// The single-phone list: scan, connect, reads (short and Read Blob), MTU 517,
+    /// discovery, writes (request, command, prepared), notifications and indications, and the
+    /// implicit unsubscribes of a disconnection.
+    static func onePhoneDoesEverything(_ running: Running) async throws {
         let phone = try await Phone(controllerPort: running.controller.tcpPort)
         let found = try await phone.expect("scan", ["name": Self.name])
         #expect((found["uuids"] as? [String] ?? []).contains { BluetoothUUID($0) == Self.serviceUUID })

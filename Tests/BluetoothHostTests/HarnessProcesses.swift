@@ -80,6 +80,9 @@ final class VirtualController: @unchecked Sendable {
     let process = Process()
     let lifeline = Pipe()
     let tcpPort: Int
+    /// The kernel adapter index (hciN) of the controller attached through /dev/vhci, when started
+    /// with `--vhci`.
+    let kernelAdapter: UInt16?
     let logPath: String
 
     /// Starts a controller listening on `port` (0: any free port).
@@ -104,6 +107,7 @@ final class VirtualController: @unchecked Sendable {
             throw Harness.Unavailable(description: "the virtual controller did not start; see \(logPath)")
         }
         tcpPort = actual
+        kernelAdapter = line.split(separator: " ").first { $0.hasPrefix("hci=") }.flatMap { UInt16($0.dropFirst(4)) }
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }

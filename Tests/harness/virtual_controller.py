@@ -21,7 +21,11 @@ host under test:
 HarnessLink fixes LocalLink's source address for LE ACL (it used the sender's random address
 even when the connection runs on its public one).
 
-Prints "READY tcp=<port> unix=<path>" on stdout once listening.
+With --vhci, one more controller on the same link is attached to the Linux kernel through
+/dev/vhci (module hci_vhci): the kernel registers it as adapter hciN, which gattway then opens
+through the HCI user channel, while phones reach the link over TCP or Unix as usual.
+
+Prints "READY tcp=<port> unix=<path> hci=<N>" on stdout once listening.
 """
 
 from __future__ import annotations
@@ -335,6 +339,42 @@ class HostConnection:
             log.info("%s gone; %d fragments were over credit", self.controller.name, self.controller.overflows)
 
 
+class VhciConnection:
+    """The kernel as a host: one controller behind /dev/vhci, one packet per read and write."""
+
+    VENDOR_PACKET = 0xFF
+    PRIMARY_CONTROLLER = 0x00
+
+    def __init__(self, server: "VirtualControllerServer", path: str, index: int):
+        self.fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        # Asking for a primary controller makes the kernel register it at once and answer with
+        # the vendor packet FF <opcode> <adapter index, little endian>.
+        os.write(self.fd, bytes([self.VENDOR_PACKET, self.PRIMARY_CONTROLLER]))
+        reply = os.read(self.fd, 4)
+        if len(reply) != 4 or reply[0] != self.VENDOR_PACKET:
+            raise RuntimeError(f"{path} answered {reply.hex()} instead of the adapter index")
+        self.adapter = reply[2] | reply[3] << 8
+        os.set_blocking(self.fd, False)
+        address = server.address_for(index)
+        self.controller = HarnessController(
+            f"controller{index}-vhci", server.link, address, server.acl_length, server.acl_count,
+            server.credit_delay)
+        self.controller.host = self
+        self.parser = PacketParser(self.controller)
+        asyncio.get_running_loop().add_reader(self.fd, self.on_readable)
+        log.info("vhci: kernel adapter hci%d; controller public address %s", self.adapter, address)
+
+    def on_readable(self) -> None:
+        try:
+            data = os.read(self.fd, 65536)
+        except BlockingIOError:
+            return
+        self.parser.feed_data(data)
+
+    def on_packet(self, packet: bytes) -> None:
+        os.write(self.fd, packet)
+
+
 class VirtualControllerServer:
     def __init__(self, acl_length, acl_count, credit_delay, zero_public_address):
         self.link = HarnessLink()
@@ -376,6 +416,8 @@ async def main() -> None:
                         help="controllers report public address 00:00:00:00:00:00")
     parser.add_argument("--exit-with-stdin", action="store_true",
                         help="exit when stdin closes (tests: the controller dies with its parent)")
+    parser.add_argument("--vhci", metavar="PATH",
+                        help="also attach a controller to the kernel through PATH (/dev/vhci)")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
@@ -396,6 +438,10 @@ async def main() -> None:
             os.unlink(args.unix)
         listeners.append(await asyncio.start_unix_server(server.accept, args.unix))
         ready.append(f"unix={args.unix}")
+    if args.vhci is not None:
+        server.count += 1
+        vhci = VhciConnection(server, args.vhci, server.count)
+        ready.append(f"hci={vhci.adapter}")
     print("READY " + " ".join(ready), flush=True)
 
     stop = asyncio.Event()

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The BLE host through the Linux HCI user channel for real: boots Debian's kernel with
+# run-in-vm.sh and hci_vhci, where Tests/harness/virtual_controller.py --vhci attaches a Bumble
+# controller to the kernel through /dev/vhci (the kernel registers it as hci0), and runs the
+# Swift suite UserChannelEndToEndTests: gattway's host brings hci0 down, opens it through
+# HCI_CHANNEL_USER, publishes and advertises, and a Bumble phone on the same virtual link scans,
+# connects, discovers, reads, writes and gets notifications and indications.
+#
+# Python with Bumble: GATTWAY_PYTHON, else <repo>/.venv/bin/python3 (deploy/dev/install-deps.sh).
+# The Swift test bundle is built first when missing.
+#
+# Exit status: 0 passed, 1 failed, 77 skipped (the reason is printed).
+set -euo pipefail
+
+readonly SKIP=77
+started=$SECONDS
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+
+python=${GATTWAY_PYTHON:-$repo/.venv/bin/python3}
+if [[ ! -x $python ]] || ! "$python" -c 'import bumble, cryptography' 2>/dev/null; then
+    echo "[hci-user-channel] FAILED: $python with Bumble 0.0.236 is missing" \
+        "(deploy/dev/install-deps.sh makes .venv, or set GATTWAY_PYTHON)"
+    exit 1
+fi
+# The VM sees this machine's root, so the venv resolves to the same files there.
+python=$(readlink -f "$(dirname "$python")")/$(basename "$python")
+
+swift_tests=$repo/.build/debug/gattwayPackageTests.xctest
+if [[ ! -x $swift_tests ]]; then
+    echo "[hci-user-channel] building the Swift test bundle"
+    (cd "$repo" && swift build --build-tests >/dev/null) || { echo "[hci-user-channel] FAILED: swift build"; exit 1; }
+fi
+
+status=0
+(cd "$repo" && "$here/run-in-vm.sh" --module hci_vhci --env GATTWAY_VHCI=1 --env "GATTWAY_PYTHON=$python" -- \
+    bash "$here/hci-user-channel-guest.sh" "$swift_tests") || status=$?
+case $status in
+0) echo "[hci-user-channel] PASSED in $((SECONDS - started)) s" ;;
+"$SKIP") exit "$SKIP" ;;
+*) echo "[hci-user-channel] FAILED (exit $status) after $((SECONDS - started)) s"; exit 1 ;;
+esac
