@@ -120,6 +120,8 @@ done < <(git config --system --get-regexp '^url\..*\.insteadof$' || true)
 mkdir -p "$build_cache"
 mount -t proc proc "$root/proc"; mounted+=("$root/proc")
 bind /dev "$root/dev"
+# A bind of /dev does not carry the mounts below it; the serial transport's tests need ptys.
+mountpoint -q /dev/pts && bind /dev/pts "$root/dev/pts"
 mount -t tmpfs -o size=1g tmpfs "$root/tmp"; mounted+=("$root/tmp")
 bind "$toolchain" "$root/opt/swift" ro
 bind "$packages_mirror" "$root$packages_mirror" ro
