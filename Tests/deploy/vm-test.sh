@@ -119,6 +119,9 @@ ExecStart=/usr/local/sbin/vm-check
 WantedBy=multi-user.target
 EOF
 ln -sf /etc/systemd/system/vm-check.service "$root/etc/systemd/system/multi-user.target.wants/"
+# The check reports on the serial console; a login prompt there would hang up the console under
+# it (vhangup) and swallow the rest of the report.
+ln -sf /dev/null "$root/etc/systemd/system/serial-getty@ttyS0.service"
 kernel=$(ls "$root"/boot/vmlinuz-* | sort -V | tail -1)
 initrd=$(ls "$root"/boot/initrd.img-* | sort -V | tail -1)
 cp "$kernel" "$work/vmlinuz" && cp "$initrd" "$work/initrd"
