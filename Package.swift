@@ -112,6 +112,10 @@ let package = Package(
             path: "Sources/gattway", swiftSettings: swiftSettings),
 
         // MARK: Tests, one target beside each layer.
+        // The end-to-end harness shared by the test targets: Bumble's virtual controller and phones,
+        // mosquitto, and the built `gattway` executable as child processes.
+        .target(name: "TestHarness", dependencies: ["BluetoothCore"],
+                path: "Tests/TestHarness", swiftSettings: swiftSettings),
         .testTarget(name: "BluetoothCoreTests", dependencies: ["BluetoothCore"],
                     path: "Tests/BluetoothCoreTests", swiftSettings: swiftSettings),
         .testTarget(name: "BluetoothATTTests", dependencies: ["BluetoothATT"],
@@ -124,7 +128,7 @@ let package = Package(
                     path: "Tests/BluetoothHCITests", swiftSettings: swiftSettings),
         .testTarget(name: "BluetoothL2CAPTests", dependencies: ["BluetoothL2CAP"],
                     path: "Tests/BluetoothL2CAPTests", swiftSettings: swiftSettings),
-        .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothGATT", "BluetoothATT"],
+        .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothGATT", "BluetoothATT", "TestHarness"],
                     path: "Tests/BluetoothHostTests", swiftSettings: swiftSettings),
         .testTarget(name: "GPIOTests", dependencies: ["GPIO"],
                     path: "Tests/GPIOTests", swiftSettings: swiftSettings),
@@ -134,7 +138,7 @@ let package = Package(
                     path: "Tests/ValuesTests", swiftSettings: swiftSettings),
         .testTarget(name: "NotifyTests", dependencies: ["Notify"],
                     path: "Tests/NotifyTests", swiftSettings: swiftSettings),
-        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTWillProbe"],
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTWillProbe", "TestHarness"],
                     path: "Tests/MQTTTests", swiftSettings: swiftSettings),
         // Child process the MQTT tests SIGKILL to see the Last Will.
         .executableTarget(name: "MQTTWillProbe",
@@ -144,7 +148,7 @@ let package = Package(
                     path: "Tests/ConfigTests", swiftSettings: swiftSettings),
         .testTarget(name: "GatewayTests",
                     dependencies: ["Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify",
-                                   "BluetoothGATT", "BluetoothCore", "MQTT",
+                                   "BluetoothGATT", "BluetoothCore", "MQTT", "TestHarness",
                                    .product(name: "Logging", package: "swift-log")],
                     path: "Tests/GatewayTests", swiftSettings: swiftSettings),
     ]

@@ -3,6 +3,7 @@ import BluetoothHCI
 import Foundation
 import Logging
 import Testing
+import TestHarness
 
 @testable import BluetoothHost
 

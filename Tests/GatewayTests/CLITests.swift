@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestHarness
 
 /// The `gattway` command line, run as a real process: exit codes and output.
 @Suite(.serialized)
@@ -34,14 +35,14 @@ struct CLITests {
     }
 
     @Test func versionPrintsTheVersion() throws {
-        let result = try Subprocess.run(["--version"])
+        let result = try GattwayProcess.run(["--version"])
         #expect(result.status == 0)
         #expect(result.stdout == "0.1.0\n")
     }
 
     @Test(arguments: ["deploy/config/gattway.yaml", "deploy/config/demo.yaml"])
     func checkOfAShippedConfigurationSucceedsWithASummary(_ path: String) throws {
-        let result = try Subprocess.run(["check", "--config", path])
+        let result = try GattwayProcess.run(["check", "--config", path])
         #expect(result.status == 0)
         #expect(result.stdout.hasPrefix("\(path): OK\n"))
         #expect(result.stdout.contains(" services, "))
@@ -50,7 +51,7 @@ struct CLITests {
     }
 
     @Test func checkSummaryNamesTransportSensorsAndMQTT() throws {
-        let result = try Subprocess.run(["check", "--config", "deploy/config/demo.yaml"])
+        let result = try GattwayProcess.run(["check", "--config", "deploy/config/demo.yaml"])
         #expect(result.stdout.contains("transport tcp:127.0.0.1:18820"))
         #expect(result.stdout.contains("6 sensors on simulated:"))
         #expect(result.stdout.contains("door: binary on GPIO17"))
@@ -60,7 +61,7 @@ struct CLITests {
 
     @Test func checkOfABrokenConfigurationListsEveryErrorAndExits1() throws {
         let path = try temporaryFile(Self.brokenConfig)
-        let result = try Subprocess.run(["check", "--config", path])
+        let result = try GattwayProcess.run(["check", "--config", path])
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty)
         #expect(result.stderr == """
@@ -75,7 +76,7 @@ struct CLITests {
     }
 
     @Test func checkOfAMissingFileExits1() throws {
-        let result = try Subprocess.run(["check", "--config", "/nonexistent.yaml"])
+        let result = try GattwayProcess.run(["check", "--config", "/nonexistent.yaml"])
         #expect(result.status == 1)
         #expect(result.stderr.contains("/nonexistent.yaml: 1 error"))
         #expect(result.stderr.contains("no such file"))
@@ -83,25 +84,25 @@ struct CLITests {
 
     @Test(arguments: ["hci300", "tcp:localhost", "serial:/dev/ttyAMA0,12345", "usb:0"])
     func badHCIIsAUsageError(_ transport: String) throws {
-        let result = try Subprocess.run(["run", "--config", "deploy/config/demo.yaml", "--hci", transport])
+        let result = try GattwayProcess.run(["run", "--config", "deploy/config/demo.yaml", "--hci", transport])
         #expect(result.status == 64)
         #expect(result.stderr.contains("Error: The value '\(transport)' is invalid for '--hci <transport>': \"\(transport)\" is not an HCI transport"))
     }
 
     @Test func badMQTTURLIsAUsageError() throws {
-        let result = try Subprocess.run(["run", "--config", "deploy/config/demo.yaml", "--mqtt", "http://x"])
+        let result = try GattwayProcess.run(["run", "--config", "deploy/config/demo.yaml", "--mqtt", "http://x"])
         #expect(result.status == 64)
         #expect(result.stderr.contains("is not a broker URL"))
     }
 
     @Test func unknownLogLevelIsAUsageError() throws {
-        let result = try Subprocess.run(["run", "--config", "deploy/config/demo.yaml", "--log-level", "loud"])
+        let result = try GattwayProcess.run(["run", "--config", "deploy/config/demo.yaml", "--log-level", "loud"])
         #expect(result.status == 64)
     }
 
     @Test func runWithABrokenConfigurationExits1() throws {
         let path = try temporaryFile(Self.brokenConfig)
-        let result = try Subprocess.run(["run", "--config", path])
+        let result = try GattwayProcess.run(["run", "--config", path])
         #expect(result.status == 1)
         #expect(result.stderr.contains("5 errors"))
     }
@@ -114,7 +115,7 @@ struct CLITests {
             gpio: {backend: simulated}
             state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
             """)
-        let child = Subprocess(["run", "--config", path, "--hci", "tcp:127.0.0.1:19", "--mqtt", "mqtt://127.0.0.1:9",
+        let child = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:19", "--mqtt", "mqtt://127.0.0.1:9",
                                 "--log-level", "info"])
         try child.start()
         defer { child.stop() }
@@ -132,7 +133,7 @@ struct CLITests {
 
     /// Runs `arguments` until "gattway running" appears, then stops it with SIGINT; the stderr.
     private func runBriefly(_ arguments: [String], journal: Bool = false) throws -> (status: Int32?, stderr: String) {
-        let child = Subprocess(arguments, journalStandardError: journal)
+        let child = GattwayProcess(arguments, journalStandardError: journal)
         try child.start()
         defer { child.stop() }
         child.wait(timeout: 30) { _, stderr, finished in finished || stderr.contains("gattway running") }
@@ -146,7 +147,7 @@ struct CLITests {
             sensors:
               - {id: door, kind: binary, line: NO_SUCH_LINE}
             """)
-        let result = try Subprocess.run(["run", "--config", path])
+        let result = try GattwayProcess.run(["run", "--config", path])
         #expect(result.status == 1)
         #expect(result.stderr.contains("gattway could not run: sensor door: GPIO line NO_SUCH_LINE not found"))
     }
@@ -154,7 +155,7 @@ struct CLITests {
     /// libgpiod's chips through the GPIO layer: listed where the machine has chips, otherwise a
     /// clear message and status 1.
     @Test func linesListsTheKernelsChips() throws {
-        let result = try Subprocess.run(["lines", "--backend", "libgpiod"])
+        let result = try GattwayProcess.run(["lines", "--backend", "libgpiod"])
         let chips = (try? FileManager.default.contentsOfDirectory(atPath: "/dev"))?.filter { $0.hasPrefix("gpiochip") } ?? []
         if chips.isEmpty {
             #expect(result.status == 1)
@@ -172,7 +173,7 @@ struct CLITests {
     func demoShowsThePhoneAndTheMQTTTraffic() throws {
         let port = try MQTTEndToEndTests.freePort()
         let controllerPort = try MQTTEndToEndTests.freePort()
-        let child = Subprocess(["demo", "--mqtt", "mqtt://127.0.0.1:\(port)", "--hci", "tcp:127.0.0.1:\(controllerPort)"])
+        let child = GattwayProcess(["demo", "--mqtt", "mqtt://127.0.0.1:\(port)", "--hci", "tcp:127.0.0.1:\(controllerPort)"])
         try child.start()
         defer { child.stop() }
         #expect(child.wait(timeout: 60) { stdout, _, exited in
@@ -227,7 +228,7 @@ struct CLITests {
     }
 
     @Test(.disabled(if: integrationTestsStandAside, unitOnlyReason))
-    func runTellsSystemdWhenReadyAndWhenStopping() throws {
+    func runTellsSystemdWhenReadyAndWhenStopping() async throws {
         let socketPath = "/tmp/gattway-cli-notify-\(getpid()).sock"
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         try #require(fd >= 0)
@@ -248,13 +249,13 @@ struct CLITests {
         }
 
         // READY=1 comes once the controller is up: the harness's virtual controller.
-        let controller = try VirtualControllerProcess()
+        let controller = try await VirtualController()
         defer { controller.stop() }
         let path = try temporaryFile("""
             gpio: {backend: simulated}
             state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
             """)
-        let child = Subprocess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.port)"],
+        let child = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"],
                                environment: ["NOTIFY_SOCKET": socketPath])
         try child.start()
         defer { child.stop() }
@@ -266,7 +267,7 @@ struct CLITests {
     }
 
     @Test func helpDescribesEverySubcommandAndOption() throws {
-        let root = try Subprocess.run(["--help"])
+        let root = try GattwayProcess.run(["--help"])
         #expect(root.status == 0)
         for subcommand in ["run", "check", "lines", "demo", "config-reference"] {
             #expect(root.stdout.contains("  \(subcommand) "), "gattway --help lists \(subcommand)")
@@ -283,7 +284,7 @@ struct CLITests {
             ("config-reference", ["Markdown table"]),
         ]
         for (subcommand, phrases) in expectations {
-            let help = try Subprocess.run([subcommand, "--help"])
+            let help = try GattwayProcess.run([subcommand, "--help"])
             #expect(help.status == 0)
             for phrase in phrases {
                 #expect(help.stdout.contains(phrase), "gattway \(subcommand) --help mentions \(phrase)")
@@ -292,7 +293,7 @@ struct CLITests {
     }
 
     @Test func linesListsSimulatedChipsWithTheirUsers() throws {
-        let result = try Subprocess.run(["lines", "--config", "deploy/config/demo.yaml"])
+        let result = try GattwayProcess.run(["lines", "--config", "deploy/config/demo.yaml"])
         #expect(result.status == 0)
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first == "gpiochip0 [gattway-sim0] 8 lines")
@@ -302,13 +303,13 @@ struct CLITests {
     }
 
     @Test func linesWithAnUnknownChipExits1() throws {
-        let result = try Subprocess.run(["lines", "--config", "deploy/config/demo.yaml", "--chip", "gpiochip9"])
+        let result = try GattwayProcess.run(["lines", "--config", "deploy/config/demo.yaml", "--chip", "gpiochip9"])
         #expect(result.status == 1)
         #expect(result.stderr.contains("no chip \"gpiochip9\""))
     }
 
     @Test func configReferencePrintsTheTable() throws {
-        let result = try Subprocess.run(["config-reference"])
+        let result = try GattwayProcess.run(["config-reference"])
         #expect(result.status == 0)
         #expect(result.stdout.hasPrefix("| Key | Type | Default | Meaning |"))
         #expect(result.stdout.contains("| `bluetooth.advertising.interval` | duration 20ms-10.24s | 100ms |"))

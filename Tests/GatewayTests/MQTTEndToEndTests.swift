@@ -3,6 +3,7 @@ import Gateway
 import Logging
 import MQTT
 import Testing
+import TestHarness
 
 /// `gattway run` against a real mosquitto on a free loopback port: simulated sensor values reach
 /// their topics, `/set` is applied or rejected on the error topic, and a clean stop says offline.
@@ -118,7 +119,7 @@ struct MQTTEndToEndTests {
             """.write(toFile: configPath, atomically: true, encoding: .utf8)
 
         let watcher = try Watcher(port: Int(port), filter: "gattway/e2e/#")
-        let gateway = Subprocess(["run", "--config", configPath, "--hci", "tcp:127.0.0.1:19"])
+        let gateway = GattwayProcess(["run", "--config", configPath, "--hci", "tcp:127.0.0.1:19"])
         try gateway.start()
         defer { gateway.stop() }
 

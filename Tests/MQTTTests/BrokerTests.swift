@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import TestHarness
 @testable import MQTT
 
 /// Records what the service hands to the gateway.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestHarness
 @testable import MQTT
 
 @Suite("Client configuration")

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import TestHarness
 @testable import MQTT
 
 @Suite("Persistent outbox")

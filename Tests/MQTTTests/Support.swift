@@ -1,25 +1,14 @@
 import Foundation
 import Logging
 import Testing
+import TestHarness
 @testable import MQTT
-
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
 
 let testLogger: Logger = {
     var logger = Logger(label: "mqtt-tests")
     logger.logLevel = ProcessInfo.processInfo.environment["MQTT_TEST_LOG"] == nil ? .critical : .debug
     return logger
 }()
-
-func temporaryDirectory(_ name: String) throws -> URL {
-    let url = FileManager.default.temporaryDirectory
-        .appendingPathComponent("gattway-mqtt-\(name)-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
 
 /// Runs a command to completion; throws with its output when it fails.
 @discardableResult
@@ -37,105 +26,6 @@ func run(_ executable: String, _ arguments: [String]) throws -> String {
         throw TestFailure("\(executable) \(arguments.joined(separator: " ")) failed: \(output)")
     }
     return output
-}
-
-/// A free TCP port on the loopback interface (bound to port 0, then released).
-func freeLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw TestFailure("socket() failed") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-        }
-    }
-    guard bound else { throw TestFailure("cannot bind a loopback port") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
-func portAcceptsConnections(_ port: Int) -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = UInt16(port).bigEndian
-    return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-        }
-    }
-}
-
-/// A real mosquitto on a free loopback port with a generated configuration. Stopped (SIGTERM,
-/// then SIGKILL) by `stop()` and on deinit, so no broker outlives its test.
-final class Broker: @unchecked Sendable {
-    static let executable = "/usr/sbin/mosquitto"
-    let port: Int
-    let directory: URL
-    private let configuration: URL
-    private var pid: pid_t?
-
-    /// `listener` lines are generated; `extra` is appended to the listener's section.
-    /// `persistent`: sessions survive a broker restart (saved on shutdown).
-    init(extra: String = "allow_anonymous true", persistent: Bool = false) throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.executable) else {
-            throw TestFailure("mosquitto is not installed (\(Self.executable) missing): apt-get install mosquitto mosquitto-clients")
-        }
-        port = try freeLoopbackPort()
-        directory = try temporaryDirectory("broker")
-        configuration = directory.appendingPathComponent("mosquitto.conf")
-        let persistence = persistent ? "persistence true\npersistence_location \(directory.path)/" : "persistence false"
-        let text = """
-            per_listener_settings true
-            \(persistence)
-            log_dest stderr
-            log_type error
-            user root
-            listener \(port) 127.0.0.1
-            \(extra)
-
-            """
-        try text.write(to: configuration, atomically: true, encoding: .utf8)
-        try start()
-    }
-
-    func start() throws {
-        let log = directory.appendingPathComponent("mosquitto.log")
-        pid = try spawnWithDefaultSignals(Self.executable, ["-c", configuration.path], stderr: log.path)
-        let deadline = Date().addingTimeInterval(10)
-        while !portAcceptsConnections(port) {
-            guard isRunning, Date() < deadline else {
-                let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-                stop()
-                throw TestFailure("mosquitto did not start on port \(port): \(output)")
-            }
-            usleep(20_000)  // waiting for an external process to open its port
-        }
-    }
-
-    /// SIGTERM (mosquitto saves its persistence database on it), then reap.
-    func stop() {
-        guard let pid else { return }
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
-        self.pid = nil
-    }
-
-    private var isRunning: Bool {
-        guard let pid else { return false }
-        var status: Int32 = 0
-        return waitpid(pid, &status, WNOHANG) == 0
-    }
-
-    deinit { stop() }
 }
 
 /// A real MQTT client (our own `MQTTClient`) that records everything it receives on `filters`.
@@ -304,30 +194,3 @@ final class PersistentSubscriber: @unchecked Sendable {
     }
 }
 
-/// Starts `executable` with an empty signal mask and default signal handlers. Foundation's
-/// `Process` passes on the test runner's blocked signals, and mosquitto would then never see
-/// SIGTERM.
-func spawnWithDefaultSignals(_ executable: String, _ arguments: [String], stderr: String) throws -> pid_t {
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var empty = sigset_t()
-    sigemptyset(&empty)
-    posix_spawnattr_setsigmask(&attributes, &empty)
-    var all = sigset_t()
-    sigfillset(&all)
-    posix_spawnattr_setsigdefault(&attributes, &all)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var pid: pid_t = 0
-    let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-    guard rc == 0 else { throw TestFailure("cannot start \(executable): \(String(cString: strerror(rc)))") }
-    return pid
-}

@@ -2,15 +2,12 @@ import Foundation
 
 /// The built `gattway` executable, run as a child process with its output captured. Waiting
 /// blocks on a condition signalled by the pipes and the exit, never by polling.
-final class Subprocess: @unchecked Sendable {
+public final class GattwayProcess: @unchecked Sendable {
     /// `gattway` is built next to the test bundle (both in the build directory).
-    static let gattway: URL = {
+    public static let gattway: URL = {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         return executable.deletingLastPathComponent().appendingPathComponent("gattway")
     }()
-
-    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent()
 
     private let process = Process()
     private let condition = NSCondition()
@@ -23,10 +20,10 @@ final class Subprocess: @unchecked Sendable {
 
     /// `environment` is added to the test's own (without `JOURNAL_STREAM` and `NOTIFY_SOCKET`);
     /// `journalStandardError` makes the child's stderr look like systemd's journal stream.
-    init(_ arguments: [String], environment: [String: String] = [:], journalStandardError: Bool = false) {
+    public init(_ arguments: [String], environment: [String: String] = [:], journalStandardError: Bool = false) {
         process.executableURL = Self.gattway
         process.arguments = arguments
-        process.currentDirectoryURL = Self.repositoryRoot
+        process.currentDirectoryURL = URL(fileURLWithPath: Harness.packageRoot)
         var merged = ProcessInfo.processInfo.environment
         merged.removeValue(forKey: "JOURNAL_STREAM")
         merged.removeValue(forKey: "NOTIFY_SOCKET")
@@ -59,19 +56,19 @@ final class Subprocess: @unchecked Sendable {
         }
     }
 
-    func start() throws {
+    public func start() throws {
         try process.run()
         drain(outPipe.fileHandleForReading, isError: false)
         drain(errPipe.fileHandleForReading, isError: true)
     }
 
-    var stdout: String { condition.lock(); defer { condition.unlock() }; return String(decoding: stdoutData, as: UTF8.self) }
-    var stderr: String { condition.lock(); defer { condition.unlock() }; return String(decoding: stderrData, as: UTF8.self) }
+    public var stdout: String { condition.lock(); defer { condition.unlock() }; return String(decoding: stdoutData, as: UTF8.self) }
+    public var stderr: String { condition.lock(); defer { condition.unlock() }; return String(decoding: stderrData, as: UTF8.self) }
 
     /// Waits until `predicate` holds for (stdout, stderr, finished) or the timeout passes;
     /// `finished` means the process exited and both pipes reached end of file.
     @discardableResult
-    func wait(timeout: TimeInterval, until predicate: (String, String, Bool) -> Bool) -> Bool {
+    public func wait(timeout: TimeInterval, until predicate: (String, String, Bool) -> Bool) -> Bool {
         let deadline = Date(timeIntervalSinceNow: timeout)
         condition.lock()
         defer { condition.unlock() }
@@ -83,19 +80,21 @@ final class Subprocess: @unchecked Sendable {
     }
 
     /// Waits for the exit with all output collected; nil on timeout.
-    func waitForExit(timeout: TimeInterval) -> Int32? {
+    public func waitForExit(timeout: TimeInterval) -> Int32? {
         guard wait(timeout: timeout, until: { _, _, finished in finished }) else { return nil }
         process.waitUntilExit()
         return process.terminationStatus
     }
 
-    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+    public var pid: pid_t { process.processIdentifier }
 
-    func stop() { if process.isRunning { process.terminate() } }
+    public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    public func stop() { if process.isRunning { process.terminate() } }
 
     /// Runs to completion: (status, stdout, stderr).
-    static func run(_ arguments: [String], timeout: TimeInterval = 30) throws -> (status: Int32?, stdout: String, stderr: String) {
-        let child = Subprocess(arguments)
+    public static func run(_ arguments: [String], timeout: TimeInterval = 30) throws -> (status: Int32?, stdout: String, stderr: String) {
+        let child = GattwayProcess(arguments)
         try child.start()
         let status = child.waitForExit(timeout: timeout)
         if status == nil { child.stop() }

@@ -1,0 +1,86 @@
+import Foundation
+import BluetoothCore
+import Testing
+
+/// One reply line from a phone.
+public struct PhoneReply: @unchecked Sendable {
+    public let object: [String: Any]
+    public var ok: Bool { object["ok"] as? Bool ?? false }
+    public var error: String? { object["error"] as? String }
+    public subscript(key: String) -> Any? { object[key] }
+    public func string(_ key: String) -> String? { object[key] as? String }
+    public func int(_ key: String) -> Int? { object[key] as? Int }
+    public func bytes(_ key: String) -> [UInt8]? { string(key).flatMap { [UInt8](hexString: $0) } }
+}
+
+/// A scriptable phone (Tests/harness/phone.py): a Bumble central on the virtual controller.
+public final class Phone: @unchecked Sendable {
+    public let process = Process()
+    private let input: FileHandle
+    private let reader: LineReader
+
+    public init(controllerPort: Int) async throws {
+        let python = try Harness.python()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [Harness.directory + "/phone.py", "tcp:127.0.0.1:\(controllerPort)"]
+        let stdin = Pipe()
+        let stdout = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = FileHandle.standardError
+        try process.run()
+        input = stdin.fileHandleForWriting
+        reader = LineReader(stdout.fileHandleForReading)
+        let ready = try await readReply()
+        guard ready.ok else { throw Harness.Unavailable(description: "the phone did not start: \(ready.object)") }
+    }
+
+    private func readReply() async throws -> PhoneReply {
+        guard let line = await reader.next() else {
+            throw Harness.Unavailable(description: "the phone exited")
+        }
+        guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            throw Harness.Unavailable(description: "the phone answered \(line)")
+        }
+        return PhoneReply(object: object)
+    }
+
+    /// Sends one command and waits for its one reply. A phone that does not answer within
+    /// `timeout` is killed, which ends the wait with an error naming the command.
+    @discardableResult
+    public func run(_ command: String, _ arguments: [String: any Sendable] = [:],
+             timeout: Duration = .seconds(30)) async throws -> PhoneReply {
+        var request: [String: Any] = arguments
+        request["cmd"] = command
+        var data = try JSONSerialization.data(withJSONObject: request)
+        data.append(0x0A)
+        input.write(data)
+        let watchdog = Task { [process] in
+            try await Task.sleep(for: timeout)
+            process.terminate()
+        }
+        defer { watchdog.cancel() }
+        do {
+            return try await readReply()
+        } catch {
+            throw Harness.Unavailable(description: "phone \(command) got no answer within \(timeout): \(error)")
+        }
+    }
+
+    /// Like `run`, but a failed command fails the test with the phone's error.
+    @discardableResult
+    public func expect(_ command: String, _ arguments: [String: any Sendable] = [:],
+                sourceLocation: SourceLocation = #_sourceLocation) async throws -> PhoneReply {
+        let reply = try await run(command, arguments)
+        #expect(reply.ok, "phone \(command) failed: \(reply.error ?? "?")", sourceLocation: sourceLocation)
+        return reply
+    }
+
+    public func kill() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    deinit { kill() }
+}
