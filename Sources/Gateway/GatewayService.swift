@@ -44,7 +44,7 @@ public struct GatewayService: Service {
         let runnersByName = Dictionary(uniqueKeysWithValues: runners.map { ($0.name, $0) })
         let layout = GATTLayout(config: config)
         let binding = GATTPeripheralBinding(configuration: layout.serverConfiguration)
-        let host = PeripheralHost(configuration: HostMapping.configuration(config), peripheral: binding,
+        let host = PeripheralHost(configuration: try HostMapping.configuration(config), peripheral: binding,
                                   logger: logger)
         let addresses = CentralAddresses()
         let pipeline = ValuePipeline(layout: layout, peripheral: binding.peripheral, logger: logger,

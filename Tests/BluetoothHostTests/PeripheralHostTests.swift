@@ -15,6 +15,8 @@ enum ServerEvent: Equatable, Sendable {
     case disconnected(Central)
     case pdu([UInt8], Central)
     case credits(Int)
+    case security(LinkSecurity, Central)
+    case restored([UInt16: UInt16], Central)
 }
 
 /// An ATT server that records the host's calls and answers an Exchange MTU Request with 517.
@@ -23,6 +25,7 @@ final class RecordingServer: ATTServer, @unchecked Sendable {
     private let continuation: AsyncStream<ServerEvent>.Continuation
     private let lock = NSLock()
     private var bearers: [Central: ATTBearer] = [:]
+    private var cccds: [Central: [UInt16: UInt16]] = [:]
 
     init() { (events, continuation) = AsyncStream.makeStream(of: ServerEvent.self) }
 
@@ -42,6 +45,19 @@ final class RecordingServer: ATTServer, @unchecked Sendable {
         if pdu.first == 0x02 { bearer(for: central)?.send([0x03, 0x05, 0x02]) }
     }
     func transmitCreditsAvailable(_ count: Int) async { continuation.yield(.credits(count)) }
+    func securityChanged(_ security: LinkSecurity, for central: Central) async {
+        continuation.yield(.security(security, central))
+    }
+    func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: Central) async {
+        continuation.yield(.restored(clientConfigurations, central))
+    }
+    func clientConfigurations(of central: Central) async -> [UInt16: UInt16] {
+        lock.withLock { cccds[central] ?? [:] }
+    }
+    /// What `clientConfigurations(of:)` answers, as a GATT server would after CCCD writes.
+    func setClientConfigurations(_ values: [UInt16: UInt16], for central: Central) {
+        lock.withLock { cccds[central] = values }
+    }
 }
 
 /// Host tests against `FakeController`: deterministic, no sockets.
@@ -60,8 +76,8 @@ struct PeripheralHostTests {
     }
 
     static func start(_ controllers: [FakeController], maxCentrals: Int = 8, queueCapacity: Int = 8,
-                      commandTimeout: Duration = .seconds(2)) -> Rig {
-        let directory = NSTemporaryDirectory() + "gattway-host-\(UUID().uuidString)"
+                      commandTimeout: Duration = .seconds(2), stateDirectory: String? = nil) -> Rig {
+        let directory = stateDirectory ?? NSTemporaryDirectory() + "gattway-host-\(UUID().uuidString)"
         let configuration = HostConfiguration(
             transport: .tcp(host: "fake", port: 1), stateDirectory: directory, advertising: settings,
             maxCentrals: maxCentrals, transmitQueueCapacity: queueCapacity, commandTimeout: commandTimeout,

@@ -134,6 +134,17 @@ struct MirrorBridgeTests {
                 == .subscribed(id, central: "AA:BB:CC:DD:EE:01", kind: .indicate))
         #expect(bridge.mirrorEvent(.centralConnected(CentralID(2), mtu: 23), at: date)
                 == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 23, security: .none, since: date)))
+        // Encryption, pairing and bonding re-publish the central with its real link security.
+        let justWorks = LinkSecurity(isEncrypted: true, isAuthenticated: false, isBonded: true)
+        #expect(bridge.mirrorEvent(.centralSecurityChanged(CentralID(2), mtu: 23, security: justWorks), at: date)
+                == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 23, security: .encrypted,
+                                                   bonded: true, since: date)))
+        let passkey = LinkSecurity(isEncrypted: true, isAuthenticated: true)
+        #expect(bridge.mirrorEvent(.centralSecurityChanged(CentralID(2), mtu: 185, security: passkey), at: date)
+                == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 185, security: .authenticated,
+                                                   bonded: false, since: date)))
+        #expect(bridge.mirrorEvent(.centralSecurityChanged(CentralID(2), mtu: 23, security: .unencrypted), at: date)
+                == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 23, security: .none, since: date)))
         #expect(bridge.mirrorEvent(.status(peripheral: "poweredOn", advertising: true, counters: ["sent": 3]), at: date)
                 == .peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["sent": 3])))
     }

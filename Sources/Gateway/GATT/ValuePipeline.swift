@@ -10,6 +10,8 @@ public enum PipelineEvent: Sendable, Equatable {
     /// The characteristic's new value and its bytes on air.
     case valueChanged(CharacteristicRef, Values.SensorValue, [UInt8])
     case centralConnected(CentralID, mtu: Int)
+    /// The central's link security changed (encryption, pairing, bond).
+    case centralSecurityChanged(CentralID, mtu: Int, security: LinkSecurity)
     case centralDisconnected(CentralID)
     case subscribed(CharacteristicRef, CentralID, UpdateKind)
     case unsubscribed(CharacteristicRef, CentralID)
@@ -208,6 +210,10 @@ public actor ValuePipeline {
             } catch {
                 logger.error("publishing the GATT services failed", metadata: ["error": "\(error)"])
             }
+            return
+        case .securityChanged(let central, let security):
+            let mtu = await peripheral.maximumUpdateValueLength(for: central).map { $0 + 3 } ?? 23
+            eventContinuation.yield(.centralSecurityChanged(central, mtu: mtu, security: security))
             return
         case .serviceAdded, .serviceRemoved, .maximumUpdateValueLengthChanged:
             return

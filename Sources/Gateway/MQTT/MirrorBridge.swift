@@ -73,6 +73,12 @@ public enum MirrorMapping {
         }
     }
 
+    /// `none`, `encrypted`, or `authenticated` (encrypted with a MITM-protected key).
+    public static func linkSecurity(_ security: LinkSecurity) -> MirrorLinkSecurity {
+        guard security.isEncrypted else { return .none }
+        return security.isAuthenticated ? .authenticated : .encrypted
+    }
+
     public static func mirrorValue(_ value: SensorValue) -> MirrorValue {
         switch value {
         case .bool(let flag): .bool(flag)
@@ -109,6 +115,11 @@ public struct MirrorBridge: Sendable {
             return .valueChanged(id(ref), value: MirrorMapping.mirrorValue(value), raw: bytes, at: date)
         case .centralConnected(let central, let mtu):
             return .centralConnected(MirrorCentral(address: address(central), mtu: mtu, security: .none, since: date))
+        case .centralSecurityChanged(let central, let mtu, let security):
+            // `since` stays the connection's: the mirror keeps the first one it saw.
+            return .centralConnected(MirrorCentral(address: address(central), mtu: mtu,
+                                                   security: MirrorMapping.linkSecurity(security),
+                                                   bonded: security.isBonded, since: date))
         case .centralDisconnected(let central):
             return .centralDisconnected(address: address(central))
         case .subscribed(let ref, let central, let kind):

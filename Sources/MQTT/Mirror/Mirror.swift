@@ -97,7 +97,8 @@ public struct Mirror: Sendable {
             values[id] = payload
             return [.publish(valueMessage(id, payload), durable: false)]
 
-        case .centralConnected(let central):
+        case .centralConnected(var central):
+            if let known = centrals[central.address] { central.since = known.since }
             let isNew = centrals.updateValue(central, forKey: central.address) == nil
             var actions: [MirrorAction] = [.publish(centralMessage(central), durable: true)]
             if isNew { actions.append(.publish(stateMessage, durable: false)) }
@@ -203,7 +204,7 @@ public struct Mirror: Sendable {
     private func centralMessage(_ central: MirrorCentral) -> MQTTMessage {
         let payload = JSONText.object([
             ("address", .string(central.address)), ("mtu", .integer(Int64(central.mtu))),
-            ("security", .string(central.security.rawValue)),
+            ("security", .string(central.security.rawValue)), ("bonded", .bool(central.bonded)),
             ("since", .string(MirrorTimestamp.string(central.since))),
         ])
         return MQTTMessage(topic: topics.central(central.address), payload: payload.bytes, retain: true)

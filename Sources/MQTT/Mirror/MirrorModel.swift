@@ -130,12 +130,15 @@ public struct MirrorCentral: Sendable, Equatable {
     public var address: String
     public var mtu: Int
     public var security: MirrorLinkSecurity
+    /// The link is encrypted with a key stored in a bond.
+    public var bonded: Bool
     public var since: Date
 
-    public init(address: String, mtu: Int, security: MirrorLinkSecurity, since: Date) {
+    public init(address: String, mtu: Int, security: MirrorLinkSecurity, bonded: Bool = false, since: Date) {
         self.address = address
         self.mtu = mtu
         self.security = security
+        self.bonded = bonded
         self.since = since
     }
 }
@@ -176,7 +179,8 @@ public enum MirrorEvent: Sendable, Equatable {
     case peripheralState(MirrorPeripheralState)
     /// A characteristic's value changed (from a sensor, a central write, `/set` or a source topic).
     case valueChanged(MirrorCharacteristicID, value: MirrorValue, raw: [UInt8], at: Date)
-    /// A central connected, or its MTU or link security changed (same `since`).
+    /// A central connected, or its MTU or link security changed (the `since` of its connection
+    /// is kept).
     case centralConnected(MirrorCentral)
     case centralDisconnected(address: String)
     case subscribed(MirrorCharacteristicID, central: String, kind: MirrorSubscriptionKind)
