@@ -223,7 +223,11 @@ struct PairingEndToEndTests {
         let paired = try await phone.expect("pairing")
         #expect(paired["authenticated"] as? Bool == true)
         let security = await running.events.first {
-            if case .securityChanged(_, let security) = $0, security.isAuthenticated { true } else { false }
+            if case .securityChanged(_, let security) = $0, security.isAuthenticated, security.isBonded {
+                true
+            } else {
+                false
+            }
         }
         guard case .securityChanged(_, let link) = security else { return }
         #expect(link.isEncrypted && link.isBonded)

@@ -286,8 +286,12 @@ class Phone:
     async def pair(self, io="no_input_no_output", mitm=True, bonding=True, sc=True, wait=True, timeout=20.0):
         self.passkey = asyncio.get_running_loop().create_future()
         delegate = TestDelegate(self, IO_CAPABILITIES[io])
+        # The phone's identity is the static random address it connects from, so a reconnection
+        # from that address finds its bond (a real phone connects with a resolvable private
+        # address that the IRK it distributed resolves).
         self.device.pairing_config_factory = lambda connection: PairingConfig(
-            sc=sc, mitm=mitm, bonding=bonding, delegate=delegate)
+            sc=sc, mitm=mitm, bonding=bonding, delegate=delegate,
+            identity_address_type=PairingConfig.AddressType.RANDOM)
         self.pairing_task = asyncio.create_task(self.run_pairing())
         if not wait:
             return {}
