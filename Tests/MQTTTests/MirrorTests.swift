@@ -75,6 +75,13 @@ struct MirrorTests {
         ])
     }
 
+    @Test func aPairingPasskeyIsPublishedUnretained() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration())
+        #expect(published(mirror.apply(.pairingPasskey(central: phone, passkey: "004217", at: t0))) == [
+            #"gattway/pi1/pairing {"central":"AA:BB:CC:DD:EE:01","passkey":"004217","ts":"2027-01-15T08:00:00.250Z"}"#,
+        ])
+    }
+
     @Test func centralsStateAndSubscribersFollowConnections() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
         #expect(published(mirror.apply(.peripheralState(MirrorPeripheralState(

@@ -144,6 +144,15 @@ public struct Mirror: Sendable {
                 ("ts", .string(MirrorTimestamp.string(date))),
             ])
             return [.publish(MQTTMessage(topic: topics.written(id), payload: payload.bytes), durable: true)]
+
+        case .pairingPasskey(let central, let passkey, let date):
+            // Not retained and not through the outbox: it is useful for the 30 s of one pairing
+            // only, and must not wait for later subscribers.
+            let payload = JSONText.object([
+                ("central", .string(central)), ("passkey", .string(passkey)),
+                ("ts", .string(MirrorTimestamp.string(date))),
+            ])
+            return [.publish(MQTTMessage(topic: topics.pairing, payload: payload.bytes), durable: false)]
         }
     }
 

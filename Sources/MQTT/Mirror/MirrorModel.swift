@@ -186,6 +186,9 @@ public enum MirrorEvent: Sendable, Equatable {
     case subscribed(MirrorCharacteristicID, central: String, kind: MirrorSubscriptionKind)
     case unsubscribed(MirrorCharacteristicID, central: String)
     case written(MirrorCharacteristicID, value: MirrorValue, central: String, kind: MirrorWriteKind, at: Date)
+    /// A central is pairing with Passkey Entry: the 6-digit passkey the user types on it. Only a
+    /// random passkey: a fixed one from the configuration is never published.
+    case pairingPasskey(central: String, passkey: String, at: Date)
 }
 
 /// What the mirror hands back to the gateway from MQTT.
