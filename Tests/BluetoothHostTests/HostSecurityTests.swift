@@ -76,6 +76,36 @@ struct HostSecurityTests {
         #expect(await rig.host.bonds.bonds.first?.clientConfigurations == [12: 1, 18: 1])
     }
 
+    @Test func aBondedCentralOnAResolvablePrivateAddressIsRecognisedThroughItsIRK() async throws {
+        let directory = NSTemporaryDirectory() + "gattway-host-security-\(UUID().uuidString)"
+        let irk = SecretKey(mostSignificantFirst: (0..<16).map { UInt8(0x70 + $0) })
+        let identity = BluetoothAddress("00:1B:DC:07:32:EF")!
+        try BondStore(directory: directory).save(BondRegistry([Bond(
+            identity: identity,
+            longTermKey: LongTermKey(key: Self.key, keySize: 16, authenticated: false, secureConnections: true),
+            peerIdentityResolvingKey: irk, clientConfigurations: [12: 1])]))
+        // A fresh resolvable private address of that IRK (Vol 6 Part B 1.3.2.2): prand || ah(IRK, prand).
+        let prand: [UInt8] = [0x4A, 0x12, 0x34]
+        let hash = try SecurityToolbox.ah(irk: irk.bytes, prand: prand)
+        let address = BluetoothAddress(littleEndianBytes: hash.reversed() + prand.reversed(), kind: .random)
+        #expect(address.isResolvablePrivate)
+
+        let controller = FakeController()
+        let rig = PeripheralHostTests.start([controller], stateDirectory: directory)
+        defer { rig.task.cancel() }
+        _ = await PeripheralHostTests.commands(controller, until: .leSetAdvertisingEnable)
+        controller.connect(handle: 0x41, peer: address)
+        controller.inject(.event(.le(.longTermKeyRequest(handle: 0x41, rand: 0, ediv: 0))))
+        #expect(await Self.command(controller, .leLongTermKeyRequestReply)
+            == .leLongTermKeyRequestReply(handle: 0x41, littleEndianKey: Self.key.littleEndianBytes))
+        controller.inject(.event(.encryptionChange(status: .success, handle: 0x41, enabled: true)))
+        guard case .restored(let restored, let central) = await rig.server.events.first(matching: {
+            if case .restored = $0 { true } else { false }
+        }) else { return }
+        #expect(restored == [12: 1])
+        #expect(central.address == address)
+    }
+
     @Test func anUnknownKeyGetsTheNegativeReplyAndTheLinkStaysUnencrypted() async throws {
         let (directory, store) = try Self.stateDirectoryWithBond()
         let controller = FakeController()
