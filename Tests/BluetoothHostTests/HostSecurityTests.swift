@@ -124,6 +124,35 @@ struct HostSecurityTests {
         #expect(try store.load().bonds.first?.clientConfigurations == [12: 1, 15: 2])
     }
 
+    /// The SMP replies the host sends on `handle`, until `count` of them.
+    static func smpReplies(_ controller: FakeController, count: Int) async -> [[UInt8]] {
+        var replies: [[UInt8]] = []
+        for await packet in controller.sent {
+            if case .acl(let acl) = packet, acl.data.count >= 4, acl.data[2] == 0x06 {
+                replies.append(Array(acl.data[4...]))
+                if replies.count == count { break }
+            }
+        }
+        return replies
+    }
+
+    @Test func aPasskeyToTypeOnGattwayIsRefusedWithPasskeyEntryFailed() async throws {
+        let controller = FakeController()
+        let rig = PeripheralHostTests.start([controller], security: try SecurityConfiguration(ioCapability: .keyboardOnly,
+                                                                                             fixedPasskey: 123_456))
+        defer { rig.task.cancel() }
+        _ = try await Self.connect(rig, controller)
+        // A display-only central asking for MITM with Secure Connections: it shows the passkey,
+        // gattway would have to type it.
+        controller.receive(L2CAPChannel.securityManager, [0x01, 0x00, 0x00, 0x0D, 0x10, 0x02, 0x02], on: 0x40)
+        let replies = await Self.smpReplies(controller, count: 2)
+        #expect(replies.first?.first == 0x02, "Pairing Response")
+        #expect(replies.last == [0x05, 0x01], "Pairing Failed, Passkey Entry Failed")
+        let failed = await rig.host.events.first { if case .pairingFailed = $0 { true } else { false } }
+        guard case .pairingFailed(_, let reason)? = failed else { return }
+        #expect(reason.contains("Passkey Entry Failed"))
+    }
+
     @Test func aMalformedBondFileIsLeftAloneAndPairingIsStillAnswered() async throws {
         let directory = NSTemporaryDirectory() + "gattway-host-security-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -136,14 +165,7 @@ struct HostSecurityTests {
         // A legacy Pairing Request (no Secure Connections bit): Pairing Failed, Authentication
         // Requirements, on the Security Manager channel.
         controller.receive(L2CAPChannel.securityManager, [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07], on: 0x40)
-        var reply: [UInt8] = []
-        for await packet in controller.sent {
-            if case .acl(let acl) = packet, acl.data.count >= 4, acl.data[2] == 0x06 {
-                reply = Array(acl.data[4...])
-                break
-            }
-        }
-        #expect(reply == [0x05, 0x03])
+        #expect(await Self.smpReplies(controller, count: 1) == [[0x05, 0x03]])
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "not json")
     }
 }

@@ -2,6 +2,7 @@ import BluetoothCore
 import BluetoothGATT
 import BluetoothHCI
 import BluetoothL2CAP
+import struct BluetoothSMP.SecurityConfiguration
 import Foundation
 import Logging
 import Testing
@@ -76,12 +77,13 @@ struct PeripheralHostTests {
     }
 
     static func start(_ controllers: [FakeController], maxCentrals: Int = 8, queueCapacity: Int = 8,
-                      commandTimeout: Duration = .seconds(2), stateDirectory: String? = nil) -> Rig {
+                      commandTimeout: Duration = .seconds(2), stateDirectory: String? = nil,
+                      security: SecurityConfiguration = .standard) -> Rig {
         let directory = stateDirectory ?? NSTemporaryDirectory() + "gattway-host-\(UUID().uuidString)"
         let configuration = HostConfiguration(
             transport: .tcp(host: "fake", port: 1), stateDirectory: directory, advertising: settings,
             maxCentrals: maxCentrals, transmitQueueCapacity: queueCapacity, commandTimeout: commandTimeout,
-            reconnectDelays: [.milliseconds(10)])
+            reconnectDelays: [.milliseconds(10)], security: security)
         let server = RecordingServer()
         let remaining = NSLock()
         nonisolated(unsafe) var queue = controllers

@@ -131,14 +131,13 @@ extension PeripheralHost {
                 eventSink.yield(.passkeyDisplayed(central, passkey: passkey))
             }
         case .passkeyRequested(let handle, let peer):
-            // gattway has no keyboard; the only passkey it can "type" is the configured one.
-            if configuration.security.fixedPasskey == nil {
-                logger.warning("""
-                    pairing with \(peer) needs a passkey typed on gattway, which has no input and no fixed \
-                    passkey; refusing (set bluetooth.security.passkey)
-                    """)
-            }
-            await perform(securityManager.enterPasskey(configuration.security.fixedPasskey, on: handle, now: securityNow))
+            // The central shows a passkey for the user to type on gattway, which has no keyboard
+            // (a fixed passkey cannot match the central's random one).
+            logger.warning("""
+                pairing with \(peer) needs a passkey typed on gattway, which has no input; refusing \
+                (use io_capabilities display_only or no_input_no_output)
+                """)
+            await perform(securityManager.enterPasskey(nil, on: handle, now: securityNow))
         case .numericComparison(let handle, let peer, _):
             // Accepting unseen would claim MITM protection nobody checked.
             logger.warning("""
