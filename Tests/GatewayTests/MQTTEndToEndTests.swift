@@ -61,26 +61,9 @@ struct MQTTEndToEndTests {
         }
     }
 
-    static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length)
-                return getsockname(fd, pointer, &length)
-            }
-        }
-        return UInt16(bigEndian: address.sin_port)
-    }
-
     @Test func sensorValuesSetAndAvailabilityOverARealBroker() async throws {
         try #require(DemoBroker.executable() != nil, "mosquitto is installed")
-        let port = try Self.freePort()
+        let port = try UInt16(freeLoopbackPort())
         let broker = try DemoBroker(port: port)
         defer { broker.stop() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-e2e-\(UUID())")
