@@ -86,8 +86,8 @@ struct MirrorTests {
                 #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":23,"security":"none","since":"2027-01-15T08:00:00.250Z"}"#,
                 #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"counters":{"reads":5,"writes":2}}"#,
             ])
-        // An MTU/security update republishes the central only.
-        #expect(published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 247, security: .encrypted, since: t0))))
+        // An MTU/security update republishes the central only, and it is still connected since t0.
+        #expect(published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 247, security: .encrypted, since: t1))))
             == [#"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":247,"security":"encrypted","since":"2027-01-15T08:00:00.250Z"}"#])
         #expect(published(mirror.apply(.subscribed(temperature, central: phone, kind: .notify))) == [
             #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#,

@@ -97,7 +97,8 @@ public struct Mirror: Sendable {
             values[id] = payload
             return [.publish(valueMessage(id, payload), durable: false)]
 
-        case .centralConnected(let central):
+        case .centralConnected(var central):
+            if let known = centrals[central.address] { central.since = known.since }
             let isNew = centrals.updateValue(central, forKey: central.address) == nil
             var actions: [MirrorAction] = [.publish(centralMessage(central), durable: true)]
             if isNew { actions.append(.publish(stateMessage, durable: false)) }

@@ -176,7 +176,8 @@ public enum MirrorEvent: Sendable, Equatable {
     case peripheralState(MirrorPeripheralState)
     /// A characteristic's value changed (from a sensor, a central write, `/set` or a source topic).
     case valueChanged(MirrorCharacteristicID, value: MirrorValue, raw: [UInt8], at: Date)
-    /// A central connected, or its MTU or link security changed (same `since`).
+    /// A central connected, or its MTU or link security changed (the mirror keeps the `since` of
+    /// the connection, whatever date an update carries).
     case centralConnected(MirrorCentral)
     case centralDisconnected(address: String)
     case subscribed(MirrorCharacteristicID, central: String, kind: MirrorSubscriptionKind)
