@@ -114,7 +114,7 @@ let package = Package(
         // MARK: Tests, one target beside each layer.
         // The end-to-end harness shared by the test targets: Bumble's virtual controller and phones,
         // mosquitto, and the built `gattway` executable as child processes.
-        .target(name: "TestHarness", dependencies: ["BluetoothCore"],
+        .target(name: "TestHarness", dependencies: ["BluetoothCore", "MQTT", .product(name: "Logging", package: "swift-log")],
                 path: "Tests/TestHarness", swiftSettings: swiftSettings),
         .testTarget(name: "BluetoothCoreTests", dependencies: ["BluetoothCore"],
                     path: "Tests/BluetoothCoreTests", swiftSettings: swiftSettings),
