@@ -234,19 +234,23 @@ struct ExecutableEndToEndTests {
             #expect(read.bytes("value") == Array(Self.longValue.prefix(mtus[index] - 1)), "phone \(index)")
         }
 
-        // Phone 3 queues two parts of a prepared write, phone 5 the first part of its own; phone 3
-        // is killed before executing.
-        let killed = Array(repeating: UInt8(0xEE), count: 200)
-        try await phones[3].expect("prepare", ["handle": h[Self.writable], "offset": 0, "value": Array(killed[..<100]).hexString])
-        try await phones[3].expect("prepare", ["handle": h[Self.writable], "offset": 100, "value": Array(killed[100...]).hexString])
+        // Phone 3 queues two parts of a prepared write, phone 5 the first half of its own (parts
+        // of 50 bytes fit every MTU here); phone 3 is killed before executing.
+        func prepare(_ phone: Phone, _ value: [UInt8], parts: Range<Int>) async throws {
+            for part in parts {
+                try await phone.expect("prepare", ["handle": h[Self.writable], "offset": part * 50,
+                                                   "value": Array(value[part * 50..<part * 50 + 50]).hexString])
+            }
+        }
+        try await prepare(phones[3], Array(repeating: 0xEE, count: 100), parts: 0..<2)
         let intact = (0..<300).map { UInt8($0 % 7) }
-        try await phones[5].expect("prepare", ["handle": h[Self.writable], "offset": 0, "value": Array(intact[..<150]).hexString])
+        try await prepare(phones[5], intact, parts: 0..<3)
         let mark = rig.logMark
         phones[3].kill()
         #expect(rig.waitForLog("central disconnected", since: mark, timeout: 10))
 
         // Phone 5 finishes its prepared write; every other phone reads it back intact.
-        try await phones[5].expect("prepare", ["handle": h[Self.writable], "offset": 150, "value": Array(intact[150...]).hexString])
+        try await prepare(phones[5], intact, parts: 3..<6)
         try await phones[5].expect("execute", ["commit": true])
         let survivors = [0, 1, 2, 4, 5, 6, 7]
         for index in survivors {
@@ -275,6 +279,7 @@ struct ExecutableEndToEndTests {
         // handle, and its Execute Write finds an empty queue (phone 3's parts were discarded).
         let newMark = rig.logMark
         let (newcomer, _) = try await rig.connectedPhone(mtu: 517)
+        #expect(connectionHandles[3] != nil)
         #expect(Self.connectionHandle(rig, since: newMark) == connectionHandles[3])
         _ = try await newcomer.expect("discover")
         try await newcomer.expect("execute", ["commit": true])

@@ -125,7 +125,8 @@ final class GatewayRig: @unchecked Sendable {
     }
 
     /// SIGTERM and wait for a graceful exit (gattway promises 2 s); its status, nil on timeout.
-    /// Phones and the controller are stopped too.
+    /// Phones, the controller and the broker are stopped too; gattway's log is saved as
+    /// `gattway.log` in the rig's directory.
     @discardableResult
     func stop(timeout: TimeInterval = 5) -> Int32? {
         guard lock.withLock({ defer { stopped = true }; return !stopped }) else { return nil }
@@ -141,6 +142,10 @@ final class GatewayRig: @unchecked Sendable {
         for phone in lock.withLock({ phones }) { phone.kill() }
         controller.stop()
         broker?.stop()
+        // Kept for a look after a failure; the path goes to the test's output.
+        let saved = directory.appendingPathComponent("gattway.log")
+        try? log.write(to: saved, atomically: true, encoding: .utf8)
+        FileHandle.standardError.write(Data("gattway's log: \(saved.path); the controller's: \(controller.logPath)\n".utf8))
         return status
     }
 
