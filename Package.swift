@@ -151,5 +151,8 @@ let package = Package(
                                    "BluetoothGATT", "BluetoothCore", "MQTT", "TestHarness",
                                    .product(name: "Logging", package: "swift-log")],
                     path: "Tests/GatewayTests", swiftSettings: swiftSettings),
+        // gattway's executable end to end: a configuration, `gattway run`, Bumble phones (Tests/harness).
+        .testTarget(name: "EndToEndTests", dependencies: ["gattway", "TestHarness", "BluetoothCore"],
+                    path: "Tests/EndToEndTests", swiftSettings: swiftSettings),
     ]
 )
