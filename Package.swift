@@ -152,7 +152,7 @@ let package = Package(
                                    .product(name: "Logging", package: "swift-log")],
                     path: "Tests/GatewayTests", swiftSettings: swiftSettings),
         // gattway's executable end to end: a configuration, `gattway run`, Bumble phones (Tests/harness).
-        .testTarget(name: "EndToEndTests", dependencies: ["gattway", "TestHarness", "BluetoothCore"],
+        .testTarget(name: "EndToEndTests", dependencies: ["gattway", "TestHarness", "BluetoothCore", "MQTT"],
                     path: "Tests/EndToEndTests", swiftSettings: swiftSettings),
     ]
 )
