@@ -73,6 +73,7 @@ public enum MirrorMapping {
         }
     }
 
+    /// The ATT write that carried a central's value, as `/written` names it.
     public static func writeKind(_ kind: GATTWriteKind) -> MirrorWriteKind {
         switch kind {
         case .request: .request
