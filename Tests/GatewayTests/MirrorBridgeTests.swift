@@ -139,7 +139,7 @@ struct MirrorBridgeTests {
         #expect(bridge.mirrorEvent(.centralConnected(CentralID(2), mtu: 23), at: date)
                 == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 23, security: .none, since: date)))
         #expect(bridge.mirrorEvent(.mtuChanged(CentralID(2), mtu: 185), at: date)
-                == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 185, security: .none, since: date)))
+                == .centralMTUChanged(address: "AA:BB:CC:DD:EE:02", mtu: 185))
         #expect(bridge.mirrorEvent(.status(peripheral: "poweredOn", advertising: true, counters: ["sent": 3]), at: date)
                 == .peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["sent": 3])))
     }

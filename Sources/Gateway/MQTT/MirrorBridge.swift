@@ -119,8 +119,7 @@ public struct MirrorBridge: Sendable {
         case .centralConnected(let central, let mtu):
             return .centralConnected(MirrorCentral(address: address(central), mtu: mtu, security: .none, since: date))
         case .mtuChanged(let central, let mtu):
-            // The mirror keeps the `since` of the connection.
-            return .centralConnected(MirrorCentral(address: address(central), mtu: mtu, security: .none, since: date))
+            return .centralMTUChanged(address: address(central), mtu: mtu)
         case .centralDisconnected(let central):
             return .centralDisconnected(address: address(central))
         case .subscribed(let ref, let central, let kind):
