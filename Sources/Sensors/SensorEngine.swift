@@ -70,9 +70,18 @@ struct EngineContext {
             onReadable: onReadable)
     }
 
-    func output(_ line: LineSelector, initialValue: Bool) throws -> any OutputLine {
+    /// - Parameter inputBufferSize: for an output that will be switched to an input
+    ///   (`switchToInput`): the input's event buffer, as `bufferSize` of `input`.
+    func output(_ line: LineSelector, initialValue: Bool, inputBufferSize: Int? = nil) throws -> any OutputLine {
         try backend.requestOutput(line, consumer: consumer,
-                                  settings: OutputSettings(activeLow: filters.inverts, initialValue: initialValue))
+                                  settings: OutputSettings(activeLow: filters.inverts, initialValue: initialValue,
+                                                           eventBufferSize: inputBufferSize.map { max($0, eventBufferSize) } ?? 0))
+    }
+
+    /// Turns `output` into an input in one step (see `OutputLine.switchToInput`), with the same
+    /// debounce and readable callback as `input`.
+    func switchToInput(_ output: any OutputLine, bias: GPIOBias, edges: EdgeDetection) throws -> any InputLine {
+        try output.switchToInput(bias: bias, edges: edges, debounce: filters.lineDebounce, onReadable: onReadable)
     }
 }
 

@@ -1,0 +1,108 @@
+import Foundation
+import GPIO
+import Testing
+@testable import Sensors
+
+/// DHT reads on a loaded machine, on the virtual clock: the sensor answers ~30 µs after its line
+/// is let go, whenever gattway gets to run. The engine must switch the line to an input in one
+/// step and open its receive window when that switch actually happened.
+@Suite struct DHTTimingTests {
+    static let start: UInt64 = 1_000_000_000
+    let spec = SensorSpec(name: "climate", kind: .dht(DHTSettings(model: .dht22, line: LineSelector("DHT"))))
+
+    func simulator() -> SimulatedBackend {
+        SimulatedBackend(chips: [SimulatedChipConfig(label: "sensors", lines: [
+            SimulatedLineConfig(name: "DHT", generator: .dht22(humidity: 48, temperature: 21.5))])],
+                         startNs: Self.start)
+    }
+
+    /// Runs `core` from deadline to deadline (at most 1 ms at a time) for `duration`, as
+    /// `SimulatedSensorDriver` does, but on any backend wrapping `sim`.
+    func run(_ core: SensorCore, on sim: SimulatedBackend, for duration: Duration) -> [SensorValue] {
+        let end = sim.now() + duration.nanoseconds
+        var values: [SensorValue] = []
+        while sim.now() < end {
+            let next = min(core.deadline ?? .max, end, sim.now() + 1_000_000)
+            if next > sim.now() { sim.advance(to: next) }
+            values += core.step(now: sim.now())
+        }
+        return values
+    }
+
+    @Test func aSwitchThatRunsLateStillReadsTheWholeFrame() throws {
+        let sim = simulator()
+        let core = try SensorCore(spec: spec, backend: sim, onReadable: {})
+        _ = try core.start(at: sim.now())
+        #expect(core.step(now: sim.now()).isEmpty)  // the start signal: the line driven low
+        #expect(core.deadline == Self.start + 1_100_000)
+        sim.advance(by: .milliseconds(20))  // the reader wakes up 20 ms after that deadline
+        let values = core.step(now: sim.now()) + run(core, on: sim, for: .milliseconds(30))
+        #expect(values.map(\.channel) == ["temperature", "humidity"])
+        #expect(values.map(\.number) == [21.5, 48])
+    }
+
+    @Test func noEdgeIsLostWhenEveryGPIOCallIsLate() throws {
+        let sim = simulator()
+        let lagging = LaggingBackend(sim, lag: .milliseconds(3))
+        let core = try SensorCore(spec: spec, backend: lagging, onReadable: {})
+        _ = try core.start(at: sim.now())
+        let values = run(core, on: sim, for: .milliseconds(100))
+        #expect(values.map(\.number) == [21.5, 48])
+    }
+}
+
+/// A machine too busy to make GPIO calls on time: each call that requests, drives, releases or
+/// switches a line first lets `lag` pass on the simulator's clock, while the simulated sensors
+/// keep running.
+final class LaggingBackend: GPIOBackend {
+    let sim: SimulatedBackend
+    let lag: Duration
+
+    init(_ sim: SimulatedBackend, lag: Duration) {
+        self.sim = sim
+        self.lag = lag
+    }
+
+    func chips() throws -> [ChipInfo] { try sim.chips() }
+    func now() -> UInt64 { sim.now() }
+
+    func requestInput(_ selector: LineSelector, consumer: String, settings: InputSettings,
+                      onReadable: @escaping @Sendable () -> Void) throws -> any InputLine {
+        sim.advance(by: lag)
+        return try sim.requestInput(selector, consumer: consumer, settings: settings, onReadable: onReadable)
+    }
+
+    func requestOutput(_ selector: LineSelector, consumer: String, settings: OutputSettings) throws -> any OutputLine {
+        sim.advance(by: lag)
+        return LaggingOutput(try sim.requestOutput(selector, consumer: consumer, settings: settings), backend: self)
+    }
+}
+
+final class LaggingOutput: OutputLine {
+    let output: any OutputLine
+    let backend: LaggingBackend
+
+    init(_ output: any OutputLine, backend: LaggingBackend) {
+        self.output = output
+        self.backend = backend
+    }
+
+    var line: ResolvedLine { output.line }
+    func value() throws -> Bool { try output.value() }
+
+    func set(_ value: Bool) throws {
+        backend.sim.advance(by: backend.lag)
+        try output.set(value)
+    }
+
+    func switchToInput(bias: GPIOBias, edges: EdgeDetection, debounce: Duration,
+                       onReadable: @escaping @Sendable () -> Void) throws -> any InputLine {
+        backend.sim.advance(by: backend.lag)
+        return try output.switchToInput(bias: bias, edges: edges, debounce: debounce, onReadable: onReadable)
+    }
+
+    func release() {
+        backend.sim.advance(by: backend.lag)
+        output.release()
+    }
+}
