@@ -38,7 +38,7 @@ import Testing
         sim.advance(by: .milliseconds(20))  // the reader wakes up 20 ms after that deadline
         let values = core.step(now: sim.now()) + run(core, on: sim, for: .milliseconds(30))
         #expect(values.map(\.channel) == ["temperature", "humidity"])
-        #expect(values.map(\.number) == [21.5, 48])
+        #expect(values.map(\.reading) == [.number(21.5), .number(48)])
     }
 
     @Test func noEdgeIsLostWhenEveryGPIOCallIsLate() throws {
@@ -47,7 +47,7 @@ import Testing
         let core = try SensorCore(spec: spec, backend: lagging, onReadable: {})
         _ = try core.start(at: sim.now())
         let values = run(core, on: sim, for: .milliseconds(100))
-        #expect(values.map(\.number) == [21.5, 48])
+        #expect(values.map(\.reading) == [.number(21.5), .number(48)])
     }
 }
 
