@@ -61,6 +61,11 @@ struct EngineContext {
     /// The consumer label other programs see on our lines (`gpioinfo`, EBUSY messages).
     var consumer: String { "gattway:\(name)" }
 
+    /// The backend's clock now: when a line change an engine just made really happened, which on
+    /// a loaded machine can be well after the tick that made it was due. Windows that wait for a
+    /// sensor's answer start here, or a late tick would close them before the answer came.
+    func now() -> UInt64 { backend.now() }
+
     func input(_ line: LineSelector, bias: GPIOBias, edges: EdgeDetection, bufferSize: Int = 0) throws -> any InputLine {
         try backend.requestInput(
             line, consumer: consumer,

@@ -65,9 +65,7 @@ final class DHTEngine: SensorEngine {
                 return []
             case .startSignal(_, let output):
                 let input = try context.switchToInput(output, bias: .pullUp, edges: .both)
-                // The window opens when the line was actually let go, which on a loaded machine
-                // can be well after this tick was due.
-                let released = max(now, context.backend.now())
+                let released = max(now, context.now())
                 phase = .receiving(until: released + Self.frameWindowNs, line: input, edges: [])
                 return []
             case .receiving(_, let input, let edges):

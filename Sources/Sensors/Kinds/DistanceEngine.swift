@@ -14,11 +14,13 @@ final class DistanceEngine: SensorEngine {
     private let trigger: any OutputLine
     private let echo: any InputLine
     private let settings: DistanceSettings
+    private let context: EngineContext
     private var phase: Phase = .idle(next: 0)
     private var cycleStart: UInt64 = 0
 
     init(_ settings: DistanceSettings, context: EngineContext) throws {
         self.settings = settings
+        self.context = context
         trigger = try context.output(settings.trigger, initialValue: false)
         echo = try context.input(settings.echo, bias: .asIs, edges: .both)
     }
@@ -64,7 +66,7 @@ final class DistanceEngine: SensorEngine {
                 return []
             case .triggering:
                 try trigger.set(false)
-                phase = .listening(until: now + settings.timeout.nanoseconds, rise: nil)
+                phase = .listening(until: max(now, context.now()) + settings.timeout.nanoseconds, rise: nil)
                 return []
             case .listening:
                 finishCycle()

@@ -3,17 +3,17 @@ import GPIO
 import Testing
 @testable import Sensors
 
-/// DHT reads on a loaded machine, on the virtual clock: the sensor answers ~30 µs after its line
-/// is let go, whenever gattway gets to run. The engine must switch the line to an input in one
-/// step and open its receive window when that switch actually happened.
-@Suite struct DHTTimingTests {
+/// Sensors that provoke an answer (DHT, HC-SR04) read on a loaded machine, on the virtual clock:
+/// the sensor answers when its line changes, whenever gattway gets to run. A DHT's line must be
+/// switched to an input in one step, and every answer window must open when the line change
+/// really happened, not when the tick making it was due.
+@Suite struct LateReaderTests {
     static let start: UInt64 = 1_000_000_000
     let spec = SensorSpec(name: "climate", kind: .dht(DHTSettings(model: .dht22, line: LineSelector("DHT"))))
 
-    func simulator() -> SimulatedBackend {
-        SimulatedBackend(chips: [SimulatedChipConfig(label: "sensors", lines: [
-            SimulatedLineConfig(name: "DHT", generator: .dht22(humidity: 48, temperature: 21.5))])],
-                         startNs: Self.start)
+    func simulator(_ lines: [SimulatedLineConfig] = [
+        SimulatedLineConfig(name: "DHT", generator: .dht22(humidity: 48, temperature: 21.5))]) -> SimulatedBackend {
+        SimulatedBackend(chips: [SimulatedChipConfig(label: "sensors", lines: lines)], startNs: Self.start)
     }
 
     /// Runs `core` from deadline to deadline (at most 1 ms at a time) for `duration`, as
@@ -39,6 +39,20 @@ import Testing
         let values = core.step(now: sim.now()) + run(core, on: sim, for: .milliseconds(30))
         #expect(values.map(\.channel) == ["temperature", "humidity"])
         #expect(values.map(\.reading) == [.number(21.5), .number(48)])
+    }
+
+    @Test func anEchoAfterALateTriggerEndIsStillMeasured() throws {
+        let sim = simulator([SimulatedLineConfig(name: "TRIG"),
+                             SimulatedLineConfig(name: "ECHO", generator: .hcsr04(trigger: "TRIG", distanceMeters: 1))])
+        let core = try SensorCore(spec: SensorSpec(name: "tank", kind: .distance(DistanceSettings(
+            trigger: LineSelector("TRIG"), echo: LineSelector("ECHO")))), backend: sim, onReadable: {})
+        _ = try core.start(at: sim.now())
+        #expect(core.step(now: sim.now()).isEmpty)  // the trigger pulse starts
+        sim.advance(by: .milliseconds(50))  // its end is 50 ms late, past the 40 ms echo timeout
+        let values = core.step(now: sim.now()) + run(core, on: sim, for: .milliseconds(60))
+        #expect(values.count == 1)
+        let meters = try #require(values.first?.number)
+        #expect(abs(meters - 1) < 0.01)
     }
 
     @Test func noEdgeIsLostWhenEveryGPIOCallIsLate() throws {
