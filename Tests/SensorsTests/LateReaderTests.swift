@@ -41,11 +41,42 @@ import Testing
         #expect(values.map(\.reading) == [.number(21.5), .number(48)])
     }
 
-    @Test func anEchoAfterALateTriggerEndIsStillMeasured() throws {
-        let sim = simulator([SimulatedLineConfig(name: "TRIG"),
-                             SimulatedLineConfig(name: "ECHO", generator: .hcsr04(trigger: "TRIG", distanceMeters: 1))])
-        let core = try SensorCore(spec: SensorSpec(name: "tank", kind: .distance(DistanceSettings(
+    @Test func aStartSignalThatBeganLateIsStillHeldLongEnough() throws {
+        let sim = simulator()
+        let core = try SensorCore(spec: spec, backend: sim, onReadable: {})
+        _ = try core.start(at: sim.now())
+        sim.advance(by: .milliseconds(5))  // the first tick, due at the start, runs 5 ms late
+        var values = core.step(now: sim.now())
+        #expect(values.isEmpty)
+        #expect(core.deadline == Self.start + 6_100_000)  // the line stays low 1.1 ms from now
+        values += run(core, on: sim, for: .milliseconds(30))
+        #expect(values.map(\.reading) == [.number(21.5), .number(48)])
+    }
+
+    func hcsr04Core(_ sim: SimulatedBackend) throws -> SensorCore {
+        try SensorCore(spec: SensorSpec(name: "tank", kind: .distance(DistanceSettings(
             trigger: LineSelector("TRIG"), echo: LineSelector("ECHO")))), backend: sim, onReadable: {})
+    }
+
+    let hcsr04Lines = [SimulatedLineConfig(name: "TRIG"),
+                       SimulatedLineConfig(name: "ECHO", generator: .hcsr04(trigger: "TRIG", distanceMeters: 1))]
+
+    @Test func aTriggerPulseThatBeganLateIsStillLongEnough() throws {
+        let sim = simulator(hcsr04Lines)
+        let core = try hcsr04Core(sim)
+        _ = try core.start(at: sim.now())
+        sim.advance(by: .milliseconds(5))
+        var values = core.step(now: sim.now())
+        #expect(core.deadline == Self.start + 5_010_000)
+        values += run(core, on: sim, for: .milliseconds(60))
+        #expect(values.count == 1)
+        let meters = try #require(values.first?.number)
+        #expect(abs(meters - 1) < 0.01)
+    }
+
+    @Test func anEchoAfterALateTriggerEndIsStillMeasured() throws {
+        let sim = simulator(hcsr04Lines)
+        let core = try hcsr04Core(sim)
         _ = try core.start(at: sim.now())
         #expect(core.step(now: sim.now()).isEmpty)  // the trigger pulse starts
         sim.advance(by: .milliseconds(50))  // its end is 50 ms late, past the 40 ms echo timeout

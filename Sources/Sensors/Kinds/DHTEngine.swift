@@ -61,7 +61,9 @@ final class DHTEngine: SensorEngine {
             case .idle:
                 cycleStart = now
                 let line = try context.output(settings.line, initialValue: false, inputBufferSize: Self.eventBufferSize)
-                phase = .startSignal(until: now + startSignalNs, line: line)
+                // Timed from when the line really went low: from the due time, a late tick
+                // would let it go at once, too soon for the sensor to answer.
+                phase = .startSignal(until: max(now, context.now()) + startSignalNs, line: line)
                 return []
             case .startSignal(_, let output):
                 let input = try context.switchToInput(output, bias: .pullUp, edges: .both)

@@ -62,7 +62,8 @@ final class DistanceEngine: SensorEngine {
             case .idle:
                 cycleStart = now
                 try trigger.set(true)
-                phase = .triggering(until: now + Self.triggerPulseNs)
+                // Timed from the real rise (see `EngineContext.now`), so the pulse is never short.
+                phase = .triggering(until: max(now, context.now()) + Self.triggerPulseNs)
                 return []
             case .triggering:
                 try trigger.set(false)
