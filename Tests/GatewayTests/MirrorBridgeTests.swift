@@ -132,19 +132,23 @@ struct MirrorBridgeTests {
                 == .valueChanged(id, value: .string("x"), raw: [0x78], at: date))
         #expect(bridge.mirrorEvent(.subscribed(label, CentralID(1), .indication), at: date)
                 == .subscribed(id, central: "AA:BB:CC:DD:EE:01", kind: .indicate))
+        for (kind, mirrored) in [(GATTWriteKind.request, MirrorWriteKind.request), (.command, .command), (.prepared, .prepared)] {
+            #expect(bridge.mirrorEvent(.written(label, CentralID(3), .text("y"), kind), at: date)
+                    == .written(id, value: .string("y"), central: "AA:BB:CC:DD:EE:03", kind: mirrored, at: date))
+        }
         #expect(bridge.mirrorEvent(.centralConnected(CentralID(2), mtu: 23), at: date)
                 == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 23, security: .none, since: date)))
+        #expect(bridge.mirrorEvent(.mtuChanged(CentralID(2), mtu: 185), at: date)
+                == .centralMTUChanged(address: "AA:BB:CC:DD:EE:02", mtu: 185))
         // Encryption, pairing and bonding re-publish the central with its real link security.
         let justWorks = LinkSecurity(isEncrypted: true, isAuthenticated: false, isBonded: true)
-        #expect(bridge.mirrorEvent(.centralSecurityChanged(CentralID(2), mtu: 23, security: justWorks), at: date)
-                == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 23, security: .encrypted,
-                                                   bonded: true, since: date)))
+        #expect(bridge.mirrorEvent(.securityChanged(CentralID(2), justWorks), at: date)
+                == .centralSecurityChanged(address: "AA:BB:CC:DD:EE:02", security: .encrypted, bonded: true))
         let passkey = LinkSecurity(isEncrypted: true, isAuthenticated: true)
-        #expect(bridge.mirrorEvent(.centralSecurityChanged(CentralID(2), mtu: 185, security: passkey), at: date)
-                == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 185, security: .authenticated,
-                                                   bonded: false, since: date)))
-        #expect(bridge.mirrorEvent(.centralSecurityChanged(CentralID(2), mtu: 23, security: .unencrypted), at: date)
-                == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 23, security: .none, since: date)))
+        #expect(bridge.mirrorEvent(.securityChanged(CentralID(2), passkey), at: date)
+                == .centralSecurityChanged(address: "AA:BB:CC:DD:EE:02", security: .authenticated, bonded: false))
+        #expect(bridge.mirrorEvent(.securityChanged(CentralID(2), .unencrypted), at: date)
+                == .centralSecurityChanged(address: "AA:BB:CC:DD:EE:02", security: .none, bonded: false))
         #expect(bridge.mirrorEvent(.status(peripheral: "poweredOn", advertising: true, counters: ["sent": 3]), at: date)
                 == .peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["sent": 3])))
     }

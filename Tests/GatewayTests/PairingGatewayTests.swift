@@ -13,7 +13,7 @@ import TestHarness
 struct PairingGatewayTests {
     @Test func passkeyPairingOverMQTTUnlocksTheWriteAndKeepsKeysOutOfTheLog() async throws {
         try #require(DemoBroker.executable() != nil, "mosquitto is installed")
-        let port = try MQTTEndToEndTests.freePort()
+        let port = try UInt16(freeLoopbackPort())
         let broker = try DemoBroker(port: port)
         defer { broker.stop() }
         let controller = try await VirtualController()
@@ -41,13 +41,13 @@ struct PairingGatewayTests {
               discovery: false
             """.write(toFile: configPath, atomically: true, encoding: .utf8)
 
-        let watcher = try MQTTEndToEndTests.Watcher(port: Int(port), filter: "gattway/pairing-e2e/#")
+        let watcher = try MQTTWatcher(port: Int(port), filter: "gattway/pairing-e2e/#")
         defer { Task { await watcher.stop() } }
         let gateway = GattwayProcess(["run", "--config", configPath, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)",
                                       "--log-level", "trace"])
         try gateway.start()
         defer { gateway.stop() }
-        #expect(watcher.first { $0.topic == "gattway/pairing-e2e/availability" && $0.text == "online" } != nil)
+        #expect(await watcher.first { $0.topic == "gattway/pairing-e2e/availability" && $0.text == "online" } != nil)
 
         let phone = try await Phone(controllerPort: controller.tcpPort)
         let found = try await phone.expect("scan", ["name": "pairing-e2e"])
@@ -59,27 +59,25 @@ struct PairingGatewayTests {
         // Writable characteristics need an encrypted, bonded link unless the configuration says open.
         let refused = try await phone.run("write", ["handle": label, "value": "6869"])
         #expect(refused.int("att_error") == 0x05, "Insufficient Authentication: \(refused.object)")
-        let open = watcher.first { $0.topic.hasPrefix("gattway/pairing-e2e/centrals/") }
+        let open = await watcher.first { $0.topic.hasPrefix("gattway/pairing-e2e/centrals/") }
         #expect(open?.text?.contains(#""security":"none","bonded":false"#) == true)
 
         try await phone.expect("pair", ["io": "keyboard_only", "wait": false])
-        let published = try #require(watcher.first { $0.topic == "gattway/pairing-e2e/pairing" })
-        let passkey = try #require(published.text.flatMap { text in
-            text.range(of: #""passkey":"(\d{6})""#, options: .regularExpression).map {
-                String(text[$0].dropFirst(11).prefix(6))
-            }
-        })
+        let published = await watcher.first { $0.topic == "gattway/pairing-e2e/pairing" }
+        let text = try #require(published?.text)
+        let field = try #require(text.range(of: #""passkey":"[0-9]{6}""#, options: String.CompareOptions.regularExpression))
+        let passkey = String(text[field].dropFirst(11).prefix(6))
         #expect(gateway.stderr.contains("enter passkey \(passkey) on the device"))
         try await phone.expect("passkey", ["value": try #require(Int(passkey))])
         #expect(try await phone.expect("pairing")["authenticated"] as? Bool == true)
 
-        let secured = watcher.first {
+        let secured = await watcher.first {
             $0.topic.hasPrefix("gattway/pairing-e2e/centrals/")
                 && $0.text?.contains(#""security":"authenticated","bonded":true"#) == true
         }
         #expect(secured != nil, "centrals/<address> reports the paired link")
         try await phone.expect("write", ["handle": label, "value": "6869"])
-        #expect(watcher.first { $0.topic == "gattway/pairing-e2e/gateway/label" && $0.text?.hasPrefix(#"{"value":"hi""#) == true } != nil)
+        #expect(await watcher.first { $0.topic == "gattway/pairing-e2e/gateway/label" && $0.text?.hasPrefix(#"{"value":"hi""#) == true } != nil)
 
         // The bond file is private; none of its keys is in the trace-level log of this run.
         let bondPath = state + "/bonds.json"

@@ -93,10 +93,9 @@ struct MirrorTests {
                 #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":23,"security":"none","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#,
                 #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"counters":{"reads":5,"writes":2}}"#,
             ])
-        // An MTU/security update republishes the central only, keeping the connection's `since`.
-        #expect(published(mirror.apply(.centralConnected(MirrorCentral(
-            address: phone, mtu: 247, security: .authenticated, bonded: true, since: t0.addingTimeInterval(5)))))
-            == [#"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":247,"security":"authenticated","bonded":true,"since":"2027-01-15T08:00:00.250Z"}"#])
+        // An MTU/security update republishes the central only.
+        #expect(published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 247, security: .encrypted, since: t0))))
+            == [#"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":247,"security":"encrypted","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#])
         #expect(published(mirror.apply(.subscribed(temperature, central: phone, kind: .notify))) == [
             #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#,
         ])
@@ -109,6 +108,32 @@ struct MirrorTests {
             "durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 ",
             #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":5,"writes":2}}"#,
         ])
+    }
+
+    @Test func anMTUChangeRepublishesTheCentralWithEverythingElseKept() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration())
+        #expect(mirror.apply(.centralMTUChanged(address: phone, mtu: 185)).isEmpty, "nothing for an unknown central")
+        _ = mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .encrypted, since: t0)))
+        // What a mirror that saw the central connect with MTU 185 in the first place publishes.
+        var reference = try Mirror(configuration: sampleConfiguration())
+        let connectedWith185 = reference.apply(.centralConnected(MirrorCentral(address: phone, mtu: 185, security: .encrypted, since: t0)))
+        #expect(published(mirror.apply(.centralMTUChanged(address: phone, mtu: 185))) == [published(connectedWith185)[0]])
+        #expect(published(connectedWith185)[0].contains(#""mtu":185,"security":"encrypted""#))
+        _ = mirror.apply(.centralDisconnected(address: phone))
+        #expect(mirror.apply(.centralMTUChanged(address: phone, mtu: 247)).isEmpty, "nothing after it disconnected")
+    }
+
+    @Test func aSecurityChangeRepublishesTheCentralKeepingItsMTUAndSince() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration())
+        #expect(mirror.apply(.centralSecurityChanged(address: phone, security: .encrypted, bonded: true)).isEmpty,
+                "nothing for an unknown central")
+        _ = mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0)))
+        _ = mirror.apply(.centralMTUChanged(address: phone, mtu: 185))
+        #expect(published(mirror.apply(.centralSecurityChanged(address: phone, security: .authenticated, bonded: true)))
+            == [#"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":185,"security":"authenticated","bonded":true,"since":"2027-01-15T08:00:00.250Z"}"#])
+        _ = mirror.apply(.centralDisconnected(address: phone))
+        #expect(mirror.apply(.centralSecurityChanged(address: phone, security: .none, bonded: false)).isEmpty,
+                "nothing after it disconnected")
     }
 
     @Test func sourceTopicIsSubscribedOnlyWhileACentralIsSubscribed() throws {

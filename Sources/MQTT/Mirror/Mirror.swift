@@ -97,12 +97,24 @@ public struct Mirror: Sendable {
             values[id] = payload
             return [.publish(valueMessage(id, payload), durable: false)]
 
-        case .centralConnected(var central):
-            if let known = centrals[central.address] { central.since = known.since }
+        case .centralConnected(let central):
             let isNew = centrals.updateValue(central, forKey: central.address) == nil
             var actions: [MirrorAction] = [.publish(centralMessage(central), durable: true)]
             if isNew { actions.append(.publish(stateMessage, durable: false)) }
             return actions
+
+        case .centralMTUChanged(let address, let mtu):
+            guard var central = centrals[address] else { return [] }
+            central.mtu = mtu
+            centrals[address] = central
+            return [.publish(centralMessage(central), durable: true)]
+
+        case .centralSecurityChanged(let address, let security, let bonded):
+            guard var central = centrals[address] else { return [] }
+            central.security = security
+            central.bonded = bonded
+            centrals[address] = central
+            return [.publish(centralMessage(central), durable: true)]
 
         case .centralDisconnected(let address):
             let sourcesBefore = activeSourceTopics

@@ -179,9 +179,14 @@ public enum MirrorEvent: Sendable, Equatable {
     case peripheralState(MirrorPeripheralState)
     /// A characteristic's value changed (from a sensor, a central write, `/set` or a source topic).
     case valueChanged(MirrorCharacteristicID, value: MirrorValue, raw: [UInt8], at: Date)
-    /// A central connected, or its MTU or link security changed (the `since` of its connection
-    /// is kept).
+    /// A central connected.
     case centralConnected(MirrorCentral)
+    /// A connected central's ATT_MTU changed (an MTU exchange); the rest of what is known of it
+    /// (security, `since`) stays.
+    case centralMTUChanged(address: String, mtu: Int)
+    /// A connected central's link security changed (encryption, pairing, a bond stored); its MTU
+    /// and `since` stay.
+    case centralSecurityChanged(address: String, security: MirrorLinkSecurity, bonded: Bool)
     case centralDisconnected(address: String)
     case subscribed(MirrorCharacteristicID, central: String, kind: MirrorSubscriptionKind)
     case unsubscribed(MirrorCharacteristicID, central: String)
