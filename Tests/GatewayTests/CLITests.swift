@@ -275,7 +275,7 @@ struct CLITests {
     @Test func helpDescribesEverySubcommandAndOption() throws {
         let root = try GattwayProcess.run(["--help"])
         #expect(root.status == 0)
-        for subcommand in ["run", "check", "lines", "demo", "config-reference"] {
+        for subcommand in ["run", "check", "lines", "demo", "config-reference", "bonds"] {
             #expect(root.stdout.contains("  \(subcommand) "), "gattway --help lists \(subcommand)")
         }
         #expect(root.stdout.contains("--version"))
@@ -288,6 +288,7 @@ struct CLITests {
             ("demo", ["--config <file>", "The demo configuration file.", "--hci <transport>", "--mqtt <url>",
                       "--log-level <level>"]),
             ("config-reference", ["Markdown table"]),
+            ("bonds", ["list", "remove", "clear", "state_dir", "mode 0600"]),
         ]
         for (subcommand, phrases) in expectations {
             let help = try GattwayProcess.run([subcommand, "--help"])
