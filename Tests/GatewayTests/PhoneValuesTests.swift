@@ -1,0 +1,184 @@
+import BluetoothCore
+import Foundation
+import Testing
+import TestHarness
+
+/// The `gattway` executable on the virtual controller with simulated GPIO, against Bumble phones:
+/// rate-limited notifications of a fast line, and BTHome advertising that follows the value.
+@Suite(.serialized, .timeLimit(.minutes(3)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
+struct PhoneValuesTests {
+    static let characteristicUUID = "6E400002-B5A3-F393-E0A9-E50E24DC0001"
+
+    /// A pulse counter on a simulated line pulsing at `rate` Hz, carried by one uint32
+    /// characteristic and broadcast as BTHome.
+    static func config(name: String, rate: Int, directory: URL) -> String {
+        """
+        device: {name: \(name)}
+        state_dir: \(directory.path)/state
+        bluetooth:
+          advertising: {interval: 20ms}
+        gpio:
+          backend: simulated
+          chips:
+            - lines:
+                - name: PULSES
+                  generator: {type: pulses, rate: \(rate)}
+        sensors:
+          - {id: pulses, kind: counter, line: PULSES, bthome: true}
+        services:
+          - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+            name: gateway
+            characteristics:
+              - uuid: \(characteristicUUID)
+                name: pulses
+                format: uint32
+                source: {sensor: pulses}
+        """
+    }
+
+    struct Running {
+        let controller: VirtualController
+        let gateway: GattwayProcess
+
+        func stop() {
+            gateway.stop()
+            controller.stop()
+        }
+    }
+
+    static func start(name: String, rate: Int) async throws -> Running {
+        let controller = try await VirtualController()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-values-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("gattway.yaml").path
+        try config(name: name, rate: rate, directory: directory)
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let gateway = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"])
+        try gateway.start()
+        return Running(controller: controller, gateway: gateway)
+    }
+
+    static func uint32(_ bytes: [UInt8]) -> Int {
+        bytes.prefix(4).enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
+    }
+
+    /// The BTHome count32 object (0x3E) in the service data for UUID 0xFCD2 of an advertisement.
+    static func bthomeCount(_ reply: PhoneReply) -> Int? {
+        let bytes = (reply.bytes("adv_data") ?? []) + (reply.bytes("scan_response") ?? [])
+        var offset = 0
+        while offset + 1 < bytes.count {
+            let length = Int(bytes[offset])
+            guard length > 0, offset + 1 + length <= bytes.count else { return nil }
+            let field = Array(bytes[(offset + 1)...(offset + length)])
+            // Service Data - 16-bit UUID, FCD2, device information 0x40, then objects.
+            if field.count >= 9, field[0] == 0x16, field[1] == 0xD2, field[2] == 0xFC, field[3] == 0x40,
+               field[4] == 0x3E {
+                return uint32(Array(field[5...8]))
+            }
+            offset += 1 + length
+        }
+        return nil
+    }
+
+    /// A door contact whose line toggles at 10 Hz (50 ms high, 50 ms low) for 12 s, then stays high,
+    /// under `min_interval: 500ms`.
+    static func toggleConfig(directory: URL) -> String {
+        let toggling = Array(repeating: "{level: 1, duration: 50ms}, {level: 0, duration: 50ms}", count: 120)
+            .joined(separator: ", ")
+        return """
+            device: {name: values-rate}
+            state_dir: \(directory.path)/state
+            bluetooth:
+              advertising: {interval: 20ms}
+            gpio:
+              backend: simulated
+              chips:
+                - lines:
+                    - name: DOOR
+                      generator: {type: steps, repeat: false, steps: [\(toggling), {level: 1, duration: 10m}]}
+            sensors:
+              - {id: door, kind: binary, line: DOOR}
+            services:
+              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+                name: gateway
+                characteristics:
+                  - uuid: \(characteristicUUID)
+                    name: door
+                    format: bool
+                    properties: [read, notify]
+                    source: {sensor: door}
+                    notify: {min_interval: 500ms}
+            """
+    }
+
+    /// The value handle of the test characteristic, after discovery.
+    static func valueHandle(_ phone: Phone) async throws -> Int {
+        let services = try await phone.expect("discover")["services"] as? [[String: Any]] ?? []
+        let characteristic = try #require(services.flatMap { $0["characteristics"] as? [[String: Any]] ?? [] }
+            .first { ($0["uuid"] as? String)?.uppercased() == Self.characteristicUUID })
+        return try #require(characteristic["value_handle"] as? Int)
+    }
+
+    static func values(_ reply: PhoneReply) -> [[UInt8]] {
+        (reply["values"] as? [[String: Any]] ?? []).compactMap { ($0["value"] as? String).flatMap { [UInt8](hexString: $0) } }
+    }
+
+    /// A line toggling at 10 Hz under `min_interval: 500ms` reaches the phone at 2 ± 1
+    /// notifications per second; when it stops, the last value (high) is delivered and nothing
+    /// after it.
+    @Test func aLineTogglingAtTenHertzReachesThePhoneAtTwoPerSecond() async throws {
+        let controller = try await VirtualController()
+        defer { controller.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-values-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("gattway.yaml").path
+        try Self.toggleConfig(directory: directory).write(toFile: path, atomically: true, encoding: .utf8)
+        let gateway = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"])
+        try gateway.start()
+        defer { gateway.stop() }
+        let launched = ContinuousClock.now
+
+        let phone = try await Phone(controllerPort: controller.tcpPort)
+        let found = try await phone.expect("scan", ["name": "values-rate", "timeout": 10])
+        try await phone.expect("connect", ["address": try #require(found.string("address"))])
+        let handle = try await Self.valueHandle(phone)
+        try await phone.expect("subscribe", ["handle": handle])
+        let windowStart = ContinuousClock.now
+        let window = Self.values(try await phone.expect("notifications", ["count": 1000, "timeout": 5]))
+        let elapsed = (ContinuousClock.now - windowStart) / .seconds(1)
+        #expect(ContinuousClock.now - launched < .seconds(12), "the window fell inside the toggling")
+        let rate = Double(window.count) / elapsed
+        print("10 Hz toggling under min_interval 500ms: \(window.count) notifications in \(elapsed) s = \(rate)/s")
+        #expect((1.0...3.0).contains(rate), "\(window.count) notifications in \(elapsed) s")
+        #expect(window.allSatisfy { $0 == [0x00] || $0 == [0x01] })
+
+        // Until the toggling ends (12 s after launch) and one interval more: the final level arrives
+        // last.
+        let remaining = .seconds(13) - (ContinuousClock.now - launched)
+        let rest = Self.values(try await phone.expect("notifications", [
+            "count": 1000, "timeout": max(remaining / .seconds(1), 1)]))
+        #expect(rest.last == [0x01], "the last value of the burst is delivered: \(rest)")
+        let quiet = Self.values(try await phone.expect("notifications", ["count": 1, "timeout": 1.5]))
+        #expect(quiet.isEmpty, "nothing after the last value")
+        let read = try await phone.expect("read", ["handle": handle])
+        #expect(read.bytes("value") == [0x01])
+    }
+
+    /// BTHome service data in the advertisement carries the current count and follows it (updates at
+    /// most once a second).
+    @Test func bthomeAdvertisingFollowsTheValue() async throws {
+        let running = try await Self.start(name: "values-bthome", rate: 4)
+        defer { running.stop() }
+        let phone = try await Phone(controllerPort: running.controller.tcpPort)
+        var first: Int?
+        for _ in 0..<20 where first == nil {
+            first = Self.bthomeCount(try await phone.expect("scan", ["name": "values-bthome", "timeout": 10]))
+        }
+        let before = try #require(first, "BTHome service data appears once the counter has a value")
+        try await Task.sleep(for: .milliseconds(2500))
+        let later = try await phone.expect("scan", ["name": "values-bthome", "timeout": 10])
+        let after = try #require(Self.bthomeCount(later), "adv \(later.string("adv_data") ?? "")")
+        print("BTHome count32: \(before), 2.5 s later \(after); adv_data \(later.string("adv_data") ?? ""), scan_response \(later.string("scan_response") ?? "")")
+        #expect((6...14).contains(after - before), "4 pulses/s for 2.5 s: \(before) → \(after)")
+    }
+}
