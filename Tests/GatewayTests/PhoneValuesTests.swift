@@ -164,6 +164,101 @@ struct PhoneValuesTests {
         #expect(read.bytes("value") == [0x01])
     }
 
+    /// gattway's resident memory, from /proc/<pid>/status (kB).
+    static func residentKilobytes(_ pid: pid_t) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
+        return line.split(separator: " ").compactMap { Int($0) }.first
+    }
+
+    /// The counters of `path` in the last "notify counters" line gattway logged (it logs one when
+    /// it stops): `sent`, `coalesced`, `suppressed`, `dropped`.
+    static func counters(_ stderr: String, _ path: String) -> [String: Int] {
+        guard let line = stderr.split(separator: "\n").last(where: { $0.contains("notify counters") }),
+              let range = line.range(of: "\(path) ") else { return [:] }
+        var result: [String: Int] = [:]
+        for field in line[range.upperBound...].prefix { $0 != ";" }.split(separator: " ") {
+            let parts = field.split(separator: "=")
+            if parts.count == 2, let value = Int(parts[1]) { result[String(parts[0])] = value }
+        }
+        return result
+    }
+
+    /// Two phones subscribed to a door contact whose line pulses at 10 kHz (20,000 values a second)
+    /// under `min_interval: 500ms`; the second phone's link stalls (its controller stops completing
+    /// packets). The first still gets 2 ± 1 notifications a second, and gattway's memory stays flat
+    /// over more than 100,000 values.
+    @Test func aStalledPhoneChangesNeitherTheOthersRateNorMemory() async throws {
+        let controller = try await VirtualController()
+        defer { controller.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-values-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("gattway.yaml").path
+        try """
+            device: {name: values-stall}
+            state_dir: \(directory.path)/state
+            bluetooth:
+              advertising: {interval: 20ms}
+            gpio:
+              backend: simulated
+              chips:
+                - lines:
+                    - name: DOOR
+                      generator: {type: pulses, rate: 10000}
+            sensors:
+              - {id: door, kind: binary, line: DOOR}
+            services:
+              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+                name: gateway
+                characteristics:
+                  - uuid: \(Self.characteristicUUID)
+                    name: door
+                    format: bool
+                    properties: [read, notify]
+                    source: {sensor: door}
+                    notify: {min_interval: 500ms}
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let gateway = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"])
+        try gateway.start()
+        defer { gateway.stop() }
+
+        var phones: [Phone] = []
+        var handle = 0
+        for _ in 0..<2 {
+            let phone = try await Phone(controllerPort: controller.tcpPort)
+            let found = try await phone.expect("scan", ["name": "values-stall", "timeout": 10])
+            try await phone.expect("connect", ["address": try #require(found.string("address"))])
+            handle = try await Self.valueHandle(phone)
+            try await phone.expect("subscribe", ["handle": handle])
+            phones.append(phone)
+        }
+        let (first, stalled) = (phones[0], phones[1])
+        controller.stall(stalled.address)
+
+        // Warm-up: the stalled link fills what it may hold; then memory and the first phone's rate.
+        _ = try await first.expect("notifications", ["count": 1000, "timeout": 2])
+        let before = try #require(Self.residentKilobytes(gateway.pid))
+        let windowStart = ContinuousClock.now
+        let window = Self.values(try await first.expect("notifications", ["count": 1000, "timeout": 8]))
+        let elapsed = (ContinuousClock.now - windowStart) / .seconds(1)
+        let after = try #require(Self.residentKilobytes(gateway.pid))
+
+        gateway.signal(SIGTERM)
+        #expect(gateway.waitForExit(timeout: 5) == 0)
+        let counters = Self.counters(gateway.stderr, "gateway/door")
+        // Each value is judged once per subscriber: sent, coalesced, suppressed or dropped.
+        let judged = ["sent", "coalesced", "suppressed", "dropped"].reduce(0) { $0 + (counters[$1] ?? 0) } / 2
+        let rate = Double(window.count) / elapsed
+        print("""
+            stalled second phone: first phone \(window.count) notifications in \(elapsed) s = \(rate)/s; \
+            gattway RSS \(before) kB → \(after) kB (\(after - before) kB); \(judged) values per phone; counters \(counters)
+            """)
+        #expect((1.0...3.0).contains(rate), "\(window.count) notifications in \(elapsed) s")
+        #expect(judged >= 100_000, "counters \(counters)")
+        #expect(after - before < 4096, "RSS \(before) kB → \(after) kB")
+        controller.stall(stalled.address, false)
+    }
+
     /// BTHome service data in the advertisement carries the current count and follows it (updates at
     /// most once a second).
     @Test func bthomeAdvertisingFollowsTheValue() async throws {

@@ -70,6 +70,15 @@ public protocol ATTServer: AnyObject, Sendable {
     /// controller has sent or that a disconnection or controller loss dropped. The server stops
     /// sending updates when it has no credits left: that is `updateValue` returning false.
     func transmitCreditsAvailable(_ count: Int) async
+    /// `count` update PDUs sent to `central` have left the controller (called just before the
+    /// matching `transmitCreditsAvailable`), so a server can keep one stalled central from holding
+    /// every credit.
+    func updatesDelivered(_ count: Int, to central: Central) async
+}
+
+extension ATTServer {
+    /// A server that budgets credits only over all centrals ignores per-central deliveries.
+    public func updatesDelivered(_ count: Int, to central: Central) async {}
 }
 
 /// Everything the host reports, in order: for logs, tests and the program above.

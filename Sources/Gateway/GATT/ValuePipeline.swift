@@ -57,7 +57,10 @@ public actor ValuePipeline {
     private var sensorRoutes: [SensorRoute: [CharacteristicRef]] = [:]
     /// The triggers centrals wrote, per characteristic (`TriggerDescriptors`).
     private var serverTriggers: [CharacteristicRef: TriggerSet] = [:]
-    private var linkFull = false
+    /// Centrals whose `updateValue` returned false since the last `readyToUpdateSubscribers`: the
+    /// link or their share of it is full. Others are still served, so a stalled central delays
+    /// nobody else.
+    private var fullCentrals: Set<CentralID> = []
     private var peripheralState = PeripheralState.unknown
     private var advertising = false
     private var draining = false
@@ -65,8 +68,11 @@ public actor ValuePipeline {
     private var timer: Task<Void, Never>?
     private var timerDeadline: Duration?
     private let eventContinuation: AsyncStream<PipelineEvent>.Continuation
-    /// Every event for the MQTT mirror.
+    /// Every event for the MQTT mirror. At most `eventBufferSize` wait for a slow consumer (or for
+    /// none: without MQTT nobody reads them); beyond that the oldest are dropped, so a fast sensor
+    /// cannot grow memory. The state is complete again with the next `status` and values.
     public nonisolated let events: AsyncStream<PipelineEvent>
+    public static let eventBufferSize = 4096
     /// Centrals' accepted writes, to hand back to `handle(_:)` (the `run` loop does).
     public nonisolated var centralWrites: AsyncStream<CentralWrite> { values.writes }
 
@@ -87,7 +93,8 @@ public actor ValuePipeline {
         self.logger = logger
         self.driveOutput = driveOutput
         values = CharacteristicValues(logger: logger)
-        (events, eventContinuation) = AsyncStream.makeStream(of: PipelineEvent.self)
+        (events, eventContinuation) = AsyncStream.makeStream(of: PipelineEvent.self,
+                                                             bufferingPolicy: .bufferingNewest(Self.eventBufferSize))
         for (ref, characteristic) in layout.characteristics {
             engine.configure(ref, policy: characteristic.config.notify)
             switch characteristic.config.source {
@@ -194,6 +201,7 @@ public actor ValuePipeline {
             eventContinuation.yield(.centralConnected(central, mtu: mtu))
         case .centralDisconnected(let central):
             engine.disconnect(central)
+            fullCentrals.remove(central)
             eventContinuation.yield(.centralDisconnected(central))
         case .subscribed(let central, let characteristic):
             guard let ref = refsByValueHandle[characteristic.valueHandle] else { return }
@@ -207,7 +215,7 @@ public actor ValuePipeline {
             engine.unsubscribe(central, from: ref)
             eventContinuation.yield(.unsubscribed(ref, central))
         case .readyToUpdateSubscribers:
-            linkFull = false
+            fullCentrals = []
         case .stateChanged(let state):
             peripheralState = state
             eventContinuation.yield(status)
@@ -308,7 +316,9 @@ public actor ValuePipeline {
         return .status(peripheral: peripheralState.rawValue, advertising: advertising, counters: counters)
     }
 
+    /// Stops the timer and ends the event stream, after a last counters line (the totals of the run).
     public func finish() {
+        logStatistics()
         timer?.cancel()
         eventContinuation.finish()
     }
@@ -367,31 +377,30 @@ public actor ValuePipeline {
         repeat {
             drainAgain = false
             await drainOnce()
-        } while drainAgain && !linkFull
+        } while drainAgain
         armTimer()
     }
 
     private func drainOnce() async {
-        guard !linkFull else { return }
-        for central in engine.centralsWithPendingTransmissions.sorted() {
-            while let transmission = engine.nextTransmission(for: central) {
+        for central in engine.centralsWithPendingTransmissions.sorted() where !fullCentrals.contains(central) {
+            while !fullCentrals.contains(central), let transmission = engine.nextTransmission(for: central) {
                 guard await transmit(transmission) else {
                     // Back to the engine's slot, where a newer value replaces it.
                     engine.transmissionRefused(transmission)
-                    return
+                    break
                 }
             }
         }
     }
 
-    /// Sends one update; false (and `linkFull`) when the link has no room.
+    /// Sends one update; false (and the central is full) when the link has no room for it.
     private func transmit(_ transmission: Transmission<CentralID, CharacteristicRef>) async -> Bool {
         guard let characteristic = published[transmission.characteristic] else { return true }
         do {
             let sent = try await peripheral.updateValue(transmission.sample.bytes, for: characteristic,
                                                          onSubscribedCentrals: [transmission.central])
             if !sent {
-                linkFull = true
+                fullCentrals.insert(transmission.central)
                 return false
             }
         } catch {
