@@ -223,6 +223,29 @@ struct ValuePipelineTests {
         #expect(counters?.coalesced == 3)
     }
 
+    /// A central whose updates are never delivered (its link stalled) fills its share and then
+    /// waits with one value; the other central keeps getting every value.
+    @Test func aStalledCentralDoesNotHoldUpTheOther() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        await fixture.subscribe(alice, to: "gateway/label")
+        await fixture.subscribe(bob, to: "gateway/label")
+        await fixture.peripheral.transmitRoomFreed(8)
+        await fixture.pump()
+        let label = fixture.ref("gateway/label")
+        var toAlice: [[UInt8]] = []
+        for index in 0..<20 {
+            await fixture.pipeline.externalValue(.text("v\(index)"), for: label)
+            toAlice += await fixture.notifications(alice, on: "gateway/label")
+            // The link returns alice's credit; bob's stay with his stalled link.
+            await fixture.peripheral.transmitRoomFreed(1)
+            await fixture.pump()
+        }
+        #expect(toAlice == (0..<20).map { Array("v\($0)".utf8) })
+        let statistics = await fixture.pipeline.statistics
+        #expect(statistics.perCentral[bob]?.sent == GATTServer.Configuration().perCentralUpdateLimit)
+        #expect(statistics.valuesWaiting == 1, "bob's newest value waits, nothing more")
+    }
+
     @Test func centralWritesAreCheckedStoredAndReported() async throws {
         var fixture = try await PipelineFixture(yaml: Self.yaml)
         var writes = fixture.pipeline.centralWrites.makeAsyncIterator()
