@@ -104,9 +104,9 @@ import Testing
         let descriptor = PublishedDescriptor(characteristic: characteristic, uuid: BluetoothUUID(0x290D), handle: 21,
                                              position: 1)
         #expect(store.seen == [
-            GATTWriteRequest(central: CentralID(1), characteristic: characteristic, offset: 0, value: [1],
+            GATTWriteRequest(central: CentralID(1), characteristic: characteristic, offset: 0, value: [1], kind: .request,
                              descriptor: descriptor),
-            GATTWriteRequest(central: CentralID(2), characteristic: characteristic, offset: 0, value: [3],
+            GATTWriteRequest(central: CentralID(2), characteristic: characteristic, offset: 0, value: [3], kind: .request,
                              descriptor: descriptor),
         ])
         // The characteristic value is still served as a value, not as a descriptor.

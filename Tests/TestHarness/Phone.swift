@@ -18,7 +18,7 @@ public final class Phone: @unchecked Sendable {
     public let process = Process()
     private let input: FileHandle
     private let reader: LineReader
-    /// The phone's own (random) address.
+    /// The phone's own (random static) Bluetooth address, as gattway reports centrals.
     public let address: String
 
     public init(controllerPort: Int) async throws {
@@ -38,10 +38,6 @@ public final class Phone: @unchecked Sendable {
             throw Harness.Unavailable(description: "the phone did not start: \(ready.object)")
         }
         self.address = address
-    }
-
-    private func readReply() async throws -> PhoneReply {
-        try await Self.readReply(from: reader)
     }
 
     private static func readReply(from reader: LineReader) async throws -> PhoneReply {
@@ -70,7 +66,7 @@ public final class Phone: @unchecked Sendable {
         }
         defer { watchdog.cancel() }
         do {
-            return try await readReply()
+            return try await Self.readReply(from: reader)
         } catch {
             throw Harness.Unavailable(description: "phone \(command) got no answer within \(timeout): \(error)")
         }

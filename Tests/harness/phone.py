@@ -17,7 +17,9 @@ Commands ("cmd" plus arguments; handles are integers, values are hex strings):
   prepare     handle, offset, value     (one Prepare Write Request, no execute) -> value echoed
   execute     commit=true               (Execute Write Request)
   subscribe   handle (value handle), indicate=false
-  notifications count, timeout=5        -> values: [{handle, value, indication}]
+  notifications count, timeout=5, handle?  -> values: [{handle, value, indication}], others: [handle]
+                                        (with handle: only that handle's values count; the
+                                        handles of the others, taken off the queue, in others)
   signal      hex (raw LE signaling PDU on CID 5), timeout=2 -> replies: [hex]
   smp         hex (raw SMP PDU on CID 6), timeout=2          -> replies: [hex]
   disconnect
@@ -187,15 +189,19 @@ class Phone:
         await self.peer.gatt_client.subscribe(characteristic, on_value, prefer_notify=not indicate)
         return {}
 
-    async def notifications(self, count, timeout=5.0):
-        values = []
+    async def notifications(self, count, timeout=5.0, handle=None):
+        values, others = [], set()
         try:
             async with asyncio.timeout(timeout):
                 while len(values) < count:
-                    values.append(await self.updates.get())
+                    update = await self.updates.get()
+                    if handle is None or update["handle"] == handle:
+                        values.append(update)
+                    else:
+                        others.add(update["handle"])
         except TimeoutError:
             pass
-        return {"values": values}
+        return {"values": values, "others": sorted(others)}
 
     async def raw(self, cid, queue, hex_bytes, timeout):
         while not queue.empty():

@@ -51,6 +51,16 @@ public struct GATTReadRequest: Hashable, Sendable {
     }
 }
 
+/// Which ATT write carried a value (Vol 3 Part F 3.4.5 and 3.4.6).
+public enum GATTWriteKind: String, Hashable, Sendable {
+    /// Write Request: answered by a Write Response or an error.
+    case request
+    /// Write Command (write without response): never answered.
+    case command
+    /// Prepare Write Requests applied by an Execute Write (a long or reliable write).
+    case prepared
+}
+
 /// One value of a write batch. A Write Request is a batch of one; an Execute Write delivers every
 /// prepared value at once (contiguous parts of one characteristic joined into one request).
 /// A write to a dynamic descriptor names it in `descriptor`.
@@ -59,15 +69,17 @@ public struct GATTWriteRequest: Hashable, Sendable {
     public let characteristic: PublishedCharacteristic
     public let offset: Int
     public let value: [UInt8]
+    public let kind: GATTWriteKind
     /// The dynamic descriptor written; nil for the characteristic value.
     public let descriptor: PublishedDescriptor?
 
     public init(central: CentralID, characteristic: PublishedCharacteristic, offset: Int, value: [UInt8],
-                descriptor: PublishedDescriptor? = nil) {
+                kind: GATTWriteKind, descriptor: PublishedDescriptor? = nil) {
         self.central = central
         self.characteristic = characteristic
         self.offset = offset
         self.value = value
+        self.kind = kind
         self.descriptor = descriptor
     }
 
