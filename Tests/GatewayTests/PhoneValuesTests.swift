@@ -40,8 +40,10 @@ struct PhoneValuesTests {
         let controller: VirtualController
         let gateway: GattwayProcess
 
+        /// Waits for gattway's exit: GattwayProcess's termination handler must not outlive it.
         func stop() {
             gateway.stop()
+            _ = gateway.waitForExit(timeout: 5)
             controller.stop()
         }
     }
@@ -80,12 +82,10 @@ struct PhoneValuesTests {
         return nil
     }
 
-    /// A door contact whose line toggles at 10 Hz (50 ms high, 50 ms low) for 12 s, then stays high,
-    /// under `min_interval: 500ms`.
+    /// A door contact whose line toggles at 10 Hz (50 ms high, 50 ms low), under
+    /// `min_interval: 500ms`.
     static func toggleConfig(directory: URL) -> String {
-        let toggling = Array(repeating: "{level: 1, duration: 50ms}, {level: 0, duration: 50ms}", count: 120)
-            .joined(separator: ", ")
-        return """
+        """
             device: {name: values-rate}
             state_dir: \(directory.path)/state
             bluetooth:
@@ -95,7 +95,7 @@ struct PhoneValuesTests {
               chips:
                 - lines:
                     - name: DOOR
-                      generator: {type: steps, repeat: false, steps: [\(toggling), {level: 1, duration: 10m}]}
+                      generator: {type: square, period: 100ms}
             sensors:
               - {id: door, kind: binary, line: DOOR}
             services:
@@ -124,8 +124,8 @@ struct PhoneValuesTests {
     }
 
     /// A line toggling at 10 Hz under `min_interval: 500ms` reaches the phone at 2 ± 1
-    /// notifications per second; when it stops, the last value (high) is delivered and nothing
-    /// after it.
+    /// notifications per second. (That each is the newest value and the last of a burst arrives is
+    /// shown on a virtual clock in ValuePipelineTests and NotifyTests.)
     @Test func aLineTogglingAtTenHertzReachesThePhoneAtTwoPerSecond() async throws {
         let controller = try await VirtualController()
         defer { controller.stop() }
@@ -135,8 +135,11 @@ struct PhoneValuesTests {
         try Self.toggleConfig(directory: directory).write(toFile: path, atomically: true, encoding: .utf8)
         let gateway = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"])
         try gateway.start()
-        defer { gateway.stop() }
-        let launched = ContinuousClock.now
+        // Waits for the exit: GattwayProcess's termination handler must not outlive it.
+        defer {
+            gateway.stop()
+            _ = gateway.waitForExit(timeout: 5)
+        }
 
         let phone = try await Phone(controllerPort: controller.tcpPort)
         let found = try await phone.expect("scan", ["name": "values-rate", "timeout": 10])
@@ -146,22 +149,10 @@ struct PhoneValuesTests {
         let windowStart = ContinuousClock.now
         let window = Self.values(try await phone.expect("notifications", ["count": 1000, "timeout": 5]))
         let elapsed = (ContinuousClock.now - windowStart) / .seconds(1)
-        #expect(ContinuousClock.now - launched < .seconds(12), "the window fell inside the toggling")
         let rate = Double(window.count) / elapsed
         print("10 Hz toggling under min_interval 500ms: \(window.count) notifications in \(elapsed) s = \(rate)/s")
         #expect((1.0...3.0).contains(rate), "\(window.count) notifications in \(elapsed) s")
         #expect(window.allSatisfy { $0 == [0x00] || $0 == [0x01] })
-
-        // Until the toggling ends (12 s after launch) and one interval more: the final level arrives
-        // last.
-        let remaining = .seconds(13) - (ContinuousClock.now - launched)
-        let rest = Self.values(try await phone.expect("notifications", [
-            "count": 1000, "timeout": max(remaining / .seconds(1), 1)]))
-        #expect(rest.last == [0x01], "the last value of the burst is delivered: \(rest)")
-        let quiet = Self.values(try await phone.expect("notifications", ["count": 1, "timeout": 1.5]))
-        #expect(quiet.isEmpty, "nothing after the last value")
-        let read = try await phone.expect("read", ["handle": handle])
-        #expect(read.bytes("value") == [0x01])
     }
 
     /// gattway's resident memory, from /proc/<pid>/status (kB).
@@ -220,7 +211,11 @@ struct PhoneValuesTests {
             """.write(toFile: path, atomically: true, encoding: .utf8)
         let gateway = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"])
         try gateway.start()
-        defer { gateway.stop() }
+        // Waits for the exit: GattwayProcess's termination handler must not outlive it.
+        defer {
+            gateway.stop()
+            _ = gateway.waitForExit(timeout: 5)
+        }
 
         var phones: [Phone] = []
         var handle = 0
@@ -235,12 +230,22 @@ struct PhoneValuesTests {
         let (first, stalled) = (phones[0], phones[1])
         controller.stall(stalled.address)
 
-        // Warm-up: the stalled link fills what it may hold; then memory and the first phone's rate.
-        _ = try await first.expect("notifications", ["count": 1000, "timeout": 2])
+        // Warm-up: the stalled link fills what it may hold; then the first phone's rate, chunk by
+        // chunk, and memory, long enough for 100,000 values on a busy 2-core machine.
+        _ = try await first.expect("notifications", ["count": 1000, "timeout": 3])
         let before = try #require(Self.residentKilobytes(gateway.pid))
-        let windowStart = ContinuousClock.now
-        let window = Self.values(try await first.expect("notifications", ["count": 1000, "timeout": 8]))
-        let elapsed = (ContinuousClock.now - windowStart) / .seconds(1)
+        var window: [[UInt8]] = []
+        var elapsed = 0.0
+        var samples: [Int] = []
+        for chunk in 0..<6 {
+            let chunkStart = ContinuousClock.now
+            let received = Self.values(try await first.expect("notifications", ["count": 1000, "timeout": 5]))
+            let seconds = (ContinuousClock.now - chunkStart) / .seconds(1)
+            #expect((1.0...3.0).contains(Double(received.count) / seconds), "chunk \(chunk): \(received.count) in \(seconds) s")
+            window += received
+            elapsed += seconds
+            samples.append(Self.residentKilobytes(gateway.pid) ?? 0)
+        }
         let after = try #require(Self.residentKilobytes(gateway.pid))
 
         gateway.signal(SIGTERM)
@@ -251,9 +256,9 @@ struct PhoneValuesTests {
         let rate = Double(window.count) / elapsed
         print("""
             stalled second phone: first phone \(window.count) notifications in \(elapsed) s = \(rate)/s; \
-            gattway RSS \(before) kB → \(after) kB (\(after - before) kB); \(judged) values per phone; counters \(counters)
+            gattway RSS \(before) kB → \(after) kB (\(after - before) kB, every 5 s: \(samples)); \(judged) values per phone; counters \(counters)
             """)
-        #expect((1.0...3.0).contains(rate), "\(window.count) notifications in \(elapsed) s")
+        #expect((1.5...2.5).contains(rate), "\(window.count) notifications in \(elapsed) s")
         #expect(judged >= 100_000, "counters \(counters)")
         #expect(after - before < 4096, "RSS \(before) kB → \(after) kB")
         controller.stall(stalled.address, false)
