@@ -13,7 +13,8 @@ import ServiceLifecycle
 /// that turns SIGTERM and SIGINT into a graceful shutdown.
 ///
 /// It wires the layers: GPIO backend → one `SensorRunner` per sensor → `ValuePipeline` (GATT
-/// values, notifications) → `MQTTMirrorService` when the configuration has an `mqtt` section.
+/// values, notifications) → `MQTTMirrorService` when the configuration has an `mqtt` section;
+/// readings of sensors with `bthome: true` also go to the `BTHomeAdvertiser`.
 public struct GatewayService: Service {
     private let config: GatewayConfig
     private let logger: Logger
@@ -45,8 +46,12 @@ public struct GatewayService: Service {
         let runnersByName = Dictionary(uniqueKeysWithValues: runners.map { ($0.name, $0) })
         let layout = GATTLayout(config: config)
         let binding = GATTPeripheralBinding(configuration: layout.serverConfiguration)
-        let host = PeripheralHost(configuration: try HostMapping.configuration(config), peripheral: binding,
-                                  logger: logger)
+        let hostConfiguration = try HostMapping.configuration(config)
+        let host = PeripheralHost(configuration: hostConfiguration, peripheral: binding, logger: logger)
+        let bthome = BTHomeBroadcast(config: config).map { broadcast in
+            BTHomeAdvertiser(broadcast: broadcast, base: hostConfiguration.advertising ?? AdvertisingSettings(),
+                             logger: logger, publish: { try await host.updateAdvertisingData($0) })
+        }
         let addresses = CentralAddresses()
         let pipeline = ValuePipeline(layout: layout, peripheral: binding.peripheral, logger: logger,
                                      driveOutput: { sensor, level in
@@ -72,7 +77,10 @@ public struct GatewayService: Service {
                     }
                 }
                 group.addTask {
-                    for await value in runner.values { await pipeline.sensorValue(value) }
+                    for await value in runner.values {
+                        await pipeline.sensorValue(value)
+                        await bthome?.reading(value)
+                    }
                 }
             }
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
@@ -99,6 +107,7 @@ public struct GatewayService: Service {
             }
             await mirror?.stop()
             await pipeline.finish()
+            await bthome?.finish()
             hostTask.cancel()
             await Self.awaitAtMost(.milliseconds(500)) { await hostTask.value }
             group.cancelAll()

@@ -191,6 +191,33 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         return nil
     }
 
+    /// The link refused `transmission` (taken by `nextTransmission`, not sent): it goes back to its
+    /// slot, uncounted as sent, unless a newer value took the slot meanwhile — then it counts as
+    /// coalesced. So a refused value never goes out after a newer one: the slot holds only the
+    /// newest value when the link has room again.
+    public mutating func transmissionRefused(_ transmission: Transmission<Central, Characteristic>) {
+        let key = Key(central: transmission.central, characteristic: transmission.characteristic)
+        if transmission.kind == .indication { indicationOutstanding.remove(transmission.central) }
+        count(\.sent, key, by: -1)
+        guard var subscription = subscriptions[key] else {
+            count(\.dropped, key)
+            return
+        }
+        if subscription.outbound != nil {
+            count(\.coalesced, key)
+            return
+        }
+        subscription.outbound = transmission.sample
+        subscriptions[key] = subscription
+        // It was the oldest waiting slot of its central; it stays first in line.
+        ready[key.central, default: []].insert(key.characteristic, at: 0)
+    }
+
+    /// Centrals subscribed to `characteristic`, in no particular order.
+    public func subscribers(of characteristic: Characteristic) -> Set<Central> {
+        characteristics[characteristic]?.subscribers ?? []
+    }
+
     /// The central confirmed its indication; the next one may go.
     public mutating func indicationConfirmed(by central: Central) {
         indicationOutstanding.remove(central)
@@ -335,9 +362,11 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         return earliest.map { ($0.key, $0.deadline) }
     }
 
-    private mutating func count(_ counter: WritableKeyPath<NotifyCounters, Int>, _ key: Key) {
-        characteristicCounters[key.characteristic, default: NotifyCounters()][keyPath: counter] += 1
-        centralCounters[key.central, default: NotifyCounters()][keyPath: counter] += 1
+    /// Adds `amount` to a counter of the characteristic and of the central (while it is connected:
+    /// a disconnected central's counters are gone).
+    private mutating func count(_ counter: WritableKeyPath<NotifyCounters, Int>, _ key: Key, by amount: Int = 1) {
+        characteristicCounters[key.characteristic, default: NotifyCounters()][keyPath: counter] += amount
+        centralCounters[key.central]?[keyPath: counter] += amount
     }
 }
 

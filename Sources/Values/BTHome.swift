@@ -23,6 +23,8 @@ public enum BTHomeObject: String, Sendable, Hashable, CaseIterable {
     case count32
     case uvIndex = "uv_index"
     case speed
+    case genericBoolean = "generic_boolean"
+    case distance
 
     /// The object id; BTHome requires objects in ascending id order.
     public var id: UInt8 {
@@ -36,6 +38,7 @@ public enum BTHomeObject: String, Sendable, Hashable, CaseIterable {
         case .energy: 0x0A
         case .power: 0x0B
         case .voltage: 0x0C
+        case .genericBoolean: 0x0F
         case .opening: 0x11
         case .co2: 0x12
         case .moisture: 0x14
@@ -45,6 +48,7 @@ public enum BTHomeObject: String, Sendable, Hashable, CaseIterable {
         case .window: 0x2D
         case .count16: 0x3D
         case .count32: 0x3E
+        case .distance: 0x40
         case .speed: 0x44
         case .uvIndex: 0x46
         }
@@ -53,7 +57,7 @@ public enum BTHomeObject: String, Sendable, Hashable, CaseIterable {
     /// Binary sensors carry one byte, 0 or 1, and take a boolean.
     public var isBinary: Bool {
         switch self {
-        case .opening, .door, .moistureDetected, .motion, .window: true
+        case .genericBoolean, .opening, .door, .moistureDetected, .motion, .window: true
         default: false
         }
     }
@@ -70,7 +74,9 @@ public enum BTHomeObject: String, Sendable, Hashable, CaseIterable {
         case .co2, .count16: (.uint16, 0)
         case .count32: (.uint32, 0)
         case .uvIndex: (.uint8, -1)
-        case .opening, .door, .moistureDetected, .motion, .window: (.uint8, 0)
+        // Distance in millimetres; values are given in metres, as gattway's sensors report them.
+        case .distance: (.uint16, -3)
+        case .genericBoolean, .opening, .door, .moistureDetected, .motion, .window: (.uint8, 0)
         }
     }
 
@@ -86,6 +92,7 @@ public enum BTHomeObject: String, Sendable, Hashable, CaseIterable {
         case .voltage: "V"
         case .co2: "ppm"
         case .speed: "m/s"
+        case .distance: "m"
         default: ""
         }
     }

@@ -34,6 +34,23 @@ struct ACLSchedulerTests {
         #expect(sent.map(\.handle) == [1, 2, 1, 1])
     }
 
+    /// A connection whose packets never complete (a stalled central) holds at most all buffers
+    /// but one per other connection: the others still get through.
+    @Test func aStalledConnectionLeavesABufferForEachOther() {
+        var scheduler = ACLScheduler(buffers: ACLBufferSize(dataLength: 27, packetCount: 4))
+        for handle: UInt16 in 1...3 { scheduler.open(handle) }
+        for _ in 0..<10 { scheduler.enqueue(L2CAPFrame(channel: 4, payload: [1]), on: 1, isUpdate: true) }
+        #expect(scheduler.takeSendable().map(\.handle) == [1, 1])
+        for round in 0..<3 {
+            scheduler.enqueue(L2CAPFrame(channel: 4, payload: [2]), on: 2, isUpdate: true)
+            scheduler.enqueue(L2CAPFrame(channel: 4, payload: [3]), on: 3, isUpdate: true)
+            #expect(scheduler.takeSendable().map(\.handle) == [2, 3], "round \(round)")
+            #expect(scheduler.completed(1, on: 2) == 1)
+            #expect(scheduler.completed(1, on: 3) == 1)
+        }
+        #expect(scheduler.takeSendable().isEmpty, "connection 1 stays at its two buffers")
+    }
+
     @Test func anUpdateCountsAsDeliveredWhenItsLastFragmentCompletes() {
         var scheduler = ACLScheduler(buffers: ACLBufferSize(dataLength: 27, packetCount: 8))
         scheduler.open(1)
@@ -64,7 +81,7 @@ struct ACLSchedulerTests {
         let acceptedAfterClose = scheduler.enqueue(L2CAPFrame(channel: 4, payload: [1]), on: 1)
         scheduler.enqueue(L2CAPFrame(channel: 4, payload: [1]), on: 2)
         let others = scheduler.takeSendable()
-        #expect(sent.count == 3)
+        #expect(sent.count == 2, "one of the 3 buffers stays for connection 2")
         #expect(dropped == 2)
         #expect(freeAfterClose == 3)
         #expect(late == 0)

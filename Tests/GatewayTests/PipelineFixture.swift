@@ -98,10 +98,15 @@ struct PipelineFixture {
         _ = link.take(central)
     }
 
-    /// Values of the notifications `central` received on `path` since the last call.
+    /// Values of the notifications `central` received on `path` since the last call. The link
+    /// delivers what the test takes: the peripheral hears of it (`updatesDelivered`), as from the
+    /// host when the controller has sent them.
     func notifications(_ central: CentralID, on path: String) async -> [[UInt8]] {
         let handle = await characteristic(path).valueHandle
-        return link.take(central).filter { $0.first == 0x1B && Array($0[1...2]) == le(handle) }.map { Array($0.dropFirst(3)) }
+        let taken = link.take(central)
+        let updates = taken.filter { $0.first == 0x1B || $0.first == 0x1D }
+        if !updates.isEmpty { await peripheral.updatesDelivered(updates.count, to: central) }
+        return taken.filter { $0.first == 0x1B && Array($0[1...2]) == le(handle) }.map { Array($0.dropFirst(3)) }
     }
 
     /// Moves the clock and lets the pipeline handle what fell due.

@@ -197,8 +197,9 @@ struct ValuePipelineTests {
         #expect(await fixture.pipeline.nextDeadline == nil, "nothing left to schedule")
     }
 
-    /// With the link full, `updateValue` returns false: the taken value waits in one slot, later
-    /// values replace each other in the engine's slot, and everything resumes on ready-to-update.
+    /// With the link full, `updateValue` returns false: the refused value goes back to the engine's
+    /// slot, later values replace it, and on ready-to-update only the newest goes out — never a stale
+    /// value before it.
     @Test func fullLinkHoldsOneValueAndResumesWhenReady() async throws {
         var fixture = try await PipelineFixture(yaml: Self.yaml)
         await fixture.subscribe(alice, to: "gateway/label")
@@ -212,16 +213,37 @@ struct ValuePipelineTests {
         #expect(waiting <= 1)
         await fixture.peripheral.transmitRoomFreed(1)
         await fixture.pump()
-        #expect(await fixture.notifications(alice, on: "gateway/label") == [Array("b".utf8)])
-        await fixture.peripheral.transmitRoomFreed(1)
-        await fixture.pump()
-        #expect(await fixture.notifications(alice, on: "gateway/label") == [Array("e".utf8)], "c and d coalesced")
+        #expect(await fixture.notifications(alice, on: "gateway/label") == [Array("e".utf8)],
+                "b (refused by the link), c and d coalesced; no stale value first")
         await fixture.peripheral.transmitRoomFreed(1)
         await fixture.pump()
         #expect(await fixture.notifications(alice, on: "gateway/label").isEmpty)
         let counters = await fixture.pipeline.statistics.perCharacteristic[label]
-        #expect(counters?.sent == 3)
-        #expect(counters?.coalesced == 2)
+        #expect(counters?.sent == 2)
+        #expect(counters?.coalesced == 3)
+    }
+
+    /// A central whose updates are never delivered (its link stalled) fills its share and then
+    /// waits with one value; the other central keeps getting every value.
+    @Test func aStalledCentralDoesNotHoldUpTheOther() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        await fixture.subscribe(alice, to: "gateway/label")
+        await fixture.subscribe(bob, to: "gateway/label")
+        await fixture.peripheral.transmitRoomFreed(8)
+        await fixture.pump()
+        let label = fixture.ref("gateway/label")
+        var toAlice: [[UInt8]] = []
+        for index in 0..<20 {
+            await fixture.pipeline.externalValue(.text("v\(index)"), for: label)
+            toAlice += await fixture.notifications(alice, on: "gateway/label")
+            // The link returns alice's credit; bob's stay with his stalled link.
+            await fixture.peripheral.transmitRoomFreed(1)
+            await fixture.pump()
+        }
+        #expect(toAlice == (0..<20).map { Array("v\($0)".utf8) })
+        let statistics = await fixture.pipeline.statistics
+        #expect(statistics.perCentral[bob]?.sent == GATTServer.Configuration().perCentralUpdateLimit)
+        #expect(statistics.valuesWaiting == 1, "bob's newest value waits, nothing more")
     }
 
     @Test func centralWritesAreCheckedStoredAndReported() async throws {

@@ -160,3 +160,58 @@ struct BackpressureTests {
         #expect(harness.values() == [1, 2, 4, 3])
     }
 }
+
+/// A value the link refused goes back to its slot, where a newer value replaces it: the link
+/// never gets an older value after a newer one was produced.
+struct RefusedTransmissionTests {
+    static func sample(_ value: Double) -> NotifySample {
+        NotifySample(value: .number(value), bytes: [UInt8(value)])
+    }
+
+    @Test func aRefusedValueIsReplacedByANewerOne() throws {
+        var engine = NotifyEngine<String, String>()
+        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
+        engine.update("temp", sample: Self.sample(1), now: .zero)
+        let next = engine.nextTransmission(for: "A")
+        let taken = try #require(next)
+        // While the driver awaits the link, a newer value arrives; then the link refuses.
+        engine.update("temp", sample: Self.sample(2), now: .milliseconds(1))
+        engine.transmissionRefused(taken)
+        #expect(engine.nextTransmission(for: "A")?.sample == Self.sample(2))
+        #expect(engine.nextTransmission(for: "A") == nil, "1 never follows 2")
+        let counters = engine.statistics.perCentral["A"]
+        #expect(counters?.sent == 1)
+        #expect(counters?.coalesced == 1)
+    }
+
+    @Test func aRefusedValueWithoutSuccessorWaitsFirstInLine() throws {
+        var engine = NotifyEngine<String, String>()
+        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
+        engine.subscribe("A", to: "hum", kind: .notification, now: .zero)
+        engine.update("temp", sample: Self.sample(1), now: .zero)
+        engine.update("hum", sample: Self.sample(50), now: .zero)
+        let next = engine.nextTransmission(for: "A")
+        let taken = try #require(next)
+        #expect(taken.characteristic == "temp")
+        engine.transmissionRefused(taken)
+        #expect(engine.statistics.valuesWaiting == 2)
+        #expect(engine.nextTransmission(for: "A")?.characteristic == "temp")
+        #expect(engine.nextTransmission(for: "A")?.characteristic == "hum")
+        #expect(engine.statistics.perCentral["A"]?.sent == 2)
+    }
+
+    @Test func aRefusedValueOfAnEndedSubscriptionIsDropped() throws {
+        var engine = NotifyEngine<String, String>()
+        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
+        engine.subscribe("B", to: "temp", kind: .notification, now: .zero)
+        engine.update("temp", sample: Self.sample(1), now: .zero)
+        let next = engine.nextTransmission(for: "A")
+        let taken = try #require(next)
+        engine.unsubscribe("A", from: "temp")
+        engine.transmissionRefused(taken)
+        #expect(engine.nextTransmission(for: "A") == nil)
+        let counters = engine.statistics.perCharacteristic["temp"]
+        #expect(counters?.sent == 0)
+        #expect(counters?.dropped == 1)
+    }
+}

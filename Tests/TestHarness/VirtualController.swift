@@ -35,6 +35,13 @@ public final class VirtualController: @unchecked Sendable {
         kernelAdapter = line.split(separator: " ").first { $0.hasPrefix("hci=") }.flatMap { UInt16($0.dropFirst(4)) }
     }
 
+    /// Holds (`true`) or releases the Number Of Completed Packets of every connection to the
+    /// central at `address` (a phone's `address`): a central that stops acknowledging, so its
+    /// connection's transmit credits stop returning to the host.
+    public func stall(_ address: String, _ stalled: Bool = true) {
+        lifeline.fileHandleForWriting.write(Data("\(stalled ? "stall" : "resume") \(address)\n".utf8))
+    }
+
     public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     public func stop() {

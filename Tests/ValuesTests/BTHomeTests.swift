@@ -20,6 +20,8 @@ struct BTHomeTests {
         (.count32, .number(1_611_213_866), [0x3E, 0x2A, 0x2C, 0x09, 0x60]),
         (.speed, .number(133.90), [0x44, 0x4E, 0x34]),
         (.uvIndex, .number(5.0), [0x46, 0x32]),
+        (.genericBoolean, .bool(true), [0x0F, 0x01]),
+        (.distance, .number(1.2), [0x40, 0xB0, 0x04]),
         (.opening, .bool(false), [0x11, 0x00]),
         (.door, .bool(false), [0x1A, 0x00]),
         (.moistureDetected, .bool(true), [0x20, 0x01]),

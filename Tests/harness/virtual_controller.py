@@ -21,6 +21,12 @@ host under test:
 HarnessLink fixes LocalLink's source address for LE ACL (it used the sender's random address
 even when the connection runs on its public one).
 
+Stalled centrals: with --exit-with-stdin, stdin also takes control lines "stall ADDRESS" and
+"resume ADDRESS" (a phone's address). While a central is stalled, every controller holds the
+Number Of Completed Packets of its connections to that central, as a radio would for a peer that
+stops acknowledging: the host's credits for that connection stop returning. "resume" releases
+them.
+
 With --vhci, one more controller on the same link is attached to the Linux kernel through
 /dev/vhci (module hci_vhci): the kernel registers it as adapter hciN, which gattway then opens
 through the HCI user channel, while phones reach the link over TCP or Unix as usual.
@@ -50,7 +56,27 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 log = logging.getLogger("virtual_controller")
 
 
+def address_key(address) -> str:
+    """An address as the control lines name it: upper case, without Bumble's /P suffix."""
+    return str(address).split("/")[0].upper()
+
+
 class HarnessLink(LocalLink):
+    def __init__(self):
+        super().__init__()
+        self.stalled: set[str] = set()
+
+    def set_stalled(self, address: str, stalled: bool) -> None:
+        key = address_key(address)
+        if stalled:
+            self.stalled.add(key)
+        else:
+            self.stalled.discard(key)
+            for controller in list(self.controllers):
+                if isinstance(controller, HarnessController):
+                    controller.release_held_completions()
+        log.info("central %s %s", key, "stalled" if stalled else "resumed")
+
     def send_acl_data(self, sender_controller, destination_address, transport, data):
         if transport != PhysicalTransport.LE:
             return super().send_acl_data(sender_controller, destination_address, transport, data)
@@ -96,6 +122,8 @@ class HarnessController(Controller):
         self.credit_delay = credit_delay
         self.in_flight = 0
         self.overflows = 0
+        # Completions held for connections to stalled centrals: handles, one per fragment.
+        self.held_completions: list[int] = []
         self.le_legacy_advertiser = HarnessLegacyAdvertiser(self)
 
     # Host -> controller ------------------------------------------------------------------
@@ -137,10 +165,19 @@ class HarnessController(Controller):
         asyncio.get_running_loop().call_later(self.credit_delay, self.complete_packet, handle)
 
     def complete_packet(self, handle: int) -> None:
+        connection = self.find_connection_by_handle(handle)
+        if connection is not None and address_key(connection.peer_address) in self.link.stalled:
+            self.held_completions.append(handle)
+            return
         self.in_flight = max(self.in_flight - 1, 0)
-        if self.find_connection_by_handle(handle) is None:
+        if connection is None:
             return  # credits of a closed connection are implicit
         self.send_raw(raw_event(0x13, struct.pack("<BHH", 1, handle, 1)))
+
+    def release_held_completions(self) -> None:
+        held, self.held_completions = self.held_completions, []
+        for handle in held:
+            self.complete_packet(handle)
 
     # Controller -> host ACL, fragmented --------------------------------------------------
     def on_link_acl_data(self, sender_address, transport, data):
@@ -221,6 +258,7 @@ class HarnessController(Controller):
         self.event_mask = 0
         self.le_event_mask = 0
         self.in_flight = 0
+        self.held_completions = []
         self._random_address = hci.Address("00:00:00:00:00:00")
         self.public_address = self.default_public_address
         self.send_raw(command_complete(opcode, bytes([0])))
@@ -449,7 +487,23 @@ async def main() -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     if args.exit_with_stdin:
-        loop.add_reader(sys.stdin.fileno(), lambda: sys.stdin.buffer.read1(4096) or stop.set())
+        pending = bytearray()
+
+        def on_stdin() -> None:
+            data = sys.stdin.buffer.read1(4096)
+            if not data:
+                stop.set()
+                return
+            pending.extend(data)
+            while b"\n" in pending:
+                line, _, rest = bytes(pending).partition(b"\n")
+                pending[:] = rest
+                words = line.decode("utf-8", "replace").split()
+                if len(words) == 2 and words[0] in ("stall", "resume"):
+                    server.link.set_stalled(words[1], words[0] == "stall")
+                elif words:
+                    log.warning("unknown control line %r", line)
+        loop.add_reader(sys.stdin.fileno(), on_stdin)
     await stop.wait()
     for listener in listeners:
         listener.close()

@@ -3,10 +3,12 @@ import BluetoothCore
 
 /// What stands behind one attribute's value.
 enum AttributeValue: Hashable, Sendable {
-    /// Declarations, fixed characteristic values and descriptors.
+    /// Declarations, fixed characteristic values and fixed descriptors.
     case fixed([UInt8])
     /// A characteristic value served by the program's request handlers.
     case dynamic(PublishedCharacteristic)
+    /// A descriptor served by the program's request handlers.
+    case dynamicDescriptor(PublishedDescriptor)
     /// A CCCD: its value lives per central in the server's connection state.
     case clientConfiguration(PublishedCharacteristic)
     /// Client Supported Features (0x2B29): per central.
@@ -187,8 +189,10 @@ struct AttributeDatabase: Sendable {
             }
             for descriptor in characteristic.descriptors {
                 guard !reserved.contains(descriptor.uuid) else { throw .reservedDescriptor(descriptor.uuid) }
-                guard descriptor.value.count <= Self.maximumValueLength else {
-                    throw .valueTooLong(descriptor.uuid, length: descriptor.value.count)
+                // A fixed descriptor takes no writes whatever its permissions say (no `writes`).
+                guard case let .fixed(value) = descriptor.value else { continue }
+                guard value.count <= Self.maximumValueLength else {
+                    throw .valueTooLong(descriptor.uuid, length: value.count)
                 }
             }
         }
@@ -285,8 +289,19 @@ struct AttributeDatabase: Sendable {
                 append(.clientCharacteristicConfiguration, .clientConfiguration(reference),
                        [.readable, .writeable], writes: .request)
             }
-            for descriptor in characteristic.descriptors {
-                append(descriptor.uuid, .fixed(descriptor.value), descriptor.permissions)
+            for (position, descriptor) in characteristic.descriptors.enumerated() {
+                switch descriptor.value {
+                case let .fixed(bytes):
+                    append(descriptor.uuid, .fixed(bytes), descriptor.permissions)
+                case .dynamic:
+                    let published = PublishedDescriptor(characteristic: reference, uuid: descriptor.uuid,
+                                                        handle: handle, position: position)
+                    // Descriptors have no properties: a write permission admits Write Requests
+                    // (and prepared writes), never commands (Vol 3 Part G 4.12.3).
+                    let writes: AttributeWrites = descriptor.permissions.isDisjoint(with: GATTPermissions.anyWrite)
+                        ? [] : .request
+                    append(descriptor.uuid, .dynamicDescriptor(published), descriptor.permissions, writes: writes)
+                }
             }
         }
         let publishedService = PublishedService(id: id, uuid: service.uuid, isPrimary: service.isPrimary,

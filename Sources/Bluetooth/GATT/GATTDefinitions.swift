@@ -78,18 +78,30 @@ public enum GATTValue: Hashable, Sendable {
     case dynamic
 }
 
-/// A descriptor the program adds to a characteristic. Descriptors hold fixed values and are
-/// read-only; the CCCD (0x2902) and Extended Properties (0x2900) are the server's own and are
-/// added from the characteristic's properties.
+/// A descriptor the program adds to a characteristic. The CCCD (0x2902) and Extended Properties
+/// (0x2900) are the server's own and are added from the characteristic's properties.
+///
+/// A fixed descriptor is read-only and its value is cached by the server. A dynamic one
+/// (`dynamic(_:permissions:)`) is served by the program's request handlers like a dynamic
+/// characteristic value: reads and writes name the descriptor, so its value may be one for the
+/// whole server or one per central, as the profile defining it says (e.g. the Environmental
+/// Sensing Service's trigger settings).
 public struct GATTDescriptor: Hashable, Sendable {
     public var uuid: BluetoothUUID
-    public var value: [UInt8]
+    public var value: GATTValue
     public var permissions: GATTPermissions
 
     public init(uuid: BluetoothUUID, value: [UInt8], permissions: GATTPermissions = .readable) {
         self.uuid = uuid
-        self.value = value
+        self.value = .fixed(value)
         self.permissions = permissions
+    }
+
+    /// A descriptor whose reads and writes go to the request handlers.
+    public static func dynamic(_ uuid: BluetoothUUID, permissions: GATTPermissions) -> GATTDescriptor {
+        var descriptor = GATTDescriptor(uuid: uuid, value: [], permissions: permissions)
+        descriptor.value = .dynamic
+        return descriptor
     }
 
     /// Characteristic User Description (0x2901): UTF-8 text.
@@ -171,6 +183,17 @@ public struct PublishedCharacteristic: Hashable, Sendable {
     /// The CCCD's handle when the characteristic notifies or indicates.
     public let clientConfigurationHandle: UInt16?
     public let properties: GATTCharacteristicProperties
+}
+
+/// A published dynamic descriptor, as request handlers are told which descriptor a central reads
+/// or writes.
+public struct PublishedDescriptor: Hashable, Sendable {
+    public let characteristic: PublishedCharacteristic
+    public let uuid: BluetoothUUID
+    public let handle: UInt16
+    /// Its index in the `GATTCharacteristic.descriptors` the program gave, which tells apart
+    /// several descriptors of one type (e.g. ES Trigger Settings).
+    public let position: Int
 }
 
 /// A published service and the handles it occupies.

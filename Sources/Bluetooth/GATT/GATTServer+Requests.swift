@@ -298,6 +298,13 @@ extension GATTServer {
             case let .success(bytes): return Array(bytes.prefix(AttributeDatabase.maximumValueLength))
             case let .failure(code): throw ATTFailure(attribute.handle, code)
             }
+        case let .dynamicDescriptor(descriptor):
+            let request = GATTReadRequest(central: central.id, characteristic: descriptor.characteristic,
+                                          offset: offset, descriptor: descriptor)
+            switch handlers.read(request) {
+            case let .success(bytes): return Array(bytes.prefix(AttributeDatabase.maximumValueLength))
+            case let .failure(code): throw ATTFailure(attribute.handle, code)
+            }
         case .clientConfiguration:
             let bits = central.clientConfigurations[attribute.handle, default: 0]
             return [UInt8(bits & 0xFF), UInt8(bits >> 8)]
@@ -365,6 +372,9 @@ extension GATTServer {
         case let .dynamic(characteristic):
             return .dynamic(GATTWriteRequest(central: central.id, characteristic: characteristic,
                                              offset: offset, value: value, kind: kind))
+        case let .dynamicDescriptor(descriptor):
+            return .dynamic(GATTWriteRequest(central: central.id, characteristic: descriptor.characteristic,
+                                             offset: offset, value: value, kind: kind, descriptor: descriptor))
         case let .clientConfiguration(characteristic):
             guard offset == 0 else { throw ATTFailure(handle, .invalidOffset) }
             guard value.count == 2 else { throw ATTFailure(handle, .invalidAttributeValueLength) }
@@ -393,7 +403,7 @@ extension GATTServer {
             if case let .dynamic(request) = write { return request } else { return nil }
         }
         if let first = dynamic.first, let code = handlers.write(dynamic) {
-            throw ATTFailure(first.characteristic.valueHandle, code)
+            throw ATTFailure(first.handle, code)
         }
         for write in writes {
             switch write {

@@ -56,6 +56,10 @@ public final class GATTServer {
         public var preparedWriteQueueLimit: Int
         /// Indications `updateValue` may queue per central behind the outstanding one.
         public var indicationQueueLimit: Int
+        /// Updates (notifications, indications) one central may have sent and not yet delivered
+        /// (`updatesDelivered`). The transmit credits are shared by all centrals: this keeps a
+        /// central whose link stalls from holding all of them and stopping the others.
+        public var perCentralUpdateLimit: Int
         /// Smallest key size (bytes) accepted for attributes that require encryption.
         public var minimumEncryptionKeySize: Int
         /// The ATT transaction timeout (Vol 3 Part F 3.3.3).
@@ -64,14 +68,15 @@ public final class GATTServer {
         public init(deviceName: String = "gattway", appearance: UInt16 = 0,
                     preferredConnectionParameters: PreferredConnectionParameters = .standard,
                     maximumMTU: UInt16 = ATTPDU.maximumMTU, preparedWriteQueueLimit: Int = 64,
-                    indicationQueueLimit: Int = 8, minimumEncryptionKeySize: Int = 16,
-                    transactionTimeout: Duration = .seconds(30)) {
+                    indicationQueueLimit: Int = 8, perCentralUpdateLimit: Int = 4,
+                    minimumEncryptionKeySize: Int = 16, transactionTimeout: Duration = .seconds(30)) {
             self.deviceName = deviceName
             self.appearance = appearance
             self.preferredConnectionParameters = preferredConnectionParameters
             self.maximumMTU = min(max(maximumMTU, ATTPDU.defaultMTU), ATTPDU.maximumMTU)
             self.preparedWriteQueueLimit = preparedWriteQueueLimit
             self.indicationQueueLimit = indicationQueueLimit
+            self.perCentralUpdateLimit = max(perCentralUpdateLimit, 1)
             self.minimumEncryptionKeySize = minimumEncryptionKeySize
             self.transactionTimeout = transactionTimeout
         }
@@ -147,8 +152,9 @@ public final class GATTServer {
     /// Sends `value` to the subscribed centrals among `centrals` (nil: all subscribed), as a
     /// notification or indication per each central's CCCD, truncated to its MTU − 3.
     ///
-    /// Returns false, sending nothing, when the link lacks credits for every notification or a
-    /// central's indication queue is full; one `readyToUpdateSubscribers` event follows when room frees.
+    /// Returns false, sending nothing, when the link lacks credits for every notification, a
+    /// central to notify already has `perCentralUpdateLimit` updates undelivered, or a central's
+    /// indication queue is full; one `readyToUpdateSubscribers` event follows when room frees.
     public func updateValue(_ value: [UInt8], for characteristic: PublishedCharacteristic,
                             to targets: [CentralID]? = nil,
                             now: ContinuousClock.Instant) throws(GATTServerError) -> Bool {
@@ -169,12 +175,14 @@ public final class GATTServer {
         }
         let indicationsSentNow = indicate.filter { $0.outstandingIndication == nil && $0.indicationQueue.isEmpty }.count
         let queueFull = indicate.contains { $0.indicationQueue.count >= configuration.indicationQueueLimit }
-        guard !queueFull, notify.count + indicationsSentNow <= transmitCredits else {
+        let centralFull = notify.contains { $0.updatesInFlight >= configuration.perCentralUpdateLimit }
+        guard !queueFull, !centralFull, notify.count + indicationsSentNow <= transmitCredits else {
             readyToUpdatePending = true
             return false
         }
         for central in notify {
             transmitCredits -= 1
+            central.updatesInFlight += 1
             let length = min(value.count, central.maximumUpdateValueLength)
             send(.handleValueNotification(handle: characteristic.valueHandle, value: Array(value.prefix(length))),
                  to: central)
@@ -243,6 +251,14 @@ public final class GATTServer {
         roomFreed()
     }
 
+    /// `count` updates sent to the central have left the controller.
+    public func updatesDelivered(_ count: Int, to id: CentralID, now: ContinuousClock.Instant) {
+        guard let central = centrals[id] else { return }
+        central.updatesInFlight = max(central.updatesInFlight - max(count, 0), 0)
+        pumpIndications(central, now: now)
+        roomFreed()
+    }
+
     /// The earliest instant an outstanding indication times out, for the host's timer.
     public var nextTransactionDeadline: ContinuousClock.Instant? {
         centrals.values.compactMap { $0.outstandingIndication?.deadline }.min()
@@ -280,9 +296,11 @@ public final class GATTServer {
     /// Sends the central's next queued indication if none is outstanding and the link has room.
     func pumpIndications(_ central: CentralState, now: ContinuousClock.Instant) {
         guard !central.isClosed, central.outstandingIndication == nil, transmitCredits > 0,
+              central.updatesInFlight < configuration.perCentralUpdateLimit,
               !central.indicationQueue.isEmpty else { return }
         let next = central.indicationQueue.removeFirst()
         transmitCredits -= 1
+        central.updatesInFlight += 1
         central.outstandingIndication = OutstandingIndication(
             handle: next.handle, isServiceChanged: next.isServiceChanged,
             deadline: now + configuration.transactionTimeout)
@@ -400,6 +418,8 @@ final class CentralState {
     var preparedWrites: [PreparedWrite] = []
     var outstandingIndication: OutstandingIndication?
     var indicationQueue: [QueuedIndication] = []
+    /// Updates sent and not yet reported delivered by the host.
+    var updatesInFlight = 0
     /// Robust caching (Vol 3 Part G 2.5.2.1): false after a database change until the client
     /// catches up.
     var isChangeAware = true

@@ -39,12 +39,23 @@ public struct LinkSecurity: Hashable, Sendable {
     public static let unencrypted = LinkSecurity(isEncrypted: false, encryptionKeySize: 0)
 }
 
-/// A central reads a dynamic characteristic value. The handler returns the whole current value;
-/// the server applies `offset` (answering Invalid Offset past the end) and truncates to the MTU.
+/// A central reads a dynamic characteristic value, or a dynamic descriptor of the characteristic
+/// (`descriptor` non-nil). The handler returns the whole current value; the server applies `offset`
+/// (answering Invalid Offset past the end) and truncates to the MTU.
 public struct GATTReadRequest: Hashable, Sendable {
     public let central: CentralID
     public let characteristic: PublishedCharacteristic
     public let offset: Int
+    /// The dynamic descriptor read; nil for the characteristic value.
+    public let descriptor: PublishedDescriptor?
+
+    public init(central: CentralID, characteristic: PublishedCharacteristic, offset: Int,
+                descriptor: PublishedDescriptor? = nil) {
+        self.central = central
+        self.characteristic = characteristic
+        self.offset = offset
+        self.descriptor = descriptor
+    }
 }
 
 /// Which ATT write carried a value (Vol 3 Part F 3.4.5 and 3.4.6).
@@ -59,15 +70,31 @@ public enum GATTWriteKind: String, Hashable, Sendable {
 
 /// One value of a write batch. A Write Request is a batch of one; an Execute Write delivers every
 /// prepared value at once (contiguous parts of one characteristic joined into one request).
+/// A write to a dynamic descriptor names it in `descriptor`.
 public struct GATTWriteRequest: Hashable, Sendable {
     public let central: CentralID
     public let characteristic: PublishedCharacteristic
     public let offset: Int
     public let value: [UInt8]
     public let kind: GATTWriteKind
+    /// The dynamic descriptor written; nil for the characteristic value.
+    public let descriptor: PublishedDescriptor?
+
+    public init(central: CentralID, characteristic: PublishedCharacteristic, offset: Int, value: [UInt8],
+                kind: GATTWriteKind, descriptor: PublishedDescriptor? = nil) {
+        self.central = central
+        self.characteristic = characteristic
+        self.offset = offset
+        self.value = value
+        self.kind = kind
+        self.descriptor = descriptor
+    }
+
+    /// The attribute written: the descriptor's handle, or the characteristic value's.
+    public var handle: UInt16 { descriptor?.handle ?? characteristic.valueHandle }
 }
 
-/// Handlers serving dynamic characteristic values.
+/// Handlers serving dynamic characteristic values and dynamic descriptors.
 ///
 /// They are synchronous on purpose: the server answers each request before it looks at the next
 /// PDU, which is what keeps "one outstanding request, answered exactly once" true by construction.

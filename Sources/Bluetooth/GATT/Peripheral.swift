@@ -213,6 +213,12 @@ public actor Peripheral {
         flush()
     }
 
+    /// `count` updates sent to `central` have left the controller.
+    public func updatesDelivered(_ count: Int, to central: CentralID) {
+        server.updatesDelivered(count, to: central, now: now())
+        flush()
+    }
+
     public var nextTransactionDeadline: ContinuousClock.Instant? { server.nextTransactionDeadline }
 
     public func expireTransactions() {

@@ -81,15 +81,19 @@ public struct ACLScheduler: Sendable {
         return sent.prefix(returned).filter { $0 }.count
     }
 
-    /// The fragments that may go to the controller now, taking buffers for them.
+    /// The fragments that may go to the controller now, taking buffers for them. A connection
+    /// leaves one buffer for each other connection (it holds at most all buffers minus one per
+    /// other connection, at least one), so a connection whose packets never complete — a stalled
+    /// central — cannot hold every buffer and stop the others.
     public mutating func takeSendable() -> [HCIACLPacket] {
         var out: [HCIACLPacket] = []
         var idleTurns = 0
+        let share = max(buffers.packetCount - (order.count - 1), 1)
         while freeBuffers > 0, !order.isEmpty, idleTurns < order.count {
             if nextTurn >= order.count { nextTurn = 0 }
             let handle = order[nextTurn]
             nextTurn += 1
-            guard var queue = queues[handle], !queue.isEmpty else {
+            guard var queue = queues[handle], !queue.isEmpty, inFlight[handle, default: []].count < share else {
                 idleTurns += 1
                 continue
             }

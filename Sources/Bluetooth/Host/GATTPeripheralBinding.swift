@@ -50,6 +50,10 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
         await armTransactionTimer()
     }
 
+    public func updatesDelivered(_ count: Int, to central: Central) async {
+        await peripheral.updatesDelivered(count, to: Self.centralID(central))
+    }
+
     public func transmitCreditsAvailable(_ count: Int) async {
         await peripheral.transmitRoomFreed(count)
         await armTransactionTimer()

@@ -79,6 +79,15 @@ public protocol ATTServer: AnyObject, Sendable {
     func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: Central) async
     /// The central's CCCD values now (non-zero only), which the host persists in its bond.
     func clientConfigurations(of central: Central) async -> [UInt16: UInt16]
+    /// `count` update PDUs sent to `central` have left the controller (called just before the
+    /// matching `transmitCreditsAvailable`), so a server can keep one stalled central from holding
+    /// every credit.
+    func updatesDelivered(_ count: Int, to central: Central) async
+}
+
+extension ATTServer {
+    /// A server that budgets credits only over all centrals ignores per-central deliveries.
+    public func updatesDelivered(_ count: Int, to central: Central) async {}
 }
 
 /// Everything the host reports, in order: for logs, tests and the program above.

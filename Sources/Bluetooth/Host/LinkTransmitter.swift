@@ -50,12 +50,15 @@ final class LinkTransmitter: @unchecked Sendable {
         }
     }
 
-    /// Credits back from the controller; returns how many update frames are now delivered.
-    func completed(_ entries: [HCIEvent.CompletedPackets]) -> Int {
+    /// Credits back from the controller; returns how many update frames are now delivered, per
+    /// connection handle.
+    func completed(_ entries: [HCIEvent.CompletedPackets]) -> [UInt16: Int] {
         lock.withLock {
-            guard scheduler != nil else { return 0 }
-            var delivered = 0
-            for entry in entries { delivered += scheduler!.completed(Int(entry.count), on: entry.handle) }
+            guard scheduler != nil else { return [:] }
+            var delivered: [UInt16: Int] = [:]
+            for entry in entries {
+                delivered[entry.handle, default: 0] += scheduler!.completed(Int(entry.count), on: entry.handle)
+            }
             flushLocked()
             return delivered
         }

@@ -49,8 +49,13 @@ extension PeripheralHost {
         case .hardwareError(let code):
             return "hardware error 0x\([code].hexString)"
         case .numberOfCompletedPackets(let entries):
+            // Per central first, so the server sees whose link moved when the room frees.
             let delivered = transmitter.completed(entries)
-            if delivered > 0 { await server.transmitCreditsAvailable(delivered) }
+            for (handle, count) in delivered.sorted(by: { $0.key < $1.key }) where count > 0 {
+                if let central = connections[handle]?.central { await server.updatesDelivered(count, to: central) }
+            }
+            let total = delivered.values.reduce(0, +)
+            if total > 0 { await server.transmitCreditsAvailable(total) }
         case .disconnectionComplete(let status, let handle, let reason):
             guard status == .success else {
                 logger.warning("disconnection of handle \(handle) failed: \(status)")

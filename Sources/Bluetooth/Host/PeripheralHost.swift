@@ -259,6 +259,35 @@ public actor PeripheralHost {
         try await configureAndEnableAdvertising()
     }
 
+    /// Replaces the advertised data (keeping interval and kind) without stopping: while advertising,
+    /// the new advertising and scan response data go straight to the controller, which the Core
+    /// allows for advertising in progress (Vol 4 Part E 7.8.7, 7.8.8, and 7.8.54 with complete
+    /// data); later (re)starts use them too. For data that changes at run time, such as sensor
+    /// values broadcast as service data. Fields that do not fit are logged when that changes.
+    public func updateAdvertisingData(_ settings: AdvertisingSettings) async throws {
+        guard advertisingSettings != nil else {
+            throw HostError("not advertising: nothing to update (start advertising first)")
+        }
+        advertisingSettings = settings
+        guard state == .poweredOn, let info = controller, currentPayload != nil else { return }
+        let payload = AdvertisingPayload(settings: settings, txPower: info.advertisingTxPower)
+        if payload.notFitted != currentPayload?.notFitted {
+            for field in payload.notFitted {
+                logger.warning("advertising: \(field) does not fit in 31 bytes of advertising and scan response data")
+            }
+        }
+        guard payload != currentPayload else { return }
+        if info.usesExtendedAdvertising {
+            try await executeChecked(.leSetExtendedAdvertisingData(handle: Self.advertisingHandle, payload.advertisingData))
+            try await executeChecked(.leSetExtendedScanResponseData(handle: Self.advertisingHandle,
+                                                                    payload.scanResponseData))
+        } else {
+            try await executeChecked(.leSetAdvertisingData(payload.advertisingData))
+            try await executeChecked(.leSetScanResponseData(payload.scanResponseData))
+        }
+        currentPayload = payload
+    }
+
     public func stopAdvertising() async throws {
         guard state == .poweredOn else {
             throw HostError("cannot stop advertising while the peripheral is \(state)")

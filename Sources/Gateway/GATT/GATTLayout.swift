@@ -129,7 +129,8 @@ public struct GATTLayout: Sendable {
 
     /// The configured descriptors, then the automatic ones a sensor-backed characteristic gets
     /// (User Description, Presentation Format, and ES Measurement in the Environmental Sensing
-    /// Service) unless the configuration gives that descriptor itself.
+    /// Service) unless the configuration gives that descriptor itself, then, for a notifying ESS
+    /// measurement, the writable trigger descriptors (`TriggerDescriptors`).
     static func descriptors(_ characteristic: CharacteristicConfig, in service: ServiceConfig,
                             config: GatewayConfig) throws(ValueError) -> [GATTDescriptor] {
         var result = characteristic.descriptors.map { GATTDescriptor(uuid: $0.uuid, value: $0.value) }
@@ -143,6 +144,10 @@ public struct GATTLayout: Sendable {
         let configured = Set(result.map(\.uuid))
         result += automatic.filter { !configured.contains($0.uuid) }
             .map { GATTDescriptor(uuid: $0.uuid, value: $0.value) }
+        // Centrals set their own conditions on a notifying ESS measurement (ESS 1.0 §3.1.2).
+        if isEnvironmental, !characteristic.properties.isDisjoint(with: [.notify, .indicate]) {
+            result += TriggerDescriptors.descriptors
+        }
         return result
     }
 

@@ -28,9 +28,14 @@ public enum PipelineEvent: Sendable, Equatable {
 /// subscribed central by `Peripheral.updateValue(_:for:onSubscribedCentrals:)`.
 ///
 /// Backpressure: when `updateValue` returns false the link is full; the transmission taken from
-/// the engine waits in one deferred slot per central, nothing more is taken from the engine (whose
-/// own slot per subscription keeps only the newest value), and draining resumes on the peripheral's
-/// `readyToUpdateSubscribers`. Time: one timer, armed for the engine's `nextDeadline` only.
+/// the engine goes back to the engine's slot for its subscription (unless a newer value took it
+/// meanwhile), which keeps only the newest value, nothing more is taken, and draining resumes on
+/// the peripheral's `readyToUpdateSubscribers` with the newest value. Time: one timer, armed for
+/// the engine's `nextDeadline` only.
+///
+/// Triggers: a central's accepted write to an ESS characteristic's trigger descriptors
+/// (`TriggerDescriptors`, one state per characteristic for the whole server) becomes the triggers
+/// of every central subscribed to it, and of those subscribing later.
 public actor ValuePipeline {
     /// `.realTime` arms a timer for the engine's deadlines; `.manual` leaves time to the caller's
     /// `advance()` (tests, with a manual clock).
@@ -44,7 +49,7 @@ public actor ValuePipeline {
     private let logger: Logger
     /// Drives an output sensor's line (`SensorRunner.write`).
     private let driveOutput: @Sendable (String, Bool) async throws -> Void
-    private let values = CharacteristicValues()
+    private let values: CharacteristicValues
     private var engine = NotifyEngine<CentralID, CharacteristicRef>()
     private var published: [CharacteristicRef: PublishedCharacteristic] = [:]
     private var refsByValueHandle: [UInt16: CharacteristicRef] = [:]
@@ -54,8 +59,12 @@ public actor ValuePipeline {
     private var latest: [CharacteristicRef: [UInt8]] = [:]
     /// (sensor id, channel) → the characteristics carrying that reading.
     private var sensorRoutes: [SensorRoute: [CharacteristicRef]] = [:]
-    private var deferred: [CentralID: Transmission<CentralID, CharacteristicRef>] = [:]
-    private var linkFull = false
+    /// The triggers centrals wrote, per characteristic (`TriggerDescriptors`).
+    private var serverTriggers: [CharacteristicRef: TriggerSet] = [:]
+    /// Centrals whose `updateValue` returned false since the last `readyToUpdateSubscribers`: the
+    /// link or their share of it is full. Others are still served, so a stalled central delays
+    /// nobody else.
+    private var fullCentrals: Set<CentralID> = []
     private var peripheralState = PeripheralState.unknown
     private var advertising = false
     private var draining = false
@@ -63,8 +72,11 @@ public actor ValuePipeline {
     private var timer: Task<Void, Never>?
     private var timerDeadline: Duration?
     private let eventContinuation: AsyncStream<PipelineEvent>.Continuation
-    /// Every event for the MQTT mirror.
+    /// Every event for the MQTT mirror. At most `eventBufferSize` wait for a slow consumer (or for
+    /// none: without MQTT nobody reads them); beyond that the oldest are dropped, so a fast sensor
+    /// cannot grow memory. The state is complete again with the next `status` and values.
     public nonisolated let events: AsyncStream<PipelineEvent>
+    public static let eventBufferSize = 4096
     /// Centrals' accepted writes, to hand back to `handle(_:)` (the `run` loop does).
     public nonisolated var centralWrites: AsyncStream<CentralWrite> { values.writes }
 
@@ -84,7 +96,9 @@ public actor ValuePipeline {
         origin = clock()
         self.logger = logger
         self.driveOutput = driveOutput
-        (events, eventContinuation) = AsyncStream.makeStream(of: PipelineEvent.self)
+        values = CharacteristicValues(logger: logger)
+        (events, eventContinuation) = AsyncStream.makeStream(of: PipelineEvent.self,
+                                                             bufferingPolicy: .bufferingNewest(Self.eventBufferSize))
         for (ref, characteristic) in layout.characteristics {
             engine.configure(ref, policy: characteristic.config.notify)
             switch characteristic.config.source {
@@ -123,8 +137,11 @@ public actor ValuePipeline {
                       let config = layout.characteristics[ref]?.config else { continue }
                 published[ref] = characteristic
                 refsByValueHandle[characteristic.valueHandle] = ref
+                let triggerPosition = service.characteristics[position].descriptors.firstIndex {
+                    $0.uuid == ESTriggerSetting.descriptorUUID && $0.value == .dynamic
+                }
                 values.register(ref, valueHandle: characteristic.valueHandle, encoding: config.encoding,
-                                initial: latest[ref] ?? [])
+                                initial: latest[ref] ?? [], triggerPosition: triggerPosition)
             }
         }
         logger.info("services published", metadata: ["services": "\(layout.publishingOrder.count)",
@@ -188,21 +205,21 @@ public actor ValuePipeline {
             eventContinuation.yield(.centralConnected(central, mtu: mtu))
         case .centralDisconnected(let central):
             engine.disconnect(central)
-            deferred[central] = nil
+            fullCentrals.remove(central)
             eventContinuation.yield(.centralDisconnected(central))
         case .subscribed(let central, let characteristic):
             guard let ref = refsByValueHandle[characteristic.valueHandle] else { return }
             // The event does not say which the central enabled; notification when offered.
             let kind: UpdateKind = characteristic.properties.contains(.notify) ? .notification : .indication
             engine.subscribe(central, to: ref, kind: kind, now: now)
+            if let triggers = serverTriggers[ref] { engine.setTriggers(triggers, for: central, on: ref, now: now) }
             eventContinuation.yield(.subscribed(ref, central, kind))
         case .unsubscribed(let central, let characteristic):
             guard let ref = refsByValueHandle[characteristic.valueHandle] else { return }
             engine.unsubscribe(central, from: ref)
-            if deferred[central]?.characteristic == ref { deferred[central] = nil }
             eventContinuation.yield(.unsubscribed(ref, central))
         case .readyToUpdateSubscribers:
-            linkFull = false
+            fullCentrals = []
         case .stateChanged(let state):
             peripheralState = state
             eventContinuation.yield(status)
@@ -224,6 +241,22 @@ public actor ValuePipeline {
         }
         await drain()
     }
+
+    /// A central's accepted trigger descriptor write (from `triggerChanges`): the characteristic's
+    /// triggers for every central subscribed to it now and later.
+    public func handle(_ change: TriggerChange) async {
+        serverTriggers[change.ref] = change.triggers
+        for central in engine.subscribers(of: change.ref).sorted() {
+            engine.setTriggers(change.triggers, for: central, on: change.ref, now: now)
+        }
+        logger.info("notify triggers changed", metadata: [
+            "characteristic": "\(change.ref)", "central": "\(change.central)",
+            "triggers": "\(change.triggers.map { "\($0.settings) \($0.logic)" } ?? "the configured policy")"])
+        await drain()
+    }
+
+    /// Accepted trigger descriptor writes, to hand back to `handle(_:)` (the `run` loop does).
+    public nonisolated var triggerChanges: AsyncStream<TriggerChange> { values.triggerChanges }
 
     /// Handles the engine's deadlines up to now (the timer calls this; tests call it after moving
     /// their clock).
@@ -251,6 +284,9 @@ public actor ValuePipeline {
             }
             group.addTask { [values] in
                 for await write in values.writes { await self.handle(write) }
+            }
+            group.addTask { [values] in
+                for await change in values.triggerChanges { await self.handle(change) }
             }
             group.addTask {
                 while (try? await Task.sleep(for: statisticsInterval)) != nil {
@@ -290,7 +326,9 @@ public actor ValuePipeline {
         return .status(peripheral: peripheralState.rawValue, advertising: advertising, counters: counters)
     }
 
+    /// Stops the timer and ends the event stream, after a last counters line (the totals of the run).
     public func finish() {
+        logStatistics()
         timer?.cancel()
         eventContinuation.finish()
     }
@@ -349,35 +387,30 @@ public actor ValuePipeline {
         repeat {
             drainAgain = false
             await drainOnce()
-        } while drainAgain && !linkFull
+        } while drainAgain
         armTimer()
     }
 
     private func drainOnce() async {
-        guard !linkFull else { return }
-        for central in deferred.keys.sorted() {
-            guard let transmission = deferred[central] else { continue }
-            guard await transmit(transmission) else { return }
-            deferred[central] = nil
-        }
-        for central in engine.centralsWithPendingTransmissions.sorted() {
-            while deferred[central] == nil, let transmission = engine.nextTransmission(for: central) {
+        for central in engine.centralsWithPendingTransmissions.sorted() where !fullCentrals.contains(central) {
+            while !fullCentrals.contains(central), let transmission = engine.nextTransmission(for: central) {
                 guard await transmit(transmission) else {
-                    deferred[central] = transmission
-                    return
+                    // Back to the engine's slot, where a newer value replaces it.
+                    engine.transmissionRefused(transmission)
+                    break
                 }
             }
         }
     }
 
-    /// Sends one update; false (and `linkFull`) when the link has no room.
+    /// Sends one update; false (and the central is full) when the link has no room for it.
     private func transmit(_ transmission: Transmission<CentralID, CharacteristicRef>) async -> Bool {
         guard let characteristic = published[transmission.characteristic] else { return true }
         do {
             let sent = try await peripheral.updateValue(transmission.sample.bytes, for: characteristic,
                                                          onSubscribedCentrals: [transmission.central])
             if !sent {
-                linkFull = true
+                fullCentrals.insert(transmission.central)
                 return false
             }
         } catch {

@@ -1,0 +1,284 @@
+import BluetoothCore
+import Foundation
+import Testing
+import TestHarness
+
+/// The `gattway` executable on the virtual controller with simulated GPIO, against Bumble phones:
+/// rate-limited notifications of a fast line, and BTHome advertising that follows the value.
+@Suite(.serialized, .timeLimit(.minutes(3)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
+struct PhoneValuesTests {
+    static let characteristicUUID = "6E400002-B5A3-F393-E0A9-E50E24DC0001"
+
+    /// A pulse counter on a simulated line pulsing at `rate` Hz, carried by one uint32
+    /// characteristic and broadcast as BTHome.
+    static func config(name: String, rate: Int, directory: URL) -> String {
+        """
+        device: {name: \(name)}
+        state_dir: \(directory.path)/state
+        bluetooth:
+          advertising: {interval: 20ms}
+        gpio:
+          backend: simulated
+          chips:
+            - lines:
+                - name: PULSES
+                  generator: {type: pulses, rate: \(rate)}
+        sensors:
+          - {id: pulses, kind: counter, line: PULSES, bthome: true}
+        services:
+          - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+            name: gateway
+            characteristics:
+              - uuid: \(characteristicUUID)
+                name: pulses
+                format: uint32
+                source: {sensor: pulses}
+        """
+    }
+
+    struct Running {
+        let controller: VirtualController
+        let gateway: GattwayProcess
+
+        /// Waits for gattway's exit: GattwayProcess's termination handler must not outlive it.
+        func stop() {
+            gateway.stop()
+            _ = gateway.waitForExit(timeout: 5)
+            controller.stop()
+        }
+    }
+
+    static func start(name: String, rate: Int) async throws -> Running {
+        let controller = try await VirtualController()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-values-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("gattway.yaml").path
+        try config(name: name, rate: rate, directory: directory)
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let gateway = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"])
+        try gateway.start()
+        return Running(controller: controller, gateway: gateway)
+    }
+
+    static func uint32(_ bytes: [UInt8]) -> Int {
+        bytes.prefix(4).enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
+    }
+
+    /// The BTHome count32 object (0x3E) in the service data for UUID 0xFCD2 of an advertisement.
+    static func bthomeCount(_ reply: PhoneReply) -> Int? {
+        let bytes = (reply.bytes("adv_data") ?? []) + (reply.bytes("scan_response") ?? [])
+        var offset = 0
+        while offset + 1 < bytes.count {
+            let length = Int(bytes[offset])
+            guard length > 0, offset + 1 + length <= bytes.count else { return nil }
+            let field = Array(bytes[(offset + 1)...(offset + length)])
+            // Service Data - 16-bit UUID, FCD2, device information 0x40, then objects.
+            if field.count >= 9, field[0] == 0x16, field[1] == 0xD2, field[2] == 0xFC, field[3] == 0x40,
+               field[4] == 0x3E {
+                return uint32(Array(field[5...8]))
+            }
+            offset += 1 + length
+        }
+        return nil
+    }
+
+    /// A door contact whose line toggles at 10 Hz (50 ms high, 50 ms low), under
+    /// `min_interval: 500ms`.
+    static func toggleConfig(directory: URL) -> String {
+        """
+            device: {name: values-rate}
+            state_dir: \(directory.path)/state
+            bluetooth:
+              advertising: {interval: 20ms}
+            gpio:
+              backend: simulated
+              chips:
+                - lines:
+                    - name: DOOR
+                      generator: {type: square, period: 100ms}
+            sensors:
+              - {id: door, kind: binary, line: DOOR}
+            services:
+              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+                name: gateway
+                characteristics:
+                  - uuid: \(characteristicUUID)
+                    name: door
+                    format: bool
+                    properties: [read, notify]
+                    source: {sensor: door}
+                    notify: {min_interval: 500ms}
+            """
+    }
+
+    /// The value handle of the test characteristic, after discovery.
+    static func valueHandle(_ phone: Phone) async throws -> Int {
+        let services = try await phone.expect("discover")["services"] as? [[String: Any]] ?? []
+        let characteristic = try #require(services.flatMap { $0["characteristics"] as? [[String: Any]] ?? [] }
+            .first { ($0["uuid"] as? String)?.uppercased() == Self.characteristicUUID })
+        return try #require(characteristic["value_handle"] as? Int)
+    }
+
+    static func values(_ reply: PhoneReply) -> [[UInt8]] {
+        (reply["values"] as? [[String: Any]] ?? []).compactMap { ($0["value"] as? String).flatMap { [UInt8](hexString: $0) } }
+    }
+
+    /// A line toggling at 10 Hz under `min_interval: 500ms` reaches the phone at 2 ± 1
+    /// notifications per second. (That each is the newest value and the last of a burst arrives is
+    /// shown on a virtual clock in ValuePipelineTests and NotifyTests.)
+    @Test func aLineTogglingAtTenHertzReachesThePhoneAtTwoPerSecond() async throws {
+        let controller = try await VirtualController()
+        defer { controller.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-values-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("gattway.yaml").path
+        try Self.toggleConfig(directory: directory).write(toFile: path, atomically: true, encoding: .utf8)
+        let gateway = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"])
+        try gateway.start()
+        // Waits for the exit: GattwayProcess's termination handler must not outlive it.
+        defer {
+            gateway.stop()
+            _ = gateway.waitForExit(timeout: 5)
+        }
+
+        let phone = try await Phone(controllerPort: controller.tcpPort)
+        let found = try await phone.expect("scan", ["name": "values-rate", "timeout": 10])
+        try await phone.expect("connect", ["address": try #require(found.string("address"))])
+        let handle = try await Self.valueHandle(phone)
+        try await phone.expect("subscribe", ["handle": handle])
+        let windowStart = ContinuousClock.now
+        let window = Self.values(try await phone.expect("notifications", ["count": 1000, "timeout": 5]))
+        let elapsed = (ContinuousClock.now - windowStart) / .seconds(1)
+        let rate = Double(window.count) / elapsed
+        print("10 Hz toggling under min_interval 500ms: \(window.count) notifications in \(elapsed) s = \(rate)/s")
+        #expect((1.0...3.0).contains(rate), "\(window.count) notifications in \(elapsed) s")
+        #expect(window.allSatisfy { $0 == [0x00] || $0 == [0x01] })
+    }
+
+    /// gattway's resident memory, from /proc/<pid>/status (kB).
+    static func residentKilobytes(_ pid: pid_t) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
+        return line.split(separator: " ").compactMap { Int($0) }.first
+    }
+
+    /// The counters of `path` in the last "notify counters" line gattway logged (it logs one when
+    /// it stops): `sent`, `coalesced`, `suppressed`, `dropped`.
+    static func counters(_ stderr: String, _ path: String) -> [String: Int] {
+        guard let line = stderr.split(separator: "\n").last(where: { $0.contains("notify counters") }),
+              let range = line.range(of: "\(path) ") else { return [:] }
+        var result: [String: Int] = [:]
+        for field in line[range.upperBound...].prefix { $0 != ";" }.split(separator: " ") {
+            let parts = field.split(separator: "=")
+            if parts.count == 2, let value = Int(parts[1]) { result[String(parts[0])] = value }
+        }
+        return result
+    }
+
+    /// Two phones subscribed to a door contact whose line pulses at 10 kHz (20,000 values a second)
+    /// under `min_interval: 500ms`; the second phone's link stalls (its controller stops completing
+    /// packets). The first still gets 2 ± 1 notifications a second, and gattway's memory stays flat
+    /// over more than 100,000 values.
+    @Test func aStalledPhoneChangesNeitherTheOthersRateNorMemory() async throws {
+        let controller = try await VirtualController()
+        defer { controller.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-values-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("gattway.yaml").path
+        try """
+            device: {name: values-stall}
+            state_dir: \(directory.path)/state
+            bluetooth:
+              advertising: {interval: 20ms}
+            gpio:
+              backend: simulated
+              chips:
+                - lines:
+                    - name: DOOR
+                      generator: {type: pulses, rate: 10000}
+            sensors:
+              - {id: door, kind: binary, line: DOOR}
+            services:
+              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+                name: gateway
+                characteristics:
+                  - uuid: \(Self.characteristicUUID)
+                    name: door
+                    format: bool
+                    properties: [read, notify]
+                    source: {sensor: door}
+                    notify: {min_interval: 500ms}
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let gateway = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"])
+        try gateway.start()
+        // Waits for the exit: GattwayProcess's termination handler must not outlive it.
+        defer {
+            gateway.stop()
+            _ = gateway.waitForExit(timeout: 5)
+        }
+
+        var phones: [Phone] = []
+        var handle = 0
+        for _ in 0..<2 {
+            let phone = try await Phone(controllerPort: controller.tcpPort)
+            let found = try await phone.expect("scan", ["name": "values-stall", "timeout": 10])
+            try await phone.expect("connect", ["address": try #require(found.string("address"))])
+            handle = try await Self.valueHandle(phone)
+            try await phone.expect("subscribe", ["handle": handle])
+            phones.append(phone)
+        }
+        let (first, stalled) = (phones[0], phones[1])
+        controller.stall(stalled.address)
+
+        // Warm-up: the stalled link fills what it may hold; then the first phone's rate, chunk by
+        // chunk, and memory, long enough for 100,000 values on a busy 2-core machine.
+        _ = try await first.expect("notifications", ["count": 1000, "timeout": 3])
+        let before = try #require(Self.residentKilobytes(gateway.pid))
+        var window: [[UInt8]] = []
+        var elapsed = 0.0
+        var samples: [Int] = []
+        for chunk in 0..<6 {
+            let chunkStart = ContinuousClock.now
+            let received = Self.values(try await first.expect("notifications", ["count": 1000, "timeout": 5]))
+            let seconds = (ContinuousClock.now - chunkStart) / .seconds(1)
+            #expect((1.0...3.0).contains(Double(received.count) / seconds), "chunk \(chunk): \(received.count) in \(seconds) s")
+            window += received
+            elapsed += seconds
+            samples.append(Self.residentKilobytes(gateway.pid) ?? 0)
+        }
+        let after = try #require(Self.residentKilobytes(gateway.pid))
+
+        gateway.signal(SIGTERM)
+        #expect(gateway.waitForExit(timeout: 5) == 0)
+        let counters = Self.counters(gateway.stderr, "gateway/door")
+        // Each value is judged once per subscriber: sent, coalesced, suppressed or dropped.
+        let judged = ["sent", "coalesced", "suppressed", "dropped"].reduce(0) { $0 + (counters[$1] ?? 0) } / 2
+        let rate = Double(window.count) / elapsed
+        print("""
+            stalled second phone: first phone \(window.count) notifications in \(elapsed) s = \(rate)/s; \
+            gattway RSS \(before) kB → \(after) kB (\(after - before) kB, every 5 s: \(samples)); \(judged) values per phone; counters \(counters)
+            """)
+        #expect((1.5...2.5).contains(rate), "\(window.count) notifications in \(elapsed) s")
+        #expect(judged >= 100_000, "counters \(counters)")
+        #expect(after - before < 4096, "RSS \(before) kB → \(after) kB")
+        controller.stall(stalled.address, false)
+    }
+
+    /// BTHome service data in the advertisement carries the current count and follows it (updates at
+    /// most once a second).
+    @Test func bthomeAdvertisingFollowsTheValue() async throws {
+        let running = try await Self.start(name: "values-bthome", rate: 4)
+        defer { running.stop() }
+        let phone = try await Phone(controllerPort: running.controller.tcpPort)
+        var first: Int?
+        for _ in 0..<20 where first == nil {
+            first = Self.bthomeCount(try await phone.expect("scan", ["name": "values-bthome", "timeout": 10]))
+        }
+        let before = try #require(first, "BTHome service data appears once the counter has a value")
+        try await Task.sleep(for: .milliseconds(2500))
+        let later = try await phone.expect("scan", ["name": "values-bthome", "timeout": 10])
+        let after = try #require(Self.bthomeCount(later), "adv \(later.string("adv_data") ?? "")")
+        print("BTHome count32: \(before), 2.5 s later \(after); adv_data \(later.string("adv_data") ?? ""), scan_response \(later.string("scan_response") ?? "")")
+        #expect((6...14).contains(after - before), "4 pulses/s for 2.5 s: \(before) → \(after)")
+    }
+}

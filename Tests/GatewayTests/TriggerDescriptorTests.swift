@@ -1,0 +1,171 @@
+import BluetoothCore
+import BluetoothGATT
+import Gateway
+import Notify
+import Testing
+import Values
+
+/// The ESS trigger descriptors of a notifying Environmental Sensing measurement, over ATT: exact
+/// PDUs in and out, and what a written trigger changes in the notifications (manual clock).
+@Suite(.timeLimit(.minutes(1)))
+struct TriggerDescriptorTests {
+    static let yaml = """
+        device: {name: triggers}
+        gpio:
+          backend: simulated
+          chips:
+            - lines:
+                - name: DHT
+        sensors:
+          - id: climate
+            kind: dht22
+            line: DHT
+        services:
+          - uuid: 181A
+            name: environment
+            characteristics:
+              - uuid: 2A6E
+                name: temperature
+                source: {sensor: climate, reading: temperature}
+                notify: {min_interval: 250ms}
+              - uuid: 2A6F
+                name: humidity
+                properties: [read]
+                source: {sensor: climate, reading: humidity}
+        """
+
+    static let encrypted = LinkSecurity(isEncrypted: true, encryptionKeySize: 16)
+    let alice = CentralID(1)
+    let bob = CentralID(2)
+
+    /// Handles of the temperature's descriptors: CCCD, User Description, Presentation Format,
+    /// ES Measurement, then the two ES Trigger Settings and the ES Configuration.
+    struct Handles {
+        let value: UInt16
+        var cccd: UInt16 { value + 1 }
+        var firstSetting: UInt16 { value + 5 }
+        var secondSetting: UInt16 { value + 6 }
+        var configuration: UInt16 { value + 7 }
+    }
+
+    func handles(_ fixture: PipelineFixture) async -> Handles {
+        Handles(value: await fixture.characteristic("environment/temperature").valueHandle)
+    }
+
+    @Test func discoveryListsTheTriggerDescriptorsAfterTheOthers() async throws {
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
+        let h = await handles(fixture)
+        await fixture.peripheral.centralConnected(alice)
+        await fixture.peripheral.receive([0x04] + le(h.firstSetting) + le(h.configuration), from: alice)
+        #expect(fixture.link.take(alice) == [[0x05, 0x01] + le(h.firstSetting) + [0x0D, 0x29]
+                + le(h.secondSetting) + [0x0D, 0x29] + le(h.configuration) + [0x0B, 0x29]])
+        // A characteristic that does not notify has none: just its User Description, Presentation
+        // Format and ES Measurement (it is the database's last characteristic).
+        let humidity = await fixture.characteristic("environment/humidity")
+        await fixture.peripheral.receive([0x04] + le(humidity.valueHandle + 1) + [0xFF, 0xFF], from: alice)
+        let found = try #require(fixture.link.take(alice).first)
+        #expect(found.count == 2 + 3 * 4, "exactly three descriptors: \(found)")
+    }
+
+    /// Request → exact answer, in order, on one encrypted central (ESS error codes 0x80 and 0x81).
+    @Test func writesAreCheckedAndReadBack() async throws {
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
+        let h = await handles(fixture)
+        await fixture.peripheral.centralConnected(alice, security: Self.encrypted)
+        let error = { (handle: UInt16, code: UInt8) -> [UInt8] in [0x01, 0x12] + le(handle) + [code] }
+        let steps: [(String, [UInt8], [UInt8]?)] = [
+            ("the first setting reads value changed before any write", [0x0A] + le(h.firstSetting), [0x0B, 0x03]),
+            ("the second reads inactive", [0x0A] + le(h.secondSetting), [0x0B, 0x00]),
+            ("the configuration reads AND", [0x0A] + le(h.configuration), [0x0B, 0x00]),
+            ("greater than 25.00 °C (sint16, exponent -2)", [0x12] + le(h.firstSetting) + [0x06, 0xC4, 0x09], [0x13]),
+            ("read back", [0x0A] + le(h.firstSetting), [0x0B, 0x06, 0xC4, 0x09]),
+            ("no less than 2 s", [0x12] + le(h.secondSetting) + [0x02, 0x02, 0x00, 0x00], [0x13]),
+            ("read back", [0x0A] + le(h.secondSetting), [0x0B, 0x02, 0x02, 0x00, 0x00]),
+            ("an RFU condition: condition not supported", [0x12] + le(h.firstSetting) + [0x0A], error(h.firstSetting, 0x81)),
+            ("condition 0xFF: condition not supported", [0x12] + le(h.firstSetting) + [0xFF, 0x00], error(h.firstSetting, 0x81)),
+            ("empty: write request rejected", [0x12] + le(h.firstSetting), error(h.firstSetting, 0x80)),
+            ("a zero interval: rejected", [0x12] + le(h.firstSetting) + [0x01, 0x00, 0x00, 0x00], error(h.firstSetting, 0x80)),
+            ("an interval of two bytes: rejected", [0x12] + le(h.firstSetting) + [0x01, 0x05, 0x00], error(h.firstSetting, 0x80)),
+            ("value changed with an operand: rejected", [0x12] + le(h.firstSetting) + [0x03, 0x00], error(h.firstSetting, 0x80)),
+            ("a reference of the wrong length: rejected", [0x12] + le(h.firstSetting) + [0x04, 0xC4], error(h.firstSetting, 0x80)),
+            ("refused writes changed nothing", [0x0A] + le(h.firstSetting), [0x0B, 0x06, 0xC4, 0x09]),
+            ("configuration 0x02 is RFU: rejected", [0x12] + le(h.configuration) + [0x02], error(h.configuration, 0x80)),
+            ("configuration of two bytes: rejected", [0x12] + le(h.configuration) + [0x01, 0x00], error(h.configuration, 0x80)),
+            ("OR", [0x12] + le(h.configuration) + [0x01], [0x13]),
+            ("read back", [0x0A] + le(h.configuration), [0x0B, 0x01]),
+            ("a Write Command is not answered and not applied", [0x52] + le(h.configuration) + [0x00], nil),
+            ("still OR", [0x0A] + le(h.configuration), [0x0B, 0x01]),
+        ]
+        for (name, request, answer) in steps {
+            await fixture.peripheral.receive(request, from: alice)
+            #expect(fixture.link.take(alice) == (answer.map { [$0] } ?? []), "\(name)")
+        }
+        // ESS: writable trigger settings need bonding; an unencrypted link is refused by ATT.
+        await fixture.peripheral.centralConnected(bob)
+        await fixture.peripheral.receive([0x12] + le(h.firstSetting) + [0x03], from: bob)
+        #expect(fixture.link.take(bob) == [error(h.firstSetting, 0x0F)])
+        // The setting is the server's: bob reads what alice wrote.
+        await fixture.peripheral.receive([0x0A] + le(h.firstSetting), from: bob)
+        #expect(fixture.link.take(bob) == [[0x0B, 0x06, 0xC4, 0x09]])
+    }
+
+    /// A trigger written over ATT changes what gets notified, for the writer and for every other
+    /// subscriber, including one that subscribes later.
+    @Test func aWrittenTriggerGovernsTheNotifications() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        var changes = fixture.pipeline.triggerChanges.makeAsyncIterator()
+        let h = await handles(fixture)
+        let path = "environment/temperature"
+        await fixture.peripheral.transmitRoomFreed(100)
+        await fixture.peripheral.centralConnected(alice, security: Self.encrypted)
+        await fixture.subscribe(alice, to: path)
+
+        // Before any write the policy sends every value (no faster than 250 ms).
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 20))
+        #expect(await fixture.notifications(alice, on: path) == [sint16(2000)])
+
+        // "Greater than 25.00 °C".
+        await fixture.peripheral.receive([0x12] + le(h.firstSetting) + [0x06, 0xC4, 0x09], from: alice)
+        #expect(fixture.link.take(alice) == [[0x13]])
+        let first = await changes.next()
+        let change = try #require(first)
+        #expect(change.triggers == TriggerSet([.compare(.greaterThan, reference: .number(25)), .inactive]))
+        await fixture.pipeline.handle(change)
+
+        var received: [[UInt8]] = []
+        for value in [21.0, 26, 24, 30] {
+            await fixture.advance(by: .seconds(1))
+            await fixture.pipeline.sensorValue(reading("climate", "temperature", value))
+            received += await fixture.notifications(alice, on: path)
+        }
+        #expect(received == [sint16(2600), sint16(3000)])
+
+        // Bob subscribes later and gets the server's triggers too.
+        await fixture.subscribe(bob, to: path)
+        for value in [22.0, 27] {
+            await fixture.advance(by: .seconds(1))
+            await fixture.pipeline.sensorValue(reading("climate", "temperature", value))
+        }
+        #expect(await fixture.notifications(alice, on: path) == [sint16(2700)])
+        #expect(await fixture.notifications(bob, on: path) == [sint16(2700)])
+
+        // "Less than 0 °C" OR "greater than 25 °C".
+        await fixture.peripheral.receive([0x12] + le(h.secondSetting) + [0x04, 0x00, 0x00], from: alice)
+        await fixture.peripheral.receive([0x12] + le(h.configuration) + [0x01], from: alice)
+        #expect(fixture.link.take(alice) == [[0x13], [0x13]])
+        let second = await changes.next()
+        await fixture.pipeline.handle(try #require(second))
+        let third = await changes.next()
+        let or = try #require(third)
+        #expect(or.triggers == TriggerSet([.compare(.greaterThan, reference: .number(25)),
+                                           .compare(.lessThan, reference: .number(0))], logic: .or))
+        await fixture.pipeline.handle(or)
+        received = []
+        for value in [-1.0, 10, 28] {
+            await fixture.advance(by: .seconds(1))
+            await fixture.pipeline.sensorValue(reading("climate", "temperature", value))
+            received += await fixture.notifications(bob, on: path)
+        }
+        #expect(received == [sint16(-100), sint16(2800)])
+    }
+}
