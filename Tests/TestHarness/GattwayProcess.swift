@@ -32,7 +32,8 @@ public final class GattwayProcess: @unchecked Sendable {
         process.environment = merged
         process.standardOutput = outPipe
         process.standardError = errPipe
-        process.terminationHandler = { [unowned self] _ in
+        process.terminationHandler = { [weak self] _ in
+            guard let self else { return }
             condition.lock()
             exited = true
             condition.broadcast()
