@@ -114,7 +114,7 @@ let package = Package(
         // MARK: Tests, one target beside each layer.
         // The end-to-end harness shared by the test targets: Bumble's virtual controller and phones,
         // mosquitto, and the built `gattway` executable as child processes.
-        .target(name: "TestHarness", dependencies: ["BluetoothCore"],
+        .target(name: "TestHarness", dependencies: ["BluetoothCore", "MQTT", .product(name: "Logging", package: "swift-log")],
                 path: "Tests/TestHarness", swiftSettings: swiftSettings),
         .testTarget(name: "BluetoothCoreTests", dependencies: ["BluetoothCore"],
                     path: "Tests/BluetoothCoreTests", swiftSettings: swiftSettings),
@@ -152,7 +152,7 @@ let package = Package(
                                    .product(name: "Logging", package: "swift-log")],
                     path: "Tests/GatewayTests", swiftSettings: swiftSettings),
         // gattway's executable end to end: a configuration, `gattway run`, Bumble phones (Tests/harness).
-        .testTarget(name: "EndToEndTests", dependencies: ["gattway", "TestHarness", "BluetoothCore"],
+        .testTarget(name: "EndToEndTests", dependencies: ["gattway", "TestHarness", "BluetoothCore", "MQTT"],
                     path: "Tests/EndToEndTests", swiftSettings: swiftSettings),
     ]
 )

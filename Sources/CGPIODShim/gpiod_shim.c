@@ -221,6 +221,15 @@ int gw_line_request_set_value(gw_line_request *request, int value) {
     return gpiod_line_set_value(request->line, value ? 1 : 0);
 }
 
+int gw_line_request_reconfigure(gw_line_request *request, const gw_line_config *config) {
+    if (request == NULL || !config_is_valid(config)) { errno = EINVAL; return -1; }
+    // The v1 uAPI's GPIOHANDLE_SET_CONFIG changes direction and flags of a line handle, but edge
+    // events come only from a separate line-event request, which needs the line free: there is
+    // no way to enable them on a line that stays requested.
+    errno = EOPNOTSUPP;
+    return -1;
+}
+
 int gw_line_request_read_events(gw_line_request *request, gw_edge_event *events, size_t max) {
     if (request == NULL || (events == NULL && max > 0)) { errno = EINVAL; return -1; }
     if (request->event_fd < 0) return 0; // no edge detection: never any events
@@ -262,8 +271,9 @@ struct gw_chip {
 struct gw_line_request {
     struct gpiod_line_request *request;
     unsigned int offset;
-    struct gpiod_edge_event_buffer *buffer; // NULL when no edge detection was requested
+    struct gpiod_edge_event_buffer *buffer; // NULL when no edge detection is configured
     size_t buffer_capacity;
+    uint32_t event_buffer_size; // the kernel buffer asked for at request time; 0 = default
 };
 
 gw_chip *gw_chip_open(const char *path) {
@@ -382,6 +392,20 @@ static struct gpiod_line_settings *settings_for(const gw_line_config *config) {
     return settings;
 }
 
+static bool wants_events(const gw_line_config *config) {
+    return config->direction == GW_DIRECTION_INPUT && config->edge != GW_EDGE_NONE;
+}
+
+// Gives the request the buffer edge events are read into, in batches as large as the kernel
+// buffer (libgpiod's default is 64 events).
+static int attach_event_buffer(gw_line_request *request) {
+    size_t capacity = request->event_buffer_size > 0 ? request->event_buffer_size : 64;
+    request->buffer = gpiod_edge_event_buffer_new(capacity);
+    if (request->buffer == NULL) return -1;
+    request->buffer_capacity = gpiod_edge_event_buffer_get_capacity(request->buffer);
+    return 0;
+}
+
 gw_line_request *gw_line_request_open(gw_chip *chip, unsigned int offset, const char *consumer,
                                       const gw_line_config *config) {
     if (chip == NULL || !config_is_valid(config)) { errno = EINVAL; return NULL; }
@@ -401,13 +425,8 @@ gw_line_request *gw_line_request_open(gw_chip *chip, unsigned int offset, const 
         gpiod_request_config_set_event_buffer_size(request_config, config->event_buffer_size);
     request->request = gpiod_chip_request_lines(chip->chip, request_config, line_config);
     if (request->request == NULL) goto failed;
-    if (config->direction == GW_DIRECTION_INPUT && config->edge != GW_EDGE_NONE) {
-        // Read in batches as large as the kernel buffer (libgpiod's default is 64 events).
-        size_t capacity = config->event_buffer_size > 0 ? config->event_buffer_size : 64;
-        request->buffer = gpiod_edge_event_buffer_new(capacity);
-        if (request->buffer == NULL) goto failed;
-        request->buffer_capacity = gpiod_edge_event_buffer_get_capacity(request->buffer);
-    }
+    request->event_buffer_size = config->event_buffer_size;
+    if (wants_events(config) && attach_event_buffer(request) < 0) goto failed;
     gpiod_request_config_free(request_config);
     gpiod_line_config_free(line_config);
     gpiod_line_settings_free(settings);
@@ -433,6 +452,35 @@ void gw_line_request_release(gw_line_request *request) {
 int gw_line_request_fd(gw_line_request *request) {
     if (request == NULL) { errno = EINVAL; return -1; }
     return gpiod_line_request_get_fd(request->request);
+}
+
+int gw_line_request_reconfigure(gw_line_request *request, const gw_line_config *config) {
+    if (request == NULL || !config_is_valid(config)) { errno = EINVAL; return -1; }
+    struct gpiod_line_settings *settings = NULL;
+    struct gpiod_line_config *line_config = NULL;
+    int result = -1, saved = 0;
+    // Allocated before the ioctl so that, once edge detection is on, nothing can fail any more.
+    struct gpiod_edge_event_buffer *previous = request->buffer;
+    if (wants_events(config) && previous == NULL && attach_event_buffer(request) < 0) return -1;
+    if ((settings = settings_for(config)) == NULL) goto done;
+    if ((line_config = gpiod_line_config_new()) == NULL) goto done;
+    if (gpiod_line_config_add_line_settings(line_config, &request->offset, 1, settings) < 0) goto done;
+    // One GPIO_V2_LINE_SET_CONFIG ioctl: direction, bias and edge detection change together.
+    if (gpiod_line_request_reconfigure_lines(request->request, line_config) < 0) goto done;
+    result = 0;
+done:
+    saved = errno;
+    if (result == 0 && !wants_events(config)) {
+        gpiod_edge_event_buffer_free(request->buffer);
+        request->buffer = NULL;
+    } else if (result < 0 && request->buffer != previous) { // failed: back to the old state
+        gpiod_edge_event_buffer_free(request->buffer);
+        request->buffer = previous;
+    }
+    gpiod_line_config_free(line_config);
+    gpiod_line_settings_free(settings);
+    errno = saved;
+    return result;
 }
 
 int gw_line_request_get_value(gw_line_request *request) {

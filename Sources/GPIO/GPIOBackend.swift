@@ -38,6 +38,21 @@ public protocol OutputLine: AnyObject, Sendable {
     func set(_ value: Bool) throws
     /// The logical level last driven.
     func value() throws -> Bool
+    /// Stops driving the line and watches it as an input in one step, with edge detection on
+    /// from that instant: a device that answers as soon as the line is let go (a DHT22 replies
+    /// ~20 µs later) loses no edge, however late the caller runs. The input keeps this line's
+    /// active-low setting and uses the event buffer reserved by `OutputSettings.eventBufferSize`;
+    /// `onReadable` is as for `GPIOBackend.requestInput`.
+    ///
+    /// On libgpiod v2 this reconfigures the same request (one kernel call); the simulator does
+    /// the same. libgpiod v1 cannot enable edge events on a line it keeps, so there the output is
+    /// released and the line requested again as an input: edges in between are lost.
+    ///
+    /// Afterwards this output handle no longer owns the line (`set` throws `.released`,
+    /// `release()` does nothing); the returned input does. If the switch fails the output is
+    /// left as it was, except on the v1 route where it is already released.
+    func switchToInput(bias: GPIOBias, edges: EdgeDetection, debounce: Duration,
+                       onReadable: @escaping @Sendable () -> Void) throws -> any InputLine
     /// Gives the line back to the kernel. Idempotent; also done on deinit.
     func release()
 }

@@ -112,10 +112,16 @@ public struct OutputSettings: Sendable, Equatable {
     public var activeLow: Bool
     /// Logical value driven as soon as the line is requested.
     public var initialValue: Bool
+    /// Edge events to buffer once this output is switched to an input
+    /// (`OutputLine.switchToInput`): libgpiod v2 sizes a request's kernel event buffer only when
+    /// the request is made, so an output that will become an input reserves it here. Same meaning
+    /// as `InputSettings.eventBufferSize`; 0 selects the default.
+    public var eventBufferSize: Int
 
-    public init(activeLow: Bool = false, initialValue: Bool = false) {
+    public init(activeLow: Bool = false, initialValue: Bool = false, eventBufferSize: Int = 0) {
         self.activeLow = activeLow
         self.initialValue = initialValue
+        self.eventBufferSize = eventBufferSize
     }
 }
 

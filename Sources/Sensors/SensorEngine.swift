@@ -61,6 +61,11 @@ struct EngineContext {
     /// The consumer label other programs see on our lines (`gpioinfo`, EBUSY messages).
     var consumer: String { "gattway:\(name)" }
 
+    /// The backend's clock now: when a line change an engine just made really happened, which on
+    /// a loaded machine can be well after the tick that made it was due. Windows that wait for a
+    /// sensor's answer start here, or a late tick would close them before the answer came.
+    func now() -> UInt64 { backend.now() }
+
     func input(_ line: LineSelector, bias: GPIOBias, edges: EdgeDetection, bufferSize: Int = 0) throws -> any InputLine {
         try backend.requestInput(
             line, consumer: consumer,
@@ -70,9 +75,18 @@ struct EngineContext {
             onReadable: onReadable)
     }
 
-    func output(_ line: LineSelector, initialValue: Bool) throws -> any OutputLine {
+    /// - Parameter inputBufferSize: for an output that will be switched to an input
+    ///   (`switchToInput`): the input's event buffer, as `bufferSize` of `input`.
+    func output(_ line: LineSelector, initialValue: Bool, inputBufferSize: Int? = nil) throws -> any OutputLine {
         try backend.requestOutput(line, consumer: consumer,
-                                  settings: OutputSettings(activeLow: filters.inverts, initialValue: initialValue))
+                                  settings: OutputSettings(activeLow: filters.inverts, initialValue: initialValue,
+                                                           eventBufferSize: inputBufferSize.map { max($0, eventBufferSize) } ?? 0))
+    }
+
+    /// Turns `output` into an input in one step (see `OutputLine.switchToInput`), with the same
+    /// debounce and readable callback as `input`.
+    func switchToInput(_ output: any OutputLine, bias: GPIOBias, edges: EdgeDetection) throws -> any InputLine {
+        try output.switchToInput(bias: bias, edges: edges, debounce: filters.lineDebounce, onReadable: onReadable)
     }
 }
 

@@ -232,8 +232,8 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
         let controlPoint = try #require(services[1].characteristic(BluetoothUUID(0x2A39)))
         let tx = try #require(services[2].characteristic(Fixture.nordicTX))
         #expect(log.batches == [[
-            GATTWriteRequest(central: CentralID(1), characteristic: controlPoint, offset: 0, value: [1, 2, 3]),
-            GATTWriteRequest(central: CentralID(1), characteristic: tx, offset: 0, value: [9]),
+            GATTWriteRequest(central: CentralID(1), characteristic: controlPoint, offset: 0, value: [1, 2, 3], kind: .prepared),
+            GATTWriteRequest(central: CentralID(1), characteristic: tx, offset: 0, value: [9], kind: .prepared),
         ]])
     }
 
@@ -247,6 +247,17 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
         #expect(events.isEmpty, "the CCCD in the refused batch must not subscribe")
         #expect(log.batches.isEmpty)
         #expect(server.snapshot(of: CentralID(1))?.clientConfigurations == [:])
+    }
+
+    @Test func eachWriteSaysWhichATTWriteCarriedIt() throws {
+        let (server, log, _) = try Fixture.server()
+        server.connect(CentralID(1))
+        #expect(server.exchange("121a0001").sent == ["13"])
+        #expect(server.exchange("521a0002").sent.isEmpty)
+        #expect(server.exchange("161a00000003").sent == ["171a00000003"])
+        #expect(server.exchange("1801").sent == ["19"])
+        #expect(log.batches.map { $0.map(\.value) } == [[[1]], [[2]], [[3]]])
+        #expect(log.batches.map { $0.map(\.kind) } == [[.request], [.command], [.prepared]])
     }
 
     @Test func writeCommandReachesTheProgramUnanswered() throws {

@@ -134,6 +134,26 @@ struct LibgpiodBackendTests {
         #expect(try input.value())
     }
 
+    /// One reconfiguration of the same request on libgpiod v2; a release and a new request on v1.
+    @Test func anOutputSwitchedToAnInputReportsEdges() async throws {
+        try GPIOSim.drive(5, high: false)
+        let output = try backend.requestOutput(selector(5), consumer: "gattway-test",
+                                               settings: OutputSettings(initialValue: false, eventBufferSize: 32))
+        let signal = ReadableSignal()
+        let input = try output.switchToInput(bias: .asIs, edges: .both, debounce: .zero, onReadable: signal.callback)
+        defer { input.release() }
+        #expect(throws: GPIOError.released("SIM5")) { try output.set(true) }
+        output.release()  // no longer the owner: the line stays with the input
+        let line = try #require(try backend.chips().first { $0.label == GPIOSim.label }?.lines[5])
+        #expect(line.used && line.consumer == "gattway-test" && line.direction == .input)
+        #expect(try !input.value())
+        try GPIOSim.drive(5, high: true)
+        #expect(await signal.wait())
+        let batch = try input.readEvents()
+        #expect(batch.events.map(\.edge) == [.rising] && batch.lost == 0)
+        #expect(try input.value())
+    }
+
     @Test func outputsStartAtTheirInitialValueAndAreReleased() throws {
         let output = try backend.requestOutput(selector(6), consumer: "gattway-test",
                                                settings: OutputSettings(initialValue: true))

@@ -146,6 +146,62 @@ import Testing
         relay.release()
     }
 
+    @Test func anOutputSwitchedToAnInputSeesTheVeryNextEdge() throws {
+        // The generator keeps running under the output: low from 0.5 ms, high again at 1 ms.
+        let sim = backend([line("SIM0", .square(period: .milliseconds(1), duty: 0.5))])
+        let output = try sim.requestOutput(LineSelector("SIM0"), consumer: "gattway:t",
+                                           settings: OutputSettings(initialValue: true, eventBufferSize: 8))
+        sim.advance(by: .microseconds(999))
+        let input = try output.switchToInput(bias: .asIs, edges: .both, debounce: .zero, onReadable: {})
+        #expect(try !input.value())
+        sim.advance(by: .microseconds(2))
+        #expect(try input.readEvents() == EdgeEventBatch(events: [
+            EdgeEvent(edge: .rising, timestampNs: Self.start + 1_000_000, sequence: 1)]))
+        let info = try sim.chips()[0].lines[0]
+        #expect(info.direction == .input && info.consumer == "gattway:t")
+        // The output handle no longer owns the line; the input does.
+        #expect(throws: GPIOError.released("SIM0")) { try output.set(true) }
+        output.release()
+        #expect(try sim.chips()[0].lines[0].used)
+        input.release()
+        #expect(try !sim.chips()[0].lines[0].used)
+    }
+
+    @Test func aDHTAnswerToTheSwitchReachesTheInputWhole() throws {
+        let sim = backend([line("DHT", .dht22(humidity: 48, temperature: 21.5))])
+        let output = try sim.requestOutput(LineSelector("DHT"), consumer: "t",
+                                           settings: OutputSettings(initialValue: false, eventBufferSize: 256))
+        sim.advance(by: .microseconds(1_100))
+        let switched = sim.now()
+        let input = try output.switchToInput(bias: .pullUp, edges: .both, debounce: .zero, onReadable: {})
+        sim.advance(by: .milliseconds(10))
+        let batch = try input.readEvents()
+        // The sensor pulls low 30 µs after the release; every edge of the frame follows.
+        #expect(batch.events.count == 84 && batch.lost == 0)
+        #expect(batch.events.first == EdgeEvent(edge: .falling, timestampNs: switched + 30_000, sequence: 1))
+        #expect(batch.events.map(\.sequence) == Array(1...84))
+    }
+
+    @Test func theSwitchedInputKeepsActiveLowAndTheReservedBuffer() throws {
+        let sim = backend([line("SIM0", .pulses(perSecond: 10_000, width: .microseconds(10)))])
+        let output = try sim.requestOutput(LineSelector("SIM0"), consumer: "t",
+                                           settings: OutputSettings(activeLow: true, eventBufferSize: 4))
+        let input = try output.switchToInput(bias: .asIs, edges: .rising, debounce: .zero, onReadable: {})
+        sim.advance(by: .microseconds(950))  // physical falls (logical rises) at 0.01 … 0.91 ms: 10
+        let batch = try input.readEvents()
+        #expect(batch.events.map(\.timestampNs) == [610_000, 710_000, 810_000, 910_000].map { Self.start + $0 })
+        #expect(batch.lost == 6)
+    }
+
+    @Test func aReleasedOutputCannotBeSwitched() throws {
+        let sim = backend([line("SIM0")])
+        let output = try sim.requestOutput(LineSelector("SIM0"), consumer: "t", settings: OutputSettings())
+        output.release()
+        #expect(throws: GPIOError.released("SIM0")) {
+            try output.switchToInput(bias: .asIs, edges: .both, debounce: .zero, onReadable: {})
+        }
+    }
+
     @Test func stepsRepeatAndPulsesKeepTheirRate() throws {
         let sim = backend([
             line("STEPS", .steps([.init(true, .milliseconds(2)), .init(false, .milliseconds(3))], repeats: true)),
@@ -188,5 +244,28 @@ final class CallCounter: @unchecked Sendable {
         let now = monotonicNowNs()
         #expect(!batch.events.isEmpty)
         #expect(batch.events.allSatisfy { $0.timestampNs <= now && ($0.timestampNs - sim.originNs) % 1_000_000 == 0 })
+    }
+
+    /// However late the switch runs after the start signal (a loaded machine), the answer to it
+    /// arrives whole: the output is let go and the input is in place in the same instant.
+    @Test func aDHTAnswerToTheSwitchArrivesWholeInRealTime() async throws {
+        let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "rt", lines: [
+            SimulatedLineConfig(name: "DHT", generator: .dht22(humidity: 48, temperature: 21.5))])],
+                                   clock: .realTime)
+        let output = try sim.requestOutput(LineSelector("DHT"), consumer: "t",
+                                           settings: OutputSettings(initialValue: false, eventBufferSize: 256))
+        try await Task.sleep(for: .milliseconds(2))  // the start signal
+        let signal = ReadableSignal()
+        let input = try output.switchToInput(bias: .pullUp, edges: .both, debounce: .zero,
+                                             onReadable: signal.callback)
+        var events: [EdgeEvent] = []
+        var lost = 0
+        while events.count < 84, await signal.wait() {
+            let batch = try input.readEvents()
+            events += batch.events
+            lost += batch.lost
+        }
+        #expect(events.count == 84 && lost == 0)
+        #expect(events.first?.edge == .falling && events.last?.edge == .rising)
     }
 }

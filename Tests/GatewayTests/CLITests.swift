@@ -168,11 +168,12 @@ struct CLITests {
 
     /// The whole demo loop: its own broker and MQTT view (`mqtt <topic> <payload>` lines), the
     /// virtual controller and the phone view (`phone …` lines: found, subscribed, notifications);
-    /// Ctrl-C stops gattway and every helper within 2 s.
+    /// Ctrl-C (SIGINT to the terminal's foreground process group) stops gattway first and then
+    /// every helper, within 2 s.
     @Test(.disabled(if: integrationTestsStandAside, unitOnlyReason))
     func demoShowsThePhoneAndTheMQTTTraffic() throws {
-        let port = try MQTTEndToEndTests.freePort()
-        let controllerPort = try MQTTEndToEndTests.freePort()
+        let port = try UInt16(freeLoopbackPort())
+        let controllerPort = try UInt16(freeLoopbackPort())
         let child = GattwayProcess(["demo", "--mqtt", "mqtt://127.0.0.1:\(port)", "--hci", "tcp:127.0.0.1:\(controllerPort)"])
         try child.start()
         defer { child.stop() }
@@ -189,8 +190,11 @@ struct CLITests {
         #expect(child.stdout.contains(#"mqtt gattway/demo/state {"state":"poweredOn","advertising":true,"#))
         #expect(child.stdout.contains("mqtt gattway/demo/availability online\n"))
         #expect(child.stdout.contains("mqtt gattway/demo/gateway/label {\"value\":\"gattway demo\","))
-        child.signal(SIGINT)
+        child.signalGroup(SIGINT)
         #expect(child.waitForExit(timeout: 2) == 0)
+        // In order: the controller and the broker outlived the gateway's shutdown.
+        #expect(!child.stderr.contains("lost the controller"), "\(child.stderr)")
+        #expect(!child.stderr.contains("MQTT connection"), "\(child.stderr)")
         // The helpers are gone with it: their ports are free again.
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }

@@ -9,78 +9,9 @@ import TestHarness
 /// their topics, `/set` is applied or rejected on the error topic, and a clean stop says offline.
 @Suite(.serialized, .timeLimit(.minutes(2)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct MQTTEndToEndTests {
-    /// Collects every message under a topic filter with gattway's own client.
-    final class Watcher: @unchecked Sendable {
-        private let client: MQTTClient
-        private let condition = NSCondition()
-        private var messages: [MQTTMessage] = []
-        private var connection: MQTTConnectionID?
-        private var task: Task<Void, Never>?
-
-        init(port: Int, filter: String) throws {
-            client = try MQTTClient(configuration: MQTTClientConfiguration(host: "127.0.0.1", port: port,
-                                                                           clientID: "watcher-\(UUID())"),
-                                    logger: Logger(label: "watcher"))
-            client.start()
-            task = Task { [client, condition] in
-                for await event in client.events {
-                    switch event {
-                    case .connected(let id):
-                        _ = try? client.subscribe(filter, on: id)
-                        condition.withLock { self.connection = id }
-                    case .message(let message):
-                        condition.withLock {
-                            self.messages.append(message)
-                            condition.broadcast()
-                        }
-                    default: break
-                    }
-                }
-            }
-        }
-
-        /// Waits until a message satisfies `predicate`; returns it.
-        func first(timeout: TimeInterval = 20, where predicate: (MQTTMessage) -> Bool) -> MQTTMessage? {
-            let deadline = Date().addingTimeInterval(timeout)
-            condition.lock()
-            defer { condition.unlock() }
-            while true {
-                if let match = messages.first(where: predicate) { return match }
-                if !condition.wait(until: deadline) { return messages.first(where: predicate) }
-            }
-        }
-
-        func publish(_ topic: String, _ text: String) throws {
-            guard let connection = condition.withLock({ connection }) else { throw MQTTError.notConnected }
-            _ = try client.publish(MQTTMessage(topic: topic, text: text), on: connection)
-        }
-
-        func stop() async {
-            await client.stop()
-            task?.cancel()
-        }
-    }
-
-    static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length)
-                return getsockname(fd, pointer, &length)
-            }
-        }
-        return UInt16(bigEndian: address.sin_port)
-    }
-
     @Test func sensorValuesSetAndAvailabilityOverARealBroker() async throws {
         try #require(DemoBroker.executable() != nil, "mosquitto is installed")
-        let port = try Self.freePort()
+        let port = try UInt16(freeLoopbackPort())
         let broker = try DemoBroker(port: port)
         defer { broker.stop() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-e2e-\(UUID())")
@@ -118,32 +49,32 @@ struct MQTTEndToEndTests {
               discovery: false
             """.write(toFile: configPath, atomically: true, encoding: .utf8)
 
-        let watcher = try Watcher(port: Int(port), filter: "gattway/e2e/#")
+        let watcher = try MQTTWatcher(port: Int(port), filter: "gattway/e2e/#")
         let gateway = GattwayProcess(["run", "--config", configPath, "--hci", "tcp:127.0.0.1:19"])
         try gateway.start()
         defer { gateway.stop() }
 
-        #expect(watcher.first { $0.topic == "gattway/e2e/availability" && $0.text == "online" } != nil,
+        #expect(await watcher.first { $0.topic == "gattway/e2e/availability" && $0.text == "online" } != nil,
                 "\(gateway.stderr)")
-        let door = watcher.first { $0.topic == "gattway/e2e/gateway/door" && $0.text?.contains(#""value":true"#) == true }
+        let door = await watcher.first { $0.topic == "gattway/e2e/gateway/door" && $0.text?.contains(#""value":true"#) == true }
         #expect(door != nil, "a door value arrives on its topic")
-        #expect(watcher.first { $0.topic == "gattway/e2e/gateway/label" && $0.text?.hasPrefix(#"{"value":"start""#) == true } != nil)
+        #expect(await watcher.first { $0.topic == "gattway/e2e/gateway/label" && $0.text?.hasPrefix(#"{"value":"start""#) == true } != nil)
 
         try watcher.publish("gattway/e2e/gateway/label/set", #""hello""#)
-        #expect(watcher.first { $0.topic == "gattway/e2e/gateway/label" && $0.text?.hasPrefix(#"{"value":"hello""#) == true } != nil)
+        #expect(await watcher.first { $0.topic == "gattway/e2e/gateway/label" && $0.text?.hasPrefix(#"{"value":"hello""#) == true } != nil)
         try watcher.publish("gattway/e2e/gateway/label/set", "12")
-        let error = watcher.first { $0.topic == "gattway/e2e/error" }
+        let error = await watcher.first { $0.topic == "gattway/e2e/error" }
         #expect(error?.text?.contains("gattway/e2e/gateway/label/set") == true)
         #expect(error?.text?.contains("wrong type") == true)
 
         // No controller answers on port 19: the peripheral is not powered on, nobody is connected.
-        let state = watcher.first { $0.topic == "gattway/e2e/state" && $0.text?.contains(#""sent":0"#) == true }
+        let state = await watcher.first { $0.topic == "gattway/e2e/state" && $0.text?.contains(#""sent":0"#) == true }
         #expect(state?.text?.contains(#""advertising":false,"centrals":[],"#) == true)
         #expect(state?.text?.contains(#""state":"poweredOn""#) == false)
 
         gateway.signal(SIGTERM)
         #expect(gateway.waitForExit(timeout: 2) == 0)
-        #expect(watcher.first { $0.topic == "gattway/e2e/availability" && $0.text == "offline" } != nil)
+        #expect(await watcher.first { $0.topic == "gattway/e2e/availability" && $0.text == "offline" } != nil)
         await watcher.stop()
     }
 }

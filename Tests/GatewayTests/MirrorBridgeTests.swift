@@ -132,8 +132,14 @@ struct MirrorBridgeTests {
                 == .valueChanged(id, value: .string("x"), raw: [0x78], at: date))
         #expect(bridge.mirrorEvent(.subscribed(label, CentralID(1), .indication), at: date)
                 == .subscribed(id, central: "AA:BB:CC:DD:EE:01", kind: .indicate))
+        for (kind, mirrored) in [(GATTWriteKind.request, MirrorWriteKind.request), (.command, .command), (.prepared, .prepared)] {
+            #expect(bridge.mirrorEvent(.written(label, CentralID(3), .text("y"), kind), at: date)
+                    == .written(id, value: .string("y"), central: "AA:BB:CC:DD:EE:03", kind: mirrored, at: date))
+        }
         #expect(bridge.mirrorEvent(.centralConnected(CentralID(2), mtu: 23), at: date)
                 == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 23, security: .none, since: date)))
+        #expect(bridge.mirrorEvent(.mtuChanged(CentralID(2), mtu: 185), at: date)
+                == .centralMTUChanged(address: "AA:BB:CC:DD:EE:02", mtu: 185))
         #expect(bridge.mirrorEvent(.status(peripheral: "poweredOn", advertising: true, counters: ["sent": 3]), at: date)
                 == .peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["sent": 3])))
     }

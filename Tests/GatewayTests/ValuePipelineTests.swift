@@ -46,7 +46,7 @@ struct ValuePipelineTests {
                 name: label
                 format: utf8
                 max_length: 8
-                properties: [read, write, notify]
+                properties: [read, write, write_without_response, notify]
                 source: {written: "hi"}
                 permissions: {write: open}
         """
@@ -256,8 +256,49 @@ struct ValuePipelineTests {
             if case .written = event { break }
         }
         let ref = fixture.ref("gateway/label")
-        #expect(mirrored.contains(.written(ref, alice, .text("hello"))))
+        #expect(mirrored.contains(.written(ref, alice, .text("hello"), .request)))
         #expect(mirrored.contains(.subscribed(ref, bob, .notification)))
+    }
+
+    @Test func anMTUExchangeReachesTheMirror() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        await fixture.peripheral.centralConnected(alice)
+        await fixture.pump()
+        await fixture.peripheral.receive([0x02] + le(185), from: alice)
+        #expect(fixture.link.take(alice).first?.first == 0x03)
+        await fixture.pump()
+        var mirrored: [PipelineEvent] = []
+        while let event = await fixture.pipelineEvents.next() {
+            mirrored.append(event)
+            if case .mtuChanged = event { break }
+        }
+        #expect(mirrored.contains(.centralConnected(alice, mtu: 23)))
+        #expect(mirrored.last == .mtuChanged(alice, mtu: 185))
+    }
+
+    @Test func writesSayWhichATTWriteCarriedThem() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        var writes = fixture.pipeline.centralWrites.makeAsyncIterator()
+        await fixture.peripheral.centralConnected(alice)
+        let label = await fixture.characteristic("gateway/label")
+        let handle = le(label.valueHandle)
+        await fixture.peripheral.receive([0x12] + handle + Array("req".utf8), from: alice)
+        await fixture.peripheral.receive([0x52] + handle + Array("cmd".utf8), from: alice)
+        // A long write: two prepared parts, then Execute Write.
+        await fixture.peripheral.receive([0x16] + handle + [0x00, 0x00] + Array("lo".utf8), from: alice)
+        await fixture.peripheral.receive([0x16] + handle + [0x02, 0x00] + Array("ng".utf8), from: alice)
+        await fixture.peripheral.receive([0x18, 0x01], from: alice)
+        #expect(fixture.link.take(alice) == [[0x13], [0x17] + handle + [0x00, 0x00] + Array("lo".utf8),
+                                             [0x17] + handle + [0x02, 0x00] + Array("ng".utf8), [0x19]])
+        for _ in 0..<3 { await fixture.pipeline.handle(try #require(await writes.next())) }
+
+        var written: [PipelineEvent] = []
+        while written.count < 3, let event = await fixture.pipelineEvents.next() {
+            if case .written = event { written.append(event) }
+        }
+        let ref = fixture.ref("gateway/label")
+        #expect(written == [.written(ref, alice, .text("req"), .request), .written(ref, alice, .text("cmd"), .command),
+                            .written(ref, alice, .text("long"), .prepared)])
     }
 
     @Test func writesToAnOutputDriveItsLine() async throws {

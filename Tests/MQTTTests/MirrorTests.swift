@@ -103,6 +103,19 @@ struct MirrorTests {
         ])
     }
 
+    @Test func anMTUChangeRepublishesTheCentralWithEverythingElseKept() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration())
+        #expect(mirror.apply(.centralMTUChanged(address: phone, mtu: 185)).isEmpty, "nothing for an unknown central")
+        _ = mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .encrypted, since: t0)))
+        // What a mirror that saw the central connect with MTU 185 in the first place publishes.
+        var reference = try Mirror(configuration: sampleConfiguration())
+        let connectedWith185 = reference.apply(.centralConnected(MirrorCentral(address: phone, mtu: 185, security: .encrypted, since: t0)))
+        #expect(published(mirror.apply(.centralMTUChanged(address: phone, mtu: 185))) == [published(connectedWith185)[0]])
+        #expect(published(connectedWith185)[0].contains(#""mtu":185,"security":"encrypted""#))
+        _ = mirror.apply(.centralDisconnected(address: phone))
+        #expect(mirror.apply(.centralMTUChanged(address: phone, mtu: 247)).isEmpty, "nothing after it disconnected")
+    }
+
     @Test func sourceTopicIsSubscribedOnlyWhileACentralIsSubscribed() throws {
         var mirror = try Mirror(configuration: sampleConfiguration(discovery: nil))
         let sourceMessage = MQTTMessage(topic: "weather/outside", text: "3.5")

@@ -90,6 +90,10 @@ public final class GattwayProcess: @unchecked Sendable {
 
     public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
+    /// Signals its whole process group, as Ctrl-C in a terminal signals the foreground job:
+    /// Foundation's `Process` starts every child as the leader of a group of its own.
+    public func signalGroup(_ number: Int32) { kill(-process.processIdentifier, number) }
+
     public func stop() { if process.isRunning { process.terminate() } }
 
     /// Runs to completion: (status, stdout, stderr).

@@ -18,6 +18,8 @@ public final class Phone: @unchecked Sendable {
     public let process = Process()
     private let input: FileHandle
     private let reader: LineReader
+    /// The phone's own (random static) Bluetooth address, as gattway reports centrals.
+    public let address: String
 
     public init(controllerPort: Int) async throws {
         let python = try Harness.python()
@@ -31,11 +33,14 @@ public final class Phone: @unchecked Sendable {
         try process.run()
         input = stdin.fileHandleForWriting
         reader = LineReader(stdout.fileHandleForReading)
-        let ready = try await readReply()
-        guard ready.ok else { throw Harness.Unavailable(description: "the phone did not start: \(ready.object)") }
+        let ready = try await Self.readReply(from: reader)
+        guard ready.ok, let address = ready.string("address") else {
+            throw Harness.Unavailable(description: "the phone did not start: \(ready.object)")
+        }
+        self.address = address
     }
 
-    private func readReply() async throws -> PhoneReply {
+    private static func readReply(from reader: LineReader) async throws -> PhoneReply {
         guard let line = await reader.next() else {
             throw Harness.Unavailable(description: "the phone exited")
         }
@@ -61,7 +66,7 @@ public final class Phone: @unchecked Sendable {
         }
         defer { watchdog.cancel() }
         do {
-            return try await readReply()
+            return try await Self.readReply(from: reader)
         } catch {
             throw Harness.Unavailable(description: "phone \(command) got no answer within \(timeout): \(error)")
         }

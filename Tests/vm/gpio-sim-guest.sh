@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs inside the VM (see gpio-sim-tests.sh):
-# usage gpio-sim-guest.sh SHIM_TEST_V1 [D13_ROOT V2_BINARY [SWIFT_TEST_BUNDLE]]
+# usage gpio-sim-guest.sh SHIM_TEST_V1 [D13_ROOT V2_BINARY [SWIFT_TEST_BUNDLE [D13_BUILD_DIR]]]
 set -uo pipefail
-shim_v1=$1 d13root=${2:-} shim_v2=${3:-} swift_tests=${4:-}
+shim_v1=$1 d13root=${2:-} shim_v2=${3:-} swift_tests=${4:-} d13build=${5:-}
 chip=${GATTWAY_GPIOSIM_CHIP##*/}
 failures=0
 check() { # check DESCRIPTION COMMAND...
@@ -50,17 +50,34 @@ if [[ -n $shim_v2 ]]; then
     for fs in dev sys proc; do umount "$d13root/$fs"; done
 fi
 
-if [[ -n $swift_tests ]]; then
-    # gattway's own GPIO layer (module GPIO, libgpiod backend) and sensors on the same chip; these
-    # suites are enabled only where GATTWAY_GPIOSIM_CHIP is set, i.e. here.
-    echo "gattway's libgpiod backend (Swift suites)"
+# gattway's own GPIO layer (module GPIO, libgpiod backend) and sensors on the same chip; these
+# suites are enabled only where GATTWAY_GPIOSIM_CHIP is set, i.e. here.
+swift_suites() { # swift_suites DESCRIPTION COMMAND...
+    local description=$1 swift_log
+    shift
     swift_log=$(mktemp)
-    "$swift_tests" --testing-library swift-testing \
-        --filter "LibgpiodBackendTests|LibgpiodSensorTests" >"$swift_log" 2>&1
-    swift_status=$?
+    "$@" --testing-library swift-testing --filter "LibgpiodBackendTests|LibgpiodSensorTests" >"$swift_log" 2>&1
+    local swift_status=$?
     grep -E "✘|recorded an issue|Test run with" "$swift_log"
-    check "Swift libgpiod backend suites ran and passed" \
+    check "$description" \
         bash -c '[[ $1 -eq 0 ]] && grep -qE "Test run with [1-9][0-9]* tests? .*passed" "$2"' _ "$swift_status" "$swift_log"
+}
+if [[ -n $swift_tests ]]; then
+    echo "gattway's libgpiod backend on libgpiod 1.6 (Swift suites)"
+    swift_suites "Swift libgpiod backend suites ran and passed (libgpiod 1.6)" "$swift_tests"
+fi
+if [[ -n $d13build ]]; then
+    # The bundle Tests/userland/debian13.sh built, run in the Debian 13 root with the toolchain's
+    # runtime where it was built (/opt/swift, its RUNPATH) and its build directory where
+    # debian13.sh mounts it.
+    echo "gattway's libgpiod backend on libgpiod 2.x (Swift suites, Debian 13 root)"
+    for fs in dev sys proc; do mount --bind "/$fs" "$d13root/$fs"; done
+    mkdir -p "$d13root/opt/swift" "$d13root/tmp/build-d13"
+    mount --bind /opt/swift "$d13root/opt/swift"
+    mount --bind "$d13build" "$d13root/tmp/build-d13"
+    swift_suites "Swift libgpiod backend suites ran and passed (libgpiod 2.x)" \
+        chroot "$d13root" /tmp/build-d13/debug/gattwayPackageTests.xctest
+    for fs in dev sys proc opt/swift tmp/build-d13; do umount "$d13root/$fs"; done
 fi
 
 echo "$failures failure(s)"

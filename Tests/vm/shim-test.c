@@ -273,6 +273,57 @@ static void test_outputs(gw_chip *chip) {
           "edge detection on an output is refused with EINVAL");
 }
 
+// An output turned into an edge-detecting input without giving the line back (what a DHT's
+// start signal needs): in place on libgpiod 2, refused cleanly on libgpiod 1.6.
+static void test_reconfigure(gw_chip *chip) {
+    printf("output switched to input in place\n");
+    drive(6, 0);
+    gw_line_config config = {.direction = GW_DIRECTION_OUTPUT, .initial_value = 0,
+                             .event_buffer_size = 16};
+    gw_line_request *request = gw_line_request_open(chip, 6, "shim-test", &config);
+    CHECK(request != NULL, "request SIM6 as output with a 16-event buffer for later%s", why(request));
+    if (!request) return;
+    gw_line_config to_input = input(GW_BIAS_AS_IS, false, GW_EDGE_BOTH);
+    errno = 0;
+    int result = gw_line_request_reconfigure(request, &to_input);
+    int error = errno;
+    if (gw_gpiod_api_major() == 1) {
+        CHECK(result == -1 && error == EOPNOTSUPP,
+              "libgpiod 1.6: reconfigure is refused with EOPNOTSUPP (got %d, errno %d)", result, error);
+        CHECK(gw_line_request_set_value(request, 1) == 0 && physical(6) == 1,
+              "and the request is still the output: set 1 drives 1");
+        gw_line_request_release(request);
+        return;
+    }
+    CHECK(result == 0, "reconfigured to an input with both edges (errno %d)", result ? error : 0);
+    gw_line_info info;
+    CHECK(gw_chip_line_info(chip, 6, &info) == 0 && info.used && strcmp(info.consumer, "shim-test") == 0
+              && info.direction == GW_DIRECTION_INPUT && info.edge == GW_EDGE_BOTH,
+          "line info: still held by shim-test, now an input with both edges");
+    gw_edge_event events[4];
+    CHECK(gw_line_request_read_events(request, events, 4) == 0, "no event yet");
+    int count = 0;
+    for (int level = 1; level >= 0; level--) { // one edge at a time (see test_edges)
+        drive(6, level);
+        int got = wait_events(request, events + count, 4 - (size_t)count, 2000);
+        if (got > 0) count += got;
+    }
+    CHECK(count == 2 && events[0].edge == GW_EDGE_RISING && events[1].edge == GW_EDGE_FALLING
+              && events[0].line_seqno == 1 && events[1].line_seqno == 2,
+          "edges on the same request: rising then falling, seqnos 1 and 2 (got %d)", count);
+    gw_line_config to_output = {.direction = GW_DIRECTION_OUTPUT, .initial_value = 1};
+    CHECK(gw_line_request_reconfigure(request, &to_output) == 0 && physical(6) == 1,
+          "reconfigured back to an output driving 1");
+    drive(6, 0);
+    CHECK(gw_line_request_read_events(request, events, 4) == 0, "an output reads no events");
+    gw_line_config invalid = {.direction = GW_DIRECTION_OUTPUT, .edge = GW_EDGE_BOTH};
+    errno = 0;
+    CHECK(gw_line_request_reconfigure(request, &invalid) == -1 && errno == EINVAL
+              && physical(6) == 1,
+          "edge detection on an output is refused with EINVAL, the output unchanged");
+    gw_line_request_release(request);
+}
+
 int main(void) {
     chip_path = getenv("GATTWAY_GPIOSIM_CHIP");
     sysfs = getenv("GATTWAY_GPIOSIM_SYSFS");
@@ -293,6 +344,7 @@ int main(void) {
     test_edges(chip);
     if (gw_gpiod_api_major() == 2) test_v2_kernel_features(chip);
     test_outputs(chip);
+    test_reconfigure(chip);
     gw_chip_close(chip);
     printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
     return failures ? 1 : 0;

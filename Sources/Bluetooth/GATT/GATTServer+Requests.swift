@@ -341,10 +341,11 @@ extension GATTServer {
     }
 
     /// Checks one write of a whole value (or, for dynamic values, of a part at `offset`).
-    private func validateWrite(_ handle: UInt16, offset: Int, value: [UInt8], kind: AttributeWrites,
+    private func validateWrite(_ handle: UInt16, offset: Int, value: [UInt8], kind: GATTWriteKind,
                                _ central: CentralState) throws(ATTFailure) -> PendingWrite {
         let attribute = try existing(handle)
-        try checkWrite(attribute, kind: kind, central)
+        // Prepared writes need what a Write Request needs (the Write property).
+        try checkWrite(attribute, kind: kind == .command ? .command : .request, central)
         guard offset <= AttributeDatabase.maximumValueLength else { throw ATTFailure(handle, .invalidOffset) }
         guard offset + value.count <= AttributeDatabase.maximumValueLength else {
             throw ATTFailure(handle, .invalidAttributeValueLength)
@@ -352,7 +353,7 @@ extension GATTServer {
         switch attribute.value {
         case let .dynamic(characteristic):
             return .dynamic(GATTWriteRequest(central: central.id, characteristic: characteristic,
-                                             offset: offset, value: value))
+                                             offset: offset, value: value, kind: kind))
         case let .clientConfiguration(characteristic):
             guard offset == 0 else { throw ATTFailure(handle, .invalidOffset) }
             guard value.count == 2 else { throw ATTFailure(handle, .invalidAttributeValueLength) }
@@ -415,7 +416,7 @@ extension GATTServer {
         var writes: [PendingWrite] = []
         for handle in order {
             for part in parts[handle]! {
-                writes.append(try validateWrite(handle, offset: part.offset, value: part.value, kind: .request, central))
+                writes.append(try validateWrite(handle, offset: part.offset, value: part.value, kind: .prepared, central))
             }
         }
         try commit(writes, central)

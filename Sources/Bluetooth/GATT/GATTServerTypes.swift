@@ -40,6 +40,16 @@ public struct GATTReadRequest: Hashable, Sendable {
     public let offset: Int
 }
 
+/// Which ATT write carried a value (Vol 3 Part F 3.4.5 and 3.4.6).
+public enum GATTWriteKind: String, Hashable, Sendable {
+    /// Write Request: answered by a Write Response or an error.
+    case request
+    /// Write Command (write without response): never answered.
+    case command
+    /// Prepare Write Requests applied by an Execute Write (a long or reliable write).
+    case prepared
+}
+
 /// One value of a write batch. A Write Request is a batch of one; an Execute Write delivers every
 /// prepared value at once (contiguous parts of one characteristic joined into one request).
 public struct GATTWriteRequest: Hashable, Sendable {
@@ -47,6 +57,7 @@ public struct GATTWriteRequest: Hashable, Sendable {
     public let characteristic: PublishedCharacteristic
     public let offset: Int
     public let value: [UInt8]
+    public let kind: GATTWriteKind
 }
 
 /// Handlers serving dynamic characteristic values.

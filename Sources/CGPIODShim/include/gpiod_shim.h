@@ -53,7 +53,9 @@ typedef struct gw_line_config {
     int edge;               // enum gw_edge; inputs only
     uint32_t debounce_us;   // kernel debounce on libgpiod 2; ignored on 1.6 (done in software above)
     int initial_value;      // outputs only: 0 or 1 (logical, after active_low)
-    uint32_t event_buffer_size; // libgpiod 2: kernel edge-event buffer in events; 0 = default
+    uint32_t event_buffer_size; // libgpiod 2: kernel edge-event buffer in events; 0 = default.
+                                // Also for an output later reconfigured into an edge-detecting
+                                // input (gw_line_request_reconfigure): only set at request time.
 } gw_line_config;
 
 /// Requests one line. The request owns a file descriptor that becomes readable when edge events
@@ -62,6 +64,17 @@ gw_line_request *gw_line_request_open(gw_chip *chip, unsigned int offset, const 
                                       const gw_line_config *config);
 void gw_line_request_release(gw_line_request *request);
 int gw_line_request_fd(gw_line_request *request);
+
+/// Changes the settings of a request in place, e.g. from output to input with edge detection,
+/// without giving the line back: on libgpiod 2 one GPIO_V2_LINE_SET_CONFIG ioctl, after which edge
+/// detection is on at once, so a device answering the instant the line stops being driven (a
+/// DHT22's reply ~20 µs later) loses no edge. The request's fd stays the same. The kernel's
+/// event buffer is sized once, when the request is made: request an output that will become an
+/// input with the `event_buffer_size` the input needs (config->event_buffer_size is ignored here).
+/// libgpiod 1.6 (the v1 uAPI) cannot enable edge events on an existing request: there this
+/// returns -1 with errno EOPNOTSUPP and leaves the request unchanged; the caller releases it and
+/// requests the line again. On any failure the request keeps its previous settings.
+int gw_line_request_reconfigure(gw_line_request *request, const gw_line_config *config);
 
 /// Logical value (after active_low): 0 or 1, or -1 on error.
 int gw_line_request_get_value(gw_line_request *request);

@@ -45,7 +45,15 @@ public final class LibgpiodBackend: GPIOBackend, @unchecked Sendable {
                              onReadable: @escaping @Sendable () -> Void) throws -> any InputLine {
         let resolved = try line(selector)
         let chip = try LibgpiodChip(path: resolved.chip.path)
-        let softwareDebounce = Self.apiMajor == 1 && settings.debounce > .zero
+        let (config, softwareDebounce) = Self.inputConfig(settings)
+        let request = try chip.request(resolved, consumer: consumer, config: config)
+        return LibgpiodInputLine(chip: chip, request: request, line: resolved, settings: settings,
+                                 softwareDebounce: softwareDebounce, onReadable: onReadable)
+    }
+
+    /// The shim's configuration for an input, and whether debounce is done in software (v1).
+    static func inputConfig(_ settings: InputSettings) -> (config: gw_line_config, softwareDebounce: Bool) {
+        let softwareDebounce = apiMajor == 1 && settings.debounce > .zero
         var config = gw_line_config()
         config.direction = Int32(GW_DIRECTION_INPUT.rawValue)
         config.bias = settings.bias.shimValue
@@ -55,9 +63,7 @@ public final class LibgpiodBackend: GPIOBackend, @unchecked Sendable {
                                                                       : settings.edges.shimValue
         config.debounce_us = UInt32(clamping: settings.debounce.nanoseconds / 1000)
         config.event_buffer_size = UInt32(clamping: settings.eventBufferSize)
-        let request = try chip.request(resolved, consumer: consumer, config: config)
-        return LibgpiodInputLine(chip: chip, request: request, line: resolved, settings: settings,
-                                 softwareDebounce: softwareDebounce, onReadable: onReadable)
+        return (config, softwareDebounce)
     }
 
     public func requestOutput(_ selector: LineSelector, consumer: String,
@@ -68,7 +74,9 @@ public final class LibgpiodBackend: GPIOBackend, @unchecked Sendable {
         config.direction = Int32(GW_DIRECTION_OUTPUT.rawValue)
         config.active_low = settings.activeLow
         config.initial_value = settings.initialValue ? 1 : 0
+        // Sized now for a later switch to input: the kernel fixes it when the request is made.
+        config.event_buffer_size = UInt32(clamping: settings.eventBufferSize)
         let request = try chip.request(resolved, consumer: consumer, config: config)
-        return LibgpiodOutputLine(chip: chip, request: request, line: resolved, value: settings.initialValue)
+        return LibgpiodOutputLine(chip: chip, request: request, line: resolved, consumer: consumer, settings: settings)
     }
 }

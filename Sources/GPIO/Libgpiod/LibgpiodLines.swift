@@ -165,15 +165,19 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
 final class LibgpiodOutputLine: OutputLine, @unchecked Sendable {
     let line: ResolvedLine
     private let chip: LibgpiodChip
+    private let consumer: String
+    private let settings: OutputSettings
     // Guarded by `chip.lock`.
     private var request: OpaquePointer?
     private var current: Bool
 
-    init(chip: LibgpiodChip, request: OpaquePointer, line: ResolvedLine, value: Bool) {
+    init(chip: LibgpiodChip, request: OpaquePointer, line: ResolvedLine, consumer: String, settings: OutputSettings) {
         self.chip = chip
         self.request = request
         self.line = line
-        current = value
+        self.consumer = consumer
+        self.settings = settings
+        current = settings.initialValue
     }
 
     deinit { release() }
@@ -193,6 +197,34 @@ final class LibgpiodOutputLine: OutputLine, @unchecked Sendable {
             guard request != nil else { throw GPIOError.released(line.name) }
             return current
         }
+    }
+
+    func switchToInput(bias: GPIOBias, edges: EdgeDetection, debounce: Duration,
+                       onReadable: @escaping @Sendable () -> Void) throws -> any InputLine {
+        let settings = InputSettings(bias: bias, activeLow: settings.activeLow, edges: edges, debounce: debounce,
+                                     eventBufferSize: settings.eventBufferSize)
+        let (config, softwareDebounce) = LibgpiodBackend.inputConfig(settings)
+        // The request changes hands (to the input) or, on libgpiod v1, is given back.
+        let reconfigured: OpaquePointer? = try chip.lock.withLock {
+            guard let request = self.request else { throw GPIOError.released(line.name) }
+            var config = config
+            if gw_line_request_reconfigure(request, &config) == 0 {
+                self.request = nil
+                return request
+            }
+            let error = errno
+            guard error == EOPNOTSUPP else {
+                throw LibgpiodErrors.fromErrno(error, operation: "switching to input", target: "\(line)")
+            }
+            // libgpiod v1: edge events need a new request, so the line is free for a moment and
+            // whatever it does in between is not seen.
+            gw_line_request_release(request)
+            self.request = nil
+            return nil
+        }
+        let input = try reconfigured ?? chip.request(line, consumer: consumer, config: config)
+        return LibgpiodInputLine(chip: chip, request: input, line: line, settings: settings,
+                                 softwareDebounce: softwareDebounce, onReadable: onReadable)
     }
 
     func release() {

@@ -218,6 +218,28 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         }
     }
 
+    /// Turns output `id` into an input within one hold of the lock, at one instant of the
+    /// simulator's clock: every edge after the switch reaches the input, whenever the caller runs.
+    fileprivate func switchToInput(_ line: ResolvedLine, id: UInt64, bias: GPIOBias, edges: EdgeDetection,
+                                   debounce: Duration, onReadable: @escaping @Sendable () -> Void) throws -> UInt64 {
+        try lock.withLock {
+            let now = currentTimeLocked
+            _ = generateLocked(through: now)
+            let c = chipIndex(line)
+            guard let output = chipStates[c].lines[line.offset].output, output.id == id else {
+                throw GPIOError.released(line.name)
+            }
+            let inputID = nextRequestID
+            nextRequestID += 1
+            let settings = InputSettings(bias: bias, activeLow: output.activeLow, edges: edges, debounce: debounce,
+                                         eventBufferSize: output.eventBufferSize)
+            chipStates[c].switchToInput(offset: line.offset, id: inputID, settings: settings,
+                                        onReadable: onReadable, at: now)
+            scheduleWakeLocked()
+            return inputID
+        }
+    }
+
     fileprivate func outputValue(_ line: ResolvedLine, id: UInt64) throws -> Bool {
         try lock.withLock {
             guard let output = chipStates[chipIndex(line)].lines[line.offset].output, output.id == id else {
@@ -257,7 +279,7 @@ private struct SimulatedChip {
     mutating func requestOutput(offset: Int, id: UInt64, consumer: String, settings: OutputSettings, at now: UInt64) {
         let before = lines[offset].physicalLevel
         lines[offset].output = .init(id: id, consumer: consumer, activeLow: settings.activeLow,
-                                     value: settings.initialValue)
+                                     value: settings.initialValue, eventBufferSize: settings.eventBufferSize)
         physicalChange(offset: offset, from: before, at: now)
     }
 
@@ -270,6 +292,17 @@ private struct SimulatedChip {
     mutating func releaseOutput(offset: Int, at now: UInt64) {
         let before = lines[offset].physicalLevel
         lines[offset].output = nil
+        physicalChange(offset: offset, from: before, at: now)
+    }
+
+    /// The output stops driving and the input (same consumer) is in place at the same instant,
+    /// before the sensors react to the change, so their whole answer reaches the input.
+    mutating func switchToInput(offset: Int, id: UInt64, settings: InputSettings,
+                                onReadable: @escaping @Sendable () -> Void, at now: UInt64) {
+        let before = lines[offset].physicalLevel
+        let consumer = lines[offset].output?.consumer ?? ""
+        lines[offset].output = nil
+        lines[offset].requestInput(id: id, consumer: consumer, settings: settings, onReadable: onReadable)
         physicalChange(offset: offset, from: before, at: now)
     }
 
@@ -339,6 +372,8 @@ private struct SimulatedLine {
         let consumer: String
         let activeLow: Bool
         var value: Bool
+        /// For the input this output may be switched to.
+        let eventBufferSize: Int
     }
 
     let offset: Int
@@ -446,5 +481,13 @@ final class SimulatedOutputLine: OutputLine {
 
     func set(_ value: Bool) throws { try backend.setOutput(line, id: id, value) }
     func value() throws -> Bool { try backend.outputValue(line, id: id) }
+
+    func switchToInput(bias: GPIOBias, edges: EdgeDetection, debounce: Duration,
+                       onReadable: @escaping @Sendable () -> Void) throws -> any InputLine {
+        let inputID = try backend.switchToInput(line, id: id, bias: bias, edges: edges, debounce: debounce,
+                                                onReadable: onReadable)
+        return SimulatedInputLine(backend: backend, line: line, id: inputID)
+    }
+
     func release() { backend.releaseOutput(line, id: id) }
 }

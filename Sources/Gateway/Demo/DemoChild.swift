@@ -7,7 +7,9 @@ import Foundation
 /// every signal unblocked and at its default action. A Swift process running a ServiceGroup blocks
 /// SIGTERM and SIGINT (they arrive through dispatch sources), and a signal mask survives exec: a
 /// child started with Foundation's `Process` inherits it and never sees the SIGTERM that should
-/// stop it.
+/// stop it. Each child gets a process group of its own: Ctrl-C in the terminal signals the
+/// foreground group, and the helpers must stay up until the gateway has stopped in order (a
+/// broker or controller vanishing first would make it log losses on the way out).
 final class DemoChild: @unchecked Sendable {
     let pid: pid_t
     /// The child's stdin (write end) and stdout (read end), when started with `pipes`.
@@ -25,7 +27,8 @@ final class DemoChild: @unchecked Sendable {
         sigemptyset(&defaults)
         for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)

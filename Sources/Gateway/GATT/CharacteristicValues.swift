@@ -68,7 +68,8 @@ final class CharacteristicValues: @unchecked Sendable {
                         default: throw .valueNotAllowed
                         }
                     }
-                    return (handle, CentralWrite(ref: entry.ref, central: request.central, value: value, bytes: bytes))
+                    return (handle, CentralWrite(ref: entry.ref, central: request.central, value: value, bytes: bytes,
+                                                 kind: request.kind))
                 }
             }
         } catch let error as ATTErrorCode {
@@ -90,4 +91,6 @@ public struct CentralWrite: Sendable, Equatable {
     public let central: CentralID
     public let value: SensorValue
     public let bytes: [UInt8]
+    /// The ATT write that carried it (for MQTT's `/written`).
+    public let kind: GATTWriteKind
 }

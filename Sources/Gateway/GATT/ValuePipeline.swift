@@ -10,10 +10,12 @@ public enum PipelineEvent: Sendable, Equatable {
     /// The characteristic's new value and its bytes on air.
     case valueChanged(CharacteristicRef, Values.SensorValue, [UInt8])
     case centralConnected(CentralID, mtu: Int)
+    /// The central's ATT_MTU changed (an MTU exchange).
+    case mtuChanged(CentralID, mtu: Int)
     case centralDisconnected(CentralID)
     case subscribed(CharacteristicRef, CentralID, UpdateKind)
     case unsubscribed(CharacteristicRef, CentralID)
-    case written(CharacteristicRef, CentralID, Values.SensorValue)
+    case written(CharacteristicRef, CentralID, Values.SensorValue, GATTWriteKind)
     /// The peripheral's state and the notify counters summed over characteristics, on every
     /// state change and every statistics interval (MQTT's `state` topic).
     case status(peripheral: String, advertising: Bool, counters: [String: Int])
@@ -167,7 +169,7 @@ public actor ValuePipeline {
     /// A central's accepted write (from `centralWrites`).
     public func handle(_ write: CentralWrite) async {
         latest[write.ref] = write.bytes
-        eventContinuation.yield(.written(write.ref, write.central, write.value))
+        eventContinuation.yield(.written(write.ref, write.central, write.value, write.kind))
         if let sensor = layout.characteristics[write.ref]?.outputSensor {
             await drive(sensor, write.value)
             return
@@ -209,7 +211,10 @@ public actor ValuePipeline {
                 logger.error("publishing the GATT services failed", metadata: ["error": "\(error)"])
             }
             return
-        case .serviceAdded, .serviceRemoved, .maximumUpdateValueLengthChanged:
+        case .maximumUpdateValueLengthChanged(let central, let length):
+            eventContinuation.yield(.mtuChanged(central, mtu: length + 3))
+            return
+        case .serviceAdded, .serviceRemoved:
             return
         }
         await drain()

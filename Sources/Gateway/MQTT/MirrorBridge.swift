@@ -73,6 +73,15 @@ public enum MirrorMapping {
         }
     }
 
+    /// The ATT write that carried a central's value, as `/written` names it.
+    public static func writeKind(_ kind: GATTWriteKind) -> MirrorWriteKind {
+        switch kind {
+        case .request: .request
+        case .command: .command
+        case .prepared: .prepared
+        }
+    }
+
     public static func mirrorValue(_ value: SensorValue) -> MirrorValue {
         switch value {
         case .bool(let flag): .bool(flag)
@@ -109,16 +118,17 @@ public struct MirrorBridge: Sendable {
             return .valueChanged(id(ref), value: MirrorMapping.mirrorValue(value), raw: bytes, at: date)
         case .centralConnected(let central, let mtu):
             return .centralConnected(MirrorCentral(address: address(central), mtu: mtu, security: .none, since: date))
+        case .mtuChanged(let central, let mtu):
+            return .centralMTUChanged(address: address(central), mtu: mtu)
         case .centralDisconnected(let central):
             return .centralDisconnected(address: address(central))
         case .subscribed(let ref, let central, let kind):
             return .subscribed(id(ref), central: address(central), kind: kind == .indication ? .indicate : .notify)
         case .unsubscribed(let ref, let central):
             return .unsubscribed(id(ref), central: address(central))
-        case .written(let ref, let central, let value):
-            // The GATT server's write handler does not say which ATT write it was.
+        case .written(let ref, let central, let value, let kind):
             return .written(id(ref), value: MirrorMapping.mirrorValue(value), central: address(central),
-                            kind: .request, at: date)
+                            kind: MirrorMapping.writeKind(kind), at: date)
         case .status(let peripheral, let advertising, let counters):
             return .peripheralState(MirrorPeripheralState(state: peripheral, advertising: advertising,
                                                           counters: counters))

@@ -103,6 +103,12 @@ public struct Mirror: Sendable {
             if isNew { actions.append(.publish(stateMessage, durable: false)) }
             return actions
 
+        case .centralMTUChanged(let address, let mtu):
+            guard var central = centrals[address] else { return [] }
+            central.mtu = mtu
+            centrals[address] = central
+            return [.publish(centralMessage(central), durable: true)]
+
         case .centralDisconnected(let address):
             let sourcesBefore = activeSourceTopics
             var actions: [MirrorAction] = []

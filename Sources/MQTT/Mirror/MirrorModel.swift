@@ -178,6 +178,9 @@ public enum MirrorEvent: Sendable, Equatable {
     case valueChanged(MirrorCharacteristicID, value: MirrorValue, raw: [UInt8], at: Date)
     /// A central connected, or its MTU or link security changed (same `since`).
     case centralConnected(MirrorCentral)
+    /// A connected central's ATT_MTU changed (an MTU exchange); the rest of what is known of it
+    /// (security, `since`) stays.
+    case centralMTUChanged(address: String, mtu: Int)
     case centralDisconnected(address: String)
     case subscribed(MirrorCharacteristicID, central: String, kind: MirrorSubscriptionKind)
     case unsubscribed(MirrorCharacteristicID, central: String)

@@ -1,8 +1,9 @@
 import GPIO
 
-/// DHT22 / DHT11 on one line: drive it low as an output (the start signal), release it, watch
-/// it as an input for the sensor's answer, and decode the 40 bits from the edge timestamps.
-/// Reads at most once every 2 s.
+/// DHT22 / DHT11 on one line: drive it low as an output (the start signal), switch the same
+/// request to an input with edge detection in one step (the sensor answers ~20 µs after the
+/// line is let go; see `OutputLine.switchToInput` for libgpiod v1, where this is a release and a
+/// new request), and decode the 40 bits from the edge timestamps. Reads at most once every 2 s.
 final class DHTEngine: SensorEngine {
     private enum Phase {
         case idle(next: UInt64)
@@ -59,14 +60,15 @@ final class DHTEngine: SensorEngine {
             switch phase {
             case .idle:
                 cycleStart = now
-                let line = try context.output(settings.line, initialValue: false)
-                phase = .startSignal(until: now + startSignalNs, line: line)
+                let line = try context.output(settings.line, initialValue: false, inputBufferSize: Self.eventBufferSize)
+                // Timed from when the line really went low: from the due time, a late tick
+                // would let it go at once, too soon for the sensor to answer.
+                phase = .startSignal(until: max(now, context.now()) + startSignalNs, line: line)
                 return []
             case .startSignal(_, let output):
-                output.release()
-                let input = try context.input(settings.line, bias: .pullUp, edges: .both,
-                                              bufferSize: Self.eventBufferSize)
-                phase = .receiving(until: now + Self.frameWindowNs, line: input, edges: [])
+                let input = try context.switchToInput(output, bias: .pullUp, edges: .both)
+                let released = max(now, context.now())
+                phase = .receiving(until: released + Self.frameWindowNs, line: input, edges: [])
                 return []
             case .receiving(_, let input, let edges):
                 input.release()

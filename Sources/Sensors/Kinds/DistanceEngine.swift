@@ -14,11 +14,13 @@ final class DistanceEngine: SensorEngine {
     private let trigger: any OutputLine
     private let echo: any InputLine
     private let settings: DistanceSettings
+    private let context: EngineContext
     private var phase: Phase = .idle(next: 0)
     private var cycleStart: UInt64 = 0
 
     init(_ settings: DistanceSettings, context: EngineContext) throws {
         self.settings = settings
+        self.context = context
         trigger = try context.output(settings.trigger, initialValue: false)
         echo = try context.input(settings.echo, bias: .asIs, edges: .both)
     }
@@ -60,11 +62,12 @@ final class DistanceEngine: SensorEngine {
             case .idle:
                 cycleStart = now
                 try trigger.set(true)
-                phase = .triggering(until: now + Self.triggerPulseNs)
+                // Timed from the real rise (see `EngineContext.now`), so the pulse is never short.
+                phase = .triggering(until: max(now, context.now()) + Self.triggerPulseNs)
                 return []
             case .triggering:
                 try trigger.set(false)
-                phase = .listening(until: now + settings.timeout.nanoseconds, rise: nil)
+                phase = .listening(until: max(now, context.now()) + settings.timeout.nanoseconds, rise: nil)
                 return []
             case .listening:
                 finishCycle()
