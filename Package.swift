@@ -74,7 +74,7 @@ let package = Package(
                 path: "Sources/Bluetooth/L2CAP", swiftSettings: swiftSettings),
         .target(name: "BluetoothHost",
                 dependencies: ["BluetoothCore", "BluetoothHCI", "BluetoothL2CAP", "BluetoothATT",
-                               "BluetoothGATT", .product(name: "Logging", package: "swift-log")],
+                               "BluetoothGATT", "BluetoothSMP", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Bluetooth/Host", swiftSettings: swiftSettings),
 
         // MARK: Sensors side.
@@ -98,14 +98,14 @@ let package = Package(
         .target(name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "Values", "Notify", "Yams"],
                 path: "Sources/Config", swiftSettings: swiftSettings),
         .target(name: "Gateway",
-                dependencies: ["Config", "BluetoothHost", "BluetoothGATT", "GPIO", "Sensors",
+                dependencies: ["Config", "BluetoothHost", "BluetoothGATT", "BluetoothSMP", "GPIO", "Sensors",
                                "Values", "Notify", "MQTT",
                                .product(name: "Logging", package: "swift-log"),
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
                 path: "Sources/Gateway", swiftSettings: swiftSettings),
         .executableTarget(
             name: "gattway",
-            dependencies: ["Gateway", "Config", "GPIO",
+            dependencies: ["Gateway", "Config", "GPIO", "BluetoothSMP", "BluetoothCore",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
@@ -128,7 +128,7 @@ let package = Package(
                     path: "Tests/BluetoothHCITests", swiftSettings: swiftSettings),
         .testTarget(name: "BluetoothL2CAPTests", dependencies: ["BluetoothL2CAP"],
                     path: "Tests/BluetoothL2CAPTests", swiftSettings: swiftSettings),
-        .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothGATT", "BluetoothATT", "TestHarness"],
+        .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothGATT", "BluetoothATT", "BluetoothSMP", "TestHarness"],
                     path: "Tests/BluetoothHostTests", swiftSettings: swiftSettings),
         .testTarget(name: "GPIOTests", dependencies: ["GPIO"],
                     path: "Tests/GPIOTests", swiftSettings: swiftSettings),
@@ -148,7 +148,7 @@ let package = Package(
                     path: "Tests/ConfigTests", swiftSettings: swiftSettings),
         .testTarget(name: "GatewayTests",
                     dependencies: ["Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify",
-                                   "BluetoothGATT", "BluetoothCore", "MQTT", "TestHarness",
+                                   "BluetoothGATT", "BluetoothCore", "BluetoothSMP", "MQTT", "TestHarness",
                                    .product(name: "Logging", package: "swift-log")],
                     path: "Tests/GatewayTests", swiftSettings: swiftSettings),
         // gattway's executable end to end: a configuration, `gattway run`, Bumble phones (Tests/harness).

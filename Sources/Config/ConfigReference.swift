@@ -68,9 +68,9 @@ public enum ConfigReference {
               meaning: "Link supervision timeout; must exceed (1 + latency) × max_interval × 2."),
         Entry(key: "bluetooth.security", type: "mapping", defaultValue: none, meaning: "Pairing (SMP)."),
         Entry(key: "bluetooth.security.io_capabilities", type: "enum", defaultValue: D.ioCapabilities.rawValue,
-              meaning: "`display_only`, `display_yes_no`, `keyboard_only`, `no_input_no_output` (Just Works), `keyboard_display`."),
+              meaning: "`no_input_no_output` (Just Works: encrypted, no MITM protection) or `display_only` (Passkey Entry: the passkey is logged and published on `<base>/<dev>/pairing`; authenticated). `display_yes_no`, `keyboard_only`, `keyboard_display` are accepted, but gattway can neither confirm numbers nor type passkeys: pairings that need it are refused."),
         Entry(key: "bluetooth.security.passkey", type: "integer 0-999999", defaultValue: "random per pairing",
-              meaning: "Fixed passkey for Passkey Entry; needs displaying IO capabilities."),
+              meaning: "Fixed passkey for Passkey Entry; needs displaying IO capabilities. Never logged or published."),
         Entry(key: "bluetooth.security.allow_legacy", type: "bool", defaultValue: String(D.allowLegacy),
               meaning: "Accept LE legacy pairing (otherwise LE Secure Connections only)."),
 

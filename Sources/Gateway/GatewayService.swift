@@ -1,5 +1,6 @@
 import BluetoothGATT
 import BluetoothHost
+import BluetoothSMP
 import Config
 import Foundation
 import GPIO
@@ -44,7 +45,7 @@ public struct GatewayService: Service {
         let runnersByName = Dictionary(uniqueKeysWithValues: runners.map { ($0.name, $0) })
         let layout = GATTLayout(config: config)
         let binding = GATTPeripheralBinding(configuration: layout.serverConfiguration)
-        let host = PeripheralHost(configuration: HostMapping.configuration(config), peripheral: binding,
+        let host = PeripheralHost(configuration: try HostMapping.configuration(config), peripheral: binding,
                                   logger: logger)
         let addresses = CentralAddresses()
         let pipeline = ValuePipeline(layout: layout, peripheral: binding.peripheral, logger: logger,
@@ -76,8 +77,8 @@ public struct GatewayService: Service {
             }
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
             group.addTask {
-                await Self.follow(host.events, pipeline: pipeline, addresses: addresses, systemd: systemd,
-                                  logger: logger)
+                await Self.follow(host.events, pipeline: pipeline, addresses: addresses, mirror: mirror,
+                                  systemd: systemd, logger: logger)
             }
             if let mirror {
                 group.addTask { await mirror.run() }
@@ -122,10 +123,11 @@ public struct GatewayService: Service {
     }
 
     /// Logs the host's events, remembers centrals' addresses, tells the pipeline (for MQTT's
-    /// `state`) when advertising starts and stops, and tells systemd READY=1 the first
-    /// time the controller is up (its services are published on that same power-on).
+    /// `state`) when advertising starts and stops, publishes a pairing's random passkey on MQTT,
+    /// and tells systemd READY=1 the first time the controller is up (its services are
+    /// published on that same power-on).
     private static func follow(_ events: AsyncStream<HostEvent>, pipeline: ValuePipeline, addresses: CentralAddresses,
-                               systemd: SystemdNotifier, logger: Logger) async {
+                               mirror: MirrorRunner?, systemd: SystemdNotifier, logger: Logger) async {
         var ready = false
         for await event in events {
             switch event {
@@ -146,6 +148,9 @@ public struct GatewayService: Service {
             case .advertisingStopped:
                 logger.info("advertising stopped")
                 await pipeline.advertisingChanged(false)
+            case .passkeyDisplayed(let central, let passkey?):
+                // The host logged it already (notice); a fixed passkey (nil) is never published.
+                await mirror?.pairingPasskey(central: "\(central.address)", passkey: SecurityEvent.sixDigits(passkey))
             default:
                 logger.debug("host event", metadata: ["event": "\(event)"])
             }

@@ -7,5 +7,5 @@ struct Gattway: AsyncParsableCommand {
         abstract: "A Bluetooth LE sensor gateway: GPIO sensors served as GATT characteristics and mirrored to MQTT.",
         version: "0.1.0",
         subcommands: [RunCommand.self, CheckCommand.self, LinesCommand.self, DemoCommand.self,
-                      ConfigReferenceCommand.self])
+                      ConfigReferenceCommand.self, BondsCommand.self])
 }

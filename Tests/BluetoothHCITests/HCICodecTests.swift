@@ -25,6 +25,9 @@ struct HCICommandEncodingTests {
         (.leSetExtendedAdvertisingParameters(handle: 0, intervalMin: 0xA0, intervalMax: 0xA0, ownAddressType: .random),
          "01 36 20 19 00 13 00 a0 00 00 a0 00 00 07 01 00 00 00 00 00 00 00 00 7f 01 00 01 00 00"),
         (.leSetExtendedAdvertisingData(handle: 0, [0x02, 0x01, 0x06]), "01 37 20 07 00 03 01 03 02 01 06"),
+        (.leLongTermKeyRequestReply(handle: 0x0040, littleEndianKey: Array(0x00...0x0F)),
+         "01 1a 20 12 40 00 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f"),
+        (.leLongTermKeyRequestNegativeReply(handle: 0x0040), "01 1b 20 02 40 00"),
     ]
 
     @Test(arguments: vectors)
@@ -69,7 +72,12 @@ struct HCIEventDecodingTests {
         ("3e 06 12 00 00 40 00 00",
          .le(.advertisingSetTerminated(status: .success, advertisingHandle: 0, connectionHandle: 0x40,
                                        completedEvents: 0))),
-        ("08 04 00 40 00 01", .unknown(code: 0x08, parameters: [0x00, 0x40, 0x00, 0x01])),
+        ("08 04 00 40 00 01", .encryptionChange(status: .success, handle: 0x40, enabled: true)),
+        ("08 04 06 40 00 00", .encryptionChange(status: HCIStatus(rawValue: 0x06), handle: 0x40, enabled: false)),
+        ("30 03 00 40 00", .encryptionKeyRefreshComplete(status: .success, handle: 0x40)),
+        ("3e 0d 05 40 00 08 07 06 05 04 03 02 01 34 12",
+         .le(.longTermKeyRequest(handle: 0x40, rand: 0x0102_0304_0506_0708, ediv: 0x1234))),
+        ("07 01 00", .unknown(code: 0x07, parameters: [0x00])),
         ("3e 02 02 00", .le(.unknown(subevent: 0x02, parameters: [0x00]))),
     ]
 

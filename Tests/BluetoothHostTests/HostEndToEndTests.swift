@@ -92,9 +92,10 @@ struct HostEndToEndTests {
         // An Echo Request (0x08) is BR/EDR-only: Command Reject, "command not understood".
         let reject = try await phone.expect("signal", ["hex": "0811020001ff"])
         #expect(reject["replies"] as? [String] == ["011102000000"])
-        // A Pairing Request: Pairing Failed, Pairing Not Supported.
+        // A legacy Pairing Request (no Secure Connections bit) while legacy pairing is off:
+        // Pairing Failed, Authentication Requirements.
         let refused = try await phone.expect("smp", ["hex": "01030001100707"])
-        #expect(refused["replies"] as? [String] == ["0505"])
+        #expect(refused["replies"] as? [String] == ["0503"])
         // The latency wish becomes a Connection Parameter Update Request the phone answers.
         let central = try #require(await running.host.connectedCentrals.first)
         try await running.host.setDesiredConnectionLatency(.high, for: central)

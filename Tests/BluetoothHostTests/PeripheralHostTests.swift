@@ -2,6 +2,7 @@ import BluetoothCore
 import BluetoothGATT
 import BluetoothHCI
 import BluetoothL2CAP
+import struct BluetoothSMP.SecurityConfiguration
 import Foundation
 import Logging
 import Testing
@@ -15,6 +16,8 @@ enum ServerEvent: Equatable, Sendable {
     case disconnected(Central)
     case pdu([UInt8], Central)
     case credits(Int)
+    case security(LinkSecurity, Central)
+    case restored([UInt16: UInt16], Central)
 }
 
 /// An ATT server that records the host's calls and answers an Exchange MTU Request with 517.
@@ -23,6 +26,7 @@ final class RecordingServer: ATTServer, @unchecked Sendable {
     private let continuation: AsyncStream<ServerEvent>.Continuation
     private let lock = NSLock()
     private var bearers: [Central: ATTBearer] = [:]
+    private var cccds: [Central: [UInt16: UInt16]] = [:]
 
     init() { (events, continuation) = AsyncStream.makeStream(of: ServerEvent.self) }
 
@@ -42,6 +46,19 @@ final class RecordingServer: ATTServer, @unchecked Sendable {
         if pdu.first == 0x02 { bearer(for: central)?.send([0x03, 0x05, 0x02]) }
     }
     func transmitCreditsAvailable(_ count: Int) async { continuation.yield(.credits(count)) }
+    func securityChanged(_ security: LinkSecurity, for central: Central) async {
+        continuation.yield(.security(security, central))
+    }
+    func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: Central) async {
+        continuation.yield(.restored(clientConfigurations, central))
+    }
+    func clientConfigurations(of central: Central) async -> [UInt16: UInt16] {
+        lock.withLock { cccds[central] ?? [:] }
+    }
+    /// What `clientConfigurations(of:)` answers, as a GATT server would after CCCD writes.
+    func setClientConfigurations(_ values: [UInt16: UInt16], for central: Central) {
+        lock.withLock { cccds[central] = values }
+    }
 }
 
 /// Host tests against `FakeController`: deterministic, no sockets.
@@ -60,12 +77,13 @@ struct PeripheralHostTests {
     }
 
     static func start(_ controllers: [FakeController], maxCentrals: Int = 8, queueCapacity: Int = 8,
-                      commandTimeout: Duration = .seconds(2)) -> Rig {
-        let directory = NSTemporaryDirectory() + "gattway-host-\(UUID().uuidString)"
+                      commandTimeout: Duration = .seconds(2), stateDirectory: String? = nil,
+                      security: SecurityConfiguration = .standard) -> Rig {
+        let directory = stateDirectory ?? NSTemporaryDirectory() + "gattway-host-\(UUID().uuidString)"
         let configuration = HostConfiguration(
             transport: .tcp(host: "fake", port: 1), stateDirectory: directory, advertising: settings,
             maxCentrals: maxCentrals, transmitQueueCapacity: queueCapacity, commandTimeout: commandTimeout,
-            reconnectDelays: [.milliseconds(10)])
+            reconnectDelays: [.milliseconds(10)], security: security)
         let server = RecordingServer()
         let remaining = NSLock()
         nonisolated(unsafe) var queue = controllers
@@ -228,7 +246,9 @@ struct PeripheralHostTests {
         controller.receive(L2CAPChannel.securityManager, [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07], on: 0x40)
         let replies = await Self.acl(controller, count: 2)
         #expect(replies[0].data == [0x06, 0x00, 0x05, 0x00, 0x01, 0x05, 0x02, 0x00, 0x00, 0x00])
-        #expect(replies[1].data == [0x02, 0x00, 0x06, 0x00, 0x05, 0x05])
+        // A legacy Pairing Request while legacy pairing is off: Pairing Failed, Authentication
+        // Requirements.
+        #expect(replies[1].data == [0x02, 0x00, 0x06, 0x00, 0x05, 0x03])
     }
 
     @Test func anUnansweredCommandTimesOutAndTheHostGoesOn() async throws {

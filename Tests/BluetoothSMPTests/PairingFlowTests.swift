@@ -168,6 +168,20 @@ import Testing
         #expect(manager.bonds.bonds.count == 1)
     }
 
+    /// A central that connects from a static random address but distributes another identity
+    /// (a public one): the link still knows its bond, so its CCCD writes reach the bond.
+    @Test func theBondOfALinkIsFoundThroughTheIdentityItDistributed() throws {
+        let manager = Self.manager(try SecurityConfiguration(ioCapability: .noInputNoOutput))
+        let identity = BluetoothAddress("F0:5A:00:6F:00:02")!
+        var central = TestCentral(address: Self.centralAddress, gateway: Self.gatewayAddress,
+                                  features: Self.features(io: .noInputNoOutput), seed: 99, identity: identity)
+        let outcome = try Self.pairJustWorks(manager, &central)
+        #expect(outcome.identity == identity)
+        #expect(manager.bond(on: Self.handle)?.identity == identity)
+        #expect(manager.setClientConfiguration(0x0001, handle: 0x0017, on: Self.handle))
+        #expect(manager.bonds.bonds.first?.clientConfigurations == [0x0017: 0x0001])
+    }
+
     @Test func managerDescriptionNeverShowsPairingSecrets() throws {
         let manager = Self.manager(try SecurityConfiguration(ioCapability: .noInputNoOutput))
         var central = Self.central(Self.features(io: .noInputNoOutput))

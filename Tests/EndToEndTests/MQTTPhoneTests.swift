@@ -210,7 +210,7 @@ struct MQTTPhoneTests {
             let topic = "\(Self.device)/centrals/\(phone.address)"
             let connected = try #require(await watcher.first { $0.topic == topic }, "centrals/<address> on connect")
             let (payload, since) = try Self.stamped(try #require(connected.text), key: "since")
-            #expect(payload == #"{"address":"\#(phone.address)","mtu":23,"security":"none","since":"TS"}"#)
+            #expect(payload == #"{"address":"\#(phone.address)","mtu":23,"security":"none","bonded":false,"since":"TS"}"#)
             #expect(abs(since.timeIntervalSinceNow) < 60)
             #expect(connected.message.qos == .atLeastOnce)
             let state = await watcher.first { $0.topic == "\(Self.device)/state" && $0.text?.contains(phone.address) == true }
@@ -221,7 +221,7 @@ struct MQTTPhoneTests {
             #expect(exchanged.int("mtu") == 185)
             let updated = try #require(await watcher.first(after: mark) { $0.topic == topic }, "the MTU exchange re-publishes")
             let (updatedPayload, updatedSince) = try Self.stamped(try #require(updated.text), key: "since")
-            #expect(updatedPayload == #"{"address":"\#(phone.address)","mtu":185,"security":"none","since":"TS"}"#)
+            #expect(updatedPayload == #"{"address":"\#(phone.address)","mtu":185,"security":"none","bonded":false,"since":"TS"}"#)
             #expect(updatedSince == since, "still connected since the connection")
 
             let late = try MQTTWatcher(port: try #require(session.rig.broker).port, filter: topic)

@@ -1,3 +1,5 @@
+import BluetoothCore
+import BluetoothSMP
 import Foundation
 import Testing
 import TestHarness
@@ -273,7 +275,7 @@ struct CLITests {
     @Test func helpDescribesEverySubcommandAndOption() throws {
         let root = try GattwayProcess.run(["--help"])
         #expect(root.status == 0)
-        for subcommand in ["run", "check", "lines", "demo", "config-reference"] {
+        for subcommand in ["run", "check", "lines", "demo", "config-reference", "bonds"] {
             #expect(root.stdout.contains("  \(subcommand) "), "gattway --help lists \(subcommand)")
         }
         #expect(root.stdout.contains("--version"))
@@ -286,6 +288,7 @@ struct CLITests {
             ("demo", ["--config <file>", "The demo configuration file.", "--hci <transport>", "--mqtt <url>",
                       "--log-level <level>"]),
             ("config-reference", ["Markdown table"]),
+            ("bonds", ["list", "remove", "clear", "state_dir", "mode 0600"]),
         ]
         for (subcommand, phrases) in expectations {
             let help = try GattwayProcess.run([subcommand, "--help"])
@@ -317,5 +320,82 @@ struct CLITests {
         #expect(result.status == 0)
         #expect(result.stdout.hasPrefix("| Key | Type | Default | Meaning |"))
         #expect(result.stdout.contains("| `bluetooth.advertising.interval` | duration 20ms-10.24s | 100ms |"))
+    }
+
+    // MARK: gattway bonds
+
+    /// A configuration whose state directory is a fresh temporary one, holding two bonds.
+    private func configWithBonds() throws -> (config: String, store: BondStore, keys: [String]) {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-bonds-\(UUID())").path
+        let config = try temporaryFile("""
+            state_dir: \(state)
+            services:
+              - uuid: 181A
+                characteristics:
+                  - uuid: 2A6E
+                    format: uint8
+                    source: {static: 1}
+            """)
+        let store = BondStore(directory: state)
+        let phoneKey = SecretKey(mostSignificantFirst: (0..<16).map { UInt8(0xA0 + $0) })
+        let tabletKey = SecretKey(mostSignificantFirst: (0..<16).map { UInt8(0x30 + $0) })
+        let irk = SecretKey(mostSignificantFirst: (0..<16).map { UInt8(0x50 + $0) })
+        try store.save(BondRegistry([
+            Bond(identity: BluetoothAddress("C0:11:22:33:44:55", kind: .random)!,
+                 longTermKey: LongTermKey(key: phoneKey, keySize: 16, authenticated: true, secureConnections: true),
+                 peerIdentityResolvingKey: irk, clientConfigurations: [12: 1]),
+            Bond(identity: BluetoothAddress("00:1B:DC:00:00:01")!,
+                 longTermKey: LongTermKey(key: tabletKey, keySize: 16, authenticated: false, secureConnections: true)),
+        ]))
+        return (config, store, [phoneKey, tabletKey, irk].map { $0.bytes.map { String(format: "%02x", $0) }.joined() })
+    }
+
+    @Test func bondsListShowsAddressesAndStrengthButNeverKeys() throws {
+        let (config, _, keys) = try configWithBonds()
+        let result = try GattwayProcess.run(["bonds", "list", "--config", config])
+        #expect(result.status == 0)
+        #expect(result.stdout == """
+            00:1B:DC:00:00:01 (public), keySize 16, unauthenticated, LE Secure Connections, 0 subscriptions
+            C0:11:22:33:44:55 (random), keySize 16, authenticated, LE Secure Connections, IRK, 1 subscriptions
+
+            """)
+        for key in keys {
+            #expect(!result.stdout.lowercased().contains(key) && !result.stderr.lowercased().contains(key))
+        }
+    }
+
+    @Test func bondsRemoveForgetsOneAndFailsForAnUnknownAddress() throws {
+        let (config, store, _) = try configWithBonds()
+        let removed = try GattwayProcess.run(["bonds", "remove", "--config", config, "C0:11:22:33:44:55"])
+        #expect(removed.status == 0)
+        #expect(removed.stdout == "removed the bond of C0:11:22:33:44:55\n")
+        #expect(try store.load().bonds.map(\.identity) == [BluetoothAddress("00:1B:DC:00:00:01")!])
+
+        let unknown = try GattwayProcess.run(["bonds", "remove", "--config", config, "C0:11:22:33:44:55"])
+        #expect(unknown.status == 1)
+        #expect(unknown.stderr.contains("no bond for C0:11:22:33:44:55"))
+        let invalid = try GattwayProcess.run(["bonds", "remove", "--config", config, "not-an-address"])
+        #expect(invalid.status != 0)
+        #expect(invalid.stderr.contains("not-an-address is not a Bluetooth address"))
+    }
+
+    @Test func bondsClearForgetsEveryBondAndKeepsTheFilePrivate() throws {
+        let (config, store, _) = try configWithBonds()
+        let result = try GattwayProcess.run(["bonds", "clear", "--config", config])
+        #expect(result.status == 0)
+        #expect(result.stdout == "removed 2 bonds\n")
+        #expect(try store.load().bonds.isEmpty)
+        let attributes = try FileManager.default.attributesOfItem(atPath: store.path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        #expect(try GattwayProcess.run(["bonds", "list", "--config", config]).stdout
+                == "no bonded centrals in \(store.path)\n")
+    }
+
+    @Test func bondsOnAMalformedBondFileExits1NamingTheFile() throws {
+        let (config, store, _) = try configWithBonds()
+        try "{ not json".write(toFile: store.path, atomically: false, encoding: .utf8)
+        let result = try GattwayProcess.run(["bonds", "list", "--config", config])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("bond file \(store.path) is malformed"))
     }
 }

@@ -140,6 +140,15 @@ struct MirrorBridgeTests {
                 == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 23, security: .none, since: date)))
         #expect(bridge.mirrorEvent(.mtuChanged(CentralID(2), mtu: 185), at: date)
                 == .centralMTUChanged(address: "AA:BB:CC:DD:EE:02", mtu: 185))
+        // Encryption, pairing and bonding re-publish the central with its real link security.
+        let justWorks = LinkSecurity(isEncrypted: true, isAuthenticated: false, isBonded: true)
+        #expect(bridge.mirrorEvent(.securityChanged(CentralID(2), justWorks), at: date)
+                == .centralSecurityChanged(address: "AA:BB:CC:DD:EE:02", security: .encrypted, bonded: true))
+        let passkey = LinkSecurity(isEncrypted: true, isAuthenticated: true)
+        #expect(bridge.mirrorEvent(.securityChanged(CentralID(2), passkey), at: date)
+                == .centralSecurityChanged(address: "AA:BB:CC:DD:EE:02", security: .authenticated, bonded: false))
+        #expect(bridge.mirrorEvent(.securityChanged(CentralID(2), .unencrypted), at: date)
+                == .centralSecurityChanged(address: "AA:BB:CC:DD:EE:02", security: .none, bonded: false))
         #expect(bridge.mirrorEvent(.status(peripheral: "poweredOn", advertising: true, counters: ["sent": 3]), at: date)
                 == .peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["sent": 3])))
     }

@@ -82,7 +82,7 @@ struct BrokerTests {
 
         await service.handle(.centralConnected(MirrorCentral(address: phone, mtu: 185, security: .encrypted, since: t0)))
         #expect(try await watcher.next(on: "gattway/pi1/centrals/\(phone)").string
-            == #"{"address":"AA:BB:CC:DD:EE:01","mtu":185,"security":"encrypted","since":"2027-01-15T08:00:00.250Z"}"#)
+            == #"{"address":"AA:BB:CC:DD:EE:01","mtu":185,"security":"encrypted","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#)
         #expect(try await watcher.next(on: "gattway/pi1/state").string
             == #"{"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"counters":{"reads":1}}"#)
 

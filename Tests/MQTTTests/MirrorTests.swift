@@ -75,6 +75,13 @@ struct MirrorTests {
         ])
     }
 
+    @Test func aPairingPasskeyIsPublishedUnretained() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration())
+        #expect(published(mirror.apply(.pairingPasskey(central: phone, passkey: "004217", at: t0))) == [
+            #"gattway/pi1/pairing {"central":"AA:BB:CC:DD:EE:01","passkey":"004217","ts":"2027-01-15T08:00:00.250Z"}"#,
+        ])
+    }
+
     @Test func centralsStateAndSubscribersFollowConnections() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
         #expect(published(mirror.apply(.peripheralState(MirrorPeripheralState(
@@ -83,12 +90,12 @@ struct MirrorTests {
         ])
         #expect(published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0))))
             == [
-                #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":23,"security":"none","since":"2027-01-15T08:00:00.250Z"}"#,
+                #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":23,"security":"none","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#,
                 #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"counters":{"reads":5,"writes":2}}"#,
             ])
         // An MTU/security update republishes the central only.
         #expect(published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 247, security: .encrypted, since: t0))))
-            == [#"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":247,"security":"encrypted","since":"2027-01-15T08:00:00.250Z"}"#])
+            == [#"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":247,"security":"encrypted","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#])
         #expect(published(mirror.apply(.subscribed(temperature, central: phone, kind: .notify))) == [
             #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#,
         ])
@@ -114,6 +121,19 @@ struct MirrorTests {
         #expect(published(connectedWith185)[0].contains(#""mtu":185,"security":"encrypted""#))
         _ = mirror.apply(.centralDisconnected(address: phone))
         #expect(mirror.apply(.centralMTUChanged(address: phone, mtu: 247)).isEmpty, "nothing after it disconnected")
+    }
+
+    @Test func aSecurityChangeRepublishesTheCentralKeepingItsMTUAndSince() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration())
+        #expect(mirror.apply(.centralSecurityChanged(address: phone, security: .encrypted, bonded: true)).isEmpty,
+                "nothing for an unknown central")
+        _ = mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0)))
+        _ = mirror.apply(.centralMTUChanged(address: phone, mtu: 185))
+        #expect(published(mirror.apply(.centralSecurityChanged(address: phone, security: .authenticated, bonded: true)))
+            == [#"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":185,"security":"authenticated","bonded":true,"since":"2027-01-15T08:00:00.250Z"}"#])
+        _ = mirror.apply(.centralDisconnected(address: phone))
+        #expect(mirror.apply(.centralSecurityChanged(address: phone, security: .none, bonded: false)).isEmpty,
+                "nothing after it disconnected")
     }
 
     @Test func sourceTopicIsSubscribedOnlyWhileACentralIsSubscribed() throws {

@@ -22,6 +22,17 @@ Commands ("cmd" plus arguments; handles are integers, values are hex strings):
                                         handles of the others, taken off the queue, in others)
   signal      hex (raw LE signaling PDU on CID 5), timeout=2 -> replies: [hex]
   smp         hex (raw SMP PDU on CID 6), timeout=2          -> replies: [hex]
+              (from then on SMP PDUs go to the test, not to Bumble's Security Manager)
+  pair        io="no_input_no_output", mitm=true, bonding=true, sc=true, wait=true, timeout=20
+              -> encrypted, authenticated (wait=false: starts pairing and answers at once;
+              collect the result with "pairing"). A failure answers smp_error (the reason).
+  passkey     value (int; null cancels) -> the passkey the user types for the pairing under way
+  pairing     timeout=20                -> the result of the pairing started with wait=false
+  encrypt     timeout=10                -> encrypted, authenticated: starts encryption with the
+              key stored by an earlier pairing (Bumble's in-memory key store lives as long as the
+              phone process, so a phone reconnecting keeps its keys)
+  listen      handle (value handle)     -> receive notifications and indications of handle
+              without writing its CCCD (a bonded reconnection whose subscription was restored)
   disconnect
   quit
 """
@@ -37,8 +48,9 @@ import signal
 import sys
 
 from bumble import att, hci
-from bumble.core import UUID, PhysicalTransport
+from bumble.core import UUID, PhysicalTransport, ProtocolError
 from bumble.device import Device, Peer
+from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
 
 log = logging.getLogger("phone")
@@ -70,8 +82,37 @@ def describe_ad(adv: bytes, scan_response: bytes) -> dict:
     return {"name": name, "uuids": uuids, "adv_data": adv.hex(), "scan_response": scan_response.hex()}
 
 
+class PairingFailed(Exception):
+    def __init__(self, reason: int):
+        super().__init__(f"pairing failed: SMP reason 0x{reason:02x}")
+        self.reason = reason
+
+
 def same_uuid(text: str, other: str) -> bool:
     return UUID(text) == UUID(other)
+
+
+IO_CAPABILITIES = {
+    "no_input_no_output": PairingDelegate.NO_OUTPUT_NO_INPUT,
+    "keyboard_only": PairingDelegate.KEYBOARD_INPUT_ONLY,
+    "display_only": PairingDelegate.DISPLAY_OUTPUT_ONLY,
+    "display_yes_no": PairingDelegate.DISPLAY_OUTPUT_AND_YES_NO_INPUT,
+    "keyboard_display": PairingDelegate.DISPLAY_OUTPUT_AND_KEYBOARD_INPUT,
+}
+
+
+class TestDelegate(PairingDelegate):
+    """The user at the phone: types the passkey the test hands over with "passkey"."""
+
+    def __init__(self, phone: "Phone", io_capability):
+        super().__init__(io_capability=io_capability)
+        self.phone = phone
+
+    async def get_number(self):
+        return await self.phone.passkey
+
+    async def compare_numbers(self, number, digits):
+        return True
 
 
 class Phone:
@@ -82,6 +123,9 @@ class Phone:
         self.updates: asyncio.Queue = asyncio.Queue()
         self.signaling: asyncio.Queue = asyncio.Queue()
         self.smp: asyncio.Queue = asyncio.Queue()
+        self.raw_smp = False
+        self.passkey: asyncio.Future | None = None
+        self.pairing_task: asyncio.Task | None = None
         self.characteristics = {}
         manager = device.l2cap_channel_manager
         original_l2cap = manager.on_pdu
@@ -92,8 +136,13 @@ class Phone:
             original_l2cap(connection, cid, pdu)
         manager.on_pdu = on_l2cap_pdu
 
+        original_smp = device.smp_manager.on_smp_pdu
+
         def on_smp_pdu(connection, pdu):
-            self.smp.put_nowait(bytes(pdu))
+            if self.raw_smp:
+                self.smp.put_nowait(bytes(pdu))
+            else:
+                original_smp(connection, pdu)
         device.smp_manager.on_smp_pdu = on_smp_pdu
 
     async def scan(self, name=None, uuid=None, timeout=5.0):
@@ -219,7 +268,62 @@ class Phone:
         return await self.raw(5, self.signaling, hex, timeout)
 
     async def smp_pdu(self, hex, timeout=2.0):
+        self.raw_smp = True
         return await self.raw(6, self.smp, hex, timeout)
+
+    async def security(self):
+        # Bumble's connection.authenticated is set by any LE pairing; MITM protection is a
+        # property of the stored key.
+        keys = await self.device.keystore.get(str(self.connection.peer_address))
+        ltk = keys.ltk if keys is not None else None
+        return {"encrypted": bool(self.connection.is_encrypted),
+                "authenticated": bool(ltk is not None and ltk.authenticated),
+                "bonded": keys is not None}
+
+    async def run_pairing(self):
+        try:
+            await self.connection.pair()
+        except ProtocolError as error:
+            if error.error_namespace == "smp":
+                raise PairingFailed(int(error.error_code)) from error
+            raise
+        return await self.security()
+
+    async def pair(self, io="no_input_no_output", mitm=True, bonding=True, sc=True, wait=True, timeout=20.0):
+        self.passkey = asyncio.get_running_loop().create_future()
+        delegate = TestDelegate(self, IO_CAPABILITIES[io])
+        # The phone's identity is the static random address it connects from, so a reconnection
+        # from that address finds its bond (a real phone connects with a resolvable private
+        # address that the IRK it distributed resolves).
+        self.device.pairing_config_factory = lambda connection: PairingConfig(
+            sc=sc, mitm=mitm, bonding=bonding, delegate=delegate,
+            identity_address_type=PairingConfig.AddressType.RANDOM)
+        self.pairing_task = asyncio.create_task(self.run_pairing())
+        if not wait:
+            return {}
+        return await self.pairing(timeout)
+
+    async def enter_passkey(self, value):
+        self.passkey.set_result(value)
+        return {}
+
+    async def pairing(self, timeout=20.0):
+        task, self.pairing_task = self.pairing_task, None
+        if task is None:
+            raise ValueError("no pairing started")
+        return await asyncio.wait_for(task, timeout)
+
+    async def encrypt(self, timeout=10.0):
+        await asyncio.wait_for(self.connection.encrypt(), timeout)
+        return await self.security()
+
+    async def listen(self, handle):
+        def on_value(value, handle=handle):
+            self.updates.put_nowait({"handle": handle, "value": bytes(value).hex(), "indication": False})
+        client = self.peer.gatt_client
+        client.notification_subscribers.setdefault(handle, set()).add(on_value)
+        client.indication_subscribers.setdefault(handle, set()).add(on_value)
+        return {}
 
     async def disconnect(self):
         if self.connection is not None:
@@ -253,7 +357,8 @@ async def main() -> None:
             "read": phone.read, "write": phone.write, "prepare": phone.prepare,
             "execute": phone.execute, "subscribe": phone.subscribe,
             "notifications": phone.notifications, "signal": phone.signal, "smp": phone.smp_pdu,
-            "disconnect": phone.disconnect,
+            "pair": phone.pair, "passkey": phone.enter_passkey, "pairing": phone.pairing,
+            "encrypt": phone.encrypt, "listen": phone.listen, "disconnect": phone.disconnect,
         }
         reader = asyncio.StreamReader()
         await asyncio.get_running_loop().connect_read_pipe(
@@ -268,6 +373,8 @@ async def main() -> None:
                     break
                 result = await commands[name](**request)
                 print(json.dumps({"ok": True, **(result or {})}), flush=True)
+            except PairingFailed as error:
+                print(json.dumps({"ok": False, "error": str(error), "smp_error": error.reason}), flush=True)
             except att.ATT_Error as error:
                 print(json.dumps({"ok": False, "error": f"ATT error 0x{error.error_code:02x}",
                                   "att_error": error.error_code}), flush=True)

@@ -59,11 +59,16 @@ public struct GATTPermissions: OptionSet, Hashable, Sendable {
     public static let writeAuthenticationRequired = Self(rawValue: 0x0020)
     public static let readAuthorizationRequired = Self(rawValue: 0x0040)
     public static let writeAuthorizationRequired = Self(rawValue: 0x0080)
+    /// gattway's `bonded`: an encrypted link whose key is stored in a bond (the central paired
+    /// with bonding). Not an ATT permission of the specification, which leaves it to the
+    /// implementation (Vol 3 Part F 3.2.5); it implies encryption.
+    public static let readBondingRequired = Self(rawValue: 0x0100)
+    public static let writeBondingRequired = Self(rawValue: 0x0200)
 
     static let anyRead: Self = [.readable, .readEncryptionRequired, .readAuthenticationRequired,
-                                .readAuthorizationRequired]
+                                .readAuthorizationRequired, .readBondingRequired]
     static let anyWrite: Self = [.writeable, .writeEncryptionRequired, .writeAuthenticationRequired,
-                                 .writeAuthorizationRequired]
+                                 .writeAuthorizationRequired, .writeBondingRequired]
 }
 
 /// A characteristic's value: fixed (cached by the server, read-only) or dynamic (every read and

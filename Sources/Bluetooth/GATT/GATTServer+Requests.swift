@@ -313,15 +313,25 @@ extension GATTServer {
     /// On a link without encryption an attribute requiring authentication answers Insufficient
     /// Authentication and one requiring only encryption answers Insufficient Encryption: both make
     /// a central start pairing or encryption.
+    ///
+    /// `bonded` follows Vol 3 Part C 10.3.2: a central without a key (no bond stored for it)
+    /// gets Insufficient Authentication, which makes it pair; a bonded central that has not
+    /// encrypted yet gets Insufficient Encryption, which makes it encrypt with its stored key.
+    /// On a link already encrypted with a key that is not bonded, Insufficient Encryption would
+    /// only make the central re-encrypt with that same key: Insufficient Authentication says the
+    /// key is not good enough, so the central pairs again (with bonding).
     func permissionError(_ permissions: GATTPermissions, reading: Bool, _ security: LinkSecurity) -> ATTErrorCode? {
         let any = reading ? GATTPermissions.anyRead : GATTPermissions.anyWrite
         let encryption: GATTPermissions = reading ? .readEncryptionRequired : .writeEncryptionRequired
         let authentication: GATTPermissions = reading ? .readAuthenticationRequired : .writeAuthenticationRequired
         let authorization: GATTPermissions = reading ? .readAuthorizationRequired : .writeAuthorizationRequired
+        let bonding: GATTPermissions = reading ? .readBondingRequired : .writeBondingRequired
         guard !permissions.isDisjoint(with: any) else { return reading ? .readNotPermitted : .writeNotPermitted }
         let needsAuthentication = permissions.contains(authentication)
-        if needsAuthentication || permissions.contains(encryption) {
+        let needsBond = permissions.contains(bonding)
+        if needsAuthentication || needsBond || permissions.contains(encryption) {
             guard security.isEncrypted else {
+                if needsBond { return security.bondExists ? .insufficientEncryption : .insufficientAuthentication }
                 return needsAuthentication ? .insufficientAuthentication : .insufficientEncryption
             }
             guard security.encryptionKeySize >= configuration.minimumEncryptionKeySize else {
@@ -329,6 +339,7 @@ extension GATTServer {
             }
         }
         if needsAuthentication, !security.isAuthenticated { return .insufficientAuthentication }
+        if needsBond, !security.isBonded { return .insufficientAuthentication }
         if permissions.contains(authorization), !security.isAuthorized { return .insufficientAuthorization }
         return nil
     }

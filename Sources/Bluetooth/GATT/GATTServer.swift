@@ -209,6 +209,27 @@ public final class GATTServer {
         centrals[id]?.security = security
     }
 
+    /// Brings back a bonded central's subscriptions (CCCD handle → bits) as it left them on an
+    /// earlier connection (Vol 3 Part G 3.3.3.3: CCCD values persist across connections for
+    /// bonded devices). Each CCCD that becomes non-zero emits `subscribed`. A handle that is no
+    /// longer a CCCD (the database changed) or bits the characteristic does not offer are
+    /// skipped; the host calls this once the link is encrypted with the bond's key.
+    public func restoreClientConfigurations(_ configurations: [UInt16: UInt16], for id: CentralID) {
+        guard let central = centrals[id], !central.isClosed else { return }
+        for handle in configurations.keys.sorted() {
+            let bits = configurations[handle]!
+            guard bits != 0, let attribute = database.attribute(at: handle),
+                  case let .clientConfiguration(characteristic) = attribute.value else { continue }
+            var allowed: UInt16 = 0
+            if characteristic.properties.contains(.notify) { allowed |= 0x0001 }
+            if characteristic.properties.contains(.indicate) { allowed |= 0x0002 }
+            guard bits & ~allowed == 0 else { continue }
+            let old = central.clientConfigurations[handle, default: 0]
+            central.clientConfigurations[handle] = bits
+            if old == 0 { emit(.subscribed(id, characteristic)) }
+        }
+    }
+
     public func snapshot(of id: CentralID) -> CentralSnapshot? {
         centrals[id]?.snapshot
     }

@@ -9,8 +9,8 @@ public struct CentralID: Hashable, Sendable, Comparable, CustomStringConvertible
     public var description: String { "central#\(rawValue)" }
 }
 
-/// The link's security as the host knows it (encryption comes from SMP, which lands later).
-/// The server only reads it to answer permission checks with the right ATT error.
+/// The link's security as the host knows it (from its Security Manager). The server only reads
+/// it to answer permission checks with the right ATT error.
 public struct LinkSecurity: Hashable, Sendable {
     public var isEncrypted: Bool
     /// The encryption key came from an authenticated (MITM-protected) pairing.
@@ -19,13 +19,20 @@ public struct LinkSecurity: Hashable, Sendable {
     public var encryptionKeySize: Int
     /// The program has authorized this central for attributes that require authorization.
     public var isAuthorized: Bool
+    /// The link is encrypted with a key stored in a bond.
+    public var isBonded: Bool
+    /// A bond is stored for the central's address, so it holds a key it can encrypt with, even
+    /// while the link is not encrypted yet.
+    public var bondExists: Bool
 
     public init(isEncrypted: Bool, isAuthenticated: Bool = false, encryptionKeySize: Int = 16,
-                isAuthorized: Bool = false) {
+                isAuthorized: Bool = false, isBonded: Bool = false, bondExists: Bool = false) {
         self.isEncrypted = isEncrypted
         self.isAuthenticated = isAuthenticated
         self.encryptionKeySize = encryptionKeySize
         self.isAuthorized = isAuthorized
+        self.isBonded = isBonded
+        self.bondExists = bondExists || isBonded
     }
 
     /// A fresh LE link: no encryption, nothing authenticated or authorized.

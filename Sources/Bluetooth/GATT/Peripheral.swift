@@ -38,6 +38,8 @@ public enum PeripheralEvent: Hashable, Sendable {
     case unsubscribed(CentralID, PublishedCharacteristic)
     case readyToUpdateSubscribers
     case maximumUpdateValueLengthChanged(CentralID, Int)
+    /// The link's security changed (encryption started, pairing finished, a bond was stored).
+    case securityChanged(CentralID, LinkSecurity)
 }
 
 /// What the peripheral needs from the BLE host: the outbound half of the seam. Calls are made
@@ -59,7 +61,8 @@ public protocol PeripheralLink: Sendable {
 /// and then hands its output on: PDUs to `PeripheralLink`, events to `events`.
 ///
 /// Host seam (inbound): `updateState(_:)`, `centralConnected(_:security:)`,
-/// `centralDisconnected(_:)`, `securityChanged(_:for:)`, `receive(_:from:)`,
+/// `centralDisconnected(_:)`, `securityChanged(_:for:)`, `restoreSubscriptions(_:for:)`,
+/// `clientConfigurations(of:)`, `receive(_:from:)`,
 /// `transmitRoomFreed(_:)`, and `expireTransactions()` at `nextTransactionDeadline`.
 /// Time comes from the injected `now` function, so tests drive a manual clock.
 public actor Peripheral {
@@ -179,7 +182,23 @@ public actor Peripheral {
     }
 
     public func securityChanged(_ security: LinkSecurity, for central: CentralID) {
+        guard let before = server.snapshot(of: central)?.security, before != security else { return }
         server.setSecurity(security, for: central)
+        continuation.yield(.securityChanged(central, security))
+    }
+
+    /// A bonded central's subscriptions from its bond, once its link is encrypted with the
+    /// bond's key: they come back (with `subscribed` events) without the central writing its
+    /// CCCDs again.
+    public func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: CentralID) {
+        server.restoreClientConfigurations(clientConfigurations, for: central)
+        flush()
+    }
+
+    /// The central's CCCD values now (handle → bits, non-zero only), for the host to persist a
+    /// bonded central's subscriptions; nil when it is not connected.
+    public func clientConfigurations(of central: CentralID) -> [UInt16: UInt16]? {
+        server.snapshot(of: central)?.clientConfigurations
     }
 
     /// One ATT PDU from a central.

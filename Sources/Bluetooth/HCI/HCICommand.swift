@@ -27,6 +27,8 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leSetScanResponseData = HCIOpcode(ogf: 0x08, ocf: 0x0009)
     public static let leSetAdvertisingEnable = HCIOpcode(ogf: 0x08, ocf: 0x000A)
     public static let leConnectionUpdate = HCIOpcode(ogf: 0x08, ocf: 0x0013)
+    public static let leLongTermKeyRequestReply = HCIOpcode(ogf: 0x08, ocf: 0x001A)
+    public static let leLongTermKeyRequestNegativeReply = HCIOpcode(ogf: 0x08, ocf: 0x001B)
     public static let leSetDataLength = HCIOpcode(ogf: 0x08, ocf: 0x0022)
     public static let leSetPHY = HCIOpcode(ogf: 0x08, ocf: 0x0032)
     public static let leSetAdvertisingSetRandomAddress = HCIOpcode(ogf: 0x08, ocf: 0x0035)
@@ -52,6 +54,8 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
             .leSetScanResponseData: "LE Set Scan Response Data",
             .leSetAdvertisingEnable: "LE Set Advertising Enable",
             .leConnectionUpdate: "LE Connection Update", .leSetDataLength: "LE Set Data Length",
+            .leLongTermKeyRequestReply: "LE Long Term Key Request Reply",
+            .leLongTermKeyRequestNegativeReply: "LE Long Term Key Request Negative Reply",
             .leSetPHY: "LE Set PHY",
             .leSetAdvertisingSetRandomAddress: "LE Set Advertising Set Random Address",
             .leSetExtendedAdvertisingParameters: "LE Set Extended Advertising Parameters",
@@ -272,5 +276,22 @@ public struct HCICommand: Equatable, Sendable {
             $0.write(UInt8(0b010))
             $0.write(UInt16(0))  // no coded PHY option
         }
+    }
+
+    // MARK: Encryption
+
+    /// The key for an LE Long Term Key Request (Vol 4 Part E 7.8.25), least significant octet
+    /// first as it goes on the wire.
+    public static func leLongTermKeyRequestReply(handle: UInt16, littleEndianKey key: [UInt8]) -> HCICommand {
+        precondition(key.count == 16, "a Long Term Key has 16 bytes")
+        return build(.leLongTermKeyRequestReply) {
+            $0.write(handle)
+            $0.write(contentsOf: key)
+        }
+    }
+
+    /// No key for this request (Vol 4 Part E 7.8.26): the controller refuses encryption.
+    public static func leLongTermKeyRequestNegativeReply(handle: UInt16) -> HCICommand {
+        build(.leLongTermKeyRequestNegativeReply) { $0.write(handle) }
     }
 }

@@ -8,6 +8,11 @@ public enum HCIEvent: Equatable, Sendable {
     case commandStatus(status: HCIStatus, numCommandPackets: UInt8, opcode: HCIOpcode)
     case hardwareError(code: UInt8)
     case numberOfCompletedPackets([CompletedPackets])
+    /// Encryption Change (Vol 4 Part E 7.7.8): the link's encryption went on or off.
+    case encryptionChange(status: HCIStatus, handle: UInt16, enabled: Bool)
+    /// Encryption Key Refresh Complete (Vol 4 Part E 7.7.39): the link was re-encrypted, with
+    /// the key of the last LTK reply.
+    case encryptionKeyRefreshComplete(status: HCIStatus, handle: UInt16)
     case le(LEMetaEvent)
     case unknown(code: UInt8, parameters: [UInt8])
 
@@ -22,10 +27,12 @@ public enum HCIEvent: Equatable, Sendable {
 
     public enum Code {
         public static let disconnectionComplete: UInt8 = 0x05
+        public static let encryptionChange: UInt8 = 0x08
         public static let commandComplete: UInt8 = 0x0E
         public static let commandStatus: UInt8 = 0x0F
         public static let hardwareError: UInt8 = 0x10
         public static let numberOfCompletedPackets: UInt8 = 0x13
+        public static let encryptionKeyRefreshComplete: UInt8 = 0x30
         public static let leMeta: UInt8 = 0x3E
     }
 
@@ -68,6 +75,15 @@ public enum HCIEvent: Equatable, Sendable {
                     entries.append(CompletedPackets(handle: handle, count: try reader.readUInt16()))
                 }
                 self = .numberOfCompletedPackets(entries)
+            case Code.encryptionChange:
+                self = .encryptionChange(
+                    status: HCIStatus(rawValue: try reader.readUInt8()),
+                    handle: try reader.readUInt16() & 0x0FFF,
+                    enabled: try reader.readUInt8() != 0)
+            case Code.encryptionKeyRefreshComplete:
+                self = .encryptionKeyRefreshComplete(
+                    status: HCIStatus(rawValue: try reader.readUInt8()),
+                    handle: try reader.readUInt16() & 0x0FFF)
             case Code.leMeta:
                 self = .le(try LEMetaEvent(decoding: &reader))
             default:
@@ -107,6 +123,15 @@ public enum HCIEvent: Equatable, Sendable {
             writer.write(UInt8(entries.count))
             for entry in entries { writer.write(entry.handle) }
             for entry in entries { writer.write(entry.count) }
+        case .encryptionChange(let status, let handle, let enabled):
+            code = Code.encryptionChange
+            writer.write(status.rawValue)
+            writer.write(handle)
+            writer.write(UInt8(enabled ? 1 : 0))
+        case .encryptionKeyRefreshComplete(let status, let handle):
+            code = Code.encryptionKeyRefreshComplete
+            writer.write(status.rawValue)
+            writer.write(handle)
         case .le(let meta):
             code = Code.leMeta
             writer.write(contentsOf: meta.encoded)
@@ -126,6 +151,9 @@ public enum LEMetaEvent: Equatable, Sendable {
     case dataLengthChange(handle: UInt16, maxTxOctets: UInt16, maxTxTime: UInt16,
                           maxRxOctets: UInt16, maxRxTime: UInt16)
     case phyUpdateComplete(status: HCIStatus, handle: UInt16, txPHY: UInt8, rxPHY: UInt8)
+    /// LE Long Term Key Request (Vol 4 Part E 7.7.65.5): the central starts encryption; the host
+    /// answers with the key EDIV and Rand name, or the Negative Reply.
+    case longTermKeyRequest(handle: UInt16, rand: UInt64, ediv: UInt16)
     case advertisingSetTerminated(status: HCIStatus, advertisingHandle: UInt8,
                                   connectionHandle: UInt16, completedEvents: UInt8)
     case unknown(subevent: UInt8, parameters: [UInt8])
@@ -133,6 +161,7 @@ public enum LEMetaEvent: Equatable, Sendable {
     public enum Subevent {
         public static let connectionComplete: UInt8 = 0x01
         public static let connectionUpdateComplete: UInt8 = 0x03
+        public static let longTermKeyRequest: UInt8 = 0x05
         public static let dataLengthChange: UInt8 = 0x07
         public static let enhancedConnectionComplete: UInt8 = 0x0A
         public static let phyUpdateComplete: UInt8 = 0x0C
@@ -161,6 +190,10 @@ public enum LEMetaEvent: Equatable, Sendable {
                 status: HCIStatus(rawValue: try reader.readUInt8()),
                 handle: try reader.readUInt16() & 0x0FFF, txPHY: try reader.readUInt8(),
                 rxPHY: try reader.readUInt8())
+        case Subevent.longTermKeyRequest:
+            let handle = try reader.readUInt16() & 0x0FFF
+            let rand = try reader.readUInt64()
+            self = .longTermKeyRequest(handle: handle, rand: rand, ediv: try reader.readUInt16())
         case Subevent.advertisingSetTerminated:
             self = .advertisingSetTerminated(
                 status: HCIStatus(rawValue: try reader.readUInt8()),
@@ -193,6 +226,11 @@ public enum LEMetaEvent: Equatable, Sendable {
             writer.write(handle)
             writer.write(tx)
             writer.write(rx)
+        case .longTermKeyRequest(let handle, let rand, let ediv):
+            writer.write(Subevent.longTermKeyRequest)
+            writer.write(handle)
+            writer.write(rand)
+            writer.write(ediv)
         case .advertisingSetTerminated(let status, let advertisingHandle, let connectionHandle,
                                        let completed):
             writer.write(Subevent.advertisingSetTerminated)

@@ -55,6 +55,19 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
         await armTransactionTimer()
     }
 
+    public func securityChanged(_ security: LinkSecurity, for central: Central) async {
+        await peripheral.securityChanged(security, for: Self.centralID(central))
+    }
+
+    public func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: Central) async {
+        await peripheral.restoreSubscriptions(clientConfigurations, for: Self.centralID(central))
+        await armTransactionTimer()
+    }
+
+    public func clientConfigurations(of central: Central) async -> [UInt16: UInt16] {
+        await peripheral.clientConfigurations(of: Self.centralID(central)) ?? [:]
+    }
+
     /// Wakes the peripheral at its next ATT transaction deadline (an unconfirmed indication).
     private func armTransactionTimer() async {
         guard let deadline = await peripheral.nextTransactionDeadline else { return }

@@ -2,6 +2,7 @@ import BluetoothCore
 import BluetoothGATT
 import BluetoothHCI
 import BluetoothL2CAP
+import BluetoothSMP
 
 /// One connected central. Identity is per connection: the same phone connecting again is a new
 /// `Central` (its handle may be reused by the controller, its `connectionID` never is).
@@ -70,6 +71,14 @@ public protocol ATTServer: AnyObject, Sendable {
     /// controller has sent or that a disconnection or controller loss dropped. The server stops
     /// sending updates when it has no credits left: that is `updateValue` returning false.
     func transmitCreditsAvailable(_ count: Int) async
+    /// The central's link security changed (encryption on, pairing done, bond stored): the
+    /// server checks attribute permissions against it.
+    func securityChanged(_ security: BluetoothGATT.LinkSecurity, for central: Central) async
+    /// A bonded central's CCCD values (handle → bits) from its bond, once its link is encrypted
+    /// with the bond's key: its subscriptions come back without it writing the CCCDs again.
+    func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: Central) async
+    /// The central's CCCD values now (non-zero only), which the host persists in its bond.
+    func clientConfigurations(of central: Central) async -> [UInt16: UInt16]
 }
 
 /// Everything the host reports, in order: for logs, tests and the program above.
@@ -83,7 +92,15 @@ public enum HostEvent: Equatable, Sendable {
     case phyChanged(Central, txPHY: UInt8, rxPHY: UInt8)
     case connectionParametersChanged(Central, interval: UInt16, latency: UInt16, supervisionTimeout: UInt16)
     case connectionParameterUpdateAnswered(Central, accepted: Bool)
-    case pairingRefused(Central)
+    /// Passkey Entry: the user types this passkey on the central. nil when it is the fixed
+    /// passkey from the configuration, which is never logged or published.
+    case passkeyDisplayed(Central, passkey: UInt32?)
+    /// Pairing finished; `identity` is the central's identity address (its connection address
+    /// when it distributed none), `bonded` whether its keys were stored.
+    case paired(Central, identity: BluetoothAddress, bonded: Bool)
+    case pairingFailed(Central, reason: String)
+    /// The link's security changed: encrypted (with which key), or a bond was stored.
+    case securityChanged(Central, BluetoothGATT.LinkSecurity)
 }
 
 /// Configuration of the host, from gattway's configuration and command line.
@@ -101,11 +118,14 @@ public struct HostConfiguration: Sendable {
     public var commandTimeout: Duration
     /// Waits after a lost controller before each retry; the last one repeats.
     public var reconnectDelays: [Duration]
+    /// How the host pairs (SMP); bonds are kept in `stateDirectory`.
+    public var security: SecurityConfiguration
 
     public init(transport: HCITransportSpec, stateDirectory: String,
                 advertising: AdvertisingSettings?, maxCentrals: Int = 8, transmitQueueCapacity: Int = 8,
                 commandTimeout: Duration = .seconds(2),
-                reconnectDelays: [Duration] = [.milliseconds(200), .seconds(1), .seconds(2), .seconds(5), .seconds(10)]) {
+                reconnectDelays: [Duration] = [.milliseconds(200), .seconds(1), .seconds(2), .seconds(5), .seconds(10)],
+                security: SecurityConfiguration = .standard) {
         self.transport = transport
         self.stateDirectory = stateDirectory
         self.advertising = advertising
@@ -113,6 +133,7 @@ public struct HostConfiguration: Sendable {
         self.transmitQueueCapacity = transmitQueueCapacity
         self.commandTimeout = commandTimeout
         self.reconnectDelays = reconnectDelays
+        self.security = security
     }
 }
 

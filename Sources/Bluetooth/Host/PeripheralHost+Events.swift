@@ -57,6 +57,10 @@ extension PeripheralHost {
                 return nil
             }
             await disconnected(handle: handle, reason: reason)
+        case .encryptionChange(let status, let handle, let enabled):
+            await encryptionChanged(handle: handle, status: status, enabled: enabled)
+        case .encryptionKeyRefreshComplete(let status, let handle):
+            await encryptionChanged(handle: handle, status: status, enabled: true)
         case .le(let meta):
             await handle(meta)
         case .unknown(let code, _):
@@ -92,6 +96,8 @@ extension PeripheralHost {
             } else {
                 logger.info("\(central): PHY update refused: \(status); staying on the current PHY")
             }
+        case .longTermKeyRequest(let handle, let rand, let ediv):
+            longTermKeyRequested(handle: handle, rand: rand, ediv: ediv)
         case .advertisingSetTerminated(let status, _, _, _):
             // The set stopped because a central connected (or it timed out); the Connection
             // Complete event restarts it.
@@ -121,6 +127,7 @@ extension PeripheralHost {
         logger.info("central \(central) connected (\(connections.count) connected); interval \(Double(event.interval) * 1.25) ms")
         eventSink.yield(.connected(central))
         await server.centralConnected(connection.bearer)
+        await securityConnectionOpened(connection)
         spawn {
             await self.readvertise()
             await self.requestFasterLink(for: central)
@@ -156,6 +163,7 @@ extension PeripheralHost {
     private func disconnected(handle: UInt16, reason: HCIStatus) async {
         guard let connection = connections.removeValue(forKey: handle) else { return }
         let dropped = transmitter.close(handle)
+        securityConnectionClosed(handle)
         logger.info("central \(connection.central) disconnected: \(reason) (\(connections.count) connected)")
         eventSink.yield(.disconnected(connection.central, reason: reason))
         await server.centralDisconnected(connection.central)
@@ -178,6 +186,7 @@ extension PeripheralHost {
         switch frame.channel {
         case L2CAPChannel.att:
             await server.received(frame.payload, from: central)
+            await persistSubscriptions(of: connection)
         case L2CAPChannel.leSignaling:
             switch connection.signaling.receive(frame.payload) {
             case .reply(let bytes):
@@ -193,11 +202,7 @@ extension PeripheralHost {
                 break
             }
         case L2CAPChannel.securityManager:
-            if let reply = SecurityManagerRefusal.reply(to: frame.payload) {
-                logger.info("\(central) asked to pair; answering Pairing Not Supported")
-                eventSink.yield(.pairingRefused(central))
-                transmitter.send(L2CAPFrame(channel: L2CAPChannel.securityManager, payload: reply), on: central.handle)
-            }
+            await securityPDU(frame.payload, from: connection)
         default:
             logger.warning("\(central): dropped \(frame.payload.count) bytes for unsupported L2CAP channel 0x\(String(frame.channel, radix: 16))")
         }

@@ -2,6 +2,7 @@ import BluetoothCore
 import BluetoothGATT
 import BluetoothHCI
 import BluetoothL2CAP
+import BluetoothSMP
 import Logging
 
 /// gattway's BLE host in the peripheral role: opens the controller named by
@@ -39,6 +40,13 @@ public actor PeripheralHost {
     var sessionTasks: [UInt64: Task<Void, Never>] = [:]
     var nextSessionTaskID: UInt64 = 0
     var grantedTransmitCredits = false
+    // Pairing and bonds: the Security Manager (pure), the bond file it is persisted to (nil when
+    // the stored file could not be read: it is left alone and bonds live in memory only), the
+    // origin of its monotonic time, and the timer for its SMP timeout.
+    var securityManager: SecurityManager
+    let bondStore: BondStore?
+    let securityClockOrigin = ContinuousClock.now
+    var securityTimer: Task<Void, Never>?
 
     public init(configuration: HostConfiguration, server: any ATTServer, logger: Logger,
                 openTransport: @escaping @Sendable (HCITransportSpec) throws -> any HCITransport = {
@@ -49,6 +57,7 @@ public actor PeripheralHost {
         self.logger = logger
         self.openTransport = openTransport
         advertisingSettings = configuration.advertising
+        (securityManager, bondStore) = Self.loadSecurity(configuration, logger: logger)
         (events, eventSink) = AsyncStream.makeStream(of: HostEvent.self, bufferingPolicy: .bufferingNewest(1024))
     }
 
@@ -145,6 +154,9 @@ public actor PeripheralHost {
     /// Forgets the session: pending commands fail, every central is disconnected for the server.
     private func tearDownSession() async {
         transport = nil
+        securityTimer?.cancel()
+        securityTimer = nil
+        for handle in connections.keys { securityManager.connectionClosed(handle) }
         for task in sessionTasks.values { task.cancel() }
         sessionTasks = [:]
         controller = nil

@@ -55,6 +55,9 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
         var pendingKey: LongTermKey?
         var pendingKeyBonded = false
         var security: LinkSecurity?
+        /// The identity of the bond this link paired into or encrypted with: a central may
+        /// distribute an identity address other than the address it connected from.
+        var bondIdentity: BluetoothAddress?
     }
 
     public init(configuration: SecurityConfiguration, bonds: BondRegistry = BondRegistry(),
@@ -90,7 +93,8 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
     /// Restore its subscriptions only once `linkSecurity(on:)?.bonded` is true: an address alone
     /// can be spoofed, the bonded key cannot.
     public func bond(on handle: ConnectionHandle) -> Bond? {
-        links[handle].flatMap { bonds.bond(for: $0.peer) }
+        guard let link = links[handle] else { return nil }
+        return link.bondIdentity.flatMap { bonds.bond(for: $0) } ?? bonds.bond(for: link.peer)
     }
 
     /// Whether a pairing is under way on `handle`.
@@ -190,6 +194,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
         }
         links[handle]?.pendingKey = bond.longTermKey
         links[handle]?.pendingKeyBonded = true
+        links[handle]?.bondIdentity = bond.identity
         return bond.longTermKey
     }
 
@@ -247,9 +252,9 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
     /// Records a CCCD write on `handle` if the link is encrypted with a bonded key (a spoofed
     /// address must not rewrite a bond); true when the bonds changed (the host then persists them).
     public mutating func setClientConfiguration(_ value: UInt16, handle attribute: UInt16, on handle: ConnectionHandle) -> Bool {
-        guard let link = links[handle], link.security?.bonded == true else { return false }
+        guard let link = links[handle], link.security?.bonded == true, let bond = bond(on: handle) else { return false }
         let before = bonds
-        bonds.setClientConfiguration(value, handle: attribute, for: link.peer)
+        bonds.setClientConfiguration(value, handle: attribute, for: bond.identity)
         return bonds != before
     }
 
@@ -288,6 +293,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
             if let previous { bonds.remove(previous.identity) }
             bonds.insert(stored)
             bond = stored
+            links[handle]?.bondIdentity = identity
         }
         backoff.recordSuccess(link.peer)
         backoff.recordSuccess(identity)

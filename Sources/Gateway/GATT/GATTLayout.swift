@@ -146,18 +146,26 @@ public struct GATTLayout: Sendable {
         return result
     }
 
-    /// `bonded` has no ATT permission of its own: it needs an encrypted link, and bonding is the
-    /// security manager's to enforce.
+    /// `open` is plain readable; `encrypted`, `authenticated` (MITM) and `bonded` (a key stored
+    /// in a bond) each add their requirement, and each implies an encrypted link.
     static func readPermissions(_ requirement: SecurityRequirement) -> GATTPermissions {
-        if requirement.authenticated { return .readAuthenticationRequired }
-        if requirement.encrypted { return .readEncryptionRequired }
-        return .readable
+        permissions(requirement, plain: .readable, encrypted: .readEncryptionRequired,
+                    authenticated: .readAuthenticationRequired, bonded: .readBondingRequired)
     }
 
     static func writePermissions(_ requirement: SecurityRequirement) -> GATTPermissions {
-        if requirement.authenticated { return .writeAuthenticationRequired }
-        if requirement.encrypted { return .writeEncryptionRequired }
-        return .writeable
+        permissions(requirement, plain: .writeable, encrypted: .writeEncryptionRequired,
+                    authenticated: .writeAuthenticationRequired, bonded: .writeBondingRequired)
+    }
+
+    private static func permissions(_ requirement: SecurityRequirement, plain: GATTPermissions,
+                                    encrypted: GATTPermissions, authenticated: GATTPermissions,
+                                    bonded: GATTPermissions) -> GATTPermissions {
+        guard requirement.encrypted else { return plain }
+        var permissions = encrypted
+        if requirement.authenticated { permissions.insert(authenticated) }
+        if requirement.bonded { permissions.insert(bonded) }
+        return permissions
     }
 
     /// Configuration order, except that a service comes after the services it includes

@@ -12,6 +12,8 @@ public enum PipelineEvent: Sendable, Equatable {
     case centralConnected(CentralID, mtu: Int)
     /// The central's ATT_MTU changed (an MTU exchange).
     case mtuChanged(CentralID, mtu: Int)
+    /// The central's link security changed (encryption, pairing, bond).
+    case securityChanged(CentralID, LinkSecurity)
     case centralDisconnected(CentralID)
     case subscribed(CharacteristicRef, CentralID, UpdateKind)
     case unsubscribed(CharacteristicRef, CentralID)
@@ -213,6 +215,9 @@ public actor ValuePipeline {
             return
         case .maximumUpdateValueLengthChanged(let central, let length):
             eventContinuation.yield(.mtuChanged(central, mtu: length + 3))
+            return
+        case .securityChanged(let central, let security):
+            eventContinuation.yield(.securityChanged(central, security))
             return
         case .serviceAdded, .serviceRemoved:
             return

@@ -1,10 +1,11 @@
 import BluetoothHost
+import BluetoothSMP
 import Config
 import Foundation
 
 /// The configuration's `bluetooth` section as the BLE host takes it.
 public enum HostMapping {
-    public static func configuration(_ config: GatewayConfig) -> HostConfiguration {
+    public static func configuration(_ config: GatewayConfig) throws -> HostConfiguration {
         let advertising = config.bluetooth.advertising
         let settings = AdvertisingSettings(
             localName: advertising.localName, serviceUUIDs: advertising.serviceUUIDs,
@@ -12,7 +13,22 @@ public enum HostMapping {
             manufacturerData: advertising.manufacturerData.map { ($0.companyID, $0.data) },
             intervalMilliseconds: Int((advertising.interval / .milliseconds(1)).rounded()))
         return HostConfiguration(transport: config.bluetooth.transport, stateDirectory: config.stateDirectory,
-                                 advertising: settings, maxCentrals: config.bluetooth.maxCentrals)
+                                 advertising: settings, maxCentrals: config.bluetooth.maxCentrals,
+                                 security: try security(config.bluetooth.security))
+    }
+
+    /// `bluetooth.security` as the Security Manager takes it. The configuration layer already
+    /// checked the passkey's range, so this throws only on a programming error.
+    public static func security(_ config: SecurityConfig) throws -> SecurityConfiguration {
+        let io: IOCapability = switch config.ioCapabilities {
+        case .displayOnly: .displayOnly
+        case .displayYesNo: .displayYesNo
+        case .keyboardOnly: .keyboardOnly
+        case .noInputNoOutput: .noInputNoOutput
+        case .keyboardDisplay: .keyboardDisplay
+        }
+        return try SecurityConfiguration(ioCapability: io, fixedPasskey: config.passkey,
+                                         allowLegacy: config.allowLegacy)
     }
 }
 

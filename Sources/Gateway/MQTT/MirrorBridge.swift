@@ -73,6 +73,12 @@ public enum MirrorMapping {
         }
     }
 
+    /// `none`, `encrypted`, or `authenticated` (encrypted with a MITM-protected key).
+    public static func linkSecurity(_ security: LinkSecurity) -> MirrorLinkSecurity {
+        guard security.isEncrypted else { return .none }
+        return security.isAuthenticated ? .authenticated : .encrypted
+    }
+
     /// The ATT write that carried a central's value, as `/written` names it.
     public static func writeKind(_ kind: GATTWriteKind) -> MirrorWriteKind {
         switch kind {
@@ -120,6 +126,9 @@ public struct MirrorBridge: Sendable {
             return .centralConnected(MirrorCentral(address: address(central), mtu: mtu, security: .none, since: date))
         case .mtuChanged(let central, let mtu):
             return .centralMTUChanged(address: address(central), mtu: mtu)
+        case .securityChanged(let central, let security):
+            return .centralSecurityChanged(address: address(central), security: MirrorMapping.linkSecurity(security),
+                                           bonded: security.isBonded)
         case .centralDisconnected(let central):
             return .centralDisconnected(address: address(central))
         case .subscribed(let ref, let central, let kind):

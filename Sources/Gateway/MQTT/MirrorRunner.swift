@@ -39,6 +39,11 @@ final class MirrorRunner: Sendable {
         }
     }
 
+    /// Publishes the passkey a pairing central must be given (`<base>/<dev>/pairing`).
+    func pairingPasskey(central: String, passkey: String) async {
+        await service.handle(.pairingPasskey(central: central, passkey: passkey, at: Date()))
+    }
+
     func stop() async {
         await service.stop()
     }

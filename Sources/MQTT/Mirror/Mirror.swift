@@ -109,6 +109,13 @@ public struct Mirror: Sendable {
             centrals[address] = central
             return [.publish(centralMessage(central), durable: true)]
 
+        case .centralSecurityChanged(let address, let security, let bonded):
+            guard var central = centrals[address] else { return [] }
+            central.security = security
+            central.bonded = bonded
+            centrals[address] = central
+            return [.publish(centralMessage(central), durable: true)]
+
         case .centralDisconnected(let address):
             let sourcesBefore = activeSourceTopics
             var actions: [MirrorAction] = []
@@ -149,6 +156,15 @@ public struct Mirror: Sendable {
                 ("ts", .string(MirrorTimestamp.string(date))),
             ])
             return [.publish(MQTTMessage(topic: topics.written(id), payload: payload.bytes), durable: true)]
+
+        case .pairingPasskey(let central, let passkey, let date):
+            // Not retained and not through the outbox: it is useful for the 30 s of one pairing
+            // only, and must not wait for later subscribers.
+            let payload = JSONText.object([
+                ("central", .string(central)), ("passkey", .string(passkey)),
+                ("ts", .string(MirrorTimestamp.string(date))),
+            ])
+            return [.publish(MQTTMessage(topic: topics.pairing, payload: payload.bytes), durable: false)]
         }
     }
 
@@ -209,7 +225,7 @@ public struct Mirror: Sendable {
     private func centralMessage(_ central: MirrorCentral) -> MQTTMessage {
         let payload = JSONText.object([
             ("address", .string(central.address)), ("mtu", .integer(Int64(central.mtu))),
-            ("security", .string(central.security.rawValue)),
+            ("security", .string(central.security.rawValue)), ("bonded", .bool(central.bonded)),
             ("since", .string(MirrorTimestamp.string(central.since))),
         ])
         return MQTTMessage(topic: topics.central(central.address), payload: payload.bytes, retain: true)

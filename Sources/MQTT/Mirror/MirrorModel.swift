@@ -130,12 +130,15 @@ public struct MirrorCentral: Sendable, Equatable {
     public var address: String
     public var mtu: Int
     public var security: MirrorLinkSecurity
+    /// The link is encrypted with a key stored in a bond.
+    public var bonded: Bool
     public var since: Date
 
-    public init(address: String, mtu: Int, security: MirrorLinkSecurity, since: Date) {
+    public init(address: String, mtu: Int, security: MirrorLinkSecurity, bonded: Bool = false, since: Date) {
         self.address = address
         self.mtu = mtu
         self.security = security
+        self.bonded = bonded
         self.since = since
     }
 }
@@ -176,15 +179,21 @@ public enum MirrorEvent: Sendable, Equatable {
     case peripheralState(MirrorPeripheralState)
     /// A characteristic's value changed (from a sensor, a central write, `/set` or a source topic).
     case valueChanged(MirrorCharacteristicID, value: MirrorValue, raw: [UInt8], at: Date)
-    /// A central connected, or its MTU or link security changed (same `since`).
+    /// A central connected.
     case centralConnected(MirrorCentral)
     /// A connected central's ATT_MTU changed (an MTU exchange); the rest of what is known of it
     /// (security, `since`) stays.
     case centralMTUChanged(address: String, mtu: Int)
+    /// A connected central's link security changed (encryption, pairing, a bond stored); its MTU
+    /// and `since` stay.
+    case centralSecurityChanged(address: String, security: MirrorLinkSecurity, bonded: Bool)
     case centralDisconnected(address: String)
     case subscribed(MirrorCharacteristicID, central: String, kind: MirrorSubscriptionKind)
     case unsubscribed(MirrorCharacteristicID, central: String)
     case written(MirrorCharacteristicID, value: MirrorValue, central: String, kind: MirrorWriteKind, at: Date)
+    /// A central is pairing with Passkey Entry: the 6-digit passkey the user types on it. Only a
+    /// random passkey: a fixed one from the configuration is never published.
+    case pairingPasskey(central: String, passkey: String, at: Date)
 }
 
 /// What the mirror hands back to the gateway from MQTT.

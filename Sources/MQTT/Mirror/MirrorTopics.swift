@@ -12,6 +12,8 @@ public struct MirrorTopics: Sendable, Equatable {
     public var state: String { "\(root)/state" }
     /// Rejected `/set` payloads.
     public var error: String { "\(root)/error" }
+    /// Passkey Entry: the passkey to type on the pairing central; not retained.
+    public var pairing: String { "\(root)/pairing" }
 
     public func value(_ id: MirrorCharacteristicID) -> String { "\(root)/\(id.service)/\(id.characteristic)" }
     public func set(_ id: MirrorCharacteristicID) -> String { "\(value(id))/set" }

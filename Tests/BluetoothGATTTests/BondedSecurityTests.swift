@@ -1,0 +1,90 @@
+import BluetoothATT
+import BluetoothCore
+import Foundation
+import Testing
+@testable import BluetoothGATT
+
+/// gattway's `bonded` permission and the restoring of a bonded central's subscriptions.
+@Suite struct BondedSecurityTests {
+    static let service = GATTService(uuid: BluetoothUUID(0xFFE0), characteristics: [
+        GATTCharacteristic(uuid: BluetoothUUID(0xFFE1), properties: [.read, .write],
+                           permissions: [.readEncryptionRequired, .readBondingRequired,
+                                         .writeEncryptionRequired, .writeBondingRequired],
+                           value: .dynamic),
+        GATTCharacteristic(uuid: BluetoothUUID(0xFFE2), properties: [.read, .notify], permissions: .readable,
+                           value: .dynamic),
+        GATTCharacteristic(uuid: BluetoothUUID(0xFFE3), properties: [.read, .indicate], permissions: .readable,
+                           value: .dynamic),
+    ])
+
+    static func server() throws -> (GATTServer, PublishedService) {
+        let server = GATTServer(handlers: GATTRequestHandlers(read: { _ in .success([0x07]) }, write: { _ in nil }))
+        let published = try server.addService(service, now: .now)
+        return (server, published)
+    }
+
+    /// The answer to one request from central 1 on a link with `security`.
+    static func answer(_ request: [UInt8], _ security: LinkSecurity) throws -> [UInt8] {
+        let (server, _) = try server()
+        let central = CentralID(1)
+        server.connect(central, security: security)
+        _ = server.takeOutput()
+        server.receive(request, from: central, now: .now)
+        for case .send(let pdu, _) in server.takeOutput() { return pdu }
+        return []
+    }
+
+    static let unknown = LinkSecurity.unencrypted
+    static let bondedNotEncrypted = LinkSecurity(isEncrypted: false, encryptionKeySize: 0, bondExists: true)
+    static let encryptedNotBonded = LinkSecurity(isEncrypted: true, isAuthenticated: true)
+    static let bonded = LinkSecurity(isEncrypted: true, isBonded: true)
+
+    static let cases: [(String, LinkSecurity, UInt8?)] = [
+        // No key for this central: pair (Insufficient Authentication, Vol 3 Part C 10.3.2).
+        ("no bond, not encrypted", unknown, 0x05),
+        // A key exists: encrypt with it (Insufficient Encryption).
+        ("bonded central, not encrypted yet", bondedNotEncrypted, 0x0F),
+        // Encrypted with a key not stored in a bond, even an authenticated one: pair again.
+        ("encrypted, not bonded", encryptedNotBonded, 0x05),
+        ("encrypted with the bond's key", bonded, nil),
+    ]
+
+    @Test(arguments: cases)
+    func bondedReadsAndWritesNeedAnEncryptedBondedLink(name: String, security: LinkSecurity, error: UInt8?) throws {
+        let (_, published) = try Self.server()
+        let handle = published.characteristics[0].valueHandle
+        let read = try Self.answer([0x0A, UInt8(handle & 0xFF), UInt8(handle >> 8)], security)
+        let write = try Self.answer([0x12, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x01], security)
+        if let error {
+            #expect(read == [0x01, 0x0A, UInt8(handle & 0xFF), UInt8(handle >> 8), error], "\(name)")
+            #expect(write == [0x01, 0x12, UInt8(handle & 0xFF), UInt8(handle >> 8), error], "\(name)")
+        } else {
+            #expect(read == [0x0B, 0x07], "\(name)")
+            #expect(write == [0x13], "\(name)")
+        }
+    }
+
+    @Test func restoredSubscriptionsComeBackWithEventsAndSkipWhatNoLongerFits() throws {
+        let (server, published) = try Self.server()
+        let notify = published.characteristics[1]
+        let indicate = published.characteristics[2]
+        let central = CentralID(3)
+        server.connect(central)
+        _ = server.takeOutput()
+        let notifyCCCD = try #require(notify.clientConfigurationHandle)
+        let indicateCCCD = try #require(indicate.clientConfigurationHandle)
+        server.restoreClientConfigurations([
+            notifyCCCD: 0x0001,
+            indicateCCCD: 0x0001,          // notify bits on an indicate-only characteristic
+            notify.valueHandle: 0x0001,    // not a CCCD (the database changed since)
+            0x0F00: 0x0002,                // no such attribute
+        ], for: central)
+        #expect(server.takeOutput() == [.event(.subscribed(central, notify))])
+        #expect(server.snapshot(of: central)?.clientConfigurations == [notifyCCCD: 0x0001])
+        // The restored subscription is live: an update reaches the central.
+        server.addTransmitCredits(1, now: .now)
+        #expect(try server.updateValue([0x09], for: notify, now: .now))
+        #expect(server.takeOutput() == [.send([0x1B, UInt8(notify.valueHandle & 0xFF), UInt8(notify.valueHandle >> 8), 0x09],
+                                              to: central)])
+    }
+}
