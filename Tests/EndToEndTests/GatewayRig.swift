@@ -8,7 +8,7 @@ import TestHarness
 ///
 ///     let rig = try await GatewayRig(config: yaml, advertisedName: "e2e")
 ///     defer { rig.stop() }
-///     let phone = try await rig.connectedPhone(mtu: 517)
+///     let (phone, found) = try await rig.connectedPhone(mtu: 517)
 ///
 /// The transport comes from `GATTWAY_E2E_TRANSPORT`: unset or `tcp`, H4 over TCP to the virtual
 /// controller; `vhci` (set inside the VM stage, Tests/vm/hci-user-channel-tests.sh), the virtual
