@@ -132,6 +132,36 @@ struct HCITransportTests {
         }
     }
 
+    /// An error the kernel reports with POLLERR alone (no POLLIN), as it reports a user channel
+    /// whose adapter was unregistered: here a connected UDP socket whose datagram met a closed
+    /// port (ICMP port unreachable). The link must end with the error, not wait forever.
+    @Test(.timeLimit(.minutes(1))) func anErrorWithoutDataEndsTheLink() async throws {
+        func udpSocket(port: UInt16, connect shouldConnect: Bool) -> (Int32, UInt16) {
+            let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = port.bigEndian
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    _ = shouldConnect ? connect(fd, $0, length) : bind(fd, $0, length)
+                    _ = getsockname(fd, $0, &length)
+                }
+            }
+            return (fd, UInt16(bigEndian: address.sin_port))
+        }
+        let (closed, port) = udpSocket(port: 0, connect: false)
+        close(closed)  // nothing listens on `port` any more
+        let (descriptor, _) = udpSocket(port: port, connect: true)
+        let transport = FileDescriptorTransport(descriptor: descriptor, spec: .unix(path: "udp"))
+        defer { transport.close() }
+        try transport.send(.command(.leSetAdvertisingEnable(true)))
+        await #expect(throws: HCITransportError(.linkLost, "reading from unix:udp failed: Connection refused")) {
+            for try await _ in transport.incoming {}
+        }
+    }
+
     @Test func openFailuresSayWhatHappened() {
         #expect {
             try HCITransportSpec.unix(path: "/nonexistent/gattway.sock").open()

@@ -8,7 +8,7 @@ import TestHarness
 ///
 ///     let rig = try await GatewayRig(config: yaml, advertisedName: "e2e")
 ///     defer { rig.stop() }
-///     let phone = try await rig.connectedPhone(mtu: 517)
+///     let (phone, found) = try await rig.connectedPhone(mtu: 517)
 ///
 /// The transport comes from `GATTWAY_E2E_TRANSPORT`: unset or `tcp`, H4 over TCP to the virtual
 /// controller; `vhci` (set inside the VM stage, Tests/vm/hci-user-channel-tests.sh), the virtual
@@ -163,7 +163,7 @@ final class GatewayRig: @unchecked Sendable {
     /// gattway has noticed, recovered by itself and advertises again. With vhci, the kernel may
     /// give the new adapter another index: `reattachedAdapter` says which one it gave.
     @discardableResult
-    func restartController(timeout: TimeInterval = 60) async throws -> String {
+    func restartController(timeout: TimeInterval = 120) async throws -> String {
         let mark = logMark
         let port = controller.tcpPort
         controller.stop()
@@ -184,10 +184,19 @@ final class GatewayRig: @unchecked Sendable {
         return phone
     }
 
-    /// A phone that found gattway by its advertised name and connected (and exchanged `mtu`
-    /// when given); `found` is the scan result (address, name, uuids, advertising data).
-    func connectedPhone(mtu: Int? = nil) async throws -> (phone: Phone, found: PhoneReply) {
-        let phone = try await phone()
+    /// `count` phones started at once (each is a Python process; starting them together overlaps
+    /// their start-up, which matters in the VM), in no particular order.
+    func phones(_ count: Int) async throws -> [Phone] {
+        try await withThrowingTaskGroup(of: Phone.self) { group in
+            for _ in 0..<count { group.addTask { try await self.phone() } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    /// Scans for gattway by its advertised name, connects (and exchanges `mtu` when given);
+    /// returns the scan result (address, name, uuids, advertising data).
+    @discardableResult
+    func connect(_ phone: Phone, mtu: Int? = nil) async throws -> PhoneReply {
         let found = try await phone.run("scan", ["name": advertisedName, "timeout": 10])
         guard found.ok, let address = found.string("address") else {
             throw TestFailure("a phone did not find \"\(advertisedName)\": \(found.error ?? "?")\n\(log)")
@@ -198,7 +207,13 @@ final class GatewayRig: @unchecked Sendable {
             let exchanged = try await phone.run("mtu", ["mtu": mtu])
             guard exchanged.ok else { throw TestFailure("MTU exchange failed: \(exchanged.error ?? "?")") }
         }
-        return (phone, found)
+        return found
+    }
+
+    /// A new phone, connected (see `connect`).
+    func connectedPhone(mtu: Int? = nil) async throws -> (phone: Phone, found: PhoneReply) {
+        let phone = try await phone()
+        return (phone, try await connect(phone, mtu: mtu))
     }
 
     deinit { stop(timeout: 3) }

@@ -1,24 +1,41 @@
 #!/usr/bin/env bash
-# Runs inside hci-user-channel-tests.sh's VM (root, hci_vhci loaded, GATTWAY_VHCI=1): the Swift
-# suite UserChannelEndToEndTests from the prebuilt test bundle given as $1. Exit 0 only when at
-# least one test ran and all passed.
+# Runs inside hci-user-channel-tests.sh's VM (root, hci_vhci loaded, GATTWAY_VHCI=1,
+# GATTWAY_E2E_TRANSPORT=vhci): the Swift suites UserChannelEndToEndTests and
+# ExecutableEndToEndTests from the prebuilt test bundle given as $1 (gattway sits beside it).
+# Exit 0 only when both suites ran and passed.
 set -uo pipefail
 swift_tests=$1
 
 # The phones reach the virtual controller over 127.0.0.1, and the VM's loopback starts down.
 ip link set lo up 2>/dev/null || busybox ifconfig lo up
 
-log=$(mktemp)
-"$swift_tests" --testing-library swift-testing --filter UserChannelEndToEndTests >"$log" 2>&1
-status=$?
-grep -E "✘|✔|recorded an issue|Test run with|cannot open|opened the controller" "$log"
-if [[ $status -eq 0 ]] && grep -qE "Test run with [1-9][0-9]* tests? .*passed" "$log"; then
-    echo "UserChannelEndToEndTests ran and passed"
-    exit 0
-fi
-echo "UserChannelEndToEndTests failed (exit $status); the test output and the virtual controller's log:"
-tail -n 80 "$log"
-for controller_log in /tmp/gattway-vc-*.log; do
-    [[ -f $controller_log ]] && tail -n 40 "$controller_log"
+# A private temporary directory: the VM's /tmp shows the host's files beneath its overlay.
+TMPDIR=$(mktemp -d /tmp/hci-user-channel.XXXXXX)
+export TMPDIR
+
+# One suite at a time: each attaches its own vhci controller, and the recovery test expects its
+# reattached controller to get its adapter's index back, which another suite's adapter could take.
+status=0
+for suite in UserChannelEndToEndTests ExecutableEndToEndTests; do
+    log=$TMPDIR/$suite.log
+    "$swift_tests" --testing-library swift-testing --filter "$suite" >"$log" 2>&1
+    suite_status=$?
+    grep -E "✘|✔|recorded an issue|Test run with|cannot open|opened the controller" "$log"
+    if [[ $suite_status -eq 0 ]] && grep -q "Suite $suite passed" "$log"; then
+        echo "$suite ran and passed"
+        continue
+    fi
+    status=1
+    echo "$suite failed (exit $suite_status); the test output:"
+    tail -n 120 "$log"
 done
-exit 1
+# What gattway did when its adapter went away and came back (the recovery test's log).
+grep -hE "lost the controller|cannot open the controller|opened the controller|controller (resetting|poweredOn|unsupported)" \
+    "$TMPDIR"/gattway-test-e2e-*/gattway.log 2>/dev/null | sed 's/^/  gattway: /' | head -n 30
+if [[ $status -ne 0 ]]; then
+    echo "gattway's and the virtual controller's logs:"
+    for file in "$TMPDIR"/gattway-test-e2e-*/gattway.log "$TMPDIR"/gattway-vc-*.log; do
+        [[ -f $file ]] && { echo "== $file"; tail -n 60 "$file"; }
+    done
+fi
+exit "$status"

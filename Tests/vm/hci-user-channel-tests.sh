@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # The BLE host through the Linux HCI user channel for real: boots Debian's kernel with
 # run-in-vm.sh and hci_vhci, where Tests/harness/virtual_controller.py --vhci attaches a Bumble
-# controller to the kernel through /dev/vhci (the kernel registers it as hci0), and runs the
-# Swift suite UserChannelEndToEndTests: gattway's host brings hci0 down, opens it through
-# HCI_CHANNEL_USER, publishes and advertises, and a Bumble phone on the same virtual link scans,
-# connects, discovers, reads, writes and gets notifications and indications.
+# controller to the kernel through /dev/vhci (the kernel registers it as hci0), and runs two
+# Swift suites there:
+#   UserChannelEndToEndTests  the host library in-process: it brings hci0 down, opens it through
+#                             HCI_CHANNEL_USER, publishes and advertises, and a Bumble phone on
+#                             the same virtual link scans, connects, discovers, reads, writes and
+#                             gets notifications and indications;
+#   ExecutableEndToEndTests   the same through the `gattway` executable (`gattway run --config F
+#                             --hci hciN`, GATTWAY_E2E_TRANSPORT=vhci): one phone doing
+#                             everything, eight phones at once with one killed mid prepared
+#                             write, and the vhci controller detached and attached again (the
+#                             kernel adapter disappears and reappears) under the running gattway.
 #
 # Python with Bumble: GATTWAY_PYTHON, else <repo>/.venv/bin/python3 (deploy/dev/install-deps.sh).
-# The Swift test bundle is built first when missing.
+# The Swift test bundle and the gattway executable are built first when missing.
 #
 # Exit status: 0 passed, 1 failed, 77 skipped (the reason is printed).
 set -euo pipefail
@@ -27,13 +34,16 @@ fi
 python=$(readlink -f "$(dirname "$python")")/$(basename "$python")
 
 swift_tests=$repo/.build/debug/gattwayPackageTests.xctest
-if [[ ! -x $swift_tests ]]; then
-    echo "[hci-user-channel] building the Swift test bundle"
+if [[ ! -x $swift_tests || ! -x $repo/.build/debug/gattway ]]; then
+    echo "[hci-user-channel] building the Swift test bundle and gattway"
     (cd "$repo" && swift build --build-tests >/dev/null) || { echo "[hci-user-channel] FAILED: swift build"; exit 1; }
 fi
 
+# Nine Bumble processes, gattway and the test runner at once: more than the VM's default 1 GB.
+export GATTWAY_VM_MEMORY=${GATTWAY_VM_MEMORY:-2048}
 status=0
-(cd "$repo" && "$here/run-in-vm.sh" --module hci_vhci --env GATTWAY_VHCI=1 --env "GATTWAY_PYTHON=$python" -- \
+(cd "$repo" && "$here/run-in-vm.sh" --module hci_vhci --env GATTWAY_VHCI=1 --env GATTWAY_E2E_TRANSPORT=vhci \
+    --env "GATTWAY_PYTHON=$python" -- \
     bash "$here/hci-user-channel-guest.sh" "$swift_tests") || status=$?
 case $status in
 0) echo "[hci-user-channel] PASSED in $((SECONDS - started)) s" ;;

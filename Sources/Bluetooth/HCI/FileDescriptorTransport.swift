@@ -1,12 +1,14 @@
-import Dispatch
 import Foundation
 import Glibc
 
 /// An `HCITransport` over one open file descriptor carrying H4 framing: a stream socket, a UART,
 /// or the user channel (which delivers one whole packet per read, indicator byte first).
 ///
-/// Reads are driven by a DispatchSource on the descriptor, so an idle link costs nothing; the
-/// descriptor is non-blocking and owned by this object until `close()`.
+/// Reads run on one thread per transport, blocked in poll(2) until the descriptor is readable or
+/// reports an error, so an idle link costs nothing. Not a DispatchSource: libdispatch's epoll
+/// backend hands a read source only EPOLLIN, and the kernel reports an HCI user channel whose
+/// adapter was unregistered (unplugged, vhci closed) with EPOLLERR alone, which a read source
+/// never sees. The descriptor is non-blocking and owned by this object until `close()`.
 public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     public let spec: HCITransportSpec
     public let incoming: AsyncThrowingStream<HCIPacket, any Error>
@@ -14,30 +16,72 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     // `lock` guards `isClosed`, `framer` and writes to `descriptor`.
     private let lock = NSLock()
     private let descriptor: Int32
+    /// A pipe: closing the transport writes one byte to wake the reader thread, which then closes
+    /// `descriptor` and the read end; the write end goes with this object.
+    private let wakeup: (read: Int32, write: Int32)
     private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
-    private let source: any DispatchSourceRead
     private var framer = H4Framer()
     private var isClosed = false
-    /// Only touched by the read source's serial queue. Large enough for any ACL packet a user
-    /// channel delivers in one read.
+    /// Only touched by the reader thread. Large enough for any ACL packet a user channel delivers
+    /// in one read.
     private var readBuffer = [UInt8](repeating: 0, count: 65_540)
 
     /// Takes ownership of `descriptor`; it is closed when the transport closes or fails.
     public init(descriptor: Int32, spec: HCITransportSpec) {
         self.descriptor = descriptor
         self.spec = spec
+        var ends: [Int32] = [-1, -1]
+        _ = pipe(&ends)
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        wakeup = (ends[0], ends[1])
         (incoming, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self)
         let flags = fcntl(descriptor, F_GETFL)
         _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
-        source = DispatchSource.makeReadSource(
-            fileDescriptor: descriptor, queue: DispatchQueue(label: "gattway.hci.\(spec)"))
-        source.setEventHandler { [weak self] in self?.readAvailable() }
-        source.setCancelHandler { _ = Glibc.close(descriptor) }
         continuation.onTermination = { [weak self] _ in self?.close() }
-        source.resume()
+        // The thread holds the transport weakly: dropping it closes it (deinit), which wakes the thread.
+        Thread.detachNewThread { [weak self, descriptor, wakeup] in
+            Self.readLoop(descriptor: descriptor, wakeup: wakeup.read) { self }
+        }
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        _ = Glibc.close(wakeup.write)
+    }
+
+    /// Waits for the descriptor (or the wakeup) and reads whatever it has; returns, closing both
+    /// descriptors, once the transport has been closed or has failed (the wakeup byte is written
+    /// by then, so nothing writes into a pipe without a reader).
+    private static func readLoop(descriptor: Int32, wakeup: Int32,
+                                 transport: () -> FileDescriptorTransport?) {
+        defer {
+            _ = Glibc.close(descriptor)
+            _ = Glibc.close(wakeup)
+        }
+        var entries = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0)]
+        while true {
+            entries[0].revents = 0
+            entries[1].revents = 0
+            if poll(&entries, 2, -1) < 0 {
+                if errno == EINTR { continue }
+                transport()?.fail("waiting for \(descriptor) failed: \(String(cString: strerror(errno)))")
+                return
+            }
+            guard entries[1].revents == 0 else { return }
+            guard let transport = transport() else {
+                // Being deinitialized: its `close()` is about to write the wakeup byte.
+                _ = poll(&entries[1], 1, -1)
+                return
+            }
+            guard transport.readAvailable() else { return }
+            // An error or hang-up the read did not report would come back at once: end here.
+            if entries[0].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
+                transport.fail("\(transport.spec) reports an error or hang-up (poll events 0x\(String(entries[0].revents, radix: 16)))")
+                return
+            }
+        }
+    }
 
     public func send(_ packet: HCIPacket) throws(HCITransportError) {
         let bytes = packet.h4Bytes
@@ -69,7 +113,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         isClosed = true
         lock.unlock()
         guard !wasClosed else { return }
-        source.cancel()
+        wake()
         continuation.finish()
     }
 
@@ -79,12 +123,21 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         isClosed = true
         lock.unlock()
         guard !wasClosed else { return }
-        source.cancel()
+        wake()
         continuation.finish(throwing: HCITransportError(.linkLost, message))
     }
 
-    private func readAvailable() {
+    /// Called once, by whichever of `close` and `fail` closed the transport; the reader thread
+    /// closes the pipe only after that.
+    private func wake() {
+        var byte: UInt8 = 1
+        _ = write(wakeup.write, &byte, 1)
+    }
+
+    /// Reads until the descriptor has nothing more; false when the transport closed or failed.
+    private func readAvailable() -> Bool {
         while true {
+            guard lock.withLock({ !isClosed }) else { return false }
             let count = readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count > 0 {
                 let packets: [HCIPacket]
@@ -94,20 +147,20 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
                     packets = try framer.push(readBuffer[0..<count])
                 } catch {
                     fail("\(spec) sent bytes that are not HCI: \(error)")
-                    return
+                    return false
                 }
                 for packet in packets { continuation.yield(packet) }
                 continue
             }
             if count == 0 {
                 fail("\(spec) closed the connection")
-                return
+                return false
             }
             let code = errno
             if code == EINTR { continue }
-            if code == EAGAIN || code == EWOULDBLOCK { return }
+            if code == EAGAIN || code == EWOULDBLOCK { return true }
             fail("reading from \(spec) failed: \(String(cString: strerror(code)))")
-            return
+            return false
         }
     }
 }
