@@ -179,7 +179,12 @@ struct ValuePipelineTests {
     /// In the service the pipeline arms one timer for the engine's next deadline: a value held by
     /// `min_interval` goes out when the interval ends, with nobody calling `advance()`.
     @Test func theTimerSendsHeldValuesOnTheRealClock() async throws {
-        var fixture = try await PipelineFixture(yaml: Self.yaml, timing: .realTime)
+        // An interval far longer than a loaded machine's pause between two calls, so the second
+        // value is always held and only the pipeline's own timer can send it.
+        let interval = Duration.milliseconds(1500)
+        var fixture = try await PipelineFixture(
+            yaml: Self.yaml.replacingOccurrences(of: "min_interval: 250ms", with: "min_interval: 1500ms"),
+            timing: .realTime)
         await fixture.peripheral.transmitRoomFreed(10)
         await fixture.subscribe(alice, to: "environment/temperature")
         let start = ContinuousClock.now
@@ -188,12 +193,12 @@ struct ValuePipelineTests {
         #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2000)])
         #expect(await fixture.pipeline.nextDeadline != nil)
         var received: [[UInt8]] = []
-        while received.isEmpty, ContinuousClock.now - start < .seconds(5) {
+        while received.isEmpty, ContinuousClock.now - start < interval * 5 {
             try await Task.sleep(for: .milliseconds(20))
             received = await fixture.notifications(alice, on: "environment/temperature")
         }
         #expect(received == [sint16(2100)])
-        #expect(ContinuousClock.now - start >= .milliseconds(250), "not before min_interval")
+        #expect(ContinuousClock.now - start >= interval, "not before min_interval")
         #expect(await fixture.pipeline.nextDeadline == nil, "nothing left to schedule")
     }
 
