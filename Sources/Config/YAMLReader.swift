@@ -252,6 +252,14 @@ struct ConfigNode {
         return sequence.enumerated().map { ConfigNode($1, path: path.index($0), context: context) }
     }
 
+    /// The scalar text under `key` when this is a mapping, without checking or reporting anything.
+    /// Keys are compared as plain text: Yams's own `Mapping` subscript compares nodes by their
+    /// resolved tags, which runs regular expressions over every key and made large files slow.
+    func plainValue(of key: String) -> String? {
+        guard case .mapping(let mapping) = node else { return nil }
+        return mapping.first { $0.key.scalar?.string == key }?.value.scalar?.string
+    }
+
     /// A mapping whose keys must come from `keys`; any other key is reported with a hint.
     /// `forbidden` maps keys that are refused with a specific explanation to that explanation.
     func mapping(keys: [String], forbidden: [String: String] = [:]) -> ConfigMapping? {

@@ -64,7 +64,7 @@ struct ConfigParser {
             if case .sensor(let id, _) = characteristic.source { driven.insert(id) }
         }
         for node in sensorNodes {
-            guard case .mapping(let mapping) = node.node, let id = mapping["id"]?.string,
+            guard let id = node.plainValue(of: "id"),
                   let sensor = sensors.first(where: { $0.id == id }), sensor.kind.isOutput,
                   !driven.contains(id) else { continue }
             context.warning(node.path.key("id"), line: nil,
@@ -89,10 +89,7 @@ struct ConfigParser {
 
     /// The values of `key` in the list's mappings, as written.
     private func declaredNames(in nodes: [ConfigNode], key: String) -> Set<String> {
-        Set(nodes.compactMap { node in
-            guard case .mapping(let mapping) = node.node else { return nil }
-            return mapping[key]?.string
-        })
+        Set(nodes.compactMap { $0.plainValue(of: key) })
     }
 
     // MARK: device
