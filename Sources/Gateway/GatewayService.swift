@@ -52,7 +52,6 @@ public struct GatewayService: Service {
             BTHomeAdvertiser(broadcast: broadcast, base: hostConfiguration.advertising ?? AdvertisingSettings(),
                              logger: logger, publish: { try await host.updateAdvertisingData($0) })
         }
-        let addresses = CentralAddresses()
         let pipeline = ValuePipeline(layout: layout, peripheral: binding.peripheral, logger: logger,
                                      driveOutput: { sensor, level in
                                          guard let runner = runnersByName[sensor] else { return }
@@ -60,7 +59,9 @@ public struct GatewayService: Service {
                                      })
         let mirror = try config.mqtt.map { mqtt in
             try MirrorRunner(config: config, mqtt: mqtt, layout: layout, pipeline: pipeline,
-                             address: { addresses.address($0.rawValue) }, logger: logger)
+                             address: { id in
+                                 binding.address(of: id).map { "\($0)" } ?? "handle-\(String(id.rawValue, radix: 16))"
+                             }, logger: logger)
         }
         logger.notice("gattway running", metadata: ["device": "\(config.device.id)"])
 
@@ -85,7 +86,7 @@ public struct GatewayService: Service {
             }
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
             group.addTask {
-                await Self.follow(host.events, pipeline: pipeline, addresses: addresses, mirror: mirror,
+                await Self.follow(host.events, pipeline: pipeline, mirror: mirror,
                                   systemd: systemd, logger: logger)
             }
             if let mirror {
@@ -131,11 +132,11 @@ public struct GatewayService: Service {
         }
     }
 
-    /// Logs the host's events, remembers centrals' addresses, tells the pipeline (for MQTT's
+    /// Logs the host's events, tells the pipeline (for MQTT's
     /// `state`) when advertising starts and stops, publishes a pairing's random passkey on MQTT,
     /// and tells systemd READY=1 the first time the controller is up (its services are
     /// published on that same power-on).
-    private static func follow(_ events: AsyncStream<HostEvent>, pipeline: ValuePipeline, addresses: CentralAddresses,
+    private static func follow(_ events: AsyncStream<HostEvent>, pipeline: ValuePipeline,
                                mirror: MirrorRunner?, systemd: SystemdNotifier, logger: Logger) async {
         var ready = false
         for await event in events {
@@ -147,7 +148,6 @@ public struct GatewayService: Service {
                     systemd.ready(status: "running")
                 }
             case .connected(let central):
-                addresses.connected(central)
                 logger.info("central connected", metadata: ["central": "\(central)"])
             case .disconnected(let central, let reason):
                 logger.info("central disconnected", metadata: ["central": "\(central)", "reason": "\(reason)"])

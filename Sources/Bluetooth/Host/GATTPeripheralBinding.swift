@@ -16,6 +16,10 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
     private let link: HostPeripheralLink
     private let lock = NSLock()
     private var expiryTimer: Task<Void, Never>?
+    /// The address behind each `CentralID`, recorded before the peripheral hears of the central,
+    /// so whatever handles its events can name it. Kept after a disconnection (the events of a
+    /// central that has gone still name it) until the connection handle is reused.
+    private var addresses: [CentralID: BluetoothAddress] = [:]
 
     public init(configuration: GATTServer.Configuration = .init()) {
         link = HostPeripheralLink()
@@ -33,8 +37,14 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
         await peripheral.updateState(state)
     }
 
+    /// The address of the central the peripheral's events call `id`.
+    public func address(of id: CentralID) -> BluetoothAddress? {
+        lock.withLock { addresses[id] }
+    }
+
     public func centralConnected(_ bearer: ATTBearer) async {
         let id = Self.centralID(bearer.central)
+        lock.withLock { addresses[id] = bearer.central.address }
         link.register(bearer, as: id)
         await peripheral.centralConnected(id)
     }

@@ -31,19 +31,3 @@ public enum HostMapping {
                                          allowLegacy: config.allowLegacy)
     }
 }
-
-/// Bluetooth addresses of connected centrals by the `CentralID` the GATT binding gives them, for
-/// MQTT topics; filled from the host's connection events.
-final class CentralAddresses: @unchecked Sendable {
-    private let lock = NSLock()
-    private var addresses: [UInt16: String] = [:]
-
-    func connected(_ central: Central) {
-        lock.withLock { addresses[UInt16(truncatingIfNeeded: central.connectionID)] = "\(central.address)" }
-    }
-
-    /// The address, or `handle-N` for a central the host has not reported.
-    func address(_ id: UInt16) -> String {
-        lock.withLock { addresses[id] } ?? "handle-\(String(id, radix: 16))"
-    }
-}
