@@ -11,10 +11,9 @@ struct PhoneValuesTests {
 
     /// A pulse counter on a simulated line pulsing at `rate` Hz, carried by one uint32
     /// characteristic and broadcast as BTHome.
-    static func config(name: String, rate: Int, directory: URL) -> String {
+    static func config(name: String, rate: Int) -> String {
         """
         device: {name: \(name)}
-        state_dir: \(directory.path)/state
         bluetooth:
           advertising: {interval: 20ms}
         gpio:
@@ -34,30 +33,6 @@ struct PhoneValuesTests {
                 format: uint32
                 source: {sensor: pulses}
         """
-    }
-
-    struct Running {
-        let controller: VirtualController
-        let gateway: GattwayProcess
-
-        /// Waits for gattway's exit: GattwayProcess's termination handler must not outlive it.
-        func stop() {
-            gateway.stop()
-            _ = gateway.waitForExit(timeout: 5)
-            controller.stop()
-        }
-    }
-
-    static func start(name: String, rate: Int) async throws -> Running {
-        let controller = try await VirtualController()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-values-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let path = directory.appendingPathComponent("gattway.yaml").path
-        try config(name: name, rate: rate, directory: directory)
-            .write(toFile: path, atomically: true, encoding: .utf8)
-        let gateway = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"])
-        try gateway.start()
-        return Running(controller: controller, gateway: gateway)
     }
 
     static func uint32(_ bytes: [UInt8]) -> Int {
@@ -84,10 +59,8 @@ struct PhoneValuesTests {
 
     /// A door contact whose line toggles at 10 Hz (50 ms high, 50 ms low), under
     /// `min_interval: 500ms`.
-    static func toggleConfig(directory: URL) -> String {
-        """
+    static let toggleConfig = """
             device: {name: values-rate}
-            state_dir: \(directory.path)/state
             bluetooth:
               advertising: {interval: 20ms}
             gpio:
@@ -109,7 +82,6 @@ struct PhoneValuesTests {
                     source: {sensor: door}
                     notify: {min_interval: 500ms}
             """
-    }
 
     /// The value handle of the test characteristic, after discovery.
     static func valueHandle(_ phone: Phone) async throws -> Int {
@@ -127,23 +99,10 @@ struct PhoneValuesTests {
     /// notifications per second. (That each is the newest value and the last of a burst arrives is
     /// shown on a virtual clock in ValuePipelineTests and NotifyTests.)
     @Test func aLineTogglingAtTenHertzReachesThePhoneAtTwoPerSecond() async throws {
-        let controller = try await VirtualController()
-        defer { controller.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-values-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let path = directory.appendingPathComponent("gattway.yaml").path
-        try Self.toggleConfig(directory: directory).write(toFile: path, atomically: true, encoding: .utf8)
-        let gateway = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"])
-        try gateway.start()
-        // Waits for the exit: GattwayProcess's termination handler must not outlive it.
-        defer {
-            gateway.stop()
-            _ = gateway.waitForExit(timeout: 5)
-        }
-
-        let phone = try await Phone(controllerPort: controller.tcpPort)
-        let found = try await phone.expect("scan", ["name": "values-rate", "timeout": 10])
-        try await phone.expect("connect", ["address": try #require(found.string("address"))])
+        let rig = try await GatewayRig(config: Self.toggleConfig, advertisedName: "values-rate")
+        defer { rig.stop() }
+        let phone = try await rig.phone()
+        try await rig.connect(phone)
         let handle = try await Self.valueHandle(phone)
         try await phone.expect("subscribe", ["handle": handle])
         let windowStart = ContinuousClock.now
@@ -153,13 +112,6 @@ struct PhoneValuesTests {
         print("10 Hz toggling under min_interval 500ms: \(window.count) notifications in \(elapsed) s = \(rate)/s")
         #expect((1.0...3.0).contains(rate), "\(window.count) notifications in \(elapsed) s")
         #expect(window.allSatisfy { $0 == [0x00] || $0 == [0x01] })
-    }
-
-    /// gattway's resident memory, from /proc/<pid>/status (kB).
-    static func residentKilobytes(_ pid: pid_t) -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
-        return line.split(separator: " ").compactMap { Int($0) }.first
     }
 
     /// The counters of `path` in the last "notify counters" line gattway logged (it logs one when
@@ -180,14 +132,8 @@ struct PhoneValuesTests {
     /// packets). The first still gets 2 ± 1 notifications a second, and gattway's memory stays flat
     /// over more than 100,000 values.
     @Test func aStalledPhoneChangesNeitherTheOthersRateNorMemory() async throws {
-        let controller = try await VirtualController()
-        defer { controller.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-values-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let path = directory.appendingPathComponent("gattway.yaml").path
-        try """
+        let rig = try await GatewayRig(config: """
             device: {name: values-stall}
-            state_dir: \(directory.path)/state
             bluetooth:
               advertising: {interval: 20ms}
             gpio:
@@ -208,32 +154,25 @@ struct PhoneValuesTests {
                     properties: [read, notify]
                     source: {sensor: door}
                     notify: {min_interval: 500ms}
-            """.write(toFile: path, atomically: true, encoding: .utf8)
-        let gateway = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"])
-        try gateway.start()
-        // Waits for the exit: GattwayProcess's termination handler must not outlive it.
-        defer {
-            gateway.stop()
-            _ = gateway.waitForExit(timeout: 5)
-        }
+            """, advertisedName: "values-stall")
+        defer { rig.stop() }
 
         var phones: [Phone] = []
         var handle = 0
         for _ in 0..<2 {
-            let phone = try await Phone(controllerPort: controller.tcpPort)
-            let found = try await phone.expect("scan", ["name": "values-stall", "timeout": 10])
-            try await phone.expect("connect", ["address": try #require(found.string("address"))])
+            let phone = try await rig.phone()
+            try await rig.connect(phone)
             handle = try await Self.valueHandle(phone)
             try await phone.expect("subscribe", ["handle": handle])
             phones.append(phone)
         }
         let (first, stalled) = (phones[0], phones[1])
-        controller.stall(stalled.address)
+        rig.controller.stall(stalled.address)
 
         // Warm-up: the stalled link fills what it may hold; then the first phone's rate, chunk by
         // chunk, and memory, long enough for 100,000 values on a busy 2-core machine.
         _ = try await first.expect("notifications", ["count": 1000, "timeout": 3])
-        let before = try #require(Self.residentKilobytes(gateway.pid))
+        let before = try #require(rig.residentKilobytes)
         var window: [[UInt8]] = []
         var elapsed = 0.0
         var samples: [Int] = []
@@ -244,13 +183,12 @@ struct PhoneValuesTests {
             #expect((1.0...3.0).contains(Double(received.count) / seconds), "chunk \(chunk): \(received.count) in \(seconds) s")
             window += received
             elapsed += seconds
-            samples.append(Self.residentKilobytes(gateway.pid) ?? 0)
+            samples.append(rig.residentKilobytes ?? 0)
         }
-        let after = try #require(Self.residentKilobytes(gateway.pid))
+        let after = try #require(rig.residentKilobytes)
 
-        gateway.signal(SIGTERM)
-        #expect(gateway.waitForExit(timeout: 5) == 0)
-        let counters = Self.counters(gateway.stderr, "gateway/door")
+        #expect(rig.stop() == 0)
+        let counters = Self.counters(rig.log, "gateway/door")
         // Each value is judged once per subscriber: sent, coalesced, suppressed or dropped.
         let judged = ["sent", "coalesced", "suppressed", "dropped"].reduce(0) { $0 + (counters[$1] ?? 0) } / 2
         let rate = Double(window.count) / elapsed
@@ -261,15 +199,14 @@ struct PhoneValuesTests {
         #expect((1.5...2.5).contains(rate), "\(window.count) notifications in \(elapsed) s")
         #expect(judged >= 100_000, "counters \(counters)")
         #expect(after - before < 4096, "RSS \(before) kB → \(after) kB")
-        controller.stall(stalled.address, false)
     }
 
     /// BTHome service data in the advertisement carries the current count and follows it (updates at
     /// most once a second).
     @Test func bthomeAdvertisingFollowsTheValue() async throws {
-        let running = try await Self.start(name: "values-bthome", rate: 4)
-        defer { running.stop() }
-        let phone = try await Phone(controllerPort: running.controller.tcpPort)
+        let rig = try await GatewayRig(config: Self.config(name: "values-bthome", rate: 4), advertisedName: "values-bthome")
+        defer { rig.stop() }
+        let phone = try await rig.phone()
         var first: Int?
         for _ in 0..<20 where first == nil {
             first = Self.bthomeCount(try await phone.expect("scan", ["name": "values-bthome", "timeout": 10]))
