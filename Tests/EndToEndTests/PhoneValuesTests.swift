@@ -57,31 +57,33 @@ struct PhoneValuesTests {
         return nil
     }
 
-    /// A door contact whose line toggles at 10 Hz (50 ms high, 50 ms low), under
+    /// A door contact on a simulated line driven by `generator`, notified under
     /// `min_interval: 500ms`.
-    static let toggleConfig = """
-            device: {name: values-rate}
-            bluetooth:
-              advertising: {interval: 20ms}
-            gpio:
-              backend: simulated
-              chips:
-                - lines:
-                    - name: DOOR
-                      generator: {type: square, period: 100ms}
-            sensors:
-              - {id: door, kind: binary, line: DOOR}
-            services:
-              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
-                name: gateway
-                characteristics:
-                  - uuid: \(characteristicUUID)
-                    name: door
-                    format: bool
-                    properties: [read, notify]
-                    source: {sensor: door}
-                    notify: {min_interval: 500ms}
-            """
+    static func doorConfig(name: String, generator: String) -> String {
+        """
+        device: {name: \(name)}
+        bluetooth:
+          advertising: {interval: 20ms}
+        gpio:
+          backend: simulated
+          chips:
+            - lines:
+                - name: DOOR
+                  generator: \(generator)
+        sensors:
+          - {id: door, kind: binary, line: DOOR}
+        services:
+          - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+            name: gateway
+            characteristics:
+              - uuid: \(characteristicUUID)
+                name: door
+                format: bool
+                properties: [read, notify]
+                source: {sensor: door}
+                notify: {min_interval: 500ms}
+        """
+    }
 
     /// The value handle of the test characteristic, after discovery.
     static func valueHandle(_ phone: Phone) async throws -> Int {
@@ -99,7 +101,10 @@ struct PhoneValuesTests {
     /// notifications per second. (That each is the newest value and the last of a burst arrives is
     /// shown on a virtual clock in ValuePipelineTests and NotifyTests.)
     @Test func aLineTogglingAtTenHertzReachesThePhoneAtTwoPerSecond() async throws {
-        let rig = try await GatewayRig(config: Self.toggleConfig, advertisedName: "values-rate")
+        let rig = try await GatewayRig(
+            // 50 ms high, 50 ms low: toggling at 10 Hz.
+            config: Self.doorConfig(name: "values-rate", generator: "{type: square, period: 100ms}"),
+            advertisedName: "values-rate")
         defer { rig.stop() }
         let phone = try await rig.phone()
         try await rig.connect(phone)
@@ -132,29 +137,9 @@ struct PhoneValuesTests {
     /// packets). The first still gets 2 ± 1 notifications a second, and gattway's memory stays flat
     /// over more than 100,000 values.
     @Test func aStalledPhoneChangesNeitherTheOthersRateNorMemory() async throws {
-        let rig = try await GatewayRig(config: """
-            device: {name: values-stall}
-            bluetooth:
-              advertising: {interval: 20ms}
-            gpio:
-              backend: simulated
-              chips:
-                - lines:
-                    - name: DOOR
-                      generator: {type: pulses, rate: 10000}
-            sensors:
-              - {id: door, kind: binary, line: DOOR}
-            services:
-              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
-                name: gateway
-                characteristics:
-                  - uuid: \(Self.characteristicUUID)
-                    name: door
-                    format: bool
-                    properties: [read, notify]
-                    source: {sensor: door}
-                    notify: {min_interval: 500ms}
-            """, advertisedName: "values-stall")
+        let rig = try await GatewayRig(
+            config: Self.doorConfig(name: "values-stall", generator: "{type: pulses, rate: 10000}"),
+            advertisedName: "values-stall")
         defer { rig.stop() }
 
         var phones: [Phone] = []

@@ -18,6 +18,12 @@ struct SecurityMappingTests {
          [.writeEncryptionRequired, .writeAuthenticationRequired, .writeBondingRequired]),
     ]
 
+    /// The GATT permissions of the first service's first characteristic.
+    static func firstCharacteristicPermissions(_ yaml: String) throws -> GATTPermissions {
+        let config = try ConfigLoader.load(yaml: yaml).config
+        return try GATTLayout(config: config).service(0, included: { _ in nil }).characteristics[0].permissions
+    }
+
     @Test(arguments: cases)
     func permissionsBecomeGATTPermissions(requirement: String, read: GATTPermissions, write: GATTPermissions) throws {
         let yaml = """
@@ -30,9 +36,7 @@ struct SecurityMappingTests {
                     source: {written: 0}
                     permissions: {read: \(requirement), write: \(requirement)}
             """
-        let config = try ConfigLoader.load(yaml: yaml).config
-        let characteristic = try GATTLayout(config: config).service(0, included: { _ in nil }).characteristics[0]
-        #expect(characteristic.permissions == read.union(write))
+        #expect(try Self.firstCharacteristicPermissions(yaml) == read.union(write))
     }
 
     @Test func writableCharacteristicsNeedAnEncryptedBondedLinkByDefault() throws {
@@ -45,9 +49,7 @@ struct SecurityMappingTests {
                     properties: [read, write]
                     source: {written: 0}
             """
-        let config = try ConfigLoader.load(yaml: yaml).config
-        let characteristic = try GATTLayout(config: config).service(0, included: { _ in nil }).characteristics[0]
-        #expect(characteristic.permissions == [.readable, .writeEncryptionRequired, .writeBondingRequired])
+        #expect(try Self.firstCharacteristicPermissions(yaml) == [.readable, .writeEncryptionRequired, .writeBondingRequired])
     }
 
     @Test func securitySettingsReachTheSecurityManager() throws {
