@@ -59,7 +59,9 @@ final class TestSubscriber: Sendable {
             }
         }
         client.start()
-        _ = try await next(on: probe)
+        // Readiness, not a measured bound: under the whole suite's load the first connection to a
+        // broker that has just started can take longer than a test's own waits.
+        _ = try await next(on: probe, timeout: .seconds(30))
     }
 
     /// The next message on `topic` (in arrival order), or a failure after `timeout`.
