@@ -23,7 +23,21 @@ stage() {
     esac
 }
 
-stage "swift unit and integration tests" swift test
+# The swift test output is kept so that the summary at the very end (all a CI tail shows) can
+# name the tests that failed. The tests' files (configs, state directories, logs of the processes
+# they start) go to a scratch TMPDIR, removed when every test passed and kept for a look otherwise.
+swift_test_log=$(mktemp)
+trap 'rm -f "$swift_test_log"' EXIT
+swift_test() {
+    local scratch status
+    scratch=$(mktemp -d -t gattway-swift-test.XXXXXX)
+    TMPDIR=$scratch swift test 2>&1 | tee "$swift_test_log"
+    status=${PIPESTATUS[0]}
+    if ((status == 0)); then rm -rf "$scratch"; else echo "the tests' files are kept in $scratch"; fi
+    return "$status"
+}
+
+stage "swift unit and integration tests" swift_test
 for script in Tests/userland/debian13.sh Tests/vm/gpio-sim-tests.sh Tests/vm/hci-user-channel-tests.sh \
               Tests/Fuzz/run-short.sh Tests/deploy/deb-test.sh Tests/deploy/vm-test.sh; do
     [[ -x $script ]] && stage "$script" "$script"
@@ -31,6 +45,9 @@ done
 
 echo
 ((${#skips[@]})) && echo "skipped stages: ${skips[*]}"
-((${#failures[@]})) && echo "failed stages: ${failures[*]}"
+if ((${#failures[@]})); then
+    echo "failed stages: ${failures[*]}"
+    grep -E '✘|error: ' "$swift_test_log" | cut -c1-300 | head -n 15 | sed 's/^/  swift test: /'
+fi
 echo "stages: $passed passed, $failed failed, $skipped skipped"
 ((failed == 0))

@@ -52,7 +52,8 @@ public struct GatewayService: Service {
             BTHomeAdvertiser(broadcast: broadcast, base: hostConfiguration.advertising ?? AdvertisingSettings(),
                              logger: logger, publish: { try await host.updateAdvertisingData($0) })
         }
-        let pipeline = ValuePipeline(layout: layout, peripheral: binding.peripheral, logger: logger,
+        let pipeline = ValuePipeline(layout: layout, peripheral: binding.peripheral,
+                                     publishesEvents: config.mqtt != nil, logger: logger,
                                      driveOutput: { sensor, level in
                                          guard let runner = runnersByName[sensor] else { return }
                                          try await runner.write(level)

@@ -118,10 +118,16 @@ final class GatewayRig: @unchecked Sendable {
     var pid: pid_t { gattway.pid }
 
     /// gattway's resident set size (VmRSS) in kB, nil once it has exited.
-    var residentKilobytes: Int? {
+    var residentKilobytes: Int? { processStatus("VmRSS") }
+
+    /// gattway's thread count.
+    var threads: Int? { processStatus("Threads") }
+
+    /// A numeric field of gattway's /proc/PID/status.
+    private func processStatus(_ field: String) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
-        return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return nil }
+        return line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap { Int($0) }
     }
 
     /// SIGTERM and wait for a graceful exit (gattway promises 2 s); its status, nil on timeout.

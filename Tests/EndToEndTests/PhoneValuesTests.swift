@@ -154,13 +154,14 @@ struct PhoneValuesTests {
         let (first, stalled) = (phones[0], phones[1])
         rig.controller.stall(stalled.address)
 
-        // Warm-up: the stalled link fills what it may hold; then the first phone's rate, chunk by
-        // chunk, and memory, long enough for 100,000 values on a busy 2-core machine.
-        _ = try await first.expect("notifications", ["count": 1000, "timeout": 3])
+        // Warm-up: the stalled link fills what it may hold, and gattway's bounded buffers (edge
+        // ring, sensor values) reach the fill a busy machine gives them; then the first phone's
+        // rate, chunk by chunk, and memory, long enough for 100,000 values on a busy 2-core machine.
+        _ = try await first.expect("notifications", ["count": 1000, "timeout": 10])
         let before = try #require(rig.residentKilobytes)
         var window: [[UInt8]] = []
         var elapsed = 0.0
-        var samples: [Int] = []
+        var samples: [String] = []
         for chunk in 0..<6 {
             let chunkStart = ContinuousClock.now
             let received = Self.values(try await first.expect("notifications", ["count": 1000, "timeout": 5]))
@@ -168,7 +169,7 @@ struct PhoneValuesTests {
             #expect((1.0...3.0).contains(Double(received.count) / seconds), "chunk \(chunk): \(received.count) in \(seconds) s")
             window += received
             elapsed += seconds
-            samples.append(rig.residentKilobytes ?? 0)
+            samples.append("\(rig.residentKilobytes ?? 0) kB/\(rig.threads ?? 0) threads")
         }
         let after = try #require(rig.residentKilobytes)
 

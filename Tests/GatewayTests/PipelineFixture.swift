@@ -53,7 +53,7 @@ struct PipelineFixture {
     var pipelineEvents: AsyncStream<PipelineEvent>.Iterator
 
     /// `.realTime` runs the pipeline's own timer on the real clock (the service's setting).
-    init(yaml: String, timing: ValuePipeline.Timing = .manual) async throws {
+    init(yaml: String, timing: ValuePipeline.Timing = .manual, publishesEvents: Bool = true) async throws {
         let config = try ConfigLoader.load(yaml: yaml).config
         layout = GATTLayout(config: config)
         let clock = self.clock
@@ -61,7 +61,8 @@ struct PipelineFixture {
         let now: @Sendable () -> ContinuousClock.Instant = { realTime ? ContinuousClock.now : clock.now }
         peripheral = Peripheral(configuration: .init(deviceName: config.device.name), link: link, now: now)
         let outputs = self.outputs
-        pipeline = ValuePipeline(layout: layout, peripheral: peripheral, timing: timing, clock: now,
+        pipeline = ValuePipeline(layout: layout, peripheral: peripheral, publishesEvents: publishesEvents,
+                                 timing: timing, clock: now,
                                  logger: Logger(label: "test"),
                                  driveOutput: { sensor, level in outputs.record(sensor, level) })
         events = peripheral.events.makeAsyncIterator()

@@ -176,6 +176,22 @@ struct ValuePipelineTests {
         }
     }
 
+    /// Without an MQTT mirror nobody reads the pipeline's events, so none are kept: a fast sensor
+    /// costs no memory for a reader that never comes. (With one, the fixture's default, the same
+    /// values all arrive as events.)
+    @Test(arguments: [true, false]) func eventsAreKeptOnlyForAMirror(publishesEvents: Bool) async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml, publishesEvents: publishesEvents)
+        for step in 0..<10 {
+            await fixture.pipeline.sensorValue(reading("climate", "temperature", Double(20 + step)))
+        }
+        await fixture.pipeline.finish()
+        var values = 0
+        while let event = await fixture.pipelineEvents.next() {
+            if case .valueChanged = event { values += 1 }
+        }
+        #expect(values == (publishesEvents ? 10 : 0))
+    }
+
     /// In the service the pipeline arms one timer for the engine's next deadline: a value held by
     /// `min_interval` goes out when the interval ends, with nobody calling `advance()`.
     @Test func theTimerSendsHeldValuesOnTheRealClock() async throws {

@@ -72,9 +72,10 @@ public actor ValuePipeline {
     private var timer: Task<Void, Never>?
     private var timerDeadline: Duration?
     private let eventContinuation: AsyncStream<PipelineEvent>.Continuation
-    /// Every event for the MQTT mirror. At most `eventBufferSize` wait for a slow consumer (or for
-    /// none: without MQTT nobody reads them); beyond that the oldest are dropped, so a fast sensor
-    /// cannot grow memory. The state is complete again with the next `status` and values.
+    /// Every event for the MQTT mirror, when `publishesEvents`. At most `eventBufferSize` wait for
+    /// a slow consumer; beyond that the oldest are dropped, so a fast sensor cannot grow memory. The
+    /// state is complete again with the next `status` and values. Without `publishesEvents` (no
+    /// MQTT: nobody reads them) none are kept.
     public nonisolated let events: AsyncStream<PipelineEvent>
     public static let eventBufferSize = 4096
     /// Centrals' accepted writes, to hand back to `handle(_:)` (the `run` loop does).
@@ -85,7 +86,7 @@ public actor ValuePipeline {
         let channel: String
     }
 
-    public init(layout: GATTLayout, peripheral: Peripheral, timing: Timing = .realTime,
+    public init(layout: GATTLayout, peripheral: Peripheral, publishesEvents: Bool, timing: Timing = .realTime,
                 clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
                 logger: Logger,
                 driveOutput: @escaping @Sendable (String, Bool) async throws -> Void) {
@@ -98,7 +99,7 @@ public actor ValuePipeline {
         self.driveOutput = driveOutput
         values = CharacteristicValues(logger: logger)
         (events, eventContinuation) = AsyncStream.makeStream(of: PipelineEvent.self,
-                                                             bufferingPolicy: .bufferingNewest(Self.eventBufferSize))
+                                                             bufferingPolicy: .bufferingNewest(publishesEvents ? Self.eventBufferSize : 0))
         for (ref, characteristic) in layout.characteristics {
             engine.configure(ref, policy: characteristic.config.notify)
             switch characteristic.config.source {
