@@ -189,6 +189,13 @@ stat_is() { [[ $(in_root stat -c '%U:%G %a %F' "$1") == "$2" ]]; }
 check "/var/lib/gattway is gattway:gattway 0750" stat_is /var/lib/gattway "gattway:gattway 750 directory"
 check "/etc/gattway/gattway.yaml is root:gattway 0640" stat_is /etc/gattway/gattway.yaml "root:gattway 640 regular file"
 check "/usr/bin/gattway is root:root 0755" stat_is /usr/bin/gattway "root:root 755 regular file"
+# The bond store the service writes, written by the same code as the service user: the keys file
+# is the service user's and nobody else can read it.
+check "gattway bonds clear (as user gattway) writes /var/lib/gattway/bonds.json" \
+    in_root setpriv --reuid=gattway --regid=gattway --init-groups \
+    gattway bonds clear --config /etc/gattway/gattway.yaml
+check "/var/lib/gattway/bonds.json is gattway:gattway 0600" \
+    stat_is /var/lib/gattway/bonds.json "gattway:gattway 600 regular file"
 check "dpkg records /etc/gattway/gattway.yaml as a conffile" \
     bash -c 'chroot "$0" dpkg-query -W -f="\${Conffiles}" gattway | grep -q "^ /etc/gattway/gattway.yaml "' "$root"
 check "gattway.service is enabled (multi-user.target.wants)" \
