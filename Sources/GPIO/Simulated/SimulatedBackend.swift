@@ -417,19 +417,21 @@ private struct SimulatedLine {
 
     /// Advances the waveform; returns whether new events were queued for the input request.
     mutating func advance(through time: UInt64) -> Bool {
-        let changes = waveform.advance(through: time)
-        guard var request = input else { return false }
+        guard var request = input else {
+            waveform.advance(through: time) { _ in }
+            return false
+        }
         var queued = false
-        if output == nil, waveform.driven {
-            for change in changes {
-                let edge: Edge = (change.level != request.settings.activeLow) ? .rising : .falling
-                if request.debouncer != nil {
-                    if let (confirmed, at) = request.debouncer!.feed(edge, at: change.time) {
-                        queued = request.emit(confirmed, at: at) || queued
-                    }
-                } else {
-                    queued = request.emit(edge, at: change.time) || queued
+        let delivers = output == nil && waveform.driven
+        waveform.advance(through: time) { change in
+            guard delivers else { return }
+            let edge: Edge = (change.level != request.settings.activeLow) ? .rising : .falling
+            if request.debouncer != nil {
+                if let (confirmed, at) = request.debouncer!.feed(edge, at: change.time) {
+                    queued = request.emit(confirmed, at: at) || queued
                 }
+            } else {
+                queued = request.emit(edge, at: change.time) || queued
             }
         }
         if let (confirmed, at) = request.debouncer?.flush(through: time) {

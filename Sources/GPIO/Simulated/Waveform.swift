@@ -88,9 +88,10 @@ struct Waveform {
         }
     }
 
-    /// Advances to `time`, returning the level changes in between (only actual changes).
-    mutating func advance(through time: UInt64) -> [Transition] {
-        var changes: [Transition] = []
+    /// Advances to `time`, handing each level change in between (only actual changes) to `visit`
+    /// as it goes: a process that was not scheduled for a while catches up on a fast line in one
+    /// call, and collecting those changes first would cost memory in proportion to the wait.
+    mutating func advance(through time: UInt64, _ visit: (Transition) -> Void) {
         while true {
             let fromPattern = nextPatternChange()
             let fromSchedule = scheduled.first
@@ -106,10 +107,9 @@ struct Waveform {
             }
             if next.level != level {
                 level = next.level
-                changes.append(next)
+                visit(next)
             }
         }
-        return changes
     }
 
     /// Adds reactive transitions (all later than anything already produced).

@@ -424,13 +424,16 @@ public actor ValuePipeline {
         return true
     }
 
+    /// Arms the timer for the engine's next deadline. A timer already armed for that deadline or
+    /// an earlier one stays: firing early is harmless (it re-arms for what is due then), while
+    /// replacing the timer whenever the deadline moves would make a task per value (a fast line's
+    /// values move it between a held value's deadline and none), tens of thousands a second that
+    /// pile up, with their memory, while the machine is busy.
     private func armTimer() {
-        guard timing == .realTime else { return }
-        let deadline = engine.nextDeadline
-        guard deadline != timerDeadline else { return }
+        guard timing == .realTime, let deadline = engine.nextDeadline else { return }
+        if let armed = timerDeadline, armed <= deadline { return }
         timer?.cancel()
         timerDeadline = deadline
-        guard let deadline else { return }
         let instant = origin + deadline
         timer = Task { [weak self] in
             guard (try? await Task.sleep(until: instant, clock: .continuous)) != nil else { return }
