@@ -79,15 +79,18 @@ public struct GatewayService: Service {
                     }
                 }
                 group.addTask {
+                    var confirmButton = runner.name == config.bluetooth.security.confirmWith ? ConfirmButton() : nil
                     for await value in runner.values {
                         await pipeline.sensorValue(value)
                         await bthome?.reading(value)
+                        if confirmButton?.isPress(value) == true { await host.confirmNumericComparison() }
                     }
                 }
             }
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
             group.addTask {
                 await Self.follow(host.events, pipeline: pipeline, mirror: mirror,
+                                  confirmWith: config.bluetooth.security.confirmWith,
                                   systemd: systemd, logger: logger)
             }
             if let mirror {
@@ -134,11 +137,12 @@ public struct GatewayService: Service {
     }
 
     /// Logs the host's events, tells the pipeline (for MQTT's
-    /// `state`) when advertising starts and stops, publishes a pairing's random passkey on MQTT,
-    /// and tells systemd READY=1 the first time the controller is up (its services are
-    /// published on that same power-on).
+    /// `state`) when advertising starts and stops, publishes a pairing's random passkey or
+    /// Numeric Comparison number on MQTT, and tells systemd READY=1 the first time the controller
+    /// is up (its services are published on that same power-on).
     private static func follow(_ events: AsyncStream<HostEvent>, pipeline: ValuePipeline,
-                               mirror: MirrorRunner?, systemd: SystemdNotifier, logger: Logger) async {
+                               mirror: MirrorRunner?, confirmWith: String?,
+                               systemd: SystemdNotifier, logger: Logger) async {
         var ready = false
         for await event in events {
             switch event {
@@ -160,7 +164,11 @@ public struct GatewayService: Service {
                 await pipeline.advertisingChanged(false)
             case .passkeyDisplayed(let central, let passkey?):
                 // The host logged it already (notice); a fixed passkey (nil) is never published.
-                await mirror?.pairingPasskey(central: "\(central.address)", passkey: SecurityEvent.sixDigits(passkey))
+                await mirror?.pairing(central: "\(central.address)", prompt: .passkey(SecurityEvent.sixDigits(passkey)))
+            case .numericComparison(let central, let number):
+                // The host logged the number; the press reaches the host from the sensor's values.
+                logger.notice("if \(central.address) shows \(SecurityEvent.sixDigits(number)), press \"\(confirmWith ?? "")\" to pair")
+                await mirror?.pairing(central: "\(central.address)", prompt: .compare(SecurityEvent.sixDigits(number)))
             default:
                 logger.debug("host event", metadata: ["event": "\(event)"])
             }

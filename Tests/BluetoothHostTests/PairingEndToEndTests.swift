@@ -129,7 +129,8 @@ struct PairingEndToEndTests {
         }
     }
 
-    static func start(security: SecurityConfiguration = .standard) async throws -> Running {
+    static func start(security: SecurityConfiguration = .standard,
+                      confirmsNumericComparison: Bool = false) async throws -> Running {
         let virtual = try await VirtualController()
         let log = CapturedLog()
         let directory = NSTemporaryDirectory() + "gattway-pairing-\(UUID().uuidString)"
@@ -138,7 +139,8 @@ struct PairingEndToEndTests {
             configuration: HostConfiguration(
                 transport: .tcp(host: "127.0.0.1", port: UInt16(virtual.tcpPort)), stateDirectory: directory,
                 advertising: AdvertisingSettings(localName: name, serviceUUIDs: [serviceUUID], intervalMilliseconds: 20),
-                reconnectDelays: [.milliseconds(100), .milliseconds(300)], security: security),
+                reconnectDelays: [.milliseconds(100), .milliseconds(300)], security: security,
+                confirmsNumericComparison: confirmsNumericComparison),
             peripheral: binding, logger: log.logger)
         let peripheral = binding.peripheral
         let values = ValueStore()
@@ -268,6 +270,58 @@ struct PairingEndToEndTests {
         _ = await running.events.first { if case .paired = $0 { true } else { false } }
         #expect(running.log.text.contains("enter the configured passkey"))
         #expect(!running.log.text.contains("271828"))
+    }
+
+    // MARK: Numeric Comparison
+
+    /// Both sides display and confirm: the phone's user accepts the number it shows, gattway's
+    /// owner sees the same number (event and log) and presses the confirm button.
+    @Test func numericComparisonConfirmedWithAPressIsAuthenticated() async throws {
+        let running = try await Self.start(security: try SecurityConfiguration(ioCapability: .displayYesNo),
+                                           confirmsNumericComparison: true)
+        defer { running.stop() }
+        let phone = try await running.connectedPhone()
+        try await phone.expect("pair", ["io": "display_yes_no", "wait": false])
+        let shown = await running.events.first { if case .numericComparison = $0 { true } else { false } }
+        guard case .numericComparison(_, let number) = shown else { return }
+        #expect(running.log.text.contains("confirm that the device shows \(SecurityEvent.sixDigits(number))"))
+        await running.host.confirmNumericComparison()
+        let paired = try await phone.expect("pairing")
+        #expect(paired.int("compared") == Int(number), "both devices showed the same number")
+        #expect(paired["authenticated"] as? Bool == true)
+        #expect(try await phone.expect("read", ["handle": running.handle(Self.encryptedUUID)]).ok)
+    }
+
+    /// Without a confirm button nobody can check the number: the pairing is refused at once. With
+    /// one, a press while two pairings wait cannot tell which it was meant for: both are refused.
+    @Test func numericComparisonIsRefusedUnconfirmableOrAmbiguous() async throws {
+        let unconfirmable = try await Self.start(security: try SecurityConfiguration(ioCapability: .displayYesNo))
+        let lone = try await unconfirmable.connectedPhone()
+        let refused = try await lone.run("pair", ["io": "display_yes_no"])
+        #expect(refused.int("smp_error") == Int(PairingFailureReason.numericComparisonFailed.rawValue))
+        #expect(unconfirmable.log.text.contains("nothing is configured to confirm it"))
+        #expect(!unconfirmable.events.all.contains { if case .numericComparison = $0 { true } else { false } })
+        unconfirmable.stop()
+
+        let running = try await Self.start(security: try SecurityConfiguration(ioCapability: .displayYesNo),
+                                           confirmsNumericComparison: true)
+        defer { running.stop() }
+        let phones = [try await running.connectedPhone(), try await running.connectedPhone()]
+        for phone in phones { try await phone.expect("pair", ["io": "display_yes_no", "wait": false]) }
+        let centrals = await running.host.connectedCentrals
+        #expect(centrals.count == 2)
+        for central in centrals {
+            _ = await running.events.first {
+                if case .numericComparison(central, _) = $0 { true } else { false }
+            }
+        }
+        await running.host.confirmNumericComparison()
+        for phone in phones {
+            let failed = try await phone.run("pairing")
+            #expect(failed.int("smp_error") == Int(PairingFailureReason.numericComparisonFailed.rawValue))
+        }
+        #expect(running.log.text.contains("2 pairings wait for a confirmation at once; refusing them all"))
+        #expect(await running.host.bonds.bonds.isEmpty)
     }
 
     // MARK: Bonds

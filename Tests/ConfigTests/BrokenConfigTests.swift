@@ -112,6 +112,18 @@ struct BrokenConfigTests {
                   - uuid: 2A6E
                     source: {sensor: tmp}
             """, expected: [#"services[0].characteristics[0].source.sensor (line 18): no sensor "tmp"; did you mean "temp"?"#]),
+        Case(name: "confirm button naming a missing sensor", yaml: """
+            bluetooth:
+              security: {io_capabilities: display_yes_no, confirm_with: dor}
+            """ + "\n" + sensorsAndService, expected: [#"bluetooth.security.confirm_with (line 2): no sensor "dor"; did you mean "door"?"#]),
+        Case(name: "confirm button that is not a binary sensor", yaml: """
+            bluetooth:
+              security: {io_capabilities: display_yes_no, confirm_with: temp}
+            """ + "\n" + sensorsAndService, expected: [#"bluetooth.security.confirm_with (line 2): sensor "temp" is a counter sensor; confirming needs a binary one (a button)"#]),
+        Case(name: "confirm button without capabilities that confirm", yaml: """
+            bluetooth:
+              security: {io_capabilities: display_only, confirm_with: door}
+            """ + "\n" + sensorsAndService, expected: [#"bluetooth.security.confirm_with (line 2): confirming numbers needs io_capabilities display_yes_no or keyboard_display (it is display_only)"#]),
         Case(name: "input sensor written by centrals", yaml: sensorsAndService + """
 
             services:

@@ -177,6 +177,32 @@ struct ValidConfigTests {
         ])
     }
 
+    /// Numeric Comparison needs a button to confirm with; capabilities that lead to it without
+    /// one are a warning (those pairings are refused).
+    @Test func confirmButtonForNumericComparison() throws {
+        let sensors = """
+            gpio:
+              backend: simulated
+              chips: [{lines: [{name: BUTTON}]}]
+            sensors:
+              - {id: pair, kind: binary, line: BUTTON}
+            """
+        let confirmed = try ConfigLoader.load(yaml: """
+            bluetooth:
+              security: {io_capabilities: keyboard_display, confirm_with: pair}
+            """ + "\n" + sensors)
+        #expect(confirmed.config.bluetooth.security.confirmWith == "pair")
+        #expect(confirmed.warnings.isEmpty)
+        let unconfirmed = try ConfigLoader.load(yaml: """
+            bluetooth:
+              security: {io_capabilities: display_yes_no}
+            """ + "\n" + sensors)
+        #expect(unconfirmed.config.bluetooth.security.confirmWith == nil)
+        #expect(unconfirmed.warnings.map(\.description) == [
+            "bluetooth.security.io_capabilities (line 2): without confirm_with (a button to confirm the number), pairings that need Numeric Comparison are refused",
+        ])
+    }
+
     @Test func mqttSectionWithDefaults() throws {
         let yaml = """
             device: {id: shed}

@@ -75,10 +75,13 @@ struct MirrorTests {
         ])
     }
 
-    @Test func aPairingPasskeyIsPublishedUnretained() throws {
+    @Test func pairingPromptsArePublishedUnretained() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
-        #expect(published(mirror.apply(.pairingPasskey(central: phone, passkey: "004217", at: t0))) == [
+        #expect(published(mirror.apply(.pairing(central: phone, prompt: .passkey("004217"), at: t0))) == [
             #"gattway/pi1/pairing {"central":"AA:BB:CC:DD:EE:01","passkey":"004217","ts":"2027-01-15T08:00:00.250Z"}"#,
+        ])
+        #expect(published(mirror.apply(.pairing(central: phone, prompt: .compare("093811"), at: t1))) == [
+            #"gattway/pi1/pairing {"central":"AA:BB:CC:DD:EE:01","compare":"093811","ts":"2027-01-15T08:01:40.000Z"}"#,
         ])
     }
 

@@ -26,6 +26,8 @@ Commands ("cmd" plus arguments; handles are integers, values are hex strings):
   pair        io="no_input_no_output", mitm=true, bonding=true, sc=true, wait=true, timeout=20
               -> encrypted, authenticated (wait=false: starts pairing and answers at once;
               collect the result with "pairing"). A failure answers smp_error (the reason).
+              Numeric Comparison: the phone's user accepts, and the result has the number
+              the phone showed (compared).
   passkey     value (int; null cancels) -> the passkey the user types for the pairing under way
   pairing     timeout=20                -> the result of the pairing started with wait=false
   encrypt     timeout=10                -> encrypted, authenticated: starts encryption with the
@@ -112,6 +114,8 @@ class TestDelegate(PairingDelegate):
         return await self.phone.passkey
 
     async def compare_numbers(self, number, digits):
+        # The user at the phone says yes; the test checks the number against gattway's.
+        self.phone.compared = number
         return True
 
 
@@ -125,6 +129,7 @@ class Phone:
         self.smp: asyncio.Queue = asyncio.Queue()
         self.raw_smp = False
         self.passkey: asyncio.Future | None = None
+        self.compared: int | None = None
         self.pairing_task: asyncio.Task | None = None
         self.characteristics = {}
         manager = device.l2cap_channel_manager
@@ -291,6 +296,7 @@ class Phone:
 
     async def pair(self, io="no_input_no_output", mitm=True, bonding=True, sc=True, wait=True, timeout=20.0):
         self.passkey = asyncio.get_running_loop().create_future()
+        self.compared = None
         delegate = TestDelegate(self, IO_CAPABILITIES[io])
         # The phone's identity is the static random address it connects from, so a reconnection
         # from that address finds its bond (a real phone connects with a resolvable private
@@ -311,7 +317,10 @@ class Phone:
         task, self.pairing_task = self.pairing_task, None
         if task is None:
             raise ValueError("no pairing started")
-        return await asyncio.wait_for(task, timeout)
+        result = await asyncio.wait_for(task, timeout)
+        if self.compared is not None:
+            result["compared"] = self.compared
+        return result
 
     async def encrypt(self, timeout=10.0):
         await asyncio.wait_for(self.connection.encrypt(), timeout)

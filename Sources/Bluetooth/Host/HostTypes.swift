@@ -104,6 +104,9 @@ public enum HostEvent: Equatable, Sendable {
     /// Passkey Entry: the user types this passkey on the central. nil when it is the fixed
     /// passkey from the configuration, which is never logged or published.
     case passkeyDisplayed(Central, passkey: UInt32?)
+    /// Numeric Comparison: the user checks that the central shows this number and confirms with
+    /// `confirmNumericComparison()` (only when `HostConfiguration.confirmsNumericComparison`).
+    case numericComparison(Central, number: UInt32)
     /// Pairing finished; `identity` is the central's identity address (its connection address
     /// when it distributed none), `bonded` whether its keys were stored.
     case paired(Central, identity: BluetoothAddress, bonded: Bool)
@@ -129,12 +132,16 @@ public struct HostConfiguration: Sendable {
     public var reconnectDelays: [Duration]
     /// How the host pairs (SMP); bonds are kept in `stateDirectory`.
     public var security: SecurityConfiguration
+    /// Whether someone can confirm Numeric Comparison values (`confirmNumericComparison()`, a
+    /// button); without that such pairings are refused, since accepting unseen would claim MITM
+    /// protection nobody checked.
+    public var confirmsNumericComparison: Bool
 
     public init(transport: HCITransportSpec, stateDirectory: String,
                 advertising: AdvertisingSettings?, maxCentrals: Int = 8, transmitQueueCapacity: Int = 8,
                 commandTimeout: Duration = .seconds(2),
                 reconnectDelays: [Duration] = [.milliseconds(200), .seconds(1), .seconds(2), .seconds(5), .seconds(10)],
-                security: SecurityConfiguration = .standard) {
+                security: SecurityConfiguration = .standard, confirmsNumericComparison: Bool = false) {
         self.transport = transport
         self.stateDirectory = stateDirectory
         self.advertising = advertising
@@ -143,6 +150,7 @@ public struct HostConfiguration: Sendable {
         self.commandTimeout = commandTimeout
         self.reconnectDelays = reconnectDelays
         self.security = security
+        self.confirmsNumericComparison = confirmsNumericComparison
     }
 }
 

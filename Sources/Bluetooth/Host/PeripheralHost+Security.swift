@@ -46,6 +46,7 @@ extension PeripheralHost {
 
     func securityConnectionClosed(_ handle: UInt16) {
         securityManager.connectionClosed(handle)
+        awaitingConfirmation.remove(handle)
         armSecurityTimer()
     }
 
@@ -104,6 +105,27 @@ extension PeripheralHost {
         if changed { saveBonds() }
     }
 
+    // MARK: The user
+
+    /// The user confirms the Numeric Comparison number (a press of the confirm button): the one
+    /// pairing waiting for it goes on. With two or more waiting nobody can tell which number the
+    /// press was meant for, so all of them are refused; with none, the press does nothing.
+    public func confirmNumericComparison() async {
+        let waiting = awaitingConfirmation.sorted()
+        awaitingConfirmation = []
+        switch waiting.count {
+        case 0:
+            logger.info("a pairing confirmation was pressed, but no pairing waits for one")
+        case 1:
+            await perform(securityManager.confirmNumericComparison(on: waiting[0], accepted: true, now: securityNow))
+        default:
+            logger.warning("\(waiting.count) pairings wait for a confirmation at once; refusing them all")
+            for handle in waiting {
+                await perform(securityManager.confirmNumericComparison(on: handle, accepted: false, now: securityNow))
+            }
+        }
+    }
+
     // MARK: Actions
 
     /// Sends the Security Manager's PDUs and acts on its events, in order.
@@ -135,23 +157,32 @@ extension PeripheralHost {
             // (a fixed passkey cannot match the central's random one).
             logger.warning("""
                 pairing with \(peer) needs a passkey typed on gattway, which has no input; refusing \
-                (use io_capabilities display_only or no_input_no_output)
+                (use io_capabilities display_only, no_input_no_output, or display_yes_no with confirm_with)
                 """)
             await perform(securityManager.enterPasskey(nil, on: handle, now: securityNow))
-        case .numericComparison(let handle, let peer, _):
-            // Accepting unseen would claim MITM protection nobody checked.
-            logger.warning("""
-                pairing with \(peer) asks to confirm a number, which gattway cannot take; refusing \
-                (use io_capabilities display_only)
-                """)
-            await perform(securityManager.confirmNumericComparison(on: handle, accepted: false, now: securityNow))
+        case .numericComparison(let handle, let peer, let value):
+            guard let central = connections[handle]?.central else { return }
+            guard configuration.confirmsNumericComparison else {
+                // Accepting unseen would claim MITM protection nobody checked.
+                logger.warning("""
+                    pairing with \(peer) asks to confirm a number, and nothing is configured to confirm \
+                    it (bluetooth.security.confirm_with); refusing
+                    """)
+                await perform(securityManager.confirmNumericComparison(on: handle, accepted: false, now: securityNow))
+                return
+            }
+            awaitingConfirmation.insert(handle)
+            logger.notice("\(event)")
+            eventSink.yield(.numericComparison(central, number: value))
         case .pairingComplete(let handle, let outcome):
+            awaitingConfirmation.remove(handle)
             logger.notice("\(event)")
             if outcome.bond != nil { saveBonds() }
             guard let connection = connections[handle] else { return }
             eventSink.yield(.paired(connection.central, identity: outcome.identity, bonded: outcome.bond != nil))
             await updateSecurity(of: connection)
         case .pairingFailed(let handle, _, let failure):
+            awaitingConfirmation.remove(handle)
             logger.notice("\(event)")
             guard let central = connections[handle]?.central else { return }
             eventSink.yield(.pairingFailed(central, reason: failure.description))

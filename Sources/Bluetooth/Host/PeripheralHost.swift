@@ -47,6 +47,8 @@ public actor PeripheralHost {
     let bondStore: BondStore?
     let securityClockOrigin = ContinuousClock.now
     var securityTimer: Task<Void, Never>?
+    /// Connections whose pairing shows a Numeric Comparison value and waits for the user.
+    var awaitingConfirmation: Set<UInt16> = []
 
     public init(configuration: HostConfiguration, server: any ATTServer, logger: Logger,
                 openTransport: @escaping @Sendable (HCITransportSpec) throws -> any HCITransport = {

@@ -118,11 +118,15 @@ public struct SecurityConfig: Sendable, Hashable {
     public var passkey: UInt32?
     /// Accept LE legacy pairing (otherwise only LE Secure Connections).
     public var allowLegacy: Bool
+    /// The binary sensor (a button) whose press confirms a Numeric Comparison value; nil refuses
+    /// Numeric Comparison.
+    public var confirmWith: String?
 
-    public init(ioCapabilities: IOCapabilities, passkey: UInt32?, allowLegacy: Bool) {
+    public init(ioCapabilities: IOCapabilities, passkey: UInt32?, allowLegacy: Bool, confirmWith: String? = nil) {
         self.ioCapabilities = ioCapabilities
         self.passkey = passkey
         self.allowLegacy = allowLegacy
+        self.confirmWith = confirmWith
     }
 }
 
@@ -137,5 +141,11 @@ public enum IOCapabilities: String, Sendable, Hashable, CaseIterable {
     /// Whether gattway can show a passkey with these capabilities.
     public var canDisplay: Bool {
         self == .displayOnly || self == .displayYesNo || self == .keyboardDisplay
+    }
+
+    /// Whether these capabilities lead to Numeric Comparison with a central that can confirm too
+    /// (Core Vol 3 Part H 2.3.5.1, LE Secure Connections).
+    public var canConfirm: Bool {
+        self == .displayYesNo || self == .keyboardDisplay
     }
 }

@@ -52,6 +52,8 @@ struct ConfigParser {
         }
 
         warnAboutUndrivenOutputs(sensors, services: services, sensorNodes: sensorNodes)
+        checkConfirmInput(bluetooth.security.confirmWith, sensors: sensors,
+                          declaredSensorIDs: references.declaredSensorIDs)
         return GatewayConfig(device: device, bluetooth: bluetooth, stateDirectory: stateDirectory,
                              gpio: gpio, sensors: sensors, services: services, mqtt: mqtt)
     }
@@ -69,6 +71,22 @@ struct ConfigParser {
                   !driven.contains(id) else { continue }
             context.warning(node.path.key("id"), line: nil,
                             "output \"\(id)\" is not the source of any writable characteristic, so nothing drives it")
+        }
+    }
+
+    /// `bluetooth.security.confirm_with` names a binary sensor (read after the sensors are).
+    private func checkConfirmInput(_ id: String?, sensors: [SensorConfig], declaredSensorIDs: Set<String>) {
+        guard let id else { return }
+        let path = ConfigPath.root.key("bluetooth").key("security").key("confirm_with")
+        guard let sensor = sensors.first(where: { $0.id == id }) else {
+            if !declaredSensorIDs.contains(id) {
+                context.error(path, line: nil, "no sensor \"\(id)\"" + Suggestion.hint(for: id, among: declaredSensorIDs.sorted()))
+            }
+            return
+        }
+        guard case .binary = sensor.kind else {
+            context.error(path, line: nil, "sensor \"\(id)\" is a \(sensor.kind.name) sensor; confirming needs a binary one (a button)")
+            return
         }
     }
 
@@ -187,7 +205,15 @@ struct ConfigParser {
                       + "(display_only, display_yes_no or keyboard_display); with \(io.rawValue) it is unused")
         }
         let allowLegacy = m?["allow_legacy"]?.bool() ?? D.allowLegacy
-        return SecurityConfig(ioCapabilities: io, passkey: passkey, allowLegacy: allowLegacy)
+        let confirmWith = m?["confirm_with"]?.nonEmptyString()
+        if let node = m?["confirm_with"], confirmWith != nil, !io.canConfirm {
+            node.report("confirming numbers needs io_capabilities display_yes_no or keyboard_display "
+                        + "(it is \(io.rawValue))")
+        } else if io.canConfirm, confirmWith == nil, let node = m?["io_capabilities"] {
+            node.warn("without confirm_with (a button to confirm the number), pairings that need "
+                      + "Numeric Comparison are refused")
+        }
+        return SecurityConfig(ioCapabilities: io, passkey: passkey, allowLegacy: allowLegacy, confirmWith: confirmWith)
     }
 
     // MARK: mqtt

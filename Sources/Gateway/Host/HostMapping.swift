@@ -14,7 +14,8 @@ public enum HostMapping {
             intervalMilliseconds: Int((advertising.interval / .milliseconds(1)).rounded()))
         return HostConfiguration(transport: config.bluetooth.transport, stateDirectory: config.stateDirectory,
                                  advertising: settings, maxCentrals: config.bluetooth.maxCentrals,
-                                 security: try security(config.bluetooth.security))
+                                 security: try security(config.bluetooth.security),
+                                 confirmsNumericComparison: config.bluetooth.security.confirmWith != nil)
     }
 
     /// `bluetooth.security` as the Security Manager takes it. The configuration layer already

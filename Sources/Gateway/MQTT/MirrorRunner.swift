@@ -39,9 +39,9 @@ final class MirrorRunner: Sendable {
         }
     }
 
-    /// Publishes the passkey a pairing central must be given (`<base>/<dev>/pairing`).
-    func pairingPasskey(central: String, passkey: String) async {
-        await service.handle(.pairingPasskey(central: central, passkey: passkey, at: Date()))
+    /// Publishes what a pairing asks of the user (`<base>/<dev>/pairing`).
+    func pairing(central: String, prompt: MirrorPairingPrompt) async {
+        await service.handle(.pairing(central: central, prompt: prompt, at: Date()))
     }
 
     func stop() async {

@@ -157,11 +157,15 @@ public struct Mirror: Sendable {
             ])
             return [.publish(MQTTMessage(topic: topics.written(id), payload: payload.bytes), durable: true)]
 
-        case .pairingPasskey(let central, let passkey, let date):
+        case .pairing(let central, let prompt, let date):
             // Not retained and not through the outbox: it is useful for the 30 s of one pairing
             // only, and must not wait for later subscribers.
+            let (key, digits) = switch prompt {
+            case .passkey(let digits): ("passkey", digits)
+            case .compare(let digits): ("compare", digits)
+            }
             let payload = JSONText.object([
-                ("central", .string(central)), ("passkey", .string(passkey)),
+                ("central", .string(central)), (key, .string(digits)),
                 ("ts", .string(MirrorTimestamp.string(date))),
             ])
             return [.publish(MQTTMessage(topic: topics.pairing, payload: payload.bytes), durable: false)]

@@ -191,9 +191,17 @@ public enum MirrorEvent: Sendable, Equatable {
     case subscribed(MirrorCharacteristicID, central: String, kind: MirrorSubscriptionKind)
     case unsubscribed(MirrorCharacteristicID, central: String)
     case written(MirrorCharacteristicID, value: MirrorValue, central: String, kind: MirrorWriteKind, at: Date)
-    /// A central is pairing with Passkey Entry: the 6-digit passkey the user types on it. Only a
-    /// random passkey: a fixed one from the configuration is never published.
-    case pairingPasskey(central: String, passkey: String, at: Date)
+    /// A pairing waits for the user (`MirrorPairingPrompt`).
+    case pairing(central: String, prompt: MirrorPairingPrompt, at: Date)
+}
+
+/// What a pairing asks of the user, as 6 digits.
+public enum MirrorPairingPrompt: Sendable, Equatable {
+    /// Passkey Entry: type this on the central. Only a random passkey: a fixed one from the
+    /// configuration is never published.
+    case passkey(String)
+    /// Numeric Comparison: if the central shows this number too, press the confirm button.
+    case compare(String)
 }
 
 /// What the mirror hands back to the gateway from MQTT.
