@@ -33,6 +33,9 @@ Commands ("cmd" plus arguments; handles are integers, values are hex strings):
   encrypt     timeout=10                -> encrypted, authenticated: starts encryption with the
               key stored by an earlier pairing (Bumble's in-memory key store lives as long as the
               phone process, so a phone reconnecting keeps its keys)
+  security                              -> encrypted, authenticated, bonded, security_requests
+              (Security Requests received; like a phone, this one answers each by encrypting
+              when it has keys for the peripheral, and leaves pairing to the test)
   listen      handle (value handle)     -> receive notifications and indications of handle
               without writing its CCCD (a bonded reconnection whose subscription was restored)
   disconnect
@@ -130,6 +133,7 @@ class Phone:
         self.raw_smp = False
         self.passkey: asyncio.Future | None = None
         self.compared: int | None = None
+        self.security_requests = 0
         self.pairing_task: asyncio.Task | None = None
         self.characteristics = {}
         manager = device.l2cap_channel_manager
@@ -189,7 +193,19 @@ class Phone:
         self.connection = await self.device.connect(
             hci.Address(address), transport=PhysicalTransport.LE, timeout=timeout)
         self.peer = Peer(self.connection)
+        self.connection.on(self.connection.EVENT_SECURITY_REQUEST, self.on_security_request)
         return {"handle": self.connection.handle}
+
+    def on_security_request(self, auth_req):
+        # As a phone does: a peripheral it has keys for gets encryption with them. Without keys a
+        # phone would ask its user to pair; this one leaves pairing to the test.
+        self.security_requests += 1
+        asyncio.get_running_loop().create_task(self.encrypt_if_bonded())
+
+    async def encrypt_if_bonded(self):
+        keys = await self.device.keystore.get(str(self.connection.peer_address))
+        if keys is not None and keys.ltk is not None and not self.connection.is_encrypted:
+            await self.connection.encrypt()
 
     async def mtu(self, mtu=517):
         return {"mtu": await self.peer.request_mtu(mtu)}
@@ -283,7 +299,7 @@ class Phone:
         ltk = keys.ltk if keys is not None else None
         return {"encrypted": bool(self.connection.is_encrypted),
                 "authenticated": bool(ltk is not None and ltk.authenticated),
-                "bonded": keys is not None}
+                "bonded": keys is not None, "security_requests": self.security_requests}
 
     async def run_pairing(self):
         try:
@@ -367,7 +383,8 @@ async def main() -> None:
             "execute": phone.execute, "subscribe": phone.subscribe,
             "notifications": phone.notifications, "signal": phone.signal, "smp": phone.smp_pdu,
             "pair": phone.pair, "passkey": phone.enter_passkey, "pairing": phone.pairing,
-            "encrypt": phone.encrypt, "listen": phone.listen, "disconnect": phone.disconnect,
+            "encrypt": phone.encrypt, "security": phone.security, "listen": phone.listen,
+            "disconnect": phone.disconnect,
         }
         reader = asyncio.StreamReader()
         await asyncio.get_running_loop().connect_read_pipe(

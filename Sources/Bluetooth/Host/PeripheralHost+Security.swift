@@ -37,11 +37,21 @@ extension PeripheralHost {
 
     // MARK: Connections
 
+    /// A bonded central (by its identity address, or a resolvable private address its IRK
+    /// resolves) is asked at once to encrypt with its key (Security Request), so its restored
+    /// subscriptions deliver without it first touching a protected attribute. A central without a
+    /// bond is not asked to pair: it pairs when an attribute answers that it must.
     func securityConnectionOpened(_ connection: ConnectionState) async {
         let central = connection.central
         securityManager.connectionOpened(central.handle, peer: central.address,
                                          local: controller?.address ?? .zero)
         await updateSecurity(of: connection)
+        if let bond = securityManager.bond(on: central.handle) {
+            logger.info("\(central) is bonded (\(bond.identity)); asking it to encrypt")
+            await perform(securityManager.requestSecurity(on: central.handle,
+                                                          authenticated: bond.longTermKey.authenticated,
+                                                          now: securityNow))
+        }
     }
 
     func securityConnectionClosed(_ handle: UInt16) {
