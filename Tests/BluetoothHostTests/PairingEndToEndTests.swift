@@ -36,10 +36,9 @@ struct CapturingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
-        let merged = self.metadata.merging(metadata ?? [:]) { _, new in new }
-        log.append("\(level) \(message) \(merged.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " "))")
+    func log(event: LogEvent) {
+        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        log.append("\(event.level) \(event.message) \(merged.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " "))")
     }
 }
 
