@@ -12,16 +12,8 @@ struct PhoneValuesTests {
     /// A pulse counter on a simulated line pulsing at `rate` Hz, carried by one uint32
     /// characteristic and broadcast as BTHome.
     static func config(name: String, rate: Int) -> String {
-        """
-        device: {name: \(name)}
-        bluetooth:
-          advertising: {interval: 20ms}
-        gpio:
-          backend: simulated
-          chips:
-            - lines:
-                - name: PULSES
-                  generator: {type: pulses, rate: \(rate)}
+        simulatedLine(name: name, line: "PULSES", generator: "{type: pulses, rate: \(rate)}") + """
+
         sensors:
           - {id: pulses, kind: counter, line: PULSES, bthome: true}
         services:
@@ -57,9 +49,8 @@ struct PhoneValuesTests {
         return nil
     }
 
-    /// A door contact on a simulated line driven by `generator`, notified under
-    /// `min_interval: 500ms`.
-    static func doorConfig(name: String, generator: String) -> String {
+    /// The device `name`, advertising every 20 ms, with one simulated line driven by `generator`.
+    static func simulatedLine(name: String, line: String, generator: String) -> String {
         """
         device: {name: \(name)}
         bluetooth:
@@ -68,8 +59,16 @@ struct PhoneValuesTests {
           backend: simulated
           chips:
             - lines:
-                - name: DOOR
+                - name: \(line)
                   generator: \(generator)
+        """
+    }
+
+    /// A door contact on a simulated line driven by `generator`, notified under
+    /// `min_interval: 500ms`.
+    static func doorConfig(name: String, generator: String) -> String {
+        simulatedLine(name: name, line: "DOOR", generator: generator) + """
+
         sensors:
           - {id: door, kind: binary, line: DOOR}
         services:

@@ -187,13 +187,7 @@ extension ConfigParser {
         switch key {
         case "sensor":
             guard let id = value.nonEmptyString() else { return nil }
-            guard let sensor = references.sensors[id] else {
-                if !references.declaredSensorIDs.contains(id) {
-                    value.report("no sensor \"\(id)\""
-                                 + Suggestion.hint(for: id, among: references.declaredSensorIDs.sorted()))
-                }
-                return nil
-            }
+            guard let sensor = references.sensor(id, report: value.report) else { return nil }
             let readings = sensor.kind.readings
             guard let node = m["reading"] else { return .sensor(id: id, reading: readings[0]) }
             guard let reading = node.choice(SensorReading.self) else { return nil }

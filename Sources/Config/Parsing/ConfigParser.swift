@@ -52,8 +52,7 @@ struct ConfigParser {
         }
 
         warnAboutUndrivenOutputs(sensors, services: services, sensorNodes: sensorNodes)
-        checkConfirmInput(bluetooth.security.confirmWith, sensors: sensors,
-                          declaredSensorIDs: references.declaredSensorIDs)
+        checkConfirmInput(bluetooth.security.confirmWith, references: references)
         return GatewayConfig(device: device, bluetooth: bluetooth, stateDirectory: stateDirectory,
                              gpio: gpio, sensors: sensors, services: services, mqtt: mqtt)
     }
@@ -75,19 +74,13 @@ struct ConfigParser {
     }
 
     /// `bluetooth.security.confirm_with` names a binary sensor (read after the sensors are).
-    private func checkConfirmInput(_ id: String?, sensors: [SensorConfig], declaredSensorIDs: Set<String>) {
+    private func checkConfirmInput(_ id: String?, references: References) {
         guard let id else { return }
         let path = ConfigPath.root.key("bluetooth").key("security").key("confirm_with")
-        guard let sensor = sensors.first(where: { $0.id == id }) else {
-            if !declaredSensorIDs.contains(id) {
-                context.error(path, line: nil, "no sensor \"\(id)\"" + Suggestion.hint(for: id, among: declaredSensorIDs.sorted()))
-            }
-            return
-        }
-        guard case .binary = sensor.kind else {
-            context.error(path, line: nil, "sensor \"\(id)\" is a \(sensor.kind.name) sensor; confirming needs a binary one (a button)")
-            return
-        }
+        let report = { (message: String) in context.error(path, line: nil, message) }
+        guard let sensor = references.sensor(id, report: report) else { return }
+        if case .binary = sensor.kind { return }
+        report("sensor \"\(id)\" is a \(sensor.kind.name) sensor; confirming needs a binary one (a button)")
     }
 
     /// What characteristics may refer to.
@@ -98,6 +91,16 @@ struct ConfigParser {
         let declaredSensorIDs: Set<String>
         let serviceNames: Set<String>
         let mqttConfigured: Bool
+
+        /// The sensor `id` names. An unknown id is reported ("no sensor", with a did-you-mean)
+        /// unless a sensor declared it and failed to parse (that sensor's error says why).
+        func sensor(_ id: String, report: (String) -> Void) -> SensorConfig? {
+            if let sensor = sensors[id] { return sensor }
+            if !declaredSensorIDs.contains(id) {
+                report("no sensor \"\(id)\"" + Suggestion.hint(for: id, among: declaredSensorIDs.sorted()))
+            }
+            return nil
+        }
     }
 
     /// Which sensor uses each line, to catch two sensors on one line.

@@ -1,3 +1,4 @@
+import Config
 import Sensors
 
 /// The `bluetooth.security.confirm_with` sensor as a button: a press is its value going from
@@ -9,7 +10,7 @@ struct ConfirmButton {
 
     /// Whether `value`, the next value of the button's sensor, is a press.
     mutating func isPress(_ value: SensorValue) -> Bool {
-        guard value.channel == "value" else { return false }
+        guard value.channel == SensorReading.value.rawValue else { return false }
         guard let pressed = value.bool else {
             released = false
             return false
