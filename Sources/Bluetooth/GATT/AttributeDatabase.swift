@@ -15,6 +15,16 @@ enum AttributeValue: Hashable, Sendable {
     case clientSupportedFeatures
     /// Database Hash (0x2B2A): computed from the database itself.
     case databaseHash
+
+    /// Whether every read returns the same number of octets: true for declarations, fixed
+    /// values and the server's own attributes (CCCD 2, Client Supported Features 1, Database
+    /// Hash 16), false for values and descriptors the program serves.
+    var hasFixedLength: Bool {
+        switch self {
+        case .fixed, .clientConfiguration, .clientSupportedFeatures, .databaseHash: true
+        case .dynamic, .dynamicDescriptor: false
+        }
+    }
 }
 
 /// Which write PDUs an attribute accepts: properties (what a central may try) and permissions

@@ -243,10 +243,16 @@ extension GATTServer {
     }
 
     private func readBlob(_ handle: UInt16, offset: Int, _ central: CentralState) throws(ATTFailure) -> ATTPDU {
-        let value = try read(try existing(handle), offset: offset, central)
+        let attribute = try existing(handle)
+        let value = try read(attribute, offset: offset, central)
         guard offset <= value.count else { throw ATTFailure(handle, .invalidOffset) }
-        // A value that fits one Read Response has nothing to continue (Vol 3 Part F 3.4.4.5).
-        guard offset == 0 || value.count > Int(central.mtu) - 1 else { throw ATTFailure(handle, .attributeNotLong) }
+        // Attribute Not Long is allowed only for a value of fixed length that fits one Read
+        // Response (Vol 3 Part F 3.4.4.5). A value the program serves may be of any length on
+        // the next read, so its part is sent even when it is empty, as for an offset equal to
+        // the length (3.4.4.6): a client that read exactly ATT_MTU-1 octets asks for the rest.
+        if offset > 0, value.count <= Int(central.mtu) - 1, attribute.value.hasFixedLength {
+            throw ATTFailure(handle, .attributeNotLong)
+        }
         return .readBlobResponse(Array(value[offset...].prefix(Int(central.mtu) - 1)))
     }
 
