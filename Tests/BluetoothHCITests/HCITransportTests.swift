@@ -195,6 +195,7 @@ struct HCITransportTests {
     static let explanations: [(Int32, HCITransportError.Kind, String)] = [
         (EPERM, .permissionDenied, "CAP_NET_ADMIN"),
         (EBUSY, .busy, "bluetoothd"),
+        (EUSERS, .busy, "another program holds hci3 through the HCI user channel"),
         (ERFKILL, .rfkillBlocked, "rfkill unblock bluetooth"),
         (ENODEV, .notFound, "no such adapter hci3"),
     ]

@@ -72,6 +72,14 @@ enum UserChannel {
                 .busy,
                 "\(step) failed: \(adapter) is in use (EBUSY); bluetoothd or another program holds "
                     + "it. Stop it (systemctl stop bluetooth) or exclude \(adapter) from it, then retry")
+        case EUSERS:
+            // The kernel lets one socket at a time hold an adapter's user channel
+            // (hci_sock_bind sets HCI_USER_CHANNEL or fails with EUSERS).
+            HCITransportError(
+                .busy,
+                "\(step) failed: another program holds \(adapter) through the HCI user channel "
+                    + "(EUSERS), and only one can. Stop it (another gattway, or a tool such as "
+                    + "btproxy or a Bumble controller bridge), or give gattway another adapter")
         case ERFKILL:
             HCITransportError(
                 .rfkillBlocked,
