@@ -49,6 +49,9 @@ let package = Package(
         // One small API over libgpiod 1.6 and 2.x, chosen at compile time.
         .target(name: "CGPIODShim", dependencies: ["CGPIOD"], path: "Sources/CGPIODShim"),
 
+        // MARK: Persistence: the one way to write a file under the state directory.
+        .target(name: "StateFile", path: "Sources/StateFile", swiftSettings: swiftSettings),
+
         // MARK: Bluetooth host, one target per protocol layer.
         .target(
             name: "BluetoothCore",
@@ -64,7 +67,7 @@ let package = Package(
                                .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Bluetooth/GATT", swiftSettings: swiftSettings),
         .target(name: "BluetoothSMP",
-                dependencies: ["BluetoothCore", .product(name: "Crypto", package: "swift-crypto")],
+                dependencies: ["BluetoothCore", "StateFile", .product(name: "Crypto", package: "swift-crypto")],
                 path: "Sources/Bluetooth/SMP", swiftSettings: swiftSettings),
         .target(name: "BluetoothHCI",
                 dependencies: ["BluetoothCore", "CBlueZ",
@@ -74,7 +77,7 @@ let package = Package(
                 path: "Sources/Bluetooth/L2CAP", swiftSettings: swiftSettings),
         .target(name: "BluetoothHost",
                 dependencies: ["BluetoothCore", "BluetoothHCI", "BluetoothL2CAP", "BluetoothATT",
-                               "BluetoothGATT", "BluetoothSMP", .product(name: "Logging", package: "swift-log")],
+                               "BluetoothGATT", "BluetoothSMP", "StateFile", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Bluetooth/Host", swiftSettings: swiftSettings),
 
         // MARK: Sensors side.
@@ -82,7 +85,7 @@ let package = Package(
                 dependencies: ["CGPIODShim", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/GPIO", swiftSettings: swiftSettings),
         .target(name: "Sensors",
-                dependencies: ["GPIO", .product(name: "Logging", package: "swift-log")],
+                dependencies: ["GPIO", "StateFile", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Sensors", swiftSettings: swiftSettings),
         .target(name: "Values", dependencies: ["BluetoothCore"],
                 path: "Sources/Values", swiftSettings: swiftSettings),
@@ -144,6 +147,11 @@ let package = Package(
         .executableTarget(name: "MQTTWillProbe",
                           dependencies: ["MQTT", .product(name: "Logging", package: "swift-log")],
                           path: "Tests/MQTTWillProbe", swiftSettings: swiftSettings),
+        .testTarget(name: "StateFileTests", dependencies: ["StateFile", "StateFileProbe", "BluetoothSMP", "BluetoothCore"],
+                    path: "Tests/StateFileTests", swiftSettings: swiftSettings),
+        // Child process the state-file tests SIGKILL while it rewrites a state file.
+        .executableTarget(name: "StateFileProbe", dependencies: ["StateFile", "BluetoothSMP", "BluetoothCore"],
+                          path: "Tests/StateFileProbe", swiftSettings: swiftSettings),
         .testTarget(name: "ConfigTests", dependencies: ["Config"],
                     path: "Tests/ConfigTests", swiftSettings: swiftSettings),
         .testTarget(name: "GatewayTests",

@@ -1,5 +1,6 @@
 import BluetoothCore
 import Foundation
+import StateFile
 
 /// Keeps the static random address used when the controller has no public address, so phones
 /// see the same device across restarts (Core Vol 6 Part B 1.3.2.1).
@@ -7,12 +8,18 @@ struct StaticAddressStore {
     static let fileName = "static-random-address"
     let directory: String
 
-    var path: String { (directory as NSString).appendingPathComponent(Self.fileName) }
+    var path: String { directory + "/" + Self.fileName }
 
-    /// The stored address, or a new one written to the state directory.
+    /// The stored address, or a new one written to the state directory (through `StateFile`).
     func loadOrCreate() throws(HostError) -> BluetoothAddress {
-        if let text = try? String(contentsOfFile: path, encoding: .utf8) {
-            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let stored: [UInt8]?
+        do {
+            stored = try StateFile.read(path)
+        } catch {
+            throw HostError("cannot read the static random address: \(error)")
+        }
+        if let stored {
+            let trimmed = String(decoding: stored, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if let address = BluetoothAddress(trimmed, kind: .random), address.isStaticRandom {
                 return address
             }
@@ -21,10 +28,9 @@ struct StaticAddressStore {
         }
         let address = Self.generate()
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            try (address.description + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+            try StateFile.write(Array((address.description + "\n").utf8), to: path, mode: 0o600)
         } catch {
-            throw HostError("cannot store the static random address in \(path): \(error.localizedDescription)")
+            throw HostError("cannot store the static random address: \(error)")
         }
         return address
     }

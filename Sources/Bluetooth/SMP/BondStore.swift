@@ -1,5 +1,6 @@
 import BluetoothCore
 import Foundation
+import StateFile
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -8,9 +9,9 @@ import Darwin
 
 /// The bonds on disk: `bonds.json` in the state directory, readable by the service user only.
 ///
-/// Writes are atomic (a temporary file created with mode 0600 — never wider, not even for a
-/// moment — written, fsynced, renamed over the old file, and the directory fsynced), so a power
-/// cut leaves either the old bonds or the new ones. The file holds keys: nothing here logs it.
+/// Writes go through `StateFile` (a temporary file created with mode 0600 — never wider, not even
+/// for a moment — written, fsynced, renamed over the old file, and the directory fsynced), so a
+/// power cut leaves either the old bonds or the new ones. The file holds keys: nothing here logs it.
 public struct BondStore: Sendable {
     public enum Error: Swift.Error, Hashable, CustomStringConvertible {
         case cannotCreateDirectory(path: String, errno: Int32)
@@ -94,11 +95,8 @@ public struct BondStore: Sendable {
         try save(BondRegistry())
     }
 
-    /// Replaces the stored bonds with `registry`, atomically.
+    /// Replaces the stored bonds with `registry`, atomically (`StateFile`).
     public func save(_ registry: BondRegistry) throws(Error) {
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw .cannotCreateDirectory(path: directory, errno: errno)
-        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let file = StoredFile(version: 1, bonds: registry.bonds.map(StoredBond.init))
@@ -108,39 +106,12 @@ public struct BondStore: Sendable {
         } catch {
             throw .malformed(path: path, reason: Self.describe(error))
         }
-        let temporary = path + ".tmp"
-        unlink(temporary)  // A leftover of a crash; O_EXCL below must create a fresh file.
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw .cannotWrite(path: temporary, errno: errno) }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                let code = errno
-                close(descriptor)
-                unlink(temporary)
-                throw .cannotWrite(path: temporary, errno: code)
-            }
-            written += count
-        }
-        guard fsync(descriptor) == 0 else {
-            let code = errno
-            close(descriptor)
-            unlink(temporary)
-            throw .cannotWrite(path: temporary, errno: code)
-        }
-        close(descriptor)
-        guard rename(temporary, path) == 0 else {
-            let code = errno
-            unlink(temporary)
-            throw .cannotWrite(path: path, errno: code)
-        }
-        // The rename is durable only once the directory entry is on disk.
-        let directoryDescriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directoryDescriptor >= 0 {
-            _ = fsync(directoryDescriptor)
-            close(directoryDescriptor)
+        do {
+            try StateFile.write(bytes, to: path, mode: 0o600)
+        } catch {
+            throw error.path == directory && error.operation == "create"
+                ? .cannotCreateDirectory(path: directory, errno: error.errno)
+                : .cannotWrite(path: error.path, errno: error.errno)
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GPIO
+import StateFile
 
 /// Counts rising edges (falling with `invert`); the total is kept in `<stateDirectory>/<name>.count`
 /// and survives restarts. Lost events are counted too: each was a pulse.
@@ -78,18 +79,24 @@ final class CounterEngine: SensorEngine {
     }
 }
 
-/// The persisted total of a counter: a decimal number in a small file, replaced atomically
-/// (written to a temporary file, then renamed) so a crash never leaves a torn total.
+/// The persisted total of a counter: a decimal number in a small file, replaced through
+/// `StateFile` so that a crash or power cut leaves the old total or the new one, never a torn one.
 struct CounterStore {
     let path: String
 
     init(directory: String, name: String) {
-        path = (directory as NSString).appendingPathComponent("\(name).count")
+        path = directory + "/" + name + ".count"
     }
 
     func load() throws -> UInt64 {
-        guard FileManager.default.fileExists(atPath: path) else { return 0 }
-        let text = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let bytes: [UInt8]?
+        do {
+            bytes = try StateFile.read(path)
+        } catch {
+            throw SensorError.stateFile(path: path, message: error.description)
+        }
+        guard let bytes else { return 0 }
+        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard let total = UInt64(text) else {
             throw SensorError.stateFile(path: path, message: "not a count: \"\(text.prefix(40))\"")
         }
@@ -97,8 +104,10 @@ struct CounterStore {
     }
 
     func save(_ total: UInt64) throws {
-        let directory = (path as NSString).deletingLastPathComponent
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try Data("\(total)\n".utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        do {
+            try StateFile.write(Array("\(total)\n".utf8), to: path, mode: 0o600)
+        } catch {
+            throw SensorError.stateFile(path: path, message: error.description)
+        }
     }
 }

@@ -1,0 +1,126 @@
+import BluetoothCore
+import BluetoothSMP
+import Foundation
+@testable import StateFile
+import Testing
+
+@Suite struct StateFileTests {
+    @Test func writesReadsAndReplaces() throws {
+        let directory = try temporaryDirectory()
+        let path = directory + "/nested/state/file"
+        #expect(try StateFile.read(path) == nil)
+        try StateFile.write([1, 2, 3], to: path)
+        #expect(try StateFile.read(path) == [1, 2, 3])
+        try StateFile.write(Array(repeating: 7, count: 10_000), to: path)
+        #expect(try StateFile.read(path) == Array(repeating: 7, count: 10_000))
+        #expect(!FileManager.default.fileExists(atPath: path + ".tmp"), "no temporary file left behind")
+        #expect(try mode(of: path) == 0o600)
+        #expect(try mode(of: directory + "/nested") == 0o700, "created directories are the owner's only")
+    }
+
+    @Test func aLeftoverTemporaryFileDoesNotWidenTheMode() throws {
+        let path = try temporaryDirectory() + "/bonds.json"
+        _ = FileManager.default.createFile(atPath: path + ".tmp", contents: Data([9]), attributes: [.posixPermissions: 0o644])
+        try StateFile.write([1], to: path)
+        #expect(try mode(of: path) == 0o600)
+        #expect(try StateFile.read(path) == [1])
+    }
+
+    @Test func failuresNameThePathAndTheReason() throws {
+        let directory = try temporaryDirectory()
+        let blocker = directory + "/file"
+        try StateFile.write([1], to: blocker)
+        #expect(throws: StateFileError.self) { try StateFile.write([1], to: blocker + "/inside") }
+        do {
+            try StateFile.write([1], to: blocker + "/inside")
+        } catch {
+            #expect(error.description.contains(blocker))
+            #expect(error.description.contains("Not a directory"))
+        }
+    }
+
+    @Test(arguments: ["a/b", "/a", "a", "/a/b/", "/"])
+    func directoryOfAPath(_ path: String) {
+        let expected = ["a/b": "a", "/a": "/", "a": ".", "/a/b/": "/a", "/": "/"][path]
+        #expect(StateFile.directoryOf(path) == expected)
+    }
+
+    // MARK: Crash consistency
+
+    /// A counter's total file, rewritten by a child killed with SIGKILL at random moments:
+    /// every kill leaves a complete total, and the total never goes backwards.
+    @Test func aKilledCounterWriterLeavesACompleteTotalThatNeverGoesBack() throws {
+        let path = try temporaryDirectory() + "/pulses.count"
+        var last: UInt64 = 0
+        var advanced = 0
+        for round in 0..<250 {
+            try runProbeAndKill(["counter", path], round: round)
+            let text = try #require(try StateFile.read(path).map { String(decoding: $0, as: UTF8.self) },
+                                    "round \(round): the file is gone")
+            let total = try #require(text.hasSuffix("\n") ? UInt64(text.dropLast()) : nil,
+                                     "round \(round): torn total \"\(text)\"")
+            #expect(total >= last, "round \(round): the total went back from \(last) to \(total)")
+            if total > last { advanced += 1 }
+            last = total
+        }
+        #expect(advanced > 100, "the probe wrote in most rounds (\(advanced) of 250), so the kills hit writes")
+    }
+
+    /// bonds.json (up to 40 bonds, 10+ kB), rewritten through BondStore by a child killed with
+    /// SIGKILL at random moments: every kill leaves a file that loads, never an older generation.
+    @Test func aKilledBondWriterLeavesALoadableFile() throws {
+        let directory = try temporaryDirectory()
+        let store = BondStore(directory: directory)
+        var last: UInt16 = 0
+        var advanced = 0
+        for round in 0..<250 {
+            try runProbeAndKill(["bonds", directory], round: round)
+            let registry = try store.load()
+            let generation = try #require(registry.bonds.first?.clientConfigurations[1], "round \(round): no bonds")
+            #expect(registry.bonds.count == Int(generation) % 40 + 1, "round \(round): a mixed file")
+            #expect(generation >= last, "round \(round): went back from \(last) to \(generation)")
+            if generation > last { advanced += 1 }
+            last = generation
+        }
+        #expect(advanced > 100, "the probe wrote in most rounds (\(advanced) of 250)")
+    }
+
+    /// Starts the probe, lets it write for a random 2–25 ms, kills it with SIGKILL and waits.
+    private func runProbeAndKill(_ arguments: [String], round: Int) throws {
+        let process = Process()
+        process.executableURL = try probeExecutable()
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        try process.run()
+        usleep(UInt32.random(in: 2_000...25_000))
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationReason == .uncaughtSignal,
+                "round \(round): the probe exited by itself (\(process.terminationStatus)): \(output)")
+    }
+
+    private func mode(of path: String) throws -> Int {
+        try #require(FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+    }
+
+    private func temporaryDirectory() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("statefile-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// The `StateFileProbe` executable built next to the test bundle.
+    private func probeExecutable() throws -> URL {
+        var directory = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            .deletingLastPathComponent()
+        for _ in 0..<3 {
+            let candidate = directory.appendingPathComponent("StateFileProbe")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "StateFileProbe next to the test bundle"])
+    }
+}
