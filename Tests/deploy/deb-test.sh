@@ -1,13 +1,17 @@
 #!/bin/bash
-# Deployment test: builds the .deb for this machine, installs it into a fresh Debian 12 root and
-# checks what the package promises there; checks the systemd unit, the udev rules and the pi-gen
-# stage. Exit 0 pass, 1 fail, 77 skipped (reason printed).
+# Deployment test: builds the .deb, installs it into a fresh root of the Debian release it is for
+# and checks what the package promises there; checks the systemd unit, the udev rules and the
+# pi-gen stage. Exit 0 pass, 1 fail, 77 skipped (reason printed).
 #
-#   Tests/deploy/deb-test.sh
+#   Tests/deploy/deb-test.sh               # this machine's architecture, in a Debian 12 root
+#   Tests/deploy/deb-test.sh --arch arm64  # the cross-built arm64 package, in a Debian 13 arm64
+#                                          # root under qemu-user, installed by the pi-gen stage's
+#                                          # own install step (00-run.sh)
 #
 # Needs root (debootstrap, chroot, mounts) and network access to a Debian mirror the first time
-# (the Debian 12 root is cached in ${GATTWAY_CACHE:-$HOME/.cache/gattway}/debian12-root and copied
-# fresh for every run; downloaded packages are cached beside it).
+# (the Debian 12 root is cached in ${GATTWAY_CACHE:-$HOME/.cache/gattway}/debian12-root, the
+# Debian 13 arm64 one by deploy/cross/build-arm64.sh, and copied fresh for every run; downloaded
+# packages are cached beside them).
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -33,8 +37,19 @@ phase() { # phase NAME: times the previous phase, announces the next
     echo "== $*"
 }
 
+native_arch=$(dpkg --print-architecture)
+arch=$native_arch
+if [[ ${1:-} == --arch ]]; then arch=${2:?--arch needs arm64}; fi
+cross=false
+[[ $arch != "$native_arch" ]] && cross=true
+
 [[ $(id -u) == 0 ]] || skip "needs root for debootstrap, chroot and mounts"
-for tool in debootstrap chroot mount swift dpkg-deb dpkg-shlibdeps; do
+if $cross; then
+    tools=(debootstrap chroot mount dpkg-deb objdump file qemu-aarch64-static)
+else
+    tools=(debootstrap chroot mount swift dpkg-deb dpkg-shlibdeps objdump file)
+fi
+for tool in "${tools[@]}"; do
     command -v "$tool" >/dev/null || skip "$tool is not installed"
 done
 
@@ -108,23 +123,47 @@ mkdir -p "$fake_pi_gen/stage2"
 check "udev rules: pairs separated by commas" \
     bash -c '! grep -vE "^[[:space:]]*(#|$)" "$0" | grep -qE "\"[[:space:]]+[A-Z]"' "$repo/udev/60-gattway.rules"
 
-phase "build the package (release build, static Swift runtime)"
-deb=$(GATTWAY_DEB_OUT=$work/out "$repo/deploy/build-deb.sh") \
-    || { not_ok "deploy/build-deb.sh failed"; exit 1; }
+if $cross; then
+    phase "build the package (cross-compiled for $arch, release build, static Swift runtime)"
+    deb=$(GATTWAY_DEB_OUT=$work/out "$repo/deploy/build-deb.sh" --arch "$arch") \
+        || { not_ok "deploy/build-deb.sh --arch $arch failed"; exit 1; }
+    gpiod_package=libgpiod3  # Debian 13's libgpiod 2.x
+else
+    phase "build the package (release build, static Swift runtime)"
+    deb=$(GATTWAY_DEB_OUT=$work/out "$repo/deploy/build-deb.sh") \
+        || { not_ok "deploy/build-deb.sh failed"; exit 1; }
+    gpiod_package='libgpiod[23]'
+fi
 [[ -f $deb ]] || { not_ok "deploy/build-deb.sh printed \"$deb\", not a package file"; exit 1; }
-ok "built $(basename "$deb")"
+ok "built $(basename "$deb") ($(du -k "$deb" | cut -f1) kB)"
+[[ -n ${GATTWAY_DEB_KEEP:-} ]] && cp "$deb" "$GATTWAY_DEB_KEEP"
 version=$(dpkg-deb --field "$deb" Version)
 depends=$(dpkg-deb --field "$deb" Depends)
 echo "     Depends: $depends"
-for library in libbluetooth3 'libgpiod[23]' libmosquitto1 libc6 adduser; do
+check "Architecture: $arch" bash -c '[[ $(dpkg-deb --field "$0" Architecture) == "$1" ]]' "$deb" "$arch"
+dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/bin/gattway > "$work/gattway.bin"
+file_out=$(file -b "$work/gattway.bin")
+echo "     file: ${file_out%%, BuildID*}"
+case $arch in
+    arm64) machine="ELF 64-bit LSB pie executable, ARM aarch64" ;;
+    amd64) machine="ELF 64-bit LSB pie executable, x86-64" ;;
+    *) machine="ELF" ;;
+esac
+check "file says $machine" bash -c '[[ $0 == "$1"* ]]' "$file_out" "$machine"
+for library in libbluetooth3 "$gpiod_package" libmosquitto1 libc6 adduser; do
     check "Depends names $library" bash -c '[[ $0 =~ (^|, )$1( |,|$) ]]' "$depends" "$library"
 done
 check "Depends names no Swift runtime package (linked statically)" bash -c '[[ $0 != *swift* ]]' "$depends"
 check "DEBIAN/conffiles lists /etc/gattway/gattway.yaml" \
     bash -c 'dpkg-deb --ctrl-tarfile "$0" | tar -xOf - ./conffiles | grep -qx /etc/gattway/gattway.yaml' "$deb"
-check "build-image.sh refuses the $(dpkg-deb --field "$deb" Architecture) package for an arm64 image" \
-    bash -c '[[ $0 == arm64 ]] || ! "$1/deploy/build-image.sh" --pi-gen "$2" --deb "$3" --dry-run >/dev/null 2>&1' \
-    "$(dpkg-deb --field "$deb" Architecture)" "$repo" "$fake_pi_gen" "$deb"
+if [[ $arch == arm64 ]]; then
+    check "build-image.sh --dry-run takes this package for a trixie image" \
+        bash -c '"$0/deploy/build-image.sh" --pi-gen "$1" --deb "$2" --dry-run 2>&1 | grep -q "trixie image"' \
+        "$repo" "$fake_pi_gen" "$deb"
+else
+    check "build-image.sh refuses the $arch package for an arm64 image" \
+        bash -c '! "$0/deploy/build-image.sh" --pi-gen "$1" --deb "$2" --dry-run >/dev/null 2>&1' "$repo" "$fake_pi_gen" "$deb"
+fi
 if command -v lintian >/dev/null; then
     lintian_out=$(lintian --tag-display-limit 0 "$deb" 2>&1)
     lintian_rc=$?
@@ -134,39 +173,72 @@ else
     note "lintian not installed: package not linted"
 fi
 
-phase "a fresh Debian 12 root"
-if [[ ! -d $base_root ]]; then
-    mkdir -p "$cache"
-    rm -rf "$base_root.partial"
-    debootstrap --variant=minbase --include=systemd,udev bookworm "$base_root.partial" "$mirror" \
-        > "$cache/debootstrap.log" 2>&1 \
-        || skip "debootstrap of Debian 12 failed (network?), see $cache/debootstrap.log"
-    mv "$base_root.partial" "$base_root"
+if $cross; then
+    phase "a fresh Debian 13 $arch root (qemu-user)"
+    base_root=$("$repo/deploy/cross/build-arm64.sh" --base) || { not_ok "no Debian 13 $arch root"; exit 1; }
+    release="Debian 13"
+    archives=$cache/apt-archives-debian13-$arch
+else
+    phase "a fresh Debian 12 root"
+    release="Debian 12"
+    archives=$cache/apt-archives
+    if [[ ! -d $base_root ]]; then
+        mkdir -p "$cache"
+        rm -rf "$base_root.partial"
+        debootstrap --variant=minbase --include=systemd,udev bookworm "$base_root.partial" "$mirror" \
+            > "$cache/debootstrap.log" 2>&1 \
+            || skip "debootstrap of Debian 12 failed (network?), see $cache/debootstrap.log"
+        mv "$base_root.partial" "$base_root"
+    fi
 fi
 cp -a "$base_root" "$root"
-mkdir -p "$cache/apt-archives/partial"
+mkdir -p "$archives/partial"
 mount -t proc proc "$root/proc" && mounted+=("$root/proc")
 mount --bind /dev "$root/dev" && mounted+=("$root/dev")
-mount --bind "$cache/apt-archives" "$root/var/cache/apt/archives" && mounted+=("$root/var/cache/apt/archives")
+mount --bind "$archives" "$root/var/cache/apt/archives" && mounted+=("$root/var/cache/apt/archives")
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 # Never start services inside the root (postinst would otherwise try).
 printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"
 chmod 0755 "$root/usr/sbin/policy-rc.d"
-ok "Debian 12 root at $root"
+ok "$release root at $root"
 
-phase "install with apt"
 # bluez creates this group on a Pi; postinst must put the service user in it.
 in_root addgroup --quiet --system bluetooth 2>/dev/null || in_root groupadd --system bluetooth
-cp "$deb" "$root/tmp/"
-apt_install() { in_root apt-get install -y --no-install-recommends "/tmp/$(basename "$deb")" > "$work/apt.log" 2>&1; }
-if ! apt_install; then
-    in_root apt-get update > "$work/apt-update.log" 2>&1 || skip "apt-get update in the Debian 12 root failed (network?)"
-    apt_install || { sed 's/^/     apt: /' "$work/apt.log"; not_ok "apt-get install ./$(basename "$deb")"; exit 1; }
+if $cross; then
+    # What pi-gen does with our stage: its install step (00-run.sh) runs for real, with
+    # ROOTFS_DIR and on_chroot as pi-gen defines them, and files/ as build-image.sh fills it.
+    phase "install with the pi-gen stage's 00-run.sh (apt, from Debian 13)"
+    in_root apt-get update > "$work/apt-update.log" 2>&1 || skip "apt-get update in the $release root failed (network?)"
+    cp -a "$stage/00-gattway" "$work/stage-step"
+    cp "$deb" "$work/stage-step/files/gattway.deb"
+    on_chroot() { chroot "$ROOTFS_DIR" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive /bin/bash -e "$@"; }
+    export -f on_chroot
+    if (cd "$work/stage-step" && ROOTFS_DIR=$root ./00-run.sh) > "$work/apt.log" 2>&1; then
+        ok "pi-gen stage-gattway/00-gattway/00-run.sh installed $(basename "$deb") and enabled the units"
+    else
+        sed 's/^/     00-run.sh: /' "$work/apt.log"; not_ok "pi-gen stage-gattway/00-gattway/00-run.sh"; exit 1
+    fi
+else
+    phase "install with apt"
+    cp "$deb" "$root/tmp/"
+    apt_install() { in_root apt-get install -y --no-install-recommends "/tmp/$(basename "$deb")" > "$work/apt.log" 2>&1; }
+    if ! apt_install; then
+        in_root apt-get update > "$work/apt-update.log" 2>&1 || skip "apt-get update in the $release root failed (network?)"
+        apt_install || { sed 's/^/     apt: /' "$work/apt.log"; not_ok "apt-get install ./$(basename "$deb")"; exit 1; }
+    fi
+    ok "apt-get install ./$(basename "$deb") (dependencies resolved from $release)"
 fi
-ok "apt-get install ./$(basename "$deb") (dependencies resolved from Debian 12)"
 
 phase "the installed package"
 check "gattway --version prints $version" bash -c '[[ $(chroot "$0" gattway --version) == "$1" ]]' "$root" "$version"
+glibc_needed=$(objdump -T "$work/gattway.bin" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -n 1)
+glibc_there=$(in_root dpkg-query -W -f='${Version}' libc6 | sed 's/-.*//')
+check "the binary asks for glibc symbols up to $glibc_needed, $release has $glibc_there" \
+    bash -c '[[ -n $0 && -n $1 && $(printf "%s\n%s\n" "$0" "$1" | sort -V | tail -n 1) == "$1" ]]' "$glibc_needed" "$glibc_there"
+if [[ $gpiod_package == libgpiod3 ]]; then
+    check "gattway links libgpiod 2.x (libgpiod.so.3)" bash -c 'chroot "$0" ldd /usr/bin/gattway | grep -q "libgpiod\.so\.3 "' "$root"
+fi
 check "the binary needs no Swift runtime library" \
     bash -c '! chroot "$0" ldd /usr/bin/gattway | grep -qiE "swift|Foundation|not found"' "$root"
 

@@ -24,13 +24,16 @@ extension PeripheralHost {
     /// Events the host handles (Vol 4 Part E 7.3.1): Disconnection Complete (bit 4), Encryption
     /// Change (7), Read Remote Version Complete (11), Hardware Error (15), Data Buffer Overflow
     /// (25), Encryption Key Refresh Complete (47), LE Meta (61).
-    static let eventMask: UInt64 = 1 << 4 | 1 << 7 | 1 << 11 | 1 << 15 | 1 << 25 | 1 << 47 | 1 << 61
+    static let eventMask = mask(bits: [4, 7, 11, 15, 25, 47, 61])
     /// LE subevents (Vol 4 Part E 7.8.1): Connection Complete (bit 0), Advertising Report (1),
     /// Connection Update Complete (2), Read Remote Features Complete (3), LTK Request (4), Data
     /// Length Change (6), Enhanced Connection Complete (9), PHY Update Complete (11), Advertising
     /// Set Terminated (17). Remote Connection Parameter Request (5) stays off so the controller
     /// answers the central's parameter requests itself.
-    static let leEventMask: UInt64 = 1 << 0 | 1 << 1 | 1 << 2 | 1 << 3 | 1 << 4 | 1 << 6 | 1 << 9 | 1 << 11 | 1 << 17
+    static let leEventMask = mask(bits: [0, 1, 2, 3, 4, 6, 9, 11, 17])
+
+    /// A 64-bit event mask with `bits` set (one long `|` chain is too much for some type checkers).
+    static func mask(bits: [Int]) -> UInt64 { bits.reduce(0) { $0 | 1 << UInt64($1) } }
 
     /// Reset, learn the controller, set masks and address, then power on and advertise.
     func bringUp() async throws {
