@@ -4,7 +4,7 @@
 SWIFT ?= swift
 export GATTWAY_PYTHON := $(CURDIR)/.venv/bin/python3
 
-.PHONY: demo test build deps bench
+.PHONY: demo test build deps bench deb-arm64
 
 demo:
 	deploy/dev/install-deps.sh
@@ -21,3 +21,8 @@ build:
 bench:
 	deploy/dev/install-deps.sh
 	Tests/run-benchmarks.sh
+
+# The Raspberry Pi package (arm64, Debian 13 / Raspberry Pi OS), cross-built on x86_64 Debian.
+deb-arm64:
+	deploy/dev/install-deps.sh --test
+	deploy/build-deb.sh --arch arm64

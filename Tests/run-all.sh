@@ -39,7 +39,7 @@ swift_test() {
 
 stage "swift unit and integration tests" swift_test
 for script in Tests/userland/debian13.sh Tests/vm/gpio-sim-tests.sh Tests/vm/hci-user-channel-tests.sh \
-              Tests/Fuzz/run-short.sh Tests/deploy/deb-test.sh Tests/deploy/vm-test.sh; do
+              Tests/Fuzz/run-short.sh Tests/deploy/deb-test.sh Tests/deploy/arm64-test.sh Tests/deploy/vm-test.sh; do
     [[ -x $script ]] && stage "$script" "$script"
 done
 

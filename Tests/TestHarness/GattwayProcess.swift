@@ -3,8 +3,13 @@ import Foundation
 /// The built `gattway` executable, run as a child process with its output captured. Waiting
 /// blocks on a condition signalled by the pipes and the exit, never by polling.
 public final class GattwayProcess: @unchecked Sendable {
-    /// `gattway` is built next to the test bundle (both in the build directory).
+    /// `gattway` is built next to the test bundle (both in the build directory), unless
+    /// `GATTWAY_EXECUTABLE` names another: the arm64 stage (Tests/deploy/arm64-test.sh) runs the
+    /// cross-built package's binary under qemu-user that way.
     public static let gattway: URL = {
+        if let path = ProcessInfo.processInfo.environment["GATTWAY_EXECUTABLE"], !path.isEmpty {
+            return URL(fileURLWithPath: path)
+        }
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         return executable.deletingLastPathComponent().appendingPathComponent("gattway")
     }()

@@ -13,9 +13,10 @@ apt_packages=(
     pkg-config libbluetooth-dev libgpiod-dev gpiod libmosquitto-dev
     mosquitto mosquitto-clients openssl python3-venv
 )
-# What the test command's extra stages use (Debian 13 build, VM kernel tests, .deb test).
+# What the test command's extra stages use (Debian 13 build, VM kernel tests, .deb tests, the
+# arm64 package under qemu-user).
 if [[ "${1:-}" == "--test" ]]; then
-    apt_packages+=(debootstrap qemu-system-x86 dpkg-dev binutils e2fsprogs gcc make)
+    apt_packages+=(debootstrap qemu-system-x86 qemu-user-static binfmt-support file dpkg-dev binutils e2fsprogs gcc make)
 fi
 
 missing=()
