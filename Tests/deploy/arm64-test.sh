@@ -20,6 +20,15 @@ skip() { echo "SKIP: $*"; exit 77; }
 command -v debootstrap >/dev/null || skip "debootstrap is not installed (apt-get install debootstrap)"
 command -v qemu-aarch64-static >/dev/null || skip "qemu-user-static is not installed (apt-get install qemu-user-static binfmt-support)"
 
+# The Debian 13 arm64 roots (made once, cached); this also registers qemu-aarch64 with
+# binfmt_misc where it can, which the rest needs to run arm64 programs inside those roots.
+if ! "$repo/deploy/cross/build-arm64.sh" --base >/dev/null; then
+    grep -q '^flags:.*F' /proc/sys/fs/binfmt_misc/qemu-aarch64 2>/dev/null \
+        || skip "this machine cannot run arm64 programs through binfmt_misc (no qemu-aarch64 entry with the F flag; mounting binfmt_misc is not allowed here?)"
+    echo "FAIL - deploy/cross/build-arm64.sh could not make the Debian 13 arm64 roots"
+    exit 1
+fi
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/gattway-arm64.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 started=$SECONDS
