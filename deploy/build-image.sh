@@ -3,7 +3,7 @@
 # the stage in deploy/pi-gen/stage-gattway:
 #
 #   git clone --branch arm64 https://github.com/RPi-Distro/pi-gen   # then: git checkout <release tag>
-#   deploy/build-deb.sh                                  # on an arm64 machine of the same release
+#   sudo deploy/build-deb.sh --arch arm64                # on x86_64 (or deploy/build-deb.sh on arm64)
 #   sudo deploy/build-image.sh --pi-gen ../pi-gen --deb .build/deb/gattway_<version>_arm64.deb
 #
 # Options:
@@ -53,7 +53,7 @@ deb=$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")
 [[ $(dpkg-deb --field "$deb" Package 2>/dev/null) == gattway ]] || fail "$deb is not a gattway package"
 deb_arch=$(dpkg-deb --field "$deb" Architecture)
 [[ $deb_arch == arm64 ]] \
-    || fail "$deb is built for $deb_arch; the image needs arm64 (run deploy/build-deb.sh on a 64-bit Pi or arm64 machine)"
+    || fail "$deb is built for $deb_arch; the image needs arm64 (build it with deploy/build-deb.sh --arch arm64)"
 depends=$(dpkg-deb --field "$deb" Depends)
 case $depends in
     *libgpiod3*) release=trixie ;;

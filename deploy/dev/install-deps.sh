@@ -40,7 +40,7 @@ if ((${#missing[@]})); then
 fi
 
 if ! command -v swift >/dev/null 2>&1; then
-    echo "install-deps: no Swift toolchain on PATH. Install Swift 6.1 or newer (swift.org or" >&2
+    echo "install-deps: no Swift toolchain on PATH. Install Swift 6.2 or newer (swift.org or" >&2
     echo "swiftly: https://www.swift.org/install/linux/), then try again." >&2
     exit 1
 fi
