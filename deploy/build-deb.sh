@@ -91,6 +91,8 @@ install -m 0644 "$deploy/systemd/gattway.service" "$root/usr/lib/systemd/system/
 install -m 0644 "$repo/udev/60-gattway.rules" "$root/usr/lib/udev/rules.d/"
 install -m 0644 "$config_source" "$root/etc/gattway/gattway.yaml"
 install -m 0644 "$repo/README.md" "$root/usr/share/doc/gattway/README.md"
+install -d -m 0755 "$root/usr/share/doc/gattway/docs"
+install -m 0644 "$repo"/docs/*.md "$root/usr/share/doc/gattway/docs/"
 install -m 0644 "$deploy/debian/copyright" "$root/usr/share/doc/gattway/copyright"
 install -m 0644 "$deploy/debian/lintian-overrides" "$root/usr/share/lintian/overrides/gattway"
 {

@@ -3,7 +3,7 @@ import Values
 
 /// The configuration reference: every key gattway accepts, with its type, default and meaning.
 /// The parser takes its allowed keys from here (`keys(under:)`), so a key cannot be accepted
-/// without being documented; the README's table is `markdownTable()`'s output
+/// without being documented; docs/configuration.md's table is `markdownTable()`'s output
 /// (`gattway config-reference`).
 public enum ConfigReference {
     public struct Entry: Sendable, Hashable {
@@ -283,7 +283,7 @@ public enum ConfigReference {
         }
     }
 
-    /// The reference as a Markdown table (the README's configuration reference).
+    /// The reference as a Markdown table (docs/configuration.md's configuration reference).
     public static func markdownTable() -> String {
         var lines = ["| Key | Type | Default | Meaning |", "|---|---|---|---|"]
         for entry in entries {

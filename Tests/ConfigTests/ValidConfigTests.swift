@@ -260,9 +260,10 @@ struct ValidConfigTests {
         }
     }
 
-    @Test func readmeCarriesTheGeneratedReferenceTable() throws {
-        let readme = try String(contentsOf: Self.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        #expect(readme.contains(ConfigReference.markdownTable()))
+    @Test func theConfigurationDocsCarryTheGeneratedReferenceTable() throws {
+        let docs = try String(contentsOf: Self.repositoryRoot.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        #expect(docs.contains(ConfigReference.markdownTable()),
+                "docs/configuration.md must hold `gattway config-reference`'s table as it is now")
     }
 }
 

@@ -299,6 +299,32 @@ struct CLITests {
         }
     }
 
+    /// docs/configuration.md follows the CLI: every subcommand `gattway --help` lists has a row in
+    /// its command table, and every option a subcommand's help names is documented there.
+    @Test func theCommandLineDocsFollowTheHelp() throws {
+        let docs = try String(contentsOfFile: Harness.packageRoot + "/docs/configuration.md", encoding: .utf8)
+        let root = try GattwayProcess.run(["--help"])
+        let subcommands = Self.subcommands(listedIn: root.stdout)
+        #expect(subcommands.count >= 6, "parsed the subcommands of gattway --help: \(subcommands)")
+        for subcommand in subcommands {
+            #expect(docs.contains("| `\(subcommand)` |"), "docs/configuration.md has a row for \(subcommand)")
+            let help = try GattwayProcess.run([subcommand, "--help"])
+            let options = Set(help.stdout.split(whereSeparator: { !($0.isLetter || $0 == "-") })
+                .filter { $0.hasPrefix("--") && $0.count > 2 }.map(String.init))
+            for option in options.subtracting(["--help", "--version"]) {
+                #expect(docs.contains(option), "docs/configuration.md documents \(subcommand) \(option)")
+            }
+        }
+    }
+
+    /// The names under SUBCOMMANDS: in ArgumentParser's help, one per line, indented.
+    static func subcommands(listedIn help: String) -> [String] {
+        let lines = help.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let start = lines.firstIndex(where: { $0.hasPrefix("SUBCOMMANDS:") }) else { return [] }
+        return lines[(start + 1)...].prefix { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+            .compactMap { line in line.hasPrefix("  ") && !line.hasPrefix("    ") ? line.split(separator: " ").first.map(String.init) : nil }
+    }
+
     @Test func linesListsSimulatedChipsWithTheirUsers() throws {
         let result = try GattwayProcess.run(["lines", "--config", "deploy/config/demo.yaml"])
         #expect(result.status == 0)
