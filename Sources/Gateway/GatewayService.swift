@@ -20,13 +20,17 @@ public struct GatewayService: Service {
     private let logger: Logger
     private let systemd: SystemdNotifier
     private let statisticsInterval: Duration
+    private let readinessGrace: Duration
 
+    /// `readinessGrace`: how long READY=1 waits for the controller before the gateway reports
+    /// itself ready without it (degraded; see `ServiceReadiness`).
     public init(config: GatewayConfig, logger: Logger, systemd: SystemdNotifier,
-                statisticsInterval: Duration = .seconds(60)) {
+                statisticsInterval: Duration = .seconds(60), readinessGrace: Duration = .seconds(10)) {
         self.config = config
         self.logger = logger
         self.systemd = systemd
         self.statisticsInterval = statisticsInterval
+        self.readinessGrace = readinessGrace
     }
 
     public func run() async throws {
@@ -65,6 +69,7 @@ public struct GatewayService: Service {
                              }, logger: logger)
         }
         logger.notice("gattway running", metadata: ["device": "\(config.device.id)"])
+        let readiness = ReadinessReporter(systemd: systemd, controller: "\(hostConfiguration.transport)")
 
         // The host runs beside the group: its shutdown wait is bounded below, so a controller caught
         // mid-command cannot hold the exit.
@@ -88,10 +93,11 @@ public struct GatewayService: Service {
                 }
             }
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
+            group.addTask { [readinessGrace] in await readiness.expireGrace(after: readinessGrace) }
             group.addTask {
                 await Self.follow(host.events, pipeline: pipeline, mirror: mirror,
                                   confirmWith: config.bluetooth.security.confirmWith,
-                                  systemd: systemd, logger: logger)
+                                  readiness: readiness, logger: logger)
             }
             if let mirror {
                 group.addTask { await mirror.run() }
@@ -138,20 +144,16 @@ public struct GatewayService: Service {
 
     /// Logs the host's events, tells the pipeline (for MQTT's
     /// `state`) when advertising starts and stops, publishes a pairing's random passkey or
-    /// Numeric Comparison number on MQTT, and tells systemd READY=1 the first time the controller
-    /// is up (its services are published on that same power-on).
+    /// Numeric Comparison number on MQTT, and tells systemd how the controller is doing
+    /// (`ServiceReadiness`: READY=1 at the first power-on, when the services are published).
     private static func follow(_ events: AsyncStream<HostEvent>, pipeline: ValuePipeline,
                                mirror: MirrorRunner?, confirmWith: String?,
-                               systemd: SystemdNotifier, logger: Logger) async {
-        var ready = false
+                               readiness: ReadinessReporter, logger: Logger) async {
         for await event in events {
             switch event {
             case .stateChanged(let state):
                 logger.notice("controller \(state.rawValue)")
-                if state == .poweredOn, !ready {
-                    ready = true
-                    systemd.ready(status: "running")
-                }
+                readiness.controllerStateChanged(state)
             case .connected(let central):
                 logger.info("central connected", metadata: ["central": "\(central)"])
             case .disconnected(let central, let reason):

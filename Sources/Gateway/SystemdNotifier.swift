@@ -21,11 +21,6 @@ public struct SystemdNotifier: Sendable {
         self.socketPath = socketPath
     }
 
-    /// "READY=1" once the controller is up and services are published.
-    public func ready(status: String) { send("READY=1\nSTATUS=\(status)") }
-
-    public func status(_ text: String) { send("STATUS=\(text)") }
-
     /// "STOPPING=1" when shutdown begins.
     public func stopping() { send("STOPPING=1") }
 

@@ -235,24 +235,8 @@ struct CLITests {
 
     @Test(.disabled(if: integrationTestsStandAside, unitOnlyReason))
     func runTellsSystemdWhenReadyAndWhenStopping() async throws {
-        let socketPath = "/tmp/gattway-cli-notify-\(getpid()).sock"
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        try #require(fd >= 0)
-        defer { close(fd); unlink(socketPath) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(socketPath.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(bound == 0)
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        func receive() -> String? {
-            var buffer = [UInt8](repeating: 0, count: 256)
-            let count = recv(fd, &buffer, buffer.count, 0)
-            return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
-        }
+        let notify = try NotifySocket()
+        func receive() -> String? { notify.receive(timeout: 10) }
 
         // READY=1 comes once the controller is up: the harness's virtual controller.
         let controller = try await VirtualController()
@@ -262,7 +246,7 @@ struct CLITests {
             state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
             """)
         let child = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"],
-                               environment: ["NOTIFY_SOCKET": socketPath])
+                               environment: ["NOTIFY_SOCKET": notify.path])
         try child.start()
         defer { child.stop() }
         #expect(receive() == "READY=1\nSTATUS=running")

@@ -1,37 +1,46 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import BluetoothGATT
 import Testing
-import Gateway
+import TestHarness
+@testable import Gateway
 
 @Suite struct SystemdNotifierTests {
-    /// Binds a datagram socket where systemd's would be and returns what the notifier sends.
+    /// A datagram socket where systemd's would be receives what the notifier sends, as one datagram.
     @Test func sendsReadyAndStatusAsOneDatagram() throws {
-        let path = "/tmp/gattway-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        try #require(fd >= 0)
-        defer { close(fd); unlink(path) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        try #require(bound == 0)
-
-        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": path])
-        notifier.ready(status: "advertising on hci0")
-
-        var buffer = [UInt8](repeating: 0, count: 256)
-        let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-        try #require(count > 0)
-        #expect(String(decoding: buffer[..<count], as: UTF8.self) == "READY=1\nSTATUS=advertising on hci0")
+        let socket = try NotifySocket()
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path])
+        #expect(notifier.send("READY=1\nSTATUS=advertising on hci0"))
+        #expect(socket.receive(timeout: 1) == "READY=1\nSTATUS=advertising on hci0")
     }
 
     @Test func withoutNotifySocketNothingIsSent() {
         #expect(SystemdNotifier(environment: [:]).send("READY=1") == false)
         #expect(SystemdNotifier(environment: ["NOTIFY_SOCKET": ""]).send("READY=1") == false)
+    }
+}
+
+/// READY=1 and STATUS= as the controller comes, goes, or never comes (`ServiceReadiness`).
+@Suite struct ServiceReadinessTests {
+    @Test func aControllerThatComesUpMakesItReadyAndRunning() {
+        var readiness = ServiceReadiness(controller: "hci0")
+        #expect(readiness.controllerStateChanged(.resetting) == nil, "not ready before the grace runs out")
+        #expect(readiness.controllerStateChanged(.poweredOn) == "READY=1\nSTATUS=running")
+        #expect(readiness.graceExpired() == nil, "ready once")
+        #expect(readiness.controllerStateChanged(.resetting)
+                == "STATUS=degraded: Bluetooth controller hci0 unreachable or busy, retrying; sensors and MQTT running")
+        #expect(readiness.controllerStateChanged(.unsupported) == nil, "still degraded: said once")
+        #expect(readiness.controllerStateChanged(.poweredOn) == "STATUS=running")
+    }
+
+    @Test(arguments: [
+        (PeripheralState.unknown, "not up yet"), (.unsupported, "not found"),
+        (.unauthorized, "not allowed (needs CAP_NET_ADMIN)"), (.poweredOff, "powered off or blocked by rfkill"),
+        (.resetting, "unreachable or busy"),
+    ])
+    func withoutAControllerTheGraceMakesItReadyAndDegraded(_ state: PeripheralState, _ why: String) {
+        var readiness = ServiceReadiness(controller: "tcp:127.0.0.1:9")
+        _ = readiness.controllerStateChanged(state)
+        #expect(readiness.graceExpired()
+                == "READY=1\nSTATUS=degraded: Bluetooth controller tcp:127.0.0.1:9 \(why), retrying; sensors and MQTT running")
+        #expect(readiness.controllerStateChanged(.poweredOn) == "STATUS=running")
     }
 }
