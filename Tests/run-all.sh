@@ -2,8 +2,14 @@
 # The whole test suite, stage by stage. A stage script exits 0 (passed), 77 (skipped: it prints
 # why) or anything else (failed). Every stage runs even when an earlier one failed, so one run
 # shows every failure; the exit status is non-zero if any stage failed.
+#
+# Where every stage can run (CI=true, as CI sets it, or GATTWAY_REQUIRE_ALL_STAGES=1), a skipped
+# stage fails the run too, unless its script is named in GATTWAY_ALLOW_SKIP (space-separated):
+# a stage that quietly stopped running must not look like a pass.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+require_all=false
+[[ ${CI:-} == true || ${GATTWAY_REQUIRE_ALL_STAGES:-} == 1 ]] && require_all=true
 
 passed=0 failed=0 skipped=0
 failures=() skips=()
@@ -18,7 +24,13 @@ stage() {
     local took=$((SECONDS - start))
     case $status in
         0) passed=$((passed + 1)); echo "=== $name: passed (${took}s)" ;;
-        77) skipped=$((skipped + 1)); skips+=("$name"); echo "=== $name: SKIPPED (${took}s)" ;;
+        77)
+            if $require_all && [[ " ${GATTWAY_ALLOW_SKIP:-} " != *" $name "* ]]; then
+                failed=$((failed + 1)); failures+=("$name")
+                echo "=== $name: SKIPPED, which fails here: every stage must run (CI=true or GATTWAY_REQUIRE_ALL_STAGES=1; GATTWAY_ALLOW_SKIP names exceptions) (${took}s)"
+            else
+                skipped=$((skipped + 1)); skips+=("$name"); echo "=== $name: SKIPPED (${took}s)"
+            fi ;;
         *) failed=$((failed + 1)); failures+=("$name"); echo "=== $name: FAILED with status $status (${took}s)" ;;
     esac
 }
