@@ -88,10 +88,12 @@ struct MirrorBridgeTests {
             #expect(!reason.isEmpty)
         }
         #expect(await fixture.pipeline.currentBytes(fixture.ref("gateway/label")) == Array("new".utf8))
-        // Out of range for the temperature's sint16 at 0.01.
+        // A sensor's reading is read-only for centrals, so for MQTT too: refused, value unchanged.
         let temperature = MirrorCharacteristicID(service: "environment", characteristic: "temperature")
-        #expect(await bridge.set(temperature, payload: Array("400".utf8), pipeline: fixture.pipeline)
-                == .rejected(reason: "out of range: 400 does not fit sint16 (-327.68...327.67)"))
+        let measured = await fixture.pipeline.currentBytes(fixture.ref("environment/temperature"))
+        #expect(await bridge.set(temperature, payload: Array("21.5".utf8), pipeline: fixture.pipeline)
+                == .rejected(reason: "read-only: centrals cannot write environment/temperature (its properties have no write), so /set cannot either"))
+        #expect(await fixture.pipeline.currentBytes(fixture.ref("environment/temperature")) == measured)
         // An output's /set drives the line.
         let relay = MirrorCharacteristicID(service: "gateway", characteristic: "relay")
         #expect(await bridge.set(relay, payload: Array("true".utf8), pipeline: fixture.pipeline) == .accepted)

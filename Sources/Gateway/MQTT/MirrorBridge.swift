@@ -144,11 +144,16 @@ public struct MirrorBridge: Sendable {
         }
     }
 
-    /// A `/set` payload: applied when valid for the characteristic's format, otherwise rejected
-    /// with the reason and nothing changed.
+    /// A `/set` payload: applied when centrals may write the characteristic and the payload is
+    /// valid for its format, otherwise rejected with the reason and nothing changed. MQTT gets no
+    /// more than a phone: a sensor's reading or an MQTT-sourced value is not writable, so nobody
+    /// on the broker can overwrite what phones are told the sensor measured.
     public func set(_ id: MirrorCharacteristicID, payload: [UInt8], pipeline: ValuePipeline) async -> MirrorSetResult {
         guard let ref = refs[id], let characteristic = layout.characteristics[ref] else {
             return .rejected(reason: "no characteristic \(id)")
+        }
+        guard characteristic.config.properties.isWritable else {
+            return .rejected(reason: "read-only: centrals cannot write \(id) (its properties have no write), so /set cannot either")
         }
         do throws(ValueError) {
             let (value, _) = try ValueJSON.parseSet(payload, encoding: characteristic.config.encoding)

@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+import TestHarness
+
+/// MQTT's `/set` gets no more than a phone: on a characteristic no central may write (a sensor's
+/// reading) it is refused on `<base>/<dev>/error`, and neither MQTT nor a phone sees a new value.
+@Suite(.serialized, .timeLimit(.minutes(3)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
+struct SetPermissionTests {
+    static let config = """
+        device: {name: setperm}
+        gpio:
+          backend: simulated
+          chips:
+            - lines:
+                - {name: GPIO22, generator: {type: constant, level: 1}}
+        sensors:
+          - {id: motion, kind: binary, line: GPIO22}
+        services:
+          - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0004
+            name: hall
+            characteristics:
+              - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0004
+                name: motion
+                format: bool
+                source: {sensor: motion}
+        """
+
+    @Test func setOnAReadOnlySensorIsRefusedAndChangesNothing() async throws {
+        let rig = try await GatewayRig(config: Self.config, advertisedName: "setperm", broker: true)
+        defer { rig.stop() }
+        let broker = try #require(rig.broker)
+        let watcher = try MQTTWatcher(port: broker.port, filter: "gattway/setperm/#")
+        do {
+            let topic = "gattway/setperm/hall/motion"
+            let first = await watcher.first { $0.topic == topic && $0.text?.hasPrefix(#"{"value":true,"#) == true }
+            try #require(first != nil, "the sensor's value on MQTT:\n\(rig.log)")
+            let mark = watcher.count
+            try watcher.publish("\(topic)/set", "false")
+            let error = try #require(await watcher.first(after: mark) { $0.topic == "gattway/setperm/error" },
+                                     "the refusal on the error topic:\n\(rig.log)")
+            #expect(error.text?.hasPrefix(#"{"topic":"gattway/setperm/hall/motion/set","reason":"read-only: centrals cannot write hall/motion"#) == true,
+                    "\(error.text ?? "")")
+            #expect(!watcher.messages.dropFirst(mark).contains { $0.topic == topic }, "no new value after the refused /set")
+
+            let (phone, _) = try await rig.connectedPhone()
+            let services = try await phone.expect("discover")["services"] as? [[String: Any]] ?? []
+            let characteristic = try #require(services.flatMap { $0["characteristics"] as? [[String: Any]] ?? [] }
+                .first { $0["uuid"] as? String == "6E400002-B5A3-F393-E0A9-E50E24DC0004" })
+            let handle = try #require(characteristic["value_handle"] as? Int)
+            #expect(try await phone.expect("read", ["handle": handle]).bytes("value") == [1], "the phone still reads the sensor")
+        } catch {
+            await watcher.stop()
+            throw error
+        }
+        await watcher.stop()
+    }
+}
