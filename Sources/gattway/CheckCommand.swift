@@ -11,16 +11,34 @@ struct CheckCommand: ParsableCommand {
             served, and exits with status 0.
             """)
 
+    /// A setting printed alone, for scripts that must read the configuration as gattway does
+    /// (the unit's adapter-release helper) rather than parse YAML themselves.
+    enum Setting: String, CaseIterable, ExpressibleByArgument {
+        /// `bluetooth.transport`, default included: `hci0`, `tcp:HOST:PORT`, `unix:PATH`, `serial:…`.
+        case transport
+    }
+
     @OptionGroup var file: ConfigFileOption
+
+    @Option(name: .long,
+            help: ArgumentHelp("Print only this setting of a valid configuration, as gattway reads it "
+                               + "(defaults included): transport.", valueName: "setting"))
+    var print: Setting?
 
     func run() throws {
         let loaded = try loadConfigOrExit(file.config)
+        if let setting = print {
+            switch setting {
+            case .transport: Swift.print(loaded.config.bluetooth.transport)
+            }
+            return
+        }
         for warning in loaded.warnings {
             printToStandardError("warning: \(warning)")
         }
-        print("\(file.config): OK")
+        Swift.print("\(file.config): OK")
         for line in ConfigSummary.lines(loaded.config) {
-            print("  \(line)")
+            Swift.print("  \(line)")
         }
     }
 }

@@ -283,6 +283,27 @@ struct CLITests {
         }
     }
 
+    /// `check --print transport` prints `bluetooth.transport` as gattway reads it, whatever the
+    /// YAML style, default included; an invalid file prints nothing and exits 1.
+    @Test(arguments: [
+        ("bluetooth: {transport: \"tcp:127.0.0.1:9000\"}  # flow style", "tcp:127.0.0.1:9000\n"),
+        ("bluetooth:\n  advertising: {local_name: hci7}\n  transport: hci1", "hci1\n"),
+        ("gpio: {backend: simulated}", "hci0\n"),
+    ])
+    func checkPrintsTheTransport(_ yaml: String, _ expected: String) throws {
+        let result = try GattwayProcess.run(["check", "--config", try temporaryFile(yaml), "--print", "transport"])
+        #expect(result.status == 0)
+        #expect(result.stdout == expected)
+    }
+
+    @Test func checkPrintsNothingForAnInvalidFile() throws {
+        let result = try GattwayProcess.run(["check", "--config", try temporaryFile("bluetooth: {transport: hci1, nonsense: 1}"),
+                                             "--print", "transport"])
+        #expect(result.status == 1)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.contains("bluetooth.nonsense"))
+    }
+
     /// docs/configuration.md follows the CLI: every subcommand `gattway --help` lists has a row in
     /// its command table, and every option a subcommand's help names is documented there.
     @Test func theCommandLineDocsFollowTheHelp() throws {

@@ -303,11 +303,11 @@ check "systemd-analyze verify gattway-import-boot-config.service (pi-gen stage)"
 mkdir -p "$root/sys/class/bluetooth/hci1"
 printf '#!/bin/sh\necho "$*" >> /tmp/btmgmt.calls\n' > "$root/usr/local/bin/btmgmt"
 chmod 0755 "$root/usr/local/bin/btmgmt"
-printf 'bluetooth:\n  advertising:\n    transport: hci7\n  transport: "hci1"  # the dongle\n' > "$root/tmp/hci1.yaml"
-printf 'bluetooth:\n  transport: tcp:127.0.0.1:9000\n' > "$root/tmp/tcp.yaml"
-in_root /usr/libexec/gattway/gattway-release-adapter /tmp/hci1.yaml
-in_root /usr/libexec/gattway/gattway-release-adapter /tmp/tcp.yaml
-check "gattway-release-adapter: powers down hci1 (bluetooth.transport) and nothing for tcp:" \
+printf 'bluetooth:\n  advertising: {local_name: hci7}\n  transport: "hci1"  # the dongle\n' > "$root/tmp/hci1.yaml"
+printf 'bluetooth: {transport: "tcp:127.0.0.1:9000"}  # flow style\n' > "$root/tmp/tcp.yaml"
+printf 'bluetooth: {transport: hci1, nonsense: 1}\n' > "$root/tmp/invalid.yaml"
+for config in hci1 tcp invalid; do in_root /usr/libexec/gattway/gattway-release-adapter "/tmp/$config.yaml"; done
+check "gattway-release-adapter: powers down hci1 (bluetooth.transport), nothing for a flow-style tcp: or an invalid file" \
     bash -c '[[ $(cat "$0") == "--index 1 power off" ]]' "$root/tmp/btmgmt.calls"
 rm -rf "$root/sys/class" "$root/usr/local/bin/btmgmt"
 
