@@ -181,14 +181,22 @@ struct HCITransportTests {
         }
     }
 
-    /// This machine's kernel decides the exact errno (no Bluetooth support, no adapter, no
-    /// CAP_NET_ADMIN); whichever it is, the open fails with an explanation, not a crash.
+    /// The kernel's real answer for an adapter that does not exist, whichever this host gives:
+    /// no Bluetooth in the kernel at all, no such adapter (as root), or no CAP_NET_ADMIN (as
+    /// another user, refused before the adapter is looked up). Each has its own explanation.
     @Test func userChannelOnAMissingAdapterFailsWithAReason() {
+        let probe = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue), 1)  // BTPROTO_HCI
+        let kernelHasBluetooth = probe >= 0 || errno != EAFNOSUPPORT
+        if probe >= 0 { close(probe) }
+        let expected: (kind: HCITransportError.Kind, text: String) =
+            !kernelHasBluetooth ? (.notFound, "this kernel has no Bluetooth support")
+            : geteuid() == 0 ? (.notFound, "no such adapter hci250")
+            : (.permissionDenied, "CAP_NET_ADMIN")
         #expect {
             try HCITransportSpec.userChannel(adapter: 250).open()
         } throws: { error in
             guard let failure = error as? HCITransportError else { return false }
-            return [.notFound, .permissionDenied].contains(failure.kind) && !failure.message.isEmpty
+            return failure.kind == expected.kind && failure.message.contains(expected.text)
         }
     }
 

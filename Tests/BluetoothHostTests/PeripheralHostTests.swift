@@ -309,10 +309,13 @@ struct PeripheralHostTests {
         let second = FakeController()
         let rig = Self.start([first, second])
         defer { rig.task.cancel() }
-        _ = await rig.server.events.first { $0 == .state(.poweredOn) }
+        #expect(await rig.server.events.first { $0 == .state(.poweredOn) } != nil)
         first.inject(.event(.commandComplete(numCommandPackets: 1, opcode: .reset, returnParameters: [0])))
-        _ = await rig.server.events.first { $0 == .state(.resetting) }
-        _ = await rig.server.events.first { $0 == .state(.poweredOn) }
+        #expect(await rig.server.events.first { $0 == .state(.resetting) } != nil,
+                "a Reset the host did not send means the controller was reset under it: the link is lost")
+        #expect(await Self.commands(second, until: .leSetAdvertisingEnable).first == .reset,
+                "the host brings up the next controller from a reset")
+        #expect(await rig.server.events.first { $0 == .state(.poweredOn) } != nil, "and serves again")
     }
 
     @Test func advertisingCanBeChangedAndStopped() async throws {

@@ -137,7 +137,9 @@ import Testing
             Issue.record("\(done)"); return
         }
         #expect(bond.peerSigningKey == SecretKey(littleEndianBytes: csrk))
-        guard case .signingInformation(let local) = ours.last else { return }
+        guard case .signingInformation(let local) = ours.last else {
+            Issue.record("the gateway's last key PDU is not its CSRK: \(ours)"); return
+        }
         #expect(bond.localSigningKey == SecretKey(littleEndianBytes: local))
     }
 
