@@ -239,6 +239,11 @@ struct BrokenConfigTests {
               name: x
              id: y
             """, expected: ["configuration (line 3): invalid YAML: did not find expected key (while parsing a block mapping)"]),
+        Case(name: "a client certificate without a CA, which the MQTT client cannot use", yaml: """
+            mqtt:
+              url: mqtts://broker.lan
+              tls: {cert: /etc/gattway/client.pem, key: /etc/gattway/client.key}
+            """, expected: ["mqtt.tls (line 3): a client certificate (cert, key) needs ca as well"]),
         Case(name: "duplicate YAML key", yaml: """
             device:
               name: x

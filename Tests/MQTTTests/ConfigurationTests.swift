@@ -36,7 +36,7 @@ struct ConfigurationTests {
     @Test func clientCertificateNeedsACAFile() {
         let configuration = MQTTClientConfiguration(
             host: "b", clientID: "gw", tls: MQTTTLSConfiguration(certificateFile: "/c.pem", keyFile: "/k.pem"))
-        #expect(throws: MQTTError.invalidConfiguration("a client certificate needs tls ca_file as well")) {
+        #expect(throws: MQTTError.invalidConfiguration("a client certificate (mqtt.tls cert, key) needs mqtt.tls ca as well")) {
             try MQTTClient(configuration: configuration, logger: testLogger)
         }
     }

@@ -250,6 +250,9 @@ struct ConfigParser {
             }
             if (config.certificateFile == nil) != (config.keyFile == nil) {
                 t.node.report("cert and key go together; give both or neither")
+            } else if config.certificateFile != nil, config.caFile == nil {
+                // libmosquitto takes a client certificate only together with a CA file.
+                t.node.report("a client certificate (cert, key) needs ca as well")
             }
             tls = config
         }

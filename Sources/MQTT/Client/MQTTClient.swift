@@ -60,10 +60,10 @@ public final class MQTTClient: @unchecked Sendable {
     public init(configuration: MQTTClientConfiguration, logger: Logger) throws {
         _ = mosquittoLibraryInitialized
         if let tls = configuration.tls, tls.caFile == nil, tls.certificateFile != nil {
-            throw MQTTError.invalidConfiguration("a client certificate needs tls ca_file as well")
+            throw MQTTError.invalidConfiguration("a client certificate (mqtt.tls cert, key) needs mqtt.tls ca as well")
         }
         if let tls = configuration.tls, (tls.certificateFile == nil) != (tls.keyFile == nil) {
-            throw MQTTError.invalidConfiguration("tls certificate_file and key_file must be given together")
+            throw MQTTError.invalidConfiguration("mqtt.tls cert and key must be given together")
         }
         if configuration.clientID.isEmpty || configuration.clientID.utf8.count > 65535 {
             throw MQTTError.invalidConfiguration("client id must be 1...65535 bytes")
@@ -248,10 +248,10 @@ public final class MQTTClient: @unchecked Sendable {
         if let tls = configuration.tls {
             if let caFile = tls.caFile {
                 guard FileManager.default.isReadableFile(atPath: caFile) else {
-                    throw MQTTError.invalidConfiguration("tls ca_file \(caFile) is not readable")
+                    throw MQTTError.invalidConfiguration("mqtt.tls ca \(caFile) is not readable")
                 }
                 try require(mosquitto_tls_set(mosq, caFile, nil, tls.certificateFile, tls.keyFile, nil),
-                            "tls ca_file/certificate_file/key_file")
+                            "mqtt.tls ca, cert and key")
             } else {
                 try require(mosquitto_int_option(mosq, MOSQ_OPT_TLS_USE_OS_CERTS, 1), "system CA store")
             }

@@ -25,7 +25,7 @@ public enum MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notAuthorized(let detail):
             "MQTT broker refused the connection: not authorized (\(detail)); check username and password"
         case .tlsVerificationFailed(let detail):
-            "TLS verification of the MQTT broker failed: \(detail); check tls ca_file and the broker certificate"
+            "TLS verification of the MQTT broker failed: \(detail); check mqtt.tls ca and the broker certificate"
         case .tls(let detail):
             "TLS error with the MQTT broker: \(detail)"
         case .brokerRefused(let code, let reason):
