@@ -57,7 +57,7 @@ public enum ConfigDefaults {
     public static let mqttProtocol = MQTTVersion.v5
     public static let mqttKeepalive = Duration.seconds(60)
     public static let mqttPayload = MQTTPayloadFormat.json
-    public static let mqttOutboxLimit = 1000
+    public static let mqttOutboxLimit = 10_000
 
     /// `device.id` when not set: the name, lower-cased, with anything but letters, digits, `-`
     /// and `_` turned into `-`.

@@ -51,6 +51,7 @@ struct PipelineFixture {
     let layout: GATTLayout
     var events: AsyncStream<PeripheralEvent>.Iterator
     var pipelineEvents: AsyncStream<PipelineEvent>.Iterator
+    var durableEvents: AsyncStream<PipelineEvent>.Iterator
 
     /// `.realTime` runs the pipeline's own timer on the real clock (the service's setting).
     init(yaml: String, timing: ValuePipeline.Timing = .manual, publishesEvents: Bool = true) async throws {
@@ -67,6 +68,7 @@ struct PipelineFixture {
                                  driveOutput: { sensor, level in outputs.record(sensor, level) })
         events = peripheral.events.makeAsyncIterator()
         pipelineEvents = pipeline.events.makeAsyncIterator()
+        durableEvents = pipeline.durableEvents.makeAsyncIterator()
         await peripheral.updateState(.poweredOn)
         await pump()
     }

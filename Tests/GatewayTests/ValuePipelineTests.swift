@@ -192,6 +192,35 @@ struct ValuePipelineTests {
         #expect(values == (publishesEvents ? 10 : 0))
     }
 
+    /// Durable events have a path of their own: a flood of values far beyond the value buffer
+    /// (values coalesce there) loses none of the writes made in between.
+    @Test func durableEventsSurviveAFloodOfValues() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        var centralWrites = fixture.pipeline.centralWrites.makeAsyncIterator()
+        await fixture.peripheral.centralConnected(alice)
+        let label = await fixture.characteristic("gateway/label")
+        let writes = 2_000
+        for index in 0..<writes {
+            // A Write Command (no response) carrying "w<index>".
+            await fixture.peripheral.receive([0x52] + le(label.valueHandle) + Array("w\(index)".utf8), from: alice)
+            await fixture.pipeline.handle(try #require(await centralWrites.next()))
+            for step in 0..<5 {
+                await fixture.pipeline.sensorValue(reading("climate", "temperature", Double(index * 5 + step)))
+            }
+        }
+        await fixture.pipeline.finish()
+        var written: [String] = []
+        while let event = await fixture.durableEvents.next() {
+            if case .written(_, _, .text(let text), _) = event { written.append(text) }
+        }
+        #expect(written == (0..<writes).map { "w\($0)" }, "every write, in order")
+        var values = 0
+        while let event = await fixture.pipelineEvents.next() {
+            if case .valueChanged = event { values += 1 }
+        }
+        #expect(values <= ValuePipeline.eventBufferSize, "values beyond the buffer coalesced away (\(values) kept)")
+    }
+
     /// In the service the pipeline arms one timer for the engine's next deadline: a value held by
     /// `min_interval` goes out when the interval ends, with nobody calling `advance()`.
     @Test func theTimerSendsHeldValuesOnTheRealClock() async throws {
@@ -294,7 +323,7 @@ struct ValuePipelineTests {
         #expect(fixture.link.take(alice) == [[0x0B] + Array("hello".utf8)])
 
         var mirrored: [PipelineEvent] = []
-        while let event = await fixture.pipelineEvents.next() {
+        while let event = await fixture.durableEvents.next() {
             mirrored.append(event)
             if case .written = event { break }
         }
@@ -311,7 +340,7 @@ struct ValuePipelineTests {
         #expect(fixture.link.take(alice).first?.first == 0x03)
         await fixture.pump()
         var mirrored: [PipelineEvent] = []
-        while let event = await fixture.pipelineEvents.next() {
+        while let event = await fixture.durableEvents.next() {
             mirrored.append(event)
             if case .mtuChanged = event { break }
         }
@@ -336,7 +365,7 @@ struct ValuePipelineTests {
         for _ in 0..<3 { await fixture.pipeline.handle(try #require(await writes.next())) }
 
         var written: [PipelineEvent] = []
-        while written.count < 3, let event = await fixture.pipelineEvents.next() {
+        while written.count < 3, let event = await fixture.durableEvents.next() {
             if case .written = event { written.append(event) }
         }
         let ref = fixture.ref("gateway/label")

@@ -72,12 +72,18 @@ public actor ValuePipeline {
     private var timer: Task<Void, Never>?
     private var timerDeadline: Duration?
     private let eventContinuation: AsyncStream<PipelineEvent>.Continuation
-    /// Every event for the MQTT mirror, when `publishesEvents`. At most `eventBufferSize` wait for
-    /// a slow consumer; beyond that the oldest are dropped, so a fast sensor cannot grow memory. The
-    /// state is complete again with the next `status` and values. Without `publishesEvents` (no
-    /// MQTT: nobody reads them) none are kept.
+    /// Values and status for the MQTT mirror, when `publishesEvents`: state that the next one
+    /// replaces, so at most `eventBufferSize` wait for a slow consumer and beyond that the oldest
+    /// are dropped (values coalesce) rather than let a fast sensor grow memory. Without
+    /// `publishesEvents` (no MQTT: nobody reads them) none are kept.
     public nonisolated let events: AsyncStream<PipelineEvent>
     public static let eventBufferSize = 4096
+    /// The events MQTT must deliver every one of (writes, subscriptions, centrals and their
+    /// MTU and security), when `publishesEvents`: never dropped here. The mirror appends each to
+    /// its persistent outbox as it arrives, so they wait on disk, not in memory, while the broker
+    /// is away.
+    public nonisolated let durableEvents: AsyncStream<PipelineEvent>
+    private let durableContinuation: AsyncStream<PipelineEvent>.Continuation
     /// Centrals' accepted writes, to hand back to `handle(_:)` (the `run` loop does).
     public nonisolated var centralWrites: AsyncStream<CentralWrite> { values.writes }
 
@@ -100,6 +106,8 @@ public actor ValuePipeline {
         values = CharacteristicValues(logger: logger)
         (events, eventContinuation) = AsyncStream.makeStream(of: PipelineEvent.self,
                                                              bufferingPolicy: .bufferingNewest(publishesEvents ? Self.eventBufferSize : 0))
+        (durableEvents, durableContinuation) = AsyncStream.makeStream(
+            of: PipelineEvent.self, bufferingPolicy: publishesEvents ? .unbounded : .bufferingNewest(0))
         for (ref, characteristic) in layout.characteristics {
             engine.configure(ref, policy: characteristic.config.notify)
             switch characteristic.config.source {
@@ -189,7 +197,7 @@ public actor ValuePipeline {
     /// A central's accepted write (from `centralWrites`).
     public func handle(_ write: CentralWrite) async {
         latest[write.ref] = write.bytes
-        eventContinuation.yield(.written(write.ref, write.central, write.value, write.kind))
+        durableContinuation.yield(.written(write.ref, write.central, write.value, write.kind))
         if let sensor = layout.characteristics[write.ref]?.outputSensor {
             await drive(sensor, write.value)
             return
@@ -203,22 +211,22 @@ public actor ValuePipeline {
         switch event {
         case .centralConnected(let central):
             let mtu = await peripheral.maximumUpdateValueLength(for: central).map { $0 + 3 } ?? 23
-            eventContinuation.yield(.centralConnected(central, mtu: mtu))
+            durableContinuation.yield(.centralConnected(central, mtu: mtu))
         case .centralDisconnected(let central):
             engine.disconnect(central)
             fullCentrals.remove(central)
-            eventContinuation.yield(.centralDisconnected(central))
+            durableContinuation.yield(.centralDisconnected(central))
         case .subscribed(let central, let characteristic):
             guard let ref = refsByValueHandle[characteristic.valueHandle] else { return }
             // The event does not say which the central enabled; notification when offered.
             let kind: UpdateKind = characteristic.properties.contains(.notify) ? .notification : .indication
             engine.subscribe(central, to: ref, kind: kind, now: now)
             if let triggers = serverTriggers[ref] { engine.setTriggers(triggers, for: central, on: ref, now: now) }
-            eventContinuation.yield(.subscribed(ref, central, kind))
+            durableContinuation.yield(.subscribed(ref, central, kind))
         case .unsubscribed(let central, let characteristic):
             guard let ref = refsByValueHandle[characteristic.valueHandle] else { return }
             engine.unsubscribe(central, from: ref)
-            eventContinuation.yield(.unsubscribed(ref, central))
+            durableContinuation.yield(.unsubscribed(ref, central))
         case .readyToUpdateSubscribers:
             fullCentrals = []
         case .stateChanged(let state):
@@ -232,10 +240,10 @@ public actor ValuePipeline {
             }
             return
         case .maximumUpdateValueLengthChanged(let central, let length):
-            eventContinuation.yield(.mtuChanged(central, mtu: length + 3))
+            durableContinuation.yield(.mtuChanged(central, mtu: length + 3))
             return
         case .securityChanged(let central, let security):
-            eventContinuation.yield(.securityChanged(central, security))
+            durableContinuation.yield(.securityChanged(central, security))
             return
         case .serviceAdded, .serviceRemoved:
             return
@@ -332,6 +340,7 @@ public actor ValuePipeline {
         logStatistics()
         timer?.cancel()
         eventContinuation.finish()
+        durableContinuation.finish()
     }
 
     // MARK: Plumbing

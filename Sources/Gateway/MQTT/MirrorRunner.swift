@@ -31,9 +31,11 @@ final class MirrorRunner: Sendable {
     func run() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.service.run() }
-            group.addTask {
-                for await event in self.pipeline.events {
-                    await self.service.handle(self.bridge.mirrorEvent(event, at: Date()))
+            for stream in [self.pipeline.durableEvents, self.pipeline.events] {
+                group.addTask {
+                    for await event in stream {
+                        await self.service.handle(self.bridge.mirrorEvent(event, at: Date()))
+                    }
                 }
             }
         }

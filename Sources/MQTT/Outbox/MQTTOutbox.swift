@@ -15,9 +15,10 @@ public struct OutboxEntry: Sendable, Equatable {
 /// full). Replaying the journal gives the pending events in order. When the journal holds more
 /// finished records than pending ones it is compacted: the pending events are written to a
 /// temporary file, fsynced, and renamed over the journal (atomic on POSIX), so a crash at any
-/// point leaves either the old or the new journal. Appends are plain `write(2)` calls, which
-/// survive a process crash; a torn last line (power loss mid-write) is detected and discarded
-/// with a warning on load.
+/// point leaves either the old or the new journal. Appends are `write(2)` calls; a torn last line
+/// (power loss mid-write) is detected and discarded with a warning on load. Each `add` is fsynced
+/// before `append` returns, so an accepted event survives a power cut as well; `done` records are
+/// not (a lost one only delivers an event twice, which QoS 1 allows).
 public final class MQTTOutbox {
     public let capacity: Int
     public private(set) var droppedCount = 0
@@ -80,6 +81,12 @@ public final class MQTTOutbox {
         let entry = OutboxEntry(sequence: nextSequence, message: message)
         nextSequence += 1
         try write(Record(add: entry))
+        // An event the outbox accepted survives a power cut too, not only a crash.
+        do {
+            try journal.synchronize()
+        } catch {
+            throw MQTTError.requestFailed("cannot fsync MQTT outbox \(journalURL.path): \(error.localizedDescription)")
+        }
         entries.append(entry)
         return entry
     }
