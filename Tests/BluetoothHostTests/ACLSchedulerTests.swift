@@ -31,7 +31,28 @@ struct ACLSchedulerTests {
         scheduler.enqueue(L2CAPFrame(channel: 4, payload: Array(repeating: 1, count: 200)), on: 1)
         scheduler.enqueue(L2CAPFrame(channel: 4, payload: [2]), on: 2)
         let sent = scheduler.takeSendable()
-        #expect(sent.map(\.handle) == [1, 2, 1, 1])
+        // Two buffers each; connection 1 may not borrow the one connection 2 still has reserved,
+        // and goes on as its own buffers come back.
+        #expect(sent.map(\.handle) == [1, 2, 1])
+        #expect(scheduler.completed(1, on: 1) == 0)
+        #expect(scheduler.takeSendable().map(\.handle) == [1])
+    }
+
+    /// Three connections of eight stall (their packets never complete) with frames queued: they
+    /// hold one buffer each, their share, and the five others keep getting through every round.
+    @Test func anyNumberOfStalledConnectionsLeaveTheOthersTheirShare() {
+        var scheduler = ACLScheduler(buffers: ACLBufferSize(dataLength: 27, packetCount: 8))
+        for handle: UInt16 in 1...8 { scheduler.open(handle) }
+        for stalled: UInt16 in 1...3 {
+            for _ in 0..<10 { scheduler.enqueue(L2CAPFrame(channel: 4, payload: [1]), on: stalled, isUpdate: true) }
+        }
+        let first = scheduler.takeSendable()
+        #expect(first.map(\.handle).sorted() == [1, 2, 3], "one each, nothing borrowed")
+        for round in 0..<5 {
+            for healthy: UInt16 in 4...8 { scheduler.enqueue(L2CAPFrame(channel: 4, payload: [2]), on: healthy, isUpdate: true) }
+            #expect(scheduler.takeSendable().map(\.handle).sorted() == [4, 5, 6, 7, 8], "round \(round)")
+            for healthy: UInt16 in 4...8 { #expect(scheduler.completed(1, on: healthy) == 1) }
+        }
     }
 
     /// A connection whose packets never complete (a stalled central) holds at most all buffers

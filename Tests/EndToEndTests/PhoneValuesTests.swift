@@ -186,6 +186,40 @@ struct PhoneValuesTests {
         #expect(after - before < 2048, "RSS \(before) kB → \(after) kB")
     }
 
+    /// Eight phones subscribed, three of them stalled (their controller returns no credits): the
+    /// stalled hold only their shares of the link, and the five others keep their rate (2/s
+    /// under `min_interval: 500ms` from a 10 Hz line).
+    @Test func threeStalledPhonesOfEightLeaveTheOtherFiveTheirRate() async throws {
+        let rig = try await GatewayRig(
+            config: Self.doorConfig(name: "values-stall8", generator: "{type: square, period: 100ms}")
+                .replacingOccurrences(of: "  advertising: {interval: 20ms}", with: "  advertising: {interval: 20ms}\n  max_centrals: 8"),
+            advertisedName: "values-stall8")
+        defer { rig.stop() }
+        var phones: [Phone] = []
+        for _ in 0..<8 {
+            let phone = try await rig.phone()
+            try await rig.connect(phone)
+            try await phone.expect("subscribe", ["handle": try await Self.valueHandle(phone)])
+            phones.append(phone)
+        }
+        let (stalled, healthy) = (phones.prefix(3), Array(phones.dropFirst(3)))
+        for phone in stalled { rig.controller.stall(phone.address) }
+        // Past the moment the stalled links filled what they may hold.
+        for phone in healthy { _ = try await phone.expect("notifications", ["count": 2, "timeout": 10]) }
+        let start = ContinuousClock.now
+        let counts = try await withThrowingTaskGroup(of: Int.self) { group in
+            for phone in healthy {
+                group.addTask { Self.values(try await phone.expect("notifications", ["count": 1000, "timeout": 6])).count }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let seconds = (ContinuousClock.now - start) / .seconds(1)
+        print("three of eight phones stalled: the other five got \(counts) notifications in \(seconds) s")
+        for count in counts {
+            #expect((1.4...2.6).contains(Double(count) / seconds), "\(counts) in \(seconds) s:\n\(rig.log.suffix(3000))")
+        }
+    }
+
     /// BTHome service data in the advertisement carries the current count and follows it (updates at
     /// most once a second).
     @Test func bthomeAdvertisingFollowsTheValue() async throws {

@@ -153,8 +153,9 @@ public final class GATTServer {
     /// notification or indication per each central's CCCD, truncated to its MTU − 3.
     ///
     /// Returns false, sending nothing, when the link lacks credits for every notification, a
-    /// central to notify already has `perCentralUpdateLimit` updates undelivered, or a central's
-    /// indication queue is full; one `readyToUpdateSubscribers` event follows when room frees.
+    /// central to notify may take no more credits (`mayTakeCredit`: its share is used and the
+    /// rest is reserved for the other centrals, or it has `perCentralUpdateLimit` undelivered), or
+    /// a central's indication queue is full; one `readyToUpdateSubscribers` event follows when room frees.
     public func updateValue(_ value: [UInt8], for characteristic: PublishedCharacteristic,
                             to targets: [CentralID]? = nil,
                             now: ContinuousClock.Instant) throws(GATTServerError) -> Bool {
@@ -175,7 +176,7 @@ public final class GATTServer {
         }
         let indicationsSentNow = indicate.filter { $0.outstandingIndication == nil && $0.indicationQueue.isEmpty }.count
         let queueFull = indicate.contains { $0.indicationQueue.count >= configuration.indicationQueueLimit }
-        let centralFull = notify.contains { $0.updatesInFlight >= configuration.perCentralUpdateLimit }
+        let centralFull = notify.contains { !mayTakeCredit($0) }
         guard !queueFull, !centralFull, notify.count + indicationsSentNow <= transmitCredits else {
             readyToUpdatePending = true
             return false
@@ -293,10 +294,24 @@ public final class GATTServer {
         roomFreed()
     }
 
+    /// Whether `central` may take one more transmit credit now. The credits are reserved: every
+    /// open central is guaranteed its share of the link (the credits split evenly, at most
+    /// `perCentralUpdateLimit`), and one beyond its share may only borrow credits that no other
+    /// central's unused share needs. Centrals whose links stall, however many, hold at most their
+    /// shares, and the others keep theirs.
+    func mayTakeCredit(_ central: CentralState) -> Bool {
+        guard transmitCredits > 0, central.updatesInFlight < configuration.perCentralUpdateLimit else { return false }
+        let open = centrals.values.filter { !$0.isClosed }
+        let capacity = transmitCredits + open.reduce(0) { $0 + $1.updatesInFlight }
+        let share = min(max(capacity / max(open.count, 1), 1), configuration.perCentralUpdateLimit)
+        if central.updatesInFlight < share { return true }
+        let reservedForOthers = open.reduce(0) { $0 + ($1 === central ? 0 : max(0, share - $1.updatesInFlight)) }
+        return transmitCredits > reservedForOthers
+    }
+
     /// Sends the central's next queued indication if none is outstanding and the link has room.
     func pumpIndications(_ central: CentralState, now: ContinuousClock.Instant) {
-        guard !central.isClosed, central.outstandingIndication == nil, transmitCredits > 0,
-              central.updatesInFlight < configuration.perCentralUpdateLimit,
+        guard !central.isClosed, central.outstandingIndication == nil, mayTakeCredit(central),
               !central.indicationQueue.isEmpty else { return }
         let next = central.indicationQueue.removeFirst()
         transmitCredits -= 1

@@ -81,19 +81,20 @@ public struct ACLScheduler: Sendable {
         return sent.prefix(returned).filter { $0 }.count
     }
 
-    /// The fragments that may go to the controller now, taking buffers for them. A connection
-    /// leaves one buffer for each other connection (it holds at most all buffers minus one per
-    /// other connection, at least one), so a connection whose packets never complete — a stalled
-    /// central — cannot hold every buffer and stop the others.
+    /// The fragments that may go to the controller now, taking buffers for them. Buffers are
+    /// reserved: each connection is guaranteed its share (the buffers split evenly, at least one),
+    /// and one beyond its share may only borrow buffers no other connection's unused share needs.
+    /// So connections whose packets never complete — stalled centrals, however many — hold at
+    /// most their shares, and the others keep theirs.
     public mutating func takeSendable() -> [HCIACLPacket] {
         var out: [HCIACLPacket] = []
         var idleTurns = 0
-        let share = max(buffers.packetCount - (order.count - 1), 1)
+        let share = max(buffers.packetCount / max(order.count, 1), 1)
         while freeBuffers > 0, !order.isEmpty, idleTurns < order.count {
             if nextTurn >= order.count { nextTurn = 0 }
             let handle = order[nextTurn]
             nextTurn += 1
-            guard var queue = queues[handle], !queue.isEmpty, inFlight[handle, default: []].count < share else {
+            guard var queue = queues[handle], !queue.isEmpty, mayTakeBuffer(handle, share: share) else {
                 idleTurns += 1
                 continue
             }
@@ -106,5 +107,12 @@ public struct ACLScheduler: Sendable {
             freeBuffers -= 1
         }
         return out
+    }
+
+    /// Within its share, or borrowing only what no other connection's unused share needs.
+    private func mayTakeBuffer(_ handle: UInt16, share: Int) -> Bool {
+        if inFlight[handle, default: []].count < share { return true }
+        let reservedForOthers = order.reduce(0) { $0 + ($1 == handle ? 0 : max(0, share - inFlight[$1, default: []].count)) }
+        return freeBuffers > reservedForOthers
     }
 }
