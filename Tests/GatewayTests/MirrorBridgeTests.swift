@@ -98,6 +98,10 @@ struct MirrorBridgeTests {
         let relay = MirrorCharacteristicID(service: "gateway", characteristic: "relay")
         #expect(await bridge.set(relay, payload: Array("true".utf8), pipeline: fixture.pipeline) == .accepted)
         #expect(fixture.outputs.all == ["relay=true"])
+        // A line that cannot be driven: the /set is refused with the reason, for the error topic.
+        fixture.outputs.failFromNowOn()
+        #expect(await bridge.set(relay, payload: Array("false".utf8), pipeline: fixture.pipeline)
+                == .rejected(reason: "driving output relay failed: the line is gone"))
     }
 
     /// An MQTT-sourced characteristic: its topic is subscribed only while a central is subscribed

@@ -35,9 +35,20 @@ final class TestClock: @unchecked Sendable {
 
 /// Records what the pipeline asks of output sensors.
 final class OutputRecorder: @unchecked Sendable {
+    struct LineFailure: Error, CustomStringConvertible {
+        var description: String { "the line is gone" }
+    }
     private let lock = NSLock()
     private var writes: [String] = []
-    func record(_ sensor: String, _ level: Bool) { lock.withLock { writes.append("\(sensor)=\(level)") } }
+    private var failing = false
+    /// From now on, driving a line fails (as a GPIO backend whose chip went away would).
+    func failFromNowOn() { lock.withLock { failing = true } }
+    func record(_ sensor: String, _ level: Bool) throws {
+        try lock.withLock {
+            if failing { throw LineFailure() }
+            writes.append("\(sensor)=\(level)")
+        }
+    }
     var all: [String] { lock.withLock { writes } }
 }
 
@@ -65,7 +76,7 @@ struct PipelineFixture {
         pipeline = ValuePipeline(layout: layout, peripheral: peripheral, publishesEvents: publishesEvents,
                                  timing: timing, clock: now,
                                  logger: Logger(label: "test"),
-                                 driveOutput: { sensor, level in outputs.record(sensor, level) })
+                                 driveOutput: { sensor, level in try outputs.record(sensor, level) })
         events = peripheral.events.makeAsyncIterator()
         pipelineEvents = pipeline.events.makeAsyncIterator()
         durableEvents = pipeline.durableEvents.makeAsyncIterator()

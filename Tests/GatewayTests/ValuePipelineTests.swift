@@ -192,6 +192,24 @@ struct ValuePipelineTests {
         #expect(values == (publishesEvents ? 10 : 0))
     }
 
+    /// A phone's write to an output is acknowledged before the line is driven, so a line that
+    /// cannot be driven is reported afterwards, as a durable event for the error topic.
+    @Test func anOutputThatCannotBeDrivenIsReported() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        var writes = fixture.pipeline.centralWrites.makeAsyncIterator()
+        await fixture.peripheral.centralConnected(alice)
+        let relay = await fixture.characteristic("gateway/relay")
+        fixture.outputs.failFromNowOn()
+        await fixture.peripheral.receive([0x12] + le(relay.valueHandle) + [0x01], from: alice)
+        #expect(fixture.link.take(alice) == [[0x13]])
+        await fixture.pipeline.handle(try #require(await writes.next()))
+        var failure: PipelineEvent?
+        while let event = await fixture.durableEvents.next() {
+            if case .outputFailed = event { failure = event; break }
+        }
+        #expect(failure == .outputFailed(fixture.ref("gateway/relay"), alice, reason: "driving output relay failed: the line is gone"))
+    }
+
     /// Durable events have a path of their own: a flood of values far beyond the value buffer
     /// (values coalesce there) loses none of the writes made in between.
     @Test func durableEventsSurviveAFloodOfValues() async throws {

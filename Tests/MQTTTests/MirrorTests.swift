@@ -75,6 +75,15 @@ struct MirrorTests {
         ])
     }
 
+    /// The writer was answered before the line was driven: a failure reaches the error topic,
+    /// durably, naming the output, the central and the reason.
+    @Test func anOutputThatFailedIsReportedOnTheErrorTopic() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration())
+        #expect(published(mirror.apply(.outputFailed(relay, central: phone, reason: "driving output relay failed: EBUSY", at: t1))) == [
+            #"durable gattway/pi1/error {"topic":"gattway/pi1/io/relay","central":"AA:BB:CC:DD:EE:01","reason":"driving output relay failed: EBUSY","ts":"2027-01-15T08:01:40.000Z"}"#,
+        ])
+    }
+
     @Test func pairingPromptsArePublishedUnretained() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
         #expect(published(mirror.apply(.pairing(central: phone, prompt: .passkey("004217"), at: t0))) == [

@@ -18,6 +18,9 @@ public enum PipelineEvent: Sendable, Equatable {
     case subscribed(CharacteristicRef, CentralID, UpdateKind)
     case unsubscribed(CharacteristicRef, CentralID)
     case written(CharacteristicRef, CentralID, Values.SensorValue, GATTWriteKind)
+    /// A central's accepted write to an output could not drive its line (the write was already
+    /// answered: an ATT write is acknowledged before the line is driven).
+    case outputFailed(CharacteristicRef, CentralID, reason: String)
     /// The peripheral's state and the notify counters summed over characteristics, on every
     /// state change and every statistics interval (MQTT's `state` topic).
     case status(peripheral: String, advertising: Bool, counters: [String: Int])
@@ -185,13 +188,15 @@ public actor ValuePipeline {
     /// A value from MQTT (`/set`, or a characteristic sourced from a topic), already checked
     /// against the characteristic's format. An output sensor's characteristic drives its line
     /// instead: the sensor's own reading then becomes the value.
-    public func externalValue(_ value: Values.SensorValue, for ref: CharacteristicRef) async {
+    /// Returns why an output could not be driven, if it could not.
+    @discardableResult
+    public func externalValue(_ value: Values.SensorValue, for ref: CharacteristicRef) async -> String? {
         if let sensor = layout.characteristics[ref]?.outputSensor {
-            await drive(sensor, value)
-            return
+            return await drive(sensor, value)
         }
         setValue(value, of: ref)
         await drain()
+        return nil
     }
 
     /// A central's accepted write (from `centralWrites`).
@@ -199,7 +204,9 @@ public actor ValuePipeline {
         latest[write.ref] = write.bytes
         durableContinuation.yield(.written(write.ref, write.central, write.value, write.kind))
         if let sensor = layout.characteristics[write.ref]?.outputSensor {
-            await drive(sensor, write.value)
+            if let failure = await drive(sensor, write.value) {
+                durableContinuation.yield(.outputFailed(write.ref, write.central, reason: failure))
+            }
             return
         }
         setValue(write.value, of: write.ref)
@@ -373,15 +380,18 @@ public actor ValuePipeline {
         }
     }
 
-    private func drive(_ sensor: String, _ value: Values.SensorValue) async {
+    /// Drives an output's line; returns why it could not, after logging it.
+    private func drive(_ sensor: String, _ value: Values.SensorValue) async -> String? {
         guard let level = Self.adapt(value, to: .bool).numericValue.map({ $0 != 0 }) else {
             logger.warning("output needs a boolean", metadata: ["sensor": "\(sensor)", "value": "\(value)"])
-            return
+            return "output \(sensor) needs a boolean, got \(value)"
         }
         do {
             try await driveOutput(sensor, level)
+            return nil
         } catch {
             logger.error("driving output failed", metadata: ["sensor": "\(sensor)", "error": "\(error)"])
+            return "driving output \(sensor) failed: \(error)"
         }
     }
 

@@ -138,6 +138,8 @@ public struct MirrorBridge: Sendable {
         case .written(let ref, let central, let value, let kind):
             return .written(id(ref), value: MirrorMapping.mirrorValue(value), central: address(central),
                             kind: MirrorMapping.writeKind(kind), at: date)
+        case .outputFailed(let ref, let central, let reason):
+            return .outputFailed(id(ref), central: address(central), reason: reason, at: date)
         case .status(let peripheral, let advertising, let counters):
             return .peripheralState(MirrorPeripheralState(state: peripheral, advertising: advertising,
                                                           counters: counters))
@@ -157,7 +159,7 @@ public struct MirrorBridge: Sendable {
         }
         do throws(ValueError) {
             let (value, _) = try ValueJSON.parseSet(payload, encoding: characteristic.config.encoding)
-            await pipeline.externalValue(value, for: ref)
+            if let failure = await pipeline.externalValue(value, for: ref) { return .rejected(reason: failure) }
             return .accepted
         } catch {
             return .rejected(reason: error.description)

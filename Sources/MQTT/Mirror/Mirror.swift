@@ -157,6 +157,15 @@ public struct Mirror: Sendable {
             ])
             return [.publish(MQTTMessage(topic: topics.written(id), payload: payload.bytes), durable: true)]
 
+        case .outputFailed(let id, let central, let reason, let date):
+            // The writer was already answered (ATT acknowledges a write before the line is
+            // driven), so it learns of the failure here, through the outbox like the write itself.
+            let payload = JSONText.object([
+                ("topic", .string(topics.value(id))), ("central", .string(central)), ("reason", .string(reason)),
+                ("ts", .string(MirrorTimestamp.string(date))),
+            ])
+            return [.publish(MQTTMessage(topic: topics.error, payload: payload.bytes), durable: true)]
+
         case .pairing(let central, let prompt, let date):
             // Not retained and not through the outbox: it is useful for the 30 s of one pairing
             // only, and must not wait for later subscribers.

@@ -191,6 +191,8 @@ public enum MirrorEvent: Sendable, Equatable {
     case subscribed(MirrorCharacteristicID, central: String, kind: MirrorSubscriptionKind)
     case unsubscribed(MirrorCharacteristicID, central: String)
     case written(MirrorCharacteristicID, value: MirrorValue, central: String, kind: MirrorWriteKind, at: Date)
+    /// A central's write to an output was acknowledged but could not drive the line.
+    case outputFailed(MirrorCharacteristicID, central: String, reason: String, at: Date)
     /// A pairing waits for the user (`MirrorPairingPrompt`).
     case pairing(central: String, prompt: MirrorPairingPrompt, at: Date)
 }
