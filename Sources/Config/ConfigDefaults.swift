@@ -8,7 +8,6 @@ public enum ConfigDefaults {
     public static let appearance: UInt16 = 0x0540
     public static let transport = HCITransportSpec.userChannel(adapter: 0)
     public static let advertisingInterval = Duration.milliseconds(100)
-    public static let advertisingExtended = false
     public static let maxCentrals = 3
     public static let connectionMinInterval = Duration.milliseconds(30)
     public static let connectionMaxInterval = Duration.milliseconds(50)

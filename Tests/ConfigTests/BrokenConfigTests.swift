@@ -244,6 +244,15 @@ struct BrokenConfigTests {
               url: mqtts://broker.lan
               tls: {cert: /etc/gattway/client.pem, key: /etc/gattway/client.key}
             """, expected: ["mqtt.tls (line 3): a client certificate (cert, key) needs ca as well"]),
+        Case(name: "extended advertising, which gattway does not do", yaml: """
+            bluetooth:
+              advertising: {extended: true}
+            """, expected: ["bluetooth.advertising.extended (line 2): extended advertising is not supported: gattway advertises with legacy PDUs (31 bytes of advertising data and 31 of scan response), which every phone scans for; remove this key"]),
+        Case(name: "a TX power in dBm, which gattway cannot set", yaml: """
+            bluetooth:
+              advertising:
+                tx_power: 4
+            """, expected: ["bluetooth.advertising.tx_power (line 3): 4 dBm cannot be set: tx_power is true or false (advertise the TX power level the controller reports; gattway cannot set the radio's power)"]),
         Case(name: "duplicate YAML key", yaml: """
             device:
               name: x

@@ -218,7 +218,7 @@ struct ValidConfigTests {
         #expect(mqtt.tls == MQTTTLSConfig(caFile: "/etc/ca.pem", certificateFile: nil, keyFile: nil))
         #expect(mqtt.baseTopic == "gattway" && mqtt.qos == 1 && mqtt.retain)
         #expect(mqtt.discoveryPrefix == "homeassistant" && mqtt.protocolVersion == .v5)
-        #expect(mqtt.keepalive == .seconds(60) && mqtt.payload == .json && mqtt.outboxLimit == 1000)
+        #expect(mqtt.keepalive == .seconds(60) && mqtt.payload == .json && mqtt.outboxLimit == 10_000)
     }
 
     @Test func simulatedGenerators() throws {

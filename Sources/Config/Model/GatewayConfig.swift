@@ -68,20 +68,17 @@ public struct AdvertisingConfig: Sendable, Hashable {
     public var localName: String
     public var serviceUUIDs: [BluetoothUUID]
     public var interval: Duration
-    /// Advertised TX power level in dBm; nil leaves it out of the advertisement.
-    public var txPower: Int8?
+    /// Advertise the TX power level the controller reports (AD type 0x0A).
+    public var includesTxPower: Bool
     public var manufacturerData: ManufacturerData?
-    /// Use LE extended advertising (larger payloads) instead of legacy advertising.
-    public var extended: Bool
 
     public init(localName: String, serviceUUIDs: [BluetoothUUID], interval: Duration,
-                txPower: Int8?, manufacturerData: ManufacturerData?, extended: Bool) {
+                includesTxPower: Bool, manufacturerData: ManufacturerData?) {
         self.localName = localName
         self.serviceUUIDs = serviceUUIDs
         self.interval = interval
-        self.txPower = txPower
+        self.includesTxPower = includesTxPower
         self.manufacturerData = manufacturerData
-        self.extended = extended
     }
 }
 

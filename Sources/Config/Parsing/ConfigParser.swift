@@ -145,7 +145,10 @@ struct ConfigParser {
                 node.report(error.description)
             }
         }
-        let advertising = parseAdvertising(m?["advertising"]?.mapping("bluetooth.advertising"), device: device)
+        let advertising = parseAdvertising(m?["advertising"]?.mapping("bluetooth.advertising", forbidden: [
+            "extended": "extended advertising is not supported: gattway advertises with legacy PDUs (31 bytes "
+                + "of advertising data and 31 of scan response), which every phone scans for; remove this key",
+        ]), device: device)
         let maxCentrals = m?["max_centrals"]?.integer(in: 1...16) ?? D.maxCentrals
         let connection = parseConnection(m?["connection"]?.mapping("bluetooth.connection"))
         let security = parseSecurity(m?["security"]?.mapping("bluetooth.security"))
@@ -158,22 +161,28 @@ struct ConfigParser {
         let uuids = m?["service_uuids"]?.list()?.compactMap { $0.uuid() } ?? []
         let interval = m?["interval"]?.duration(in: .milliseconds(20)...(.milliseconds(10_240)))
             ?? D.advertisingInterval
-        let txPower = m?["tx_power"]?.integer(Int8.self, in: -127...20)
+        var includesTxPower = false
+        if let node = m?["tx_power"] {
+            if case .scalar(let scalar) = node.node, Int(scalar.string) != nil {
+                node.report("\(scalar.string) dBm cannot be set: tx_power is true or false (advertise the TX power "
+                            + "level the controller reports; gattway cannot set the radio's power)")
+            } else {
+                includesTxPower = node.bool() ?? false
+            }
+        }
         var manufacturerData: ManufacturerData?
         if let data = m?["manufacturer_data"]?.mapping("bluetooth.advertising.manufacturer_data") {
             let company = data.required("company_id")?.integer(UInt16.self)
             let bytes = data.required("data")?.hexBytes()
             if let company, let bytes { manufacturerData = ManufacturerData(companyID: company, data: bytes) }
         }
-        let extended = m?["extended"]?.bool() ?? D.advertisingExtended
         // A legacy advertisement is 31 bytes: flags take 3, the AD header 2, the company id 2.
-        if !extended, let manufacturerData, manufacturerData.data.count > 24, let node = m?["manufacturer_data"] {
+        if let manufacturerData, manufacturerData.data.count > 24, let node = m?["manufacturer_data"] {
             node.context.error(node.path.key("data"), line: nil,
-                               "\(manufacturerData.data.count) bytes do not fit a legacy advertisement "
-                               + "(at most 24); shorten it or set extended: true")
+                               "\(manufacturerData.data.count) bytes do not fit an advertisement (at most 24); shorten it")
         }
         return AdvertisingConfig(localName: localName, serviceUUIDs: uuids, interval: interval,
-                                 txPower: txPower, manufacturerData: manufacturerData, extended: extended)
+                                 includesTxPower: includesTxPower, manufacturerData: manufacturerData)
     }
 
     func parseConnection(_ m: ConfigMapping?) -> ConnectionPreferences {

@@ -9,7 +9,7 @@ public enum HostMapping {
         let advertising = config.bluetooth.advertising
         let settings = AdvertisingSettings(
             localName: advertising.localName, serviceUUIDs: advertising.serviceUUIDs,
-            appearance: config.device.appearance, includeTxPower: advertising.txPower != nil,
+            appearance: config.device.appearance, includeTxPower: advertising.includesTxPower,
             manufacturerData: advertising.manufacturerData.map { ($0.companyID, $0.data) },
             intervalMilliseconds: Int((advertising.interval / .milliseconds(1)).rounded()))
         return HostConfiguration(transport: config.bluetooth.transport, stateDirectory: config.stateDirectory,
