@@ -54,7 +54,7 @@ public enum ConfigReference {
         Entry(key: "bluetooth.max_centrals", type: "integer 1-16", defaultValue: String(D.maxCentrals),
               meaning: "Centrals connected at once; advertising pauses at the limit."),
         Entry(key: "bluetooth.connection", type: "mapping", defaultValue: none,
-              meaning: "Peripheral Preferred Connection Parameters."),
+              meaning: "Connection parameters gattway prefers: published as the Peripheral Preferred Connection Parameters, and, when this section is present, asked of each central whose connection does not meet them (L2CAP Connection Parameter Update Request; the central decides)."),
         Entry(key: "bluetooth.connection.min_interval", type: "duration 7.5ms-4s",
               defaultValue: d(D.connectionMinInterval), meaning: "Shortest connection interval asked for."),
         Entry(key: "bluetooth.connection.max_interval", type: "duration 7.5ms-4s",

@@ -19,7 +19,7 @@ struct ValidConfigTests {
         #expect(config.bluetooth.maxCentrals == 3)
         #expect(config.bluetooth.connection == ConnectionPreferences(
             minInterval: .milliseconds(30), maxInterval: .milliseconds(50), latency: 0,
-            supervisionTimeout: .seconds(4)))
+            supervisionTimeout: .seconds(4), asksCentrals: false), "without a bluetooth.connection section nothing is asked of centrals")
         #expect(config.bluetooth.security == SecurityConfig(ioCapabilities: .noInputNoOutput, passkey: nil,
                                                             allowLegacy: false))
         #expect(config.stateDirectory == "/var/lib/gattway")

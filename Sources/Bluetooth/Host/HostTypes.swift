@@ -136,12 +136,16 @@ public struct HostConfiguration: Sendable {
     /// button); without that such pairings are refused, since accepting unseen would claim MITM
     /// protection nobody checked.
     public var confirmsNumericComparison: Bool
+    /// Connection parameters to ask each central for when the connection it made does not meet
+    /// them; nil asks nothing.
+    public var preferredConnection: ConnectionParameters?
 
     public init(transport: HCITransportSpec, stateDirectory: String,
                 advertising: AdvertisingSettings?, maxCentrals: Int = 8, transmitQueueCapacity: Int = 8,
                 commandTimeout: Duration = .seconds(2),
                 reconnectDelays: [Duration] = [.milliseconds(200), .seconds(1), .seconds(2), .seconds(5), .seconds(10)],
-                security: SecurityConfiguration = .standard, confirmsNumericComparison: Bool = false) {
+                security: SecurityConfiguration = .standard, confirmsNumericComparison: Bool = false,
+                preferredConnection: ConnectionParameters? = nil) {
         self.transport = transport
         self.stateDirectory = stateDirectory
         self.advertising = advertising
@@ -151,6 +155,7 @@ public struct HostConfiguration: Sendable {
         self.reconnectDelays = reconnectDelays
         self.security = security
         self.confirmsNumericComparison = confirmsNumericComparison
+        self.preferredConnection = preferredConnection
     }
 }
 

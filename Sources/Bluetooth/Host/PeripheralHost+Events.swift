@@ -133,10 +133,29 @@ extension PeripheralHost {
         eventSink.yield(.connected(central))
         await server.centralConnected(connection.bearer)
         await securityConnectionOpened(connection)
+        askForPreferredParameters(connection, interval: event.interval, latency: event.latency,
+                                  supervisionTimeout: event.supervisionTimeout)
         spawn {
             await self.readvertise()
             await self.requestFasterLink(for: central)
         }
+    }
+
+    /// Asks the central for the configured connection parameters when the connection it made
+    /// does not meet them (an interval outside the range, another latency or supervision
+    /// timeout), with an L2CAP Connection Parameter Update Request (Vol 3 Part A 4.20); the
+    /// central decides, and an accepted request ends in an LE Connection Update Complete.
+    private func askForPreferredParameters(_ connection: ConnectionState, interval: UInt16, latency: UInt16,
+                                           supervisionTimeout: UInt16) {
+        guard let wish = configuration.preferredConnection,
+              !(wish.intervalMin...wish.intervalMax).contains(interval) || latency != wish.latency
+                || supervisionTimeout != wish.supervisionTimeout else { return }
+        let central = connection.central
+        let asked = "interval \(Double(wish.intervalMin) * 1.25)–\(Double(wish.intervalMax) * 1.25) ms, "
+            + "latency \(wish.latency), timeout \(Int(wish.supervisionTimeout) * 10) ms"
+        logger.info("asking \(central) for the configured connection parameters: \(asked)")
+        let request = connection.signaling.requestParameterUpdate(wish)
+        transmitter.send(L2CAPFrame(channel: L2CAPChannel.leSignaling, payload: request), on: central.handle)
     }
 
     /// Asks for Data Length Extension and the 2M PHY where the controller supports them. A

@@ -99,13 +99,28 @@ public struct ConnectionPreferences: Sendable, Hashable {
     /// Peripheral latency in connection events.
     public var latency: Int
     public var supervisionTimeout: Duration
+    /// Whether gattway asks each central for these parameters (the configuration has a
+    /// `bluetooth.connection` section); otherwise they are only published, in the Peripheral
+    /// Preferred Connection Parameters characteristic.
+    public var asksCentrals: Bool
 
     public init(minInterval: Duration, maxInterval: Duration, latency: Int,
-                supervisionTimeout: Duration) {
+                supervisionTimeout: Duration, asksCentrals: Bool) {
         self.minInterval = minInterval
         self.maxInterval = maxInterval
         self.latency = latency
         self.supervisionTimeout = supervisionTimeout
+        self.asksCentrals = asksCentrals
+    }
+
+    /// The intervals in 1.25 ms units and the timeout in 10 ms units, as the PPCP characteristic
+    /// and the L2CAP connection parameter request carry them.
+    public var minIntervalUnits: UInt16 { Self.units(minInterval, of: .microseconds(1250)) }
+    public var maxIntervalUnits: UInt16 { Self.units(maxInterval, of: .microseconds(1250)) }
+    public var supervisionTimeoutUnits: UInt16 { Self.units(supervisionTimeout, of: .milliseconds(10)) }
+
+    private static func units(_ duration: Duration, of unit: Duration) -> UInt16 {
+        UInt16(clamping: Int((duration / unit).rounded()))
     }
 }
 

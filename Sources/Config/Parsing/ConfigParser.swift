@@ -206,7 +206,7 @@ struct ConfigParser {
                                  + "(must exceed \(DurationText.format(shortest)))")
         }
         return ConnectionPreferences(minInterval: minInterval, maxInterval: maxInterval,
-                                     latency: latency, supervisionTimeout: timeout)
+                                     latency: latency, supervisionTimeout: timeout, asksCentrals: m != nil)
     }
 
     func parseSecurity(_ m: ConfigMapping?) -> SecurityConfig {

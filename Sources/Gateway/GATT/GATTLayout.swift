@@ -67,16 +67,12 @@ public struct GATTLayout: Sendable {
     /// timeout in 10 ms units, as the characteristic carries them).
     public var serverConfiguration: GATTServer.Configuration {
         let connection = config.bluetooth.connection
-        func units(_ duration: Duration, of unit: Duration) -> UInt16 {
-            UInt16(clamping: Int((duration / unit).rounded()))
-        }
         return GATTServer.Configuration(
             deviceName: config.device.name, appearance: config.device.appearance,
             preferredConnectionParameters: .init(
-                minimumInterval: units(connection.minInterval, of: .microseconds(1250)),
-                maximumInterval: units(connection.maxInterval, of: .microseconds(1250)),
+                minimumInterval: connection.minIntervalUnits, maximumInterval: connection.maxIntervalUnits,
                 peripheralLatency: UInt16(clamping: connection.latency),
-                supervisionTimeout: units(connection.supervisionTimeout, of: .milliseconds(10))))
+                supervisionTimeout: connection.supervisionTimeoutUnits))
     }
 
     /// The characteristic at `path` (`<service>/<characteristic>`).

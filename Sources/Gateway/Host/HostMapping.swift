@@ -1,4 +1,5 @@
 import BluetoothHost
+import BluetoothL2CAP
 import BluetoothSMP
 import Config
 import Foundation
@@ -12,10 +13,15 @@ public enum HostMapping {
             appearance: config.device.appearance, includeTxPower: advertising.includesTxPower,
             manufacturerData: advertising.manufacturerData.map { ($0.companyID, $0.data) },
             intervalMilliseconds: Int((advertising.interval / .milliseconds(1)).rounded()))
+        let connection = config.bluetooth.connection
         return HostConfiguration(transport: config.bluetooth.transport, stateDirectory: config.stateDirectory,
                                  advertising: settings, maxCentrals: config.bluetooth.maxCentrals,
                                  security: try security(config.bluetooth.security),
-                                 confirmsNumericComparison: config.bluetooth.security.confirmWith != nil)
+                                 confirmsNumericComparison: config.bluetooth.security.confirmWith != nil,
+                                 preferredConnection: connection.asksCentrals ? ConnectionParameters(
+                                     intervalMin: connection.minIntervalUnits, intervalMax: connection.maxIntervalUnits,
+                                     latency: UInt16(clamping: connection.latency),
+                                     supervisionTimeout: connection.supervisionTimeoutUnits) : nil)
     }
 
     /// `bluetooth.security` as the Security Manager takes it. The configuration layer already
