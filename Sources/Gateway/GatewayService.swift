@@ -85,7 +85,13 @@ public struct GatewayService: Service {
                 }
                 group.addTask {
                     var confirmButton = runner.name == config.bluetooth.security.confirmWith ? ConfirmButton() : nil
+                    var lostEvents = LostEventsLog(sensor: runner.name)
                     for await value in runner.values {
+                        if value.channel == SensorValue.lostEventsChannel, let total = value.number {
+                            if let line = lostEvents.record(total: Int(total), at: .now) { logger.warning("\(line)") }
+                            await pipeline.lostEvents(sensor: runner.name, total: Int(total))
+                            continue
+                        }
                         await pipeline.sensorValue(value)
                         await bthome?.reading(value)
                         if confirmButton?.isPress(value) == true { await host.confirmNumericComparison() }

@@ -8,7 +8,7 @@ struct Emission {
     var time: UInt64
 
     static let valueChannel = "value"
-    static let lostEventsChannel = "lost_events"
+    static let lostEventsChannel = SensorValue.lostEventsChannel
 }
 
 /// The kind-specific part of a sensor: owns its lines and turns edge events and time into

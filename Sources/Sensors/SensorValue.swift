@@ -14,6 +14,9 @@ public struct SensorValue: Sendable, Equatable {
     /// (running total) for any sensor whose edge events overflowed a buffer.
     public var channel: String
     public var reading: Reading
+
+    /// The channel carrying the running total of lost edge events.
+    public static let lostEventsChannel = "lost_events"
     /// Unit symbol, e.g. `°C`, `%`, `m`, `1/s`; empty for booleans and counts.
     public var unit: String
     /// Monotonic time (ns) the reading refers to: the edge or the measurement that produced it.

@@ -192,6 +192,22 @@ struct ValuePipelineTests {
         #expect(values == (publishesEvents ? 10 : 0))
     }
 
+    /// Lost GPIO events reach MQTT's `state` counters, per sensor and in total.
+    @Test func lostEventsAreCounted() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        await fixture.pipeline.lostEvents(sensor: "climate", total: 7)
+        await fixture.pipeline.lostEvents(sensor: "relay", total: 2)
+        await fixture.pipeline.lostEvents(sensor: "climate", total: 9)
+        await fixture.pipeline.logStatistics()
+        while let event = await fixture.pipelineEvents.next() {
+            guard case .status(_, _, let counters) = event, counters["lost_events"] != 0 else { continue }
+            #expect(counters["lost_events"] == 11)
+            #expect(counters["climate.lost_events"] == 9)
+            #expect(counters["relay.lost_events"] == 2)
+            break
+        }
+    }
+
     /// A phone's write to an output is acknowledged before the line is driven, so a line that
     /// cannot be driven is reported afterwards, as a durable event for the error topic.
     @Test func anOutputThatCannotBeDrivenIsReported() async throws {

@@ -69,6 +69,8 @@ public actor ValuePipeline {
     /// nobody else.
     private var fullCentrals: Set<CentralID> = []
     private var peripheralState = PeripheralState.unknown
+    /// Lost GPIO events per sensor (their running totals).
+    private var lostEventTotals: [String: Int] = [:]
     private var advertising = false
     private var draining = false
     private var drainAgain = false
@@ -183,6 +185,12 @@ public actor ValuePipeline {
         }
         for ref in refs { setValue(value, of: ref) }
         await drain()
+    }
+
+    /// A sensor's running total of lost GPIO events, for the `state` counters
+    /// (`<sensor>.lost_events`, and `lost_events` over all sensors).
+    public func lostEvents(sensor: String, total: Int) {
+        lostEventTotals[sensor] = total
     }
 
     /// A value from MQTT (`/set`, or a characteristic sourced from a topic), already checked
@@ -333,7 +341,9 @@ public actor ValuePipeline {
         let fields: [(String, KeyPath<NotifyCounters, Int>)] = [
             ("sent", \.sent), ("coalesced", \.coalesced), ("suppressed", \.suppressed), ("dropped", \.dropped),
         ]
-        var counters = ["centrals": statistics.perCentral.count, "waiting": statistics.valuesWaiting]
+        var counters = ["centrals": statistics.perCentral.count, "waiting": statistics.valuesWaiting,
+                        "lost_events": lostEventTotals.values.reduce(0, +)]
+        for (sensor, total) in lostEventTotals { counters["\(sensor).lost_events"] = total }
         for (name, path) in fields {
             counters[name] = statistics.perCharacteristic.values.reduce(0) { $0 + $1[keyPath: path] }
             for (ref, values) in statistics.perCharacteristic { counters["\(ref).\(name)"] = values[keyPath: path] }
