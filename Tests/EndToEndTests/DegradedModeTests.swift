@@ -8,24 +8,8 @@ import TestHarness
 /// the controller, and serves phones once the controller appears.
 @Suite(.serialized, .timeLimit(.minutes(3)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct DegradedModeTests {
-    static let config = """
-        device: {name: degraded}
-        gpio:
-          backend: simulated
-          chips:
-            - lines:
-                - {name: GPIO17, generator: {type: constant, level: 1}}
-        sensors:
-          - {id: door, kind: binary, line: GPIO17}
-        services:
-          - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0003
-            name: door
-            characteristics:
-              - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0003
-                name: open
-                format: bool
-                source: {sensor: door}
-        """
+    static let config = GatewayRig.binarySensorConfig(device: "degraded", service: "door", name: "open",
+                                                      uuidSuffix: "E50E24DC0003")
 
     @Test func withoutAControllerItRunsSensorsAndMQTTThenServesPhonesOnceOneAppears() async throws {
         let broker = try Broker()
@@ -70,10 +54,7 @@ struct DegradedModeTests {
         defer { phone.kill() }
         let found = try await phone.expect("scan", ["name": "degraded", "timeout": 20])
         _ = try await phone.expect("connect", ["address": try #require(found.string("address")), "timeout": 10])
-        let services = try await phone.expect("discover")["services"] as? [[String: Any]] ?? []
-        let characteristic = try #require(services.flatMap { $0["characteristics"] as? [[String: Any]] ?? [] }
-            .first { $0["uuid"] as? String == "6E400002-B5A3-F393-E0A9-E50E24DC0003" })
-        let handle = try #require(characteristic["value_handle"] as? Int)
+        let handle = try await phone.valueHandle(of: "6E400002-B5A3-F393-E0A9-E50E24DC0003")
         #expect(try await phone.expect("read", ["handle": handle]).bytes("value") == [1])
     }
 }

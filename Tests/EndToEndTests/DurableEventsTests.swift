@@ -34,9 +34,7 @@ struct DurableEventsTests {
                                        arguments: ["--log-level", "info", "--mqtt", "mqtt://127.0.0.1:\(broker.port)"])
         defer { rig.stop() }
         let (phone, _) = try await rig.connectedPhone()
-        let services = try await phone.expect("discover")["services"] as? [[String: Any]] ?? []
-        let handle = try #require(services.flatMap { $0["characteristics"] as? [[String: Any]] ?? [] }
-            .first { $0["uuid"] as? String == "6E400002-B5A3-F393-E0A9-E50E24DC0005" }?["value_handle"] as? Int)
+        let handle = try await phone.valueHandle(of: "6E400002-B5A3-F393-E0A9-E50E24DC0005")
         func write(_ value: Int) async throws {
             let bytes = String(format: "%02x%02x", value & 0xFF, value >> 8)
             try await phone.expect("write", ["handle": handle, "value": bytes, "response": false])

@@ -223,4 +223,28 @@ final class GatewayRig: @unchecked Sendable {
     }
 
     deinit { stop(timeout: 3) }
+
+    /// A configuration with one binary sensor on a simulated line held at 1, served as a `bool`
+    /// characteristic `<service>/<name>` (service UUID `6E400001-…-<suffix>`, characteristic
+    /// `6E400002-…-<suffix>`).
+    static func binarySensorConfig(device: String, service: String, name: String, uuidSuffix: String) -> String {
+        """
+        device: {name: \(device)}
+        gpio:
+          backend: simulated
+          chips:
+            - lines:
+                - {name: GPIO17, generator: {type: constant, level: 1}}
+        sensors:
+          - {id: \(name), kind: binary, line: GPIO17}
+        services:
+          - uuid: 6E400001-B5A3-F393-E0A9-\(uuidSuffix)
+            name: \(service)
+            characteristics:
+              - uuid: 6E400002-B5A3-F393-E0A9-\(uuidSuffix)
+                name: \(name)
+                format: bool
+                source: {sensor: \(name)}
+        """
+    }
 }

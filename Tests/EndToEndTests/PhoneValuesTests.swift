@@ -86,10 +86,7 @@ struct PhoneValuesTests {
 
     /// The value handle of the test characteristic, after discovery.
     static func valueHandle(_ phone: Phone) async throws -> Int {
-        let services = try await phone.expect("discover")["services"] as? [[String: Any]] ?? []
-        let characteristic = try #require(services.flatMap { $0["characteristics"] as? [[String: Any]] ?? [] }
-            .first { ($0["uuid"] as? String)?.uppercased() == Self.characteristicUUID })
-        return try #require(characteristic["value_handle"] as? Int)
+        try await phone.valueHandle(of: Self.characteristicUUID)
     }
 
     static func values(_ reply: PhoneReply) -> [[UInt8]] {

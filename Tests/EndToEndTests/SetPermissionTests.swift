@@ -6,24 +6,8 @@ import TestHarness
 /// reading) it is refused on `<base>/<dev>/error`, and neither MQTT nor a phone sees a new value.
 @Suite(.serialized, .timeLimit(.minutes(3)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct SetPermissionTests {
-    static let config = """
-        device: {name: setperm}
-        gpio:
-          backend: simulated
-          chips:
-            - lines:
-                - {name: GPIO22, generator: {type: constant, level: 1}}
-        sensors:
-          - {id: motion, kind: binary, line: GPIO22}
-        services:
-          - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0004
-            name: hall
-            characteristics:
-              - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0004
-                name: motion
-                format: bool
-                source: {sensor: motion}
-        """
+    static let config = GatewayRig.binarySensorConfig(device: "setperm", service: "hall", name: "motion",
+                                                      uuidSuffix: "E50E24DC0004")
 
     @Test func setOnAReadOnlySensorIsRefusedAndChangesNothing() async throws {
         let rig = try await GatewayRig(config: Self.config, advertisedName: "setperm", broker: true)
@@ -43,10 +27,7 @@ struct SetPermissionTests {
             #expect(!watcher.messages.dropFirst(mark).contains { $0.topic == topic }, "no new value after the refused /set")
 
             let (phone, _) = try await rig.connectedPhone()
-            let services = try await phone.expect("discover")["services"] as? [[String: Any]] ?? []
-            let characteristic = try #require(services.flatMap { $0["characteristics"] as? [[String: Any]] ?? [] }
-                .first { $0["uuid"] as? String == "6E400002-B5A3-F393-E0A9-E50E24DC0004" })
-            let handle = try #require(characteristic["value_handle"] as? Int)
+            let handle = try await phone.valueHandle(of: "6E400002-B5A3-F393-E0A9-E50E24DC0004")
             #expect(try await phone.expect("read", ["handle": handle]).bytes("value") == [1], "the phone still reads the sensor")
         } catch {
             await watcher.stop()

@@ -81,6 +81,18 @@ public final class Phone: @unchecked Sendable {
         return reply
     }
 
+    /// Discovers the connected peripheral and returns the value handle of the characteristic
+    /// `uuid` (as the phone prints it, e.g. `6E400002-B5A3-F393-E0A9-E50E24DC0001`).
+    public func valueHandle(of uuid: String) async throws -> Int {
+        let services = try await expect("discover")["services"] as? [[String: Any]] ?? []
+        guard let characteristic = services.flatMap({ $0["characteristics"] as? [[String: Any]] ?? [] })
+            .first(where: { ($0["uuid"] as? String)?.uppercased() == uuid.uppercased() }),
+              let handle = characteristic["value_handle"] as? Int else {
+            throw TestFailure("the phone found no characteristic \(uuid)")
+        }
+        return handle
+    }
+
     public func kill() {
         guard process.isRunning else { return }
         process.terminate()
