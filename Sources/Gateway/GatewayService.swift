@@ -21,16 +21,21 @@ public struct GatewayService: Service {
     private let systemd: SystemdNotifier
     private let statisticsInterval: Duration
     private let readinessGrace: Duration
+    /// systemd's watchdog period halved (`ServiceWatchdog`), when systemd asked for keep-alives.
+    private let watchdogInterval: Duration?
 
     /// `readinessGrace`: how long READY=1 waits for the controller before the gateway reports
-    /// itself ready without it (degraded; see `ServiceReadiness`).
+    /// itself ready without it (degraded; see `ServiceReadiness`). `watchdogInterval`: how often
+    /// to send WATCHDOG=1 (nil: systemd asked for none).
     public init(config: GatewayConfig, logger: Logger, systemd: SystemdNotifier,
-                statisticsInterval: Duration = .seconds(60), readinessGrace: Duration = .seconds(10)) {
+                statisticsInterval: Duration = .seconds(60), readinessGrace: Duration = .seconds(10),
+                watchdogInterval: Duration? = ServiceWatchdog.interval(environment: ProcessInfo.processInfo.environment)) {
         self.config = config
         self.logger = logger
         self.systemd = systemd
         self.statisticsInterval = statisticsInterval
         self.readinessGrace = readinessGrace
+        self.watchdogInterval = watchdogInterval
     }
 
     public func run() async throws {
@@ -100,6 +105,11 @@ public struct GatewayService: Service {
             }
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
             group.addTask { [readinessGrace] in await readiness.expireGrace(after: readinessGrace) }
+            if let interval = watchdogInterval {
+                let watchdog = ServiceWatchdog(interval: interval, probes: [{ await host.ping() }, { await pipeline.ping() }],
+                                               systemd: systemd)
+                group.addTask { await watchdog.run() }
+            }
             group.addTask {
                 await Self.follow(host.events, pipeline: pipeline, mirror: mirror,
                                   confirmWith: config.bluetooth.security.confirmWith,

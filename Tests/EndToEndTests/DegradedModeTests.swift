@@ -43,13 +43,13 @@ struct DegradedModeTests {
         // No controller: the sensor's value still reaches MQTT, and systemd hears ready, degraded.
         let value = await watcher.first(timeout: .seconds(30)) { $0.topic == "gattway/degraded/door/open" }
         #expect(value?.text?.hasPrefix(#"{"value":true,"#) == true, "the door's value on MQTT:\n\(gattway.stderr)")
-        #expect(notify.receive(timeout: 30) == "READY=1\nSTATUS=degraded: Bluetooth controller tcp:127.0.0.1:\(port) "
+        #expect(await notify.next(within: .seconds(30)) == "READY=1\nSTATUS=degraded: Bluetooth controller tcp:127.0.0.1:\(port) "
                 + "unreachable or busy, retrying; sensors and MQTT running", "log:\n\(gattway.stderr)")
 
         // The controller appears on the configured transport: running, and a phone reads the door.
         let controller = try await VirtualController(port: port)
         defer { controller.stop() }
-        #expect(notify.receive(timeout: 30) == "STATUS=running", "log:\n\(gattway.stderr)")
+        #expect(await notify.next(within: .seconds(30)) == "STATUS=running", "log:\n\(gattway.stderr)")
         let phone = try await Phone(controllerPort: port)
         defer { phone.kill() }
         let found = try await phone.expect("scan", ["name": "degraded", "timeout": 20])

@@ -236,7 +236,7 @@ struct CLITests {
     @Test(.disabled(if: integrationTestsStandAside, unitOnlyReason))
     func runTellsSystemdWhenReadyAndWhenStopping() async throws {
         let notify = try NotifySocket()
-        func receive() -> String? { notify.receive(timeout: 10) }
+        func receive() async -> String? { await notify.next(within: .seconds(10)) }
 
         // READY=1 comes once the controller is up: the harness's virtual controller.
         let controller = try await VirtualController()
@@ -249,10 +249,10 @@ struct CLITests {
                                environment: ["NOTIFY_SOCKET": notify.path])
         try child.start()
         defer { child.stop() }
-        #expect(receive() == "READY=1\nSTATUS=running")
+        #expect(await receive() == "READY=1\nSTATUS=running")
         #expect(child.wait(timeout: 5) { _, stderr, _ in stderr.contains("NOTICE gattway: controller poweredOn") })
         child.signal(SIGTERM)
-        #expect(receive() == "STOPPING=1")
+        #expect(await receive() == "STOPPING=1")
         #expect(child.waitForExit(timeout: 2) == 0)
     }
 
@@ -281,6 +281,26 @@ struct CLITests {
                 #expect(help.stdout.contains(phrase), "gattway \(subcommand) --help mentions \(phrase)")
             }
         }
+    }
+
+    /// Under systemd's watchdog (`WATCHDOG_USEC`) the running service sends WATCHDOG=1 every half
+    /// period (the beat's dependence on the working actors: ServiceWatchdogTests).
+    @Test func runBeatsForSystemdsWatchdog() async throws {
+        let notify = try NotifySocket()
+        let path = try temporaryFile("""
+            gpio: {backend: simulated}
+            state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
+            """)
+        let child = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:9"],
+                                   environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"])
+        try child.start()
+        defer { child.stop() }
+        var beats = 0
+        let deadline = ContinuousClock.now + .seconds(10)
+        while beats < 3, ContinuousClock.now < deadline, let message = await notify.next(within: .seconds(2)) {
+            if message == "WATCHDOG=1" { beats += 1 }
+        }
+        #expect(beats == 3, "three WATCHDOG=1 at 100 ms intervals:\n\(child.stderr)")
     }
 
     /// `check --print transport` prints `bluetooth.transport` as gattway reads it, whatever the

@@ -44,3 +44,54 @@ import TestHarness
         #expect(readiness.controllerStateChanged(.poweredOn) == "STATUS=running")
     }
 }
+
+/// WATCHDOG=1 only while the actors doing the work answer (`ServiceWatchdog`).
+@Suite struct ServiceWatchdogTests {
+    @Test func theIntervalIsHalfOfWhatSystemdAsksForThisProcess() {
+        #expect(ServiceWatchdog.interval(environment: ["WATCHDOG_USEC": "30000000"], pid: 42) == .seconds(15))
+        #expect(ServiceWatchdog.interval(environment: ["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "42"], pid: 42) == .seconds(15))
+        #expect(ServiceWatchdog.interval(environment: ["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "7"], pid: 42) == nil,
+                "another process's watchdog")
+        #expect(ServiceWatchdog.interval(environment: [:], pid: 42) == nil)
+        #expect(ServiceWatchdog.interval(environment: ["WATCHDOG_USEC": "0"], pid: 42) == nil)
+    }
+
+    @Test func itBeatsWhileTheWorkAnswers() async throws {
+        let socket = try NotifySocket()
+        let watchdog = ServiceWatchdog(interval: .milliseconds(50), probes: [{}, {}],
+                                       systemd: SystemdNotifier(socketPath: socket.path))
+        let task = Task { await watchdog.run() }
+        defer { task.cancel() }
+        #expect(await socket.next(within: .seconds(5)) == "WATCHDOG=1")
+        #expect(await socket.next(within: .seconds(5)) == "WATCHDOG=1")
+    }
+
+    /// A probe that never answers (the actor it calls is stuck) stops the beat, although the
+    /// watchdog's own timer keeps running.
+    @Test func aStuckActorStopsTheBeat() async throws {
+        let socket = try NotifySocket()
+        let stuck = StuckActor()
+        let watchdog = ServiceWatchdog(interval: .milliseconds(50), probes: [{ await stuck.answer() }],
+                                       systemd: SystemdNotifier(socketPath: socket.path))
+        let task = Task { await watchdog.run() }
+        #expect(await socket.next(within: .seconds(1)) == nil, "no WATCHDOG=1 while the actor is stuck")
+        await stuck.release()
+        #expect(await socket.next(within: .seconds(5)) == "WATCHDOG=1", "and it beats again once the actor answers")
+        task.cancel()
+    }
+}
+
+/// An actor whose `answer()` waits until `release()`, like one whose executor is stuck.
+private actor StuckActor {
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private var released = false
+    func answer() async {
+        guard !released else { return }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+    func release() {
+        released = true
+        for continuation in waiting { continuation.resume() }
+        waiting = []
+    }
+}

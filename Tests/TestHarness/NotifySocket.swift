@@ -34,6 +34,16 @@ public final class NotifySocket: @unchecked Sendable {
         return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
     }
 
+    /// The next message, or nil when none arrives within `timeout`, without blocking a thread of
+    /// the cooperative pool (for async tests whose code under test runs on that pool too).
+    public func next(within timeout: Duration) async -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let message = receive(timeout: 0) { return message }
+            guard ContinuousClock.now < deadline, (try? await Task.sleep(for: .milliseconds(10))) != nil else { return nil }
+        }
+    }
+
     deinit {
         close(descriptor)
         unlink(path)
