@@ -300,7 +300,7 @@ check "systemd-analyze verify gattway-import-boot-config.service (pi-gen stage)"
 # ExecStartPre: powers down the adapter the config names, through btmgmt (a stub recording its
 # arguments here), and nothing for socket transports. /sys is not mounted yet: the adapter is a
 # directory made for the purpose.
-mkdir -p "$root/sys/class/bluetooth/hci1"
+mkdir -p "$root/sys/class/bluetooth/hci0" "$root/sys/class/bluetooth/hci1"
 printf '#!/bin/sh\necho "$*" >> /tmp/btmgmt.calls\n' > "$root/usr/local/bin/btmgmt"
 chmod 0755 "$root/usr/local/bin/btmgmt"
 printf 'bluetooth:\n  advertising: {local_name: hci7}\n  transport: "hci1"  # the dongle\n' > "$root/tmp/hci1.yaml"
