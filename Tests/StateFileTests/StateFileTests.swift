@@ -49,7 +49,7 @@ import Testing
 
     /// A counter's total file, rewritten by a child killed with SIGKILL at random moments while it
     /// writes: every kill leaves a complete total, and the total never goes backwards.
-    @Test func aKilledCounterWriterLeavesACompleteTotalThatNeverGoesBack() throws {
+    @Test func aKilledCounterWriterLeavesACompleteTotalThatNeverGoesBack() async throws {
         let path = try temporaryDirectory() + "/pulses.count"
         func total() throws -> UInt64? {
             guard let text = try StateFile.read(path).map({ String(decoding: $0, as: UTF8.self) }) else { return nil }
@@ -57,7 +57,7 @@ import Testing
         }
         var last: UInt64 = 0
         for round in 0..<250 {
-            try runProbeAndKill(["counter", path], round: round) { (try? total()).flatMap { $0 }.map { $0 > last } ?? false }
+            try await runProbeAndKill(["counter", path], round: round) { (try? total()).flatMap { $0 }.map { $0 > last } ?? false }
             let now = try #require(try total(), "round \(round): the file is gone")
             #expect(now > last, "round \(round): the total went from \(last) to \(now)")
             last = now
@@ -67,13 +67,13 @@ import Testing
     /// bonds.json (up to 40 bonds, 10+ kB), rewritten through BondStore by a child killed with
     /// SIGKILL at random moments while it writes: every kill leaves a file that loads, whole (its
     /// bond count matches its generation), never an older generation.
-    @Test func aKilledBondWriterLeavesALoadableFile() throws {
+    @Test func aKilledBondWriterLeavesALoadableFile() async throws {
         let directory = try temporaryDirectory()
         let store = BondStore(directory: directory)
         func generation() throws -> UInt16? { try store.load().bonds.first?.clientConfigurations[1] }
         var last: UInt16 = 0
         for round in 0..<250 {
-            try runProbeAndKill(["bonds", directory], round: round) { (try? generation()).flatMap { $0 }.map { $0 > last } ?? false }
+            try await runProbeAndKill(["bonds", directory], round: round) { (try? generation()).flatMap { $0 }.map { $0 > last } ?? false }
             let registry = try store.load()
             let now = try #require(registry.bonds.first?.clientConfigurations[1], "round \(round): no bonds")
             #expect(registry.bonds.count == Int(now) % 40 + 1, "round \(round): a mixed file")
@@ -84,8 +84,9 @@ import Testing
 
     /// Starts the probe, waits until `wrote` says it has written a new version (so it is in its
     /// write loop, however long a loaded machine took to start it), lets it go on for a random
-    /// 0–3 ms, kills it with SIGKILL and waits for it.
-    private func runProbeAndKill(_ arguments: [String], round: Int, wrote: () -> Bool) throws {
+    /// 0–3 ms, kills it with SIGKILL and waits for it. It waits by sleeping, not by blocking a
+    /// thread, so the other tests running beside it keep theirs.
+    private func runProbeAndKill(_ arguments: [String], round: Int, wrote: () -> Bool) async throws {
         let process = Process()
         process.executableURL = try probeExecutable()
         process.arguments = arguments
@@ -94,8 +95,8 @@ import Testing
         process.standardError = errors
         try process.run()
         let deadline = ContinuousClock.now + .seconds(20)
-        while !wrote(), process.isRunning, ContinuousClock.now < deadline { usleep(500) }
-        usleep(UInt32.random(in: 0...3_000))
+        while !wrote(), process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(500)) }
+        try await Task.sleep(for: .microseconds(Int.random(in: 0...3_000)))
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
