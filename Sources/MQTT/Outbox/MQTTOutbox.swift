@@ -16,9 +16,10 @@ public struct OutboxEntry: Sendable, Equatable {
 /// finished records than pending ones it is compacted: the pending events are written to a
 /// temporary file, fsynced, and renamed over the journal (atomic on POSIX), so a crash at any
 /// point leaves either the old or the new journal. Appends are `write(2)` calls; a torn last line
-/// (power loss mid-write) is detected and discarded with a warning on load. Each `add` is fsynced
-/// before `append` returns, so an accepted event survives a power cut as well; `done` records are
-/// not (a lost one only delivers an event twice, which QoS 1 allows).
+/// (power loss mid-write) is detected and discarded with a warning on load. `sync()` fsyncs the
+/// `add` records written since the last one (the mirror calls it after each event it hands to the
+/// broker), so an accepted event survives a power cut as well; `done` records are not fsynced (a
+/// lost one only delivers an event twice, which QoS 1 allows).
 public final class MQTTOutbox {
     public let capacity: Int
     public private(set) var droppedCount = 0
@@ -33,6 +34,8 @@ public final class MQTTOutbox {
     private var finishedRecords = 0
     private var reportedFull = false
     private var journal: FileHandle
+    /// Whether `add` records were written since the last fsync.
+    private var unsynced = false
 
     public init(directory: URL, capacity: Int = 10_000, logger: Logger) throws {
         precondition(capacity > 0, "outbox capacity must be positive")
@@ -81,14 +84,23 @@ public final class MQTTOutbox {
         let entry = OutboxEntry(sequence: nextSequence, message: message)
         nextSequence += 1
         try write(Record(add: entry))
-        // An event the outbox accepted survives a power cut too, not only a crash.
+        unsynced = true
+        entries.append(entry)
+        return entry
+    }
+
+    /// Makes every event appended so far survive a power cut, not only a crash (fsync of the
+    /// journal). Called after each event is handed to the broker, so the disk's latency is not
+    /// on the way of the publish: until the fsync the event is already at the broker or, if
+    /// the power goes first, no more lost than without an outbox.
+    public func sync() throws {
+        guard unsynced else { return }
         do {
             try journal.synchronize()
         } catch {
             throw MQTTError.requestFailed("cannot fsync MQTT outbox \(journalURL.path): \(error.localizedDescription)")
         }
-        entries.append(entry)
-        return entry
+        unsynced = false
     }
 
     /// Removes the event the broker acknowledged. Unknown sequence numbers (already dropped) are
