@@ -135,7 +135,7 @@ public actor MQTTMirrorService {
         case .publish(let message, durable: true):
             do {
                 send(try outbox.append(message))
-                try outbox.sync()
+                outbox.sync()
             } catch {
                 logger.error("MQTT event on \(message.topic) could not be queued: \(error)")
             }

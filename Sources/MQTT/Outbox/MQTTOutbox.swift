@@ -33,8 +33,11 @@ public final class MQTTOutbox {
     private var nextSequence: UInt64 = 1
     private var finishedRecords = 0
     private var reportedFull = false
-    private var journal: FileHandle
-    /// Whether `add` records were written since the last fsync.
+    private var journal: FileHandle {
+        didSet { syncer.follow(journal.fileDescriptor) }
+    }
+    private let syncer: JournalSyncer
+    /// Whether `add` records were written since the last fsync was asked for.
     private var unsynced = false
 
     public init(directory: URL, capacity: Int = 10_000, logger: Logger) throws {
@@ -59,6 +62,8 @@ public final class MQTTOutbox {
         }
         // Start every run from a compact journal, which also discards a torn tail.
         journal = try Self.rewrite(journalURL, with: entries)
+        syncer = JournalSyncer(path: journalURL.path, logger: logger)
+        syncer.follow(journal.fileDescriptor)
         if !entries.isEmpty {
             logger.info("MQTT outbox: \(entries.count) undelivered event(s) restored from \(journalURL.path)")
         }
@@ -89,18 +94,15 @@ public final class MQTTOutbox {
         return entry
     }
 
-    /// Makes every event appended so far survive a power cut, not only a crash (fsync of the
-    /// journal). Called after each event is handed to the broker, so the disk's latency is not
-    /// on the way of the publish: until the fsync the event is already at the broker or, if
-    /// the power goes first, no more lost than without an outbox.
-    public func sync() throws {
+    /// Makes every event appended so far survive a power cut, not only a crash: an fsync of the
+    /// journal on a thread of its own (`JournalSyncer`), so neither the caller nor the publish
+    /// waits for the disk. Called after each event is handed to the broker: until the fsync the
+    /// event is already at the broker or, if the power goes first, no more lost than without an
+    /// outbox.
+    public func sync() {
         guard unsynced else { return }
-        do {
-            try journal.synchronize()
-        } catch {
-            throw MQTTError.requestFailed("cannot fsync MQTT outbox \(journalURL.path): \(error.localizedDescription)")
-        }
         unsynced = false
+        syncer.request()
     }
 
     /// Removes the event the broker acknowledged. Unknown sequence numbers (already dropped) are
@@ -211,6 +213,54 @@ public final class MQTTOutbox {
             return appender
         } catch {
             throw MQTTError.requestFailed("cannot rewrite MQTT outbox \(url.path): \(error)")
+        }
+    }
+}
+
+/// fsyncs the outbox journal off the caller's thread. Requests made while an fsync waits are
+/// folded into the next one, and the journal's descriptor is followed through compactions (a
+/// duplicate of it is kept, and replaced, on the syncer's own serial queue, so an fsync never
+/// touches a closed descriptor).
+private final class JournalSyncer: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "gattway.mqtt-outbox.fsync")
+    private let path: String
+    private let logger: Logger
+    // `pending` is guarded by `lock`; `descriptor` is touched on `queue` only.
+    private let lock = NSLock()
+    private var pending = false
+    private var descriptor: Int32 = -1
+
+    init(path: String, logger: Logger) {
+        self.path = path
+        self.logger = logger
+    }
+
+    deinit {
+        let descriptor = descriptor
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// From now on, fsync this descriptor (the journal's, after a rewrite).
+    func follow(_ journalDescriptor: Int32) {
+        let duplicate = dup(journalDescriptor)
+        queue.async {
+            if self.descriptor >= 0 { close(self.descriptor) }
+            self.descriptor = duplicate
+        }
+    }
+
+    func request() {
+        let alreadyPending = lock.withLock {
+            defer { pending = true }
+            return pending
+        }
+        guard !alreadyPending else { return }
+        queue.async {
+            self.lock.withLock { self.pending = false }
+            guard self.descriptor >= 0 else { return }
+            if fsync(self.descriptor) != 0 {
+                self.logger.error("cannot fsync MQTT outbox \(self.path): \(String(cString: strerror(errno)))")
+            }
         }
     }
 }
