@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TestHarness
 
+extension LoadSensitiveEndToEnd {
 /// Nothing a phone writes is lost on MQTT: 10,000 writes, with the broker stopped for the second
 /// half of them and gattway killed with SIGKILL once they are in its outbox, all reach a
 /// subscriber after gattway starts again and the broker comes back.
@@ -77,4 +78,5 @@ struct DurableEventsTests {
             return String(decoding: payload, as: UTF8.self).contains(text)
         }
     }
+}
 }

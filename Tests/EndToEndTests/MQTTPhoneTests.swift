@@ -3,6 +3,7 @@ import MQTT
 import Testing
 import TestHarness
 
+extension LoadSensitiveEndToEnd {
 /// The MQTT mirror seen from a real phone: `gattway run` with a configuration, the virtual
 /// controller, a Bumble phone and a real mosquitto (`GatewayRig`). A phone's writes of every ATT
 /// kind reach `/written` (latency measured), `/set` reaches a subscribed phone, and its
@@ -256,4 +257,5 @@ struct MQTTPhoneTests {
         let time = try #require(formatter.date(from: stamp))
         return (text.replacingCharacters(in: match.range, with: #""\#(key)":"TS""#), time)
     }
+}
 }

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TestHarness
 
+extension LoadSensitiveEndToEnd {
 /// The `gattway` executable on the virtual controller with simulated GPIO, against Bumble phones:
 /// rate-limited notifications of a fast line, and BTHome advertising that follows the value.
 @Suite(.serialized, .timeLimit(.minutes(3)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
@@ -234,4 +235,5 @@ struct PhoneValuesTests {
         print("BTHome count32: \(before), 2.5 s later \(after); adv_data \(later.string("adv_data") ?? ""), scan_response \(later.string("scan_response") ?? "")")
         #expect((6...14).contains(after - before), "4 pulses/s for 2.5 s: \(before) → \(after)")
     }
+}
 }
