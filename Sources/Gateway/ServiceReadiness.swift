@@ -13,7 +13,7 @@ import Synchronization
 struct ServiceReadiness: Sendable {
     /// The controller as configured (`hci0`, `tcp:127.0.0.1:18820`), for the status line.
     let controller: String
-    private(set) var isReady = false
+    private var isReady = false
     private var state = PeripheralState.unknown
 
     init(controller: String) {

@@ -78,7 +78,7 @@ public enum StateFile {
     }
 
     /// Creates `directory` and its missing parents with mode 0700.
-    public static func makeDirectory(_ directory: String) throws(StateFileError) {
+    static func makeDirectory(_ directory: String) throws(StateFileError) {
         if mkdir(directory, 0o700) == 0 || errno == EEXIST { return }
         guard errno == ENOENT else { throw StateFileError(path: directory, operation: "create", errno: errno) }
         let parent = directoryOf(directory)
