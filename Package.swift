@@ -7,6 +7,10 @@ import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
+    // Release builds specialize generics across modules (the notify engine, the streams between
+    // layers): without it the event path spends a tenth of its time instantiating generic
+    // metadata at run time (docs/performance.md).
+    .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
 ]
 
 let package = Package(
@@ -49,6 +53,10 @@ let package = Package(
         // One small API over libgpiod 1.6 and 2.x, chosen at compile time.
         .target(name: "CGPIODShim", dependencies: ["CGPIOD"], path: "Sources/CGPIODShim"),
 
+        // MARK: The event loop: one thread owning the event descriptors, timers and hot actors.
+        .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
+        .target(name: "EventLoop", dependencies: ["CEpoll"], path: "Sources/EventLoop", swiftSettings: swiftSettings),
+
         // MARK: Persistence: the one way to write a file under the state directory.
         .target(name: "StateFile", path: "Sources/StateFile", swiftSettings: swiftSettings),
 
@@ -63,29 +71,29 @@ let package = Package(
         .target(name: "BluetoothATT", dependencies: ["BluetoothCore"],
                 path: "Sources/Bluetooth/ATT", swiftSettings: swiftSettings),
         .target(name: "BluetoothGATT",
-                dependencies: ["BluetoothCore", "BluetoothATT",
+                dependencies: ["EventLoop", "BluetoothCore", "BluetoothATT",
                                .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Bluetooth/GATT", swiftSettings: swiftSettings),
         .target(name: "BluetoothSMP",
                 dependencies: ["BluetoothCore", "StateFile", .product(name: "Crypto", package: "swift-crypto")],
                 path: "Sources/Bluetooth/SMP", swiftSettings: swiftSettings),
         .target(name: "BluetoothHCI",
-                dependencies: ["BluetoothCore", "CBlueZ",
+                dependencies: ["EventLoop", "BluetoothCore", "CBlueZ",
                                .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Bluetooth/HCI", swiftSettings: swiftSettings),
         .target(name: "BluetoothL2CAP", dependencies: ["BluetoothCore", "BluetoothHCI"],
                 path: "Sources/Bluetooth/L2CAP", swiftSettings: swiftSettings),
         .target(name: "BluetoothHost",
-                dependencies: ["BluetoothCore", "BluetoothHCI", "BluetoothL2CAP", "BluetoothATT",
+                dependencies: ["EventLoop", "BluetoothCore", "BluetoothHCI", "BluetoothL2CAP", "BluetoothATT",
                                "BluetoothGATT", "BluetoothSMP", "StateFile", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Bluetooth/Host", swiftSettings: swiftSettings),
 
         // MARK: Sensors side.
         .target(name: "GPIO",
-                dependencies: ["CGPIODShim", .product(name: "Logging", package: "swift-log")],
+                dependencies: ["EventLoop", "CGPIODShim", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/GPIO", swiftSettings: swiftSettings),
         .target(name: "Sensors",
-                dependencies: ["GPIO", "StateFile", .product(name: "Logging", package: "swift-log")],
+                dependencies: ["EventLoop", "GPIO", "StateFile", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Sensors", swiftSettings: swiftSettings),
         .target(name: "Values", dependencies: ["BluetoothCore"],
                 path: "Sources/Values", swiftSettings: swiftSettings),
@@ -101,7 +109,7 @@ let package = Package(
         .target(name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "Values", "Notify", "Yams"],
                 path: "Sources/Config", swiftSettings: swiftSettings),
         .target(name: "Gateway",
-                dependencies: ["Config", "BluetoothHost", "BluetoothGATT", "BluetoothSMP", "GPIO", "Sensors",
+                dependencies: ["EventLoop", "Config", "BluetoothHost", "BluetoothGATT", "BluetoothSMP", "GPIO", "Sensors",
                                "Values", "Notify", "MQTT",
                                .product(name: "Logging", package: "swift-log"),
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
@@ -119,6 +127,8 @@ let package = Package(
         // mosquitto, and the built `gattway` executable as child processes.
         .target(name: "TestHarness", dependencies: ["BluetoothCore", "MQTT", .product(name: "Logging", package: "swift-log")],
                 path: "Tests/TestHarness", swiftSettings: swiftSettings),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"],
+                    path: "Tests/EventLoopTests", swiftSettings: swiftSettings),
         .testTarget(name: "BluetoothCoreTests", dependencies: ["BluetoothCore"],
                     path: "Tests/BluetoothCoreTests", swiftSettings: swiftSettings),
         .testTarget(name: "BluetoothATTTests", dependencies: ["BluetoothATT"],
@@ -133,9 +143,9 @@ let package = Package(
                     path: "Tests/BluetoothL2CAPTests", swiftSettings: swiftSettings),
         .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothGATT", "BluetoothATT", "BluetoothSMP", "TestHarness"],
                     path: "Tests/BluetoothHostTests", swiftSettings: swiftSettings),
-        .testTarget(name: "GPIOTests", dependencies: ["GPIO"],
+        .testTarget(name: "GPIOTests", dependencies: ["GPIO", "EventLoop"],
                     path: "Tests/GPIOTests", swiftSettings: swiftSettings),
-        .testTarget(name: "SensorsTests", dependencies: ["Sensors", "GPIO"],
+        .testTarget(name: "SensorsTests", dependencies: ["Sensors", "GPIO", "EventLoop"],
                     path: "Tests/SensorsTests", swiftSettings: swiftSettings),
         .testTarget(name: "ValuesTests", dependencies: ["Values"],
                     path: "Tests/ValuesTests", swiftSettings: swiftSettings),

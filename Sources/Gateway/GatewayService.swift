@@ -2,6 +2,7 @@ import BluetoothGATT
 import BluetoothHost
 import BluetoothSMP
 import Config
+import EventLoop
 import Foundation
 import GPIO
 import Logging
@@ -38,7 +39,13 @@ public struct GatewayService: Service {
         self.watchdogInterval = watchdogInterval
     }
 
+    /// Runs on the event loop: the sensors' readings, the pipeline, the host and the tasks between
+    /// them share its thread, so a value goes from a GPIO edge to the controller in one wake-up.
     public func run() async throws {
+        try await withTaskExecutorPreference(EventLoop.shared) { try await runOnLoop() }
+    }
+
+    private func runOnLoop() async throws {
         for line in ConfigSummary.lines(config) {
             logger.info("\(line)")
         }
@@ -78,7 +85,7 @@ public struct GatewayService: Service {
 
         // The host runs beside the group: its shutdown wait is bounded below, so a controller caught
         // mid-command cannot hold the exit.
-        let hostTask = Task { await host.run() }
+        let hostTask = Task(executorPreference: EventLoop.shared) { await host.run() }
         await withTaskGroup(of: Void.self) { group in
             for runner in runners {
                 group.addTask {
@@ -89,18 +96,8 @@ public struct GatewayService: Service {
                     }
                 }
                 group.addTask {
-                    var confirmButton = runner.name == config.bluetooth.security.confirmWith ? ConfirmButton() : nil
-                    var lostEvents = LostEventsLog(sensor: runner.name)
-                    for await value in runner.values {
-                        if value.channel == SensorValue.lostEventsChannel, let total = value.number {
-                            if let line = lostEvents.record(total: Int(total), at: .now) { logger.warning("\(line)") }
-                            await pipeline.lostEvents(sensor: runner.name, total: Int(total))
-                            continue
-                        }
-                        await pipeline.sensorValue(value)
-                        await bthome?.reading(value)
-                        if confirmButton?.isPress(value) == true { await host.confirmNumericComparison() }
-                    }
+                    await Self.forward(runner, to: pipeline, bthome: bthome, host: host,
+                                       confirms: runner.name == config.bluetooth.security.confirmWith, logger: logger)
                 }
             }
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
@@ -140,6 +137,26 @@ public struct GatewayService: Service {
             group.cancelAll()
         }
         logger.notice("gattway stopped")
+    }
+
+    /// Hands each reading of `runner` to the pipeline (and BTHome, and the host when the sensor
+    /// confirms Numeric Comparison). Isolated to the pipeline: a reading yielded on the event loop
+    /// is taken there, and the actors it goes to share that executor, so nothing hops.
+    private static func forward(_ runner: SensorRunner, to pipeline: isolated ValuePipeline,
+                                bthome: BTHomeAdvertiser?, host: PeripheralHost, confirms: Bool,
+                                logger: Logger) async {
+        var confirmButton = confirms ? ConfirmButton() : nil
+        var lostEvents = LostEventsLog(sensor: runner.name)
+        for await value in runner.values {
+            if value.channel == SensorValue.lostEventsChannel, let total = value.number {
+                if let line = lostEvents.record(total: Int(total), at: .now) { logger.warning("\(line)") }
+                pipeline.lostEvents(sensor: runner.name, total: Int(total))
+                continue
+            }
+            await pipeline.sensorValue(value)
+            await bthome?.reading(value)
+            if confirmButton?.isPress(value) == true { await host.confirmNumericComparison() }
+        }
     }
 
     /// Waits for `work` until it ends or `limit` passes, whichever comes first; work still

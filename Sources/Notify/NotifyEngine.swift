@@ -125,8 +125,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     public mutating func unsubscribe(_ central: Central, from characteristic: Characteristic) {
         let key = Key(central: central, characteristic: characteristic)
         guard let subscription = subscriptions.removeValue(forKey: key) else { return }
-        if subscription.outbound != nil { count(\.dropped, key) }
-        if subscription.retryAt != nil { count(\.dropped, key) }
+        if subscription.outbound != nil { count(.dropped, key) }
+        if subscription.retryAt != nil { count(.dropped, key) }
         characteristics[characteristic]?.subscribers.remove(central)
         ready[central]?.removeAll { $0 == characteristic }
     }
@@ -151,7 +151,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         for central in characteristics[characteristic]?.subscribers ?? [] {
             let key = Key(central: central, characteristic: characteristic)
             // A held value that never went out is superseded by this newer one.
-            if subscriptions[key]?.retryAt != nil { count(\.coalesced, key) }
+            if subscriptions[key]?.retryAt != nil { count(.coalesced, key) }
             judgeValue(key, sample: sample, now: now)
         }
     }
@@ -173,8 +173,10 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// The next update for `central`, when its link can take one: the oldest waiting slot
     /// (indications only when none is awaiting confirmation). Counts it as sent.
     public mutating func nextTransmission(for central: Central) -> Transmission<Central, Characteristic>? {
-        guard let queue = ready[central] else { return nil }
-        for (index, characteristic) in queue.enumerated() {
+        // Indexed, not iterated over a copy: the removal below then mutates the queue in place.
+        guard let waiting = ready[central]?.count else { return nil }
+        for index in 0..<waiting {
+            let characteristic = ready[central]![index]
             let key = Key(central: central, characteristic: characteristic)
             guard var subscription = subscriptions[key], let sample = subscription.outbound else { continue }
             if subscription.kind == .indication {
@@ -184,7 +186,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
             subscription.outbound = nil
             subscriptions[key] = subscription
             ready[central]?.remove(at: index)
-            count(\.sent, key)
+            count(.sent, key)
             return Transmission(central: central, characteristic: characteristic, kind: subscription.kind,
                                 sample: sample)
         }
@@ -198,13 +200,13 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     public mutating func transmissionRefused(_ transmission: Transmission<Central, Characteristic>) {
         let key = Key(central: transmission.central, characteristic: transmission.characteristic)
         if transmission.kind == .indication { indicationOutstanding.remove(transmission.central) }
-        count(\.sent, key, by: -1)
+        count(.sent, key, by: -1)
         guard var subscription = subscriptions[key] else {
-            count(\.dropped, key)
+            count(.dropped, key)
             return
         }
         if subscription.outbound != nil {
-            count(\.coalesced, key)
+            count(.coalesced, key)
             return
         }
         subscription.outbound = transmission.sample
@@ -225,7 +227,9 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// Centrals with a value waiting for their link.
     public var centralsWithPendingTransmissions: [Central] {
-        ready.filter { !$0.value.isEmpty }.map(\.key)
+        var centrals: [Central] = []
+        for (central, queue) in ready where !queue.isEmpty { centrals.append(central) }
+        return centrals
     }
 
     // MARK: Counters
@@ -289,7 +293,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
             subscription.retryAt = until
         case .refuse:
             subscription.retryAt = nil
-            count(\.suppressed, key)
+            count(.suppressed, key)
         }
         subscriptions[key] = subscription
     }
@@ -297,7 +301,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     private mutating func emit(_ sample: NotifySample, into subscription: inout Subscription, key: Key,
                                now: Duration) {
         if subscription.outbound != nil {
-            count(\.coalesced, key)
+            count(.coalesced, key)
         } else {
             ready[key.central, default: []].append(key.characteristic)
         }
@@ -364,9 +368,9 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// Adds `amount` to a counter of the characteristic and of the central (while it is connected:
     /// a disconnected central's counters are gone).
-    private mutating func count(_ counter: WritableKeyPath<NotifyCounters, Int>, _ key: Key, by amount: Int = 1) {
-        characteristicCounters[key.characteristic, default: NotifyCounters()][keyPath: counter] += amount
-        centralCounters[key.central]?[keyPath: counter] += amount
+    private mutating func count(_ counter: NotifyCounters.Counter, _ key: Key, by amount: Int = 1) {
+        characteristicCounters[key.characteristic, default: NotifyCounters()].add(amount, to: counter)
+        centralCounters[key.central]?.add(amount, to: counter)
     }
 }
 
@@ -383,6 +387,19 @@ public struct NotifyCounters: Sendable, Hashable, Codable {
     public var dropped = 0
 
     public init() {}
+
+    enum Counter { case sent, coalesced, suppressed, dropped }
+
+    /// A switch, not a key path: counting is on every value's path, and a key path applied to a
+    /// dictionary's value costs allocations.
+    mutating func add(_ amount: Int, to counter: Counter) {
+        switch counter {
+        case .sent: sent += amount
+        case .coalesced: coalesced += amount
+        case .suppressed: suppressed += amount
+        case .dropped: dropped += amount
+        }
+    }
 }
 
 /// A snapshot of the counters for the periodic log line and MQTT `state`.

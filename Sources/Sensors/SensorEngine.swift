@@ -105,8 +105,14 @@ final class SensorCore {
         engine = try makeEngine(spec.kind, context: context)
     }
 
+    /// The earliest of the engine's and the filters' deadlines. Asked after every event, so it
+    /// builds no arrays.
     var deadline: UInt64? {
-        [engine.deadline, chains.values.compactMap(\.deadline).min()].compactMap { $0 }.min()
+        var earliest = engine.deadline
+        for chain in chains.values {
+            if let due = chain.deadline { earliest = min(earliest ?? due, due) }
+        }
+        return earliest
     }
 
     func start(at now: UInt64) throws -> [SensorValue] {
@@ -117,7 +123,8 @@ final class SensorCore {
     func step(now: UInt64) -> [SensorValue] {
         var out: [Emission] = []
         var events: [(event: EdgeEvent, input: Int)] = []
-        for (index, line) in engine.inputs.enumerated() {
+        let inputs = engine.inputs
+        for (index, line) in inputs.enumerated() {
             do {
                 let batch = try line.readEvents()
                 if batch.lost > 0 {
@@ -132,7 +139,7 @@ final class SensorCore {
                                     unit: "", time: now))
             }
         }
-        if engine.inputs.count > 1 {
+        if inputs.count > 1 {
             events.sort { $0.event.timestampNs < $1.event.timestampNs }  // stable: keeps per-line order
         }
         var next = 0
@@ -175,9 +182,9 @@ final class SensorCore {
                 return value(channel: emission.channel, reading: emission.reading, unit: unit, time: emission.time)
             }
             units[emission.channel] = unit
-            var chain = chains[emission.channel] ?? FilterChain(spec.filters)
-            let filtered = chain.apply(emission.reading, at: emission.time)
-            chains[emission.channel] = chain
+            if chains[emission.channel] == nil { chains[emission.channel] = FilterChain(spec.filters) }
+            // In place: a chain copied out and back would copy its state for every value.
+            let filtered = chains[emission.channel]!.apply(emission.reading, at: emission.time)
             return filtered.map { value(channel: emission.channel, reading: $0, unit: unit, time: emission.time) }
         }
     }

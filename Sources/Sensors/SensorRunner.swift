@@ -1,9 +1,11 @@
+import EventLoop
 import GPIO
 
 /// Runs one sensor in real time and streams its values.
 ///
-/// The runner sleeps until a line signals pending edge events (DispatchSource on the request's
-/// fd, or the simulator's timer) or until the sensor's next deadline; it never polls.
+/// The runner sleeps until a line signals pending edge events (the event loop watching the
+/// request's fd, or the simulator's loop timer) or until the sensor's next deadline (a loop
+/// timer); it never polls. It runs on the event loop, where those signals arrive.
 ///
 /// ```swift
 /// let runner = try SensorRunner(spec: spec, backend: LibgpiodBackend())
@@ -12,6 +14,9 @@ import GPIO
 /// try await runner.write(true)             // output sensors only
 /// ```
 public actor SensorRunner {
+    /// On the event loop, with the other actors of the event path: calls between them run inline.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
+
     public nonisolated let name: String
     /// Every value the sensor produces, in order. Finishes when `run()` returns.
     public nonisolated let values: AsyncStream<SensorValue>
@@ -21,8 +26,8 @@ public actor SensorRunner {
     private let backend: any GPIOBackend
     private let core: SensorCore
     private var latestValues: [String: SensorValue] = [:]
-    private var timer: Task<Void, Never>?
-    private var timerDeadline: UInt64?
+    /// Wakes the runner at the sensor's deadline.
+    private let timer: EventLoop.Timer
 
     /// Requests the sensor's lines at once, so a missing or busy line fails here.
     /// - Parameter bufferSize: values kept for a slow consumer; the oldest are dropped beyond it.
@@ -34,6 +39,7 @@ public actor SensorRunner {
         let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         self.wakes = wakes
         self.wake = wake
+        timer = EventLoop.shared.makeTimer { wake.yield() }
         core = try SensorCore(spec: spec, backend: backend, onReadable: { wake.yield() })
     }
 
@@ -48,7 +54,7 @@ public actor SensorRunner {
     /// Reads the sensor until the surrounding task is cancelled, then releases its lines.
     public func run() async throws {
         defer {
-            timer?.cancel()
+            timer.disarm()
             core.stop()
             valuesContinuation.finish()
         }
@@ -60,20 +66,16 @@ public actor SensorRunner {
         }
     }
 
+    /// Arms the timer for the sensor's deadline, on the backend's clock: the simulator's virtual
+    /// clock may run apart from the loop's, so a wake-up before the deadline steps nothing and
+    /// arms again for what is left.
     private func armTimer() {
-        guard core.deadline != timerDeadline else { return }
-        timer?.cancel()
-        timerDeadline = core.deadline
-        guard let deadline = timerDeadline else { return }
-        let (wake, backend) = (wake, backend)
-        timer = Task {
-            // Sleeps on the backend's clock, so an early wake-up sleeps again instead of
-            // leaving the deadline unserved.
-            while !Task.isCancelled, case let now = backend.now(), now < deadline {
-                try? await Task.sleep(for: .nanoseconds(Int64(clamping: deadline - now)))
-            }
-            if !Task.isCancelled { wake.yield() }
+        guard let deadline = core.deadline else {
+            timer.disarm()
+            return
         }
+        let now = backend.now()
+        timer.arm(at: EventLoop.now() + (deadline > now ? deadline - now : 0))
     }
 
     private func publish(_ new: [SensorValue]) {

@@ -1,3 +1,4 @@
+import EventLoop
 import Foundation
 import Testing
 @testable import GPIO
@@ -101,14 +102,14 @@ struct LibgpiodBackendTests {
         let input = try backend.requestInput(selector(2), consumer: "gattway-test",
                                              settings: InputSettings(edges: .both), onReadable: signal.callback)
         defer { input.release() }
-        let before = monotonicNowNs()
+        let before = EventLoop.now()
         try GPIOSim.drive(2, high: true)
         #expect(await signal.wait())
         let rising = try input.readEvents()
         try GPIOSim.drive(2, high: false)
         #expect(await signal.wait())
         let falling = try input.readEvents()
-        let after = monotonicNowNs()
+        let after = EventLoop.now()
         #expect(rising.events.map(\.edge) == [.rising])
         #expect(falling.events.map(\.edge) == [.falling])
         let stamps = (rising.events + falling.events).map(\.timestampNs)
@@ -126,7 +127,7 @@ struct LibgpiodBackendTests {
                                              onReadable: signal.callback)
         defer { input.release() }
         for high in [true, false, true, false, true] { try GPIOSim.drive(4, high: high) }
-        let settled = monotonicNowNs()
+        let settled = EventLoop.now()
         #expect(await signal.wait())
         let batch = try input.readEvents()
         #expect(batch.events.map(\.edge) == [.rising])

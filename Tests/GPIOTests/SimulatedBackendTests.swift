@@ -1,3 +1,4 @@
+import EventLoop
 import Foundation
 import Testing
 @testable import GPIO
@@ -241,7 +242,7 @@ final class CallCounter: @unchecked Sendable {
         var iterator = signals.makeAsyncIterator()
         _ = await iterator.next()
         let batch = try input.readEvents()
-        let now = monotonicNowNs()
+        let now = EventLoop.now()
         #expect(!batch.events.isEmpty)
         #expect(batch.events.allSatisfy { $0.timestampNs <= now && ($0.timestampNs - sim.originNs) % 1_000_000 == 0 })
     }

@@ -1,3 +1,4 @@
+import EventLoop
 import Foundation
 import GPIO
 import Testing
@@ -27,7 +28,7 @@ struct LibgpiodSensorTests {
         try pull(0, high: true)
         let opened = await values.next()
         #expect(opened?.bool == true)
-        #expect(opened.map { $0.timestampNs <= monotonicNowNs() } == true)
+        #expect(opened.map { $0.timestampNs <= EventLoop.now() } == true)
         try pull(0, high: false)
         #expect(await values.next()?.bool == false)
         task.cancel()

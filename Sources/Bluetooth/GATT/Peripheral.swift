@@ -1,3 +1,4 @@
+import EventLoop
 import BluetoothATT
 import BluetoothCore
 
@@ -66,6 +67,9 @@ public protocol PeripheralLink: Sendable {
 /// `transmitRoomFreed(_:)`, and `expireTransactions()` at `nextTransactionDeadline`.
 /// Time comes from the injected `now` function, so tests drive a manual clock.
 public actor Peripheral {
+    /// On the event loop, with the other actors of the event path: calls between them run inline.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
+
     public private(set) var state: PeripheralState = .unknown
     public nonisolated let events: AsyncStream<PeripheralEvent>
     private let continuation: AsyncStream<PeripheralEvent>.Continuation

@@ -1,85 +1,55 @@
+import EventLoop
 import Foundation
 import Glibc
 
 /// An `HCITransport` over one open file descriptor carrying H4 framing: a stream socket, a UART,
 /// or the user channel (which delivers one whole packet per read, indicator byte first).
 ///
-/// Reads run on one thread per transport, blocked in poll(2) until the descriptor is readable or
-/// reports an error, so an idle link costs nothing. Not a DispatchSource: libdispatch's epoll
-/// backend hands a read source only EPOLLIN, and the kernel reports an HCI user channel whose
-/// adapter was unregistered (unplugged, vhci closed) with EPOLLERR alone, which a read source
-/// never sees. The descriptor is non-blocking and owned by this object until `close()`.
+/// The descriptor is watched by the `EventLoop`: when it is readable the loop's thread reads
+/// everything it has, frames it and yields the packets to `incoming`, whose consumer (the host, an
+/// actor on the same loop) then runs on that thread without another wake-up. An idle link costs
+/// nothing. epoll reports errors and hang-ups unasked, which matters: the kernel reports an HCI
+/// user channel whose adapter was unregistered (unplugged, vhci closed) with EPOLLERR alone. The
+/// descriptor is non-blocking and owned by this object until `close()`.
 public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     public let spec: HCITransportSpec
     public let incoming: AsyncThrowingStream<HCIPacket, any Error>
 
-    // `lock` guards `isClosed`, `framer` and writes to `descriptor`.
+    // `lock` guards `isClosed` and writes to `descriptor`.
     private let lock = NSLock()
     private let descriptor: Int32
-    /// A pipe: closing the transport writes one byte to wake the reader thread, which then closes
-    /// `descriptor` and the read end; the write end goes with this object.
-    private let wakeup: (read: Int32, write: Int32)
+    private let loop = EventLoop.shared
     private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
-    private var framer = H4Framer()
     private var isClosed = false
-    /// Only touched by the reader thread. Large enough for any ACL packet a user channel delivers
-    /// in one read.
+    private let watch = WatchSlot()
+    // Only touched on the loop's thread.
+    private var framer = H4Framer()
+    /// Large enough for any ACL packet a user channel delivers in one read.
     private var readBuffer = [UInt8](repeating: 0, count: 65_540)
 
     /// Takes ownership of `descriptor`; it is closed when the transport closes or fails.
     public init(descriptor: Int32, spec: HCITransportSpec) {
         self.descriptor = descriptor
         self.spec = spec
-        var ends: [Int32] = [-1, -1]
-        _ = pipe(&ends)
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        wakeup = (ends[0], ends[1])
         (incoming, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self)
         let flags = fcntl(descriptor, F_GETFL)
         _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
         continuation.onTermination = { [weak self] _ in self?.close() }
-        // The thread holds the transport weakly: dropping it closes it (deinit), which wakes the thread.
-        Thread.detachNewThread { [weak self, descriptor, wakeup] in
-            Self.readLoop(descriptor: descriptor, wakeup: wakeup.read) { self }
+        loop.execute { [weak self, loop, watch] in
+            guard let self, lock.withLock({ !isClosed }) else { return }
+            // The watch holds the transport weakly: dropping it closes it (deinit).
+            watch.value = loop.watch(descriptor) { [weak self] readiness in self?.ready(readiness) }
         }
     }
 
-    deinit {
-        close()
-        _ = Glibc.close(wakeup.write)
-    }
+    deinit { close() }
 
-    /// Waits for the descriptor (or the wakeup) and reads whatever it has; returns, closing both
-    /// descriptors, once the transport has been closed or has failed (the wakeup byte is written
-    /// by then, so nothing writes into a pipe without a reader).
-    private static func readLoop(descriptor: Int32, wakeup: Int32,
-                                 transport: () -> FileDescriptorTransport?) {
-        defer {
-            _ = Glibc.close(descriptor)
-            _ = Glibc.close(wakeup)
-        }
-        var entries = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0)]
-        while true {
-            entries[0].revents = 0
-            entries[1].revents = 0
-            if poll(&entries, 2, -1) < 0 {
-                if errno == EINTR { continue }
-                transport()?.fail("waiting for \(descriptor) failed: \(String(cString: strerror(errno)))")
-                return
-            }
-            guard entries[1].revents == 0 else { return }
-            guard let transport = transport() else {
-                // Being deinitialized: its `close()` is about to write the wakeup byte.
-                _ = poll(&entries[1], 1, -1)
-                return
-            }
-            guard transport.readAvailable() else { return }
-            // An error or hang-up the read did not report would come back at once: end here.
-            if entries[0].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
-                transport.fail("\(transport.spec) reports an error or hang-up (poll events 0x\(String(entries[0].revents, radix: 16)))")
-                return
-            }
+    /// On the loop's thread: reads what the descriptor has; ends the transport on an error.
+    private func ready(_ readiness: EventLoop.Readiness) {
+        guard readAvailable() else { return }
+        // An error or hang-up the read did not report would come back at once: end here.
+        if readiness.isFailure {
+            fail("\(spec) reports an error or hang-up (epoll events 0x\(String(readiness.rawValue, radix: 16)))")
         }
     }
 
@@ -108,30 +78,32 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     }
 
     public func close() {
-        lock.lock()
-        let wasClosed = isClosed
-        isClosed = true
-        lock.unlock()
-        guard !wasClosed else { return }
-        wake()
-        continuation.finish()
+        end { $0.finish() }
     }
 
     private func fail(_ message: String) {
-        lock.lock()
-        let wasClosed = isClosed
-        isClosed = true
-        lock.unlock()
-        guard !wasClosed else { return }
-        wake()
-        continuation.finish(throwing: HCITransportError(.linkLost, message))
+        end { $0.finish(throwing: HCITransportError(.linkLost, message)) }
     }
 
-    /// Called once, by whichever of `close` and `fail` closed the transport; the reader thread
-    /// closes the pipe only after that.
-    private func wake() {
-        var byte: UInt8 = 1
-        _ = write(wakeup.write, &byte, 1)
+    /// Closes once: `finish` ends `incoming`; the descriptor is unwatched and closed on the loop's
+    /// thread, after any handler already running for it.
+    private func end(_ finish: (AsyncThrowingStream<HCIPacket, any Error>.Continuation) -> Void) {
+        let wasClosed = lock.withLock {
+            defer { isClosed = true }
+            return isClosed
+        }
+        guard !wasClosed else { return }
+        finish(continuation)
+        // Captures no `self`: this may run from deinit.
+        loop.execute { [loop, watch, descriptor] in
+            if let value = watch.value { loop.unwatch(value) }
+            _ = Glibc.close(descriptor)
+        }
+    }
+
+    /// The descriptor's watch, touched only on the loop's thread.
+    private final class WatchSlot: @unchecked Sendable {
+        var value: EventLoop.Watch?
     }
 
     /// Reads until the descriptor has nothing more; false when the transport closed or failed.
@@ -142,8 +114,6 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
             if count > 0 {
                 let packets: [HCIPacket]
                 do {
-                    lock.lock()
-                    defer { lock.unlock() }
                     packets = try framer.push(readBuffer[0..<count])
                 } catch {
                     fail("\(spec) sent bytes that are not HCI: \(error)")

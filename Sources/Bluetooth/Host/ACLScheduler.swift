@@ -74,11 +74,14 @@ public struct ACLScheduler: Sendable {
     /// delivered. Counts for unknown handles are ignored (the connection already closed and its
     /// buffers were reclaimed then); counts beyond what is in flight are capped.
     public mutating func completed(_ count: Int, on handle: UInt16) -> Int {
-        guard let sent = inFlight[handle] else { return 0 }
-        let returned = min(max(count, 0), sent.count)
-        inFlight[handle] = Array(sent.dropFirst(returned))
+        guard let inFlightCount = inFlight[handle]?.count else { return 0 }
+        let returned = min(max(count, 0), inFlightCount)
+        var delivered = 0
+        for index in 0..<returned where inFlight[handle]![index] { delivered += 1 }
+        // In place: this runs for every completed packet.
+        inFlight[handle]!.removeFirst(returned)
         freeBuffers = min(freeBuffers + returned, buffers.packetCount)
-        return sent.prefix(returned).filter { $0 }.count
+        return delivered
     }
 
     /// The fragments that may go to the controller now, taking buffers for them. Buffers are
@@ -94,16 +97,17 @@ public struct ACLScheduler: Sendable {
             if nextTurn >= order.count { nextTurn = 0 }
             let handle = order[nextTurn]
             nextTurn += 1
-            guard var queue = queues[handle], !queue.isEmpty, mayTakeBuffer(handle, share: share) else {
+            guard queues[handle]?.isEmpty == false, mayTakeBuffer(handle, share: share) else {
                 idleTurns += 1
                 continue
             }
             idleTurns = 0
-            out.append(queue[0].fragments.removeFirst())
-            let frameDone = queue[0].fragments.isEmpty
-            inFlight[handle, default: []].append(frameDone && queue[0].isUpdate)
-            if frameDone { queue.removeFirst() }
-            queues[handle] = queue
+            // Mutated in place through the dictionary, not copied out and back (a copy of the
+            // queue would be made for every packet).
+            out.append(queues[handle]![0].fragments.removeFirst())
+            let frameDone = queues[handle]![0].fragments.isEmpty
+            inFlight[handle, default: []].append(frameDone && queues[handle]![0].isUpdate)
+            if frameDone { queues[handle]!.removeFirst() }
             freeBuffers -= 1
         }
         return out

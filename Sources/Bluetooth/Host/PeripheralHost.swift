@@ -1,3 +1,4 @@
+import EventLoop
 import BluetoothCore
 import BluetoothGATT
 import BluetoothHCI
@@ -13,6 +14,9 @@ import Logging
 ///     let host = PeripheralHost(configuration: configuration, server: gattServer, logger: logger)
 ///     try await host.run()   // returns when cancelled
 public actor PeripheralHost {
+    /// On the event loop, with the other actors of the event path: calls between them run inline.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
+
     public let configuration: HostConfiguration
     let server: any ATTServer
     let logger: Logger
@@ -124,16 +128,7 @@ public actor PeripheralHost {
         self.transport = transport
         // Children return why the session must end, or nil when they finished fine.
         return await withTaskGroup(of: String?.self) { group in
-            group.addTask {
-                do {
-                    for try await packet in transport.incoming {
-                        if let loss = await self.handle(packet) { return loss }
-                    }
-                    return Task.isCancelled ? "cancelled" : "the connection closed"
-                } catch {
-                    return "\(error)"
-                }
-            }
+            group.addTask { await self.readPackets(from: transport) }
             group.addTask {
                 do {
                     try await self.bringUp()
@@ -150,6 +145,19 @@ public actor PeripheralHost {
                 }
             }
             return "cancelled"
+        }
+    }
+
+    /// Handles the controller's packets until the link ends; returns why it ended. Isolated to the
+    /// host, so each packet is handled where it arrives (the event loop) without another hop.
+    private func readPackets(from transport: any HCITransport) async -> String {
+        do {
+            for try await packet in transport.incoming {
+                if let loss = await handle(packet) { return loss }
+            }
+            return Task.isCancelled ? "cancelled" : "the connection closed"
+        } catch {
+            return "\(error)"
         }
     }
 

@@ -1,23 +1,22 @@
 import CGPIODShim
 import Dispatch
+import EventLoop
 import Foundation
 
-/// A requested input: a DispatchSource on the request's file descriptor moves kernel events
-/// into a user-space buffer as soon as they arrive (so the kernel's small buffer rarely
-/// overflows), counting losses, and calls `onReadable`. Nothing polls.
+/// A requested input: the event loop watches the request's file descriptor and, on its thread,
+/// moves kernel events into a user-space buffer as soon as they arrive (so the kernel's small
+/// buffer rarely overflows), counting losses, and calls `onReadable`. Nothing polls.
 final class LibgpiodInputLine: InputLine, @unchecked Sendable {
     let line: ResolvedLine
     private let chip: LibgpiodChip
     private let settings: InputSettings
     private let onReadable: @Sendable () -> Void
-    private let queue: DispatchQueue
-    private let queueKey = DispatchSpecificKey<Bool>()
-    private let cancelled = DispatchSemaphore(value: 0)
+    private let loop = EventLoop.shared
 
     // Guarded by `chip.lock` (which also serialises every libgpiod call on this chip).
     private var request: OpaquePointer?
-    private var source: DispatchSourceRead?
-    private var debounceTimer: DispatchSourceTimer?
+    private var watch: EventLoop.Watch?
+    private var debounceTimer: EventLoop.Timer?
     private var ring: EdgeEventRing
     private var loss: LossDetector?
     private var debouncer: SoftwareDebouncer?
@@ -33,7 +32,6 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
         self.line = line
         self.settings = settings
         self.onReadable = onReadable
-        queue = DispatchQueue(label: "gattway.gpio.\(line.name)")
         // The user-space buffer is generous: events wait here for the sensor, not in the kernel.
         ring = EdgeEventRing(capacity: max(settings.effectiveBufferSize, 4096))
         let v2 = gw_gpiod_api_major() >= 2
@@ -42,27 +40,18 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
         } else if settings.edges == .both || softwareDebounce {
             loss = LossDetector(mode: .edgeAlternation)
         }
-        queue.setSpecific(key: queueKey, value: true)
         guard settings.edges != .none else { return }
         if softwareDebounce {
             let initial = gw_line_request_get_value(request) == 1
             debouncer = SoftwareDebouncer(periodNs: settings.debounce.nanoseconds, initialLevel: initial)
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.setEventHandler { [weak self] in self?.flushDebounce() }
-            timer.resume()
-            debounceTimer = timer
+            debounceTimer = loop.makeTimer { [weak self] in self?.flushDebounce() }
         }
-        let source = DispatchSource.makeReadSource(fileDescriptor: gw_line_request_fd(request), queue: queue)
-        source.setEventHandler { [weak self] in self?.drainKernel() }
-        let semaphore = cancelled
-        source.setCancelHandler { semaphore.signal() }
-        source.resume()
-        self.source = source
+        watch = loop.watch(gw_line_request_fd(request)) { [weak self] _ in self?.drainKernel() }
     }
 
     deinit { release() }
 
-    /// Runs on `queue` whenever the fd is readable.
+    /// Runs on the loop's thread whenever the fd is readable.
     private func drainKernel() {
         let notify: Bool = chip.lock.withLock {
             guard let request else { return false }
@@ -104,14 +93,13 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
 
     private func scheduleDebounceLocked() {
         guard let debounceTimer, let deadline = debouncer?.deadline else { return }
-        let now = monotonicNowNs()
-        debounceTimer.schedule(deadline: .now() + .nanoseconds(Int(deadline > now ? deadline - now : 0)))
+        debounceTimer.arm(at: deadline)
     }
 
-    /// Runs on `queue` when a pending debounced level has held for the period.
+    /// Runs on the loop's thread when a pending debounced level has held for the period.
     private func flushDebounce() {
         let notify: Bool = chip.lock.withLock {
-            guard request != nil, let (edge, at) = debouncer?.flush(through: monotonicNowNs()) else { return false }
+            guard request != nil, let (edge, at) = debouncer?.flush(through: EventLoop.now()) else { return false }
             return emit(edge, at: at, kernelSequence: 0)
         }
         if notify { onReadable() }
@@ -142,23 +130,37 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
     var lostEvents: Int { chip.lock.withLock { lostTotal + pendingLost + ring.overwritten } }
 
     func release() {
-        let source: DispatchSourceRead? = chip.lock.withLock {
-            guard request != nil else { return nil }
-            debounceTimer?.cancel()
+        let taken: (EventLoop.Watch?, LineRequest)? = chip.lock.withLock {
+            guard let request else { return nil }
+            debounceTimer?.disarm()
             debounceTimer = nil
-            defer { self.source = nil }
-            return self.source
+            defer { (self.watch, self.request) = (nil, nil) }
+            return (watch, LineRequest(pointer: request))
         }
-        // The fd must stay open until dispatch has stopped watching it.
-        if let source {
-            source.cancel()
-            if DispatchQueue.getSpecific(key: queueKey) == nil { cancelled.wait() }
+        guard let (watch, request) = taken else { return }
+        // The fd must stay open until the loop has stopped watching it, which only the loop's
+        // thread can be sure of (a handler may be running there now).
+        let (loop, chip) = (loop, chip)
+        let finish: @Sendable () -> Void = {
+            if let watch { loop.unwatch(watch) }
+            chip.lock.withLock { gw_line_request_release(request.pointer) }
         }
-        chip.lock.withLock {
-            if let request { gw_line_request_release(request) }
-            request = nil
+        if loop.inLoop {
+            finish()
+        } else {
+            let done = DispatchSemaphore(value: 0)
+            loop.execute {
+                finish()
+                done.signal()
+            }
+            done.wait()
         }
     }
+}
+
+/// A libgpiod line request handed to the loop's thread to be released there.
+private struct LineRequest: @unchecked Sendable {
+    let pointer: OpaquePointer
 }
 
 /// A requested output.

@@ -1,4 +1,4 @@
-import Dispatch
+import EventLoop
 import Foundation
 
 /// GPIO without hardware: chips with named lines whose levels come from `SignalGenerator`s.
@@ -8,8 +8,9 @@ import Foundation
 /// semantics, EBUSY when a line is requested twice, outputs observable with `level(of:)`.
 ///
 /// Two clocks: `.virtual` for tests (time moves only through `advance`, nothing sleeps, results
-/// are deterministic) and `.realTime` for `gattway demo` (CLOCK_MONOTONIC; a dispatch timer wakes
-/// the simulator only when a watched line is due to change).
+/// are deterministic) and `.realTime` for `gattway demo` (CLOCK_MONOTONIC; an event-loop timer wakes
+/// the simulator only when a watched line is due to change, on the loop's thread like a kernel
+/// line's readable descriptor).
 public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     public enum Clock: Sendable { case virtual, realTime }
 
@@ -19,32 +20,26 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     private var generatedThrough: UInt64
     private var nextRequestID: UInt64 = 1
     private let clock: Clock
-    private let queue = DispatchQueue(label: "gattway.gpio.simulator")
-    private var timer: DispatchSourceTimer?
+    private var timer: EventLoop.Timer?
     /// The time periodic generators start from (their first cycle begins here).
     public let originNs: UInt64
 
     /// - Parameter startNs: the virtual clock's initial time (ignored in real time).
     public init(chips: [SimulatedChipConfig], clock: Clock = .virtual, startNs: UInt64 = 1_000_000_000) {
         self.clock = clock
-        let origin = clock == .virtual ? startNs : monotonicNowNs()
+        let origin = clock == .virtual ? startNs : EventLoop.now()
         originNs = origin
         generatedThrough = origin
         chipStates = chips.map { SimulatedChip(config: $0, origin: origin) }
         if clock == .realTime {
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.setEventHandler { [weak self] in self?.realTimeWake() }
-            timer.resume()
-            self.timer = timer
+            timer = EventLoop.shared.makeTimer { [weak self] in self?.realTimeWake() }
         }
     }
-
-    deinit { timer?.cancel() }
 
     // MARK: Clock
 
     public func now() -> UInt64 {
-        clock == .virtual ? lock.withLock { generatedThrough } : monotonicNowNs()
+        clock == .virtual ? lock.withLock { generatedThrough } : EventLoop.now()
     }
 
     /// Moves the virtual clock forward, generating every edge in between. Virtual clock only.
@@ -62,7 +57,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
 
     private func realTimeWake() {
         let wakeups = lock.withLock {
-            let callbacks = generateLocked(through: monotonicNowNs())
+            let callbacks = generateLocked(through: EventLoop.now())
             scheduleWakeLocked()
             return callbacks
         }
@@ -76,19 +71,15 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         var next: UInt64?
         for c in chipStates.indices {
             for l in chipStates[c].lines.indices where chipStates[c].lines[l].input != nil {
-                for t in [chipStates[c].lines[l].waveform.nextChangeTime(),
-                          chipStates[c].lines[l].input?.debouncer?.deadline].compactMap({ $0 }) {
-                    next = min(next ?? t, t)
-                }
+                if let change = chipStates[c].lines[l].waveform.nextChangeTime() { next = min(next ?? change, change) }
+                if let due = chipStates[c].lines[l].input?.debouncer?.deadline { next = min(next ?? due, due) }
             }
         }
         guard let next else {
-            timer.schedule(deadline: .distantFuture)
+            timer.disarm()
             return
         }
-        let now = monotonicNowNs()
-        let delay = max(next > now ? next - now : 0, 1_000_000)
-        timer.schedule(deadline: .now() + .nanoseconds(Int(delay)))
+        timer.arm(at: max(next, EventLoop.now() + 1_000_000))
     }
 
     /// Generates edges up to `time`; returns the readable callbacks to run outside the lock.
@@ -107,7 +98,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     }
 
     private var currentTimeLocked: UInt64 {
-        clock == .virtual ? generatedThrough : max(generatedThrough, monotonicNowNs())
+        clock == .virtual ? generatedThrough : max(generatedThrough, EventLoop.now())
     }
 
     // MARK: Observation

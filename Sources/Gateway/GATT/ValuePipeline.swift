@@ -1,3 +1,4 @@
+import EventLoop
 import BluetoothGATT
 import Config
 import Logging
@@ -40,6 +41,9 @@ public enum PipelineEvent: Sendable, Equatable {
 /// (`TriggerDescriptors`, one state per characteristic for the whole server) becomes the triggers
 /// of every central subscribed to it, and of those subscribing later.
 public actor ValuePipeline {
+    /// On the event loop, with the other actors of the event path: calls between them run inline.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
+
     /// `.realTime` arms a timer for the engine's deadlines; `.manual` leaves time to the caller's
     /// `advance()` (tests, with a manual clock).
     public enum Timing: Sendable { case realTime, manual }
@@ -306,15 +310,11 @@ public actor ValuePipeline {
             eventContinuation.yield(configuredValues[ref]!)
         }
         await withDiscardingTaskGroup { group in
-            group.addTask { [peripheral] in
-                for await event in peripheral.events { await self.handle(event) }
-            }
-            group.addTask { [values] in
-                for await write in values.writes { await self.handle(write) }
-            }
-            group.addTask { [values] in
-                for await change in values.triggerChanges { await self.handle(change) }
-            }
+            // Each stream is consumed isolated to the pipeline, so an element is handled on the
+            // event loop where it was yielded, without a hop.
+            group.addTask { await self.consumePeripheralEvents() }
+            group.addTask { await self.consumeCentralWrites() }
+            group.addTask { await self.consumeTriggerChanges() }
             group.addTask {
                 while (try? await Task.sleep(for: statisticsInterval)) != nil {
                     await self.logStatistics()
@@ -322,6 +322,18 @@ public actor ValuePipeline {
             }
         }
         timer?.cancel()
+    }
+
+    private func consumePeripheralEvents() async {
+        for await event in peripheral.events { await handle(event) }
+    }
+
+    private func consumeCentralWrites() async {
+        for await write in values.writes { await handle(write) }
+    }
+
+    private func consumeTriggerChanges() async {
+        for await change in values.triggerChanges { await handle(change) }
     }
 
     /// The host started or stopped advertising (for the `status` event).

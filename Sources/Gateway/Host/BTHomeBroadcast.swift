@@ -1,3 +1,4 @@
+import EventLoop
 import BluetoothCore
 import BluetoothHost
 import Config
@@ -104,6 +105,9 @@ public struct BTHomeBroadcast: Sendable {
 /// HCI commands and BTHome receivers do not need more; the newest values go out when the interval
 /// ends, never a value older than the newest.
 public actor BTHomeAdvertiser {
+    /// On the event loop, with the other actors of the event path: calls between them run inline.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
+
     public static let minimumInterval = Duration.seconds(1)
 
     private var broadcast: BTHomeBroadcast

@@ -1,0 +1,284 @@
+import CEpoll
+import Glibc
+
+/// The process's one event loop: a thread blocked in `epoll_wait` that owns the descriptors that
+/// carry events (the HCI transport, GPIO line requests), the timers, and the Swift jobs of every
+/// actor and task that prefers it.
+///
+/// Why: a value crossing from a reader thread to an actor on the cooperative pool, then to other
+/// actors, wakes a thread at every crossing; on a Pi-class CPU those wake-ups are most of the cost
+/// of an event. Here a readable descriptor's handler, the actors it feeds (their executor is this
+/// loop, so calling one from another runs inline) and the write that answers all run on one thread
+/// in one wake-up. Swift concurrency stays the programming model: this type is a `SerialExecutor`
+/// (for actors, `unownedExecutor`) and a `TaskExecutor` (for `withTaskExecutorPreference`).
+///
+/// Threads other than the loop's may enqueue jobs, watch and unwatch descriptors and arm timers;
+/// descriptor handlers and timer bodies always run on the loop's thread, one at a time, in the
+/// actors' isolation domain (`assumeIsolated` holds there).
+public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable {
+    /// The process's loop, started on first use. Every actor on the event path uses it.
+    public static let shared = EventLoop()
+
+    /// What a watched descriptor reported.
+    public struct Readiness: Sendable {
+        public let rawValue: UInt32
+        public var isReadable: Bool { rawValue & EPOLLIN.rawValue != 0 }
+        public var isWritable: Bool { rawValue & EPOLLOUT.rawValue != 0 }
+        /// An error or hang-up: reported whether or not it was asked for (an HCI user channel whose
+        /// adapter went away reports only this).
+        public var isFailure: Bool { rawValue & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 }
+    }
+
+    // Guarded by `lock`: plain stored state and an explicit lock rather than a closure-taking
+    // mutex, so the loop's turn allocates nothing.
+    private let lock = Lock()
+    private nonisolated(unsafe) var jobs: [UnownedJob] = []
+    private nonisolated(unsafe) var closures: [@Sendable () -> Void] = []
+    /// The loop is in (or about to enter) `epoll_wait` and needs the eventfd to wake.
+    private nonisolated(unsafe) var waiting = false
+    private nonisolated(unsafe) var watchers: [UInt64: @Sendable (Readiness) -> Void] = [:]
+    private nonisolated(unsafe) var nextToken: UInt64 = 1
+    /// Armed timers; few (one per sensor and state machine), so a list.
+    private nonisolated(unsafe) var timers: [ArmedTimer] = []
+
+    private struct ArmedTimer {
+        let token: UInt64
+        var deadline: UInt64
+        let body: @Sendable () -> Void
+    }
+
+    private let epoll: Int32
+    private let wakeDescriptor: Int32
+    private nonisolated(unsafe) var thread = pthread_t()
+    private static let wakeToken: UInt64 = 0
+
+    private init() {
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        wakeDescriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        precondition(epoll >= 0 && wakeDescriptor >= 0, "the event loop cannot start: \(String(cString: strerror(errno)))")
+        var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: Self.wakeToken))
+        epoll_ctl(epoll, EPOLL_CTL_ADD, wakeDescriptor, &event)
+        let unmanaged = Unmanaged.passRetained(self)
+        let started = pthread_create(&thread, nil, { context in
+            let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeRetainedValue()
+            loop.run()
+            return nil
+        }, unmanaged.toOpaque())
+        precondition(started == 0, "the event loop's thread cannot start")
+    }
+
+    /// Under `lock`: whether the caller must wake the loop, clearing the flag so only one does.
+    private func takeWaitingLocked() -> Bool {
+        defer { waiting = false }
+        return waiting
+    }
+
+    private func newTokenLocked() -> UInt64 {
+        defer { nextToken += 1 }
+        return nextToken
+    }
+
+    /// Whether the caller runs on the loop's thread.
+    public var inLoop: Bool { pthread_equal(pthread_self(), thread) != 0 }
+
+    // MARK: Executor
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        lock.lock()
+        jobs.append(unowned)
+        let wake = takeWaitingLocked()
+        lock.unlock()
+        if wake { signal() }
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    public func checkIsolated() {
+        precondition(inLoop, "expected to run on gattway's event loop")
+    }
+
+    /// Runs `body` on the loop's thread, after the work already queued.
+    public func execute(_ body: @escaping @Sendable () -> Void) {
+        lock.lock()
+        closures.append(body)
+        let wake = takeWaitingLocked()
+        lock.unlock()
+        if wake { signal() }
+    }
+
+    // MARK: Descriptors
+
+    /// Calls `handler` on the loop's thread whenever `descriptor` is readable (or fails). The
+    /// descriptor stays the caller's; `unwatch` before closing it, from the loop's thread (a
+    /// handler already taken for a wake-up on another thread could otherwise still run).
+    public func watch(_ descriptor: Int32, handler: @escaping @Sendable (Readiness) -> Void) -> Watch {
+        lock.lock()
+        let token = newTokenLocked()
+        watchers[token] = handler
+        lock.unlock()
+        var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: token))
+        let result = epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event)
+        precondition(result == 0, "watching descriptor \(descriptor) failed: \(String(cString: strerror(errno)))")
+        return Watch(descriptor: descriptor, token: token)
+    }
+
+    /// Stops watching; no handler of this watch runs after it returns on the loop's thread.
+    public func unwatch(_ watch: Watch) {
+        var event = epoll_event()
+        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, watch.descriptor, &event)
+        lock.lock()
+        watchers[watch.token] = nil
+        lock.unlock()
+    }
+
+    /// A watched descriptor.
+    public struct Watch: Sendable {
+        public let descriptor: Int32
+        let token: UInt64
+    }
+
+    // MARK: Timers
+
+    /// A timer whose body runs on the loop's thread at its deadline; re-armed or disarmed any
+    /// number of times, from any thread, without allocating a task per deadline.
+    public func makeTimer(_ body: @escaping @Sendable () -> Void) -> Timer {
+        lock.lock()
+        defer { lock.unlock() }
+        return Timer(loop: self, body: body, token: newTokenLocked())
+    }
+
+    public final class Timer: Sendable {
+        private let loop: EventLoop
+        private let body: @Sendable () -> Void
+        private let token: UInt64
+
+        fileprivate init(loop: EventLoop, body: @escaping @Sendable () -> Void, token: UInt64) {
+            self.loop = loop
+            self.body = body
+            self.token = token
+        }
+
+        deinit { disarm() }
+
+        /// Fires once at `deadline` (CLOCK_MONOTONIC, ns), replacing any earlier arming. A
+        /// deadline already past fires on the loop's next turn.
+        public func arm(at deadline: UInt64) {
+            loop.arm(token, at: deadline, body)
+        }
+
+        public func disarm() {
+            loop.disarm(token)
+        }
+    }
+
+    private func arm(_ token: UInt64, at deadline: UInt64, _ body: @escaping @Sendable () -> Void) {
+        lock.lock()
+        if let index = timers.firstIndex(where: { $0.token == token }) {
+            timers[index].deadline = deadline
+        } else {
+            timers.append(ArmedTimer(token: token, deadline: deadline, body: body))
+        }
+        let wake = takeWaitingLocked()
+        lock.unlock()
+        if wake { signal() }
+    }
+
+    private func disarm(_ token: UInt64) {
+        lock.lock()
+        timers.removeAll { $0.token == token }
+        lock.unlock()
+    }
+
+    /// CLOCK_MONOTONIC now, in nanoseconds: the clock of timers and of the kernel's GPIO events.
+    public static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+
+    // MARK: The loop
+
+    private func signal() {
+        var one: UInt64 = 1
+        _ = write(wakeDescriptor, &one, 8)
+    }
+
+    private func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 64)
+        let serial = asUnownedSerialExecutor()
+        let task = asUnownedTaskExecutor()
+        // Swapped with the queues under the lock, so taking a batch allocates nothing.
+        var batch: [UnownedJob] = []
+        var batchClosures: [@Sendable () -> Void] = []
+        var due: [@Sendable () -> Void] = []
+        while true {
+            // The jobs and closures queued so far, then the timers that are due, until none is left.
+            lock.lock()
+            swap(&batch, &jobs)
+            swap(&batchClosures, &closures)
+            lock.unlock()
+            for job in batch { job.runSynchronously(isolatedTo: serial, taskExecutor: task) }
+            for closure in batchClosures { closure() }
+            batch.removeAll(keepingCapacity: true)
+            batchClosures.removeAll(keepingCapacity: true)
+
+            let now = Self.now()
+            var next = UInt64.max
+            lock.lock()
+            var index = 0
+            while index < timers.count {
+                if timers[index].deadline <= now {
+                    due.append(timers.remove(at: index).body)
+                } else {
+                    next = min(next, timers[index].deadline)
+                    index += 1
+                }
+            }
+            let busy = !due.isEmpty || !jobs.isEmpty || !closures.isEmpty
+            if !busy { waiting = true }
+            lock.unlock()
+            if !due.isEmpty {
+                for body in due { body() }
+                due.removeAll(keepingCapacity: true)
+                continue
+            }
+            // Rounded up to the millisecond epoll_wait counts in: a timer is never early.
+            let timeout = busy ? 0 : next == .max ? -1 : Int32(clamping: (next - now + 999_999) / 1_000_000)
+            let count = epoll_wait(epoll, &events, Int32(events.count), timeout)
+            lock.lock()
+            waiting = false
+            lock.unlock()
+            for event in events.prefix(Int(max(count, 0))) {
+                let token = event.data.u64
+                if token == Self.wakeToken {
+                    var value: UInt64 = 0
+                    _ = read(wakeDescriptor, &value, 8)
+                    continue
+                }
+                lock.lock()
+                let handler = watchers[token]
+                lock.unlock()
+                handler?(Readiness(rawValue: event.events))
+            }
+        }
+    }
+}
+
+/// A pthread mutex, locked and unlocked explicitly (no closure per use).
+private final class Lock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+    init() { pthread_mutex_init(mutex, nil) }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
+
+}

@@ -1,0 +1,8 @@
+extension Duration {
+    /// Whole nanoseconds, clamped at zero.
+    public var nanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        let ns = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        return ns > 0 ? UInt64(ns) : 0
+    }
+}

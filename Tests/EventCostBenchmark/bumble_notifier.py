@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""The reference peripheral for the event-cost benchmark: a Bumble GATT server that serves one
+bool characteristic (read, notify) and toggles it `rate` times a second, notifying subscribers
+each time, like gattway serving a binary sensor on a line that changes `rate` times a second.
+
+  bumble_notifier.py tcp:HOST:PORT NAME RATE
+
+Connects to the virtual controller, advertises NAME and the service UUID, prints "ready".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+from bumble import hci
+from bumble.core import UUID, AdvertisingData
+from bumble.device import Device
+from bumble.gatt import Characteristic, Service
+from bumble.transport import open_transport
+
+SERVICE_UUID = "6E400001-B5A3-F393-E0A9-E50E24DC0001"
+VALUE_UUID = "6E400002-B5A3-F393-E0A9-E50E24DC0001"
+
+
+async def toggle(device: Device, characteristic: Characteristic, rate: float) -> None:
+    """Changes the value every 1/rate s on a steady schedule (late ticks catch up, like edges
+    that queued while the process was descheduled) and notifies each change."""
+    period, level = 1.0 / rate, 0
+    due = time.monotonic()
+    while True:
+        due += period
+        delay = due - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        level ^= 1
+        characteristic.value = bytes([level])
+        await device.notify_subscribers(characteristic)
+
+
+async def main() -> None:
+    if len(sys.argv) != 4 or not sys.argv[1].startswith("tcp:"):
+        sys.exit("usage: bumble_notifier.py tcp:HOST:PORT NAME RATE")
+    name, rate = sys.argv[2], float(sys.argv[3])
+    async with await open_transport("tcp-client:" + sys.argv[1][4:]) as transport:
+        device = Device.with_hci(name, hci.Address("F0:F1:F2:F3:F4:F6"), transport.source, transport.sink)
+        characteristic = Characteristic(
+            VALUE_UUID, Characteristic.Properties.READ | Characteristic.Properties.NOTIFY,
+            Characteristic.Permissions.READABLE, bytes([0]))
+        device.add_service(Service(SERVICE_UUID, [characteristic]))
+        await device.power_on()
+        advertising = bytes(AdvertisingData([
+            (AdvertisingData.FLAGS, bytes([0x06])),
+            (AdvertisingData.COMPLETE_LIST_OF_128_BIT_SERVICE_CLASS_UUIDS, bytes(UUID(SERVICE_UUID))),
+        ]))
+        scan_response = bytes(AdvertisingData([(AdvertisingData.COMPLETE_LOCAL_NAME, name.encode())]))
+        await device.start_advertising(auto_restart=True, advertising_data=advertising,
+                                       scan_response_data=scan_response,
+                                       advertising_interval_min=20, advertising_interval_max=20)
+        print("ready", flush=True)
+        await toggle(device, characteristic, rate)
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass

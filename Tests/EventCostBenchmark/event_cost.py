@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""CPU time, context switches and allocations per event: the `gattway` executable against a
+Bumble peripheral, on one Bumble virtual link, in one run.
+
+  event_cost.py --gattway PATH/TO/gattway [--seconds 15] [--warmup 3] [--rate 1000]
+                [--malloc-counter PATH/TO/malloc_counter.so] [--logs DIR]
+
+Scenarios, each a fresh process on its own virtual controller:
+  edges    gattway serving a binary sensor on a simulated line that changes `rate` times a
+           second (a square wave), nothing subscribed: cost per edge.
+  notify   the same, with a Bumble phone subscribed to the characteristic (notify, no rate
+           limit): cost per notification the phone receives (line → sensor → value → notify
+           engine → GATT → L2CAP → ACL → controller).
+  bumble   a Bumble GATT server (bumble_notifier.py) toggling the same kind of characteristic
+           `rate` times a second with the same phone subscribed: its cost per notification.
+  idle     gattway with the line held constant: CPU share and resident memory at rest.
+
+Per scenario, over `seconds` after `warmup`: process CPU time (user + system, from
+/proc/PID/stat, which counts threads that have exited too), context switches (voluntary and
+involuntary, summed over /proc/PID/task/*/status), allocations (malloc_counter.so preloaded,
+when given), and the events counted (edges generated, notifications received). Prints a table
+and the ratio gattway / Bumble per notification.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import glob
+import os
+import sys
+import tempfile
+import time
+
+from bumble import hci
+from bumble.core import UUID, AdvertisingData, PhysicalTransport
+from bumble.device import Device, Peer
+from bumble.transport import open_transport
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HARNESS = os.path.join(HERE, "..", "harness", "virtual_controller.py")
+SERVICE_UUID = UUID("6E400001-B5A3-F393-E0A9-E50E24DC0001")
+VALUE_UUID = UUID("6E400002-B5A3-F393-E0A9-E50E24DC0001")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def gattway_config(name: str, port: int, generator: str, state_dir: str) -> str:
+    return f"""\
+device: {{name: {name}}}
+state_dir: {state_dir}
+bluetooth:
+  transport: tcp:127.0.0.1:{port}
+  advertising: {{interval: 20ms}}
+gpio:
+  backend: simulated
+  chips:
+    - lines:
+        - name: LINE
+          generator: {generator}
+sensors:
+  - {{id: line, kind: binary, line: LINE}}
+services:
+  - uuid: {SERVICE_UUID}
+    name: bench
+    characteristics:
+      - uuid: {VALUE_UUID}
+        name: line
+        format: bool
+        properties: [read, notify]
+        source: {{sensor: line}}
+"""
+
+
+class Sample:
+    """One reading of a process's counters."""
+
+    def __init__(self, pid: int, malloc_file: str | None):
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        # Fields 14 and 15 of stat (utime, stime); the split starts at field 3.
+        self.cpu = (int(fields[11]) + int(fields[12])) / TICKS
+        self.switches = 0
+        for path in glob.glob(f"/proc/{pid}/task/*/status"):
+            try:
+                with open(path) as status:
+                    for line in status:
+                        if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                            self.switches += int(line.split()[1])
+            except FileNotFoundError:
+                pass  # a thread that ended meanwhile
+        self.threads = len(glob.glob(f"/proc/{pid}/task/*"))
+        with open(f"/proc/{pid}/status") as status:
+            self.rss_kb = next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
+        self.allocations = None
+        if malloc_file:
+            with open(malloc_file) as counter:
+                self.allocations = int(counter.read())
+        self.time = time.monotonic()
+
+
+async def start_process(argv: list[str], log: str, ready: str | None = None,
+                        env: dict[str, str] | None = None) -> tuple[asyncio.subprocess.Process, str]:
+    """Starts a child (stderr to `log`); with `ready`, waits for its stdout line starting so."""
+    with open(log, "w") as stderr:
+        process = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE,
+                                                       stdout=asyncio.subprocess.PIPE, stderr=stderr,
+                                                       env=env)
+    if ready is None:
+        return process, ""
+    async with asyncio.timeout(60):
+        while True:
+            line = (await process.stdout.readline()).decode()
+            if not line:
+                raise RuntimeError(f"{argv[0]} exited before it was ready (see {log})")
+            if line.startswith(ready):
+                return process, line.strip()
+
+
+async def stop_process(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        process.terminate()
+        try:
+            async with asyncio.timeout(5):
+                await process.wait()
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+
+async def scan_for(device: Device, name: str, timeout: float = 120.0) -> hci.Address:
+    found = asyncio.get_running_loop().create_future()
+
+    def on_advertisement(advertisement):
+        if advertisement.data.get(AdvertisingData.COMPLETE_LOCAL_NAME) in (name, name.encode()):
+            if not found.done():
+                found.set_result(advertisement.address)
+
+    device.on("advertisement", on_advertisement)
+    await device.start_scanning(active=True, filter_duplicates=False)
+    try:
+        return await asyncio.wait_for(found, timeout)
+    finally:
+        device.remove_listener("advertisement", on_advertisement)
+        await device.stop_scanning()
+
+
+async def measure(pid: int, malloc_file: str | None, warmup: float, seconds: float,
+                  events) -> dict:
+    """Samples the process after `warmup` and again `seconds` later; `events()` counts events."""
+    await asyncio.sleep(warmup)
+    start, first = Sample(pid, malloc_file), events()
+    await asyncio.sleep(seconds)
+    end, last = Sample(pid, malloc_file), events()
+    count = last - first
+    result = {"events": count, "seconds": end.time - start.time, "cpu": end.cpu - start.cpu,
+              "switches": end.switches - start.switches, "rss_kb": end.rss_kb, "threads": end.threads,
+              "allocations": None if start.allocations is None else end.allocations - start.allocations}
+    return result
+
+
+async def scenario(label: str, argv: list[str], ready: str | None, name: str, port: int, args,
+                   subscribe: bool, edges_per_second: float | None, env: dict[str, str]) -> dict:
+    malloc_file = env.get("MALLOC_COUNTER_FILE")
+    process, _ = await start_process(argv, os.path.join(args.logs, f"{label}.log"), ready=ready, env=env)
+    try:
+        async with await open_transport(f"tcp-client:127.0.0.1:{port}") as transport:
+            phone = Device.with_hci("phone", hci.Address("C1:C2:C3:C4:C5:C7"), transport.source, transport.sink)
+            await phone.power_on()
+            address = await scan_for(phone, name)
+            received = [0]
+            if subscribe:
+                connection = await phone.connect(address, transport=PhysicalTransport.LE, timeout=10)
+                peer = Peer(connection)
+                await peer.discover_services([SERVICE_UUID])
+                service = peer.get_services_by_uuid(SERVICE_UUID)[0]
+                await service.discover_characteristics([VALUE_UUID])
+                characteristic = service.get_characteristics_by_uuid(VALUE_UUID)[0]
+
+                def on_value(_value):
+                    received[0] += 1
+
+                await peer.subscribe(characteristic, on_value)
+                result = await measure(process.pid, malloc_file, args.warmup, args.seconds, lambda: received[0])
+                await connection.disconnect()
+            elif edges_per_second is not None:
+                result = await measure(process.pid, malloc_file, args.warmup, args.seconds,
+                                       lambda: time.monotonic() * edges_per_second)
+            else:
+                result = await measure(process.pid, malloc_file, args.warmup, args.seconds, lambda: 0)
+            return result
+    finally:
+        await stop_process(process)
+
+
+def per_event(result: dict) -> dict:
+    count = max(result["events"], 1)
+    return {"cpu_us": result["cpu"] / count * 1e6,
+            "switches": result["switches"] / count,
+            "allocations": None if result["allocations"] is None else result["allocations"] / count}
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gattway", required=True, help="the release-built gattway executable")
+    parser.add_argument("--seconds", type=float, default=15, help="measured window per scenario")
+    parser.add_argument("--warmup", type=float, default=3, help="seconds before the window opens")
+    parser.add_argument("--rate", type=int, default=1000, help="value changes (edges) per second")
+    parser.add_argument("--malloc-counter", help="malloc_counter.so, to count allocations")
+    parser.add_argument("--logs", default=os.path.join(tempfile.gettempdir(), "gattway-event-cost"),
+                        help="directory for the child processes' stderr and the configurations")
+    parser.add_argument("--wrap", default="", help="a command to run gattway under (e.g. valgrind "
+                        "--tool=callgrind), for profiling; its figures are then the wrapper's")
+    parser.add_argument("--only", nargs="*", choices=["edges", "notify", "bumble", "idle"],
+                        help="run only these scenarios")
+    args = parser.parse_args()
+    os.makedirs(args.logs, exist_ok=True)
+    wanted = args.only or ["edges", "notify", "bumble", "idle"]
+
+    controller, ready = await start_process([sys.executable, HARNESS, "--tcp-port", "0"],
+                                            os.path.join(args.logs, "virtual_controller.log"), ready="READY")
+    port = int(ready.split("tcp=")[1].split()[0])
+    period_us = 2_000_000 // args.rate  # a square wave has two edges per period
+    square = f"{{type: square, period: {period_us}us}}"
+    results = {}
+    try:
+        for label in wanted:
+            env = dict(os.environ)
+            if args.malloc_counter:
+                env["LD_PRELOAD"] = os.path.abspath(args.malloc_counter)
+                env["MALLOC_COUNTER_FILE"] = os.path.join(args.logs, f"{label}.allocations")
+            name = f"cost-{label}"
+            if label == "bumble":
+                argv = [sys.executable, os.path.join(HERE, "bumble_notifier.py"), f"tcp:127.0.0.1:{port}",
+                        name, str(args.rate)]
+            else:
+                generator = "{type: constant, level: 0}" if label == "idle" else square
+                state_dir = tempfile.mkdtemp(prefix=f"state-{label}-", dir=args.logs)
+                config = os.path.join(args.logs, f"{label}.yaml")
+                with open(config, "w") as file:
+                    file.write(gattway_config(name, port, generator, state_dir))
+                argv = args.wrap.split() + [args.gattway, "run", "--config", config, "--log-level", "warning"]
+            results[label] = await scenario(label, argv, "ready" if label == "bumble" else None, name, port, args,
+                                            subscribe=label in ("notify", "bumble"),
+                                            edges_per_second=args.rate if label == "edges" else None, env=env)
+    finally:
+        await stop_process(controller)
+
+    print(f"Event cost, {args.rate} value changes/s, {args.seconds:g} s measured after {args.warmup:g} s "
+          f"(process CPU time from /proc; {os.cpu_count()} cores)")
+    print(f"{'scenario':<10}{'events':>9}{'CPU %':>8}{'CPU µs/event':>14}{'switches/event':>16}"
+          f"{'allocs/event':>14}{'RSS MB':>8}{'threads':>9}")
+    for label, result in results.items():
+        share = result["cpu"] / result["seconds"] * 100
+        rss = result["rss_kb"] / 1024
+        if label == "idle":
+            print(f"{label:<10}{'-':>9}{share:>8.2f}{'-':>14}{'-':>16}{'-':>14}{rss:>8.1f}{result['threads']:>9}")
+            continue
+        cost = per_event(result)
+        allocations = "-" if cost["allocations"] is None else f"{cost['allocations']:.1f}"
+        print(f"{label:<10}{result['events']:>9.0f}{share:>8.2f}{cost['cpu_us']:>14.1f}"
+              f"{cost['switches']:>16.2f}{allocations:>14}{rss:>8.1f}{result['threads']:>9}")
+    if "notify" in results and "bumble" in results:
+        ratio = per_event(results["notify"])["cpu_us"] / per_event(results["bumble"])["cpu_us"]
+        print(f"CPU per notification, gattway / Bumble: {ratio:.2f}")
+    binary = os.path.realpath(args.gattway)
+    stripped = os.path.join(args.logs, "gattway.stripped")
+    if os.system(f"strip -o '{stripped}' '{binary}' 2>/dev/null") == 0:
+        print(f"gattway binary: {os.path.getsize(binary) / 1e6:.1f} MB, stripped {os.path.getsize(stripped) / 1e6:.1f} MB")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

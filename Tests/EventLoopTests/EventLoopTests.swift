@@ -1,0 +1,157 @@
+import Glibc
+import Synchronization
+import Testing
+@testable import EventLoop
+
+/// An actor whose executor is the loop, as the event path's actors are.
+private actor OnLoop {
+    nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
+    var calls = 0
+
+    func onLoopThread() -> Bool { EventLoop.shared.inLoop }
+
+    func call(_ other: OnLoop) async -> Bool {
+        calls += 1
+        return await other.onLoopThread()
+    }
+}
+
+/// A pipe whose read end the tests watch.
+private struct Pipe {
+    let read: Int32
+    let write: Int32
+
+    init() {
+        var ends: [Int32] = [-1, -1]
+        precondition(pipe(&ends) == 0)
+        _ = fcntl(ends[0], F_SETFL, O_NONBLOCK)
+        (read, write) = (ends[0], ends[1])
+    }
+
+    func send(_ byte: UInt8) {
+        var byte = byte
+        _ = Glibc.write(write, &byte, 1)
+    }
+
+    func close() {
+        _ = Glibc.close(read)
+        _ = Glibc.close(write)
+    }
+}
+
+@Suite struct EventLoopTests {
+    let loop = EventLoop.shared
+
+    @Test func actorsOnTheLoopRunOnItsThreadAndCallEachOtherThere() async {
+        let (first, second) = (OnLoop(), OnLoop())
+        #expect(await first.onLoopThread())
+        #expect(await first.call(second))
+        #expect(!loop.inLoop)
+    }
+
+    @Test func taskExecutorPreferenceRunsNonisolatedCodeOnTheLoop() async {
+        let onLoop = await withTaskExecutorPreference(loop) { loop.inLoop }
+        #expect(onLoop)
+    }
+
+    @Test func executeRunsClosuresInOrderOnTheLoop() async {
+        let order = Mutex<[Int]>([])
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            for index in 0..<100 {
+                loop.execute { [loop] in
+                    precondition(loop.inLoop)
+                    order.withLock { $0.append(index) }
+                    if index == 99 { done.resume() }
+                }
+            }
+        }
+        #expect(order.withLock { $0 } == Array(0..<100))
+    }
+
+    @Test func aWatchedDescriptorCallsItsHandlerOnTheLoopUntilUnwatched() async throws {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let (stream, continuation) = AsyncStream.makeStream(of: Bool.self)
+        let watch = loop.watch(pipe.read) { [loop] readiness in
+            var byte: UInt8 = 0
+            while Glibc.read(pipe.read, &byte, 1) == 1 {}
+            continuation.yield(readiness.isReadable && !readiness.isFailure && loop.inLoop)
+        }
+        var iterator = stream.makeAsyncIterator()
+        pipe.send(1)
+        #expect(await iterator.next() == true)
+        pipe.send(2)
+        #expect(await iterator.next() == true)
+
+        // Once unwatched on the loop, a readable descriptor calls nothing.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute { [loop] in
+                loop.unwatch(watch)
+                done.resume()
+            }
+        }
+        pipe.send(3)
+        try await Task.sleep(for: .milliseconds(50))
+        continuation.finish()
+        #expect(await iterator.next() == nil)
+    }
+
+    @Test func aHangUpIsReportedAsAFailure() async {
+        let pipe = Pipe()
+        defer { _ = Glibc.close(pipe.read) }
+        let (stream, continuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
+        let watch = loop.watch(pipe.read) { readiness in continuation.yield(readiness.isFailure) }
+        _ = Glibc.close(pipe.write)
+        var iterator = stream.makeAsyncIterator()
+        #expect(await iterator.next() == true)
+        loop.execute { [loop] in loop.unwatch(watch) }
+    }
+
+    @Test func aTimerFiresOnceAtItsDeadlineNeverEarly() async throws {
+        let fired = Mutex<[UInt64]>([])
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
+        let timer = loop.makeTimer { [loop] in
+            precondition(loop.inLoop)
+            fired.withLock { $0.append(EventLoop.now()) }
+            continuation.yield()
+        }
+        let deadline = EventLoop.now() + 20_000_000
+        timer.arm(at: deadline)
+        var iterator = stream.makeAsyncIterator()
+        await iterator.next()
+        try await Task.sleep(for: .milliseconds(50))
+        let times = fired.withLock { $0 }
+        #expect(times.count == 1)
+        #expect(times[0] >= deadline)
+    }
+
+    @Test func reArmingMovesTheDeadlineAndDisarmingCancels() async throws {
+        let fired = Mutex<[String]>([])
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
+        let moved = loop.makeTimer {
+            fired.withLock { $0.append("moved") }
+            continuation.yield()
+        }
+        let cancelled = loop.makeTimer { fired.withLock { $0.append("cancelled") } }
+        let start = EventLoop.now()
+        moved.arm(at: start + 60_000_000_000)
+        moved.arm(at: start + 10_000_000)
+        cancelled.arm(at: start + 5_000_000)
+        cancelled.disarm()
+        var iterator = stream.makeAsyncIterator()
+        await iterator.next()
+        let elapsed = EventLoop.now() - start
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(fired.withLock { $0 } == ["moved"])
+        // Well before the first deadline (a minute), however loaded the machine.
+        #expect(elapsed < 30_000_000_000)
+    }
+
+    @Test func aPastDeadlineFiresOnTheNextTurn() async {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
+        let timer = loop.makeTimer { continuation.yield() }
+        timer.arm(at: 0)
+        var iterator = stream.makeAsyncIterator()
+        await iterator.next()
+    }
+}
