@@ -1,6 +1,7 @@
 import BluetoothATT
 import BluetoothCore
 import BluetoothGATT
+import EventLoop
 import Foundation
 import Logging
 
@@ -15,7 +16,8 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
     public let peripheral: Peripheral
     private let link: HostPeripheralLink
     private let lock = NSLock()
-    private var expiryTimer: Task<Void, Never>?
+    /// Wakes the peripheral at its ATT transaction deadline; on the loop, the peripheral's executor.
+    private let expiryTimer: EventLoop.Timer
     /// The address behind each `CentralID`, recorded before the peripheral hears of the central,
     /// so whatever handles its events can name it. Kept after a disconnection (the events of a
     /// central that has gone still name it) until the connection handle is reused.
@@ -23,7 +25,11 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
 
     public init(configuration: GATTServer.Configuration = .init()) {
         link = HostPeripheralLink()
-        peripheral = Peripheral(configuration: configuration, link: link)
+        let peripheral = Peripheral(configuration: configuration, link: link)
+        self.peripheral = peripheral
+        expiryTimer = EventLoop.shared.makeTimer {
+            peripheral.assumeIsolated { $0.expireTransactions() }
+        }
     }
 
     /// The host this binding serves, for disconnections and latency requests.
@@ -85,15 +91,7 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
     /// Wakes the peripheral at its next ATT transaction deadline (an unconfirmed indication).
     private func armTransactionTimer() async {
         guard let deadline = await peripheral.nextTransactionDeadline else { return }
-        let timer = Task { [peripheral] in
-            try? await Task.sleep(until: deadline, clock: .continuous)
-            guard !Task.isCancelled else { return }
-            await peripheral.expireTransactions()
-        }
-        lock.withLock {
-            expiryTimer?.cancel()
-            expiryTimer = timer
-        }
+        expiryTimer.arm(after: deadline - ContinuousClock.now)
     }
 }
 

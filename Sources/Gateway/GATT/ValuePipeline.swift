@@ -1,6 +1,6 @@
-import EventLoop
 import BluetoothGATT
 import Config
+import EventLoop
 import Logging
 import Notify
 import Sensors
@@ -78,7 +78,8 @@ public actor ValuePipeline {
     private var advertising = false
     private var draining = false
     private var drainAgain = false
-    private var timer: Task<Void, Never>?
+    /// The event-loop timer for the engine's deadlines, made at the first deadline.
+    private var timer: EventLoop.Timer?
     private var timerDeadline: Duration?
     private let eventContinuation: AsyncStream<PipelineEvent>.Continuation
     /// Values and status for the MQTT mirror, when `publishesEvents`: state that the next one
@@ -321,7 +322,7 @@ public actor ValuePipeline {
                 }
             }
         }
-        timer?.cancel()
+        timer?.disarm()
     }
 
     private func consumePeripheralEvents() async {
@@ -370,7 +371,7 @@ public actor ValuePipeline {
     /// Stops the timer and ends the event stream, after a last counters line (the totals of the run).
     public func finish() {
         logStatistics()
-        timer?.cancel()
+        timer?.disarm()
         eventContinuation.finish()
         durableContinuation.finish()
     }
@@ -469,20 +470,21 @@ public actor ValuePipeline {
     }
 
     /// Arms the timer for the engine's next deadline. A timer already armed for that deadline or
-    /// an earlier one stays: firing early is harmless (it re-arms for what is due then), while
-    /// replacing the timer whenever the deadline moves would make a task per value (a fast line's
-    /// values move it between a held value's deadline and none), tens of thousands a second that
-    /// pile up, with their memory, while the machine is busy.
+    /// an earlier one stays: firing early is harmless (it re-arms for what is due then), and a
+    /// fast line's values move the deadline with every value (between a held value's deadline and
+    /// none), so re-arming on every move would be work per value for nothing.
     private func armTimer() {
         guard timing == .realTime, let deadline = engine.nextDeadline else { return }
         if let armed = timerDeadline, armed <= deadline { return }
-        timer?.cancel()
         timerDeadline = deadline
-        let instant = origin + deadline
-        timer = Task { [weak self] in
-            guard (try? await Task.sleep(until: instant, clock: .continuous)) != nil else { return }
-            await self?.timerFired()
+        if timer == nil {
+            // The deadline's work awaits the peripheral, so it runs as a task (one per deadline
+            // reached, not per value), on the loop like the rest of the pipeline.
+            timer = EventLoop.shared.makeTimer { [weak self] in
+                Task(executorPreference: EventLoop.shared) { await self?.timerFired() }
+            }
         }
+        timer?.arm(after: deadline - now)
     }
 
     private func timerFired() async {
