@@ -102,7 +102,7 @@ let package = Package(
 
         // MARK: MQTT mirror.
         .target(name: "MQTT",
-                dependencies: ["CMosquitto", .product(name: "Logging", package: "swift-log")],
+                dependencies: ["StateFile", "CMosquitto", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/MQTT", swiftSettings: swiftSettings),
 
         // MARK: Configuration, wiring, executable.

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import StateFile
 
 /// One queued QoS 1 event, numbered in production order.
 public struct OutboxEntry: Sendable, Equatable {
@@ -13,9 +14,9 @@ public struct OutboxEntry: Sendable, Equatable {
 /// On disk it is an append-only journal (`outbox.jsonl` in the state directory): one JSON line per
 /// `add` (a new event) or `done` (acknowledged by the broker, or dropped because the outbox was
 /// full). Replaying the journal gives the pending events in order. When the journal holds more
-/// finished records than pending ones it is compacted: the pending events are written to a
-/// temporary file, fsynced, and renamed over the journal (atomic on POSIX), so a crash at any
-/// point leaves either the old or the new journal. Appends are `write(2)` calls; a torn last line
+/// finished records than pending ones it is compacted: the pending events replace the journal
+/// through `StateFile.write` (temporary file, fsync, rename, directory fsync), so a crash or power
+/// cut at any point leaves either the old or the new journal. Appends are `write(2)` calls; a torn last line
 /// (power loss mid-write) is detected and discarded with a warning on load. `sync()` fsyncs the
 /// `add` records written since the last one (the mirror calls it after each event it hands to the
 /// broker), so an accepted event survives a power cut as well; `done` records are not fsynced (a
@@ -190,24 +191,16 @@ public final class MQTTOutbox {
 
     /// Atomically replaces the journal with `entries` and returns a handle appending to it.
     private static func rewrite(_ url: URL, with entries: [OutboxEntry]) throws -> FileHandle {
-        let temporary = url.appendingPathExtension("tmp")
-        var contents = Data()
+        var contents: [UInt8] = []
         let encoder = JSONEncoder()
         for entry in entries {
-            contents.append(try encoder.encode(Record(add: entry)))
+            contents += try encoder.encode(Record(add: entry))
             contents.append(UInt8(ascii: "\n"))
         }
         do {
-            guard FileManager.default.createFile(atPath: temporary.path, contents: nil,
-                                                 attributes: [.posixPermissions: 0o600])
-            else { throw MQTTError.requestFailed("cannot create \(temporary.path)") }
-            let handle = try FileHandle(forWritingTo: temporary)
-            try handle.write(contentsOf: contents)
-            try handle.synchronize()
-            try handle.close()
-            guard rename(temporary.path, url.path) == 0 else {
-                throw MQTTError.requestFailed(String(cString: strerror(errno)))
-            }
+            // The state directory's one way to replace a file: temporary file, fsync, rename,
+            // directory fsync, so the compaction itself survives a power cut.
+            try StateFile.write(contents, to: url.path, mode: 0o600)
             let appender = try FileHandle(forWritingTo: url)
             try appender.seekToEnd()
             return appender
