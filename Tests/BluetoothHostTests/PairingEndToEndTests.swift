@@ -307,7 +307,14 @@ struct PairingEndToEndTests {
         defer { running.stop() }
         let phones = [try await running.connectedPhone(), try await running.connectedPhone()]
         for phone in phones { try await phone.expect("pair", ["io": "display_yes_no", "wait": false]) }
-        let centrals = await running.host.connectedCentrals
+        // A phone reports its connection before the host has necessarily handled the controller's
+        // Connection Complete: wait for both.
+        var centrals = await running.host.connectedCentrals
+        let deadline = ContinuousClock.now + .seconds(10)
+        while centrals.count < 2, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+            centrals = await running.host.connectedCentrals
+        }
         #expect(centrals.count == 2)
         for central in centrals {
             _ = await running.events.first {

@@ -10,6 +10,8 @@ private actor OnLoop {
 
     func onLoopThread() -> Bool { EventLoop.shared.inLoop }
 
+    func count() { calls += 1 }
+
     func call(_ other: OnLoop) async -> Bool {
         calls += 1
         return await other.onLoopThread()
@@ -145,6 +147,20 @@ private struct Pipe {
         #expect(fired.withLock { $0 } == ["moved"])
         // Well before the first deadline (a minute), however loaded the machine.
         #expect(elapsed < 30_000_000_000)
+    }
+
+    @Test func aTimerBodyEntersAnActorOnTheLoopSynchronously() async {
+        // What the host's command timer does: `assumeIsolated` holds on the loop's thread.
+        let actor = OnLoop()
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
+        let timer = loop.makeTimer {
+            actor.assumeIsolated { $0.count() }
+            continuation.yield()
+        }
+        timer.arm(after: .milliseconds(1))
+        var iterator = stream.makeAsyncIterator()
+        await iterator.next()
+        #expect(await actor.calls == 1)
     }
 
     @Test func aPastDeadlineFiresOnTheNextTurn() async {

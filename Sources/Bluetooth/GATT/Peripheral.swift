@@ -1,6 +1,6 @@
-import EventLoop
 import BluetoothATT
 import BluetoothCore
+import EventLoop
 
 /// The peripheral's state (CoreBluetooth's peripheral-manager states). Commands are valid only
 /// in `poweredOn`.

@@ -3,6 +3,7 @@ import BluetoothGATT
 import BluetoothHCI
 import BluetoothL2CAP
 import BluetoothSMP
+import EventLoop
 import Logging
 
 /// The Security Manager on L2CAP CID 0x0006 and the HCI side of encryption: SMP PDUs in and
@@ -245,19 +246,20 @@ extension PeripheralHost {
 
     /// One timer for the Security Manager's earliest deadline (no polling).
     private func armSecurityTimer() {
-        securityTimer?.cancel()
-        securityTimer = nil
-        guard let deadline = securityManager.nextDeadline else { return }
-        let wait = deadline - securityNow
-        securityTimer = Task { [weak self] in
-            try? await Task.sleep(for: max(wait, .zero))
-            guard !Task.isCancelled else { return }
-            await self?.securityTimerFired()
+        guard let deadline = securityManager.nextDeadline else {
+            securityTimer?.disarm()
+            return
         }
+        if securityTimer == nil {
+            // Its work awaits the controller, so it runs as a task (one per deadline reached).
+            securityTimer = EventLoop.shared.makeTimer { [weak self] in
+                Task(executorPreference: EventLoop.shared) { await self?.securityTimerFired() }
+            }
+        }
+        securityTimer?.arm(after: deadline - securityNow)
     }
 
     private func securityTimerFired() async {
-        securityTimer = nil
         await perform(securityManager.expireTimers(now: securityNow))
     }
 }

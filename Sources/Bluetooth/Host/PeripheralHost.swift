@@ -1,9 +1,9 @@
-import EventLoop
 import BluetoothCore
 import BluetoothGATT
 import BluetoothHCI
 import BluetoothL2CAP
 import BluetoothSMP
+import EventLoop
 import Logging
 
 /// gattway's BLE host in the peripheral role: opens the controller named by
@@ -50,7 +50,10 @@ public actor PeripheralHost {
     var securityManager: SecurityManager
     let bondStore: BondStore?
     let securityClockOrigin = ContinuousClock.now
-    var securityTimer: Task<Void, Never>?
+    /// Wakes the Security Manager at its earliest deadline (made at the first one).
+    var securityTimer: EventLoop.Timer?
+    /// Times out the command in flight (made at the first command).
+    var commandTimer: EventLoop.Timer?
     /// Connections whose pairing shows a Numeric Comparison value and waits for the user.
     var awaitingConfirmation: Set<UInt16> = []
 
@@ -164,8 +167,7 @@ public actor PeripheralHost {
     /// Forgets the session: pending commands fail, every central is disconnected for the server.
     private func tearDownSession() async {
         transport = nil
-        securityTimer?.cancel()
-        securityTimer = nil
+        securityTimer?.disarm()
         for handle in connections.keys { securityManager.connectionClosed(handle) }
         for task in sessionTasks.values { task.cancel() }
         sessionTasks = [:]
@@ -173,7 +175,7 @@ public actor PeripheralHost {
         currentPayload = nil
         if let pending = pendingCommand {
             pendingCommand = nil
-            pending.timer?.cancel()
+            commandTimer?.disarm()
             pending.continuation.resume(throwing: HostError("the controller was lost"))
         }
         let dropped = transmitter.stop()
@@ -227,12 +229,13 @@ public actor PeripheralHost {
                 finishCommand(token: token, with: .failure(error))
                 return
             }
-            pendingCommand?.timer = Task { [weak self] in
-                try? await Task.sleep(for: timeout)
-                guard !Task.isCancelled else { return }
-                await self?.finishCommand(token: token, with: .failure(
-                    HostError("\(command.opcode) not answered within \(timeout)")))
+            if commandTimer == nil {
+                // Runs on the loop, the host's executor.
+                commandTimer = EventLoop.shared.makeTimer { [weak self] in
+                    self?.assumeIsolated { $0.commandTimedOut() }
+                }
             }
+            commandTimer?.arm(after: timeout)
         }
     }
 
@@ -240,8 +243,15 @@ public actor PeripheralHost {
     func finishCommand(token: UInt64, with result: Result<HCICommandResult, any Error>) {
         guard let pending = pendingCommand, pending.token == token else { return }
         pendingCommand = nil
-        pending.timer?.cancel()
+        commandTimer?.disarm()
         pending.continuation.resume(with: result)
+    }
+
+    /// The command in flight was not answered within `configuration.commandTimeout`.
+    func commandTimedOut() {
+        guard let pending = pendingCommand else { return }
+        finishCommand(token: pending.token, with: .failure(
+            HostError("\(pending.opcode) not answered within \(configuration.commandTimeout)")))
     }
 
     /// Like `execute`, but a non-success status throws.
@@ -341,5 +351,4 @@ struct PendingCommand {
     let opcode: HCIOpcode
     let token: UInt64
     let continuation: CheckedContinuation<HCICommandResult, any Error>
-    var timer: Task<Void, Never>?
 }

@@ -1,5 +1,5 @@
-import EventLoop
 import CGPIODShim
+import EventLoop
 import Foundation
 
 /// GPIO through the kernel's character devices with libgpiod (v1 or v2, whichever the shim was

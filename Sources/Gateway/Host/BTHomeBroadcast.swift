@@ -1,7 +1,7 @@
-import EventLoop
 import BluetoothCore
 import BluetoothHost
 import Config
+import EventLoop
 import Logging
 import Sensors
 import Values
