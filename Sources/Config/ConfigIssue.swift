@@ -37,7 +37,8 @@ public struct ConfigError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         let noun = errors.count == 1 ? "error" : "errors"
-        return (["\(source): \(errors.count) \(noun)"] + errors.map { "  error: \($0)" }
+        return
+            (["\(source): \(errors.count) \(noun)"] + errors.map { "  error: \($0)" }
             + warnings.map { "  warning: \($0)" }).joined(separator: "\n")
     }
 }

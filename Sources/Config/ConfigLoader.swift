@@ -40,10 +40,15 @@ public enum ConfigLoader {
         return LoadedConfig(config: config, warnings: warnings)
     }
 
-    private static func stableSorted(_ issues: [ConfigIssue],
-                                     by less: (ConfigIssue, ConfigIssue) -> Bool) -> [ConfigIssue] {
-        issues.enumerated().sorted { less($0.element, $1.element) || (!less($1.element, $0.element)
-            && $0.offset < $1.offset) }.map(\.element)
+    private static func stableSorted(
+        _ issues: [ConfigIssue],
+        by less: (ConfigIssue, ConfigIssue) -> Bool
+    ) -> [ConfigIssue] {
+        issues.enumerated().sorted {
+            less($0.element, $1.element)
+                || (!less($1.element, $0.element)
+                    && $0.offset < $1.offset)
+        }.map(\.element)
     }
 
     /// A YAML syntax error as one issue with its line.
@@ -53,14 +58,15 @@ public enum ConfigLoader {
         }
         switch yamlError {
         case .scanner(let context, let problem, let mark, _),
-             .parser(let context, let problem, let mark, _),
-             .composer(let context, let problem, let mark, _):
+            .parser(let context, let problem, let mark, _),
+            .composer(let context, let problem, let mark, _):
             let while_ = context.map { " (\($0.text))" } ?? ""
             return ConfigIssue(path: "", line: mark.line, message: "invalid YAML: \(problem)\(while_)")
         case .duplicatedKeysInMapping(let duplicates, let context):
             let keys = duplicates.map { "\"\($0)\"" }.joined(separator: ", ")
-            return ConfigIssue(path: "", line: context.mark.line,
-                               message: "invalid YAML: duplicate key \(keys) in one mapping")
+            return ConfigIssue(
+                path: "", line: context.mark.line,
+                message: "invalid YAML: duplicate key \(keys) in one mapping")
         case .reader(let problem, _, _, _):
             return ConfigIssue(path: "", line: nil, message: "invalid YAML: \(problem)")
         default:

@@ -26,249 +26,364 @@ public enum ConfigReference {
 
     public static let entries: [Entry] = [
         Entry(key: "device", type: "mapping", defaultValue: none, meaning: "The gateway itself."),
-        Entry(key: "device.name", type: "string", defaultValue: D.deviceName,
-              meaning: "GAP device name (at most 248 bytes)."),
-        Entry(key: "device.id", type: "string", defaultValue: "name, lower-cased, other characters → `-`",
-              meaning: "Id in MQTT topics (`<base>/<id>/…`): letters, digits, `-`, `_`."),
-        Entry(key: "device.appearance", type: "integer 0-0xFFFF", defaultValue: hex16(D.appearance),
-              meaning: "GAP Appearance (Assigned Numbers 2.6); 0x0540 is Generic Sensor."),
+        Entry(
+            key: "device.name", type: "string", defaultValue: D.deviceName,
+            meaning: "GAP device name (at most 248 bytes)."),
+        Entry(
+            key: "device.id", type: "string", defaultValue: "name, lower-cased, other characters → `-`",
+            meaning: "Id in MQTT topics (`<base>/<id>/…`): letters, digits, `-`, `_`."),
+        Entry(
+            key: "device.appearance", type: "integer 0-0xFFFF", defaultValue: hex16(D.appearance),
+            meaning: "GAP Appearance (Assigned Numbers 2.6); 0x0540 is Generic Sensor."),
 
         Entry(key: "bluetooth", type: "mapping", defaultValue: none, meaning: "The BLE side."),
-        Entry(key: "bluetooth.transport", type: "transport", defaultValue: D.transport.description,
-              meaning: "Controller: `hciN` (HCI user channel), `tcp:HOST:PORT`, `unix:PATH`, `serial:DEVICE[,BAUD]`. `--hci` overrides."),
+        Entry(
+            key: "bluetooth.transport", type: "transport", defaultValue: D.transport.description,
+            meaning: "Controller: `hciN` (HCI user channel), `tcp:HOST:PORT`, `unix:PATH`, `serial:DEVICE[,BAUD]`. `--hci` overrides."),
         Entry(key: "bluetooth.advertising", type: "mapping", defaultValue: none, meaning: "What gattway advertises."),
-        Entry(key: "bluetooth.advertising.local_name", type: "string", defaultValue: "`device.name`",
-              meaning: "Complete Local Name in the advertisement or scan response."),
-        Entry(key: "bluetooth.advertising.service_uuids", type: "list of UUIDs", defaultValue: "[]",
-              meaning: "Service UUIDs to advertise (16-bit SIG short form such as `181A`, or 128-bit)."),
-        Entry(key: "bluetooth.advertising.interval", type: "duration 20ms-10.24s",
-              defaultValue: d(D.advertisingInterval), meaning: "Advertising interval."),
-        Entry(key: "bluetooth.advertising.tx_power", type: "bool", defaultValue: "false",
-              meaning: "Advertise the TX Power Level (AD type 0x0A) the controller reports for advertising, which phones use to estimate distance. gattway cannot set the radio's power."),
-        Entry(key: "bluetooth.advertising.manufacturer_data", type: "mapping", defaultValue: none,
-              meaning: "Manufacturer Specific Data to advertise."),
-        Entry(key: "bluetooth.advertising.manufacturer_data.company_id", type: "integer 0-0xFFFF",
-              defaultValue: required, meaning: "Company identifier (0xFFFF for tests)."),
-        Entry(key: "bluetooth.advertising.manufacturer_data.data", type: "hex bytes", defaultValue: required,
-              meaning: "Payload after the company id, e.g. `\"01 02 a0\"`."),
-        Entry(key: "bluetooth.max_centrals", type: "integer 1-16", defaultValue: String(D.maxCentrals),
-              meaning: "Centrals connected at once; advertising pauses at the limit."),
-        Entry(key: "bluetooth.connection", type: "mapping", defaultValue: none,
-              meaning: "Connection parameters gattway prefers: published as the Peripheral Preferred Connection Parameters, and, when this section is present, asked of each central whose connection does not meet them (L2CAP Connection Parameter Update Request; the central decides)."),
-        Entry(key: "bluetooth.connection.min_interval", type: "duration 7.5ms-4s",
-              defaultValue: d(D.connectionMinInterval), meaning: "Shortest connection interval asked for."),
-        Entry(key: "bluetooth.connection.max_interval", type: "duration 7.5ms-4s",
-              defaultValue: d(D.connectionMaxInterval), meaning: "Longest connection interval asked for."),
-        Entry(key: "bluetooth.connection.latency", type: "integer 0-499", defaultValue: String(D.connectionLatency),
-              meaning: "Peripheral latency (connection events gattway may skip)."),
-        Entry(key: "bluetooth.connection.supervision_timeout", type: "duration 100ms-32s",
-              defaultValue: d(D.supervisionTimeout),
-              meaning: "Link supervision timeout; must exceed (1 + latency) × max_interval × 2."),
+        Entry(
+            key: "bluetooth.advertising.local_name", type: "string", defaultValue: "`device.name`",
+            meaning: "Complete Local Name in the advertisement or scan response."),
+        Entry(
+            key: "bluetooth.advertising.service_uuids", type: "list of UUIDs", defaultValue: "[]",
+            meaning: "Service UUIDs to advertise (16-bit SIG short form such as `181A`, or 128-bit)."),
+        Entry(
+            key: "bluetooth.advertising.interval", type: "duration 20ms-10.24s",
+            defaultValue: d(D.advertisingInterval), meaning: "Advertising interval."),
+        Entry(
+            key: "bluetooth.advertising.tx_power", type: "bool", defaultValue: "false",
+            meaning:
+                "Advertise the TX Power Level (AD type 0x0A) the controller reports for advertising, which phones use to estimate distance. gattway cannot set the radio's power."
+        ),
+        Entry(
+            key: "bluetooth.advertising.manufacturer_data", type: "mapping", defaultValue: none,
+            meaning: "Manufacturer Specific Data to advertise."),
+        Entry(
+            key: "bluetooth.advertising.manufacturer_data.company_id", type: "integer 0-0xFFFF",
+            defaultValue: required, meaning: "Company identifier (0xFFFF for tests)."),
+        Entry(
+            key: "bluetooth.advertising.manufacturer_data.data", type: "hex bytes", defaultValue: required,
+            meaning: "Payload after the company id, e.g. `\"01 02 a0\"`."),
+        Entry(
+            key: "bluetooth.max_centrals", type: "integer 1-16", defaultValue: String(D.maxCentrals),
+            meaning: "Centrals connected at once; advertising pauses at the limit."),
+        Entry(
+            key: "bluetooth.connection", type: "mapping", defaultValue: none,
+            meaning:
+                "Connection parameters gattway prefers: published as the Peripheral Preferred Connection Parameters, and, when this section is present, asked of each central whose connection does not meet them (L2CAP Connection Parameter Update Request; the central decides)."
+        ),
+        Entry(
+            key: "bluetooth.connection.min_interval", type: "duration 7.5ms-4s",
+            defaultValue: d(D.connectionMinInterval), meaning: "Shortest connection interval asked for."),
+        Entry(
+            key: "bluetooth.connection.max_interval", type: "duration 7.5ms-4s",
+            defaultValue: d(D.connectionMaxInterval), meaning: "Longest connection interval asked for."),
+        Entry(
+            key: "bluetooth.connection.latency", type: "integer 0-499", defaultValue: String(D.connectionLatency),
+            meaning: "Peripheral latency (connection events gattway may skip)."),
+        Entry(
+            key: "bluetooth.connection.supervision_timeout", type: "duration 100ms-32s",
+            defaultValue: d(D.supervisionTimeout),
+            meaning: "Link supervision timeout; must exceed (1 + latency) × max_interval × 2."),
         Entry(key: "bluetooth.security", type: "mapping", defaultValue: none, meaning: "Pairing (SMP)."),
-        Entry(key: "bluetooth.security.io_capabilities", type: "enum", defaultValue: D.ioCapabilities.rawValue,
-              meaning: "`no_input_no_output` (Just Works: encrypted, no MITM protection), `display_only` (Passkey Entry: the passkey is logged and published on `<base>/<dev>/pairing`; authenticated), or `display_yes_no` / `keyboard_display` (also Numeric Comparison with centrals that can confirm: the number is logged and published, and a press of the `confirm_with` button accepts it; authenticated). gattway cannot type passkeys: with `keyboard_only`, and for pairings that would need one, it refuses."),
-        Entry(key: "bluetooth.security.passkey", type: "integer 0-999999", defaultValue: "random per pairing",
-              meaning: "Fixed passkey for Passkey Entry; needs displaying IO capabilities. Never logged or published."),
-        Entry(key: "bluetooth.security.allow_legacy", type: "bool", defaultValue: String(D.allowLegacy),
-              meaning: "Accept LE legacy pairing (otherwise LE Secure Connections only)."),
-        Entry(key: "bluetooth.security.confirm_with", type: "sensor id", defaultValue: none,
-              meaning: "A binary sensor (a button): pressing it confirms the Numeric Comparison number of the one pairing waiting for it (with two waiting, both are refused). Needs io_capabilities `display_yes_no` or `keyboard_display`; without it, Numeric Comparison is refused."),
+        Entry(
+            key: "bluetooth.security.io_capabilities", type: "enum", defaultValue: D.ioCapabilities.rawValue,
+            meaning:
+                "`no_input_no_output` (Just Works: encrypted, no MITM protection), `display_only` (Passkey Entry: the passkey is logged and published on `<base>/<dev>/pairing`; authenticated), or `display_yes_no` / `keyboard_display` (also Numeric Comparison with centrals that can confirm: the number is logged and published, and a press of the `confirm_with` button accepts it; authenticated). gattway cannot type passkeys: with `keyboard_only`, and for pairings that would need one, it refuses."
+        ),
+        Entry(
+            key: "bluetooth.security.passkey", type: "integer 0-999999", defaultValue: "random per pairing",
+            meaning: "Fixed passkey for Passkey Entry; needs displaying IO capabilities. Never logged or published."),
+        Entry(
+            key: "bluetooth.security.allow_legacy", type: "bool", defaultValue: String(D.allowLegacy),
+            meaning: "Accept LE legacy pairing (otherwise LE Secure Connections only)."),
+        Entry(
+            key: "bluetooth.security.confirm_with", type: "sensor id", defaultValue: none,
+            meaning:
+                "A binary sensor (a button): pressing it confirms the Numeric Comparison number of the one pairing waiting for it (with two waiting, both are refused). Needs io_capabilities `display_yes_no` or `keyboard_display`; without it, Numeric Comparison is refused."
+        ),
 
-        Entry(key: "state_dir", type: "path", defaultValue: D.stateDirectory,
-              meaning: "Persisted counters, bonds (mode 0600) and the MQTT outbox."),
+        Entry(
+            key: "state_dir", type: "path", defaultValue: D.stateDirectory,
+            meaning: "Persisted counters, bonds (mode 0600) and the MQTT outbox."),
 
         Entry(key: "gpio", type: "mapping", defaultValue: none, meaning: "Where sensor lines come from."),
-        Entry(key: "gpio.backend", type: "enum", defaultValue: D.gpioBackend.rawValue,
-              meaning: "`libgpiod` (real chips under /dev) or `simulated` (chips below)."),
+        Entry(
+            key: "gpio.backend", type: "enum", defaultValue: D.gpioBackend.rawValue,
+            meaning: "`libgpiod` (real chips under /dev) or `simulated` (chips below)."),
         Entry(key: "gpio.chips", type: "list", defaultValue: "[]", meaning: "Simulated chips (backend `simulated` only)."),
         Entry(key: "gpio.chips[].name", type: "string", defaultValue: "`gpiochip<index>`", meaning: "Chip name."),
-        Entry(key: "gpio.chips[].label", type: "string", defaultValue: "`\(D.simulatedChipLabelPrefix)<index>`",
-              meaning: "Chip label (what sensors' `chip` may name)."),
+        Entry(
+            key: "gpio.chips[].label", type: "string", defaultValue: "`\(D.simulatedChipLabelPrefix)<index>`",
+            meaning: "Chip label (what sensors' `chip` may name)."),
         Entry(key: "gpio.chips[].lines", type: "list", defaultValue: required, meaning: "The chip's lines."),
-        Entry(key: "gpio.chips[].lines[].name", type: "string", defaultValue: required,
-              meaning: "Line name, unique on the chip (e.g. `GPIO17`)."),
-        Entry(key: "gpio.chips[].lines[].generator", type: "mapping", defaultValue: none,
-              meaning: "Waveform on the line's input; absent: low (or driven by an output)."),
-        Entry(key: "gpio.chips[].lines[].generator.type", type: "enum", defaultValue: required,
-              meaning: "`constant`, `square`, `pulses`, `steps`, `dht22`, `dht11`, `hcsr04`."),
-        Entry(key: "gpio.chips[].lines[].generator.level", type: "0 or 1", defaultValue: D.constantLevel ? "1" : "0",
-              meaning: "`constant`: the level."),
-        Entry(key: "gpio.chips[].lines[].generator.period", type: "duration", defaultValue: required,
-              meaning: "`square`: period."),
-        Entry(key: "gpio.chips[].lines[].generator.duty", type: "number 0-1", defaultValue: n(D.squareDuty),
-              meaning: "`square`: fraction of the period spent high."),
-        Entry(key: "gpio.chips[].lines[].generator.rate", type: "number (Hz)", defaultValue: required,
-              meaning: "`pulses`: pulses per second."),
-        Entry(key: "gpio.chips[].lines[].generator.width", type: "duration", defaultValue: "half the period",
-              meaning: "`pulses`: high time of each pulse (shorter than 1/rate)."),
-        Entry(key: "gpio.chips[].lines[].generator.steps", type: "list", defaultValue: required,
-              meaning: "`steps`: `{level: 0|1, duration: D}` items played in order."),
-        Entry(key: "gpio.chips[].lines[].generator.steps[].level", type: "0 or 1", defaultValue: required,
-              meaning: "`steps`: level of this step."),
-        Entry(key: "gpio.chips[].lines[].generator.steps[].duration", type: "duration", defaultValue: required,
-              meaning: "`steps`: how long it holds."),
-        Entry(key: "gpio.chips[].lines[].generator.repeat", type: "bool", defaultValue: String(D.stepsRepeat),
-              meaning: "`steps`: start over after the last step."),
-        Entry(key: "gpio.chips[].lines[].generator.temperature", type: "number (°C)",
-              defaultValue: n(D.dhtTemperature), meaning: "`dht22`, `dht11`: temperature reported."),
-        Entry(key: "gpio.chips[].lines[].generator.humidity", type: "number 0-100 (%)",
-              defaultValue: n(D.dhtHumidity), meaning: "`dht22`, `dht11`: relative humidity reported."),
-        Entry(key: "gpio.chips[].lines[].generator.distance", type: "number 0.02-4 (m)",
-              defaultValue: n(D.hcsr04Distance), meaning: "`hcsr04`: distance the echo encodes."),
-        Entry(key: "gpio.chips[].lines[].generator.trigger", type: "line name", defaultValue: required,
-              meaning: "`hcsr04`: the trigger line on the same chip."),
+        Entry(
+            key: "gpio.chips[].lines[].name", type: "string", defaultValue: required,
+            meaning: "Line name, unique on the chip (e.g. `GPIO17`)."),
+        Entry(
+            key: "gpio.chips[].lines[].generator", type: "mapping", defaultValue: none,
+            meaning: "Waveform on the line's input; absent: low (or driven by an output)."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.type", type: "enum", defaultValue: required,
+            meaning: "`constant`, `square`, `pulses`, `steps`, `dht22`, `dht11`, `hcsr04`."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.level", type: "0 or 1", defaultValue: D.constantLevel ? "1" : "0",
+            meaning: "`constant`: the level."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.period", type: "duration", defaultValue: required,
+            meaning: "`square`: period."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.duty", type: "number 0-1", defaultValue: n(D.squareDuty),
+            meaning: "`square`: fraction of the period spent high."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.rate", type: "number (Hz)", defaultValue: required,
+            meaning: "`pulses`: pulses per second."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.width", type: "duration", defaultValue: "half the period",
+            meaning: "`pulses`: high time of each pulse (shorter than 1/rate)."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.steps", type: "list", defaultValue: required,
+            meaning: "`steps`: `{level: 0|1, duration: D}` items played in order."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.steps[].level", type: "0 or 1", defaultValue: required,
+            meaning: "`steps`: level of this step."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.steps[].duration", type: "duration", defaultValue: required,
+            meaning: "`steps`: how long it holds."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.repeat", type: "bool", defaultValue: String(D.stepsRepeat),
+            meaning: "`steps`: start over after the last step."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.temperature", type: "number (°C)",
+            defaultValue: n(D.dhtTemperature), meaning: "`dht22`, `dht11`: temperature reported."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.humidity", type: "number 0-100 (%)",
+            defaultValue: n(D.dhtHumidity), meaning: "`dht22`, `dht11`: relative humidity reported."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.distance", type: "number 0.02-4 (m)",
+            defaultValue: n(D.hcsr04Distance), meaning: "`hcsr04`: distance the echo encodes."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.trigger", type: "line name", defaultValue: required,
+            meaning: "`hcsr04`: the trigger line on the same chip."),
 
         Entry(key: "sensors", type: "list", defaultValue: "[]", meaning: "Sensors and outputs on GPIO lines."),
         Entry(key: "sensors[].id", type: "string", defaultValue: required, meaning: "Unique id; characteristics refer to it."),
-        Entry(key: "sensors[].kind", type: "enum", defaultValue: required,
-              meaning: "`binary`, `counter`, `rate`, `pulse_width`, `distance`, `dht22`, `dht11`, `rotary_encoder`, `output`."),
-        Entry(key: "sensors[].line", type: "line name", defaultValue: "required (not `distance`/`rotary_encoder`)",
-              meaning: "The line, by name (`GPIO17`)."),
-        Entry(key: "sensors[].chip", type: "string", defaultValue: "any chip",
-              meaning: "Chip label, name or /dev path holding the sensor's lines."),
-        Entry(key: "sensors[].bias", type: "enum", defaultValue: D.bias.rawValue,
-              meaning: "Inputs: `as_is`, `disabled`, `pull_up`, `pull_down`."),
-        Entry(key: "sensors[].active_low", type: "bool", defaultValue: String(D.activeLow),
-              meaning: "The line is active when low."),
-        Entry(key: "sensors[].debounce", type: "duration", defaultValue: d(D.debounce),
-              meaning: "Inputs: ignore changes shorter than this (0 = off)."),
-        Entry(key: "sensors[].hold_time", type: "duration", defaultValue: d(D.holdTime),
-              meaning: "`binary`: a change must last this long to count."),
-        Entry(key: "sensors[].window", type: "duration",
-              defaultValue: "\(d(D.rateWindow)) (`rate`), \(d(D.pulseWidthWindow)) (`pulse_width`)",
-              meaning: "`rate`: sliding window the rate is measured over; `pulse_width`: averaging period."),
-        Entry(key: "sensors[].per", type: "enum", defaultValue: D.ratePer.rawValue,
-              meaning: "`rate`: pulses per `second` or `minute`."),
-        Entry(key: "sensors[].scale", type: "number", defaultValue: n(D.rateScale),
-              meaning: "`rate`: multiplier from pulses per unit to the value (e.g. L/min per Hz)."),
-        Entry(key: "sensors[].trigger", type: "line name", defaultValue: required,
-              meaning: "`distance`: HC-SR04 trigger (output) line."),
-        Entry(key: "sensors[].echo", type: "line name", defaultValue: required,
-              meaning: "`distance`: HC-SR04 echo (input) line."),
-        Entry(key: "sensors[].interval", type: "duration",
-              defaultValue: "\(d(D.distanceInterval)) (`distance`, at least 60ms), \(d(D.dhtInterval)) (`dht22`/`dht11`, at least \(d(D.dhtMinimumInterval)))",
-              meaning: "`distance`, `dht22`, `dht11`: time between measurements."),
-        Entry(key: "sensors[].timeout", type: "duration", defaultValue: d(D.distanceTimeout),
-              meaning: "`distance`: echo wait before reporting a timeout."),
+        Entry(
+            key: "sensors[].kind", type: "enum", defaultValue: required,
+            meaning: "`binary`, `counter`, `rate`, `pulse_width`, `distance`, `dht22`, `dht11`, `rotary_encoder`, `output`."),
+        Entry(
+            key: "sensors[].line", type: "line name", defaultValue: "required (not `distance`/`rotary_encoder`)",
+            meaning: "The line, by name (`GPIO17`)."),
+        Entry(
+            key: "sensors[].chip", type: "string", defaultValue: "any chip",
+            meaning: "Chip label, name or /dev path holding the sensor's lines."),
+        Entry(
+            key: "sensors[].bias", type: "enum", defaultValue: D.bias.rawValue,
+            meaning: "Inputs: `as_is`, `disabled`, `pull_up`, `pull_down`."),
+        Entry(
+            key: "sensors[].active_low", type: "bool", defaultValue: String(D.activeLow),
+            meaning: "The line is active when low."),
+        Entry(
+            key: "sensors[].debounce", type: "duration", defaultValue: d(D.debounce),
+            meaning: "Inputs: ignore changes shorter than this (0 = off)."),
+        Entry(
+            key: "sensors[].hold_time", type: "duration", defaultValue: d(D.holdTime),
+            meaning: "`binary`: a change must last this long to count."),
+        Entry(
+            key: "sensors[].window", type: "duration",
+            defaultValue: "\(d(D.rateWindow)) (`rate`), \(d(D.pulseWidthWindow)) (`pulse_width`)",
+            meaning: "`rate`: sliding window the rate is measured over; `pulse_width`: averaging period."),
+        Entry(
+            key: "sensors[].per", type: "enum", defaultValue: D.ratePer.rawValue,
+            meaning: "`rate`: pulses per `second` or `minute`."),
+        Entry(
+            key: "sensors[].scale", type: "number", defaultValue: n(D.rateScale),
+            meaning: "`rate`: multiplier from pulses per unit to the value (e.g. L/min per Hz)."),
+        Entry(
+            key: "sensors[].trigger", type: "line name", defaultValue: required,
+            meaning: "`distance`: HC-SR04 trigger (output) line."),
+        Entry(
+            key: "sensors[].echo", type: "line name", defaultValue: required,
+            meaning: "`distance`: HC-SR04 echo (input) line."),
+        Entry(
+            key: "sensors[].interval", type: "duration",
+            defaultValue:
+                "\(d(D.distanceInterval)) (`distance`, at least 60ms), \(d(D.dhtInterval)) (`dht22`/`dht11`, at least \(d(D.dhtMinimumInterval)))",
+            meaning: "`distance`, `dht22`, `dht11`: time between measurements."),
+        Entry(
+            key: "sensors[].timeout", type: "duration", defaultValue: d(D.distanceTimeout),
+            meaning: "`distance`: echo wait before reporting a timeout."),
         Entry(key: "sensors[].a", type: "line name", defaultValue: required, meaning: "`rotary_encoder`: channel A."),
         Entry(key: "sensors[].b", type: "line name", defaultValue: required, meaning: "`rotary_encoder`: channel B."),
-        Entry(key: "sensors[].transitions_per_step", type: "1, 2 or 4", defaultValue: String(D.transitionsPerStep),
-              meaning: "`rotary_encoder`: quadrature transitions per reported step (4 for detented encoders)."),
-        Entry(key: "sensors[].wrap", type: "integer ≥ 2", defaultValue: "no wrap",
-              meaning: "`rotary_encoder`: steps count modulo this."),
-        Entry(key: "sensors[].initial", type: "bool", defaultValue: String(D.outputInitial),
-              meaning: "`output`: level driven at start."),
-        Entry(key: "sensors[].bthome", type: "bool", defaultValue: String(D.bthome),
-              meaning: "Also broadcast the readings as BTHome v2 service data (not `output`), read without connecting."),
-        Entry(key: "sensors[].filters", type: "list", defaultValue: "[]",
-              meaning: "Applied in order; each item is one of the keys below."),
+        Entry(
+            key: "sensors[].transitions_per_step", type: "1, 2 or 4", defaultValue: String(D.transitionsPerStep),
+            meaning: "`rotary_encoder`: quadrature transitions per reported step (4 for detented encoders)."),
+        Entry(
+            key: "sensors[].wrap", type: "integer ≥ 2", defaultValue: "no wrap",
+            meaning: "`rotary_encoder`: steps count modulo this."),
+        Entry(
+            key: "sensors[].initial", type: "bool", defaultValue: String(D.outputInitial),
+            meaning: "`output`: level driven at start."),
+        Entry(
+            key: "sensors[].bthome", type: "bool", defaultValue: String(D.bthome),
+            meaning: "Also broadcast the readings as BTHome v2 service data (not `output`), read without connecting."),
+        Entry(
+            key: "sensors[].filters", type: "list", defaultValue: "[]",
+            meaning: "Applied in order; each item is one of the keys below."),
         Entry(key: "sensors[].filters[].invert", type: "true", defaultValue: none, meaning: "`binary`: swap 0 and 1."),
-        Entry(key: "sensors[].filters[].delay_on", type: "duration", defaultValue: none,
-              meaning: "`binary`: report 1 only after this long active."),
-        Entry(key: "sensors[].filters[].delay_off", type: "duration", defaultValue: none,
-              meaning: "`binary`: report 0 only after this long inactive."),
-        Entry(key: "sensors[].filters[].moving_average", type: "integer 2-1000", defaultValue: none,
-              meaning: "Mean of the last N values."),
+        Entry(
+            key: "sensors[].filters[].delay_on", type: "duration", defaultValue: none,
+            meaning: "`binary`: report 1 only after this long active."),
+        Entry(
+            key: "sensors[].filters[].delay_off", type: "duration", defaultValue: none,
+            meaning: "`binary`: report 0 only after this long inactive."),
+        Entry(
+            key: "sensors[].filters[].moving_average", type: "integer 2-1000", defaultValue: none,
+            meaning: "Mean of the last N values."),
         Entry(key: "sensors[].filters[].offset", type: "number", defaultValue: none, meaning: "Add this."),
         Entry(key: "sensors[].filters[].scale", type: "number", defaultValue: none, meaning: "Multiply by this."),
 
         Entry(key: "services", type: "list", defaultValue: "[]", meaning: "GATT services served."),
-        Entry(key: "services[].uuid", type: "UUID", defaultValue: required,
-              meaning: "SIG short form (`181A`) or 128-bit UUID."),
-        Entry(key: "services[].name", type: "string", defaultValue: "unnamed (topics use the UUID)",
-              meaning: "Unique; used in MQTT topics and `includes`."),
-        Entry(key: "services[].primary", type: "bool", defaultValue: String(D.primary),
-              meaning: "Primary (true) or secondary service."),
-        Entry(key: "services[].includes", type: "list of service names", defaultValue: "[]",
-              meaning: "Other configured services this one includes."),
+        Entry(
+            key: "services[].uuid", type: "UUID", defaultValue: required,
+            meaning: "SIG short form (`181A`) or 128-bit UUID."),
+        Entry(
+            key: "services[].name", type: "string", defaultValue: "unnamed (topics use the UUID)",
+            meaning: "Unique; used in MQTT topics and `includes`."),
+        Entry(
+            key: "services[].primary", type: "bool", defaultValue: String(D.primary),
+            meaning: "Primary (true) or secondary service."),
+        Entry(
+            key: "services[].includes", type: "list of service names", defaultValue: "[]",
+            meaning: "Other configured services this one includes."),
         Entry(key: "services[].characteristics", type: "list", defaultValue: required, meaning: "At least one."),
-        Entry(key: "services[].characteristics[].uuid", type: "UUID or name", defaultValue: required,
-              meaning: "Characteristic type, e.g. `2A6E`, or an Environmental Sensing name: \(EnvironmentalSensingCharacteristic.allCases.map { "`\($0.rawValue)`" }.joined(separator: ", "))."),
-        Entry(key: "services[].characteristics[].name", type: "string", defaultValue: "unnamed (topics use the UUID)",
-              meaning: "Unique within the service; MQTT topic part and User Description."),
-        Entry(key: "services[].characteristics[].properties", type: "list",
-              defaultValue: "by source: sensor/mqtt `[read, notify]`, output sensor `[read, write, notify]`, static `[read]`, written `[read, write]`",
-              meaning: "`read`, `write`, `write_without_response`, `notify`, `indicate`."),
-        Entry(key: "services[].characteristics[].permissions", type: "mapping", defaultValue: none,
-              meaning: "Link security needed to read / write."),
-        Entry(key: "services[].characteristics[].permissions.read", type: "`open` or list",
-              defaultValue: D.readPermission.description,
-              meaning: "`open`, or any of `encrypted`, `authenticated` (MITM), `bonded`."),
-        Entry(key: "services[].characteristics[].permissions.write", type: "`open` or list",
-              defaultValue: "`[\(D.writePermission.description)]`",
-              meaning: "As `read`; `open` makes `gattway check` warn."),
-        Entry(key: "services[].characteristics[].format", type: "enum",
-              defaultValue: "required, except for Environmental Sensing characteristics (their SIG format)",
-              meaning: "\(ValueFormat.allCases.map { "`\($0.rawValue)`" }.joined(separator: ", ")); `medfloat16`/`medfloat32` are IEEE 11073 SFLOAT/FLOAT (also written `sfloat`, `float11073`)."),
-        Entry(key: "services[].characteristics[].exponent", type: "integer -128-127",
-              defaultValue: "\(D.exponent) (the SIG exponent for Environmental Sensing characteristics)",
-              meaning: "Integer formats: fixed point, value = raw × 10^exponent (e.g. `sint16` with -2)."),
-        Entry(key: "services[].characteristics[].max_length", type: "integer 1-512",
-              defaultValue: String(ValueEncoding.attributeValueLimit), meaning: "`utf8`, `bytes`: longest value in bytes."),
-        Entry(key: "services[].characteristics[].unit", type: "unit name or UUID",
-              defaultValue: "none (the SIG unit for Environmental Sensing characteristics)",
-              meaning: "Presentation Format unit: \(GATTUnit.allCases.map { "`\($0.rawValue)`" }.joined(separator: ", ")), or its UUID (`272F`)."),
-        Entry(key: "services[].characteristics[].source", type: "mapping", defaultValue: required,
-              meaning: "Exactly one of the keys below."),
-        Entry(key: "services[].characteristics[].source.sensor", type: "sensor id", defaultValue: none,
-              meaning: "A sensor's value (an output's state; writes drive it)."),
-        Entry(key: "services[].characteristics[].source.reading", type: "enum",
-              defaultValue: "the sensor's first: `temperature` (dht), `duty_cycle` (pulse_width), else `value`",
-              meaning: "With `sensor`: `value`, `temperature`, `humidity`, `duty_cycle`, `high_time`."),
-        Entry(key: "services[].characteristics[].source.mqtt", type: "topic", defaultValue: none,
-              meaning: "The latest payload on this MQTT topic (subscribed while a central is)."),
-        Entry(key: "services[].characteristics[].source.static", type: "value", defaultValue: none,
-              meaning: "A fixed value in the characteristic's format."),
-        Entry(key: "services[].characteristics[].source.written", type: "value", defaultValue: none,
-              meaning: "Written by centrals (and MQTT `/set`), starting from this value."),
-        Entry(key: "services[].characteristics[].descriptors", type: "list", defaultValue: "[]",
-              meaning: "Extra descriptors (the CCCD is gattway's own)."),
-        Entry(key: "services[].characteristics[].descriptors[].uuid", type: "UUID", defaultValue: required,
-              meaning: "Descriptor type."),
-        Entry(key: "services[].characteristics[].descriptors[].value", type: "string", defaultValue: none,
-              meaning: "Value as UTF-8 text (this or `hex`)."),
-        Entry(key: "services[].characteristics[].descriptors[].hex", type: "hex bytes", defaultValue: none,
-              meaning: "Value as bytes (this or `value`)."),
-        Entry(key: "services[].characteristics[].notify", type: "mapping", defaultValue: none,
-              meaning: "Notification policy (needs `notify` or `indicate`)."),
-        Entry(key: "services[].characteristics[].notify.min_interval", type: "duration",
-              defaultValue: d(D.notifyMinInterval),
-              meaning: "No faster than this; the newest value is sent when it expires."),
-        Entry(key: "services[].characteristics[].notify.max_interval", type: "duration", defaultValue: "never",
-              meaning: "Heartbeat: resend when nothing was sent for this long."),
-        Entry(key: "services[].characteristics[].notify.delta", type: "number or `N%`", defaultValue: "any change",
-              meaning: "Numeric formats: ignore smaller changes (absolute, or percent of the last sent)."),
-        Entry(key: "services[].characteristics[].notify.on_change", type: "bool", defaultValue: String(D.notifyOnChange),
-              meaning: "Skip a value whose bytes equal the last one sent (false: send every update)."),
+        Entry(
+            key: "services[].characteristics[].uuid", type: "UUID or name", defaultValue: required,
+            meaning:
+                "Characteristic type, e.g. `2A6E`, or an Environmental Sensing name: \(EnvironmentalSensingCharacteristic.allCases.map { "`\($0.rawValue)`" }.joined(separator: ", "))."
+        ),
+        Entry(
+            key: "services[].characteristics[].name", type: "string", defaultValue: "unnamed (topics use the UUID)",
+            meaning: "Unique within the service; MQTT topic part and User Description."),
+        Entry(
+            key: "services[].characteristics[].properties", type: "list",
+            defaultValue:
+                "by source: sensor/mqtt `[read, notify]`, output sensor `[read, write, notify]`, static `[read]`, written `[read, write]`",
+            meaning: "`read`, `write`, `write_without_response`, `notify`, `indicate`."),
+        Entry(
+            key: "services[].characteristics[].permissions", type: "mapping", defaultValue: none,
+            meaning: "Link security needed to read / write."),
+        Entry(
+            key: "services[].characteristics[].permissions.read", type: "`open` or list",
+            defaultValue: D.readPermission.description,
+            meaning: "`open`, or any of `encrypted`, `authenticated` (MITM), `bonded`."),
+        Entry(
+            key: "services[].characteristics[].permissions.write", type: "`open` or list",
+            defaultValue: "`[\(D.writePermission.description)]`",
+            meaning: "As `read`; `open` makes `gattway check` warn."),
+        Entry(
+            key: "services[].characteristics[].format", type: "enum",
+            defaultValue: "required, except for Environmental Sensing characteristics (their SIG format)",
+            meaning:
+                "\(ValueFormat.allCases.map { "`\($0.rawValue)`" }.joined(separator: ", ")); `medfloat16`/`medfloat32` are IEEE 11073 SFLOAT/FLOAT (also written `sfloat`, `float11073`)."
+        ),
+        Entry(
+            key: "services[].characteristics[].exponent", type: "integer -128-127",
+            defaultValue: "\(D.exponent) (the SIG exponent for Environmental Sensing characteristics)",
+            meaning: "Integer formats: fixed point, value = raw × 10^exponent (e.g. `sint16` with -2)."),
+        Entry(
+            key: "services[].characteristics[].max_length", type: "integer 1-512",
+            defaultValue: String(ValueEncoding.attributeValueLimit), meaning: "`utf8`, `bytes`: longest value in bytes."),
+        Entry(
+            key: "services[].characteristics[].unit", type: "unit name or UUID",
+            defaultValue: "none (the SIG unit for Environmental Sensing characteristics)",
+            meaning:
+                "Presentation Format unit: \(GATTUnit.allCases.map { "`\($0.rawValue)`" }.joined(separator: ", ")), or its UUID (`272F`)."),
+        Entry(
+            key: "services[].characteristics[].source", type: "mapping", defaultValue: required,
+            meaning: "Exactly one of the keys below."),
+        Entry(
+            key: "services[].characteristics[].source.sensor", type: "sensor id", defaultValue: none,
+            meaning: "A sensor's value (an output's state; writes drive it)."),
+        Entry(
+            key: "services[].characteristics[].source.reading", type: "enum",
+            defaultValue: "the sensor's first: `temperature` (dht), `duty_cycle` (pulse_width), else `value`",
+            meaning: "With `sensor`: `value`, `temperature`, `humidity`, `duty_cycle`, `high_time`."),
+        Entry(
+            key: "services[].characteristics[].source.mqtt", type: "topic", defaultValue: none,
+            meaning: "The latest payload on this MQTT topic (subscribed while a central is)."),
+        Entry(
+            key: "services[].characteristics[].source.static", type: "value", defaultValue: none,
+            meaning: "A fixed value in the characteristic's format."),
+        Entry(
+            key: "services[].characteristics[].source.written", type: "value", defaultValue: none,
+            meaning: "Written by centrals (and MQTT `/set`), starting from this value."),
+        Entry(
+            key: "services[].characteristics[].descriptors", type: "list", defaultValue: "[]",
+            meaning: "Extra descriptors (the CCCD is gattway's own)."),
+        Entry(
+            key: "services[].characteristics[].descriptors[].uuid", type: "UUID", defaultValue: required,
+            meaning: "Descriptor type."),
+        Entry(
+            key: "services[].characteristics[].descriptors[].value", type: "string", defaultValue: none,
+            meaning: "Value as UTF-8 text (this or `hex`)."),
+        Entry(
+            key: "services[].characteristics[].descriptors[].hex", type: "hex bytes", defaultValue: none,
+            meaning: "Value as bytes (this or `value`)."),
+        Entry(
+            key: "services[].characteristics[].notify", type: "mapping", defaultValue: none,
+            meaning: "Notification policy (needs `notify` or `indicate`)."),
+        Entry(
+            key: "services[].characteristics[].notify.min_interval", type: "duration",
+            defaultValue: d(D.notifyMinInterval),
+            meaning: "No faster than this; the newest value is sent when it expires."),
+        Entry(
+            key: "services[].characteristics[].notify.max_interval", type: "duration", defaultValue: "never",
+            meaning: "Heartbeat: resend when nothing was sent for this long."),
+        Entry(
+            key: "services[].characteristics[].notify.delta", type: "number or `N%`", defaultValue: "any change",
+            meaning: "Numeric formats: ignore smaller changes (absolute, or percent of the last sent)."),
+        Entry(
+            key: "services[].characteristics[].notify.on_change", type: "bool", defaultValue: String(D.notifyOnChange),
+            meaning: "Skip a value whose bytes equal the last one sent (false: send every update)."),
 
         Entry(key: "mqtt", type: "mapping", defaultValue: "absent: no MQTT", meaning: "The MQTT mirror."),
-        Entry(key: "mqtt.url", type: "URL", defaultValue: required,
-              meaning: "`mqtt://HOST[:1883]` or `mqtts://HOST[:8883]` (TLS, verified). `--mqtt` overrides."),
+        Entry(
+            key: "mqtt.url", type: "URL", defaultValue: required,
+            meaning: "`mqtt://HOST[:1883]` or `mqtts://HOST[:8883]` (TLS, verified). `--mqtt` overrides."),
         Entry(key: "mqtt.client_id", type: "string", defaultValue: "`gattway-<device.id>`", meaning: "MQTT client id."),
         Entry(key: "mqtt.username", type: "string", defaultValue: none, meaning: "User name."),
-        Entry(key: "mqtt.password_file", type: "path", defaultValue: none,
-              meaning: "File whose first line is the password (never write the password itself here)."),
-        Entry(key: "mqtt.password_env", type: "string", defaultValue: none,
-              meaning: "Environment variable holding the password (instead of `password_file`)."),
+        Entry(
+            key: "mqtt.password_file", type: "path", defaultValue: none,
+            meaning: "File whose first line is the password (never write the password itself here)."),
+        Entry(
+            key: "mqtt.password_env", type: "string", defaultValue: none,
+            meaning: "Environment variable holding the password (instead of `password_file`)."),
         Entry(key: "mqtt.tls", type: "mapping", defaultValue: none, meaning: "TLS files (`mqtts://` only)."),
         Entry(key: "mqtt.tls.ca", type: "path", defaultValue: "system trust store", meaning: "CA certificate (PEM)."),
         Entry(key: "mqtt.tls.cert", type: "path", defaultValue: none, meaning: "Client certificate (PEM); needs `key`."),
         Entry(key: "mqtt.tls.key", type: "path", defaultValue: none, meaning: "Client key (PEM); needs `cert`."),
-        Entry(key: "mqtt.base_topic", type: "string", defaultValue: D.mqttBaseTopic,
-              meaning: "Topic prefix `<base>`; no `+`, `#`, leading or trailing `/`."),
+        Entry(
+            key: "mqtt.base_topic", type: "string", defaultValue: D.mqttBaseTopic,
+            meaning: "Topic prefix `<base>`; no `+`, `#`, leading or trailing `/`."),
         Entry(key: "mqtt.qos", type: "integer 0-2", defaultValue: String(D.mqttQoS), meaning: "QoS of value publications."),
         Entry(key: "mqtt.retain", type: "bool", defaultValue: String(D.mqttRetain), meaning: "Retain value publications."),
-        Entry(key: "mqtt.discovery", type: "bool", defaultValue: String(D.mqttDiscovery),
-              meaning: "Publish Home Assistant discovery."),
-        Entry(key: "mqtt.discovery_prefix", type: "string", defaultValue: D.mqttDiscoveryPrefix,
-              meaning: "Home Assistant discovery prefix."),
-        Entry(key: "mqtt.protocol", type: "enum", defaultValue: "\"\(D.mqttProtocol.rawValue)\"",
-              meaning: "`\"5\"` or `\"3.1.1\"`."),
+        Entry(
+            key: "mqtt.discovery", type: "bool", defaultValue: String(D.mqttDiscovery),
+            meaning: "Publish Home Assistant discovery."),
+        Entry(
+            key: "mqtt.discovery_prefix", type: "string", defaultValue: D.mqttDiscoveryPrefix,
+            meaning: "Home Assistant discovery prefix."),
+        Entry(
+            key: "mqtt.protocol", type: "enum", defaultValue: "\"\(D.mqttProtocol.rawValue)\"",
+            meaning: "`\"5\"` or `\"3.1.1\"`."),
         Entry(key: "mqtt.keepalive", type: "duration 5s-18h", defaultValue: d(D.mqttKeepalive), meaning: "Keepalive."),
-        Entry(key: "mqtt.payload", type: "enum", defaultValue: D.mqttPayload.rawValue,
-              meaning: "Value payloads: `json` (`{\"value\": …, \"ts\": …}`) or `raw` bytes."),
-        Entry(key: "mqtt.outbox_limit", type: "integer 1-1000000", defaultValue: String(D.mqttOutboxLimit),
-              meaning: "QoS 1 events kept (and persisted) while the broker is unreachable."),
+        Entry(
+            key: "mqtt.payload", type: "enum", defaultValue: D.mqttPayload.rawValue,
+            meaning: "Value payloads: `json` (`{\"value\": …, \"ts\": …}`) or `raw` bytes."),
+        Entry(
+            key: "mqtt.outbox_limit", type: "integer 1-1000000", defaultValue: String(D.mqttOutboxLimit),
+            meaning: "QoS 1 events kept (and persisted) while the broker is unreachable.")
     ]
 
     /// The keys directly under `parent` (`""` for the top level), in reference order.
@@ -285,7 +400,7 @@ public enum ConfigReference {
     public static func markdownTable() -> String {
         var lines = ["| Key | Type | Default | Meaning |", "|---|---|---|---|"]
         for entry in entries {
-            let cells = [ "`\(entry.key)`", entry.type, entry.defaultValue, entry.meaning]
+            let cells = ["`\(entry.key)`", entry.type, entry.defaultValue, entry.meaning]
                 .map { $0.replacingOccurrences(of: "|", with: "\\|") }
             lines.append("| " + cells.joined(separator: " | ") + " |")
         }

@@ -3,12 +3,14 @@ public enum ConfigSummary {
     public static func lines(_ config: GatewayConfig) -> [String] {
         var lines: [String] = []
         let bluetooth = config.bluetooth
-        lines.append("device \"\(config.device.name)\" (id \(config.device.id)), transport \(bluetooth.transport), "
-                     + "up to \(bluetooth.maxCentrals) central\(bluetooth.maxCentrals == 1 ? "" : "s")")
+        lines.append(
+            "device \"\(config.device.name)\" (id \(config.device.id)), transport \(bluetooth.transport), "
+                + "up to \(bluetooth.maxCentrals) central\(bluetooth.maxCentrals == 1 ? "" : "s")")
         let advertised = bluetooth.advertising.serviceUUIDs.map(\.description).joined(separator: ", ")
-        lines.append("advertising \"\(bluetooth.advertising.localName)\" every "
-                     + DurationText.format(bluetooth.advertising.interval)
-                     + (advertised.isEmpty ? "" : " with \(advertised)"))
+        lines.append(
+            "advertising \"\(bluetooth.advertising.localName)\" every "
+                + DurationText.format(bluetooth.advertising.interval)
+                + (advertised.isEmpty ? "" : " with \(advertised)"))
         let characteristicCount = config.services.reduce(0) { $0 + $1.characteristics.count }
         lines.append("\(count(config.services.count, "service")), \(count(characteristicCount, "characteristic")):")
         for service in config.services {
@@ -17,15 +19,17 @@ public enum ConfigSummary {
                 lines.append("    \(characteristic.uuid)\(quoted(characteristic.name)) \(describe(characteristic))")
             }
         }
-        lines.append("\(count(config.sensors.count, "sensor")) on \(config.gpio.backend.rawValue)"
-                     + (config.sensors.isEmpty ? "" : ":"))
+        lines.append(
+            "\(count(config.sensors.count, "sensor")) on \(config.gpio.backend.rawValue)"
+                + (config.sensors.isEmpty ? "" : ":"))
         for sensor in config.sensors {
             let lineNames = sensor.kind.lines.map(\.description).joined(separator: ", ")
             lines.append("  \(sensor.id): \(sensor.kind.name) on \(lineNames)")
         }
         if let mqtt = config.mqtt {
-            lines.append("mqtt \(mqtt.broker) as \(mqtt.clientID), topics \(mqtt.baseTopic)/\(config.device.id)/…"
-                         + (mqtt.discoveryPrefix.map { ", discovery under \($0)" } ?? ""))
+            lines.append(
+                "mqtt \(mqtt.broker) as \(mqtt.clientID), topics \(mqtt.baseTopic)/\(config.device.id)/…"
+                    + (mqtt.discoveryPrefix.map { ", discovery under \($0)" } ?? ""))
         } else {
             lines.append("mqtt off")
         }
@@ -36,7 +40,8 @@ public enum ConfigSummary {
         let properties = CharacteristicProperties.names.filter { characteristic.properties.contains($0.property) }
             .map(\.name).joined(separator: ", ")
         let encoding = characteristic.encoding
-        var text = encoding.format.rawValue + (encoding.exponent == 0 ? "" : " e\(encoding.exponent)")
+        var text =
+            encoding.format.rawValue + (encoding.exponent == 0 ? "" : " e\(encoding.exponent)")
             + (characteristic.unit.map { " \($0.symbol)" } ?? "") + " [\(properties)] ← "
         switch characteristic.source {
         case .sensor(let id, let reading):

@@ -11,13 +11,17 @@ final class LoadContext {
     private var lines: [String: Int] = [:]
 
     func error(_ path: ConfigPath, line: Int?, _ message: String) {
-        errors.append(ConfigIssue(path: path.description, line: line ?? self.line(of: path),
-                                  message: message))
+        errors.append(
+            ConfigIssue(
+                path: path.description, line: line ?? self.line(of: path),
+                message: message))
     }
 
     func warning(_ path: ConfigPath, line: Int?, _ message: String) {
-        warnings.append(ConfigIssue(path: path.description, line: line ?? self.line(of: path),
-                                    message: message))
+        warnings.append(
+            ConfigIssue(
+                path: path.description, line: line ?? self.line(of: path),
+                message: message))
     }
 
     func record(_ path: ConfigPath, line: Int?) {
@@ -161,12 +165,12 @@ struct ConfigNode {
         let negative = text.hasPrefix("-")
         let unsigned = negative || text.hasPrefix("+") ? String(text.dropFirst()) : text
         let magnitude: Int64? =
-            if unsigned.lowercased().hasPrefix("0x") { Int64(unsigned.dropFirst(2), radix: 16) }
-            else { Int64(unsigned, radix: 10) }
+            if unsigned.lowercased().hasPrefix("0x") { Int64(unsigned.dropFirst(2), radix: 16) } else { Int64(unsigned, radix: 10) }
         guard let magnitude else { return fail("expected an integer, got \(shown)") }
         let signed = negative ? -magnitude : magnitude
         guard let value = T(exactly: signed), range.map({ $0.contains(value) }) ?? true else {
-            let bounds = range.map { "\($0.lowerBound)-\($0.upperBound)" }
+            let bounds =
+                range.map { "\($0.lowerBound)-\($0.upperBound)" }
                 ?? "\(T.min)-\(T.max)"
             return fail("\(text) is out of range (\(bounds))")
         }
@@ -179,8 +183,9 @@ struct ConfigNode {
             return fail("expected a number, got \(shown)")
         }
         if let range, !range.contains(value) {
-            return fail("\(text) is out of range (\(Self.formatNumber(range.lowerBound))-"
-                + "\(Self.formatNumber(range.upperBound)))")
+            return fail(
+                "\(text) is out of range (\(Self.formatNumber(range.lowerBound))-"
+                    + "\(Self.formatNumber(range.upperBound)))")
         }
         return value
     }
@@ -196,8 +201,9 @@ struct ConfigNode {
             return fail("\(shown) is not a duration (write a number and a unit: 500ms, 2s, 1m)")
         }
         if let range, !range.contains(value) {
-            return fail("\(text) is out of range (\(DurationText.format(range.lowerBound))-"
-                + "\(DurationText.format(range.upperBound)))")
+            return fail(
+                "\(text) is out of range (\(DurationText.format(range.lowerBound))-"
+                    + "\(DurationText.format(range.upperBound)))")
         }
         return value
     }
@@ -279,8 +285,9 @@ struct ConfigNode {
                 continue
             }
             guard keys.contains(key.string) else {
-                context.error(valuePath, line: keyNode.mark?.line,
-                              Self.unknownKeyMessage(key.string, known: keys))
+                context.error(
+                    valuePath, line: keyNode.mark?.line,
+                    Self.unknownKeyMessage(key.string, known: keys))
                 continue
             }
             entries[key.string] = ConfigNode(valueNode, path: valuePath, context: context)

@@ -59,11 +59,13 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: Self.wakeToken))
         epoll_ctl(epoll, EPOLL_CTL_ADD, wakeDescriptor, &event)
         let unmanaged = Unmanaged.passRetained(self)
-        let started = pthread_create(&thread, nil, { context in
-            let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeRetainedValue()
-            loop.run()
-            return nil
-        }, unmanaged.toOpaque())
+        let started = pthread_create(
+            &thread, nil,
+            { context in
+                let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeRetainedValue()
+                loop.run()
+                return nil
+            }, unmanaged.toOpaque())
         precondition(started == 0, "the event loop's thread cannot start")
     }
 

@@ -8,11 +8,15 @@ public protocol GPIOBackend: Sendable {
     func now() -> UInt64
     /// Requests an input. `onReadable` is called (on an arbitrary thread) whenever new edge
     /// events are waiting to be read with `InputLine.readEvents()`.
-    func requestInput(_ selector: LineSelector, consumer: String, settings: InputSettings,
-                      onReadable: @escaping @Sendable () -> Void) throws -> any InputLine
+    func requestInput(
+        _ selector: LineSelector, consumer: String, settings: InputSettings,
+        onReadable: @escaping @Sendable () -> Void
+    ) throws -> any InputLine
     /// Requests an output, driven to `settings.initialValue` at once.
-    func requestOutput(_ selector: LineSelector, consumer: String,
-                       settings: OutputSettings) throws -> any OutputLine
+    func requestOutput(
+        _ selector: LineSelector, consumer: String,
+        settings: OutputSettings
+    ) throws -> any OutputLine
 }
 
 /// A requested input line. Edge events are read without blocking; the backend signals their
@@ -51,8 +55,10 @@ public protocol OutputLine: AnyObject, Sendable {
     /// Afterwards this output handle no longer owns the line (`set` throws `.released`,
     /// `release()` does nothing); the returned input does. If the switch fails the output is
     /// left as it was, except on the v1 route where it is already released.
-    func switchToInput(bias: GPIOBias, edges: EdgeDetection, debounce: Duration,
-                       onReadable: @escaping @Sendable () -> Void) throws -> any InputLine
+    func switchToInput(
+        bias: GPIOBias, edges: EdgeDetection, debounce: Duration,
+        onReadable: @escaping @Sendable () -> Void
+    ) throws -> any InputLine
     /// Gives the line back to the kernel. Idempotent; also done on deinit.
     func release()
 }

@@ -91,8 +91,10 @@ public struct InputSettings: Sendable, Equatable {
     /// in the simulator; gattway's user-space buffer on v1). 0 selects the default.
     public var eventBufferSize: Int
 
-    public init(bias: GPIOBias = .asIs, activeLow: Bool = false, edges: EdgeDetection = .none,
-                debounce: Duration = .zero, eventBufferSize: Int = 0) {
+    public init(
+        bias: GPIOBias = .asIs, activeLow: Bool = false, edges: EdgeDetection = .none,
+        debounce: Duration = .zero, eventBufferSize: Int = 0
+    ) {
         self.bias = bias
         self.activeLow = activeLow
         self.edges = edges
@@ -142,8 +144,10 @@ public struct LineInfo: Sendable, Equatable {
     public var activeLow: Bool
     public var bias: GPIOBias
 
-    public init(offset: Int, name: String, consumer: String = "", used: Bool = false,
-                direction: LineDirection = .input, activeLow: Bool = false, bias: GPIOBias = .asIs) {
+    public init(
+        offset: Int, name: String, consumer: String = "", used: Bool = false,
+        direction: LineDirection = .input, activeLow: Bool = false, bias: GPIOBias = .asIs
+    ) {
         self.offset = offset
         self.name = name
         self.consumer = consumer

@@ -22,8 +22,10 @@ public struct GatewayLogHandler: LogHandler {
     private let style: Style
     private let emit: @Sendable (String) -> Void
 
-    public init(label: String, level: Logger.Level, style: Style,
-                write: @escaping @Sendable (String) -> Void = GatewayLogHandler.writeToStandardError) {
+    public init(
+        label: String, level: Logger.Level, style: Style,
+        write: @escaping @Sendable (String) -> Void = GatewayLogHandler.writeToStandardError
+    ) {
         self.label = label
         self.logLevel = level
         self.style = style
@@ -31,8 +33,10 @@ public struct GatewayLogHandler: LogHandler {
     }
 
     /// Installs the handler for the whole process; call once, before the first logger is made.
-    public static func bootstrap(level: Logger.Level,
-                                 environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public static func bootstrap(
+        level: Logger.Level,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) {
         let style = styleForStandardError(environment: environment)
         LoggingSystem.bootstrap { label in GatewayLogHandler(label: label, level: level, style: style) }
     }
@@ -44,7 +48,8 @@ public struct GatewayLogHandler: LogHandler {
         let parts = stream.split(separator: ":")
         var status = stat()
         guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]),
-              fstat(STDERR_FILENO, &status) == 0 else { return .terminal }
+            fstat(STDERR_FILENO, &status) == 0
+        else { return .terminal }
         return UInt64(status.st_dev) == device && UInt64(status.st_ino) == inode ? .journal : .terminal
     }
 
@@ -57,14 +62,18 @@ public struct GatewayLogHandler: LogHandler {
         var merged = metadata
         if let extra = event.metadata { merged.merge(extra) { _, new in new } }
         if let error = event.error { merged["error"] = "\(error)" }
-        emit(Self.format(level: event.level, label: label, message: "\(event.message)", metadata: merged,
-                          style: style, now: Date()) + "\n")
+        emit(
+            Self.format(
+                level: event.level, label: label, message: "\(event.message)", metadata: merged,
+                style: style, now: Date()) + "\n")
     }
 
     /// One log line, without the newline. Newlines inside the message are escaped so an event
     /// never spans lines.
-    public static func format(level: Logger.Level, label: String, message: String, metadata: Logger.Metadata,
-                              style: Style, now: Date) -> String {
+    public static func format(
+        level: Logger.Level, label: String, message: String, metadata: Logger.Metadata,
+        style: Style, now: Date
+    ) -> String {
         var text = "\(label): \(escape(message))"
         for key in metadata.keys.sorted() {
             text += " \(key)=\(quoteIfNeeded(escape("\(metadata[key]!)")))"

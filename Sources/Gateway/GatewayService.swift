@@ -28,9 +28,11 @@ public struct GatewayService: Service {
     /// `readinessGrace`: how long READY=1 waits for the controller before the gateway reports
     /// itself ready without it (degraded; see `ServiceReadiness`). `watchdogInterval`: how often
     /// to send WATCHDOG=1 (nil: systemd asked for none).
-    public init(config: GatewayConfig, logger: Logger, systemd: SystemdNotifier,
-                statisticsInterval: Duration = .seconds(60), readinessGrace: Duration = .seconds(10),
-                watchdogInterval: Duration? = ServiceWatchdog.interval(environment: ProcessInfo.processInfo.environment)) {
+    public init(
+        config: GatewayConfig, logger: Logger, systemd: SystemdNotifier,
+        statisticsInterval: Duration = .seconds(60), readinessGrace: Duration = .seconds(10),
+        watchdogInterval: Duration? = ServiceWatchdog.interval(environment: ProcessInfo.processInfo.environment)
+    ) {
         self.config = config
         self.logger = logger
         self.systemd = systemd
@@ -52,9 +54,11 @@ public struct GatewayService: Service {
         let backend = GPIOBackendSelection.make(config.gpio)
         let runners = try config.sensors.map { sensor in
             do {
-                return try SensorRunner(spec: SensorMapping.spec(sensor, gpio: config.gpio,
-                                                                 stateDirectory: config.stateDirectory),
-                                        backend: backend)
+                return try SensorRunner(
+                    spec: SensorMapping.spec(
+                        sensor, gpio: config.gpio,
+                        stateDirectory: config.stateDirectory),
+                    backend: backend)
             } catch {
                 throw GatewayError.sensor(sensor.id, "\(error)")
             }
@@ -65,20 +69,23 @@ public struct GatewayService: Service {
         let hostConfiguration = try HostMapping.configuration(config)
         let host = PeripheralHost(configuration: hostConfiguration, peripheral: binding, logger: logger)
         let bthome = BTHomeBroadcast(config: config).map { broadcast in
-            BTHomeAdvertiser(broadcast: broadcast, base: hostConfiguration.advertising ?? AdvertisingSettings(),
-                             logger: logger, publish: { try await host.updateAdvertisingData($0) })
+            BTHomeAdvertiser(
+                broadcast: broadcast, base: hostConfiguration.advertising ?? AdvertisingSettings(),
+                logger: logger, publish: { try await host.updateAdvertisingData($0) })
         }
-        let pipeline = ValuePipeline(layout: layout, peripheral: binding.peripheral,
-                                     publishesEvents: config.mqtt != nil, logger: logger,
-                                     driveOutput: { sensor, level in
-                                         guard let runner = runnersByName[sensor] else { return }
-                                         try await runner.write(level)
-                                     })
+        let pipeline = ValuePipeline(
+            layout: layout, peripheral: binding.peripheral,
+            publishesEvents: config.mqtt != nil, logger: logger,
+            driveOutput: { sensor, level in
+                guard let runner = runnersByName[sensor] else { return }
+                try await runner.write(level)
+            })
         let mirror = try config.mqtt.map { mqtt in
-            try MirrorRunner(config: config, mqtt: mqtt, layout: layout, pipeline: pipeline,
-                             address: { id in
-                                 binding.address(of: id).map { "\($0)" } ?? "handle-\(String(id.rawValue, radix: 16))"
-                             }, logger: logger)
+            try MirrorRunner(
+                config: config, mqtt: mqtt, layout: layout, pipeline: pipeline,
+                address: { id in
+                    binding.address(of: id).map { "\($0)" } ?? "handle-\(String(id.rawValue, radix: 16))"
+                }, logger: logger)
         }
         logger.notice("gattway running", metadata: ["device": "\(config.device.id)"])
         let readiness = ReadinessReporter(systemd: systemd, controller: "\(hostConfiguration.transport)")
@@ -96,21 +103,24 @@ public struct GatewayService: Service {
                     }
                 }
                 group.addTask {
-                    await Self.forward(runner, to: pipeline, bthome: bthome, host: host,
-                                       confirms: runner.name == config.bluetooth.security.confirmWith, logger: logger)
+                    await Self.forward(
+                        runner, to: pipeline, bthome: bthome, host: host,
+                        confirms: runner.name == config.bluetooth.security.confirmWith, logger: logger)
                 }
             }
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
             group.addTask { [readinessGrace] in await readiness.expireGrace(after: readinessGrace) }
             if let interval = watchdogInterval {
-                let watchdog = ServiceWatchdog(interval: interval, probes: [{ await host.ping() }, { await pipeline.ping() }],
-                                               systemd: systemd)
+                let watchdog = ServiceWatchdog(
+                    interval: interval, probes: [{ await host.ping() }, { await pipeline.ping() }],
+                    systemd: systemd)
                 group.addTask { await watchdog.run() }
             }
             group.addTask {
-                await Self.follow(host.events, pipeline: pipeline, mirror: mirror,
-                                  confirmWith: config.bluetooth.security.confirmWith,
-                                  readiness: readiness, logger: logger)
+                await Self.follow(
+                    host.events, pipeline: pipeline, mirror: mirror,
+                    confirmWith: config.bluetooth.security.confirmWith,
+                    readiness: readiness, logger: logger)
             }
             if let mirror {
                 group.addTask { await mirror.run() }
@@ -142,9 +152,11 @@ public struct GatewayService: Service {
     /// Hands each reading of `runner` to the pipeline (and BTHome, and the host when the sensor
     /// confirms Numeric Comparison). Isolated to the pipeline: a reading yielded on the event loop
     /// is taken there, and the actors it goes to share that executor, so nothing hops.
-    private static func forward(_ runner: SensorRunner, to pipeline: isolated ValuePipeline,
-                                bthome: BTHomeAdvertiser?, host: PeripheralHost, confirms: Bool,
-                                logger: Logger) async {
+    private static func forward(
+        _ runner: SensorRunner, to pipeline: isolated ValuePipeline,
+        bthome: BTHomeAdvertiser?, host: PeripheralHost, confirms: Bool,
+        logger: Logger
+    ) async {
         var confirmButton = confirms ? ConfirmButton() : nil
         var lostEvents = LostEventsLog(sensor: runner.name)
         for await value in runner.values {
@@ -179,9 +191,11 @@ public struct GatewayService: Service {
     /// `state`) when advertising starts and stops, publishes a pairing's random passkey or
     /// Numeric Comparison number on MQTT, and tells systemd how the controller is doing
     /// (`ServiceReadiness`: READY=1 at the first power-on, when the services are published).
-    private static func follow(_ events: AsyncStream<HostEvent>, pipeline: ValuePipeline,
-                               mirror: MirrorRunner?, confirmWith: String?,
-                               readiness: ReadinessReporter, logger: Logger) async {
+    private static func follow(
+        _ events: AsyncStream<HostEvent>, pipeline: ValuePipeline,
+        mirror: MirrorRunner?, confirmWith: String?,
+        readiness: ReadinessReporter, logger: Logger
+    ) async {
         for await event in events {
             switch event {
             case .stateChanged(let state):
@@ -212,13 +226,16 @@ public struct GatewayService: Service {
 
     /// Runs the gateway (and `companions`, such as the demo's MQTT view) until SIGTERM or SIGINT,
     /// then returns.
-    public static func runUntilSignalled(config: GatewayConfig, logger: Logger, systemd: SystemdNotifier,
-                                         companions: [any Service] = []) async throws {
+    public static func runUntilSignalled(
+        config: GatewayConfig, logger: Logger, systemd: SystemdNotifier,
+        companions: [any Service] = []
+    ) async throws {
         let services = [GatewayService(config: config, logger: logger, systemd: systemd)] + companions
-        let group = ServiceGroup(configuration: .init(
-            services: services.map { .init(service: $0) },
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: services.map { .init(service: $0) },
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
         try await group.run()
     }
 }

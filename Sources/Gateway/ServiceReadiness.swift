@@ -43,13 +43,14 @@ struct ServiceReadiness: Sendable {
     /// `running`, or what is degraded and what still runs.
     var status: String {
         if state == .poweredOn { return "running" }
-        let why: String = switch state {
-        case .unsupported: "not found"
-        case .unauthorized: "not allowed (needs CAP_NET_ADMIN)"
-        case .poweredOff: "powered off or blocked by rfkill"
-        case .resetting: "unreachable or busy"
-        case .unknown, .poweredOn: "not up yet"
-        }
+        let why: String =
+            switch state {
+            case .unsupported: "not found"
+            case .unauthorized: "not allowed (needs CAP_NET_ADMIN)"
+            case .poweredOff: "powered off or blocked by rfkill"
+            case .resetting: "unreachable or busy"
+            case .unknown, .poweredOn: "not up yet"
+            }
         return "degraded: Bluetooth controller \(controller) \(why), retrying; sensors and MQTT running"
     }
 }

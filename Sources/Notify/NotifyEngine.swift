@@ -93,8 +93,10 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// A central's trigger conditions (from its ES Trigger Setting / ES Configuration writes),
     /// replacing the policy's value tests for that central; nil removes them. Fixed intervals
     /// count from `now`.
-    public mutating func setTriggers(_ set: TriggerSet?, for central: Central, on characteristic: Characteristic,
-                                     now: Duration) {
+    public mutating func setTriggers(
+        _ set: TriggerSet?, for central: Central, on characteristic: Characteristic,
+        now: Duration
+    ) {
         let key = Key(central: central, characteristic: characteristic)
         triggers[key] = set.map { TriggerState(triggers: $0, origin: now) }
         if var subscription = subscriptions[key] {
@@ -110,12 +112,15 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     // MARK: Subscriptions
 
-    public mutating func subscribe(_ central: Central, to characteristic: Characteristic, kind: UpdateKind,
-                                   now: Duration) {
+    public mutating func subscribe(
+        _ central: Central, to characteristic: Characteristic, kind: UpdateKind,
+        now: Duration
+    ) {
         let key = Key(central: central, characteristic: characteristic)
         if subscriptions[key] != nil { unsubscribe(central, from: characteristic) }
-        subscriptions[key] = Subscription(kind: kind, lastEmitted: nil, lastEmittedAt: now, retryAt: nil,
-                                          ticksHandledUntil: now, outbound: nil, sequence: subscriptionCount)
+        subscriptions[key] = Subscription(
+            kind: kind, lastEmitted: nil, lastEmittedAt: now, retryAt: nil,
+            ticksHandledUntil: now, outbound: nil, sequence: subscriptionCount)
         subscriptionCount += 1
         characteristics[characteristic, default: CharacteristicState()].subscribers.insert(central)
         if centralCounters[central] == nil { centralCounters[central] = NotifyCounters() }
@@ -187,8 +192,9 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
             subscriptions[key] = subscription
             ready[central]?.remove(at: index)
             count(.sent, key)
-            return Transmission(central: central, characteristic: characteristic, kind: subscription.kind,
-                                sample: sample)
+            return Transmission(
+                central: central, characteristic: characteristic, kind: subscription.kind,
+                sample: sample)
         }
         return nil
     }
@@ -235,8 +241,9 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     // MARK: Counters
 
     public var statistics: NotifyStatistics<Central, Characteristic> {
-        NotifyStatistics(perCharacteristic: characteristicCounters, perCentral: centralCounters,
-                         valuesWaiting: subscriptions.values.filter { $0.outbound != nil }.count)
+        NotifyStatistics(
+            perCharacteristic: characteristicCounters, perCentral: centralCounters,
+            valuesWaiting: subscriptions.values.filter { $0.outbound != nil }.count)
     }
 
     // MARK: Judging
@@ -254,8 +261,10 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// Whether the newest value of `key`'s characteristic may go at `now`. `atTick`: the
     /// opportunity is a tick (fixed trigger interval or heartbeat), not a new value.
-    private func decide(_ key: Key, _ subscription: Subscription, sample: NotifySample, atTick: Bool,
-                        now: Duration) -> Decision {
+    private func decide(
+        _ key: Key, _ subscription: Subscription, sample: NotifySample, atTick: Bool,
+        now: Duration
+    ) -> Decision {
         let policy = policy(key)
         let last = subscription.lastEmitted
         let sinceLast = last == nil ? nil : now - subscription.lastEmittedAt
@@ -264,7 +273,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         let admittedWithGatesOpen: Bool
         if let triggerSet = triggers[key]?.triggers {
             admitted = triggerSet.holds(sample, last: last, atTick: atTick, sinceLast: sinceLast, spacingWaived: false)
-            admittedWithGatesOpen = admitted
+            admittedWithGatesOpen =
+                admitted
                 || triggerSet.holds(sample, last: last, atTick: atTick, sinceLast: sinceLast, spacingWaived: true)
             if sinceLast != nil {
                 gateEnds += triggerSet.minimumSpacings.map { subscription.lastEmittedAt + $0 }.filter { $0 > now }
@@ -298,8 +308,10 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         subscriptions[key] = subscription
     }
 
-    private mutating func emit(_ sample: NotifySample, into subscription: inout Subscription, key: Key,
-                               now: Duration) {
+    private mutating func emit(
+        _ sample: NotifySample, into subscription: inout Subscription, key: Key,
+        now: Duration
+    ) {
         if subscription.outbound != nil {
             count(.coalesced, key)
         } else {
@@ -360,7 +372,10 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
             let candidates = [subscription.retryAt, nextTick(key, subscription)].compactMap { $0 }
             guard let deadline = candidates.min() else { continue }
             if let current = earliest,
-               (current.deadline, current.sequence) < (deadline, subscription.sequence) { continue }
+                (current.deadline, current.sequence) < (deadline, subscription.sequence)
+            {
+                continue
+            }
             earliest = (key, deadline, subscription.sequence)
         }
         return earliest.map { ($0.key, $0.deadline) }
@@ -421,7 +436,8 @@ public struct NotifyStatistics<Central: Hashable & Sendable, Characteristic: Has
                         + "suppressed=\(counters.suppressed) dropped=\(counters.dropped)"
                 }
         }
-        let parts = entries(perCharacteristic, prefix: "") + entries(perCentral, prefix: "central ")
+        let parts =
+            entries(perCharacteristic, prefix: "") + entries(perCentral, prefix: "central ")
             + ["waiting=\(valuesWaiting)"]
         return parts.joined(separator: "; ")
     }

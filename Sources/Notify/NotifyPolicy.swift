@@ -24,8 +24,10 @@ public struct NotifyPolicy: Sendable, Hashable {
     /// Every value, as fast as it comes.
     public static let immediate = NotifyPolicy()
 
-    public init(minInterval: Duration = .zero, maxInterval: Duration? = nil, delta: Delta? = nil,
-                onChange: Bool = false) {
+    public init(
+        minInterval: Duration = .zero, maxInterval: Duration? = nil, delta: Delta? = nil,
+        onChange: Bool = false
+    ) {
         let floor = max(minInterval, .zero)
         self.minInterval = floor
         // A heartbeat of zero would be due forever; it means "no heartbeat".
@@ -105,8 +107,10 @@ public struct TriggerSet: Sendable, Hashable {
 
     /// The combined test. `sinceLast` is the time since the last transmission (nil: none yet);
     /// `spacingWaived` treats every no-less-than interval as passed.
-    func holds(_ sample: NotifySample, last: NotifySample?, atTick: Bool, sinceLast: Duration?,
-               spacingWaived: Bool) -> Bool {
+    func holds(
+        _ sample: NotifySample, last: NotifySample?, atTick: Bool, sinceLast: Duration?,
+        spacingWaived: Bool
+    ) -> Bool {
         let results = activeSettings.map { setting -> Bool in
             switch setting {
             case .inactive: false

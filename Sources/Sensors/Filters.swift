@@ -55,8 +55,9 @@ struct FilterChain {
             case let (.delayed(target, delay, reported, pending), .bool(value)):
                 if value == target, delay > 0, reported != target {
                     // Hold the change back; a contrary value before the deadline cancels it.
-                    stages[index] = .delayed(target: target, delayNs: delay, reported: reported,
-                                             pending: pending ?? time + delay)
+                    stages[index] = .delayed(
+                        target: target, delayNs: delay, reported: reported,
+                        pending: pending ?? time + delay)
                     return nil
                 }
                 let changed = reported != value

@@ -69,18 +69,21 @@ struct EngineContext {
     func input(_ line: LineSelector, bias: GPIOBias, edges: EdgeDetection, bufferSize: Int = 0) throws -> any InputLine {
         try backend.requestInput(
             line, consumer: consumer,
-            settings: InputSettings(bias: bias, activeLow: filters.inverts, edges: edges,
-                                    debounce: filters.lineDebounce,
-                                    eventBufferSize: max(bufferSize, eventBufferSize)),
+            settings: InputSettings(
+                bias: bias, activeLow: filters.inverts, edges: edges,
+                debounce: filters.lineDebounce,
+                eventBufferSize: max(bufferSize, eventBufferSize)),
             onReadable: onReadable)
     }
 
     /// - Parameter inputBufferSize: for an output that will be switched to an input
     ///   (`switchToInput`): the input's event buffer, as `bufferSize` of `input`.
     func output(_ line: LineSelector, initialValue: Bool, inputBufferSize: Int? = nil) throws -> any OutputLine {
-        try backend.requestOutput(line, consumer: consumer,
-                                  settings: OutputSettings(activeLow: filters.inverts, initialValue: initialValue,
-                                                           eventBufferSize: inputBufferSize.map { max($0, eventBufferSize) } ?? 0))
+        try backend.requestOutput(
+            line, consumer: consumer,
+            settings: OutputSettings(
+                activeLow: filters.inverts, initialValue: initialValue,
+                eventBufferSize: inputBufferSize.map { max($0, eventBufferSize) } ?? 0))
     }
 
     /// Turns `output` into an input in one step (see `OutputLine.switchToInput`), with the same
@@ -100,8 +103,9 @@ final class SensorCore {
 
     init(spec: SensorSpec, backend: any GPIOBackend, onReadable: @escaping @Sendable () -> Void) throws {
         self.spec = spec
-        let context = EngineContext(name: spec.name, backend: backend, filters: spec.filters,
-                                    eventBufferSize: spec.eventBufferSize, onReadable: onReadable)
+        let context = EngineContext(
+            name: spec.name, backend: backend, filters: spec.filters,
+            eventBufferSize: spec.eventBufferSize, onReadable: onReadable)
         engine = try makeEngine(spec.kind, context: context)
     }
 
@@ -130,13 +134,17 @@ final class SensorCore {
                 if batch.lost > 0 {
                     engine.lost(batch.lost, input: index)
                     lostTotal += batch.lost
-                    out.append(Emission(channel: Emission.lostEventsChannel, reading: .number(Double(lostTotal)), unit: "",
-                                        time: batch.events.first?.timestampNs ?? now))
+                    out.append(
+                        Emission(
+                            channel: Emission.lostEventsChannel, reading: .number(Double(lostTotal)), unit: "",
+                            time: batch.events.first?.timestampNs ?? now))
                 }
                 events += batch.events.map { ($0, index) }
             } catch {
-                out.append(Emission(channel: Emission.valueChannel, reading: .failure(.gpio("\(error)")),
-                                    unit: "", time: now))
+                out.append(
+                    Emission(
+                        channel: Emission.valueChannel, reading: .failure(.gpio("\(error)")),
+                        unit: "", time: now))
             }
         }
         if inputs.count > 1 {

@@ -34,8 +34,9 @@ public actor SensorRunner {
     public init(spec: SensorSpec, backend: any GPIOBackend, bufferSize: Int = 1024) throws {
         name = spec.name
         self.backend = backend
-        (values, valuesContinuation) = AsyncStream.makeStream(of: SensorValue.self,
-                                                             bufferingPolicy: .bufferingNewest(bufferSize))
+        (values, valuesContinuation) = AsyncStream.makeStream(
+            of: SensorValue.self,
+            bufferingPolicy: .bufferingNewest(bufferSize))
         let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         self.wakes = wakes
         self.wake = wake

@@ -14,8 +14,10 @@ public struct SensorSpec: Sendable, Equatable {
     /// the kind's default is needed for fast signals; 0 keeps the default.
     public var eventBufferSize: Int
 
-    public init(name: String, kind: SensorKind, filters: [SensorFilter] = [], unit: String? = nil,
-                eventBufferSize: Int = 0) {
+    public init(
+        name: String, kind: SensorKind, filters: [SensorFilter] = [], unit: String? = nil,
+        eventBufferSize: Int = 0
+    ) {
         self.name = name
         self.kind = kind
         self.filters = filters
@@ -67,8 +69,10 @@ public struct CounterSettings: Sendable, Equatable {
     /// The total is written to disk at most this often, and when the sensor stops.
     public var persistInterval: Duration
 
-    public init(line: LineSelector, bias: GPIOBias = .asIs, stateDirectory: String? = nil,
-                reportInterval: Duration = .seconds(1), persistInterval: Duration = .seconds(10)) {
+    public init(
+        line: LineSelector, bias: GPIOBias = .asIs, stateDirectory: String? = nil,
+        reportInterval: Duration = .seconds(1), persistInterval: Duration = .seconds(10)
+    ) {
         self.line = line
         self.bias = bias
         self.stateDirectory = stateDirectory
@@ -89,8 +93,10 @@ public struct RateSettings: Sendable, Equatable {
     public var scale: Double
     public var reportInterval: Duration
 
-    public init(line: LineSelector, bias: GPIOBias = .asIs, per: Per = .second,
-                window: Duration = .seconds(10), scale: Double = 1, reportInterval: Duration = .seconds(1)) {
+    public init(
+        line: LineSelector, bias: GPIOBias = .asIs, per: Per = .second,
+        window: Duration = .seconds(10), scale: Double = 1, reportInterval: Duration = .seconds(1)
+    ) {
         self.line = line
         self.bias = bias
         self.per = per
@@ -123,8 +129,10 @@ public struct DistanceSettings: Sendable, Equatable {
     /// Speed of sound in m/s.
     public var speedOfSound: Double
 
-    public init(trigger: LineSelector, echo: LineSelector, interval: Duration = .seconds(1),
-                timeout: Duration = .milliseconds(40), speedOfSound: Double = 343) {
+    public init(
+        trigger: LineSelector, echo: LineSelector, interval: Duration = .seconds(1),
+        timeout: Duration = .milliseconds(40), speedOfSound: Double = 343
+    ) {
         self.trigger = trigger
         self.echo = echo
         self.interval = interval
@@ -157,8 +165,10 @@ public struct RotaryEncoderSettings: Sendable, Equatable {
     /// When set, the position wraps around within this range.
     public var wrap: ClosedRange<Int>?
 
-    public init(a: LineSelector, b: LineSelector, bias: GPIOBias = .pullUp, transitionsPerStep: Int = 4,
-                wrap: ClosedRange<Int>? = nil) {
+    public init(
+        a: LineSelector, b: LineSelector, bias: GPIOBias = .pullUp, transitionsPerStep: Int = 4,
+        wrap: ClosedRange<Int>? = nil
+    ) {
         self.a = a
         self.b = b
         self.bias = bias

@@ -131,8 +131,10 @@ public enum BTHome {
     static let triggerBasedFlag: UInt8 = 0x04
 
     /// The service data after the UUID: device information byte and the sorted objects.
-    public static func serviceData(_ measurements: [BTHomeMeasurement],
-                                   triggerBased: Bool = false) throws(ValueError) -> [UInt8] {
+    public static func serviceData(
+        _ measurements: [BTHomeMeasurement],
+        triggerBased: Bool = false
+    ) throws(ValueError) -> [UInt8] {
         // A stable sort keeps measurements of one object id in the order given.
         let sorted = measurements.enumerated()
             .sorted { ($0.element.object.id, $0.offset) < ($1.element.object.id, $1.offset) }
@@ -146,8 +148,10 @@ public enum BTHome {
 
     /// The whole advertising structure: length, AD type 0x16 (Service Data - 16-bit UUID),
     /// UUID 0xFCD2 little-endian, service data.
-    public static func advertisingStructure(_ measurements: [BTHomeMeasurement],
-                                            triggerBased: Bool = false) throws(ValueError) -> [UInt8] {
+    public static func advertisingStructure(
+        _ measurements: [BTHomeMeasurement],
+        triggerBased: Bool = false
+    ) throws(ValueError) -> [UInt8] {
         let data = serviceUUID.attBytes + (try serviceData(measurements, triggerBased: triggerBased))
         guard data.count < 255 else { throw .tooLong(length: data.count, maximum: 254) }
         return [UInt8(truncatingIfNeeded: data.count + 1), 0x16] + data

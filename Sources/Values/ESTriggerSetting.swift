@@ -105,14 +105,17 @@ public enum ESTriggerSetting: Sendable, Hashable {
     /// Parses a central's write to the descriptor of a characteristic encoded with `encoding`.
     /// RFU or unsupported conditions get 0x81; a wrong length, a zero interval or a reference
     /// that is not a value of the characteristic's format get 0x80.
-    public init(descriptorValue bytes: [UInt8], encoding: ValueEncoding,
-                supported: Set<TriggerCondition> = Set(TriggerCondition.allCases)) throws(ESSWriteRejection) {
+    public init(
+        descriptorValue bytes: [UInt8], encoding: ValueEncoding,
+        supported: Set<TriggerCondition> = Set(TriggerCondition.allCases)
+    ) throws(ESSWriteRejection) {
         guard let conditionByte = bytes.first else {
             throw ESSWriteRejection(.writeRequestRejected, "empty ES Trigger Setting")
         }
         guard let condition = TriggerCondition(rawValue: conditionByte) else {
-            throw ESSWriteRejection(.conditionNotSupported,
-                                    "condition 0x\(String(conditionByte, radix: 16)) is reserved for future use")
+            throw ESSWriteRejection(
+                .conditionNotSupported,
+                "condition 0x\(String(conditionByte, radix: 16)) is reserved for future use")
         }
         guard supported.contains(condition) else {
             throw ESSWriteRejection(.conditionNotSupported, "condition \(condition) is not supported here")
@@ -132,13 +135,15 @@ public enum ESTriggerSetting: Sendable, Hashable {
             guard seconds > 0 else {
                 throw ESSWriteRejection(.writeRequestRejected, "a time interval of 0 seconds is not a trigger")
             }
-            self = condition == .fixedTimeInterval
+            self =
+                condition == .fixedTimeInterval
                 ? .fixedTimeInterval(seconds: seconds) : .noLessThanTimeInterval(seconds: seconds)
         case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual, .equal, .notEqual:
             let comparison = Self.comparison(condition)
             if comparison.isOrdering && !encoding.format.isNumeric {
-                throw ESSWriteRejection(.conditionNotSupported,
-                                        "condition \(condition) needs a numeric characteristic, this one is \(encoding.format.rawValue)")
+                throw ESSWriteRejection(
+                    .conditionNotSupported,
+                    "condition \(condition) needs a numeric characteristic, this one is \(encoding.format.rawValue)")
             }
             let reference: SensorValue
             do {
@@ -195,8 +200,9 @@ public enum TriggerLogic: UInt8, Sendable, Hashable {
             throw ESSWriteRejection(.writeRequestRejected, "ES Configuration is 1 byte, got \(bytes.count)")
         }
         guard let logic = TriggerLogic(rawValue: bytes[0]) else {
-            throw ESSWriteRejection(.writeRequestRejected,
-                                    "trigger logic 0x\(String(bytes[0], radix: 16)) is reserved for future use")
+            throw ESSWriteRejection(
+                .writeRequestRejected,
+                "trigger logic 0x\(String(bytes[0], radix: 16)) is reserved for future use")
         }
         self = logic
     }

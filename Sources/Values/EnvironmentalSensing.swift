@@ -48,20 +48,21 @@ public enum EnvironmentalSensingCharacteristic: String, Sendable, Hashable, Case
 
     /// Format and decimal exponent: e.g. Temperature is sint16 in 0.01 °C.
     public var encoding: ValueEncoding {
-        let (format, exponent): (ValueFormat, Int8) = switch self {
-        case .temperature: (.sint16, -2)
-        case .humidity: (.uint16, -2)
-        case .pressure: (.uint32, -1)
-        case .trueWindSpeed, .apparentWindSpeed: (.uint16, -2)
-        case .trueWindDirection, .apparentWindDirection: (.uint16, -2)
-        case .gustFactor: (.uint8, -1)
-        case .pollenConcentration: (.uint24, 0)
-        case .uvIndex: (.uint8, 0)
-        case .irradiance: (.uint16, -1)
-        case .rainfall: (.uint16, -3)
-        case .windChill, .heatIndex, .dewPoint: (.sint8, 0)
-        case .illuminance: (.uint24, -2)
-        }
+        let (format, exponent): (ValueFormat, Int8) =
+            switch self {
+            case .temperature: (.sint16, -2)
+            case .humidity: (.uint16, -2)
+            case .pressure: (.uint32, -1)
+            case .trueWindSpeed, .apparentWindSpeed: (.uint16, -2)
+            case .trueWindDirection, .apparentWindDirection: (.uint16, -2)
+            case .gustFactor: (.uint8, -1)
+            case .pollenConcentration: (.uint24, 0)
+            case .uvIndex: (.uint8, 0)
+            case .irradiance: (.uint16, -1)
+            case .rainfall: (.uint16, -3)
+            case .windChill, .heatIndex, .dewPoint: (.sint8, 0)
+            case .illuminance: (.uint24, -2)
+            }
         return ValueEncoding(integer: format, exponent: exponent)
     }
 
@@ -127,9 +128,11 @@ public struct ESMeasurement: Sendable, Hashable {
     public var application: MeasurementApplication
     public var uncertainty: UInt8
 
-    public init(samplingFunction: SamplingFunction = .instantaneous, measurementPeriodSeconds: UInt32 = 0,
-                updateIntervalSeconds: UInt32 = 0, application: MeasurementApplication = .unspecified,
-                uncertainty: UInt8 = ESMeasurement.uncertaintyNotAvailable) {
+    public init(
+        samplingFunction: SamplingFunction = .instantaneous, measurementPeriodSeconds: UInt32 = 0,
+        updateIntervalSeconds: UInt32 = 0, application: MeasurementApplication = .unspecified,
+        uncertainty: UInt8 = ESMeasurement.uncertaintyNotAvailable
+    ) {
         self.samplingFunction = samplingFunction
         self.measurementPeriodSeconds = min(measurementPeriodSeconds, Self.maximumSeconds)
         self.updateIntervalSeconds = min(updateIntervalSeconds, Self.maximumSeconds)

@@ -103,12 +103,14 @@ extension MedicalFloat {
         let digits = Int(log10(limit)) + 1
         let first = max(Self.exponentRange.lowerBound, Int(log10(abs(value)).rounded(.down)) - digits - 1)
         for exponent in Self.exponentRange where exponent >= first {
-            let scaled = exponent < 0
+            let scaled =
+                exponent < 0
                 ? value * decimalPower(-exponent) : value / decimalPower(exponent)
             let mantissa = scaled.rounded(.toNearestOrAwayFromZero)
             if abs(mantissa) <= limit {
-                self = Self.pack(mantissa: mantissa == 0 ? 0 : Int(mantissa),
-                                 exponent: mantissa == 0 ? 0 : exponent)
+                self = Self.pack(
+                    mantissa: mantissa == 0 ? 0 : Int(mantissa),
+                    exponent: mantissa == 0 ? 0 : exponent)
                 return
             }
         }

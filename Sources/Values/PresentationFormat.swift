@@ -154,9 +154,11 @@ public struct PresentationFormat: Sendable, Hashable {
     public var namespace: UInt8
     public var descriptionCode: UInt16
 
-    public init(formatCode: UInt8, exponent: Int8, unit: UInt16,
-                namespace: UInt8 = PresentationFormat.bluetoothSIGNamespace,
-                descriptionCode: UInt16 = PresentationFormat.unknownDescription) {
+    public init(
+        formatCode: UInt8, exponent: Int8, unit: UInt16,
+        namespace: UInt8 = PresentationFormat.bluetoothSIGNamespace,
+        descriptionCode: UInt16 = PresentationFormat.unknownDescription
+    ) {
         self.formatCode = formatCode
         self.exponent = exponent
         self.unit = unit
@@ -165,10 +167,13 @@ public struct PresentationFormat: Sendable, Hashable {
     }
 
     /// The descriptor of a characteristic encoded with `encoding` in `unit`.
-    public init(_ encoding: ValueEncoding, unit: GATTUnit,
-                descriptionCode: UInt16 = PresentationFormat.unknownDescription) {
-        self.init(formatCode: encoding.format.presentationFormatCode, exponent: encoding.exponent,
-                  unit: unit.uuid16, descriptionCode: descriptionCode)
+    public init(
+        _ encoding: ValueEncoding, unit: GATTUnit,
+        descriptionCode: UInt16 = PresentationFormat.unknownDescription
+    ) {
+        self.init(
+            formatCode: encoding.format.presentationFormatCode, exponent: encoding.exponent,
+            unit: unit.uuid16, descriptionCode: descriptionCode)
     }
 
     public var bytes: [UInt8] {
@@ -184,9 +189,10 @@ public struct PresentationFormat: Sendable, Hashable {
     /// Parses the 7-byte descriptor value.
     public init(bytes: [UInt8]) throws(ValueError) {
         guard bytes.count == 7 else { throw .wrongLength(format: .bytes, expected: 7, got: bytes.count) }
-        self.init(formatCode: bytes[0], exponent: Int8(bitPattern: bytes[1]),
-                  unit: UInt16(bytes[2]) | UInt16(bytes[3]) << 8, namespace: bytes[4],
-                  descriptionCode: UInt16(bytes[5]) | UInt16(bytes[6]) << 8)
+        self.init(
+            formatCode: bytes[0], exponent: Int8(bitPattern: bytes[1]),
+            unit: UInt16(bytes[2]) | UInt16(bytes[3]) << 8, namespace: bytes[4],
+            descriptionCode: UInt16(bytes[5]) | UInt16(bytes[6]) << 8)
     }
 }
 
@@ -220,12 +226,15 @@ public struct DescriptorValue: Sendable, Hashable {
 public enum SensorDescriptors {
     /// User Description (the name), Presentation Format (encoding and unit) and, for
     /// Environmental Sensing characteristics, the ES Measurement descriptor — in that order.
-    public static func make(name: String, encoding: ValueEncoding, unit: GATTUnit,
-                            measurement: ESMeasurement? = nil) throws(ValueError) -> [DescriptorValue] {
+    public static func make(
+        name: String, encoding: ValueEncoding, unit: GATTUnit,
+        measurement: ESMeasurement? = nil
+    ) throws(ValueError) -> [DescriptorValue] {
         var descriptors = [
             DescriptorValue(uuid: UserDescription.descriptorUUID, value: try UserDescription.bytes(name)),
-            DescriptorValue(uuid: PresentationFormat.descriptorUUID,
-                            value: PresentationFormat(encoding, unit: unit).bytes),
+            DescriptorValue(
+                uuid: PresentationFormat.descriptorUUID,
+                value: PresentationFormat(encoding, unit: unit).bytes)
         ]
         if let measurement {
             descriptors.append(DescriptorValue(uuid: ESMeasurement.descriptorUUID, value: measurement.bytes))

@@ -64,8 +64,10 @@ public struct ValueEncoding: Sendable, Hashable {
     /// Longest value accepted for `utf8` and `bytes`; the fixed length for the other formats.
     public let maximumLength: Int
 
-    public init(_ format: ValueFormat, exponent: Int8 = 0,
-                maximumLength: Int = ValueEncoding.attributeValueLimit) throws(ValueError) {
+    public init(
+        _ format: ValueFormat, exponent: Int8 = 0,
+        maximumLength: Int = ValueEncoding.attributeValueLimit
+    ) throws(ValueError) {
         guard exponent == 0 || format.integerRange != nil else {
             throw .exponentNotAllowed(format: format)
         }
@@ -102,8 +104,9 @@ public struct ValueEncoding: Sendable, Hashable {
         case (.float32, .number(let number)):
             let single = Float(number)
             if number.isFinite && single.isInfinite {
-                throw .outOfRange(value: number, format: format,
-                                  range: -Double(Float.greatestFiniteMagnitude)...Double(Float.greatestFiniteMagnitude))
+                throw .outOfRange(
+                    value: number, format: format,
+                    range: -Double(Float.greatestFiniteMagnitude)...Double(Float.greatestFiniteMagnitude))
             }
             return littleEndian(UInt64(single.bitPattern), count: 4)
         case (.float64, .number(let number)):
@@ -190,12 +193,13 @@ func littleEndian(_ value: UInt64, count: Int) -> [UInt8] {
 /// The unsigned integer in 1, 2, 3, 4 or 8 little-endian bytes (callers check the length).
 private func unsigned(_ bytes: [UInt8]) -> UInt64 {
     var reader = ByteReader(bytes)
-    let value: UInt64? = switch bytes.count {
-    case 1: (try? reader.readUInt8()).map(UInt64.init)
-    case 2: (try? reader.readUInt16()).map(UInt64.init)
-    case 3: (try? reader.readUInt24()).map(UInt64.init)
-    case 4: (try? reader.readUInt32()).map(UInt64.init)
-    default: try? reader.readUInt64()
-    }
+    let value: UInt64? =
+        switch bytes.count {
+        case 1: (try? reader.readUInt8()).map(UInt64.init)
+        case 2: (try? reader.readUInt16()).map(UInt64.init)
+        case 3: (try? reader.readUInt24()).map(UInt64.init)
+        case 4: (try? reader.readUInt32()).map(UInt64.init)
+        default: try? reader.readUInt64()
+        }
     return value ?? 0
 }

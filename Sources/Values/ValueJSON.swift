@@ -34,7 +34,9 @@ public enum ValueJSON {
     /// (`21.5`, `true`, `"text"`) or an object `{"value": ...}` (other keys, such as "ts", are
     /// ignored). Bytes characteristics take a hex string or an array of integers 0...255.
     /// Returns the value and its encoding on air; every refusal is a `ValueError` naming why.
-    public static func parseSet(_ payload: [UInt8], encoding: ValueEncoding) throws(ValueError)
+    public static func parseSet(
+        _ payload: [UInt8], encoding: ValueEncoding
+    ) throws(ValueError)
         -> (value: SensorValue, bytes: [UInt8])
     {
         guard payload.count <= maximumPayloadLength else {

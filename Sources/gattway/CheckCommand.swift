@@ -20,9 +20,11 @@ struct CheckCommand: ParsableCommand {
 
     @OptionGroup var file: ConfigFileOption
 
-    @Option(name: .long,
-            help: ArgumentHelp("Print only this setting of a valid configuration, as gattway reads it "
-                               + "(defaults included): transport.", valueName: "setting"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Print only this setting of a valid configuration, as gattway reads it "
+                + "(defaults included): transport.", valueName: "setting"))
     var print: Setting?
 
     func run() throws {

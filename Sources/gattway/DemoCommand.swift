@@ -33,8 +33,10 @@ struct DemoCommand: AsyncParsableCommand {
         if let mqtt = config.mqtt {
             do {
                 broker = try DemoBroker(port: mqtt.broker.port)
-                companions.append(try MQTTTrafficView(host: mqtt.broker.host, port: Int(mqtt.broker.port),
-                                                      baseTopic: mqtt.baseTopic, logger: logger))
+                companions.append(
+                    try MQTTTrafficView(
+                        host: mqtt.broker.host, port: Int(mqtt.broker.port),
+                        baseTopic: mqtt.baseTopic, logger: logger))
             } catch {
                 printToStandardError("gattway demo: \(error)")
                 throw ExitCode(69)
@@ -48,8 +50,10 @@ struct DemoCommand: AsyncParsableCommand {
             do {
                 let harness = try DemoHarness.locate()
                 controller = try DemoController(harness: harness, port: port)
-                companions.append(DemoPhoneView(harness: harness, controller: "tcp:\(host):\(port)",
-                                                name: config.bluetooth.advertising.localName))
+                companions.append(
+                    DemoPhoneView(
+                        harness: harness, controller: "tcp:\(host):\(port)",
+                        name: config.bluetooth.advertising.localName))
             } catch {
                 logger.warning("\(error)")
             }

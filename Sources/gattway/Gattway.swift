@@ -6,6 +6,8 @@ struct Gattway: AsyncParsableCommand {
         commandName: "gattway",
         abstract: "A Bluetooth LE sensor gateway: GPIO sensors served as GATT characteristics and mirrored to MQTT.",
         version: "0.1.0",
-        subcommands: [RunCommand.self, CheckCommand.self, LinesCommand.self, DemoCommand.self,
-                      ConfigReferenceCommand.self, BondsCommand.self])
+        subcommands: [
+            RunCommand.self, CheckCommand.self, LinesCommand.self, DemoCommand.self,
+            ConfigReferenceCommand.self, BondsCommand.self
+        ])
 }

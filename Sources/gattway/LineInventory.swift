@@ -17,7 +17,8 @@ struct ChipListing: Equatable {
         var rows = ["\(name) [\(label)] \(lines.count) line\(lines.count == 1 ? "" : "s")"]
         let nameWidth = lines.map { $0.name.count }.max() ?? 0
         for line in lines {
-            var row = "  \(String(line.offset).leftPadded(to: 3))  \(line.name.rightPadded(to: nameWidth))"
+            var row =
+                "  \(String(line.offset).leftPadded(to: 3))  \(line.name.rightPadded(to: nameWidth))"
                 + "  \(line.direction.rawValue.rightPadded(to: 6))"
             if let consumer = line.consumer { row += "  used by \"\(consumer)\"" }
             if let note = line.note { row += "  \(note)" }
@@ -47,20 +48,28 @@ struct SimulatedLineInventory: LineInventory {
 
     func chips() -> [ChipListing] {
         config.gpio.simulatedChips.map { chip in
-            ChipListing(name: chip.name, label: chip.label, lines: chip.lines.enumerated().map { offset, line in
-                let user = user(of: line.name, on: chip)
-                return LineListing(offset: offset, name: line.name, direction: user?.direction ?? .input,
-                                   consumer: user.map { "gattway (\($0.sensor))" },
-                                   note: line.generator.map(describe))
-            })
+            ChipListing(
+                name: chip.name, label: chip.label,
+                lines: chip.lines.enumerated().map { offset, line in
+                    let user = user(of: line.name, on: chip)
+                    return LineListing(
+                        offset: offset, name: line.name, direction: user?.direction ?? .input,
+                        consumer: user.map { "gattway (\($0.sensor))" },
+                        note: line.generator.map(describe))
+                })
         }
     }
 
-    private func user(of lineName: String, on chip: SimulatedGPIOChip)
-        -> (sensor: String, direction: LineListing.Direction)? {
+    private func user(
+        of lineName: String, on chip: SimulatedGPIOChip
+    )
+        -> (sensor: String, direction: LineListing.Direction)?
+    {
         for sensor in config.sensors {
-            for reference in sensor.kind.lines where reference.name == lineName
-                && (reference.chip.map { [chip.name, chip.label, "/dev/\(chip.name)"].contains($0) } ?? true) {
+            for reference in sensor.kind.lines
+            where reference.name == lineName
+                && (reference.chip.map { [chip.name, chip.label, "/dev/\(chip.name)"].contains($0) } ?? true)
+            {
                 var isOutput = sensor.kind.isOutput
                 if case .distance(let trigger, _, _, _) = sensor.kind, trigger == reference { isOutput = true }
                 return (sensor.id, isOutput ? .output : .input)
@@ -88,13 +97,16 @@ struct BackendLineInventory: LineInventory {
 
     func chips() throws -> [ChipListing] {
         try backend.chips().map { chip in
-            ChipListing(name: chip.name, label: chip.label, lines: chip.lines.map { line in
-                let notes = (line.activeLow ? ["active-low"] : []) + (line.bias == .asIs ? [] : [line.bias.rawValue])
-                return LineListing(offset: line.offset, name: line.name.isEmpty ? "unnamed" : line.name,
-                                   direction: line.direction == .output ? .output : .input,
-                                   consumer: line.used ? line.consumer : nil,
-                                   note: notes.isEmpty ? nil : notes.joined(separator: ", "))
-            })
+            ChipListing(
+                name: chip.name, label: chip.label,
+                lines: chip.lines.map { line in
+                    let notes = (line.activeLow ? ["active-low"] : []) + (line.bias == .asIs ? [] : [line.bias.rawValue])
+                    return LineListing(
+                        offset: line.offset, name: line.name.isEmpty ? "unnamed" : line.name,
+                        direction: line.direction == .output ? .output : .input,
+                        consumer: line.used ? line.consumer : nil,
+                        note: notes.isEmpty ? nil : notes.joined(separator: ", "))
+                })
         }
     }
 }

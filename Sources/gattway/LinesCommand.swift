@@ -13,14 +13,18 @@ struct LinesCommand: ParsableCommand {
             generator driving each.
             """)
 
-    @Option(name: .long, help: ArgumentHelp(
-        "A configuration whose gpio section selects the backend and describes simulated chips.",
-        valueName: "file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A configuration whose gpio section selects the backend and describes simulated chips.",
+            valueName: "file"))
     var config: String?
 
-    @Option(name: .long, help: ArgumentHelp(
-        "The GPIO backend to list: libgpiod or simulated (default: the configuration's, else libgpiod).",
-        valueName: "backend"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The GPIO backend to list: libgpiod or simulated (default: the configuration's, else libgpiod).",
+            valueName: "backend"))
     var backend: GPIOBackendKind?
 
     @Option(name: .long, help: ArgumentHelp("Only this chip (name, label or /dev path).", valueName: "chip"))

@@ -14,22 +14,27 @@ struct ConfigFileOption: ParsableArguments {
 
 /// The options that override the configuration when running the gateway.
 struct RuntimeOptions: ParsableArguments {
-    @Option(name: .long,
-            help: ArgumentHelp("The Bluetooth controller, overriding bluetooth.transport: hciN (Linux HCI "
-                               + "user channel on adapter N), tcp:HOST:PORT or unix:PATH (H4 over a socket, "
-                               + "e.g. a virtual controller), serial:DEVICE[,BAUD] (H4 over a UART).",
-                               valueName: "transport"),
-            transform: { text in try HCITransportSpec(parsing: text) })
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The Bluetooth controller, overriding bluetooth.transport: hciN (Linux HCI "
+                + "user channel on adapter N), tcp:HOST:PORT or unix:PATH (H4 over a socket, "
+                + "e.g. a virtual controller), serial:DEVICE[,BAUD] (H4 over a UART).",
+            valueName: "transport"),
+        transform: { text in try HCITransportSpec(parsing: text) })
     var hci: HCITransportSpec?
 
-    @Option(name: .long,
-            help: ArgumentHelp("The MQTT broker, overriding mqtt.url (and turning the mirror on): "
-                               + "mqtt://HOST[:PORT] or mqtts://HOST[:PORT].", valueName: "url"),
-            transform: { text in try MQTTBrokerURL(parsing: text) })
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The MQTT broker, overriding mqtt.url (and turning the mirror on): "
+                + "mqtt://HOST[:PORT] or mqtts://HOST[:PORT].", valueName: "url"),
+        transform: { text in try MQTTBrokerURL(parsing: text) })
     var mqtt: MQTTBrokerURL?
 
-    @Option(name: .long,
-            help: ArgumentHelp("The lowest level logged.", valueName: "level"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("The lowest level logged.", valueName: "level"))
     var logLevel: Logger.Level = .info
 
     /// The configuration with the command line's overrides applied.

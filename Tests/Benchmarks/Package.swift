@@ -9,17 +9,17 @@ let package = Package(
     dependencies: [
         // Named explicitly: a path dependency is otherwise named after its directory.
         .package(name: "gattway", path: "../.."),
-        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.0", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.0", traits: ["MallocInterposer"])
     ],
     targets: [
         .executableTarget(
             name: "GATTBenchmarks",
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "BluetoothGATT", package: "gattway"),
+                .product(name: "BluetoothGATT", package: "gattway")
             ],
             path: "Benchmarks/GATTBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        ),
+        )
     ]
 )

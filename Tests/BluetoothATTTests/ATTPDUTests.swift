@@ -13,15 +13,24 @@ private let uuid128LE = "9ecadc240ee5a9e093f3a3b50100406e"
         ("02 f700", .exchangeMTURequest(clientRxMTU: 247)),
         ("03 0502", .exchangeMTUResponse(serverRxMTU: 517)),
         ("04 0100 ffff", .findInformationRequest(ATTHandleRange(start: 1, end: 0xFFFF))),
-        ("05 01 0100 0028 0200 0328", .findInformationResponse([
-            ATTHandleUUID(handle: 1, type: BluetoothUUID(0x2800)), ATTHandleUUID(handle: 2, type: BluetoothUUID(0x2803))])),
+        (
+            "05 01 0100 0028 0200 0328",
+            .findInformationResponse([
+                ATTHandleUUID(handle: 1, type: BluetoothUUID(0x2800)), ATTHandleUUID(handle: 2, type: BluetoothUUID(0x2803))
+            ])
+        ),
         ("05 02 0900 " + uuid128LE, .findInformationResponse([ATTHandleUUID(handle: 9, type: uuid128)])),
         ("06 0100 ffff 0028 0d18", .findByTypeValueRequest(ATTHandleRange(start: 1, end: 0xFFFF), type: 0x2800, value: [0x0D, 0x18])),
         ("07 0100 0700 1000 1200", .findByTypeValueResponse([ATTHandleRange(start: 1, end: 7), ATTHandleRange(start: 16, end: 18)])),
         ("08 0100 ffff 0328", .readByTypeRequest(ATTHandleRange(start: 1, end: 0xFFFF), type: BluetoothUUID(0x2803))),
         ("08 0100 ffff " + uuid128LE, .readByTypeRequest(ATTHandleRange(start: 1, end: 0xFFFF), type: uuid128)),
-        ("09 04 0300 aabb 0500 ccdd", .readByTypeResponse([ATTHandleValue(handle: 3, value: [0xAA, 0xBB]),
-                                                           ATTHandleValue(handle: 5, value: [0xCC, 0xDD])])),
+        (
+            "09 04 0300 aabb 0500 ccdd",
+            .readByTypeResponse([
+                ATTHandleValue(handle: 3, value: [0xAA, 0xBB]),
+                ATTHandleValue(handle: 5, value: [0xCC, 0xDD])
+            ])
+        ),
         ("0a 0300", .readRequest(handle: 3)),
         ("0b 0102", .readResponse([1, 2])),
         ("0b", .readResponse([])),
@@ -30,9 +39,13 @@ private let uuid128LE = "9ecadc240ee5a9e093f3a3b50100406e"
         ("0e 0300 0500", .readMultipleRequest(handles: [3, 5])),
         ("0f 010203", .readMultipleResponse([1, 2, 3])),
         ("10 0100 ffff 0028", .readByGroupTypeRequest(ATTHandleRange(start: 1, end: 0xFFFF), type: BluetoothUUID(0x2800))),
-        ("11 06 0100 0700 0018 0800 0f00 0118", .readByGroupTypeResponse([
-            ATTGroupValue(handle: 1, endGroupHandle: 7, value: [0x00, 0x18]),
-            ATTGroupValue(handle: 8, endGroupHandle: 15, value: [0x01, 0x18])])),
+        (
+            "11 06 0100 0700 0018 0800 0f00 0118",
+            .readByGroupTypeResponse([
+                ATTGroupValue(handle: 1, endGroupHandle: 7, value: [0x00, 0x18]),
+                ATTGroupValue(handle: 8, endGroupHandle: 15, value: [0x01, 0x18])
+            ])
+        ),
         ("12 0300 0100", .writeRequest(handle: 3, value: [1, 0])),
         ("13", .writeResponse),
         ("16 0300 0200 aa", .prepareWriteRequest(handle: 3, offset: 2, value: [0xAA])),
@@ -44,12 +57,21 @@ private let uuid128LE = "9ecadc240ee5a9e093f3a3b50100406e"
         ("1d 0a00 1000 ffff", .handleValueIndication(handle: 0x0A, value: [0x10, 0x00, 0xFF, 0xFF])),
         ("1e", .handleValueConfirmation),
         ("20 0300 0500", .readMultipleVariableRequest(handles: [3, 5])),
-        ("21 0200 0102 0300 aabbcc", .readMultipleVariableResponse([ATTLengthValue(length: 2, value: [1, 2]),
-                                                                   ATTLengthValue(length: 3, value: [0xAA, 0xBB, 0xCC])])),
-        ("23 1600 0100 aa 1900 0000", .multipleHandleValueNotification([
-            ATTHandleValue(handle: 0x16, value: [0xAA]), ATTHandleValue(handle: 0x19, value: [])])),
+        (
+            "21 0200 0102 0300 aabbcc",
+            .readMultipleVariableResponse([
+                ATTLengthValue(length: 2, value: [1, 2]),
+                ATTLengthValue(length: 3, value: [0xAA, 0xBB, 0xCC])
+            ])
+        ),
+        (
+            "23 1600 0100 aa 1900 0000",
+            .multipleHandleValueNotification([
+                ATTHandleValue(handle: 0x16, value: [0xAA]), ATTHandleValue(handle: 0x19, value: [])
+            ])
+        ),
         ("52 0300 01", .writeCommand(handle: 3, value: [1])),
-        ("d2 0300 01 000102030405060708090a0b", .signedWriteCommand(handle: 3, value: [1], signature: Array(0..<12))),
+        ("d2 0300 01 000102030405060708090a0b", .signedWriteCommand(handle: 3, value: [1], signature: Array(0..<12)))
     ]
 
     @Test(arguments: vectors)
@@ -78,7 +100,7 @@ private let uuid128LE = "9ecadc240ee5a9e093f3a3b50100406e"
         ("16 0300 00", .prepareWriteRequest), ("18 02", .executeWriteRequest), ("18", .executeWriteRequest),
         ("13 00", .writeResponse), ("1e 00", .handleValueConfirmation), ("1b 16", .handleValueNotification),
         ("23 1600 0500 aa", .multipleHandleValueNotification), ("23 1600 0100 aa", .multipleHandleValueNotification),
-        ("d2 0300 0102", .signedWriteCommand), ("01 0a 0300", .errorResponse),
+        ("d2 0300 0102", .signedWriteCommand), ("01 0a 0300", .errorResponse)
     ])
     func rejectsMalformed(hex: String, opcode: ATTOpcode) throws {
         let bytes = try #require([UInt8](hexString: hex))

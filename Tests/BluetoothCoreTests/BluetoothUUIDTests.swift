@@ -13,7 +13,7 @@ import Testing
     @Test(arguments: [
         ("180d", "180D"), ("0x2A6E", "2A6E"), ("0000180F", "180F"),
         ("12345678", "12345678-0000-1000-8000-00805F9B34FB"),
-        ("6e400001-b5a3-f393-e0a9-e50e24dcca9e", "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"),
+        ("6e400001-b5a3-f393-e0a9-e50e24dcca9e", "6E400001-B5A3-F393-E0A9-E50E24DCCA9E")
     ])
     func parsesEveryWrittenForm(text: String, expected: String) {
         #expect(BluetoothUUID(text)?.description == expected)
@@ -26,8 +26,11 @@ import Testing
 
     @Test func attBytesOf128BitUUIDAreLittleEndian() throws {
         let uuid = try #require(BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E"))
-        #expect(uuid.attBytes == [0x9E, 0xCA, 0xDC, 0x24, 0x0E, 0xE5, 0xA9, 0xE0,
-                                  0x93, 0xF3, 0xA3, 0xB5, 0x01, 0x00, 0x40, 0x6E])
+        #expect(
+            uuid.attBytes == [
+                0x9E, 0xCA, 0xDC, 0x24, 0x0E, 0xE5, 0xA9, 0xE0,
+                0x93, 0xF3, 0xA3, 0xB5, 0x01, 0x00, 0x40, 0x6E
+            ])
         #expect(BluetoothUUID(littleEndianBytes: uuid.attBytes) == uuid)
         #expect(BluetoothUUID(littleEndianBytes: [0x0D, 0x18]) == BluetoothUUID(0x180D))
         #expect(BluetoothUUID(littleEndianBytes: [1, 2, 3]) == nil)

@@ -16,8 +16,12 @@ struct Exchange: Sendable, CustomTestStringConvertible {
 
     init(_ name: String, _ steps: [(String, String)], security: LinkSecurity = .unencrypted, spec: String = "") {
         self.name = name
-        self.steps = steps.map { (request: $0.0.replacingOccurrences(of: " ", with: ""),
-                                  response: $0.1.replacingOccurrences(of: " ", with: "")) }
+        self.steps = steps.map {
+            (
+                request: $0.0.replacingOccurrences(of: " ", with: ""),
+                response: $0.1.replacingOccurrences(of: " ", with: "")
+            )
+        }
         self.security = security
         self.spec = spec
     }
@@ -48,183 +52,235 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
 
 /// Request bytes in → exact response bytes out, per opcode, success and every error path.
 @Suite struct ATTServerTableTests {
-    static let exchangeMTU: [Exchange] = cite("Vol 3 Part F 3.4.2.1, 3.4.2.2", [
-        Exchange("MTU 247 is accepted and the server offers 517", [("02 f700", "03 0502")]),
-        Exchange("MTU below 23 still answers", [("02 1000", "03 0502")]),
-        Exchange("MTU request too short", [("02 00", "01 02 0000 04")], spec: invalidPDU),
-        Exchange("MTU request too long", [("02 f70000", "01 02 0000 04")], spec: invalidPDU),
-        Exchange("responses use the new MTU", [("02 f700", "03 0502"), ("0a 1600", "0b " + (0..<100).map { UInt8($0) }.hexString)]),
-    ])
+    static let exchangeMTU: [Exchange] = cite(
+        "Vol 3 Part F 3.4.2.1, 3.4.2.2",
+        [
+            Exchange("MTU 247 is accepted and the server offers 517", [("02 f700", "03 0502")]),
+            Exchange("MTU below 23 still answers", [("02 1000", "03 0502")]),
+            Exchange("MTU request too short", [("02 00", "01 02 0000 04")], spec: invalidPDU),
+            Exchange("MTU request too long", [("02 f70000", "01 02 0000 04")], spec: invalidPDU),
+            Exchange("responses use the new MTU", [("02 f700", "03 0502"), ("0a 1600", "0b " + (0..<100).map { UInt8($0) }.hexString)])
+        ])
 
-    static let findInformation: [Exchange] = cite("Vol 3 Part F 3.4.3.1", [
-        Exchange("16-bit types, as many as fit", [("04 0100 0700", "05 01 0100 0028 0200 0328 0300 002a 0400 0328 0500 012a")]),
-        Exchange("a 128-bit type", [("04 2000 2000", "05 02 2000 " + nordicTXLE)]),
-        Exchange("stops where the UUID format changes", [("04 1f00 2100", "05 01 1f00 0328")]),
-        Exchange("start handle 0", [("04 0000 ffff", "01 04 0000 01")]),
-        Exchange("start above end", [("04 0500 0400", "01 04 0500 01")]),
-        Exchange("nothing in range", [("04 2f00 ffff", "01 04 2f00 0a")]),
-        Exchange("truncated", [("04 0100", "01 04 0000 04")], spec: invalidPDU),
-    ])
+    static let findInformation: [Exchange] = cite(
+        "Vol 3 Part F 3.4.3.1",
+        [
+            Exchange("16-bit types, as many as fit", [("04 0100 0700", "05 01 0100 0028 0200 0328 0300 002a 0400 0328 0500 012a")]),
+            Exchange("a 128-bit type", [("04 2000 2000", "05 02 2000 " + nordicTXLE)]),
+            Exchange("stops where the UUID format changes", [("04 1f00 2100", "05 01 1f00 0328")]),
+            Exchange("start handle 0", [("04 0000 ffff", "01 04 0000 01")]),
+            Exchange("start above end", [("04 0500 0400", "01 04 0500 01")]),
+            Exchange("nothing in range", [("04 2f00 ffff", "01 04 2f00 0a")]),
+            Exchange("truncated", [("04 0100", "01 04 0000 04")], spec: invalidPDU)
+        ])
 
-    static let findByTypeValue: [Exchange] = cite("Vol 3 Part F 3.4.3.3", [
-        Exchange("primary service by 16-bit UUID", [("06 0100 ffff 0028 0d18", "07 1300 1d00")]),
-        Exchange("primary service by 128-bit UUID", [("06 0100 ffff 0028 " + nordicServiceLE, "07 1e00 2a00")]),
-        Exchange("no such service", [("06 0100 ffff 0028 0a18", "01 06 0100 0a")]),
-        Exchange("start handle 0", [("06 0000 ffff 0028 0d18", "01 06 0000 01")]),
-        Exchange("start above end", [("06 0300 0200 0028 0d18", "01 06 0300 01")]),
-        Exchange("truncated", [("06 0100 ff", "01 06 0000 04")], spec: invalidPDU),
-    ])
+    static let findByTypeValue: [Exchange] = cite(
+        "Vol 3 Part F 3.4.3.3",
+        [
+            Exchange("primary service by 16-bit UUID", [("06 0100 ffff 0028 0d18", "07 1300 1d00")]),
+            Exchange("primary service by 128-bit UUID", [("06 0100 ffff 0028 " + nordicServiceLE, "07 1e00 2a00")]),
+            Exchange("no such service", [("06 0100 ffff 0028 0a18", "01 06 0100 0a")]),
+            Exchange("start handle 0", [("06 0000 ffff 0028 0d18", "01 06 0000 01")]),
+            Exchange("start above end", [("06 0300 0200 0028 0d18", "01 06 0300 01")]),
+            Exchange("truncated", [("06 0100 ff", "01 06 0000 04")], spec: invalidPDU)
+        ])
 
-    static let readByType: [Exchange] = cite("Vol 3 Part F 3.4.4.1", [
-        Exchange("characteristic declarations, as many as fit",
-                 [("08 0100 ffff 0328", "09 07 0200 020300002a 0400 020500012a 0600 020700042a")]),
-        Exchange("device name", [("08 0100 ffff 002a", "09 09 0300 67617474776179")]),
-        Exchange("include declaration", [("08 0100 ffff 0228", "09 08 1400 1000 1200 f0ff")]),
-        Exchange("a dynamic value truncated to MTU-4", [("08 1600 1600 372a", "09 15 1600 " + (0..<19).map { UInt8($0) }.hexString)]),
-        Exchange("encryption required", [("08 0100 ffff " + nordicRXLE, "01 08 2400 0f")], spec: permissions),
-        Exchange("encryption required, link encrypted", [("08 0100 ffff " + nordicRXLE, "09 04 2400 6e02")], security: encrypted, spec: permissions),
-        Exchange("authentication required", [("08 0100 ffff f2ff", "01 08 2600 05")], security: encrypted, spec: permissions),
-        Exchange("authorization required", [("08 0100 ffff f3ff", "01 08 2800 08")], spec: permissions),
-        Exchange("read not permitted", [("08 0100 ffff f4ff", "01 08 2a00 02")], spec: permissions),
-        Exchange("not found", [("08 0100 ffff 9999", "01 08 0100 0a")]),
-        Exchange("start above end", [("08 0200 0100 0328", "01 08 0200 01")]),
-        Exchange("a 3-byte type", [("08 0100 ffff 002a00", "01 08 0000 04")], spec: invalidPDU),
-    ])
+    static let readByType: [Exchange] = cite(
+        "Vol 3 Part F 3.4.4.1",
+        [
+            Exchange(
+                "characteristic declarations, as many as fit",
+                [("08 0100 ffff 0328", "09 07 0200 020300002a 0400 020500012a 0600 020700042a")]),
+            Exchange("device name", [("08 0100 ffff 002a", "09 09 0300 67617474776179")]),
+            Exchange("include declaration", [("08 0100 ffff 0228", "09 08 1400 1000 1200 f0ff")]),
+            Exchange("a dynamic value truncated to MTU-4", [("08 1600 1600 372a", "09 15 1600 " + (0..<19).map { UInt8($0) }.hexString)]),
+            Exchange("encryption required", [("08 0100 ffff " + nordicRXLE, "01 08 2400 0f")], spec: permissions),
+            Exchange(
+                "encryption required, link encrypted", [("08 0100 ffff " + nordicRXLE, "09 04 2400 6e02")], security: encrypted,
+                spec: permissions),
+            Exchange("authentication required", [("08 0100 ffff f2ff", "01 08 2600 05")], security: encrypted, spec: permissions),
+            Exchange("authorization required", [("08 0100 ffff f3ff", "01 08 2800 08")], spec: permissions),
+            Exchange("read not permitted", [("08 0100 ffff f4ff", "01 08 2a00 02")], spec: permissions),
+            Exchange("not found", [("08 0100 ffff 9999", "01 08 0100 0a")]),
+            Exchange("start above end", [("08 0200 0100 0328", "01 08 0200 01")]),
+            Exchange("a 3-byte type", [("08 0100 ffff 002a00", "01 08 0000 04")], spec: invalidPDU)
+        ])
 
-    static let read: [Exchange] = cite("Vol 3 Part F 3.4.4.3", [
-        Exchange("fixed value", [("0a 0300", "0b 67617474776179")]),
-        Exchange("dynamic value truncated to MTU-1", [("0a 1600", "0b " + heartRate0to21)]),
-        Exchange("CCCD reads as 0 until written", [("0a 1700", "0b 0000")]),
-        Exchange("handle 0", [("0a 0000", "01 0a 0000 01")]),
-        Exchange("no such handle", [("0a 9900", "01 0a 9900 01")]),
-        Exchange("Service Changed is not readable", [("0a 0a00", "01 0a 0a00 02")],
-                 spec: "Vol 3 Part G 7.1: Service Changed only indicates; Read Not Permitted"),
-        Exchange("write-only value", [("0a 1a00", "01 0a 1a00 02")], spec: permissions),
-        Exchange("insufficient encryption", [("0a 2400", "01 0a 2400 0f")], spec: permissions),
-        Exchange("encrypted", [("0a 2400", "0b 6e02")], security: encrypted, spec: permissions),
-        Exchange("key too short", [("0a 2400", "01 0a 2400 0c")], security: shortKey, spec: permissions),
-        Exchange("insufficient authentication (unencrypted)", [("0a 2600", "01 0a 2600 05")], spec: permissions),
-        Exchange("insufficient authentication (encrypted, unauthenticated)", [("0a 2600", "01 0a 2600 05")], security: encrypted, spec: permissions),
-        Exchange("authenticated", [("0a 2600", "0b f2")], security: authenticated, spec: permissions),
-        Exchange("insufficient authorization", [("0a 2800", "01 0a 2800 08")], spec: permissions),
-        Exchange("authorized", [("0a 2800", "0b f3")], security: authorized, spec: permissions),
-        Exchange("truncated", [("0a 00", "01 0a 0000 04")], spec: invalidPDU),
-    ])
+    static let read: [Exchange] = cite(
+        "Vol 3 Part F 3.4.4.3",
+        [
+            Exchange("fixed value", [("0a 0300", "0b 67617474776179")]),
+            Exchange("dynamic value truncated to MTU-1", [("0a 1600", "0b " + heartRate0to21)]),
+            Exchange("CCCD reads as 0 until written", [("0a 1700", "0b 0000")]),
+            Exchange("handle 0", [("0a 0000", "01 0a 0000 01")]),
+            Exchange("no such handle", [("0a 9900", "01 0a 9900 01")]),
+            Exchange(
+                "Service Changed is not readable", [("0a 0a00", "01 0a 0a00 02")],
+                spec: "Vol 3 Part G 7.1: Service Changed only indicates; Read Not Permitted"),
+            Exchange("write-only value", [("0a 1a00", "01 0a 1a00 02")], spec: permissions),
+            Exchange("insufficient encryption", [("0a 2400", "01 0a 2400 0f")], spec: permissions),
+            Exchange("encrypted", [("0a 2400", "0b 6e02")], security: encrypted, spec: permissions),
+            Exchange("key too short", [("0a 2400", "01 0a 2400 0c")], security: shortKey, spec: permissions),
+            Exchange("insufficient authentication (unencrypted)", [("0a 2600", "01 0a 2600 05")], spec: permissions),
+            Exchange(
+                "insufficient authentication (encrypted, unauthenticated)", [("0a 2600", "01 0a 2600 05")], security: encrypted,
+                spec: permissions),
+            Exchange("authenticated", [("0a 2600", "0b f2")], security: authenticated, spec: permissions),
+            Exchange("insufficient authorization", [("0a 2800", "01 0a 2800 08")], spec: permissions),
+            Exchange("authorized", [("0a 2800", "0b f3")], security: authorized, spec: permissions),
+            Exchange("truncated", [("0a 00", "01 0a 0000 04")], spec: invalidPDU)
+        ])
 
-    static let readBlob: [Exchange] = cite("Vol 3 Part F 3.4.4.5, 3.4.4.6", [
-        Exchange("second part of a long value", [("0c 1600 1600", "0d " + (22..<44).map { UInt8($0) }.hexString)]),
-        Exchange("offset at the end", [("0c 1600 6400", "0d")]),
-        Exchange("offset past the end", [("0c 1600 6500", "01 0c 1600 07")]),
-        Exchange("short value at offset 0", [("0c 0300 0000", "0d 67617474776179")]),
-        Exchange("a fixed value that fits one response, at an offset: Attribute Not Long", [("0c 0300 0100", "01 0c 0300 0b")]),
-        Exchange("a CCCD (2 octets, fixed) at an offset: Attribute Not Long", [("0c 1700 0100", "01 0c 1700 0b")]),
-        Exchange("a program's short value inside it: the rest", [("0c 2400 0100", "0d 02")], security: encrypted),
-        Exchange("a program's short value at its end: an empty part", [("0c 2000 0100", "0d")]),
-        Exchange("a program's short value past its end", [("0c 2000 0200", "01 0c 2000 07")]),
-        Exchange("no such handle", [("0c 9900 0000", "01 0c 9900 01")]),
-        Exchange("not readable", [("0c 0a00 0000", "01 0c 0a00 02")], spec: permissions),
-        Exchange("insufficient encryption", [("0c 2400 0000", "01 0c 2400 0f")], spec: permissions),
-        Exchange("truncated", [("0c 1600 00", "01 0c 0000 04")], spec: invalidPDU),
-    ])
+    static let readBlob: [Exchange] = cite(
+        "Vol 3 Part F 3.4.4.5, 3.4.4.6",
+        [
+            Exchange("second part of a long value", [("0c 1600 1600", "0d " + (22..<44).map { UInt8($0) }.hexString)]),
+            Exchange("offset at the end", [("0c 1600 6400", "0d")]),
+            Exchange("offset past the end", [("0c 1600 6500", "01 0c 1600 07")]),
+            Exchange("short value at offset 0", [("0c 0300 0000", "0d 67617474776179")]),
+            Exchange("a fixed value that fits one response, at an offset: Attribute Not Long", [("0c 0300 0100", "01 0c 0300 0b")]),
+            Exchange("a CCCD (2 octets, fixed) at an offset: Attribute Not Long", [("0c 1700 0100", "01 0c 1700 0b")]),
+            Exchange("a program's short value inside it: the rest", [("0c 2400 0100", "0d 02")], security: encrypted),
+            Exchange("a program's short value at its end: an empty part", [("0c 2000 0100", "0d")]),
+            Exchange("a program's short value past its end", [("0c 2000 0200", "01 0c 2000 07")]),
+            Exchange("no such handle", [("0c 9900 0000", "01 0c 9900 01")]),
+            Exchange("not readable", [("0c 0a00 0000", "01 0c 0a00 02")], spec: permissions),
+            Exchange("insufficient encryption", [("0c 2400 0000", "01 0c 2400 0f")], spec: permissions),
+            Exchange("truncated", [("0c 1600 00", "01 0c 0000 04")], spec: invalidPDU)
+        ])
 
-    static let readMultiple: [Exchange] = cite("Vol 3 Part F 3.4.4.7", [
-        Exchange("two values concatenated", [("0e 0300 1200", "0f 67617474776179 2a")]),
-        Exchange("truncated to MTU-1", [("0e 1600 0300", "0f " + heartRate0to21)]),
-        Exchange("no such handle", [("0e 0300 9900", "01 0e 9900 01")]),
-        Exchange("not readable", [("0e 0300 0a00", "01 0e 0a00 02")], spec: permissions),
-        Exchange("insufficient encryption", [("0e 0300 2400", "01 0e 2400 0f")], spec: permissions),
-        Exchange("a single handle", [("0e 0300", "01 0e 0000 04")], spec: invalidPDU),
-        Exchange("an odd byte", [("0e 0300 1200 01", "01 0e 0000 04")], spec: invalidPDU),
-    ])
+    static let readMultiple: [Exchange] = cite(
+        "Vol 3 Part F 3.4.4.7",
+        [
+            Exchange("two values concatenated", [("0e 0300 1200", "0f 67617474776179 2a")]),
+            Exchange("truncated to MTU-1", [("0e 1600 0300", "0f " + heartRate0to21)]),
+            Exchange("no such handle", [("0e 0300 9900", "01 0e 9900 01")]),
+            Exchange("not readable", [("0e 0300 0a00", "01 0e 0a00 02")], spec: permissions),
+            Exchange("insufficient encryption", [("0e 0300 2400", "01 0e 2400 0f")], spec: permissions),
+            Exchange("a single handle", [("0e 0300", "01 0e 0000 04")], spec: invalidPDU),
+            Exchange("an odd byte", [("0e 0300 1200 01", "01 0e 0000 04")], spec: invalidPDU)
+        ])
 
-    static let readMultipleVariable: [Exchange] = cite("Vol 3 Part F 3.4.4.11", [
-        Exchange("lengths and values", [("20 0300 1200", "21 0700 67617474776179 0100 2a")]),
-        Exchange("a long value fills the PDU", [("20 1600 0300", "21 6400 " + (0..<20).map { UInt8($0) }.hexString)]),
-        Exchange("no such handle", [("20 0300 9900", "01 20 9900 01")]),
-        Exchange("insufficient encryption", [("20 0300 2400", "01 20 2400 0f")], spec: permissions),
-        Exchange("a single handle", [("20 0300", "01 20 0000 04")], spec: invalidPDU),
-    ])
+    static let readMultipleVariable: [Exchange] = cite(
+        "Vol 3 Part F 3.4.4.11",
+        [
+            Exchange("lengths and values", [("20 0300 1200", "21 0700 67617474776179 0100 2a")]),
+            Exchange("a long value fills the PDU", [("20 1600 0300", "21 6400 " + (0..<20).map { UInt8($0) }.hexString)]),
+            Exchange("no such handle", [("20 0300 9900", "01 20 9900 01")]),
+            Exchange("insufficient encryption", [("20 0300 2400", "01 20 2400 0f")], spec: permissions),
+            Exchange("a single handle", [("20 0300", "01 20 0000 04")], spec: invalidPDU)
+        ])
 
-    static let readByGroupType: [Exchange] = cite("Vol 3 Part F 3.4.4.9", [
-        Exchange("primary services, as many as fit",
-                 [("10 0100 ffff 0028", "11 06 0100 0700 0018 0800 0f00 0118 1300 1d00 0d18")]),
-        Exchange("a 128-bit primary service", [("10 1e00 ffff 0028", "11 14 1e00 2a00 " + nordicServiceLE)]),
-        Exchange("the last primary service", [("10 2b00 ffff 0028", "11 06 2b00 2e00 0f18")]),
-        Exchange("secondary services", [("10 0100 ffff 0128", "11 06 1000 1200 f0ff")]),
-        Exchange("past the last service", [("10 2f00 ffff 0028", "01 10 2f00 0a")]),
-        Exchange("not a grouping type", [("10 0100 ffff 0328", "01 10 0100 10")]),
-        Exchange("start handle 0", [("10 0000 ffff 0028", "01 10 0000 01")]),
-        Exchange("start above end", [("10 0900 0800 0028", "01 10 0900 01")]),
-        Exchange("a 3-byte type", [("10 0100 ffff 002800", "01 10 0000 04")], spec: invalidPDU),
-    ])
+    static let readByGroupType: [Exchange] = cite(
+        "Vol 3 Part F 3.4.4.9",
+        [
+            Exchange(
+                "primary services, as many as fit",
+                [("10 0100 ffff 0028", "11 06 0100 0700 0018 0800 0f00 0118 1300 1d00 0d18")]),
+            Exchange("a 128-bit primary service", [("10 1e00 ffff 0028", "11 14 1e00 2a00 " + nordicServiceLE)]),
+            Exchange("the last primary service", [("10 2b00 ffff 0028", "11 06 2b00 2e00 0f18")]),
+            Exchange("secondary services", [("10 0100 ffff 0128", "11 06 1000 1200 f0ff")]),
+            Exchange("past the last service", [("10 2f00 ffff 0028", "01 10 2f00 0a")]),
+            Exchange("not a grouping type", [("10 0100 ffff 0328", "01 10 0100 10")]),
+            Exchange("start handle 0", [("10 0000 ffff 0028", "01 10 0000 01")]),
+            Exchange("start above end", [("10 0900 0800 0028", "01 10 0900 01")]),
+            Exchange("a 3-byte type", [("10 0100 ffff 002800", "01 10 0000 04")], spec: invalidPDU)
+        ])
 
-    static let write: [Exchange] = cite("Vol 3 Part F 3.4.5.1", [
-        Exchange("enable notifications", [("12 1700 0100", "13"), ("0a 1700", "0b 0100")]),
-        Exchange("indications on a notify-only characteristic", [("12 1700 0200", "01 12 1700 fd")], spec: cccd),
-        Exchange("reserved CCCD bits", [("12 1700 0400", "01 12 1700 fd")], spec: cccd),
-        Exchange("CCCD value of one byte", [("12 1700 01", "01 12 1700 0d")]),
-        Exchange("dynamic value", [("12 1a00 01", "13")]),
-        Exchange("the program refuses", [("12 1a00 ee", "01 12 1a00 80")]),
-        Exchange("longer than 512", [("02 0502", "03 0502"), ("12 1a00 " + String(repeating: "00", count: 513), "01 12 1a00 0d")], spec: longValues),
-        Exchange("exactly 512", [("02 0502", "03 0502"), ("12 1a00 " + String(repeating: "00", count: 512), "13")], spec: longValues),
-        Exchange("a request longer than the MTU", [("12 1a00 " + String(repeating: "00", count: 21), "01 12 0000 04")], spec: "Vol 3 Part F 3.2.8, 3.4.1.1: no PDU exceeds ATT_MTU; Invalid PDU"),
-        Exchange("a request exactly the MTU", [("12 1a00 " + String(repeating: "00", count: 20), "13")], spec: "Vol 3 Part F 3.2.8"),
-        Exchange("fixed value", [("12 0300 41", "01 12 0300 03")]),
-        Exchange("Database Hash", [("12 0f00 00", "01 12 0f00 03")]),
-        Exchange("no such handle", [("12 9900 00", "01 12 9900 01")]),
-        Exchange("insufficient encryption", [("12 2a00 01", "01 12 2a00 0f")], spec: permissions),
-        Exchange("encrypted", [("12 2a00 01", "13")], security: encrypted, spec: permissions),
-        Exchange("truncated", [("12 00", "01 12 0000 04")], spec: invalidPDU),
-        Exchange("client features can be set, not cleared",
-                 [("12 0d00 01", "13"), ("0a 0d00", "0b 01"), ("12 0d00 00", "01 12 0d00 13")], spec: "Vol 3 Part G 7.2: a client may not clear a feature it enabled"),
-        Exchange("client features of zero bytes", [("12 0d00", "01 12 0d00 0d")], spec: "Vol 3 Part G 7.2, Vol 3 Part F 3.4.5.1: Invalid Attribute Value Length"),
-    ])
+    static let write: [Exchange] = cite(
+        "Vol 3 Part F 3.4.5.1",
+        [
+            Exchange("enable notifications", [("12 1700 0100", "13"), ("0a 1700", "0b 0100")]),
+            Exchange("indications on a notify-only characteristic", [("12 1700 0200", "01 12 1700 fd")], spec: cccd),
+            Exchange("reserved CCCD bits", [("12 1700 0400", "01 12 1700 fd")], spec: cccd),
+            Exchange("CCCD value of one byte", [("12 1700 01", "01 12 1700 0d")]),
+            Exchange("dynamic value", [("12 1a00 01", "13")]),
+            Exchange("the program refuses", [("12 1a00 ee", "01 12 1a00 80")]),
+            Exchange(
+                "longer than 512", [("02 0502", "03 0502"), ("12 1a00 " + String(repeating: "00", count: 513), "01 12 1a00 0d")],
+                spec: longValues),
+            Exchange("exactly 512", [("02 0502", "03 0502"), ("12 1a00 " + String(repeating: "00", count: 512), "13")], spec: longValues),
+            Exchange(
+                "a request longer than the MTU", [("12 1a00 " + String(repeating: "00", count: 21), "01 12 0000 04")],
+                spec: "Vol 3 Part F 3.2.8, 3.4.1.1: no PDU exceeds ATT_MTU; Invalid PDU"),
+            Exchange("a request exactly the MTU", [("12 1a00 " + String(repeating: "00", count: 20), "13")], spec: "Vol 3 Part F 3.2.8"),
+            Exchange("fixed value", [("12 0300 41", "01 12 0300 03")]),
+            Exchange("Database Hash", [("12 0f00 00", "01 12 0f00 03")]),
+            Exchange("no such handle", [("12 9900 00", "01 12 9900 01")]),
+            Exchange("insufficient encryption", [("12 2a00 01", "01 12 2a00 0f")], spec: permissions),
+            Exchange("encrypted", [("12 2a00 01", "13")], security: encrypted, spec: permissions),
+            Exchange("truncated", [("12 00", "01 12 0000 04")], spec: invalidPDU),
+            Exchange(
+                "client features can be set, not cleared",
+                [("12 0d00 01", "13"), ("0a 0d00", "0b 01"), ("12 0d00 00", "01 12 0d00 13")],
+                spec: "Vol 3 Part G 7.2: a client may not clear a feature it enabled"),
+            Exchange(
+                "client features of zero bytes", [("12 0d00", "01 12 0d00 0d")],
+                spec: "Vol 3 Part G 7.2, Vol 3 Part F 3.4.5.1: Invalid Attribute Value Length")
+        ])
 
-    static let preparedWrites: [Exchange] = cite("Vol 3 Part F 3.4.6.1, 3.4.6.3", [
-        Exchange("prepare, prepare, execute", [
-            ("16 1a00 0000 0102", "17 1a00 0000 0102"), ("16 1a00 0200 03", "17 1a00 0200 03"), ("18 01", "19"),
-        ]),
-        Exchange("cancel", [("16 1a00 0000 0102", "17 1a00 0000 0102"), ("18 00", "19")]),
-        Exchange("execute with an empty queue", [("18 01", "19")]),
-        Exchange("bad flags", [("18 02", "01 18 0000 04")], spec: "Vol 3 Part F 3.4.6.3: flags other than 0x00 and 0x01 are reserved; Invalid PDU"),
-        Exchange("prepare to no such handle", [("16 9900 0000 01", "01 16 9900 01")]),
-        Exchange("prepare to a fixed value", [("16 0300 0000 01", "01 16 0300 03")]),
-        Exchange("prepare needing encryption", [("16 2a00 0000 01", "01 16 2a00 0f")], spec: permissions),
-        Exchange("prepare truncated", [("16 1a00 00", "01 16 0000 04")], spec: invalidPDU),
-        Exchange("offset past 512", [("16 1a00 0102 01", "17 1a00 0102 01"), ("18 01", "01 18 1a00 07")]),
-        Exchange("value past 512", [("16 1a00 ff01 0102", "17 1a00 ff01 0102"), ("18 01", "01 18 1a00 0d")]),
-        Exchange("the program refuses the batch", [
-            ("16 1700 0000 0100", "17 1700 0000 0100"), ("16 1a00 0000 ee", "17 1a00 0000 ee"),
-            ("18 01", "01 18 1a00 80"), ("0a 1700", "0b 0000"),
-        ]),
-        Exchange("a bad CCCD value fails the batch", [
-            ("16 1a00 0000 01", "17 1a00 0000 01"), ("16 1700 0000 0300", "17 1700 0000 0300"), ("18 01", "01 18 1700 fd"),
-        ]),
-        Exchange("the queue is discarded after an error", [
-            ("16 1a00 0102 01", "17 1a00 0102 01"), ("18 01", "01 18 1a00 07"), ("18 01", "19"),
-        ]),
-    ])
+    static let preparedWrites: [Exchange] = cite(
+        "Vol 3 Part F 3.4.6.1, 3.4.6.3",
+        [
+            Exchange(
+                "prepare, prepare, execute",
+                [
+                    ("16 1a00 0000 0102", "17 1a00 0000 0102"), ("16 1a00 0200 03", "17 1a00 0200 03"), ("18 01", "19")
+                ]),
+            Exchange("cancel", [("16 1a00 0000 0102", "17 1a00 0000 0102"), ("18 00", "19")]),
+            Exchange("execute with an empty queue", [("18 01", "19")]),
+            Exchange(
+                "bad flags", [("18 02", "01 18 0000 04")],
+                spec: "Vol 3 Part F 3.4.6.3: flags other than 0x00 and 0x01 are reserved; Invalid PDU"),
+            Exchange("prepare to no such handle", [("16 9900 0000 01", "01 16 9900 01")]),
+            Exchange("prepare to a fixed value", [("16 0300 0000 01", "01 16 0300 03")]),
+            Exchange("prepare needing encryption", [("16 2a00 0000 01", "01 16 2a00 0f")], spec: permissions),
+            Exchange("prepare truncated", [("16 1a00 00", "01 16 0000 04")], spec: invalidPDU),
+            Exchange("offset past 512", [("16 1a00 0102 01", "17 1a00 0102 01"), ("18 01", "01 18 1a00 07")]),
+            Exchange("value past 512", [("16 1a00 ff01 0102", "17 1a00 ff01 0102"), ("18 01", "01 18 1a00 0d")]),
+            Exchange(
+                "the program refuses the batch",
+                [
+                    ("16 1700 0000 0100", "17 1700 0000 0100"), ("16 1a00 0000 ee", "17 1a00 0000 ee"),
+                    ("18 01", "01 18 1a00 80"), ("0a 1700", "0b 0000")
+                ]),
+            Exchange(
+                "a bad CCCD value fails the batch",
+                [
+                    ("16 1a00 0000 01", "17 1a00 0000 01"), ("16 1700 0000 0300", "17 1700 0000 0300"), ("18 01", "01 18 1700 fd")
+                ]),
+            Exchange(
+                "the queue is discarded after an error",
+                [
+                    ("16 1a00 0102 01", "17 1a00 0102 01"), ("18 01", "01 18 1a00 07"), ("18 01", "19")
+                ])
+        ])
 
-    static let unanswered: [Exchange] = cite("Vol 3 Part F 3.3.1, 3.4.5.3, 3.4.5.4: commands and unsolicited PDUs are never answered", [
-        Exchange("write command", [("52 1a00 05", "")]),
-        Exchange("write command to a fixed value", [("52 0300 05", "")]),
-        Exchange("malformed write command", [("52 1a", "")]),
-        Exchange("signed write command", [("d2 1a00 05 000102030405060708090a0b", "")]),
-        Exchange("write command longer than the MTU", [("52 1a00 " + String(repeating: "00", count: 21), "")]),
-        Exchange("confirmation with no indication outstanding", [("1e", "")]),
-        Exchange("a notification from the central", [("1b 0100 00", "")]),
-        Exchange("an error response from the central", [("01 0a 0100 0a", "")]),
-        Exchange("unknown command", [("7f 0102", "")]),
-        Exchange("empty PDU", [("", "")]),
-    ])
+    static let unanswered: [Exchange] = cite(
+        "Vol 3 Part F 3.3.1, 3.4.5.3, 3.4.5.4: commands and unsolicited PDUs are never answered",
+        [
+            Exchange("write command", [("52 1a00 05", "")]),
+            Exchange("write command to a fixed value", [("52 0300 05", "")]),
+            Exchange("malformed write command", [("52 1a", "")]),
+            Exchange("signed write command", [("d2 1a00 05 000102030405060708090a0b", "")]),
+            Exchange("write command longer than the MTU", [("52 1a00 " + String(repeating: "00", count: 21), "")]),
+            Exchange("confirmation with no indication outstanding", [("1e", "")]),
+            Exchange("a notification from the central", [("1b 0100 00", "")]),
+            Exchange("an error response from the central", [("01 0a 0100 0a", "")]),
+            Exchange("unknown command", [("7f 0102", "")]),
+            Exchange("empty PDU", [("", "")])
+        ])
 
-    static let unsupported: [Exchange] = cite("Vol 3 Part F 3.4.1.1: Request Not Supported", [
-        Exchange("unknown request opcode", [("3f 0102", "01 3f 0000 06")]),
-        Exchange("another unknown request opcode", [("14", "01 14 0000 06")]),
-    ])
+    static let unsupported: [Exchange] = cite(
+        "Vol 3 Part F 3.4.1.1: Request Not Supported",
+        [
+            Exchange("unknown request opcode", [("3f 0102", "01 3f 0000 06")]),
+            Exchange("another unknown request opcode", [("14", "01 14 0000 06")])
+        ])
 
-    @Test(arguments: exchangeMTU + findInformation + findByTypeValue + readByType + read + readBlob
-          + readMultiple + readMultipleVariable + readByGroupType + write + preparedWrites + unanswered + unsupported)
+    @Test(
+        arguments: exchangeMTU + findInformation + findByTypeValue + readByType + read + readBlob
+            + readMultiple + readMultipleVariable + readByGroupType + write + preparedWrites + unanswered + unsupported)
     func answersExactly(_ exchange: Exchange) throws {
         let (server, _, _) = try Fixture.server()
         server.connect(CentralID(1), security: exchange.security)
@@ -240,9 +296,12 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
     @Test func aValueOfExactlyMTUMinusOneEndsWithAnEmptyBlob() throws {
         let value = (0..<22).map { UInt8($0) }
         let server = GATTServer(handlers: GATTRequestHandlers(read: { _ in .success(value) }, write: { _ in nil }))
-        _ = try server.addService(GATTService(uuid: BluetoothUUID(0xFFE0), characteristics: [
-            GATTCharacteristic(uuid: BluetoothUUID(0xFFE1), properties: .read, permissions: .readable, value: .dynamic),
-        ]), now: .now)
+        _ = try server.addService(
+            GATTService(
+                uuid: BluetoothUUID(0xFFE0),
+                characteristics: [
+                    GATTCharacteristic(uuid: BluetoothUUID(0xFFE1), properties: .read, permissions: .readable, value: .dynamic)
+                ]), now: .now)
         server.connect(CentralID(1))
         // GAP (1–7) and GATT (8–15) come first: the service is 16, its value 18 (0x0012).
         #expect(server.exchange("0a1200").sent == ["0b" + value.hexString])
@@ -270,10 +329,13 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
         #expect(server.exchange("1801").sent == ["19"])
         let controlPoint = try #require(services[1].characteristic(BluetoothUUID(0x2A39)))
         let tx = try #require(services[2].characteristic(Fixture.nordicTX))
-        #expect(log.batches == [[
-            GATTWriteRequest(central: CentralID(1), characteristic: controlPoint, offset: 0, value: [1, 2, 3], kind: .prepared),
-            GATTWriteRequest(central: CentralID(1), characteristic: tx, offset: 0, value: [9], kind: .prepared),
-        ]])
+        #expect(
+            log.batches == [
+                [
+                    GATTWriteRequest(central: CentralID(1), characteristic: controlPoint, offset: 0, value: [1, 2, 3], kind: .prepared),
+                    GATTWriteRequest(central: CentralID(1), characteristic: tx, offset: 0, value: [9], kind: .prepared)
+                ]
+            ])
     }
 
     @Test func refusedBatchAppliesNothing() throws {

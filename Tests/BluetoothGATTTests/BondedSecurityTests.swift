@@ -6,16 +6,23 @@ import Testing
 
 /// gattway's `bonded` permission and the restoring of a bonded central's subscriptions.
 @Suite struct BondedSecurityTests {
-    static let service = GATTService(uuid: BluetoothUUID(0xFFE0), characteristics: [
-        GATTCharacteristic(uuid: BluetoothUUID(0xFFE1), properties: [.read, .write],
-                           permissions: [.readEncryptionRequired, .readBondingRequired,
-                                         .writeEncryptionRequired, .writeBondingRequired],
-                           value: .dynamic),
-        GATTCharacteristic(uuid: BluetoothUUID(0xFFE2), properties: [.read, .notify], permissions: .readable,
-                           value: .dynamic),
-        GATTCharacteristic(uuid: BluetoothUUID(0xFFE3), properties: [.read, .indicate], permissions: .readable,
-                           value: .dynamic),
-    ])
+    static let service = GATTService(
+        uuid: BluetoothUUID(0xFFE0),
+        characteristics: [
+            GATTCharacteristic(
+                uuid: BluetoothUUID(0xFFE1), properties: [.read, .write],
+                permissions: [
+                    .readEncryptionRequired, .readBondingRequired,
+                    .writeEncryptionRequired, .writeBondingRequired
+                ],
+                value: .dynamic),
+            GATTCharacteristic(
+                uuid: BluetoothUUID(0xFFE2), properties: [.read, .notify], permissions: .readable,
+                value: .dynamic),
+            GATTCharacteristic(
+                uuid: BluetoothUUID(0xFFE3), properties: [.read, .indicate], permissions: .readable,
+                value: .dynamic)
+        ])
 
     static func server() throws -> (GATTServer, PublishedService) {
         let server = GATTServer(handlers: GATTRequestHandlers(read: { _ in .success([0x07]) }, write: { _ in nil }))
@@ -46,7 +53,7 @@ import Testing
         ("bonded central, not encrypted yet", bondedNotEncrypted, 0x0F),
         // Encrypted with a key not stored in a bond, even an authenticated one: pair again.
         ("encrypted, not bonded", encryptedNotBonded, 0x05),
-        ("encrypted with the bond's key", bonded, nil),
+        ("encrypted with the bond's key", bonded, nil)
     ]
 
     @Test(arguments: cases)
@@ -73,18 +80,23 @@ import Testing
         _ = server.takeOutput()
         let notifyCCCD = try #require(notify.clientConfigurationHandle)
         let indicateCCCD = try #require(indicate.clientConfigurationHandle)
-        server.restoreClientConfigurations([
-            notifyCCCD: 0x0001,
-            indicateCCCD: 0x0001,          // notify bits on an indicate-only characteristic
-            notify.valueHandle: 0x0001,    // not a CCCD (the database changed since)
-            0x0F00: 0x0002,                // no such attribute
-        ], for: central)
+        server.restoreClientConfigurations(
+            [
+                notifyCCCD: 0x0001,
+                indicateCCCD: 0x0001,  // notify bits on an indicate-only characteristic
+                notify.valueHandle: 0x0001,  // not a CCCD (the database changed since)
+                0x0F00: 0x0002  // no such attribute
+            ], for: central)
         #expect(server.takeOutput() == [.event(.subscribed(central, notify))])
         #expect(server.snapshot(of: central)?.clientConfigurations == [notifyCCCD: 0x0001])
         // The restored subscription is live: an update reaches the central.
         server.addTransmitCredits(1, now: .now)
         #expect(try server.updateValue([0x09], for: notify, now: .now))
-        #expect(server.takeOutput() == [.send([0x1B, UInt8(notify.valueHandle & 0xFF), UInt8(notify.valueHandle >> 8), 0x09],
-                                              to: central)])
+        #expect(
+            server.takeOutput() == [
+                .send(
+                    [0x1B, UInt8(notify.valueHandle & 0xFF), UInt8(notify.valueHandle >> 8), 0x09],
+                    to: central)
+            ])
     }
 }

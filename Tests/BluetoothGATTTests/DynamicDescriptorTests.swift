@@ -49,35 +49,46 @@ import Testing
     static func server() throws -> (GATTServer, Store, PublishedService) {
         let store = Store()
         let server = GATTServer(handlers: store.handlers)
-        let service = try server.addService(GATTService(uuid: BluetoothUUID(0x181A), characteristics: [
-            GATTCharacteristic(uuid: BluetoothUUID(0x2A6E), properties: [.read, .notify], permissions: .readable,
-                               value: .dynamic, descriptors: [
-                                   .userDescription("t"),
-                                   .dynamic(BluetoothUUID(0x290D), permissions: [.readable, .writeable]),
-                                   .dynamic(BluetoothUUID(0x290B), permissions: [.readable, .writeEncryptionRequired]),
-                                   .dynamic(BluetoothUUID(0x290C), permissions: .readable),
-                               ]),
-        ]), now: .now)
+        let service = try server.addService(
+            GATTService(
+                uuid: BluetoothUUID(0x181A),
+                characteristics: [
+                    GATTCharacteristic(
+                        uuid: BluetoothUUID(0x2A6E), properties: [.read, .notify], permissions: .readable,
+                        value: .dynamic,
+                        descriptors: [
+                            .userDescription("t"),
+                            .dynamic(BluetoothUUID(0x290D), permissions: [.readable, .writeable]),
+                            .dynamic(BluetoothUUID(0x290B), permissions: [.readable, .writeEncryptionRequired]),
+                            .dynamic(BluetoothUUID(0x290C), permissions: .readable)
+                        ])
+                ]), now: .now)
         return (server, store, service)
     }
 
     static let exchanges: [Exchange] = [
-        Exchange("discovery lists the dynamic descriptors like any other",
-                 [("04 1300 1700", "05 01 1300 0229 1400 0129 1500 0d29 1600 0b29 1700 0c29")]),
+        Exchange(
+            "discovery lists the dynamic descriptors like any other",
+            [("04 1300 1700", "05 01 1300 0229 1400 0129 1500 0d29 1600 0b29 1700 0c29")]),
         Exchange("a read before any write is the handler's default", [("0a 1500", "0b 00")]),
         Exchange("a write is stored and read back", [("12 1500 0301", "13"), ("0a 1500", "0b 0301")]),
         Exchange("read by type reaches the handler too", [("12 1500 02", "13"), ("08 0100 ffff 0d29", "09 03 1500 02")]),
-        Exchange("the handler's application error is the answer, nothing stored",
-                 [("12 1500 0a", "01 12 1500 81"), ("12 1500", "01 12 1500 80"), ("0a 1500", "0b 00")]),
+        Exchange(
+            "the handler's application error is the answer, nothing stored",
+            [("12 1500 0a", "01 12 1500 81"), ("12 1500", "01 12 1500 80"), ("0a 1500", "0b 00")]),
         Exchange("write permission needs encryption", [("12 1600 01", "01 12 1600 0f")]),
-        Exchange("write permission needs encryption, link encrypted", [("12 1600 01", "13"), ("0a 1600", "0b 01")],
-                 security: LinkSecurity(isEncrypted: true, encryptionKeySize: 16)),
+        Exchange(
+            "write permission needs encryption, link encrypted", [("12 1600 01", "13"), ("0a 1600", "0b 01")],
+            security: LinkSecurity(isEncrypted: true, encryptionKeySize: 16)),
         Exchange("a read-only dynamic descriptor refuses writes", [("12 1700 01", "01 12 1700 03")]),
         Exchange("descriptors take no Write Command (dropped, unanswered)", [("52 1500 05", ""), ("0a 1500", "0b 00")]),
         Exchange("a fixed descriptor stays read-only", [("12 1400 41", "01 12 1400 03"), ("0a 1400", "0b 74")]),
-        Exchange("prepared writes reach the handler on execute",
-                 [("16 1500 0000 04", "17 1500 0000 04"), ("16 1500 0100 0102", "17 1500 0100 0102"),
-                  ("18 01", "19"), ("0a 1500", "0b 040102")]),
+        Exchange(
+            "prepared writes reach the handler on execute",
+            [
+                ("16 1500 0000 04", "17 1500 0000 04"), ("16 1500 0100 0102", "17 1500 0100 0102"),
+                ("18 01", "19"), ("0a 1500", "0b 040102")
+            ])
     ]
 
     @Test(arguments: exchanges)
@@ -101,14 +112,18 @@ import Testing
         #expect(server.exchange("0a1500", from: CentralID(1)).sent == ["0b01"])
         #expect(server.exchange("0a1500", from: CentralID(2)).sent == ["0b03"])
         let characteristic = try #require(service.characteristic(BluetoothUUID(0x2A6E)))
-        let descriptor = PublishedDescriptor(characteristic: characteristic, uuid: BluetoothUUID(0x290D), handle: 21,
-                                             position: 1)
-        #expect(store.seen == [
-            GATTWriteRequest(central: CentralID(1), characteristic: characteristic, offset: 0, value: [1], kind: .request,
-                             descriptor: descriptor),
-            GATTWriteRequest(central: CentralID(2), characteristic: characteristic, offset: 0, value: [3], kind: .request,
-                             descriptor: descriptor),
-        ])
+        let descriptor = PublishedDescriptor(
+            characteristic: characteristic, uuid: BluetoothUUID(0x290D), handle: 21,
+            position: 1)
+        #expect(
+            store.seen == [
+                GATTWriteRequest(
+                    central: CentralID(1), characteristic: characteristic, offset: 0, value: [1], kind: .request,
+                    descriptor: descriptor),
+                GATTWriteRequest(
+                    central: CentralID(2), characteristic: characteristic, offset: 0, value: [3], kind: .request,
+                    descriptor: descriptor)
+            ])
         // The characteristic value is still served as a value, not as a descriptor.
         #expect(server.exchange("0a1200").sent == ["0b1122"])
     }

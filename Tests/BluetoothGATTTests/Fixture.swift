@@ -17,33 +17,46 @@ enum Fixture {
     static let nordicRX = BluetoothUUID("6E400002-B5A3-F393-E0A9-E50E24DCCA9E")!
     static let nordicTX = BluetoothUUID("6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!
 
-    static let secondary = GATTService(uuid: BluetoothUUID(0xFFF0), isPrimary: false, characteristics: [
-        GATTCharacteristic(uuid: BluetoothUUID(0xFFF1), properties: .read, permissions: .readable, value: .fixed([0x2A])),
-    ])
+    static let secondary = GATTService(
+        uuid: BluetoothUUID(0xFFF0), isPrimary: false,
+        characteristics: [
+            GATTCharacteristic(uuid: BluetoothUUID(0xFFF1), properties: .read, permissions: .readable, value: .fixed([0x2A]))
+        ])
 
     static func heartRate(including secondary: GATTServiceID) -> GATTService {
-        GATTService(uuid: BluetoothUUID(0x180D), includedServices: [secondary], characteristics: [
-            GATTCharacteristic(uuid: BluetoothUUID(0x2A37), properties: [.read, .notify], permissions: .readable,
-                               value: .dynamic, descriptors: [.userDescription("Heart Rate")]),
-            GATTCharacteristic(uuid: BluetoothUUID(0x2A39), properties: [.write, .writeWithoutResponse],
-                               permissions: .writeable, value: .dynamic),
-            GATTCharacteristic(uuid: BluetoothUUID(0x2A38), properties: .read, permissions: .readable, value: .fixed([0x01]),
-                               descriptors: [.presentationFormat(format: 0x04, exponent: 0, unit: 0x2700)]),
-        ])
+        GATTService(
+            uuid: BluetoothUUID(0x180D), includedServices: [secondary],
+            characteristics: [
+                GATTCharacteristic(
+                    uuid: BluetoothUUID(0x2A37), properties: [.read, .notify], permissions: .readable,
+                    value: .dynamic, descriptors: [.userDescription("Heart Rate")]),
+                GATTCharacteristic(
+                    uuid: BluetoothUUID(0x2A39), properties: [.write, .writeWithoutResponse],
+                    permissions: .writeable, value: .dynamic),
+                GATTCharacteristic(
+                    uuid: BluetoothUUID(0x2A38), properties: .read, permissions: .readable, value: .fixed([0x01]),
+                    descriptors: [.presentationFormat(format: 0x04, exponent: 0, unit: 0x2700)])
+            ])
     }
 
-    static let nordic = GATTService(uuid: nordicService, characteristics: [
-        GATTCharacteristic(uuid: nordicTX, properties: [.read, .notify, .indicate, .write],
-                           extendedProperties: .reliableWrite, permissions: [.readable, .writeable], value: .dynamic),
-        GATTCharacteristic(uuid: nordicRX, properties: .read, permissions: .readEncryptionRequired, value: .dynamic),
-        GATTCharacteristic(uuid: BluetoothUUID(0xFFF2), properties: .read, permissions: .readAuthenticationRequired, value: .dynamic),
-        GATTCharacteristic(uuid: BluetoothUUID(0xFFF3), properties: [.read], permissions: [.readable, .readAuthorizationRequired], value: .dynamic),
-        GATTCharacteristic(uuid: BluetoothUUID(0xFFF4), properties: .write, permissions: .writeEncryptionRequired, value: .dynamic),
-    ])
+    static let nordic = GATTService(
+        uuid: nordicService,
+        characteristics: [
+            GATTCharacteristic(
+                uuid: nordicTX, properties: [.read, .notify, .indicate, .write],
+                extendedProperties: .reliableWrite, permissions: [.readable, .writeable], value: .dynamic),
+            GATTCharacteristic(uuid: nordicRX, properties: .read, permissions: .readEncryptionRequired, value: .dynamic),
+            GATTCharacteristic(uuid: BluetoothUUID(0xFFF2), properties: .read, permissions: .readAuthenticationRequired, value: .dynamic),
+            GATTCharacteristic(
+                uuid: BluetoothUUID(0xFFF3), properties: [.read], permissions: [.readable, .readAuthorizationRequired], value: .dynamic),
+            GATTCharacteristic(uuid: BluetoothUUID(0xFFF4), properties: .write, permissions: .writeEncryptionRequired, value: .dynamic)
+        ])
 
-    static let battery = GATTService(uuid: BluetoothUUID(0x180F), characteristics: [
-        GATTCharacteristic(uuid: BluetoothUUID(0x2A19), properties: [.read, .notify], permissions: .readable, value: .fixed([100])),
-    ])
+    static let battery = GATTService(
+        uuid: BluetoothUUID(0x180F),
+        characteristics: [
+            GATTCharacteristic(uuid: BluetoothUUID(0x2A19), properties: [.read, .notify], permissions: .readable, value: .fixed([100]))
+        ])
 
     /// The value every dynamic characteristic reads as.
     static func value(of uuid: BluetoothUUID) -> [UInt8]? {
@@ -60,17 +73,19 @@ enum Fixture {
     /// A server holding the test database, its write log, and published services by name.
     static func server(configuration: GATTServer.Configuration = .init()) throws -> (GATTServer, WriteLog, [PublishedService]) {
         let log = WriteLog()
-        let server = GATTServer(configuration: configuration, handlers: GATTRequestHandlers(
-            read: { request in
-                guard let value = value(of: request.characteristic.uuid) else { return .failure(.unlikelyError) }
-                return .success(value)
-            },
-            write: { batch in
-                // The program refuses any batch containing a value starting 0xEE.
-                if batch.contains(where: { $0.value.first == 0xEE }) { return .application(0x80) }
-                log.append(batch)
-                return nil
-            }))
+        let server = GATTServer(
+            configuration: configuration,
+            handlers: GATTRequestHandlers(
+                read: { request in
+                    guard let value = value(of: request.characteristic.uuid) else { return .failure(.unlikelyError) }
+                    return .success(value)
+                },
+                write: { batch in
+                    // The program refuses any batch containing a value starting 0xEE.
+                    if batch.contains(where: { $0.value.first == 0xEE }) { return .application(0x80) }
+                    log.append(batch)
+                    return nil
+                }))
         let now = ContinuousClock.now
         let secondaryService = try server.addService(secondary, now: now)
         let heartRateService = try server.addService(heartRate(including: secondaryService.id), now: now)
@@ -100,8 +115,10 @@ final class WriteLog: @unchecked Sendable {
 
 extension GATTServer {
     /// Feeds one PDU given as hex and returns the PDUs sent back (as hex) and the events.
-    func exchange(_ hex: String, from central: CentralID = CentralID(1),
-                  now: ContinuousClock.Instant = .now) -> (sent: [String], events: [GATTServerEvent]) {
+    func exchange(
+        _ hex: String, from central: CentralID = CentralID(1),
+        now: ContinuousClock.Instant = .now
+    ) -> (sent: [String], events: [GATTServerEvent]) {
         receive([UInt8](hexString: hex)!, from: central, now: now)
         return split(takeOutput())
     }

@@ -43,8 +43,10 @@ private struct Fuzzer {
     let limits = GATTServer.Configuration(preparedWriteQueueLimit: 8, indicationQueueLimit: 4)
 
     /// Requests and commands the templates build (then mutate).
-    static let opcodes: [UInt8] = [0x02, 0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20,
-                                   0x52, 0xD2, 0x1E, 0x1E, 0x12, 0x12]
+    static let opcodes: [UInt8] = [
+        0x02, 0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20,
+        0x52, 0xD2, 0x1E, 0x1E, 0x12, 0x12
+    ]
 
     init(seed: UInt64) throws {
         random = SeededGenerator(state: seed)
@@ -72,7 +74,8 @@ private struct Fuzzer {
         var answers: [[UInt8]] = []
         for item in server.takeOutput() {
             guard case let .send(bytes, to) = item, to == central, let opcode = bytes.first,
-                  opcode != 0x1B, opcode != 0x1D else { continue }
+                opcode != 0x1B, opcode != 0x1D
+            else { continue }
             answers.append(bytes)
         }
         let expectsAnswer = !pdu.isEmpty && ATTOpcode.isRequest(pdu[0]) && !closedBefore && !state.isClosed
@@ -117,11 +120,16 @@ private struct Fuzzer {
             }
         case 4:
             server.disconnect(central)
-            server.connect(central, security: coin() ? .unencrypted
-                           : LinkSecurity(isEncrypted: true, isAuthenticated: coin()))
+            server.connect(
+                central,
+                security: coin()
+                    ? .unencrypted
+                    : LinkSecurity(isEncrypted: true, isAuthenticated: coin()))
         default:
-            server.setSecurity(LinkSecurity(isEncrypted: coin(),
-                                            encryptionKeySize: draw(7...16)), for: central)
+            server.setSecurity(
+                LinkSecurity(
+                    isEncrypted: coin(),
+                    encryptionKeySize: draw(7...16)), for: central)
         }
         _ = server.takeOutput()
     }
@@ -162,7 +170,8 @@ private struct Fuzzer {
     }
 
     mutating func handle() -> UInt16 {
-        below(10) == 0 ? UInt16(truncatingIfNeeded: random.next())
+        below(10) == 0
+            ? UInt16(truncatingIfNeeded: random.next())
             : UInt16(below(51))
     }
 
@@ -185,7 +194,8 @@ private struct Fuzzer {
 
     func checkInvariants(_ state: CentralState) throws {
         guard (23...517).contains(state.mtu), state.preparedWrites.count <= limits.preparedWriteQueueLimit,
-              server.transmitCredits >= 0, state.indicationQueue.count <= limits.indicationQueueLimit + 64 else {
+            server.transmitCredits >= 0, state.indicationQueue.count <= limits.indicationQueueLimit + 64
+        else {
             Issue.record("state out of bounds: \(state.snapshot)")
             throw FuzzFailure()
         }
@@ -194,7 +204,8 @@ private struct Fuzzer {
         }
         for (handle, bits) in state.clientConfigurations {
             guard let attribute = server.database.attribute(at: handle),
-                  case let .clientConfiguration(characteristic) = attribute.value else {
+                case let .clientConfiguration(characteristic) = attribute.value
+            else {
                 Issue.record("subscription at \(handle), which is no CCCD")
                 throw FuzzFailure()
             }

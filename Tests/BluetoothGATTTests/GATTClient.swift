@@ -40,8 +40,10 @@ struct GATTClient {
 
     /// Runs a paging discovery: `page(start)` returns the entries found and the last handle seen,
     /// or nil at Attribute Not Found.
-    private func paged<Entry>(from start: UInt16, to end: UInt16,
-                              _ page: (UInt16) throws -> ([Entry], UInt16)?) throws -> [Entry] {
+    private func paged<Entry>(
+        from start: UInt16, to end: UInt16,
+        _ page: (UInt16) throws -> ([Entry], UInt16)?
+    ) throws -> [Entry] {
         var all: [Entry] = []
         var next = start
         while next <= end, let (entries, last) = try page(next) {
@@ -56,9 +58,14 @@ struct GATTClient {
         try paged(from: 1, to: 0xFFFF) { start in
             switch try request(.readByGroupTypeRequest(ATTHandleRange(start: start, end: 0xFFFF), type: type)) {
             case let .readByGroupTypeResponse(groups):
-                return (groups.map { Service(start: $0.handle, end: $0.endGroupHandle,
-                                             uuid: BluetoothUUID(littleEndianBytes: $0.value)!) },
-                        groups.last!.endGroupHandle)
+                return (
+                    groups.map {
+                        Service(
+                            start: $0.handle, end: $0.endGroupHandle,
+                            uuid: BluetoothUUID(littleEndianBytes: $0.value)!)
+                    },
+                    groups.last!.endGroupHandle
+                )
             case .errorResponse(_, _, .attributeNotFound): return nil
             case let other: throw Failure.unexpected(other)
             }
@@ -69,12 +76,15 @@ struct GATTClient {
         try paged(from: service.start, to: service.end) { start in
             switch try request(.readByTypeRequest(ATTHandleRange(start: start, end: service.end), type: .includedService)) {
             case let .readByTypeResponse(entries):
-                return (entries.map { entry in
-                    var reader = ByteReader(entry.value)
-                    let start = try! reader.readUInt16(), end = try! reader.readUInt16()
-                    return Include(handle: entry.handle, start: start, end: end,
-                                   uuid: BluetoothUUID(littleEndianBytes: reader.readRemaining()))
-                }, entries.last!.handle)
+                return (
+                    entries.map { entry in
+                        var reader = ByteReader(entry.value)
+                        let start = try! reader.readUInt16(), end = try! reader.readUInt16()
+                        return Include(
+                            handle: entry.handle, start: start, end: end,
+                            uuid: BluetoothUUID(littleEndianBytes: reader.readRemaining()))
+                    }, entries.last!.handle
+                )
             case .errorResponse(_, _, .attributeNotFound): return nil
             case let other: throw Failure.unexpected(other)
             }
@@ -85,12 +95,15 @@ struct GATTClient {
         try paged(from: service.start, to: service.end) { start in
             switch try request(.readByTypeRequest(ATTHandleRange(start: start, end: service.end), type: .characteristicDeclaration)) {
             case let .readByTypeResponse(entries):
-                return (entries.map { entry in
-                    var reader = ByteReader(entry.value)
-                    let properties = try! reader.readUInt8(), value = try! reader.readUInt16()
-                    return Characteristic(declaration: entry.handle, properties: properties, valueHandle: value,
-                                          uuid: BluetoothUUID(littleEndianBytes: reader.readRemaining())!)
-                }, entries.last!.handle)
+                return (
+                    entries.map { entry in
+                        var reader = ByteReader(entry.value)
+                        let properties = try! reader.readUInt8(), value = try! reader.readUInt16()
+                        return Characteristic(
+                            declaration: entry.handle, properties: properties, valueHandle: value,
+                            uuid: BluetoothUUID(littleEndianBytes: reader.readRemaining())!)
+                    }, entries.last!.handle
+                )
             case .errorResponse(_, _, .attributeNotFound): return nil
             case let other: throw Failure.unexpected(other)
             }
@@ -116,7 +129,9 @@ struct GATTClient {
         }
         var last = value.count
         while last == mtu - 1 {
-            guard case let .readBlobResponse(part) = try request(.readBlobRequest(handle: handle, offset: UInt16(value.count))) else { break }
+            guard case let .readBlobResponse(part) = try request(.readBlobRequest(handle: handle, offset: UInt16(value.count))) else {
+                break
+            }
             value += part
             last = part.count
         }

@@ -8,8 +8,9 @@ import Testing
 @Suite struct PerCentralUpdateLimitTests {
     @Test func aStalledCentralHoldsAtMostItsLimit() throws {
         let (stalled, other) = (CentralID(1), CentralID(2))
-        let (server, update) = try Fixture.subscribedToHeartRate([stalled, other], credits: 10,
-                                                                 configuration: .init(perCentralUpdateLimit: 2))
+        let (server, update) = try Fixture.subscribedToHeartRate(
+            [stalled, other], credits: 10,
+            configuration: .init(perCentralUpdateLimit: 2))
         #expect(try update(1, stalled))
         #expect(try update(2, stalled))
         #expect(try !update(3, stalled), "two undelivered: the stalled central is full")
@@ -52,9 +53,12 @@ import Testing
 extension Fixture {
     /// The test server with `centrals` connected and subscribed to Heart Rate Measurement
     /// notifications, `credits` transmit credits, and a function sending one value to one central.
-    static func subscribedToHeartRate(_ centrals: [CentralID], credits: Int,
-                                      configuration: GATTServer.Configuration = .init()) throws
-        -> (GATTServer, (UInt8, CentralID) throws -> Bool) {
+    static func subscribedToHeartRate(
+        _ centrals: [CentralID], credits: Int,
+        configuration: GATTServer.Configuration = .init()
+    ) throws
+        -> (GATTServer, (UInt8, CentralID) throws -> Bool)
+    {
         let (server, _, services) = try server(configuration: configuration)
         let heartRate = try #require(services[1].characteristic(BluetoothUUID(0x2A37)))
         for central in centrals {

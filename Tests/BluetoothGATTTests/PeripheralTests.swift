@@ -92,9 +92,10 @@ struct EventReader {
     func makePeripheral(poweredOn: Bool = true) async -> (Peripheral, EventReader) {
         let clock = self.clock
         let peripheral = Peripheral(configuration: .init(deviceName: "test"), link: link, now: { clock.now })
-        await peripheral.setRequestHandlers(GATTRequestHandlers(
-            read: { request in .success(Array(repeating: 0x5A, count: 40 + request.offset * 0)) },
-            write: { batch in batch.contains { $0.value == [0xEE] } ? .application(0x81) : nil }))
+        await peripheral.setRequestHandlers(
+            GATTRequestHandlers(
+                read: { request in .success(Array(repeating: 0x5A, count: 40 + request.offset * 0)) },
+                write: { batch in batch.contains { $0.value == [0xEE] } ? .application(0x81) : nil }))
         var reader = EventReader(peripheral)
         if poweredOn {
             await peripheral.updateState(.poweredOn)
@@ -103,10 +104,12 @@ struct EventReader {
         return (peripheral, reader)
     }
 
-    static let sensor = GATTService(uuid: BluetoothUUID(0x181A), characteristics: [
-        GATTCharacteristic(uuid: BluetoothUUID(0x2A6E), properties: [.read, .notify], permissions: .readable, value: .dynamic),
-        GATTCharacteristic(uuid: BluetoothUUID(0x2A6F), properties: [.read, .indicate], permissions: .readable, value: .dynamic),
-    ])
+    static let sensor = GATTService(
+        uuid: BluetoothUUID(0x181A),
+        characteristics: [
+            GATTCharacteristic(uuid: BluetoothUUID(0x2A6E), properties: [.read, .notify], permissions: .readable, value: .dynamic),
+            GATTCharacteristic(uuid: BluetoothUUID(0x2A6F), properties: [.read, .indicate], permissions: .readable, value: .dynamic)
+        ])
 
     @Test func commandsOutsidePoweredOnFailClearly() async throws {
         let (peripheral, _) = await makePeripheral(poweredOn: false)
@@ -131,10 +134,11 @@ struct EventReader {
         await peripheral.receive([0x12] + le(temperature.clientConfigurationHandle!) + [0x01, 0x00], from: central)
         #expect(link.takeSent(to: central) == ["13"])
         await peripheral.updateState(.resetting)
-        #expect(await reader.take(6) == [
-            .serviceAdded(.success(service)), .centralConnected(central), .subscribed(central, temperature),
-            .unsubscribed(central, temperature), .centralDisconnected(central), .stateChanged(.resetting),
-        ])
+        #expect(
+            await reader.take(6) == [
+                .serviceAdded(.success(service)), .centralConnected(central), .subscribed(central, temperature),
+                .unsubscribed(central, temperature), .centralDisconnected(central), .stateChanged(.resetting)
+            ])
         #expect(await peripheral.connectedCentrals.isEmpty)
         await #expect(throws: PeripheralError.notPoweredOn(.resetting)) {
             try await peripheral.updateValue([1], for: temperature)
@@ -153,12 +157,13 @@ struct EventReader {
         await peripheral.receive([0x12] + le(temperature.clientConfigurationHandle!) + [0x01, 0x00], from: CentralID(2))
         await peripheral.receive([0x12] + le(temperature.clientConfigurationHandle!) + [0x00, 0x00], from: CentralID(2))
         await peripheral.centralDisconnected(central)
-        #expect(await reader.take() == [
-            .serviceAdded(.success(service)), .centralConnected(central), .centralConnected(CentralID(2)),
-            .subscribed(central, temperature), .subscribed(central, humidity),
-            .subscribed(CentralID(2), temperature), .unsubscribed(CentralID(2), temperature),
-            .unsubscribed(central, temperature), .unsubscribed(central, humidity), .centralDisconnected(central),
-        ])
+        #expect(
+            await reader.take() == [
+                .serviceAdded(.success(service)), .centralConnected(central), .centralConnected(CentralID(2)),
+                .subscribed(central, temperature), .subscribed(central, humidity),
+                .subscribed(CentralID(2), temperature), .unsubscribed(CentralID(2), temperature),
+                .unsubscribed(central, temperature), .unsubscribed(central, humidity), .centralDisconnected(central)
+            ])
     }
 
     @Test func fullTransmitQueueReturnsFalseThenExactlyOneReadyEvent() async throws {
@@ -264,10 +269,13 @@ struct EventReader {
 
     @Test func dynamicValuesAreServedByTheHandlers() async throws {
         let (peripheral, _) = await makePeripheral()
-        let writable = GATTService(uuid: BluetoothUUID(0xBBB0), characteristics: [
-            GATTCharacteristic(uuid: BluetoothUUID(0xBBB1), properties: [.read, .write], permissions: [.readable, .writeable],
-                               value: .dynamic),
-        ])
+        let writable = GATTService(
+            uuid: BluetoothUUID(0xBBB0),
+            characteristics: [
+                GATTCharacteristic(
+                    uuid: BluetoothUUID(0xBBB1), properties: [.read, .write], permissions: [.readable, .writeable],
+                    value: .dynamic)
+            ])
         let service = try await peripheral.add(writable)
         let value = le(service.characteristics[0].valueHandle)
         await peripheral.centralConnected(central)
@@ -290,9 +298,11 @@ struct EventReader {
 
     @Test func updateValueRejectsCharacteristicsThatCannotNotify() async throws {
         let (peripheral, _) = await makePeripheral()
-        let plain = GATTService(uuid: BluetoothUUID(0xBBB0), characteristics: [
-            GATTCharacteristic(uuid: BluetoothUUID(0xBBB1), properties: .read, permissions: .readable, value: .fixed([1])),
-        ])
+        let plain = GATTService(
+            uuid: BluetoothUUID(0xBBB0),
+            characteristics: [
+                GATTCharacteristic(uuid: BluetoothUUID(0xBBB1), properties: .read, permissions: .readable, value: .fixed([1]))
+            ])
         let service = try await peripheral.add(plain)
         await #expect(throws: PeripheralError.server(.characteristicCannotNotify(BluetoothUUID(0xBBB1)))) {
             try await peripheral.updateValue([1], for: service.characteristics[0])

@@ -13,21 +13,30 @@ struct HCICommandEncodingTests {
         (.setEventMask(0x2000_8000_0200_8890), "01 01 0c 08 90 88 00 02 00 80 00 20"),
         (.leSetEventMask(0x0000_0000_0002_0A5F), "01 01 20 08 5f 0a 02 00 00 00 00 00"),
         (.disconnect(handle: 0x0040, reason: .remoteUserTerminated), "01 06 04 03 40 00 13"),
-        (.leSetAdvertisingParameters(intervalMin: 0x00A0, intervalMax: 0x00A0, type: .connectableUndirected,
-                                     ownAddressType: .public),
-         "01 06 20 0f a0 00 a0 00 00 00 00 00 00 00 00 00 00 07 00"),
+        (
+            .leSetAdvertisingParameters(
+                intervalMin: 0x00A0, intervalMax: 0x00A0, type: .connectableUndirected,
+                ownAddressType: .public),
+            "01 06 20 0f a0 00 a0 00 00 00 00 00 00 00 00 00 00 07 00"
+        ),
         (.leSetAdvertisingEnable(true), "01 0a 20 01 01"),
-        (.leSetRandomAddress(BluetoothAddress("C1:22:33:44:55:66", kind: .random)!),
-         "01 05 20 06 66 55 44 33 22 c1"),
+        (
+            .leSetRandomAddress(BluetoothAddress("C1:22:33:44:55:66", kind: .random)!),
+            "01 05 20 06 66 55 44 33 22 c1"
+        ),
         (.leSetDataLength(handle: 0x0040, txOctets: 251, txTime: 2120), "01 22 20 06 40 00 fb 00 48 08"),
         (.leSetPHY2M(handle: 0x0040), "01 32 20 07 40 00 00 02 02 00 00"),
         (.leSetExtendedAdvertisingEnable(true, handle: 0), "01 39 20 06 01 01 00 00 00 00"),
-        (.leSetExtendedAdvertisingParameters(handle: 0, intervalMin: 0xA0, intervalMax: 0xA0, ownAddressType: .random),
-         "01 36 20 19 00 13 00 a0 00 00 a0 00 00 07 01 00 00 00 00 00 00 00 00 7f 01 00 01 00 00"),
+        (
+            .leSetExtendedAdvertisingParameters(handle: 0, intervalMin: 0xA0, intervalMax: 0xA0, ownAddressType: .random),
+            "01 36 20 19 00 13 00 a0 00 00 a0 00 00 07 01 00 00 00 00 00 00 00 00 7f 01 00 01 00 00"
+        ),
         (.leSetExtendedAdvertisingData(handle: 0, [0x02, 0x01, 0x06]), "01 37 20 07 00 03 01 03 02 01 06"),
-        (.leLongTermKeyRequestReply(handle: 0x0040, littleEndianKey: Array(0x00...0x0F)),
-         "01 1a 20 12 40 00 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f"),
-        (.leLongTermKeyRequestNegativeReply(handle: 0x0040), "01 1b 20 02 40 00"),
+        (
+            .leLongTermKeyRequestReply(handle: 0x0040, littleEndianKey: Array(0x00...0x0F)),
+            "01 1a 20 12 40 00 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f"
+        ),
+        (.leLongTermKeyRequestNegativeReply(handle: 0x0040), "01 1b 20 02 40 00")
     ]
 
     @Test(arguments: vectors)
@@ -56,29 +65,47 @@ struct HCIEventDecodingTests {
         ("0e 04 01 03 0c 00", .commandComplete(numCommandPackets: 1, opcode: .reset, returnParameters: [0x00])),
         ("0f 04 00 01 32 20", .commandStatus(status: .success, numCommandPackets: 1, opcode: .leSetPHY)),
         ("05 04 00 40 00 13", .disconnectionComplete(status: .success, handle: 0x0040, reason: .remoteUserTerminated)),
-        ("13 09 02 40 00 41 00 03 00 01 00",
-         .numberOfCompletedPackets([.init(handle: 0x40, count: 3), .init(handle: 0x41, count: 1)])),
+        (
+            "13 09 02 40 00 41 00 03 00 01 00",
+            .numberOfCompletedPackets([.init(handle: 0x40, count: 3), .init(handle: 0x41, count: 1)])
+        ),
         ("10 01 07", .hardwareError(code: 0x07)),
-        ("3e 13 01 00 40 00 01 01 55 44 33 22 11 c0 28 00 00 00 f4 01 00",
-         .le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: 0x0040, role: .peripheral, peerAddressType: 1, peerAddress: address,
-            interval: 0x28, latency: 0, supervisionTimeout: 0x1F4)))),
-        ("3e 0b 07 40 00 fb 00 48 08 1b 00 48 01",
-         .le(.dataLengthChange(handle: 0x40, maxTxOctets: 251, maxTxTime: 2120, maxRxOctets: 27, maxRxTime: 328))),
+        (
+            "3e 13 01 00 40 00 01 01 55 44 33 22 11 c0 28 00 00 00 f4 01 00",
+            .le(
+                .connectionComplete(
+                    LEConnectionComplete(
+                        status: .success, handle: 0x0040, role: .peripheral, peerAddressType: 1, peerAddress: address,
+                        interval: 0x28, latency: 0, supervisionTimeout: 0x1F4)))
+        ),
+        (
+            "3e 0b 07 40 00 fb 00 48 08 1b 00 48 01",
+            .le(.dataLengthChange(handle: 0x40, maxTxOctets: 251, maxTxTime: 2120, maxRxOctets: 27, maxRxTime: 328))
+        ),
         ("3e 06 0c 00 40 00 02 02", .le(.phyUpdateComplete(status: .success, handle: 0x40, txPHY: 2, rxPHY: 2))),
-        ("3e 0a 03 00 40 00 18 00 00 00 f4 01",
-         .le(.connectionUpdateComplete(status: .success, handle: 0x40, interval: 0x18, latency: 0,
-                                       supervisionTimeout: 0x1F4))),
-        ("3e 06 12 00 00 40 00 00",
-         .le(.advertisingSetTerminated(status: .success, advertisingHandle: 0, connectionHandle: 0x40,
-                                       completedEvents: 0))),
+        (
+            "3e 0a 03 00 40 00 18 00 00 00 f4 01",
+            .le(
+                .connectionUpdateComplete(
+                    status: .success, handle: 0x40, interval: 0x18, latency: 0,
+                    supervisionTimeout: 0x1F4))
+        ),
+        (
+            "3e 06 12 00 00 40 00 00",
+            .le(
+                .advertisingSetTerminated(
+                    status: .success, advertisingHandle: 0, connectionHandle: 0x40,
+                    completedEvents: 0))
+        ),
         ("08 04 00 40 00 01", .encryptionChange(status: .success, handle: 0x40, enabled: true)),
         ("08 04 06 40 00 00", .encryptionChange(status: HCIStatus(rawValue: 0x06), handle: 0x40, enabled: false)),
         ("30 03 00 40 00", .encryptionKeyRefreshComplete(status: .success, handle: 0x40)),
-        ("3e 0d 05 40 00 08 07 06 05 04 03 02 01 34 12",
-         .le(.longTermKeyRequest(handle: 0x40, rand: 0x0102_0304_0506_0708, ediv: 0x1234))),
+        (
+            "3e 0d 05 40 00 08 07 06 05 04 03 02 01 34 12",
+            .le(.longTermKeyRequest(handle: 0x40, rand: 0x0102_0304_0506_0708, ediv: 0x1234))
+        ),
         ("07 01 00", .unknown(code: 0x07, parameters: [0x00])),
-        ("3e 02 02 00", .le(.unknown(subevent: 0x02, parameters: [0x00]))),
+        ("3e 02 02 00", .le(.unknown(subevent: 0x02, parameters: [0x00])))
     ]
 
     @Test(arguments: vectors)
@@ -89,8 +116,10 @@ struct HCIEventDecodingTests {
     }
 
     @Test func enhancedConnectionCompleteCarriesThePeer() throws {
-        let bytes = try #require([UInt8](hexString:
-            "3e 1f 0a 00 41 00 01 00 66 55 44 33 22 11 00 00 00 00 00 00 00 00 00 00 00 00 18 00 00 00 48 00 01"))
+        let bytes = try #require(
+            [UInt8](
+                hexString:
+                    "3e 1f 0a 00 41 00 01 00 66 55 44 33 22 11 00 00 00 00 00 00 00 00 00 00 00 00 18 00 00 00 48 00 01"))
         guard case .le(.connectionComplete(let event)) = try HCIEvent(decoding: bytes) else {
             Issue.record("not a connection complete")
             return
@@ -107,7 +136,7 @@ struct HCIEventDecodingTests {
         ("0e 05 01 03 0c", .lengthMismatch(what: "HCI event 0x0e", declared: 5, actual: 3)),
         ("0e 01 01", .truncated(what: "HCI event 0x0e parameters")),
         ("13 05 02 40 00 01 00", .truncated(what: "HCI event 0x13 parameters")),
-        ("3e 06 01 00 40 00 07 00", .invalidField(what: "LE Connection Complete", detail: "role 0x07")),
+        ("3e 06 01 00 40 00 07 00", .invalidField(what: "LE Connection Complete", detail: "role 0x07"))
     ]
 
     @Test(arguments: malformed)
@@ -127,18 +156,23 @@ struct HCIACLTests {
     }
 
     @Test func encodesFirstNonFlushableAndContinuing() {
-        #expect(HCIACLPacket(handle: 0x41, boundary: .firstNonFlushable, data: [1, 2]).encoded
-            == [0x41, 0x00, 0x02, 0x00, 1, 2])
-        #expect(HCIACLPacket(handle: 0x41, boundary: .continuing, data: [3]).encoded
-            == [0x41, 0x10, 0x01, 0x00, 3])
+        #expect(
+            HCIACLPacket(handle: 0x41, boundary: .firstNonFlushable, data: [1, 2]).encoded
+                == [0x41, 0x00, 0x02, 0x00, 1, 2])
+        #expect(
+            HCIACLPacket(handle: 0x41, boundary: .continuing, data: [3]).encoded
+                == [0x41, 0x10, 0x01, 0x00, 3])
     }
 
     @Test func rejectsWrongLengthAndReservedBoundary() {
         #expect(throws: HCIDecodingError.lengthMismatch(what: "ACL data packet", declared: 3, actual: 1)) {
             try HCIACLPacket(decoding: [0x40, 0x20, 0x03, 0x00, 0x01])
         }
-        #expect(throws: HCIDecodingError.invalidField(what: "ACL data packet",
-                                                      detail: "packet boundary flag 0b11 is reserved")) {
+        #expect(
+            throws: HCIDecodingError.invalidField(
+                what: "ACL data packet",
+                detail: "packet boundary flag 0b11 is reserved")
+        ) {
             try HCIACLPacket(decoding: [0x40, 0x30, 0x00, 0x00])
         }
         #expect(throws: HCIDecodingError.truncated(what: "ACL data packet header")) {
@@ -153,7 +187,7 @@ struct H4FramerTests {
         .acl(HCIACLPacket(handle: 0x40, boundary: .firstFlushable, data: Array(0..<200))),
         .event(.numberOfCompletedPackets([.init(handle: 0x40, count: 2)])),
         .command(.leSetAdvertisingEnable(true)),
-        .other(type: .iso, bytes: [0x01, 0x00, 0x02, 0x00, 0xAA, 0xBB]),
+        .other(type: .iso, bytes: [0x01, 0x00, 0x02, 0x00, 0xAA, 0xBB])
     ]
     static var stream: [UInt8] { packets.flatMap(\.h4Bytes) }
 

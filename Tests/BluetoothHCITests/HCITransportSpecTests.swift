@@ -10,7 +10,7 @@ import BluetoothHCI
         ("tcp:[::1]:6402", .tcp(host: "::1", port: 6402)),
         ("unix:/run/gattway/vc.sock", .unix(path: "/run/gattway/vc.sock")),
         ("serial:/dev/ttyAMA0", .serial(device: "/dev/ttyAMA0", baudRate: 115_200)),
-        ("serial:/dev/ttyUSB0,1000000", .serial(device: "/dev/ttyUSB0", baudRate: 1_000_000)),
+        ("serial:/dev/ttyUSB0,1000000", .serial(device: "/dev/ttyUSB0", baudRate: 1_000_000))
     ])
     func parsesValidSpecs(text: String, expected: HCITransportSpec) throws {
         #expect(try HCITransportSpec(parsing: text) == expected)
@@ -31,7 +31,7 @@ import BluetoothHCI
         ("serial:", "missing DEVICE"),
         ("serial:/dev/ttyS0,12345", "unsupported baud rate \"12345\""),
         ("serial:/dev/ttyS0,9600,8N1", "too many commas"),
-        ("usb:0", "unknown transport \"usb\""),
+        ("usb:0", "unknown transport \"usb\"")
     ])
     func rejectsInvalidSpecsWithTheReason(text: String, reason: String) {
         #expect(throws: HCITransportSpec.ParseError(text: text, reason: reason)) {
@@ -41,7 +41,8 @@ import BluetoothHCI
 
     @Test func errorMessageNamesTheTextAndTheAcceptedForms() {
         let error = HCITransportSpec.ParseError(text: "usb:0", reason: "unknown transport \"usb\"")
-        #expect(error.description == "\"usb:0\" is not an HCI transport: unknown transport \"usb\" "
-            + "(expected hciN, tcp:HOST:PORT, unix:PATH or serial:DEVICE[,BAUD])")
+        #expect(
+            error.description == "\"usb:0\" is not an HCI transport: unknown transport \"usb\" "
+                + "(expected hciN, tcp:HOST:PORT, unix:PATH or serial:DEVICE[,BAUD])")
     }
 }

@@ -11,7 +11,7 @@ import Testing
 struct HCITransportTests {
     static let events: [HCIPacket] = [
         .event(.commandComplete(numCommandPackets: 1, opcode: .reset, returnParameters: [0])),
-        .acl(HCIACLPacket(handle: 0x40, boundary: .firstFlushable, data: Array(0..<100))),
+        .acl(HCIACLPacket(handle: 0x40, boundary: .firstFlushable, data: Array(0..<100)))
     ]
 
     /// Writes all of `bytes` to a blocking descriptor in `chunk`-byte writes.
@@ -126,8 +126,10 @@ struct HCITransportTests {
         defer { close(descriptors[1]) }
         let transport = FileDescriptorTransport(descriptor: descriptors[0], spec: .unix(path: "pair"))
         Self.write([0x42, 0x00], to: descriptors[1], chunk: 2)
-        await #expect(throws: HCITransportError(
-            .linkLost, "unix:pair sent bytes that are not HCI: unknown HCI packet type 0x42 (expected 0x01-0x05)")) {
+        await #expect(
+            throws: HCITransportError(
+                .linkLost, "unix:pair sent bytes that are not HCI: unknown HCI packet type 0x42 (expected 0x01-0x05)")
+        ) {
             for try await _ in transport.incoming {}
         }
     }
@@ -189,9 +191,11 @@ struct HCITransportTests {
         let kernelHasBluetooth = probe >= 0 || errno != EAFNOSUPPORT
         if probe >= 0 { close(probe) }
         let expected: (kind: HCITransportError.Kind, text: String) =
-            !kernelHasBluetooth ? (.notFound, "this kernel has no Bluetooth support")
-            : geteuid() == 0 ? (.notFound, "no such adapter hci250")
-            : (.permissionDenied, "CAP_NET_ADMIN")
+            !kernelHasBluetooth
+            ? (.notFound, "this kernel has no Bluetooth support")
+            : geteuid() == 0
+                ? (.notFound, "no such adapter hci250")
+                : (.permissionDenied, "CAP_NET_ADMIN")
         #expect {
             try HCITransportSpec.userChannel(adapter: 250).open()
         } throws: { error in
@@ -205,7 +209,7 @@ struct HCITransportTests {
         (EBUSY, .busy, "bluetoothd"),
         (EUSERS, .busy, "another program holds hci3 through the HCI user channel"),
         (ERFKILL, .rfkillBlocked, "rfkill unblock bluetooth"),
-        (ENODEV, .notFound, "no such adapter hci3"),
+        (ENODEV, .notFound, "no such adapter hci3")
     ]
 
     @Test(arguments: explanations)

@@ -10,8 +10,9 @@ struct AdvertisingPayloadTests {
         let payload = AdvertisingPayload(
             settings: AdvertisingSettings(localName: "gattway", serviceUUIDs: [Self.service]), txPower: nil)
         // Flags; complete list of 128-bit UUIDs (0x07); complete local name (0x09).
-        #expect(payload.advertisingData == [0x02, 0x01, 0x06, 0x11, 0x07] + Self.service.uint128Bytes
-            + [0x08, 0x09] + Array("gattway".utf8))
+        #expect(
+            payload.advertisingData == [0x02, 0x01, 0x06, 0x11, 0x07] + Self.service.uint128Bytes
+                + [0x08, 0x09] + Array("gattway".utf8))
         #expect(payload.advertisingData.count == 30)
         #expect(payload.scanResponseData.isEmpty)
         #expect(payload.notFitted.isEmpty)
@@ -49,8 +50,10 @@ struct AdvertisingPayloadTests {
 
     @Test func sixteenBitServicesShareOneField() {
         let payload = AdvertisingPayload(
-            settings: AdvertisingSettings(serviceUUIDs: [BluetoothUUID(0x180D), BluetoothUUID(0x180F),
-                                                         BluetoothUUID(0x180D)]), txPower: nil)
+            settings: AdvertisingSettings(serviceUUIDs: [
+                BluetoothUUID(0x180D), BluetoothUUID(0x180F),
+                BluetoothUUID(0x180D)
+            ]), txPower: nil)
         #expect(payload.advertisingData == [0x02, 0x01, 0x06, 0x05, 0x03, 0x0D, 0x18, 0x0F, 0x18])
     }
 
@@ -61,9 +64,12 @@ struct AdvertisingPayloadTests {
             serviceData: [(uuid: BluetoothUUID(0x181A), data: [0x10, 0x20])])
         let payload = AdvertisingPayload(settings: settings, txPower: -4)
         #expect(payload.advertisingData.count == 30)
-        #expect(payload.scanResponseData == [0x03, 0x19, 0x40, 0x05, 0x02, 0x0A, 0xFC,
-                                             0x05, 0x16, 0x1A, 0x18, 0x10, 0x20,
-                                             0x06, 0xFF, 0xFF, 0xFF, 1, 2, 3])
+        #expect(
+            payload.scanResponseData == [
+                0x03, 0x19, 0x40, 0x05, 0x02, 0x0A, 0xFC,
+                0x05, 0x16, 0x1A, 0x18, 0x10, 0x20,
+                0x06, 0xFF, 0xFF, 0xFF, 1, 2, 3
+            ])
         #expect(payload.notFitted.isEmpty)
     }
 

@@ -19,10 +19,12 @@ final class FakeController: HCITransport, @unchecked Sendable {
     private let leFeatures: UInt64
     private let supportedCommands: [UInt8]
 
-    init(publicAddress: BluetoothAddress = BluetoothAddress("F0:00:00:00:00:01")!,
-         buffers: ACLBufferSize = ACLBufferSize(dataLength: 27, packetCount: 4),
-         leFeatures: UInt64 = 1 << 5 | 1 << 8, supportsDataLengthAndPHY: Bool = true,
-         supportsExtendedAdvertising: Bool = false, silentOpcodes: Set<HCIOpcode> = []) {
+    init(
+        publicAddress: BluetoothAddress = BluetoothAddress("F0:00:00:00:00:01")!,
+        buffers: ACLBufferSize = ACLBufferSize(dataLength: 27, packetCount: 4),
+        leFeatures: UInt64 = 1 << 5 | 1 << 8, supportsDataLengthAndPHY: Bool = true,
+        supportsExtendedAdvertising: Bool = false, silentOpcodes: Set<HCIOpcode> = []
+    ) {
         (incoming, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self)
         (sent, sentContinuation) = AsyncStream.makeStream(of: HCIPacket.self)
         self.publicAddress = publicAddress
@@ -55,8 +57,10 @@ final class FakeController: HCITransport, @unchecked Sendable {
             parameters += (0..<8).map { UInt8(truncatingIfNeeded: leFeatures >> (8 * $0)) }
         case .readBDADDR: parameters += publicAddress.bytes
         case .leReadBufferSize:
-            parameters += [UInt8(buffers.dataLength & 0xFF), UInt8(buffers.dataLength >> 8),
-                           UInt8(buffers.packetCount)]
+            parameters += [
+                UInt8(buffers.dataLength & 0xFF), UInt8(buffers.dataLength >> 8),
+                UInt8(buffers.packetCount)
+            ]
         case .leReadAdvertisingTxPower: parameters += [0xFC]
         case .leSetDataLength: parameters += [command.parameters[0], command.parameters[1]]
         case .leSetPHY, .disconnect:
@@ -79,14 +83,20 @@ final class FakeController: HCITransport, @unchecked Sendable {
 
     /// A peripheral-role LE Connection Complete for `handle`.
     func connect(handle: UInt16, peer: BluetoothAddress) {
-        inject(.event(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: handle, role: .peripheral, peerAddressType: 1, peerAddress: peer,
-            interval: 24, latency: 0, supervisionTimeout: 500)))))
+        inject(
+            .event(
+                .le(
+                    .connectionComplete(
+                        LEConnectionComplete(
+                            status: .success, handle: handle, role: .peripheral, peerAddressType: 1, peerAddress: peer,
+                            interval: 24, latency: 0, supervisionTimeout: 500)))))
     }
 
     func receive(_ channel: UInt16, _ payload: [UInt8], on handle: UInt16) {
-        var frame = [UInt8(payload.count & 0xFF), UInt8(payload.count >> 8),
-                     UInt8(channel & 0xFF), UInt8(channel >> 8)]
+        var frame = [
+            UInt8(payload.count & 0xFF), UInt8(payload.count >> 8),
+            UInt8(channel & 0xFF), UInt8(channel >> 8)
+        ]
         frame += payload
         inject(.acl(HCIACLPacket(handle: handle, boundary: .firstFlushable, data: frame)))
     }

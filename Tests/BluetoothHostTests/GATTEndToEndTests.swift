@@ -45,15 +45,19 @@ struct GATTEndToEndTests {
     static let longValue = (0..<300).map { UInt8($0 % 251) }
     static let name = "gattway-gatt"
 
-    static let service = GATTService(uuid: serviceUUID, characteristics: [
-        GATTCharacteristic(uuid: shortUUID, properties: [.read], permissions: [.readable], value: .fixed([1, 2, 3])),
-        GATTCharacteristic(uuid: longUUID, properties: [.read], permissions: [.readable], value: .dynamic),
-        GATTCharacteristic(uuid: writableUUID, properties: [.read, .write, .writeWithoutResponse],
-                           permissions: [.readable, .writeable], value: .dynamic),
-        GATTCharacteristic(uuid: notifyUUID, properties: [.read, .notify], permissions: [.readable], value: .dynamic),
-        GATTCharacteristic(uuid: indicateUUID, properties: [.read, .indicate], permissions: [.readable],
-                           value: .dynamic),
-    ])
+    static let service = GATTService(
+        uuid: serviceUUID,
+        characteristics: [
+            GATTCharacteristic(uuid: shortUUID, properties: [.read], permissions: [.readable], value: .fixed([1, 2, 3])),
+            GATTCharacteristic(uuid: longUUID, properties: [.read], permissions: [.readable], value: .dynamic),
+            GATTCharacteristic(
+                uuid: writableUUID, properties: [.read, .write, .writeWithoutResponse],
+                permissions: [.readable, .writeable], value: .dynamic),
+            GATTCharacteristic(uuid: notifyUUID, properties: [.read, .notify], permissions: [.readable], value: .dynamic),
+            GATTCharacteristic(
+                uuid: indicateUUID, properties: [.read, .indicate], permissions: [.readable],
+                value: .dynamic)
+        ])
 
     struct Running {
         let controller: VirtualController
@@ -83,8 +87,10 @@ struct GATTEndToEndTests {
 
     /// gattway's host on `controller` (a fresh one when nil), through `transport` (the
     /// controller's TCP port when nil).
-    static func start(controller: VirtualController? = nil, transport: HCITransportSpec? = nil,
-                      capacity: Int = 8) async throws -> Running {
+    static func start(
+        controller: VirtualController? = nil, transport: HCITransportSpec? = nil,
+        capacity: Int = 8
+    ) async throws -> Running {
         let virtual = if let controller { controller } else { try await VirtualController() }
         let logger = Logger(label: "gatt-e2e", factory: { StreamLogHandler.standardError(label: $0) })
         let binding = GATTPeripheralBinding(configuration: GATTServer.Configuration(deviceName: name))
@@ -126,10 +132,12 @@ struct GATTEndToEndTests {
         let services = discovered["services"] as? [[String: Any]] ?? []
         let ours = try #require(services.first { BluetoothUUID($0["uuid"] as? String ?? "") == Self.serviceUUID })
         let characteristics = ours["characteristics"] as? [[String: Any]] ?? []
-        #expect(characteristics.compactMap { BluetoothUUID($0["uuid"] as? String ?? "") }
-            == [Self.shortUUID, Self.longUUID, Self.writableUUID, Self.notifyUUID, Self.indicateUUID])
-        #expect(characteristics.compactMap { $0["value_handle"] as? Int }
-            == running.published.characteristics.map { Int($0.valueHandle) })
+        #expect(
+            characteristics.compactMap { BluetoothUUID($0["uuid"] as? String ?? "") }
+                == [Self.shortUUID, Self.longUUID, Self.writableUUID, Self.notifyUUID, Self.indicateUUID])
+        #expect(
+            characteristics.compactMap { $0["value_handle"] as? Int }
+                == running.published.characteristics.map { Int($0.valueHandle) })
         #expect(services.contains { BluetoothUUID($0["uuid"] as? String ?? "") == BluetoothUUID(0x1800) })
 
         #expect(try await phone.expect("read", ["handle": running.handle(Self.shortUUID)]).string("value") == "010203")
@@ -145,8 +153,9 @@ struct GATTEndToEndTests {
         let long = (0..<300).map { UInt8(255 - $0 % 200) }
         for offset in stride(from: 0, to: 300, by: 100) {
             let part = Array(long[offset..<offset + 100]).hexString
-            #expect(try await phone.expect("prepare", ["handle": writable, "offset": offset, "value": part])
-                .string("value") == part)
+            #expect(
+                try await phone.expect("prepare", ["handle": writable, "offset": offset, "value": part])
+                    .string("value") == part)
         }
         try await phone.expect("execute", ["commit": true])
         #expect(try await phone.expect("read", ["handle": writable]).bytes("value") == long)
@@ -244,8 +253,9 @@ struct GATTEndToEndTests {
         let second = try await VirtualController(port: port)
         defer { second.stop() }
         _ = await running.peripheral.events.first { $0 == .stateChanged(.poweredOn) }
-        let restarted = Running(controller: second, host: running.host, peripheral: running.peripheral,
-                                published: running.published, task: running.task)
+        let restarted = Running(
+            controller: second, host: running.host, peripheral: running.peripheral,
+            published: running.published, task: running.task)
         let newPhone = try await restarted.connectedPhone(mtu: 517)
         #expect(try await newPhone.expect("read", ["handle": running.longHandle]).bytes("value") == Self.longValue)
     }

@@ -25,8 +25,10 @@ struct HostEndToEndTests {
         }
     }
 
-    static func start(name: String = "gattway-e2e", maxCentrals: Int = 8,
-                      controller: VirtualController? = nil) async throws -> Running {
+    static func start(
+        name: String = "gattway-e2e", maxCentrals: Int = 8,
+        controller: VirtualController? = nil
+    ) async throws -> Running {
         let virtual = if let controller { controller } else { try await VirtualController() }
         // Unbuffered on stderr, so a failing run shows what the host did.
         var logger = Logger(label: "host-e2e", factory: { StreamLogHandler.standardError(label: $0) })
@@ -50,9 +52,11 @@ struct HostEndToEndTests {
         let found = try await phone.expect("scan", ["name": "gattway-e2e"])
         let uuids = found["uuids"] as? [String] ?? []
         #expect(uuids.contains { BluetoothUUID($0) == Self.service })
-        let payload = AdvertisingPayload(settings: AdvertisingSettings(localName: "gattway-e2e",
-                                                                       serviceUUIDs: [Self.service]),
-                                         txPower: nil)
+        let payload = AdvertisingPayload(
+            settings: AdvertisingSettings(
+                localName: "gattway-e2e",
+                serviceUUIDs: [Self.service]),
+            txPower: nil)
         #expect(found.bytes("adv_data") == payload.advertisingData)
 
         let address = try #require(found.string("address"))

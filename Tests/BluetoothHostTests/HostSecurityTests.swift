@@ -21,10 +21,13 @@ struct HostSecurityTests {
     static func stateDirectoryWithBond() throws -> (String, BondStore) {
         let directory = NSTemporaryDirectory() + "gattway-host-security-\(UUID().uuidString)"
         let store = BondStore(directory: directory)
-        try store.save(BondRegistry([Bond(
-            identity: phone,
-            longTermKey: LongTermKey(key: key, keySize: 16, authenticated: true, secureConnections: true),
-            clientConfigurations: [12: 1, 15: 2])]))
+        try store.save(
+            BondRegistry([
+                Bond(
+                    identity: phone,
+                    longTermKey: LongTermKey(key: key, keySize: 16, authenticated: true, secureConnections: true),
+                    clientConfigurations: [12: 1, 15: 2])
+            ]))
         return (directory, store)
     }
 
@@ -39,9 +42,11 @@ struct HostSecurityTests {
     static func connect(_ rig: PeripheralHostTests.Rig, _ controller: FakeController) async throws -> Central {
         _ = await PeripheralHostTests.commands(controller, until: .leSetAdvertisingEnable)
         controller.connect(handle: 0x40, peer: phone)
-        guard case .connected(let central) = await rig.server.events.first(matching: {
-            if case .connected = $0 { true } else { false }
-        }) else { throw HostError("no connection") }
+        guard
+            case .connected(let central) = await rig.server.events.first(matching: {
+                if case .connected = $0 { true } else { false }
+            })
+        else { throw HostError("no connection") }
         return central
     }
 
@@ -52,19 +57,25 @@ struct HostSecurityTests {
         defer { rig.task.cancel() }
         let central = try await Self.connect(rig, controller)
         // Known but not encrypted yet: a bonded-only attribute answers Insufficient Encryption.
-        #expect(await rig.server.events.first(matching: { if case .security = $0 { true } else { false } })
-            == .security(LinkSecurity(isEncrypted: false, encryptionKeySize: 0, bondExists: true), central))
+        #expect(
+            await rig.server.events.first(matching: { if case .security = $0 { true } else { false } })
+                == .security(LinkSecurity(isEncrypted: false, encryptionKeySize: 0, bondExists: true), central))
 
         controller.inject(.event(.le(.longTermKeyRequest(handle: 0x40, rand: 0, ediv: 0))))
-        #expect(await Self.command(controller, .leLongTermKeyRequestReply)
-            == .leLongTermKeyRequestReply(handle: 0x40, littleEndianKey: Self.key.littleEndianBytes))
+        #expect(
+            await Self.command(controller, .leLongTermKeyRequestReply)
+                == .leLongTermKeyRequestReply(handle: 0x40, littleEndianKey: Self.key.littleEndianBytes))
 
         controller.inject(.event(.encryptionChange(status: .success, handle: 0x40, enabled: true)))
-        #expect(await rig.server.events.first(matching: { if case .security = $0 { true } else { false } })
-            == .security(LinkSecurity(isEncrypted: true, isAuthenticated: true, encryptionKeySize: 16,
-                                      isBonded: true), central))
-        #expect(await rig.server.events.first(matching: { if case .restored = $0 { true } else { false } })
-            == .restored([12: 1, 15: 2], central))
+        #expect(
+            await rig.server.events.first(matching: { if case .security = $0 { true } else { false } })
+                == .security(
+                    LinkSecurity(
+                        isEncrypted: true, isAuthenticated: true, encryptionKeySize: 16,
+                        isBonded: true), central))
+        #expect(
+            await rig.server.events.first(matching: { if case .restored = $0 { true } else { false } })
+                == .restored([12: 1, 15: 2], central))
 
         // The central unsubscribes from one and subscribes to another: the bond file follows.
         rig.server.setClientConfigurations([12: 1, 18: 1], for: central)
@@ -80,10 +91,13 @@ struct HostSecurityTests {
         let directory = NSTemporaryDirectory() + "gattway-host-security-\(UUID().uuidString)"
         let irk = SecretKey(mostSignificantFirst: (0..<16).map { UInt8(0x70 + $0) })
         let identity = BluetoothAddress("00:1B:DC:07:32:EF")!
-        try BondStore(directory: directory).save(BondRegistry([Bond(
-            identity: identity,
-            longTermKey: LongTermKey(key: Self.key, keySize: 16, authenticated: false, secureConnections: true),
-            peerIdentityResolvingKey: irk, clientConfigurations: [12: 1])]))
+        try BondStore(directory: directory).save(
+            BondRegistry([
+                Bond(
+                    identity: identity,
+                    longTermKey: LongTermKey(key: Self.key, keySize: 16, authenticated: false, secureConnections: true),
+                    peerIdentityResolvingKey: irk, clientConfigurations: [12: 1])
+            ]))
         // A fresh resolvable private address of that IRK (Vol 6 Part B 1.3.2.2): prand || ah(IRK, prand).
         let prand: [UInt8] = [0x4A, 0x12, 0x34]
         let hash = try SecurityToolbox.ah(irk: irk.bytes, prand: prand)
@@ -96,12 +110,15 @@ struct HostSecurityTests {
         _ = await PeripheralHostTests.commands(controller, until: .leSetAdvertisingEnable)
         controller.connect(handle: 0x41, peer: address)
         controller.inject(.event(.le(.longTermKeyRequest(handle: 0x41, rand: 0, ediv: 0))))
-        #expect(await Self.command(controller, .leLongTermKeyRequestReply)
-            == .leLongTermKeyRequestReply(handle: 0x41, littleEndianKey: Self.key.littleEndianBytes))
+        #expect(
+            await Self.command(controller, .leLongTermKeyRequestReply)
+                == .leLongTermKeyRequestReply(handle: 0x41, littleEndianKey: Self.key.littleEndianBytes))
         controller.inject(.event(.encryptionChange(status: .success, handle: 0x41, enabled: true)))
-        guard case .restored(let restored, let central) = await rig.server.events.first(matching: {
-            if case .restored = $0 { true } else { false }
-        }) else { return }
+        guard
+            case .restored(let restored, let central) = await rig.server.events.first(matching: {
+                if case .restored = $0 { true } else { false }
+            })
+        else { return }
         #expect(restored == [12: 1])
         #expect(central.address == address)
     }
@@ -114,8 +131,9 @@ struct HostSecurityTests {
         _ = try await Self.connect(rig, controller)
         // The bond's key has EDIV = Rand = 0; a request for another key has no answer.
         controller.inject(.event(.le(.longTermKeyRequest(handle: 0x40, rand: 0x1122, ediv: 7))))
-        #expect(await Self.command(controller, .leLongTermKeyRequestNegativeReply)
-            == .leLongTermKeyRequestNegativeReply(handle: 0x40))
+        #expect(
+            await Self.command(controller, .leLongTermKeyRequestNegativeReply)
+                == .leLongTermKeyRequestNegativeReply(handle: 0x40))
         controller.inject(.event(.encryptionChange(status: HCIStatus(rawValue: 0x06), handle: 0x40, enabled: false)))
         // An unencrypted central's CCCD writes never touch the bond.
         controller.receive(L2CAPChannel.att, [0x12, 0x10, 0x00, 0x01, 0x00], on: 0x40)
@@ -138,8 +156,11 @@ struct HostSecurityTests {
 
     @Test func aPasskeyToTypeOnGattwayIsRefusedWithPasskeyEntryFailed() async throws {
         let controller = FakeController()
-        let rig = PeripheralHostTests.start([controller], security: try SecurityConfiguration(ioCapability: .keyboardOnly,
-                                                                                             fixedPasskey: 123_456))
+        let rig = PeripheralHostTests.start(
+            [controller],
+            security: try SecurityConfiguration(
+                ioCapability: .keyboardOnly,
+                fixedPasskey: 123_456))
         defer { rig.task.cancel() }
         _ = try await Self.connect(rig, controller)
         // A display-only central asking for MITM with Secure Connections: it shows the passkey,

@@ -54,13 +54,17 @@ struct PairingEndToEndTests {
 
     /// An `encrypted` readable value, an output whose writes need an encrypted bonded link (the
     /// configuration's default for outputs) and which anyone may read, and an open notifying value.
-    static let service = GATTService(uuid: serviceUUID, characteristics: [
-        GATTCharacteristic(uuid: encryptedUUID, properties: [.read], permissions: [.readEncryptionRequired],
-                           value: .dynamic),
-        GATTCharacteristic(uuid: outputUUID, properties: [.read, .write],
-                           permissions: [.readable, .writeEncryptionRequired, .writeBondingRequired], value: .dynamic),
-        GATTCharacteristic(uuid: notifyUUID, properties: [.read, .notify], permissions: [.readable], value: .dynamic),
-    ])
+    static let service = GATTService(
+        uuid: serviceUUID,
+        characteristics: [
+            GATTCharacteristic(
+                uuid: encryptedUUID, properties: [.read], permissions: [.readEncryptionRequired],
+                value: .dynamic),
+            GATTCharacteristic(
+                uuid: outputUUID, properties: [.read, .write],
+                permissions: [.readable, .writeEncryptionRequired, .writeBondingRequired], value: .dynamic),
+            GATTCharacteristic(uuid: notifyUUID, properties: [.read, .notify], permissions: [.readable], value: .dynamic)
+        ])
 
     struct Running {
         let controller: VirtualController
@@ -128,8 +132,10 @@ struct PairingEndToEndTests {
         }
     }
 
-    static func start(security: SecurityConfiguration = .standard,
-                      confirmsNumericComparison: Bool = false) async throws -> Running {
+    static func start(
+        security: SecurityConfiguration = .standard,
+        confirmsNumericComparison: Bool = false
+    ) async throws -> Running {
         let virtual = try await VirtualController()
         let log = CapturedLog()
         let directory = NSTemporaryDirectory() + "gattway-pairing-\(UUID().uuidString)"
@@ -149,8 +155,9 @@ struct PairingEndToEndTests {
         let task = Task { await host.run() }
         _ = await peripheral.events.first { $0 == .stateChanged(.poweredOn) }
         let published = try await peripheral.add(service)
-        return Running(controller: virtual, host: host, peripheral: peripheral, published: published,
-                       stateDirectory: directory, log: log, events: events, task: task)
+        return Running(
+            controller: virtual, host: host, peripheral: peripheral, published: published,
+            stateDirectory: directory, log: log, events: events, task: task)
     }
 
     static let insufficientAuthentication = 0x05
@@ -180,8 +187,12 @@ struct PairingEndToEndTests {
         let security = await running.events.first {
             if case .securityChanged(_, let security) = $0, security.isBonded { true } else { false }
         }
-        #expect(security == .securityChanged(central, LinkSecurity(
-            isEncrypted: true, isAuthenticated: false, encryptionKeySize: 16, isBonded: true)))
+        #expect(
+            security
+                == .securityChanged(
+                    central,
+                    LinkSecurity(
+                        isEncrypted: true, isAuthenticated: false, encryptionKeySize: 16, isBonded: true)))
 
         // The bond file: 0600, owned by the user running gattway, one bond with its keys.
         let path = running.stateDirectory + "/bonds.json"
@@ -250,15 +261,18 @@ struct PairingEndToEndTests {
         guard case .pairingFailed(_, let reason) = event else { return }
         #expect(reason.contains("(sent)"))
         // Still nothing for the central, and no bond stored.
-        #expect(try await phone.run("read", ["handle": running.handle(Self.encryptedUUID)]).int("att_error")
-            == Self.insufficientEncryption)
+        #expect(
+            try await phone.run("read", ["handle": running.handle(Self.encryptedUUID)]).int("att_error")
+                == Self.insufficientEncryption)
         #expect(await running.host.bonds.bonds.isEmpty)
     }
 
     @Test func aFixedPasskeyFromTheConfigurationPairsAndIsNeverLogged() async throws {
         let fixed: UInt32 = 271_828
-        let running = try await Self.start(security: try SecurityConfiguration(ioCapability: .displayOnly,
-                                                                               fixedPasskey: fixed))
+        let running = try await Self.start(
+            security: try SecurityConfiguration(
+                ioCapability: .displayOnly,
+                fixedPasskey: fixed))
         defer { running.stop() }
         let phone = try await running.connectedPhone()
         try await phone.expect("pair", ["io": "keyboard_only", "wait": false])
@@ -276,8 +290,9 @@ struct PairingEndToEndTests {
     /// Both sides display and confirm: the phone's user accepts the number it shows, gattway's
     /// owner sees the same number (event and log) and presses the confirm button.
     @Test func numericComparisonConfirmedWithAPressIsAuthenticated() async throws {
-        let running = try await Self.start(security: try SecurityConfiguration(ioCapability: .displayYesNo),
-                                           confirmsNumericComparison: true)
+        let running = try await Self.start(
+            security: try SecurityConfiguration(ioCapability: .displayYesNo),
+            confirmsNumericComparison: true)
         defer { running.stop() }
         let phone = try await running.connectedPhone()
         try await phone.expect("pair", ["io": "display_yes_no", "wait": false])
@@ -302,8 +317,9 @@ struct PairingEndToEndTests {
         #expect(!unconfirmable.events.all.contains { if case .numericComparison = $0 { true } else { false } })
         unconfirmable.stop()
 
-        let running = try await Self.start(security: try SecurityConfiguration(ioCapability: .displayYesNo),
-                                           confirmsNumericComparison: true)
+        let running = try await Self.start(
+            security: try SecurityConfiguration(ioCapability: .displayYesNo),
+            confirmsNumericComparison: true)
         defer { running.stop() }
         let phones = [try await running.connectedPhone(), try await running.connectedPhone()]
         for phone in phones { try await phone.expect("pair", ["io": "display_yes_no", "wait": false]) }
@@ -362,8 +378,12 @@ struct PairingEndToEndTests {
         let bondedAgain = await running.events.first {
             if case .securityChanged(central, let security) = $0, security.isBonded { true } else { false }
         }
-        #expect(bondedAgain == .securityChanged(central, LinkSecurity(
-            isEncrypted: true, isAuthenticated: false, encryptionKeySize: 16, isBonded: true)))
+        #expect(
+            bondedAgain
+                == .securityChanged(
+                    central,
+                    LinkSecurity(
+                        isEncrypted: true, isAuthenticated: false, encryptionKeySize: 16, isBonded: true)))
         #expect(try await phone.expect("security").int("security_requests") == 1, "asked once, on this connection only")
         let pairings = running.events.all.filter { if case .paired = $0 { true } else { false } }
         #expect(pairings.count == 1, "the reconnection did not pair again")

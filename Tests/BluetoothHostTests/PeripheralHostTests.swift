@@ -76,9 +76,11 @@ struct PeripheralHostTests {
         let stateDirectory: String
     }
 
-    static func start(_ controllers: [FakeController], maxCentrals: Int = 8, queueCapacity: Int = 8,
-                      commandTimeout: Duration = .seconds(2), stateDirectory: String? = nil,
-                      security: SecurityConfiguration = .standard) -> Rig {
+    static func start(
+        _ controllers: [FakeController], maxCentrals: Int = 8, queueCapacity: Int = 8,
+        commandTimeout: Duration = .seconds(2), stateDirectory: String? = nil,
+        security: SecurityConfiguration = .standard
+    ) -> Rig {
         let directory = stateDirectory ?? NSTemporaryDirectory() + "gattway-host-\(UUID().uuidString)"
         let configuration = HostConfiguration(
             transport: .tcp(host: "fake", port: 1), stateDirectory: directory, advertising: settings,
@@ -87,8 +89,10 @@ struct PeripheralHostTests {
         let server = RecordingServer()
         let remaining = NSLock()
         nonisolated(unsafe) var queue = controllers
-        let host = PeripheralHost(configuration: configuration, server: server,
-                                  logger: Logger(label: "test")) { _ in
+        let host = PeripheralHost(
+            configuration: configuration, server: server,
+            logger: Logger(label: "test")
+        ) { _ in
             try remaining.withLock {
                 guard !queue.isEmpty else { throw HCITransportError(.unavailable, "no more fake controllers") }
                 return queue.removeFirst()
@@ -133,10 +137,13 @@ struct PeripheralHostTests {
         let rig = Self.start([controller])
         defer { rig.task.cancel() }
         let opcodes = await Self.commands(controller, until: .leSetAdvertisingEnable)
-        #expect(opcodes == [.reset, .readLocalVersion, .readLocalSupportedCommands, .leReadLocalSupportedFeatures,
-                            .readBDADDR, .leReadBufferSize, .setEventMask, .leSetEventMask,
-                            .leSetAdvertisingParameters, .leSetAdvertisingData, .leSetScanResponseData,
-                            .leSetAdvertisingEnable])
+        #expect(
+            opcodes == [
+                .reset, .readLocalVersion, .readLocalSupportedCommands, .leReadLocalSupportedFeatures,
+                .readBDADDR, .leReadBufferSize, .setEventMask, .leSetEventMask,
+                .leSetAdvertisingParameters, .leSetAdvertisingData, .leSetScanResponseData,
+                .leSetAdvertisingEnable
+            ])
         let started = await rig.host.events.first { if case .advertisingStarted = $0 { true } else { false } }
         guard case .advertisingStarted(let payload, let extended) = started else {
             Issue.record("advertising did not start")
@@ -149,22 +156,29 @@ struct PeripheralHostTests {
     }
 
     @Test func extendedAdvertisingWhenTheControllerHasIt() async throws {
-        let controller = FakeController(publicAddress: .zero, leFeatures: 1 << 12,
-                                        supportsExtendedAdvertising: true)
+        let controller = FakeController(
+            publicAddress: .zero, leFeatures: 1 << 12,
+            supportsExtendedAdvertising: true)
         let rig = Self.start([controller])
         defer { rig.task.cancel() }
         let opcodes = await Self.commands(controller, until: .leSetExtendedAdvertisingEnable)
-        #expect(Array(opcodes.suffix(5)) == [
-            .leSetExtendedAdvertisingParameters, .leSetAdvertisingSetRandomAddress,
-            .leSetExtendedAdvertisingData, .leSetExtendedScanResponseData, .leSetExtendedAdvertisingEnable,
-        ])
+        #expect(
+            Array(opcodes.suffix(5)) == [
+                .leSetExtendedAdvertisingParameters, .leSetAdvertisingSetRandomAddress,
+                .leSetExtendedAdvertisingData, .leSetExtendedScanResponseData, .leSetExtendedAdvertisingEnable
+            ])
         #expect(!opcodes.contains(.leSetRandomAddress))
         controller.connect(handle: 0x40, peer: Self.phone)
-        controller.inject(.event(.le(.advertisingSetTerminated(status: .success, advertisingHandle: 0,
-                                                               connectionHandle: 0x40, completedEvents: 0))))
+        controller.inject(
+            .event(
+                .le(
+                    .advertisingSetTerminated(
+                        status: .success, advertisingHandle: 0,
+                        connectionHandle: 0x40, completedEvents: 0))))
         // The set stopped with the connection; the host enables it again (1 of 8 connected).
-        #expect(await Self.commands(controller, until: .leSetExtendedAdvertisingEnable)
-            == [.leSetExtendedAdvertisingEnable])
+        #expect(
+            await Self.commands(controller, until: .leSetExtendedAdvertisingEnable)
+                == [.leSetExtendedAdvertisingEnable])
     }
 
     @Test func usesAStoredStaticRandomAddressWithoutAPublicOne() async throws {
@@ -190,9 +204,11 @@ struct PeripheralHostTests {
         defer { rig.task.cancel() }
         _ = await Self.commands(controller, until: .leSetAdvertisingEnable)
         controller.connect(handle: 0x40, peer: Self.phone)
-        guard case .connected(let central) = await rig.server.events.first(matching: {
-            if case .connected = $0 { true } else { false }
-        }) else {
+        guard
+            case .connected(let central) = await rig.server.events.first(matching: {
+                if case .connected = $0 { true } else { false }
+            })
+        else {
             Issue.record("no connection")
             return
         }
@@ -202,8 +218,9 @@ struct PeripheralHostTests {
         #expect(followUps.suffix(3) == [.leSetAdvertisingEnable, .leSetDataLength, .leSetPHY])
 
         controller.receive(L2CAPChannel.att, [0x02, 0x05, 0x02], on: 0x40)
-        #expect(await rig.server.events.first { if case .pdu = $0 { true } else { false } }
-            == .pdu([0x02, 0x05, 0x02], central))
+        #expect(
+            await rig.server.events.first { if case .pdu = $0 { true } else { false } }
+                == .pdu([0x02, 0x05, 0x02], central))
         // The 7-byte frame [03 00 04 00 03 05 02] needs two 4-byte buffers: both go out at once.
         let fragments = await Self.acl(controller, count: 2)
         #expect(fragments.flatMap(\.data) == [0x03, 0x00, 0x04, 0x00, 0x03, 0x05, 0x02])
@@ -216,9 +233,11 @@ struct PeripheralHostTests {
         defer { rig.task.cancel() }
         #expect(await rig.server.events.first { if case .credits = $0 { true } else { false } } == .credits(5))
         controller.connect(handle: 0x41, peer: Self.phone)
-        guard case .connected(let central) = await rig.server.events.first(matching: {
-            if case .connected = $0 { true } else { false }
-        }), let bearer = rig.server.bearer(for: central) else {
+        guard
+            case .connected(let central) = await rig.server.events.first(matching: {
+                if case .connected = $0 { true } else { false }
+            }), let bearer = rig.server.bearer(for: central)
+        else {
             Issue.record("no connection")
             return
         }
@@ -287,9 +306,11 @@ struct PeripheralHostTests {
         defer { rig.task.cancel() }
         _ = await rig.server.events.first { $0 == .state(.poweredOn) }
         first.connect(handle: 0x40, peer: Self.phone)
-        guard case .connected(let central) = await rig.server.events.first(matching: {
-            if case .connected = $0 { true } else { false }
-        }) else {
+        guard
+            case .connected(let central) = await rig.server.events.first(matching: {
+                if case .connected = $0 { true } else { false }
+            })
+        else {
             Issue.record("no connection")
             return
         }
@@ -311,10 +332,12 @@ struct PeripheralHostTests {
         defer { rig.task.cancel() }
         #expect(await rig.server.events.first { $0 == .state(.poweredOn) } != nil)
         first.inject(.event(.commandComplete(numCommandPackets: 1, opcode: .reset, returnParameters: [0])))
-        #expect(await rig.server.events.first { $0 == .state(.resetting) } != nil,
-                "a Reset the host did not send means the controller was reset under it: the link is lost")
-        #expect(await Self.commands(second, until: .leSetAdvertisingEnable).first == .reset,
-                "the host brings up the next controller from a reset")
+        #expect(
+            await rig.server.events.first { $0 == .state(.resetting) } != nil,
+            "a Reset the host did not send means the controller was reset under it: the link is lost")
+        #expect(
+            await Self.commands(second, until: .leSetAdvertisingEnable).first == .reset,
+            "the host brings up the next controller from a reset")
         #expect(await rig.server.events.first { $0 == .state(.poweredOn) } != nil, "and serves again")
     }
 
@@ -325,8 +348,11 @@ struct PeripheralHostTests {
         _ = await Self.commands(controller, until: .leSetAdvertisingEnable)
         try await rig.host.startAdvertising(AdvertisingSettings(localName: "renamed"))
         let restart = await Self.next(controller, 5)
-        #expect(restart.map(\.opcode) == [.leSetAdvertisingEnable, .leSetAdvertisingParameters,
-                                           .leSetAdvertisingData, .leSetScanResponseData, .leSetAdvertisingEnable])
+        #expect(
+            restart.map(\.opcode) == [
+                .leSetAdvertisingEnable, .leSetAdvertisingParameters,
+                .leSetAdvertisingData, .leSetScanResponseData, .leSetAdvertisingEnable
+            ])
         #expect(restart.first?.parameters == [0] && restart.last?.parameters == [1])
         #expect(restart[2].parameters.starts(with: [12, 2, 1, 6, 8, 9] + Array("renamed".utf8)))
         try await rig.host.stopAdvertising()

@@ -11,14 +11,16 @@ let vhciAvailable = ProcessInfo.processInfo.environment["GATTWAY_VHCI"] == "1"
 /// attaches one controller to the kernel through /dev/vhci (the kernel registers and powers it up
 /// as hciN), gattway's host brings hciN down and opens it through the user channel, and a Bumble
 /// phone on the same virtual link does everything `GATTEndToEndTests.onePhoneDoesEverything` does.
-@Suite(.serialized, .timeLimit(.minutes(5)),
-       .enabled(if: vhciAvailable, "GATTWAY_VHCI=1 is set only inside Tests/vm/hci-user-channel-tests.sh's VM"))
+@Suite(
+    .serialized, .timeLimit(.minutes(5)),
+    .enabled(if: vhciAvailable, "GATTWAY_VHCI=1 is set only inside Tests/vm/hci-user-channel-tests.sh's VM"))
 struct UserChannelEndToEndTests {
     @Test func onePhoneDoesEverythingThroughTheUserChannel() async throws {
         let controller = try await VirtualController(extraArguments: ["--vhci", "/dev/vhci"])
         let adapter = try #require(controller.kernelAdapter, "the virtual controller reported no kernel adapter")
-        let running = try await GATTEndToEndTests.start(controller: controller,
-                                                        transport: .userChannel(adapter: adapter))
+        let running = try await GATTEndToEndTests.start(
+            controller: controller,
+            transport: .userChannel(adapter: adapter))
         defer { running.stop() }
         try await GATTEndToEndTests.onePhoneDoesEverything(running)
     }

@@ -7,8 +7,9 @@ import Testing
 struct L2CAPFrameTests {
     @Test func basicFrameLayout() {
         // ATT Exchange MTU Request (0x02, MTU 517) on CID 0x0004 (Core Vol 3 Part A 3.1).
-        #expect(L2CAPFrame(channel: 0x0004, payload: [0x02, 0x05, 0x02]).encoded
-            == [0x03, 0x00, 0x04, 0x00, 0x02, 0x05, 0x02])
+        #expect(
+            L2CAPFrame(channel: 0x0004, payload: [0x02, 0x05, 0x02]).encoded
+                == [0x03, 0x00, 0x04, 0x00, 0x02, 0x05, 0x02])
     }
 
     @Test func fragmentsBySizeWithBoundaryFlags() {
@@ -27,7 +28,7 @@ struct L2CAPFrameTests {
         let frames = [
             L2CAPFrame(channel: 0x0004, payload: Array(0..<250)),
             L2CAPFrame(channel: 0x0005, payload: [0x01, 0x02]),
-            L2CAPFrame(channel: 0x0004, payload: []),
+            L2CAPFrame(channel: 0x0004, payload: [])
         ]
         var out: [L2CAPFrame] = []
         for frame in frames {
@@ -53,13 +54,17 @@ struct L2CAPFrameTests {
         #expect(stray.problems == [.unexpectedContinuation(byteCount: 3)])
 
         _ = reassembler.push(HCIACLPacket(handle: 1, boundary: .firstFlushable, data: [0x0A, 0x00, 0x04, 0x00, 1]))
-        let restarted = reassembler.push(HCIACLPacket(handle: 1, boundary: .firstFlushable,
-                                                      data: [0x01, 0x00, 0x04, 0x00, 9]))
+        let restarted = reassembler.push(
+            HCIACLPacket(
+                handle: 1, boundary: .firstFlushable,
+                data: [0x01, 0x00, 0x04, 0x00, 9]))
         #expect(restarted.problems == [.incompleteFrameDropped(received: 1, expected: 10)])
         #expect(restarted.frames == [L2CAPFrame(channel: 4, payload: [9])])
 
-        let overlong = reassembler.push(HCIACLPacket(handle: 1, boundary: .firstFlushable,
-                                                     data: [0x01, 0x00, 0x04, 0x00, 9, 9]))
+        let overlong = reassembler.push(
+            HCIACLPacket(
+                handle: 1, boundary: .firstFlushable,
+                data: [0x01, 0x00, 0x04, 0x00, 9, 9]))
         #expect(overlong.problems == [.overlongFrame(declared: 1, received: 2)])
         #expect(overlong.frames.isEmpty)
     }
@@ -88,23 +93,27 @@ struct LESignalingTests {
 
     @Test func parameterUpdateRequestAndItsResponse() {
         var channel = LESignalingChannel()
-        let request = channel.requestParameterUpdate(ConnectionParameters(
-            intervalMin: 0x0018, intervalMax: 0x0028, latency: 0, supervisionTimeout: 0x01F4))
+        let request = channel.requestParameterUpdate(
+            ConnectionParameters(
+                intervalMin: 0x0018, intervalMax: 0x0028, latency: 0, supervisionTimeout: 0x01F4))
         // Code 0x12, identifier 1, length 8, then min, max, latency, timeout (Vol 3 Part A 4.20).
         #expect(request == [0x12, 0x01, 0x08, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0xF4, 0x01])
         #expect(channel.receive([0x13, 0x09, 0x02, 0x00, 0x00, 0x00]) == .ignored)  // not our identifier
         #expect(channel.receive([0x13, 0x01, 0x02, 0x00, 0x01, 0x00]) == .parameterUpdateAnswered(accepted: false))
 
-        let second = channel.requestParameterUpdate(ConnectionParameters(
-            intervalMin: 6, intervalMax: 6, latency: 0, supervisionTimeout: 100))
+        let second = channel.requestParameterUpdate(
+            ConnectionParameters(
+                intervalMin: 6, intervalMax: 6, latency: 0, supervisionTimeout: 100))
         #expect(second[1] == 0x02)
         #expect(channel.receive([0x13, 0x02, 0x02, 0x00, 0x00, 0x00]) == .parameterUpdateAnswered(accepted: true))
     }
 
     @Test func commandRejectOfOurRequestIsReported() {
         var channel = LESignalingChannel()
-        _ = channel.requestParameterUpdate(ConnectionParameters(intervalMin: 6, intervalMax: 6, latency: 0,
-                                                                supervisionTimeout: 100))
+        _ = channel.requestParameterUpdate(
+            ConnectionParameters(
+                intervalMin: 6, intervalMax: 6, latency: 0,
+                supervisionTimeout: 100))
         #expect(channel.receive([0x01, 0x01, 0x02, 0x00, 0x00, 0x00]) == .rejected(identifier: 1))
     }
 }

@@ -12,13 +12,15 @@ import Testing
 
     static let ltkBytes = hex("6986791169d7cd23980522b594750a38")
     static func bond(_ address: String = "C0:11:22:33:44:55", irk: SecretKey? = appendixIRK) -> Bond {
-        Bond(identity: BluetoothAddress(address, kind: .random)!,
-             longTermKey: LongTermKey(key: SecretKey(mostSignificantFirst: ltkBytes), keySize: 16,
-                                      authenticated: true, secureConnections: true),
-             peerIdentityResolvingKey: irk,
-             localIdentityResolvingKey: SecretKey(mostSignificantFirst: hex("00112233445566778899aabbccddeeff")),
-             peerSigningKey: SecretKey(mostSignificantFirst: hex("fedcba98765432100123456789abcdef")),
-             clientConfigurations: [0x002A: 0x0001, 0x0031: 0x0002])
+        Bond(
+            identity: BluetoothAddress(address, kind: .random)!,
+            longTermKey: LongTermKey(
+                key: SecretKey(mostSignificantFirst: ltkBytes), keySize: 16,
+                authenticated: true, secureConnections: true),
+            peerIdentityResolvingKey: irk,
+            localIdentityResolvingKey: SecretKey(mostSignificantFirst: hex("00112233445566778899aabbccddeeff")),
+            peerSigningKey: SecretKey(mostSignificantFirst: hex("fedcba98765432100123456789abcdef")),
+            clientConfigurations: [0x002A: 0x0001, 0x0031: 0x0002])
     }
 
     static func temporaryDirectory() -> String {
@@ -130,7 +132,7 @@ import Testing
             "\(bond)", String(reflecting: bond), "\(bond.longTermKey)", String(reflecting: bond.longTermKey),
             "\(bond.peerIdentityResolvingKey!)", String(reflecting: bond.peerIdentityResolvingKey!),
             "\(BondRegistry([bond]))", String(reflecting: BondRegistry([bond])),
-            "\(PairingOutcome(peer: bond.identity, identity: bond.identity, security: bond.security, bond: bond))",
+            "\(PairingOutcome(peer: bond.identity, identity: bond.identity, security: bond.security, bond: bond))"
         ]
         let secrets = [Self.ltkBytes, Self.appendixIRK.bytes, bond.localIdentityResolvingKey!.bytes, bond.peerSigningKey!.bytes]
         for text in texts {

@@ -20,9 +20,11 @@ import Testing
         guard case .pairingResponse(let response) = first.sent.first else { return }
         central.accept(response: response)
         let second = manager.receive(central.publicKeyPDU.encoded, on: 0x40, now: .zero)
-        #expect(second.sent.first?.encoded == Self.hex(
-            "0c177d8383640ac001cd7652d1283c018493c924232e90712a451f583fa72c85cb"
-                + "a24253cf770b12110bf7c036547a8bc9cf2f5971b6021f886d10b307b0fdd7ff"))
+        #expect(
+            second.sent.first?.encoded
+                == Self.hex(
+                    "0c177d8383640ac001cd7652d1283c018493c924232e90712a451f583fa72c85cb"
+                        + "a24253cf770b12110bf7c036547a8bc9cf2f5971b6021f886d10b307b0fdd7ff"))
         try central.accept(publicKey: second.sent[0])
         var gatewayConfirms: [[UInt8]] = []
         for round in 0..<20 {

@@ -8,14 +8,19 @@ import Testing
     static let centralAddress = BluetoothAddress("C0:11:22:33:44:55", kind: .random)!
     static let handle: UInt16 = 0x0040
 
-    static func features(io: IOCapability = .keyboardDisplay,
-                         auth: AuthenticationRequirements = [.bonding, .mitm, .secureConnections],
-                         keySize: UInt8 = 16) -> PairingFeatures {
-        PairingFeatures(ioCapability: io, authentication: auth, maximumKeySize: keySize,
-                        initiatorKeys: [.encryptionKey, .identityKey], responderKeys: [.encryptionKey, .identityKey])
+    static func features(
+        io: IOCapability = .keyboardDisplay,
+        auth: AuthenticationRequirements = [.bonding, .mitm, .secureConnections],
+        keySize: UInt8 = 16
+    ) -> PairingFeatures {
+        PairingFeatures(
+            ioCapability: io, authentication: auth, maximumKeySize: keySize,
+            initiatorKeys: [.encryptionKey, .identityKey], responderKeys: [.encryptionKey, .identityKey])
     }
 
-    static func manager(_ configuration: SecurityConfiguration = .standard, seed: UInt64 = 1)
+    static func manager(
+        _ configuration: SecurityConfiguration = .standard, seed: UInt64 = 1
+    )
         -> Gateway
     {
         let manager = Gateway(SecurityManager(configuration: configuration, random: SeededRandom(seed: seed)))
@@ -23,13 +28,17 @@ import Testing
         return manager
     }
 
-    static func central(_ features: PairingFeatures = features(), seed: UInt64 = 99,
-                        address: BluetoothAddress = centralAddress) -> TestCentral {
+    static func central(
+        _ features: PairingFeatures = features(), seed: UInt64 = 99,
+        address: BluetoothAddress = centralAddress
+    ) -> TestCentral {
         TestCentral(address: address, gateway: gatewayAddress, features: features, seed: seed)
     }
 
     /// Phase 1 and the public key exchange; returns what the gateway sent after our public key.
-    static func exchangeKeys(_ manager: Gateway, _ central: inout TestCentral, now: Duration = .zero)
+    static func exchangeKeys(
+        _ manager: Gateway, _ central: inout TestCentral, now: Duration = .zero
+    )
         throws -> [SecurityManager.Action]
     {
         let first = manager.receive(central.pairingRequest.encoded, on: handle, now: now)
@@ -175,8 +184,9 @@ import Testing
     @Test func theBondOfALinkIsFoundThroughTheIdentityItDistributed() throws {
         let manager = Self.manager(try SecurityConfiguration(ioCapability: .noInputNoOutput))
         let identity = BluetoothAddress("F0:5A:00:6F:00:02")!
-        var central = TestCentral(address: Self.centralAddress, gateway: Self.gatewayAddress,
-                                  features: Self.features(io: .noInputNoOutput), seed: 99, identity: identity)
+        var central = TestCentral(
+            address: Self.centralAddress, gateway: Self.gatewayAddress,
+            features: Self.features(io: .noInputNoOutput), seed: 99, identity: identity)
         let outcome = try Self.pairJustWorks(manager, &central)
         #expect(outcome.identity == identity)
         #expect(manager.bond(on: Self.handle)?.identity == identity)
@@ -214,9 +224,12 @@ import Testing
         features.responderKeys = [.encryptionKey, .identityKey, .signingKey, .linkKey]
         let actions = manager.receive(SMPPDU.pairingRequest(features).encoded, on: Self.handle, now: .zero)
         // SC: no LTK distributed (it is derived), no CSRK unless configured, never the BR/EDR link key.
-        #expect(actions.sent.first == .pairingResponse(PairingFeatures(
-            ioCapability: .displayOnly, authentication: [.bonding, .mitm, .secureConnections],
-            maximumKeySize: 16, initiatorKeys: [.identityKey], responderKeys: [.identityKey])))
+        #expect(
+            actions.sent.first
+                == .pairingResponse(
+                    PairingFeatures(
+                        ioCapability: .displayOnly, authentication: [.bonding, .mitm, .secureConnections],
+                        maximumKeySize: 16, initiatorKeys: [.identityKey], responderKeys: [.identityKey])))
     }
 
     @Test func noBondingWhenTheCentralDoesNotAskForIt() throws {
@@ -237,12 +250,15 @@ import Testing
     // MARK: Passkey Entry
 
     /// Runs the 20 rounds of Passkey Entry with `passkey` as the central's typed value.
-    static func passkeyRounds(_ manager: Gateway, _ central: inout TestCentral, passkey: UInt32)
+    static func passkeyRounds(
+        _ manager: Gateway, _ central: inout TestCentral, passkey: UInt32
+    )
         throws -> [SecurityManager.Action]
     {
         for round in 0..<20 {
-            let confirm = manager.receive(try central.passkeyConfirm(passkey: passkey, round: round).encoded,
-                                          on: handle, now: .zero)
+            let confirm = manager.receive(
+                try central.passkeyConfirm(passkey: passkey, round: round).encoded,
+                on: handle, now: .zero)
             guard confirm.sent.count == 1, case .pairingConfirm = confirm.sent[0] else { return confirm }
             try central.accept(confirm: confirm.sent[0])
             let random = manager.receive(SMPPDU.pairingRandom(central.na.reversed()).encoded, on: handle, now: .zero)
@@ -432,21 +448,25 @@ import Testing
     }
 
     @Test func repeatedAttemptsBackOffExponentially() throws {
-        let manager = Self.manager(try SecurityConfiguration(ioCapability: .displayOnly, fixedPasskey: 2,
-                                                         backoffBase: .seconds(2), backoffMaximum: .seconds(10)))
+        let manager = Self.manager(
+            try SecurityConfiguration(
+                ioCapability: .displayOnly, fixedPasskey: 2,
+                backoffBase: .seconds(2), backoffMaximum: .seconds(10)))
         #expect(try Self.failOnce(manager, now: .seconds(0)).sent == [.pairingFailed(.confirmValueFailed)])
         // Within 2 s: Repeated Attempts, without extending the wait.
         let early = manager.receive(Self.central().pairingRequest.encoded, on: Self.handle, now: .seconds(1))
         #expect(early.sent == [.pairingFailed(.repeatedAttempts)])
         #expect(try Self.failOnce(manager, now: .seconds(2)).sent == [.pairingFailed(.confirmValueFailed)])
         // Second failure: 4 s.
-        #expect(manager.receive(Self.central().pairingRequest.encoded, on: Self.handle, now: .milliseconds(5_999)).sent
-            == [.pairingFailed(.repeatedAttempts)])
+        #expect(
+            manager.receive(Self.central().pairingRequest.encoded, on: Self.handle, now: .milliseconds(5_999)).sent
+                == [.pairingFailed(.repeatedAttempts)])
         #expect(try Self.failOnce(manager, now: .seconds(6)).sent == [.pairingFailed(.confirmValueFailed)])
         // Third: 8 s; fourth would be 16 s but is capped at 10 s.
         #expect(try Self.failOnce(manager, now: .seconds(14)).sent == [.pairingFailed(.confirmValueFailed)])
-        #expect(manager.receive(Self.central().pairingRequest.encoded, on: Self.handle, now: .milliseconds(23_999)).sent
-            == [.pairingFailed(.repeatedAttempts)])
+        #expect(
+            manager.receive(Self.central().pairingRequest.encoded, on: Self.handle, now: .milliseconds(23_999)).sent
+                == [.pairingFailed(.repeatedAttempts)])
         // No Security Request while the peer must wait.
         #expect(manager.requestSecurity(on: Self.handle, authenticated: true, now: .seconds(20)).isEmpty)
         let later = manager.receive(Self.central().pairingRequest.encoded, on: Self.handle, now: .seconds(24))
@@ -491,10 +511,12 @@ import Testing
 
     @Test func securityRequestAsksForWhatTheAccessNeeds() {
         let manager = Self.manager()
-        #expect(manager.requestSecurity(on: Self.handle, authenticated: true, now: .zero).sent
-            == [.securityRequest([.bonding, .mitm, .secureConnections])])
-        #expect(manager.requestSecurity(on: Self.handle, authenticated: false, now: .zero).sent
-            == [.securityRequest([.bonding, .secureConnections])])
+        #expect(
+            manager.requestSecurity(on: Self.handle, authenticated: true, now: .zero).sent
+                == [.securityRequest([.bonding, .mitm, .secureConnections])])
+        #expect(
+            manager.requestSecurity(on: Self.handle, authenticated: false, now: .zero).sent
+                == [.securityRequest([.bonding, .secureConnections])])
         _ = manager.receive(Self.central().pairingRequest.encoded, on: Self.handle, now: .zero)
         #expect(manager.requestSecurity(on: Self.handle, authenticated: true, now: .zero).isEmpty)
     }
@@ -524,8 +546,11 @@ import Testing
         let key = try #require(manager.longTermKeyRequest(on: 0x41, ediv: 0, rand: 0))
         #expect(key.key.bytes == central.ltk)
         #expect(manager.encryptionChanged(on: 0x41, enabled: true, now: .zero).isEmpty)
-        #expect(manager.linkSecurity(on: 0x41) == LinkSecurity(keySize: 16, authenticated: false,
-                                                               secureConnections: true, bonded: true))
+        #expect(
+            manager.linkSecurity(on: 0x41)
+                == LinkSecurity(
+                    keySize: 16, authenticated: false,
+                    secureConnections: true, bonded: true))
         #expect(manager.setClientConfiguration(0x0002, handle: 0x002A, on: 0x41))
         #expect(manager.bonds.bonds[0].clientConfigurations == [0x002A: 0x0002])
         // A stranger gets no key, and cannot touch the bond by claiming its identity address.
@@ -554,7 +579,8 @@ import Testing
         #expect(manager.longTermKeyRequest(on: Self.handle, ediv: 0, rand: 0)?.key.bytes == stk)
         let distributed = manager.encryptionChanged(on: Self.handle, enabled: true, now: .zero)
         guard case .encryptionInformation(let ltk) = distributed.sent.first,
-              case .centralIdentification(let ediv, let rand) = distributed.sent.dropFirst().first else {
+            case .centralIdentification(let ediv, let rand) = distributed.sent.dropFirst().first
+        else {
             Issue.record("\(distributed)"); return
         }
         var done: [SecurityManager.Action] = []
@@ -572,8 +598,10 @@ import Testing
     }
 
     @Test func legacyPasskeyWrongConfirmFails() throws {
-        let manager = Self.manager(try SecurityConfiguration(ioCapability: .displayOnly, fixedPasskey: 999_999,
-                                                         allowLegacy: true))
+        let manager = Self.manager(
+            try SecurityConfiguration(
+                ioCapability: .displayOnly, fixedPasskey: 999_999,
+                allowLegacy: true))
         var central = Self.central(Self.features(auth: [.bonding, .mitm]))
         let response = manager.receive(central.pairingRequest.encoded, on: Self.handle, now: .zero)
         #expect(response.events == [.displayPasskey(Self.handle, peer: Self.centralAddress, passkey: 999_999)])

@@ -9,17 +9,29 @@ import Testing
     /// Every PDU against its bytes. The Pairing Request/Response bytes are Appendix D's c1
     /// example (preq 0x07071000000101, pres 0x05000800000302, read least significant octet first).
     static let vectors: [(String, SMPPDU)] = [
-        ("01 01 00 00 10 07 07", .pairingRequest(PairingFeatures(
-            ioCapability: .displayYesNo, authentication: [], maximumKeySize: 16,
-            initiatorKeys: [.encryptionKey, .identityKey, .signingKey],
-            responderKeys: [.encryptionKey, .identityKey, .signingKey]))),
-        ("02 03 00 00 08 00 05", .pairingResponse(PairingFeatures(
-            ioCapability: .noInputNoOutput, authentication: [], maximumKeySize: 8,
-            initiatorKeys: [], responderKeys: [.encryptionKey, .signingKey]))),
-        ("01 04 01 2d 10 02 03", .pairingRequest(PairingFeatures(
-            ioCapability: .keyboardDisplay, oobDataPresent: true,
-            authentication: [.bonding, .mitm, .secureConnections, .ct2], maximumKeySize: 16,
-            initiatorKeys: [.identityKey], responderKeys: [.encryptionKey, .identityKey]))),
+        (
+            "01 01 00 00 10 07 07",
+            .pairingRequest(
+                PairingFeatures(
+                    ioCapability: .displayYesNo, authentication: [], maximumKeySize: 16,
+                    initiatorKeys: [.encryptionKey, .identityKey, .signingKey],
+                    responderKeys: [.encryptionKey, .identityKey, .signingKey]))
+        ),
+        (
+            "02 03 00 00 08 00 05",
+            .pairingResponse(
+                PairingFeatures(
+                    ioCapability: .noInputNoOutput, authentication: [], maximumKeySize: 8,
+                    initiatorKeys: [], responderKeys: [.encryptionKey, .signingKey]))
+        ),
+        (
+            "01 04 01 2d 10 02 03",
+            .pairingRequest(
+                PairingFeatures(
+                    ioCapability: .keyboardDisplay, oobDataPresent: true,
+                    authentication: [.bonding, .mitm, .secureConnections, .ct2], maximumKeySize: 16,
+                    initiatorKeys: [.identityKey], responderKeys: [.encryptionKey, .identityKey]))
+        ),
         ("03 000102030405060708090a0b0c0d0e0f", .pairingConfirm(sixteen)),
         ("04 000102030405060708090a0b0c0d0e0f", .pairingRandom(sixteen)),
         ("05 04", .pairingFailed(.confirmValueFailed)),
@@ -32,11 +44,13 @@ import Testing
         ("09 00 665544332211", .identityAddressInformation(BluetoothAddress("11:22:33:44:55:66")!)),
         ("0a 000102030405060708090a0b0c0d0e0f", .signingInformation(signatureKey: sixteen)),
         ("0b 0d", .securityRequest([.bonding, .mitm, .secureConnections])),
-        ("0c " + String(repeating: "11", count: 32) + String(repeating: "22", count: 32),
-         .pairingPublicKey(x: [UInt8](repeating: 0x11, count: 32), y: [UInt8](repeating: 0x22, count: 32))),
+        (
+            "0c " + String(repeating: "11", count: 32) + String(repeating: "22", count: 32),
+            .pairingPublicKey(x: [UInt8](repeating: 0x11, count: 32), y: [UInt8](repeating: 0x22, count: 32))
+        ),
         ("0d 000102030405060708090a0b0c0d0e0f", .pairingDHKeyCheck(sixteen)),
         ("0e 00", .keypressNotification(.entryStarted)),
-        ("0e 04", .keypressNotification(.entryCompleted)),
+        ("0e 04", .keypressNotification(.entryCompleted))
     ]
 
     @Test(arguments: vectors)
@@ -60,7 +74,7 @@ import Testing
         ("01 01 00 00 06 07 07", .invalidParameter(.pairingRequest, "maximum encryption key size 6")),
         ("01 01 00 00 11 07 07", .invalidParameter(.pairingRequest, "maximum encryption key size 17")),
         ("09 02 665544332211", .invalidParameter(.identityAddressInformation, "address type 2")),
-        ("0e 05", .invalidParameter(.keypressNotification, "notification type 5")),
+        ("0e 05", .invalidParameter(.keypressNotification, "notification type 5"))
     ]
 
     @Test(arguments: malformed)
@@ -77,9 +91,11 @@ import Testing
 
     @Test func descriptionsNeverShowKeys() {
         let key = Self.hex("a1b2c3d4e5f60718293a4b5c6d7e8f90")
-        let pdus: [SMPPDU] = [.encryptionInformation(longTermKey: key), .identityInformation(identityResolvingKey: key),
-                              .signingInformation(signatureKey: key), .pairingDHKeyCheck(key), .pairingRandom(key),
-                              .centralIdentification(ediv: 0xBEEF, rand: 0x1122_3344_5566_7788)]
+        let pdus: [SMPPDU] = [
+            .encryptionInformation(longTermKey: key), .identityInformation(identityResolvingKey: key),
+            .signingInformation(signatureKey: key), .pairingDHKeyCheck(key), .pairingRandom(key),
+            .centralIdentification(ediv: 0xBEEF, rand: 0x1122_3344_5566_7788)
+        ]
         for pdu in pdus {
             let text = "\(pdu)" + String(reflecting: pdu)
             #expect(!text.lowercased().contains("a1b2c3"), "\(text)")
@@ -101,12 +117,16 @@ import Testing
         (.displayOnly, .keyboardOnly, true, true, .passkeyInput),
         (.noInputNoOutput, .displayOnly, true, true, .justWorks),
         (.keyboardDisplay, .noInputNoOutput, true, true, .justWorks),
-        (.keyboardDisplay, .displayOnly, false, true, .justWorks),
+        (.keyboardDisplay, .displayOnly, false, true, .justWorks)
     ])
-    func selectsTheModelOfTable2_8(initiator: IOCapability, responder: IOCapability, mitm: Bool, sc: Bool,
-                                   expected: AssociationModel) {
-        #expect(AssociationModel.select(initiator: initiator, responder: responder, mitmRequested: mitm,
-                                        secureConnections: sc) == expected)
+    func selectsTheModelOfTable2_8(
+        initiator: IOCapability, responder: IOCapability, mitm: Bool, sc: Bool,
+        expected: AssociationModel
+    ) {
+        #expect(
+            AssociationModel.select(
+                initiator: initiator, responder: responder, mitmRequested: mitm,
+                secureConnections: sc) == expected)
     }
 }
 

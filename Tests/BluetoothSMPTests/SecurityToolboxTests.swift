@@ -40,10 +40,12 @@ import Testing
 
     @Test func h6AndH7() throws {
         let key = Self.hex("ec0234a3 57c8ad05 341010a6 0a397d9b")
-        #expect(try SecurityToolbox.h6(w: key, keyID: Self.hex("6c656272")).hexString
-            == "2d9ae102e76dc91ce8d3a9e280b16399")
-        #expect(try SecurityToolbox.h7(salt: Self.hex("00000000 00000000 00000000 746D7031"), w: key).hexString
-            == "fb173597c6a3c0ecd2998c2a75a57011")
+        #expect(
+            try SecurityToolbox.h6(w: key, keyID: Self.hex("6c656272")).hexString
+                == "2d9ae102e76dc91ce8d3a9e280b16399")
+        #expect(
+            try SecurityToolbox.h7(salt: Self.hex("00000000 00000000 00000000 746D7031"), w: key).hexString
+                == "fb173597c6a3c0ecd2998c2a75a57011")
     }
 
     @Test func ah() throws {
@@ -65,8 +67,9 @@ import Testing
     }
 
     @Test func p256DHKeyMatchesTheSampleData() throws {
-        let privateA = try P256.KeyAgreement.PrivateKey(rawRepresentation:
-            Self.hex("3f49f6d4 a3c55f38 74c9b3e3 d2103f50 4aff607b eb40b799 5899b8a6 cd3c1abd"))
+        let privateA = try P256.KeyAgreement.PrivateKey(
+            rawRepresentation:
+                Self.hex("3f49f6d4 a3c55f38 74c9b3e3 d2103f50 4aff607b eb40b799 5899b8a6 cd3c1abd"))
         let bX = Self.hex("1ea1f0f0 1faf1d96 09592284 f19e4c00 47b58afd 8615a69f 559077b2 2faaa190")
         let bY = Self.hex("4c55f33e 429dad37 7356703a 9ab85160 472d1130 e28e3676 5f89aff9 15b1214a")
         #expect(try SecurityToolbox.dhKey(privateKey: privateA, peerX: bX, peerY: bY) == Self.dhKey)

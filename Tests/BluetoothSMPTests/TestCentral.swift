@@ -42,9 +42,11 @@ struct TestCentral {
     private(set) var nb: [UInt8] = []
     private var gatewayConfirm: [UInt8] = []
 
-    init(address: BluetoothAddress, gateway: BluetoothAddress, features: PairingFeatures, seed: UInt64,
-         identity: BluetoothAddress = BluetoothAddress("C0:11:22:33:44:55", kind: .random)!,
-         identityResolvingKey: SecretKey = SecretKey(mostSignificantFirst: [UInt8](repeating: 0x5A, count: 16))) {
+    init(
+        address: BluetoothAddress, gateway: BluetoothAddress, features: PairingFeatures, seed: UInt64,
+        identity: BluetoothAddress = BluetoothAddress("C0:11:22:33:44:55", kind: .random)!,
+        identityResolvingKey: SecretKey = SecretKey(mostSignificantFirst: [UInt8](repeating: 0x5A, count: 16))
+    ) {
         self.address = address
         self.gateway = gateway
         self.features = features
@@ -107,23 +109,27 @@ struct TestCentral {
     /// Ea = f6(MacKey, Na, Nb, rb, IOcapA, A, B), after deriving MacKey and LTK with f5.
     mutating func dhKeyCheck(passkey: UInt32?) throws -> SMPPDU {
         (macKey, ltk) = try SecurityToolbox.f5(w: dhKey, n1: na, n2: nb, a1: addressField, a2: gatewayField)
-        let ea = try SecurityToolbox.f6(w: macKey, n1: na, n2: nb, r: Self.r(passkey: passkey),
-                                        ioCap: features.f6IOCap, a1: addressField, a2: gatewayField)
+        let ea = try SecurityToolbox.f6(
+            w: macKey, n1: na, n2: nb, r: Self.r(passkey: passkey),
+            ioCap: features.f6IOCap, a1: addressField, a2: gatewayField)
         return .pairingDHKeyCheck(ea.reversed())
     }
 
     /// Eb = f6(MacKey, Nb, Na, ra, IOcapB, B, A).
     func verify(dhKeyCheck pdu: SMPPDU, passkey: UInt32?) throws -> Bool {
         guard case .pairingDHKeyCheck(let value) = pdu, let response else { return false }
-        let eb = try SecurityToolbox.f6(w: macKey, n1: nb, n2: na, r: Self.r(passkey: passkey),
-                                        ioCap: response.f6IOCap, a1: gatewayField, a2: addressField)
+        let eb = try SecurityToolbox.f6(
+            w: macKey, n1: nb, n2: na, r: Self.r(passkey: passkey),
+            ioCap: response.f6IOCap, a1: gatewayField, a2: addressField)
         return eb == value.reversed()
     }
 
     /// Phase 3: the central's identity keys.
     var identityKeys: [SMPPDU] {
-        [.identityInformation(identityResolvingKey: identityResolvingKey.littleEndianBytes),
-         .identityAddressInformation(identity)]
+        [
+            .identityInformation(identityResolvingKey: identityResolvingKey.littleEndianBytes),
+            .identityAddressInformation(identity)
+        ]
     }
 
     // MARK: Legacy (c1/s1)

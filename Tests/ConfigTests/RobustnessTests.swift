@@ -17,8 +17,10 @@ struct RobustnessTests {
         }
     }
 
-    static let replacements = ["", "-", ":", "[", "{", "~", "0", "-1", "1e400", "99999999999999999999s",
-                               "0x", "\"", "'", "#", "&a", "*a", "!!int", "ÿ", "\t", "  "]
+    static let replacements = [
+        "", "-", ":", "[", "{", "~", "0", "-1", "1e400", "99999999999999999999s",
+        "0x", "\"", "'", "#", "&a", "*a", "!!int", "ÿ", "\t", "  "
+    ]
 
     @Test func mangledConfigurationsNeverCrash() throws {
         let path = ValidConfigTests.repositoryRoot.appendingPathComponent("deploy/config/demo.yaml").path

@@ -17,11 +17,17 @@ struct ValidConfigTests {
         #expect(config.bluetooth.advertising.localName == "gattway")
         #expect(config.bluetooth.advertising.interval == .milliseconds(100))
         #expect(config.bluetooth.maxCentrals == 3)
-        #expect(config.bluetooth.connection == ConnectionPreferences(
-            minInterval: .milliseconds(30), maxInterval: .milliseconds(50), latency: 0,
-            supervisionTimeout: .seconds(4), asksCentrals: false), "without a bluetooth.connection section nothing is asked of centrals")
-        #expect(config.bluetooth.security == SecurityConfig(ioCapabilities: .noInputNoOutput, passkey: nil,
-                                                            allowLegacy: false))
+        #expect(
+            config.bluetooth.connection
+                == ConnectionPreferences(
+                    minInterval: .milliseconds(30), maxInterval: .milliseconds(50), latency: 0,
+                    supervisionTimeout: .seconds(4), asksCentrals: false),
+            "without a bluetooth.connection section nothing is asked of centrals")
+        #expect(
+            config.bluetooth.security
+                == SecurityConfig(
+                    ioCapabilities: .noInputNoOutput, passkey: nil,
+                    allowLegacy: false))
         #expect(config.stateDirectory == "/var/lib/gattway")
         #expect(config.gpio == GPIOConfig(backend: .libgpiod, simulatedChips: []))
         #expect(config.sensors.isEmpty && config.services.isEmpty && config.mqtt == nil)
@@ -78,30 +84,45 @@ struct ValidConfigTests {
             """
         let loaded = try ConfigLoader.load(yaml: yaml)
         let sensors = loaded.config.sensors
-        #expect(loaded.warnings.map(\.description) == [
-            #"sensors[5].id (line 37): output "pump" is not the source of any writable characteristic, so nothing drives it"#,
-        ])
-        let door = InputLineConfig(line: LineReference(name: "GPIO17", chip: "pinctrl-bcm2711"), bias: .pullUp,
-                                   activeLow: true, debounce: .milliseconds(20))
-        #expect(sensors[0] == SensorConfig(id: "door", kind: .binary(door, holdTime: .milliseconds(100)),
-                                           filters: [.invert, .delayOff(.seconds(2))], bthome: false))
-        let wind = InputLineConfig(line: LineReference(name: "GPIO22", chip: nil), bias: .asIs, activeLow: false,
-                                   debounce: .zero)
-        #expect(sensors[1] == SensorConfig(
-            id: "wind", kind: .rate(wind, window: .seconds(3), per: .minute, scale: 0.5),
-            filters: [.offset(-1), .scale(2), .movingAverage(4)], bthome: true))
-        let echo = InputLineConfig(line: LineReference(name: "GPIO24", chip: nil), bias: .asIs, activeLow: false,
-                                   debounce: .zero)
-        #expect(sensors[2].kind == .distance(trigger: LineReference(name: "GPIO23", chip: nil), echo: echo,
-                                             interval: .seconds(1), timeout: .milliseconds(40)))
+        #expect(
+            loaded.warnings.map(\.description) == [
+                #"sensors[5].id (line 37): output "pump" is not the source of any writable characteristic, so nothing drives it"#
+            ])
+        let door = InputLineConfig(
+            line: LineReference(name: "GPIO17", chip: "pinctrl-bcm2711"), bias: .pullUp,
+            activeLow: true, debounce: .milliseconds(20))
+        #expect(
+            sensors[0]
+                == SensorConfig(
+                    id: "door", kind: .binary(door, holdTime: .milliseconds(100)),
+                    filters: [.invert, .delayOff(.seconds(2))], bthome: false))
+        let wind = InputLineConfig(
+            line: LineReference(name: "GPIO22", chip: nil), bias: .asIs, activeLow: false,
+            debounce: .zero)
+        #expect(
+            sensors[1]
+                == SensorConfig(
+                    id: "wind", kind: .rate(wind, window: .seconds(3), per: .minute, scale: 0.5),
+                    filters: [.offset(-1), .scale(2), .movingAverage(4)], bthome: true))
+        let echo = InputLineConfig(
+            line: LineReference(name: "GPIO24", chip: nil), bias: .asIs, activeLow: false,
+            debounce: .zero)
+        #expect(
+            sensors[2].kind
+                == .distance(
+                    trigger: LineReference(name: "GPIO23", chip: nil), echo: echo,
+                    interval: .seconds(1), timeout: .milliseconds(40)))
         #expect(sensors[3].kind == .dht(.dht11, line: LineReference(name: "GPIO4", chip: nil), interval: .seconds(5)))
         guard case .rotaryEncoder(_, _, let transitions, let wrap) = sensors[4].kind else {
             Issue.record("knob is not an encoder")
             return
         }
         #expect(transitions == 4 && wrap == 24)
-        #expect(sensors[5].kind == .output(line: LineReference(name: "GPIO26", chip: nil), activeLow: false,
-                                           initial: true))
+        #expect(
+            sensors[5].kind
+                == .output(
+                    line: LineReference(name: "GPIO26", chip: nil), activeLow: false,
+                    initial: true))
     }
 
     @Test func characteristicDefaultsFollowTheSourceAndTheSIGDefinition() throws {
@@ -130,8 +151,10 @@ struct ValidConfigTests {
         #expect(characteristics[0].unit == .percent)
         #expect(characteristics[0].properties == [.read, .notify])
         #expect(characteristics[0].source == .sensor(id: "climate", reading: .humidity))
-        #expect(characteristics[0].notify == NotifyPolicy(
-            minInterval: .milliseconds(250), maxInterval: .seconds(60), delta: .percent(5), onChange: true))
+        #expect(
+            characteristics[0].notify
+                == NotifyPolicy(
+                    minInterval: .milliseconds(250), maxInterval: .seconds(60), delta: .percent(5), onChange: true))
         #expect(characteristics[1].properties == [.read, .write, .notify])
         #expect(characteristics[1].permissions == AttributePermissions(read: .open, write: .encryptedBonded))
         #expect(characteristics[2].source == .sensor(id: "climate", reading: .temperature))
@@ -156,8 +179,11 @@ struct ValidConfigTests {
                       - {uuid: 290C, hex: "01 00 02"}
             """
         let descriptors = try ConfigLoader.load(yaml: yaml).config.services[0].characteristics[0].descriptors
-        #expect(descriptors == [DescriptorConfig(uuid: BluetoothUUID(0x2901), value: Array("Pump state".utf8)),
-                                DescriptorConfig(uuid: BluetoothUUID(0x290C), value: [0x01, 0x00, 0x02])])
+        #expect(
+            descriptors == [
+                DescriptorConfig(uuid: BluetoothUUID(0x2901), value: Array("Pump state".utf8)),
+                DescriptorConfig(uuid: BluetoothUUID(0x290C), value: [0x01, 0x00, 0x02])
+            ])
     }
 
     @Test func openWritableCharacteristicIsAWarningNotAnError() throws {
@@ -172,9 +198,10 @@ struct ValidConfigTests {
             """
         let loaded = try ConfigLoader.load(yaml: yaml)
         #expect(loaded.config.services[0].characteristics[0].source == .written(initial: .text("hello")))
-        #expect(loaded.warnings.map(\.description) == [
-            "services[0].characteristics[0].permissions (line 7): writable by any central without pairing (permissions.write: open)",
-        ])
+        #expect(
+            loaded.warnings.map(\.description) == [
+                "services[0].characteristics[0].permissions (line 7): writable by any central without pairing (permissions.write: open)"
+            ])
     }
 
     /// Numeric Comparison needs a button to confirm with; capabilities that lead to it without
@@ -187,20 +214,23 @@ struct ValidConfigTests {
             sensors:
               - {id: pair, kind: binary, line: BUTTON}
             """
-        let confirmed = try ConfigLoader.load(yaml: """
-            bluetooth:
-              security: {io_capabilities: keyboard_display, confirm_with: pair}
-            """ + "\n" + sensors)
+        let confirmed = try ConfigLoader.load(
+            yaml: """
+                bluetooth:
+                  security: {io_capabilities: keyboard_display, confirm_with: pair}
+                """ + "\n" + sensors)
         #expect(confirmed.config.bluetooth.security.confirmWith == "pair")
         #expect(confirmed.warnings.isEmpty)
-        let unconfirmed = try ConfigLoader.load(yaml: """
-            bluetooth:
-              security: {io_capabilities: display_yes_no}
-            """ + "\n" + sensors)
+        let unconfirmed = try ConfigLoader.load(
+            yaml: """
+                bluetooth:
+                  security: {io_capabilities: display_yes_no}
+                """ + "\n" + sensors)
         #expect(unconfirmed.config.bluetooth.security.confirmWith == nil)
-        #expect(unconfirmed.warnings.map(\.description) == [
-            "bluetooth.security.io_capabilities (line 2): without confirm_with (a button to confirm the number), pairings that need Numeric Comparison are refused",
-        ])
+        #expect(
+            unconfirmed.warnings.map(\.description) == [
+                "bluetooth.security.io_capabilities (line 2): without confirm_with (a button to confirm the number), pairings that need Numeric Comparison are refused"
+            ])
     }
 
     @Test func mqttSectionWithDefaults() throws {
@@ -238,12 +268,13 @@ struct ValidConfigTests {
             """
         let chip = try ConfigLoader.load(yaml: yaml).config.gpio.simulatedChips[0]
         #expect(chip.name == "gpiochip0" && chip.label == "bench")
-        #expect(chip.lines.map(\.generator) == [
-            .constant(level: true), .square(period: .milliseconds(20), duty: 0.25),
-            .pulses(rate: 100, width: .milliseconds(5)),
-            .steps([LevelStep(level: true, duration: .seconds(1))], repeats: false),
-            .dht(.dht11, temperature: 21.5, humidity: 60), nil, .hcsr04(distance: 0.5, trigger: "T"),
-        ])
+        #expect(
+            chip.lines.map(\.generator) == [
+                .constant(level: true), .square(period: .milliseconds(20), duty: 0.25),
+                .pulses(rate: 100, width: .milliseconds(5)),
+                .steps([LevelStep(level: true, duration: .seconds(1))], repeats: false),
+                .dht(.dht11, temperature: 21.5, humidity: 60), nil, .hcsr04(distance: 0.5, trigger: "T")
+            ])
     }
 
     @Test(arguments: ["deploy/config/gattway.yaml", "deploy/config/demo.yaml"])
@@ -262,14 +293,17 @@ struct ValidConfigTests {
 
     @Test func theConfigurationDocsCarryTheGeneratedReferenceTable() throws {
         let docs = try String(contentsOf: Self.repositoryRoot.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
-        #expect(docs.contains(ConfigReference.markdownTable()),
-                "docs/configuration.md must hold `gattway config-reference`'s table as it is now")
+        #expect(
+            docs.contains(ConfigReference.markdownTable()),
+            "docs/configuration.md must hold `gattway config-reference`'s table as it is now")
     }
 }
 
 struct DurationTextTests {
-    @Test(arguments: [("500ms", Duration.milliseconds(500)), ("2s", .seconds(2)), ("1m", .seconds(60)),
-                      ("1.5h", .seconds(5400)), ("250us", .microseconds(250)), ("7.5ms", .microseconds(7500))])
+    @Test(arguments: [
+        ("500ms", Duration.milliseconds(500)), ("2s", .seconds(2)), ("1m", .seconds(60)),
+        ("1.5h", .seconds(5400)), ("250us", .microseconds(250)), ("7.5ms", .microseconds(7500))
+    ])
     func parses(_ text: String, _ expected: Duration) {
         #expect(DurationText.parse(text) == expected)
     }

@@ -8,19 +8,23 @@ import TestHarness
 @Suite(.serialized, .timeLimit(.minutes(3)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct ConnectionParametersTests {
     @Test func aCentralIsAskedForTheConfiguredParameters() async throws {
-        let rig = try await GatewayRig(config: """
-            device: {name: connparams}
-            bluetooth:
-              connection: {min_interval: 100ms, max_interval: 150ms, latency: 2, supervision_timeout: 6s}
-            gpio: {backend: simulated}
-            """, advertisedName: "connparams")
+        let rig = try await GatewayRig(
+            config: """
+                device: {name: connparams}
+                bluetooth:
+                  connection: {min_interval: 100ms, max_interval: 150ms, latency: 2, supervision_timeout: 6s}
+                gpio: {backend: simulated}
+                """, advertisedName: "connparams")
         defer { rig.stop() }
         let mark = rig.logMark
         _ = try await rig.connectedPhone()
-        #expect(rig.waitForLog("for the configured connection parameters: interval 100.0–150.0 ms, latency 2, timeout 6000 ms",
-                               since: mark, timeout: 20), "\(rig.log(since: mark))")
-        #expect(rig.waitForLog("): interval ", since: mark, timeout: 20),
-                "the controller reports the updated connection:\n\(rig.log(since: mark))")
+        #expect(
+            rig.waitForLog(
+                "for the configured connection parameters: interval 100.0–150.0 ms, latency 2, timeout 6000 ms",
+                since: mark, timeout: 20), "\(rig.log(since: mark))")
+        #expect(
+            rig.waitForLog("): interval ", since: mark, timeout: 20),
+            "the controller reports the updated connection:\n\(rig.log(since: mark))")
         // The host's line for the LE Connection Update Complete: "<central>: interval N ms, latency 2, …".
         let update = rig.log(since: mark).split(separator: "\n")
             .first { $0.contains("): interval ") && $0.hasSuffix("ms, latency 2, timeout 6000 ms") }
@@ -32,8 +36,9 @@ struct ConnectionParametersTests {
     /// Without a `bluetooth.connection` section the parameters are only published (PPCP):
     /// nobody is asked.
     @Test func withoutTheSectionNobodyIsAsked() async throws {
-        let rig = try await GatewayRig(config: "device: {name: connquiet}\ngpio: {backend: simulated}",
-                                       advertisedName: "connquiet")
+        let rig = try await GatewayRig(
+            config: "device: {name: connquiet}\ngpio: {backend: simulated}",
+            advertisedName: "connquiet")
         defer { rig.stop() }
         let mark = rig.logMark
         _ = try await rig.connectedPhone()

@@ -8,8 +8,9 @@ import TestHarness
 /// the controller, and serves phones once the controller appears.
 @Suite(.serialized, .timeLimit(.minutes(3)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct DegradedModeTests {
-    static let config = GatewayRig.binarySensorConfig(device: "degraded", service: "door", name: "open",
-                                                      uuidSuffix: "E50E24DC0003")
+    static let config = GatewayRig.binarySensorConfig(
+        device: "degraded", service: "door", name: "open",
+        uuidSuffix: "E50E24DC0003")
 
     @Test func withoutAControllerItRunsSensorsAndMQTTThenServesPhonesOnceOneAppears() async throws {
         let broker = try Broker()
@@ -34,16 +35,20 @@ struct DegradedModeTests {
 
     private static func check(port: Int, broker: Broker, configPath: String, watcher: MQTTWatcher) async throws {
         let notify = try NotifySocket()
-        let gattway = GattwayProcess(["run", "--config", configPath, "--hci", "tcp:127.0.0.1:\(port)",
-                                      "--mqtt", "mqtt://127.0.0.1:\(broker.port)"],
-                                     environment: ["NOTIFY_SOCKET": notify.path])
+        let gattway = GattwayProcess(
+            [
+                "run", "--config", configPath, "--hci", "tcp:127.0.0.1:\(port)",
+                "--mqtt", "mqtt://127.0.0.1:\(broker.port)"
+            ],
+            environment: ["NOTIFY_SOCKET": notify.path])
         try gattway.start()
         defer { gattway.stop() }
 
         // No controller: the sensor's value still reaches MQTT, and systemd hears ready, degraded.
         let value = await watcher.first(timeout: .seconds(30)) { $0.topic == "gattway/degraded/door/open" }
         #expect(value?.text?.hasPrefix(#"{"value":true,"#) == true, "the door's value on MQTT:\n\(gattway.stderr)")
-        #expect(await notify.next(within: .seconds(30)) == "READY=1\nSTATUS=degraded: Bluetooth controller tcp:127.0.0.1:\(port) "
+        #expect(
+            await notify.next(within: .seconds(30)) == "READY=1\nSTATUS=degraded: Bluetooth controller tcp:127.0.0.1:\(port) "
                 + "unreachable or busy, retrying; sensors and MQTT running", "log:\n\(gattway.stderr)")
 
         // The controller appears on the configured transport: running, and a phone reads the door.

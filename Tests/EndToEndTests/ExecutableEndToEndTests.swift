@@ -115,8 +115,10 @@ struct ExecutableEndToEndTests {
 
     static func values(_ reply: PhoneReply) -> [(handle: Int, bytes: [UInt8], indication: Bool)] {
         (reply["values"] as? [[String: Any]] ?? []).map {
-            ($0["handle"] as? Int ?? -1, [UInt8](hexString: $0["value"] as? String ?? "") ?? [],
-             $0["indication"] as? Bool ?? false)
+            (
+                $0["handle"] as? Int ?? -1, [UInt8](hexString: $0["value"] as? String ?? "") ?? [],
+                $0["indication"] as? Bool ?? false
+            )
         }
     }
 
@@ -143,8 +145,9 @@ struct ExecutableEndToEndTests {
 
         // Full discovery at the default MTU: services, characteristics, descriptors (CCCDs).
         let handles = Handles(try await phone.expect("discover"))
-        #expect(handles.characteristics(of: Self.service)
-            == [Self.short, Self.long, Self.writable, Self.echo, Self.counted, Self.indicated])
+        #expect(
+            handles.characteristics(of: Self.service)
+                == [Self.short, Self.long, Self.writable, Self.echo, Self.counted, Self.indicated])
         #expect(handles.services.contains { BluetoothUUID($0["uuid"] as? String ?? "") == BluetoothUUID(0x1800) })
         #expect(handles.services.contains { BluetoothUUID($0["uuid"] as? String ?? "") == BluetoothUUID(0x1801) })
         for uuid in [Self.echo, Self.counted, Self.indicated] {
@@ -168,8 +171,9 @@ struct ExecutableEndToEndTests {
         let written = (0..<300).map { UInt8(255 - $0 % 200) }
         for offset in stride(from: 0, to: 300, by: 100) {
             let part = Array(written[offset..<offset + 100]).hexString
-            #expect(try await phone.expect("prepare", ["handle": writable, "offset": offset, "value": part])
-                .string("value") == part)
+            #expect(
+                try await phone.expect("prepare", ["handle": writable, "offset": offset, "value": part])
+                    .string("value") == part)
         }
         try await phone.expect("execute", ["commit": true])
         #expect(try await phone.expect("read", ["handle": writable]).bytes("value") == written)
@@ -178,14 +182,24 @@ struct ExecutableEndToEndTests {
         // phone (Bumble's client), and gattway sends the next only after the confirmation, so
         // several arriving means several confirmed.
         try await phone.expect("subscribe", ["handle": handles[Self.counted]])
-        let notified = Self.values(try await phone.expect("notifications", ["count": 3, "timeout": 10,
-                                                                           "handle": handles[Self.counted]]))
+        let notified = Self.values(
+            try await phone.expect(
+                "notifications",
+                [
+                    "count": 3, "timeout": 10,
+                    "handle": handles[Self.counted]
+                ]))
         #expect(notified.count == 3 && notified.allSatisfy { !$0.indication })
         let counts = notified.compactMap { Self.counter($0.bytes) }
         #expect(counts.count == 3 && counts == counts.sorted() && Set(counts).count == 3, "\(counts)")
         try await phone.expect("subscribe", ["handle": handles[Self.indicated], "indicate": true])
-        let indicated = Self.values(try await phone.expect("notifications", ["count": 3, "timeout": 10,
-                                                                            "handle": handles[Self.indicated]]))
+        let indicated = Self.values(
+            try await phone.expect(
+                "notifications",
+                [
+                    "count": 3, "timeout": 10,
+                    "handle": handles[Self.indicated]
+                ]))
         #expect(indicated.count == 3 && indicated.allSatisfy(\.indication))
         let indicatedCounts = indicated.compactMap { Self.counter($0.bytes) }
         #expect(indicatedCounts.count == 3 && Set(indicatedCounts).count == 3, "\(indicatedCounts)")
@@ -193,8 +207,13 @@ struct ExecutableEndToEndTests {
         // A write to the echo characteristic comes back as a notification.
         try await phone.expect("subscribe", ["handle": handles[Self.echo]])
         try await phone.expect("write", ["handle": handles[Self.echo], "value": Array(written.prefix(200)).hexString])
-        let echoed = Self.values(try await phone.expect("notifications", ["count": 1, "timeout": 10,
-                                                                         "handle": handles[Self.echo]]))
+        let echoed = Self.values(
+            try await phone.expect(
+                "notifications",
+                [
+                    "count": 1, "timeout": 10,
+                    "handle": handles[Self.echo]
+                ]))
         #expect(echoed.first?.bytes == Array(written.prefix(200)))
 
         let mark = rig.logMark
@@ -240,8 +259,12 @@ struct ExecutableEndToEndTests {
         // of 50 bytes fit every MTU here); phone 3 is killed before executing.
         func prepare(_ phone: Phone, _ value: [UInt8], parts: Range<Int>) async throws {
             for part in parts {
-                try await phone.expect("prepare", ["handle": h[Self.writable], "offset": part * 50,
-                                                   "value": Array(value[part * 50..<part * 50 + 50]).hexString])
+                try await phone.expect(
+                    "prepare",
+                    [
+                        "handle": h[Self.writable], "offset": part * 50,
+                        "value": Array(value[part * 50..<part * 50 + 50]).hexString
+                    ])
             }
         }
         try await prepare(phones[3], Array(repeating: 0xEE, count: 100), parts: 0..<2)
@@ -256,13 +279,18 @@ struct ExecutableEndToEndTests {
         try await phones[5].expect("execute", ["commit": true])
         let survivors = [0, 1, 2, 4, 5, 6, 7]
         for index in survivors {
-            #expect(try await phones[index].expect("read", ["handle": h[Self.writable]]).bytes("value") == intact,
-                    "phone \(index)")
+            #expect(
+                try await phones[index].expect("read", ["handle": h[Self.writable]]).bytes("value") == intact,
+                "phone \(index)")
         }
         // Notifications and indications go on, each phone getting only what it subscribed to.
         for index in survivors {
-            let reply = try await phones[index].expect("notifications", ["count": 2, "timeout": 10,
-                                                                          "handle": subscription(index)])
+            let reply = try await phones[index].expect(
+                "notifications",
+                [
+                    "count": 2, "timeout": 10,
+                    "handle": subscription(index)
+                ])
             let got = Self.values(reply)
             #expect(got.count == 2 && got.allSatisfy { $0.indication == (index % 2 == 1) }, "phone \(index)")
             let others = reply["others"] as? [Int] ?? []
@@ -272,8 +300,13 @@ struct ExecutableEndToEndTests {
         let long = (0..<250).map { UInt8($0) }
         try await phones[0].expect("write", ["handle": h[Self.echo], "value": long.hexString])
         for index in survivors {
-            let got = Self.values(try await phones[index].expect("notifications", ["count": 1, "timeout": 10,
-                                                                                    "handle": h[Self.echo]]))
+            let got = Self.values(
+                try await phones[index].expect(
+                    "notifications",
+                    [
+                        "count": 1, "timeout": 10,
+                        "handle": h[Self.echo]
+                    ]))
             #expect(got.first?.bytes == Array(long.prefix(mtus[index] - 3)), "phone \(index)")
         }
 
@@ -317,8 +350,13 @@ struct ExecutableEndToEndTests {
         #expect(try await newPhone.expect("read", ["handle": handles[Self.long]]).bytes("value") == Self.longValue)
         try await newPhone.expect("discover")
         try await newPhone.expect("subscribe", ["handle": handles[Self.counted]])
-        let got = Self.values(try await newPhone.expect("notifications", ["count": 2, "timeout": 10,
-                                                                         "handle": handles[Self.counted]]))
+        let got = Self.values(
+            try await newPhone.expect(
+                "notifications",
+                [
+                    "count": 2, "timeout": 10,
+                    "handle": handles[Self.counted]
+                ]))
         #expect(got.count == 2)
     }
 }

@@ -47,8 +47,10 @@ final class GatewayRig: @unchecked Sendable {
     /// Writes `config` (which must not set `state_dir`; the rig adds it) and starts everything;
     /// returns once gattway's log says it is advertising. `broker`: a private mosquitto, passed
     /// with `--mqtt`. `arguments` are added to `gattway run`'s.
-    init(config: String, advertisedName: String, broker withBroker: Bool = false,
-         arguments: [String] = ["--log-level", "info"]) async throws {
+    init(
+        config: String, advertisedName: String, broker withBroker: Bool = false,
+        arguments: [String] = ["--log-level", "info"]
+    ) async throws {
         transport = try Transport.fromEnvironment()
         self.advertisedName = advertisedName
         directory = try temporaryDirectory("e2e")
@@ -126,7 +128,8 @@ final class GatewayRig: @unchecked Sendable {
     /// A numeric field of gattway's /proc/PID/status.
     private func processStatus(_ field: String) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return nil }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
+        else { return nil }
         return line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap { Int($0) }
     }
 
@@ -135,7 +138,11 @@ final class GatewayRig: @unchecked Sendable {
     /// `gattway.log` in the rig's directory.
     @discardableResult
     func stop(timeout: TimeInterval = 5) -> Int32? {
-        guard lock.withLock({ defer { stopped = true }; return !stopped }) else { return nil }
+        guard
+            lock.withLock({
+                defer { stopped = true }; return !stopped
+            })
+        else { return nil }
         var status = gattway.waitForExit(timeout: 0)  // already gone (killed, or it failed)
         if status == nil {
             gattway.signal(SIGTERM)

@@ -43,8 +43,9 @@ struct NumericComparisonTests {
 
         let (phone, _) = try await rig.connectedPhone()
         let services = try await phone.expect("discover")["services"] as? [[String: Any]] ?? []
-        let label = try #require(services.flatMap { $0["characteristics"] as? [[String: Any]] ?? [] }
-            .first { $0["uuid"] as? String == "6E400007-B5A3-F393-E0A9-E50E24DC0001" }?["value_handle"] as? Int)
+        let label = try #require(
+            services.flatMap { $0["characteristics"] as? [[String: Any]] ?? [] }
+                .first { $0["uuid"] as? String == "6E400007-B5A3-F393-E0A9-E50E24DC0001" }?["value_handle"] as? Int)
         // A writable characteristic needs an encrypted, bonded link by default.
         #expect(try await phone.run("write", ["handle": label, "value": "6f6b"]).int("att_error") != nil)
 

@@ -6,8 +6,9 @@ import TestHarness
 /// reading) it is refused on `<base>/<dev>/error`, and neither MQTT nor a phone sees a new value.
 @Suite(.serialized, .timeLimit(.minutes(3)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct SetPermissionTests {
-    static let config = GatewayRig.binarySensorConfig(device: "setperm", service: "hall", name: "motion",
-                                                      uuidSuffix: "E50E24DC0004")
+    static let config = GatewayRig.binarySensorConfig(
+        device: "setperm", service: "hall", name: "motion",
+        uuidSuffix: "E50E24DC0004")
 
     @Test func setOnAReadOnlySensorIsRefusedAndChangesNothing() async throws {
         let rig = try await GatewayRig(config: Self.config, advertisedName: "setperm", broker: true)
@@ -20,10 +21,13 @@ struct SetPermissionTests {
             try #require(first != nil, "the sensor's value on MQTT:\n\(rig.log)")
             let mark = watcher.count
             try watcher.publish("\(topic)/set", "false")
-            let error = try #require(await watcher.first(after: mark) { $0.topic == "gattway/setperm/error" },
-                                     "the refusal on the error topic:\n\(rig.log)")
-            #expect(error.text?.hasPrefix(#"{"topic":"gattway/setperm/hall/motion/set","reason":"read-only: centrals cannot write hall/motion"#) == true,
-                    "\(error.text ?? "")")
+            let error = try #require(
+                await watcher.first(after: mark) { $0.topic == "gattway/setperm/error" },
+                "the refusal on the error topic:\n\(rig.log)")
+            #expect(
+                error.text?.hasPrefix(#"{"topic":"gattway/setperm/hall/motion/set","reason":"read-only: centrals cannot write hall/motion"#)
+                    == true,
+                "\(error.text ?? "")")
             #expect(!watcher.messages.dropFirst(mark).contains { $0.topic == topic }, "no new value after the refused /set")
 
             let (phone, _) = try await rig.connectedPhone()

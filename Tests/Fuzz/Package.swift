@@ -7,7 +7,7 @@ import PackageDescription
 // with -parse-as-library (libFuzzer supplies `main`).
 let fuzzSettings: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
-    .unsafeFlags(["-parse-as-library"]),
+    .unsafeFlags(["-parse-as-library"])
 ]
 
 let package = Package(
@@ -15,26 +15,33 @@ let package = Package(
     platforms: [.macOS(.v14)],
     dependencies: [.package(name: "gattway", path: "../..")],
     targets: [
-        .executableTarget(name: "FuzzConfig",
-                          dependencies: [.product(name: "Config", package: "gattway")],
-                          swiftSettings: fuzzSettings),
-        .executableTarget(name: "FuzzSetPayload",
-                          dependencies: [.product(name: "Values", package: "gattway")],
-                          swiftSettings: fuzzSettings),
-        .executableTarget(name: "FuzzATTServer",
-                          dependencies: [.product(name: "BluetoothGATT", package: "gattway")],
-                          swiftSettings: fuzzSettings),
-        .executableTarget(name: "FuzzSMP",
-                          dependencies: [.product(name: "BluetoothSMP", package: "gattway")],
-                          swiftSettings: fuzzSettings),
-        .executableTarget(name: "FuzzH4Framer",
-                          dependencies: [.product(name: "BluetoothL2CAP", package: "gattway")],
-                          swiftSettings: fuzzSettings),
-        .executableTarget(name: "FuzzHCIEvent",
-                          dependencies: [.product(name: "BluetoothL2CAP", package: "gattway")],
-                          swiftSettings: fuzzSettings),
-        .executableTarget(name: "FuzzL2CAP",
-                          dependencies: [.product(name: "BluetoothL2CAP", package: "gattway")],
-                          swiftSettings: fuzzSettings),
+        .executableTarget(
+            name: "FuzzConfig",
+            dependencies: [.product(name: "Config", package: "gattway")],
+            swiftSettings: fuzzSettings),
+        .executableTarget(
+            name: "FuzzSetPayload",
+            dependencies: [.product(name: "Values", package: "gattway")],
+            swiftSettings: fuzzSettings),
+        .executableTarget(
+            name: "FuzzATTServer",
+            dependencies: [.product(name: "BluetoothGATT", package: "gattway")],
+            swiftSettings: fuzzSettings),
+        .executableTarget(
+            name: "FuzzSMP",
+            dependencies: [.product(name: "BluetoothSMP", package: "gattway")],
+            swiftSettings: fuzzSettings),
+        .executableTarget(
+            name: "FuzzH4Framer",
+            dependencies: [.product(name: "BluetoothL2CAP", package: "gattway")],
+            swiftSettings: fuzzSettings),
+        .executableTarget(
+            name: "FuzzHCIEvent",
+            dependencies: [.product(name: "BluetoothL2CAP", package: "gattway")],
+            swiftSettings: fuzzSettings),
+        .executableTarget(
+            name: "FuzzL2CAP",
+            dependencies: [.product(name: "BluetoothL2CAP", package: "gattway")],
+            swiftSettings: fuzzSettings)
     ]
 )

@@ -10,8 +10,10 @@ let package = Package(
     targets: [
         .executableTarget(
             name: "GPIOBenchmark",
-            dependencies: [.product(name: "GPIO", package: "gattway"),
-                           .product(name: "Sensors", package: "gattway")],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
+            dependencies: [
+                .product(name: "GPIO", package: "gattway"),
+                .product(name: "Sensors", package: "gattway")
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)])
     ]
 )

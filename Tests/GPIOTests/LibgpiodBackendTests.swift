@@ -13,8 +13,9 @@ enum GPIOSim {
     static let label = "gattway-sim"
 
     static func drive(_ offset: Int, high: Bool) throws {
-        try (high ? "pull-up" : "pull-down").write(toFile: "\(sysfs!)/sim_gpio\(offset)/pull",
-                                                   atomically: false, encoding: .utf8)
+        try (high ? "pull-up" : "pull-down").write(
+            toFile: "\(sysfs!)/sim_gpio\(offset)/pull",
+            atomically: false, encoding: .utf8)
     }
 
     static func level(_ offset: Int) throws -> Bool {
@@ -55,8 +56,9 @@ final class ReadableSignal: Sendable {
     }
 }
 
-@Suite(.enabled(if: GPIOSim.available, "needs a gpio-sim chip: set by the VM harness (GATTWAY_GPIOSIM_CHIP)"),
-       .serialized)
+@Suite(
+    .enabled(if: GPIOSim.available, "needs a gpio-sim chip: set by the VM harness (GATTWAY_GPIOSIM_CHIP)"),
+    .serialized)
 struct LibgpiodBackendTests {
     let backend = LibgpiodBackend()
 
@@ -75,19 +77,22 @@ struct LibgpiodBackendTests {
     }
 
     @Test func biasSetsTheLevelOfAnUndrivenInput() throws {
-        let up = try backend.requestInput(selector(1), consumer: "gattway-test", settings: InputSettings(bias: .pullUp),
-                                          onReadable: {})
+        let up = try backend.requestInput(
+            selector(1), consumer: "gattway-test", settings: InputSettings(bias: .pullUp),
+            onReadable: {})
         #expect(try up.value())
         up.release()
-        let down = try backend.requestInput(selector(1), consumer: "gattway-test", settings: InputSettings(bias: .pullDown),
-                                            onReadable: {})
+        let down = try backend.requestInput(
+            selector(1), consumer: "gattway-test", settings: InputSettings(bias: .pullDown),
+            onReadable: {})
         #expect(try !down.value())
         down.release()
     }
 
     @Test func aBusyLineNamesItsConsumer() throws {
-        let holder = try backend.requestInput(selector(3), consumer: "gattway-holder", settings: InputSettings(),
-                                              onReadable: {})
+        let holder = try backend.requestInput(
+            selector(3), consumer: "gattway-holder", settings: InputSettings(),
+            onReadable: {})
         let error = #expect(throws: GPIOError.self) {
             try backend.requestOutput(selector(3), consumer: "gattway-test", settings: OutputSettings())
         }
@@ -99,8 +104,9 @@ struct LibgpiodBackendTests {
     @Test func edgesArriveWithMonotonicTimestampsAndSequence() async throws {
         try GPIOSim.drive(2, high: false)
         let signal = ReadableSignal()
-        let input = try backend.requestInput(selector(2), consumer: "gattway-test",
-                                             settings: InputSettings(edges: .both), onReadable: signal.callback)
+        let input = try backend.requestInput(
+            selector(2), consumer: "gattway-test",
+            settings: InputSettings(edges: .both), onReadable: signal.callback)
         defer { input.release() }
         let before = EventLoop.now()
         try GPIOSim.drive(2, high: true)
@@ -122,9 +128,10 @@ struct LibgpiodBackendTests {
     @Test func debounceSwallowsBounces() async throws {
         try GPIOSim.drive(4, high: false)
         let signal = ReadableSignal()
-        let input = try backend.requestInput(selector(4), consumer: "gattway-test",
-                                             settings: InputSettings(edges: .both, debounce: .milliseconds(300)),
-                                             onReadable: signal.callback)
+        let input = try backend.requestInput(
+            selector(4), consumer: "gattway-test",
+            settings: InputSettings(edges: .both, debounce: .milliseconds(300)),
+            onReadable: signal.callback)
         defer { input.release() }
         for high in [true, false, true, false, true] { try GPIOSim.drive(4, high: high) }
         let settled = EventLoop.now()
@@ -138,8 +145,9 @@ struct LibgpiodBackendTests {
     /// One reconfiguration of the same request on libgpiod v2; a release and a new request on v1.
     @Test func anOutputSwitchedToAnInputReportsEdges() async throws {
         try GPIOSim.drive(5, high: false)
-        let output = try backend.requestOutput(selector(5), consumer: "gattway-test",
-                                               settings: OutputSettings(initialValue: false, eventBufferSize: 32))
+        let output = try backend.requestOutput(
+            selector(5), consumer: "gattway-test",
+            settings: OutputSettings(initialValue: false, eventBufferSize: 32))
         let signal = ReadableSignal()
         let input = try output.switchToInput(bias: .asIs, edges: .both, debounce: .zero, onReadable: signal.callback)
         defer { input.release() }
@@ -156,8 +164,9 @@ struct LibgpiodBackendTests {
     }
 
     @Test func outputsStartAtTheirInitialValueAndAreReleased() throws {
-        let output = try backend.requestOutput(selector(6), consumer: "gattway-test",
-                                               settings: OutputSettings(initialValue: true))
+        let output = try backend.requestOutput(
+            selector(6), consumer: "gattway-test",
+            settings: OutputSettings(initialValue: true))
         #expect(try GPIOSim.level(6))
         try output.set(false)
         #expect(try !GPIOSim.level(6))

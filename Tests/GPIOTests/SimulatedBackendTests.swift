@@ -48,8 +48,9 @@ import Testing
 
     @Test func aBusyLineNamesItsConsumer() throws {
         let sim = backend([line("SIM0")])
-        let first = try sim.requestInput(LineSelector("SIM0"), consumer: "gattway:door", settings: InputSettings(),
-                                         onReadable: {})
+        let first = try sim.requestInput(
+            LineSelector("SIM0"), consumer: "gattway:door", settings: InputSettings(),
+            onReadable: {})
         let error = #expect(throws: GPIOError.self) {
             try sim.requestOutput(LineSelector("SIM0"), consumer: "other", settings: OutputSettings())
         }
@@ -61,29 +62,33 @@ import Testing
 
     @Test func biasDecidesAFloatingLinesLevel() throws {
         let sim = backend([line("SIM0")])
-        let up = try sim.requestInput(LineSelector("SIM0"), consumer: "t", settings: InputSettings(bias: .pullUp),
-                                      onReadable: {})
+        let up = try sim.requestInput(
+            LineSelector("SIM0"), consumer: "t", settings: InputSettings(bias: .pullUp),
+            onReadable: {})
         #expect(try up.value())
         up.release()
-        let down = try sim.requestInput(LineSelector("SIM0"), consumer: "t", settings: InputSettings(bias: .pullDown),
-                                        onReadable: {})
+        let down = try sim.requestInput(
+            LineSelector("SIM0"), consumer: "t", settings: InputSettings(bias: .pullDown),
+            onReadable: {})
         #expect(try !down.value())
     }
 
     @Test func edgesCarryTimestampsAndSequenceNumbers() throws {
         let sim = backend([line("SIM0", .square(period: .milliseconds(1), duty: 0.25))])
         let signals = CallCounter()
-        let input = try sim.requestInput(LineSelector("SIM0"), consumer: "t", settings: InputSettings(edges: .both),
-                                         onReadable: { signals.increment() })
+        let input = try sim.requestInput(
+            LineSelector("SIM0"), consumer: "t", settings: InputSettings(edges: .both),
+            onReadable: { signals.increment() })
         sim.advance(by: .microseconds(2_100))
         let batch = try input.readEvents()
         let ms: UInt64 = 1_000_000
-        #expect(batch.events == [
-            EdgeEvent(edge: .falling, timestampNs: Self.start + ms / 4, sequence: 1),
-            EdgeEvent(edge: .rising, timestampNs: Self.start + ms, sequence: 2),
-            EdgeEvent(edge: .falling, timestampNs: Self.start + ms + ms / 4, sequence: 3),
-            EdgeEvent(edge: .rising, timestampNs: Self.start + 2 * ms, sequence: 4),
-        ])
+        #expect(
+            batch.events == [
+                EdgeEvent(edge: .falling, timestampNs: Self.start + ms / 4, sequence: 1),
+                EdgeEvent(edge: .rising, timestampNs: Self.start + ms, sequence: 2),
+                EdgeEvent(edge: .falling, timestampNs: Self.start + ms + ms / 4, sequence: 3),
+                EdgeEvent(edge: .rising, timestampNs: Self.start + 2 * ms, sequence: 4)
+            ])
         #expect(batch.lost == 0)
         #expect(signals.value == 1)
         #expect(try input.readEvents().events.isEmpty)
@@ -91,8 +96,9 @@ import Testing
 
     @Test func edgeSelectionAndActiveLowApplyToLogicalLevels() throws {
         let sim = backend([line("SIM0", .square(period: .milliseconds(1), duty: 0.5))])
-        let input = try sim.requestInput(LineSelector("SIM0"), consumer: "t",
-                                         settings: InputSettings(activeLow: true, edges: .rising), onReadable: {})
+        let input = try sim.requestInput(
+            LineSelector("SIM0"), consumer: "t",
+            settings: InputSettings(activeLow: true, edges: .rising), onReadable: {})
         #expect(try !input.value())  // physically high at the start
         sim.advance(by: .microseconds(1_600))
         // Physical falls at 0.5 ms and 1.5 ms are logical rises.
@@ -103,12 +109,13 @@ import Testing
         // A contact that bounces for 0.3 ms before closing, then stays closed.
         let bouncing: [SignalGenerator.Step] = [
             .init(false, .milliseconds(1)), .init(true, .microseconds(100)), .init(false, .microseconds(50)),
-            .init(true, .microseconds(100)), .init(false, .microseconds(50)), .init(true, .seconds(10)),
+            .init(true, .microseconds(100)), .init(false, .microseconds(50)), .init(true, .seconds(10))
         ]
         let sim = backend([line("SIM0", .steps(bouncing, repeats: false))])
-        let input = try sim.requestInput(LineSelector("SIM0"), consumer: "t",
-                                         settings: InputSettings(edges: .both, debounce: .microseconds(200)),
-                                         onReadable: {})
+        let input = try sim.requestInput(
+            LineSelector("SIM0"), consumer: "t",
+            settings: InputSettings(edges: .both, debounce: .microseconds(200)),
+            onReadable: {})
         sim.advance(by: .milliseconds(5))
         let settled = Self.start + 1_000_000 + 300_000
         #expect(try input.readEvents().events == [EdgeEvent(edge: .rising, timestampNs: settled + 200_000, sequence: 1)])
@@ -117,8 +124,9 @@ import Testing
 
     @Test func anOverflowingBufferIsCountedAsLostEvents() throws {
         let sim = backend([line("SIM0", .pulses(perSecond: 10_000, width: .microseconds(10)))])
-        let input = try sim.requestInput(LineSelector("SIM0"), consumer: "t",
-                                         settings: InputSettings(edges: .rising, eventBufferSize: 16), onReadable: {})
+        let input = try sim.requestInput(
+            LineSelector("SIM0"), consumer: "t",
+            settings: InputSettings(edges: .rising, eventBufferSize: 16), onReadable: {})
         sim.advance(by: .microseconds(9_950))  // rises at 0.1 ms … 9.9 ms: 99 events
         let batch = try input.readEvents()
         #expect(batch.events.count == 16)
@@ -141,8 +149,9 @@ import Testing
 
     @Test func activeLowOutputsDriveTheInverseLevel() throws {
         let sim = backend([line("RELAY")])
-        let relay = try sim.requestOutput(LineSelector("RELAY"), consumer: "t",
-                                          settings: OutputSettings(activeLow: true, initialValue: true))
+        let relay = try sim.requestOutput(
+            LineSelector("RELAY"), consumer: "t",
+            settings: OutputSettings(activeLow: true, initialValue: true))
         #expect(try !sim.level(of: LineSelector("RELAY")))
         relay.release()
     }
@@ -150,14 +159,18 @@ import Testing
     @Test func anOutputSwitchedToAnInputSeesTheVeryNextEdge() throws {
         // The generator keeps running under the output: low from 0.5 ms, high again at 1 ms.
         let sim = backend([line("SIM0", .square(period: .milliseconds(1), duty: 0.5))])
-        let output = try sim.requestOutput(LineSelector("SIM0"), consumer: "gattway:t",
-                                           settings: OutputSettings(initialValue: true, eventBufferSize: 8))
+        let output = try sim.requestOutput(
+            LineSelector("SIM0"), consumer: "gattway:t",
+            settings: OutputSettings(initialValue: true, eventBufferSize: 8))
         sim.advance(by: .microseconds(999))
         let input = try output.switchToInput(bias: .asIs, edges: .both, debounce: .zero, onReadable: {})
         #expect(try !input.value())
         sim.advance(by: .microseconds(2))
-        #expect(try input.readEvents() == EdgeEventBatch(events: [
-            EdgeEvent(edge: .rising, timestampNs: Self.start + 1_000_000, sequence: 1)]))
+        #expect(
+            try input.readEvents()
+                == EdgeEventBatch(events: [
+                    EdgeEvent(edge: .rising, timestampNs: Self.start + 1_000_000, sequence: 1)
+                ]))
         let info = try sim.chips()[0].lines[0]
         #expect(info.direction == .input && info.consumer == "gattway:t")
         // The output handle no longer owns the line; the input does.
@@ -170,8 +183,9 @@ import Testing
 
     @Test func aDHTAnswerToTheSwitchReachesTheInputWhole() throws {
         let sim = backend([line("DHT", .dht22(humidity: 48, temperature: 21.5))])
-        let output = try sim.requestOutput(LineSelector("DHT"), consumer: "t",
-                                           settings: OutputSettings(initialValue: false, eventBufferSize: 256))
+        let output = try sim.requestOutput(
+            LineSelector("DHT"), consumer: "t",
+            settings: OutputSettings(initialValue: false, eventBufferSize: 256))
         sim.advance(by: .microseconds(1_100))
         let switched = sim.now()
         let input = try output.switchToInput(bias: .pullUp, edges: .both, debounce: .zero, onReadable: {})
@@ -185,8 +199,9 @@ import Testing
 
     @Test func theSwitchedInputKeepsActiveLowAndTheReservedBuffer() throws {
         let sim = backend([line("SIM0", .pulses(perSecond: 10_000, width: .microseconds(10)))])
-        let output = try sim.requestOutput(LineSelector("SIM0"), consumer: "t",
-                                           settings: OutputSettings(activeLow: true, eventBufferSize: 4))
+        let output = try sim.requestOutput(
+            LineSelector("SIM0"), consumer: "t",
+            settings: OutputSettings(activeLow: true, eventBufferSize: 4))
         let input = try output.switchToInput(bias: .asIs, edges: .rising, debounce: .zero, onReadable: {})
         sim.advance(by: .microseconds(950))  // physical falls (logical rises) at 0.01 … 0.91 ms: 10
         let batch = try input.readEvents()
@@ -206,12 +221,13 @@ import Testing
     @Test func stepsRepeatAndPulsesKeepTheirRate() throws {
         let sim = backend([
             line("STEPS", .steps([.init(true, .milliseconds(2)), .init(false, .milliseconds(3))], repeats: true)),
-            line("PULSES", .pulses(perSecond: 3, width: .milliseconds(10))),
+            line("PULSES", .pulses(perSecond: 3, width: .milliseconds(10)))
         ])
         let steps = try sim.requestInput(LineSelector("STEPS"), consumer: "t", settings: InputSettings(edges: .both), onReadable: {})
         let pulses = try sim.requestInput(LineSelector("PULSES"), consumer: "t", settings: InputSettings(edges: .rising), onReadable: {})
         sim.advance(by: .milliseconds(11))
-        #expect(try steps.readEvents().events.map { $0.timestampNs - Self.start }
+        #expect(
+            try steps.readEvents().events.map { $0.timestampNs - Self.start }
                 == [2_000_000, 5_000_000, 7_000_000, 10_000_000])
         sim.advance(by: .milliseconds(9_990))
         // 1/3 s apart without drift over 10 s: rises at 1/3 s … 10 s.
@@ -233,12 +249,19 @@ final class CallCounter: @unchecked Sendable {
 /// due and signals them; the test waits for that signal, not for a fixed time.
 @Suite struct SimulatedRealTimeTests {
     @Test func edgesArriveOnTheMonotonicClock() async throws {
-        let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "rt", lines: [
-            SimulatedLineConfig(name: "PULSES", generator: .pulses(perSecond: 1_000, width: .microseconds(100)))])],
-                                   clock: .realTime)
+        let sim = SimulatedBackend(
+            chips: [
+                SimulatedChipConfig(
+                    label: "rt",
+                    lines: [
+                        SimulatedLineConfig(name: "PULSES", generator: .pulses(perSecond: 1_000, width: .microseconds(100)))
+                    ])
+            ],
+            clock: .realTime)
         let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let input = try sim.requestInput(LineSelector("PULSES"), consumer: "t", settings: InputSettings(edges: .rising),
-                                         onReadable: { signal.yield() })
+        let input = try sim.requestInput(
+            LineSelector("PULSES"), consumer: "t", settings: InputSettings(edges: .rising),
+            onReadable: { signal.yield() })
         var iterator = signals.makeAsyncIterator()
         _ = await iterator.next()
         let batch = try input.readEvents()
@@ -250,15 +273,23 @@ final class CallCounter: @unchecked Sendable {
     /// However late the switch runs after the start signal (a loaded machine), the answer to it
     /// arrives whole: the output is let go and the input is in place in the same instant.
     @Test func aDHTAnswerToTheSwitchArrivesWholeInRealTime() async throws {
-        let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "rt", lines: [
-            SimulatedLineConfig(name: "DHT", generator: .dht22(humidity: 48, temperature: 21.5))])],
-                                   clock: .realTime)
-        let output = try sim.requestOutput(LineSelector("DHT"), consumer: "t",
-                                           settings: OutputSettings(initialValue: false, eventBufferSize: 256))
+        let sim = SimulatedBackend(
+            chips: [
+                SimulatedChipConfig(
+                    label: "rt",
+                    lines: [
+                        SimulatedLineConfig(name: "DHT", generator: .dht22(humidity: 48, temperature: 21.5))
+                    ])
+            ],
+            clock: .realTime)
+        let output = try sim.requestOutput(
+            LineSelector("DHT"), consumer: "t",
+            settings: OutputSettings(initialValue: false, eventBufferSize: 256))
         try await Task.sleep(for: .milliseconds(2))  // the start signal
         let signal = ReadableSignal()
-        let input = try output.switchToInput(bias: .pullUp, edges: .both, debounce: .zero,
-                                             onReadable: signal.callback)
+        let input = try output.switchToInput(
+            bias: .pullUp, edges: .both, debounce: .zero,
+            onReadable: signal.callback)
         var events: [EdgeEvent] = []
         var lost = 0
         while events.count < 84, await signal.wait() {

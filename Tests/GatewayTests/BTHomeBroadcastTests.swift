@@ -9,21 +9,23 @@ import Testing
 /// budget.
 struct BTHomeBroadcastTests {
     static func config(_ sensors: String, name: String = "gw") throws -> GatewayConfig {
-        try ConfigLoader.load(yaml: """
-            device: {name: \(name)}
-            bluetooth:
-              advertising: {local_name: \(name)}
-            gpio:
-              backend: simulated
-              chips:
-                - lines:
-                    - name: DHT
-                    - name: DOOR
-                    - name: PULSES
-                    - name: PWM
-            sensors:
-            \(sensors)
-            """).config
+        try ConfigLoader.load(
+            yaml: """
+                device: {name: \(name)}
+                bluetooth:
+                  advertising: {local_name: \(name)}
+                gpio:
+                  backend: simulated
+                  chips:
+                    - lines:
+                        - name: DHT
+                        - name: DOOR
+                        - name: PULSES
+                        - name: PWM
+                sensors:
+                \(sensors)
+                """
+        ).config
     }
 
     static let climateAndDoor = """
@@ -77,7 +79,8 @@ struct BTHomeBroadcastTests {
     /// from the last configured, and named; the rest is still advertised.
     @Test func whatDoesNotFitIsNamedNotCut() throws {
         let name = String(repeating: "n", count: 26)
-        let config = try Self.config("""
+        let config = try Self.config(
+            """
               - {id: climate, kind: dht22, line: DHT, bthome: true}
               - {id: door, kind: binary, line: DOOR, bthome: true}
               - {id: pulses, kind: counter, line: PULSES, bthome: true}
@@ -96,11 +99,13 @@ struct BTHomeBroadcastTests {
         #expect(leftOut == ["BTHome count32 of pulses does not fit in 31 bytes"])
         let payload = AdvertisingPayload(settings: settings, txPower: nil)
         #expect(payload.notFitted.isEmpty)
-        #expect(Array(payload.scanResponseData.suffix(13)) == [0x0C, 0x16, 0xD2, 0xFC, 0x40, 0x02, 0xD0, 0x07, 0x03, 0xA0, 0x0F, 0x0F, 0x01])
+        #expect(
+            Array(payload.scanResponseData.suffix(13)) == [0x0C, 0x16, 0xD2, 0xFC, 0x40, 0x02, 0xD0, 0x07, 0x03, 0xA0, 0x0F, 0x0F, 0x01])
     }
 
     @Test func valuesOutOfRangeAndKindsWithoutAnObjectAreReported() throws {
-        let config = try Self.config("""
+        let config = try Self.config(
+            """
               - {id: climate, kind: dht22, line: DHT, bthome: true}
               - {id: duty, kind: pulse_width, line: PWM, bthome: true}
             """)

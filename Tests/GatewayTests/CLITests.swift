@@ -66,15 +66,16 @@ struct CLITests {
         let result = try GattwayProcess.run(["check", "--config", path])
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty)
-        #expect(result.stderr == """
-            \(path): 5 errors
-              error: device.colour (line 3): unknown key (expected one of: name, id, appearance)
-              error: bluetooth.transport (line 5): "usb0" is not an HCI transport: unknown transport (expected hciN, tcp:HOST:PORT, unix:PATH or serial:DEVICE[,BAUD])
-              error: bluetooth.max_centrals (line 6): expected an integer, got "many"
-              error: services[0].characteristics[0].uuid (line 14): "2A6G" is not a UUID
-              error: services[0].characteristics[1].source.sensor (line 18): no sensor "dor"; did you mean "door"?
+        #expect(
+            result.stderr == """
+                \(path): 5 errors
+                  error: device.colour (line 3): unknown key (expected one of: name, id, appearance)
+                  error: bluetooth.transport (line 5): "usb0" is not an HCI transport: unknown transport (expected hciN, tcp:HOST:PORT, unix:PATH or serial:DEVICE[,BAUD])
+                  error: bluetooth.max_centrals (line 6): expected an integer, got "many"
+                  error: services[0].characteristics[0].uuid (line 14): "2A6G" is not a UUID
+                  error: services[0].characteristics[1].source.sensor (line 18): no sensor "dor"; did you mean "door"?
 
-            """)
+                """)
     }
 
     @Test func checkOfAMissingFileExits1() throws {
@@ -88,7 +89,9 @@ struct CLITests {
     func badHCIIsAUsageError(_ transport: String) throws {
         let result = try GattwayProcess.run(["run", "--config", "deploy/config/demo.yaml", "--hci", transport])
         #expect(result.status == 64)
-        #expect(result.stderr.contains("Error: The value '\(transport)' is invalid for '--hci <transport>': \"\(transport)\" is not an HCI transport"))
+        #expect(
+            result.stderr.contains(
+                "Error: The value '\(transport)' is invalid for '--hci <transport>': \"\(transport)\" is not an HCI transport"))
     }
 
     @Test func badMQTTURLIsAUsageError() throws {
@@ -112,13 +115,16 @@ struct CLITests {
     @Test(arguments: [Int32(SIGTERM), Int32(SIGINT)])
     func runStopsGracefullyOnSignalWithin2Seconds(_ signal: Int32) throws {
         // The MQTT outbox lives in the state directory.
-        let path = try temporaryFile("""
+        let path = try temporaryFile(
+            """
             bluetooth: {transport: "tcp:127.0.0.1:9"}
             gpio: {backend: simulated}
             state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
             """)
-        let child = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:19", "--mqtt", "mqtt://127.0.0.1:9",
-                                "--log-level", "info"])
+        let child = GattwayProcess([
+            "run", "--config", path, "--hci", "tcp:127.0.0.1:19", "--mqtt", "mqtt://127.0.0.1:9",
+            "--log-level", "info"
+        ])
         try child.start()
         defer { child.stop() }
         #expect(child.wait(timeout: 30) { _, stderr, exited in exited || stderr.contains("gattway running") })
@@ -144,7 +150,8 @@ struct CLITests {
     }
 
     @Test func runWithAMissingGPIOLineNamesItAndExits1() throws {
-        let path = try temporaryFile("""
+        let path = try temporaryFile(
+            """
             gpio: {backend: libgpiod}
             sensors:
               - {id: door, kind: binary, line: NO_SUCH_LINE}
@@ -179,13 +186,16 @@ struct CLITests {
         let child = GattwayProcess(["demo", "--mqtt", "mqtt://127.0.0.1:\(port)", "--hci", "tcp:127.0.0.1:\(controllerPort)"])
         try child.start()
         defer { child.stop() }
-        #expect(child.wait(timeout: 60) { stdout, _, exited in
-            exited || (stdout.contains("mqtt gattway/demo/gateway/knob {\"value\":1,")
-                       && stdout.contains("phone notification 6E400005-B5A3-F393-E0A9-E50E24DC0001 "))
-        }, "\(child.stdout)\n\(child.stderr)")
+        #expect(
+            child.wait(timeout: 60) { stdout, _, exited in
+                exited
+                    || (stdout.contains("mqtt gattway/demo/gateway/knob {\"value\":1,")
+                        && stdout.contains("phone notification 6E400005-B5A3-F393-E0A9-E50E24DC0001 "))
+            }, "\(child.stdout)\n\(child.stderr)")
         // Through the run path, on the demo configuration with the command line's overrides.
-        #expect(child.stderr.contains(
-            "INFO gattway: device \"gattway demo\" (id demo), transport tcp:127.0.0.1:\(controllerPort)"))
+        #expect(
+            child.stderr.contains(
+                "INFO gattway: device \"gattway demo\" (id demo), transport tcp:127.0.0.1:\(controllerPort)"))
         #expect(child.stdout.contains("phone found \"gattway demo\""))
         #expect(child.stdout.contains("phone   characteristic 2A6E "))
         #expect(child.stdout.contains("phone subscribed to "))
@@ -241,12 +251,14 @@ struct CLITests {
         // READY=1 comes once the controller is up: the harness's virtual controller.
         let controller = try await VirtualController()
         defer { controller.stop() }
-        let path = try temporaryFile("""
+        let path = try temporaryFile(
+            """
             gpio: {backend: simulated}
             state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
             """)
-        let child = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"],
-                               environment: ["NOTIFY_SOCKET": notify.path])
+        let child = GattwayProcess(
+            ["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"],
+            environment: ["NOTIFY_SOCKET": notify.path])
         try child.start()
         defer { child.stop() }
         #expect(await receive() == "READY=1\nSTATUS=running")
@@ -264,15 +276,30 @@ struct CLITests {
         }
         #expect(root.stdout.contains("--version"))
         let expectations: [(String, [String])] = [
-            ("run", ["--config <file>", "The YAML configuration file.", "--hci <transport>", "serial:DEVICE[,BAUD]",
-                     "--mqtt <url>", "mqtts://HOST[:PORT]", "--log-level <level>", "trace, debug, info"]),
+            (
+                "run",
+                [
+                    "--config <file>", "The YAML configuration file.", "--hci <transport>", "serial:DEVICE[,BAUD]",
+                    "--mqtt <url>", "mqtts://HOST[:PORT]", "--log-level <level>", "trace, debug, info"
+                ]
+            ),
             ("check", ["--config <file>", "The YAML configuration file.", "Reports every problem at once"]),
-            ("lines", ["--config <file>", "simulated chips", "--backend <backend>", "libgpiod or simulated",
-                       "--chip <chip>", "Only this chip"]),
-            ("demo", ["--config <file>", "The demo configuration file.", "--hci <transport>", "--mqtt <url>",
-                      "--log-level <level>"]),
+            (
+                "lines",
+                [
+                    "--config <file>", "simulated chips", "--backend <backend>", "libgpiod or simulated",
+                    "--chip <chip>", "Only this chip"
+                ]
+            ),
+            (
+                "demo",
+                [
+                    "--config <file>", "The demo configuration file.", "--hci <transport>", "--mqtt <url>",
+                    "--log-level <level>"
+                ]
+            ),
             ("config-reference", ["Markdown table"]),
-            ("bonds", ["list", "remove", "clear", "state_dir", "mode 0600"]),
+            ("bonds", ["list", "remove", "clear", "state_dir", "mode 0600"])
         ]
         for (subcommand, phrases) in expectations {
             let help = try GattwayProcess.run([subcommand, "--help"])
@@ -287,12 +314,14 @@ struct CLITests {
     /// period (the beat's dependence on the working actors: ServiceWatchdogTests).
     @Test func runBeatsForSystemdsWatchdog() async throws {
         let notify = try NotifySocket()
-        let path = try temporaryFile("""
+        let path = try temporaryFile(
+            """
             gpio: {backend: simulated}
             state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
             """)
-        let child = GattwayProcess(["run", "--config", path, "--hci", "tcp:127.0.0.1:9"],
-                                   environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"])
+        let child = GattwayProcess(
+            ["run", "--config", path, "--hci", "tcp:127.0.0.1:9"],
+            environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"])
         try child.start()
         defer { child.stop() }
         var beats = 0
@@ -308,7 +337,7 @@ struct CLITests {
     @Test(arguments: [
         ("bluetooth: {transport: \"tcp:127.0.0.1:9000\"}  # flow style", "tcp:127.0.0.1:9000\n"),
         ("bluetooth:\n  advertising: {local_name: hci7}\n  transport: hci1", "hci1\n"),
-        ("gpio: {backend: simulated}", "hci0\n"),
+        ("gpio: {backend: simulated}", "hci0\n")
     ])
     func checkPrintsTheTransport(_ yaml: String, _ expected: String) throws {
         let result = try GattwayProcess.run(["check", "--config", try temporaryFile(yaml), "--print", "transport"])
@@ -317,8 +346,10 @@ struct CLITests {
     }
 
     @Test func checkPrintsNothingForAnInvalidFile() throws {
-        let result = try GattwayProcess.run(["check", "--config", try temporaryFile("bluetooth: {transport: hci1, nonsense: 1}"),
-                                             "--print", "transport"])
+        let result = try GattwayProcess.run([
+            "check", "--config", try temporaryFile("bluetooth: {transport: hci1, nonsense: 1}"),
+            "--print", "transport"
+        ])
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.contains("bluetooth.nonsense"))
@@ -334,8 +365,9 @@ struct CLITests {
         for subcommand in subcommands {
             #expect(docs.contains("| `\(subcommand)` |"), "docs/configuration.md has a row for \(subcommand)")
             let help = try GattwayProcess.run([subcommand, "--help"])
-            let options = Set(help.stdout.split(whereSeparator: { !($0.isLetter || $0 == "-") })
-                .filter { $0.hasPrefix("--") && $0.count > 2 }.map(String.init))
+            let options = Set(
+                help.stdout.split(whereSeparator: { !($0.isLetter || $0 == "-") })
+                    .filter { $0.hasPrefix("--") && $0.count > 2 }.map(String.init))
             for option in options.subtracting(["--help", "--version"]) {
                 #expect(docs.contains(option), "docs/configuration.md documents \(subcommand) \(option)")
             }
@@ -347,7 +379,8 @@ struct CLITests {
         let lines = help.split(separator: "\n", omittingEmptySubsequences: false)
         guard let start = lines.firstIndex(where: { $0.hasPrefix("SUBCOMMANDS:") }) else { return [] }
         return lines[(start + 1)...].prefix { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
-            .compactMap { line in line.hasPrefix("  ") && !line.hasPrefix("    ") ? line.split(separator: " ").first.map(String.init) : nil }
+            .compactMap { line in line.hasPrefix("  ") && !line.hasPrefix("    ") ? line.split(separator: " ").first.map(String.init) : nil
+            }
     }
 
     @Test func linesListsSimulatedChipsWithTheirUsers() throws {
@@ -355,7 +388,11 @@ struct CLITests {
         #expect(result.status == 0)
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first == "gpiochip0 [gattway-sim0] 8 lines")
-        #expect(lines.contains { $0.contains("GPIO17") && $0.contains("input") && $0.contains("used by \"gattway (door)\"") && $0.contains("steps ×2 repeating") })
+        #expect(
+            lines.contains {
+                $0.contains("GPIO17") && $0.contains("input") && $0.contains("used by \"gattway (door)\"")
+                    && $0.contains("steps ×2 repeating")
+            })
         #expect(lines.contains { $0.contains("GPIO23") && $0.contains("output") && $0.contains("gattway (level)") })
         #expect(lines.contains { $0.contains("GPIO26") && $0.contains("output") && $0.contains("gattway (relay)") })
     }
@@ -378,7 +415,8 @@ struct CLITests {
     /// A configuration whose state directory is a fresh temporary one, holding two bonds.
     private func configWithBonds() throws -> (config: String, store: BondStore, keys: [String]) {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-bonds-\(UUID())").path
-        let config = try temporaryFile("""
+        let config = try temporaryFile(
+            """
             state_dir: \(state)
             services:
               - uuid: 181A
@@ -391,13 +429,16 @@ struct CLITests {
         let phoneKey = SecretKey(mostSignificantFirst: (0..<16).map { UInt8(0xA0 + $0) })
         let tabletKey = SecretKey(mostSignificantFirst: (0..<16).map { UInt8(0x30 + $0) })
         let irk = SecretKey(mostSignificantFirst: (0..<16).map { UInt8(0x50 + $0) })
-        try store.save(BondRegistry([
-            Bond(identity: BluetoothAddress("C0:11:22:33:44:55", kind: .random)!,
-                 longTermKey: LongTermKey(key: phoneKey, keySize: 16, authenticated: true, secureConnections: true),
-                 peerIdentityResolvingKey: irk, clientConfigurations: [12: 1]),
-            Bond(identity: BluetoothAddress("00:1B:DC:00:00:01")!,
-                 longTermKey: LongTermKey(key: tabletKey, keySize: 16, authenticated: false, secureConnections: true)),
-        ]))
+        try store.save(
+            BondRegistry([
+                Bond(
+                    identity: BluetoothAddress("C0:11:22:33:44:55", kind: .random)!,
+                    longTermKey: LongTermKey(key: phoneKey, keySize: 16, authenticated: true, secureConnections: true),
+                    peerIdentityResolvingKey: irk, clientConfigurations: [12: 1]),
+                Bond(
+                    identity: BluetoothAddress("00:1B:DC:00:00:01")!,
+                    longTermKey: LongTermKey(key: tabletKey, keySize: 16, authenticated: false, secureConnections: true))
+            ]))
         return (config, store, [phoneKey, tabletKey, irk].map { $0.bytes.map { String(format: "%02x", $0) }.joined() })
     }
 
@@ -405,11 +446,12 @@ struct CLITests {
         let (config, _, keys) = try configWithBonds()
         let result = try GattwayProcess.run(["bonds", "list", "--config", config])
         #expect(result.status == 0)
-        #expect(result.stdout == """
-            00:1B:DC:00:00:01 (public), keySize 16, unauthenticated, LE Secure Connections, 0 subscriptions
-            C0:11:22:33:44:55 (random), keySize 16, authenticated, LE Secure Connections, IRK, 1 subscriptions
+        #expect(
+            result.stdout == """
+                00:1B:DC:00:00:01 (public), keySize 16, unauthenticated, LE Secure Connections, 0 subscriptions
+                C0:11:22:33:44:55 (random), keySize 16, authenticated, LE Secure Connections, IRK, 1 subscriptions
 
-            """)
+                """)
         for key in keys {
             #expect(!result.stdout.lowercased().contains(key) && !result.stderr.lowercased().contains(key))
         }
@@ -438,7 +480,8 @@ struct CLITests {
         #expect(try store.load().bonds.isEmpty)
         let attributes = try FileManager.default.attributesOfItem(atPath: store.path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
-        #expect(try GattwayProcess.run(["bonds", "list", "--config", config]).stdout
+        #expect(
+            try GattwayProcess.run(["bonds", "list", "--config", config]).stdout
                 == "no bonded centrals in \(store.path)\n")
     }
 

@@ -26,7 +26,7 @@ struct ConfirmButtonTests {
             (Self.failed, false),
             (Self.level(true), false),  // after a failure: not seen released
             (Self.level(false), false),
-            (Self.level(true), true),
+            (Self.level(true), true)
         ]
         for (step, (value, press)) in sequence.enumerated() {
             #expect(button.isPress(value) == press, "step \(step)")

@@ -18,44 +18,45 @@ struct MQTTEndToEndTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let configPath = directory.appendingPathComponent("gattway.yaml").path
         try """
-            device: {name: e2e}
-            state_dir: \(directory.path)/state
-            gpio:
-              backend: simulated
-              chips:
-                - lines:
-                    - name: DOOR
-                      generator:
-                        type: steps
-                        steps: [{level: 1, duration: 300ms}, {level: 0, duration: 300ms}]
-            sensors:
-              - {id: door, kind: binary, line: DOOR}
-            services:
-              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
-                name: gateway
-                characteristics:
-                  - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
-                    name: door
-                    format: bool
-                    source: {sensor: door}
-                  - uuid: 6E400007-B5A3-F393-E0A9-E50E24DC0001
-                    name: label
-                    format: utf8
-                    max_length: 8
-                    source: {written: "start"}
-                    permissions: {write: open}
-            mqtt:
-              url: mqtt://127.0.0.1:\(port)
-              discovery: false
-            """.write(toFile: configPath, atomically: true, encoding: .utf8)
+        device: {name: e2e}
+        state_dir: \(directory.path)/state
+        gpio:
+          backend: simulated
+          chips:
+            - lines:
+                - name: DOOR
+                  generator:
+                    type: steps
+                    steps: [{level: 1, duration: 300ms}, {level: 0, duration: 300ms}]
+        sensors:
+          - {id: door, kind: binary, line: DOOR}
+        services:
+          - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+            name: gateway
+            characteristics:
+              - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                name: door
+                format: bool
+                source: {sensor: door}
+              - uuid: 6E400007-B5A3-F393-E0A9-E50E24DC0001
+                name: label
+                format: utf8
+                max_length: 8
+                source: {written: "start"}
+                permissions: {write: open}
+        mqtt:
+          url: mqtt://127.0.0.1:\(port)
+          discovery: false
+        """.write(toFile: configPath, atomically: true, encoding: .utf8)
 
         let watcher = try MQTTWatcher(port: Int(port), filter: "gattway/e2e/#")
         let gateway = GattwayProcess(["run", "--config", configPath, "--hci", "tcp:127.0.0.1:19"])
         try gateway.start()
         defer { gateway.stop() }
 
-        #expect(await watcher.first { $0.topic == "gattway/e2e/availability" && $0.text == "online" } != nil,
-                "\(gateway.stderr)")
+        #expect(
+            await watcher.first { $0.topic == "gattway/e2e/availability" && $0.text == "online" } != nil,
+            "\(gateway.stderr)")
         let door = await watcher.first { $0.topic == "gattway/e2e/gateway/door" && $0.text?.contains(#""value":true"#) == true }
         #expect(door != nil, "a door value arrives on its topic")
         #expect(await watcher.first { $0.topic == "gattway/e2e/gateway/label" && $0.text?.hasPrefix(#"{"value":"start""#) == true } != nil)
@@ -70,8 +71,9 @@ struct MQTTEndToEndTests {
         // Nothing listens on port 19: the connection is refused, so the host is retrying the
         // controller ("resetting"), not advertising, and nobody is connected.
         let state = await watcher.first { $0.topic == "gattway/e2e/state" && $0.text?.contains(#""sent":0"#) == true }
-        #expect(state?.text?.hasPrefix(#"{"state":"resetting","advertising":false,"centrals":[],"counters":{"#) == true,
-                "\(state?.text ?? "no state")")
+        #expect(
+            state?.text?.hasPrefix(#"{"state":"resetting","advertising":false,"centrals":[],"counters":{"#) == true,
+            "\(state?.text ?? "no state")")
 
         gateway.signal(SIGTERM)
         #expect(gateway.waitForExit(timeout: 2) == 0)

@@ -11,17 +11,18 @@ import Values
 /// against the characteristic's format before it reaches the pipeline.
 @Suite(.timeLimit(.minutes(1)))
 struct MirrorBridgeTests {
-    static let yaml = ValuePipelineTests.yaml + """
+    static let yaml =
+        ValuePipelineTests.yaml + """
 
-              - uuid: 6E400008-B5A3-F393-E0A9-E50E24DC0001
-                name: outside
-                format: sint16
-                exponent: -1
-                source: {mqtt: weather/outside}
-        mqtt:
-          url: mqtt://127.0.0.1:1883
-          base_topic: home
-        """
+                  - uuid: 6E400008-B5A3-F393-E0A9-E50E24DC0001
+                    name: outside
+                    format: sint16
+                    exponent: -1
+                    source: {mqtt: weather/outside}
+            mqtt:
+              url: mqtt://127.0.0.1:1883
+              base_topic: home
+            """
 
     @Test func mirrorConfigurationFollowsTheServices() throws {
         let loaded = try ConfigLoader.load(file: "deploy/config/demo.yaml").config
@@ -30,12 +31,14 @@ struct MirrorBridgeTests {
         #expect(mirror.baseTopic == "gattway")
         #expect(mirror.deviceID == "demo")
         #expect(mirror.deviceName == "gattway demo")
-        #expect(mirror.characteristics.map(\.id.description) == [
-            "environment/temperature", "environment/humidity", "gateway/door", "gateway/flow", "gateway/level",
-            "gateway/knob", "gateway/relay", "gateway/label",
-        ])
+        #expect(
+            mirror.characteristics.map(\.id.description) == [
+                "environment/temperature", "environment/humidity", "gateway/door", "gateway/flow", "gateway/level",
+                "gateway/knob", "gateway/relay", "gateway/label"
+            ])
         let byName = Dictionary(uniqueKeysWithValues: mirror.characteristics.map { ($0.id.description, $0) })
-        #expect(byName["environment/temperature"]?.homeAssistant
+        #expect(
+            byName["environment/temperature"]?.homeAssistant
                 == HomeAssistantEntity(kind: .sensor, name: "temperature", deviceClass: "temperature", unit: "°C"))
         #expect(byName["gateway/door"]?.homeAssistant == HomeAssistantEntity(kind: .binarySensor, name: "door"))
         #expect(byName["gateway/relay"]?.homeAssistant == HomeAssistantEntity(kind: .switch, name: "relay"))
@@ -46,17 +49,19 @@ struct MirrorBridgeTests {
     }
 
     @Test func clientConfigurationCarriesBrokerAndCredentials() throws {
-        let loaded = try ConfigLoader.load(yaml: """
-            device: {name: x}
-            gpio: {backend: simulated}
-            mqtt:
-              url: mqtts://broker.lan:8884
-              client_id: pi
-              username: gw
-              password_env: GW_PASSWORD
-              protocol: "3.1.1"
-              keepalive: 20s
-            """).config
+        let loaded = try ConfigLoader.load(
+            yaml: """
+                device: {name: x}
+                gpio: {backend: simulated}
+                mqtt:
+                  url: mqtts://broker.lan:8884
+                  client_id: pi
+                  username: gw
+                  password_env: GW_PASSWORD
+                  protocol: "3.1.1"
+                  keepalive: 20s
+                """
+        ).config
         let client = MirrorMapping.clientConfiguration(try #require(loaded.mqtt))
         #expect(client.host == "broker.lan")
         #expect(client.port == 8884)
@@ -74,10 +79,10 @@ struct MirrorBridgeTests {
         #expect(await bridge.set(label, payload: Array(#"{"value": "new"}"#.utf8), pipeline: fixture.pipeline) == .accepted)
         #expect(await fixture.pipeline.currentBytes(fixture.ref("gateway/label")) == Array("new".utf8))
         let rejections = [
-            Array("42".utf8),                      // wrong type
-            Array(#""much too long""#.utf8),       // longer than max_length 8
+            Array("42".utf8),  // wrong type
+            Array(#""much too long""#.utf8),  // longer than max_length 8
             Array("{not json".utf8),
-            [0xFF, 0xFE],                          // not UTF-8
+            [0xFF, 0xFE]  // not UTF-8
         ]
         for payload in rejections {
             let result = await bridge.set(label, payload: payload, pipeline: fixture.pipeline)
@@ -91,8 +96,11 @@ struct MirrorBridgeTests {
         // A sensor's reading is read-only for centrals, so for MQTT too: refused, value unchanged.
         let temperature = MirrorCharacteristicID(service: "environment", characteristic: "temperature")
         let measured = await fixture.pipeline.currentBytes(fixture.ref("environment/temperature"))
-        #expect(await bridge.set(temperature, payload: Array("21.5".utf8), pipeline: fixture.pipeline)
-                == .rejected(reason: "read-only: centrals cannot write environment/temperature (its properties have no write), so /set cannot either"))
+        #expect(
+            await bridge.set(temperature, payload: Array("21.5".utf8), pipeline: fixture.pipeline)
+                == .rejected(
+                    reason: "read-only: centrals cannot write environment/temperature (its properties have no write), so /set cannot either"
+                ))
         #expect(await fixture.pipeline.currentBytes(fixture.ref("environment/temperature")) == measured)
         // An output's /set drives the line.
         let relay = MirrorCharacteristicID(service: "gateway", characteristic: "relay")
@@ -100,7 +108,8 @@ struct MirrorBridgeTests {
         #expect(fixture.outputs.all == ["relay=true"])
         // A line that cannot be driven: the /set is refused with the reason, for the error topic.
         fixture.outputs.failFromNowOn()
-        #expect(await bridge.set(relay, payload: Array("false".utf8), pipeline: fixture.pipeline)
+        #expect(
+            await bridge.set(relay, payload: Array("false".utf8), pipeline: fixture.pipeline)
                 == .rejected(reason: "driving output relay failed: the line is gone"))
     }
 
@@ -110,8 +119,9 @@ struct MirrorBridgeTests {
         let fixture = try await PipelineFixture(yaml: Self.yaml)
         let config = try ConfigLoader.load(yaml: Self.yaml).config
         let bridge = MirrorBridge(layout: fixture.layout, address: { "c\($0.rawValue)" })
-        var mirror = try Mirror(configuration: MirrorMapping.mirrorConfiguration(
-            config, mqtt: try #require(config.mqtt), layout: fixture.layout))
+        var mirror = try Mirror(
+            configuration: MirrorMapping.mirrorConfiguration(
+                config, mqtt: try #require(config.mqtt), layout: fixture.layout))
         let outside = fixture.ref("gateway/outside")
         let date = Date()
         #expect(!mirror.inboundSubscriptions.contains("weather/outside"))
@@ -134,28 +144,37 @@ struct MirrorBridgeTests {
         let date = Date(timeIntervalSince1970: 0)
         let label = try #require(layout.ref("gateway/label"))
         let id = MirrorCharacteristicID(service: "gateway", characteristic: "label")
-        #expect(bridge.mirrorEvent(.valueChanged(label, .text("x"), [0x78]), at: date)
+        #expect(
+            bridge.mirrorEvent(.valueChanged(label, .text("x"), [0x78]), at: date)
                 == .valueChanged(id, value: .string("x"), raw: [0x78], at: date))
-        #expect(bridge.mirrorEvent(.subscribed(label, CentralID(1), .indication), at: date)
+        #expect(
+            bridge.mirrorEvent(.subscribed(label, CentralID(1), .indication), at: date)
                 == .subscribed(id, central: "AA:BB:CC:DD:EE:01", kind: .indicate))
         for (kind, mirrored) in [(GATTWriteKind.request, MirrorWriteKind.request), (.command, .command), (.prepared, .prepared)] {
-            #expect(bridge.mirrorEvent(.written(label, CentralID(3), .text("y"), kind), at: date)
+            #expect(
+                bridge.mirrorEvent(.written(label, CentralID(3), .text("y"), kind), at: date)
                     == .written(id, value: .string("y"), central: "AA:BB:CC:DD:EE:03", kind: mirrored, at: date))
         }
-        #expect(bridge.mirrorEvent(.centralConnected(CentralID(2), mtu: 23), at: date)
+        #expect(
+            bridge.mirrorEvent(.centralConnected(CentralID(2), mtu: 23), at: date)
                 == .centralConnected(MirrorCentral(address: "AA:BB:CC:DD:EE:02", mtu: 23, security: .none, since: date)))
-        #expect(bridge.mirrorEvent(.mtuChanged(CentralID(2), mtu: 185), at: date)
+        #expect(
+            bridge.mirrorEvent(.mtuChanged(CentralID(2), mtu: 185), at: date)
                 == .centralMTUChanged(address: "AA:BB:CC:DD:EE:02", mtu: 185))
         // Encryption, pairing and bonding re-publish the central with its real link security.
         let justWorks = LinkSecurity(isEncrypted: true, isAuthenticated: false, isBonded: true)
-        #expect(bridge.mirrorEvent(.securityChanged(CentralID(2), justWorks), at: date)
+        #expect(
+            bridge.mirrorEvent(.securityChanged(CentralID(2), justWorks), at: date)
                 == .centralSecurityChanged(address: "AA:BB:CC:DD:EE:02", security: .encrypted, bonded: true))
         let passkey = LinkSecurity(isEncrypted: true, isAuthenticated: true)
-        #expect(bridge.mirrorEvent(.securityChanged(CentralID(2), passkey), at: date)
+        #expect(
+            bridge.mirrorEvent(.securityChanged(CentralID(2), passkey), at: date)
                 == .centralSecurityChanged(address: "AA:BB:CC:DD:EE:02", security: .authenticated, bonded: false))
-        #expect(bridge.mirrorEvent(.securityChanged(CentralID(2), .unencrypted), at: date)
+        #expect(
+            bridge.mirrorEvent(.securityChanged(CentralID(2), .unencrypted), at: date)
                 == .centralSecurityChanged(address: "AA:BB:CC:DD:EE:02", security: .none, bonded: false))
-        #expect(bridge.mirrorEvent(.status(peripheral: "poweredOn", advertising: true, counters: ["sent": 3]), at: date)
+        #expect(
+            bridge.mirrorEvent(.status(peripheral: "poweredOn", advertising: true, counters: ["sent": 3]), at: date)
                 == .peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["sent": 3])))
     }
 }

@@ -23,28 +23,30 @@ struct PairingGatewayTests {
         let state = directory.path + "/state"
         let configPath = directory.appendingPathComponent("gattway.yaml").path
         try """
-            device: {name: pairing-e2e}
-            state_dir: \(state)
-            bluetooth:
-              security: {io_capabilities: display_only}
-            services:
-              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
-                name: gateway
-                characteristics:
-                  - uuid: 6E400007-B5A3-F393-E0A9-E50E24DC0001
-                    name: label
-                    format: utf8
-                    max_length: 8
-                    source: {written: "start"}
-            mqtt:
-              url: mqtt://127.0.0.1:\(port)
-              discovery: false
-            """.write(toFile: configPath, atomically: true, encoding: .utf8)
+        device: {name: pairing-e2e}
+        state_dir: \(state)
+        bluetooth:
+          security: {io_capabilities: display_only}
+        services:
+          - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+            name: gateway
+            characteristics:
+              - uuid: 6E400007-B5A3-F393-E0A9-E50E24DC0001
+                name: label
+                format: utf8
+                max_length: 8
+                source: {written: "start"}
+        mqtt:
+          url: mqtt://127.0.0.1:\(port)
+          discovery: false
+        """.write(toFile: configPath, atomically: true, encoding: .utf8)
 
         let watcher = try MQTTWatcher(port: Int(port), filter: "gattway/pairing-e2e/#")
         defer { Task { await watcher.stop() } }
-        let gateway = GattwayProcess(["run", "--config", configPath, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)",
-                                      "--log-level", "trace"])
+        let gateway = GattwayProcess([
+            "run", "--config", configPath, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)",
+            "--log-level", "trace"
+        ])
         try gateway.start()
         defer { gateway.stop() }
         #expect(await watcher.first { $0.topic == "gattway/pairing-e2e/availability" && $0.text == "online" } != nil)
@@ -53,8 +55,9 @@ struct PairingGatewayTests {
         let found = try await phone.expect("scan", ["name": "pairing-e2e"])
         try await phone.expect("connect", ["address": try #require(found.string("address"))])
         let services = try await phone.expect("discover")["services"] as? [[String: Any]] ?? []
-        let label = try #require(services.flatMap { $0["characteristics"] as? [[String: Any]] ?? [] }
-            .first { ($0["uuid"] as? String)?.uppercased().hasPrefix("6E400007") == true }?["value_handle"] as? Int)
+        let label = try #require(
+            services.flatMap { $0["characteristics"] as? [[String: Any]] ?? [] }
+                .first { ($0["uuid"] as? String)?.uppercased().hasPrefix("6E400007") == true }?["value_handle"] as? Int)
 
         // Writable characteristics need an encrypted, bonded link unless the configuration says open.
         let refused = try await phone.run("write", ["handle": label, "value": "6869"])
@@ -77,7 +80,8 @@ struct PairingGatewayTests {
         }
         #expect(secured != nil, "centrals/<address> reports the paired link")
         try await phone.expect("write", ["handle": label, "value": "6869"])
-        #expect(await watcher.first { $0.topic == "gattway/pairing-e2e/gateway/label" && $0.text?.hasPrefix(#"{"value":"hi""#) == true } != nil)
+        #expect(
+            await watcher.first { $0.topic == "gattway/pairing-e2e/gateway/label" && $0.text?.hasPrefix(#"{"value":"hi""#) == true } != nil)
 
         // The bond file is private; none of its keys is in the trace-level log of this run.
         let bondPath = state + "/bonds.json"

@@ -73,10 +73,11 @@ struct PipelineFixture {
         let now: @Sendable () -> ContinuousClock.Instant = { realTime ? ContinuousClock.now : clock.now }
         peripheral = Peripheral(configuration: .init(deviceName: config.device.name), link: link, now: now)
         let outputs = self.outputs
-        pipeline = ValuePipeline(layout: layout, peripheral: peripheral, publishesEvents: publishesEvents,
-                                 timing: timing, clock: now,
-                                 logger: Logger(label: "test"),
-                                 driveOutput: { sensor, level in try outputs.record(sensor, level) })
+        pipeline = ValuePipeline(
+            layout: layout, peripheral: peripheral, publishesEvents: publishesEvents,
+            timing: timing, clock: now,
+            logger: Logger(label: "test"),
+            driveOutput: { sensor, level in try outputs.record(sensor, level) })
         events = peripheral.events.makeAsyncIterator()
         pipelineEvents = pipeline.events.makeAsyncIterator()
         durableEvents = pipeline.durableEvents.makeAsyncIterator()

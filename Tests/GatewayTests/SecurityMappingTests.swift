@@ -10,12 +10,16 @@ struct SecurityMappingTests {
     static let cases: [(String, GATTPermissions, GATTPermissions)] = [
         ("open", .readable, .writeable),
         ("[encrypted]", .readEncryptionRequired, .writeEncryptionRequired),
-        ("[authenticated]", [.readEncryptionRequired, .readAuthenticationRequired],
-         [.writeEncryptionRequired, .writeAuthenticationRequired]),
+        (
+            "[authenticated]", [.readEncryptionRequired, .readAuthenticationRequired],
+            [.writeEncryptionRequired, .writeAuthenticationRequired]
+        ),
         ("[bonded]", [.readEncryptionRequired, .readBondingRequired], [.writeEncryptionRequired, .writeBondingRequired]),
-        ("[authenticated, bonded]",
-         [.readEncryptionRequired, .readAuthenticationRequired, .readBondingRequired],
-         [.writeEncryptionRequired, .writeAuthenticationRequired, .writeBondingRequired]),
+        (
+            "[authenticated, bonded]",
+            [.readEncryptionRequired, .readAuthenticationRequired, .readBondingRequired],
+            [.writeEncryptionRequired, .writeAuthenticationRequired, .writeBondingRequired]
+        )
     ]
 
     /// The GATT permissions of the first service's first characteristic.
@@ -66,12 +70,16 @@ struct SecurityMappingTests {
         #expect(security.ioCapability == .displayOnly)
         #expect(security.fixedPasskey == 123_456)
         #expect(security.allowLegacy)
-        let defaults = try HostMapping.configuration(try ConfigLoader.load(yaml: """
-            services:
-              - uuid: 181A
-                characteristics:
-                  - {uuid: 2A6E, format: uint8, source: {static: 1}}
-            """).config).security
+        let defaults = try HostMapping.configuration(
+            try ConfigLoader.load(
+                yaml: """
+                    services:
+                      - uuid: 181A
+                        characteristics:
+                          - {uuid: 2A6E, format: uint8, source: {static: 1}}
+                    """
+            ).config
+        ).security
         #expect(defaults.ioCapability == .noInputNoOutput)
         #expect(defaults.fixedPasskey == nil)
         #expect(!defaults.allowLegacy)

@@ -52,17 +52,22 @@ struct SensorMappingTests {
     @Test func inputSettingsBecomeLineFiltersAndChipNamesBecomeLabels() throws {
         let config = try loaded()
         let spec = SensorMapping.spec(config.sensors[0], gpio: config.gpio, stateDirectory: "/tmp/x")
-        #expect(spec == SensorSpec(
-            name: "button",
-            kind: .binary(BinarySettings(line: LineSelector("BTN", chip: "board"), bias: .pullUp, holdTime: .zero)),
-            filters: [.invert, .debounce(.milliseconds(5)), .delayedOn(.milliseconds(20))]))
+        #expect(
+            spec
+                == SensorSpec(
+                    name: "button",
+                    kind: .binary(BinarySettings(line: LineSelector("BTN", chip: "board"), bias: .pullUp, holdTime: .zero)),
+                    filters: [.invert, .debounce(.milliseconds(5)), .delayedOn(.milliseconds(20))]))
     }
 
     @Test func rotaryWrapIsARangeAndOutputsKeepActiveLow() throws {
         let config = try loaded()
         let knob = SensorMapping.spec(config.sensors[1], gpio: config.gpio, stateDirectory: "/tmp/x")
-        #expect(knob.kind == .rotaryEncoder(RotaryEncoderSettings(
-            a: LineSelector("A"), b: LineSelector("B"), bias: .asIs, transitionsPerStep: 2, wrap: 0...23)))
+        #expect(
+            knob.kind
+                == .rotaryEncoder(
+                    RotaryEncoderSettings(
+                        a: LineSelector("A"), b: LineSelector("B"), bias: .asIs, transitionsPerStep: 2, wrap: 0...23)))
         let relay = SensorMapping.spec(config.sensors[2], gpio: config.gpio, stateDirectory: "/tmp/x")
         #expect(relay.kind == .output(OutputSensorSettings(line: LineSelector("RELAY", chip: "board"), initialValue: true)))
         #expect(relay.filters == [.invert])

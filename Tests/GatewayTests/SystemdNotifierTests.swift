@@ -25,7 +25,8 @@ import TestHarness
         #expect(readiness.controllerStateChanged(.resetting) == nil, "not ready before the grace runs out")
         #expect(readiness.controllerStateChanged(.poweredOn) == "READY=1\nSTATUS=running")
         #expect(readiness.graceExpired() == nil, "ready once")
-        #expect(readiness.controllerStateChanged(.resetting)
+        #expect(
+            readiness.controllerStateChanged(.resetting)
                 == "STATUS=degraded: Bluetooth controller hci0 unreachable or busy, retrying; sensors and MQTT running")
         #expect(readiness.controllerStateChanged(.unsupported) == nil, "still degraded: said once")
         #expect(readiness.controllerStateChanged(.poweredOn) == "STATUS=running")
@@ -34,12 +35,13 @@ import TestHarness
     @Test(arguments: [
         (PeripheralState.unknown, "not up yet"), (.unsupported, "not found"),
         (.unauthorized, "not allowed (needs CAP_NET_ADMIN)"), (.poweredOff, "powered off or blocked by rfkill"),
-        (.resetting, "unreachable or busy"),
+        (.resetting, "unreachable or busy")
     ])
     func withoutAControllerTheGraceMakesItReadyAndDegraded(_ state: PeripheralState, _ why: String) {
         var readiness = ServiceReadiness(controller: "tcp:127.0.0.1:9")
         _ = readiness.controllerStateChanged(state)
-        #expect(readiness.graceExpired()
+        #expect(
+            readiness.graceExpired()
                 == "READY=1\nSTATUS=degraded: Bluetooth controller tcp:127.0.0.1:9 \(why), retrying; sensors and MQTT running")
         #expect(readiness.controllerStateChanged(.poweredOn) == "STATUS=running")
     }
@@ -50,16 +52,18 @@ import TestHarness
     @Test func theIntervalIsHalfOfWhatSystemdAsksForThisProcess() {
         #expect(ServiceWatchdog.interval(environment: ["WATCHDOG_USEC": "30000000"], pid: 42) == .seconds(15))
         #expect(ServiceWatchdog.interval(environment: ["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "42"], pid: 42) == .seconds(15))
-        #expect(ServiceWatchdog.interval(environment: ["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "7"], pid: 42) == nil,
-                "another process's watchdog")
+        #expect(
+            ServiceWatchdog.interval(environment: ["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "7"], pid: 42) == nil,
+            "another process's watchdog")
         #expect(ServiceWatchdog.interval(environment: [:], pid: 42) == nil)
         #expect(ServiceWatchdog.interval(environment: ["WATCHDOG_USEC": "0"], pid: 42) == nil)
     }
 
     @Test func itBeatsWhileTheWorkAnswers() async throws {
         let socket = try NotifySocket()
-        let watchdog = ServiceWatchdog(interval: .milliseconds(50), probes: [{}, {}],
-                                       systemd: SystemdNotifier(socketPath: socket.path))
+        let watchdog = ServiceWatchdog(
+            interval: .milliseconds(50), probes: [{}, {}],
+            systemd: SystemdNotifier(socketPath: socket.path))
         let task = Task { await watchdog.run() }
         defer { task.cancel() }
         // Generous waits: on a loaded machine the beat's own tasks wait for a thread too.
@@ -72,8 +76,9 @@ import TestHarness
     @Test func aStuckActorStopsTheBeat() async throws {
         let socket = try NotifySocket()
         let stuck = StuckActor()
-        let watchdog = ServiceWatchdog(interval: .milliseconds(50), probes: [{ await stuck.answer() }],
-                                       systemd: SystemdNotifier(socketPath: socket.path))
+        let watchdog = ServiceWatchdog(
+            interval: .milliseconds(50), probes: [{ await stuck.answer() }],
+            systemd: SystemdNotifier(socketPath: socket.path))
         let task = Task { await watchdog.run() }
         #expect(await socket.next(within: .seconds(1)) == nil, "no WATCHDOG=1 while the actor is stuck")
         await stuck.release()

@@ -57,8 +57,11 @@ struct TriggerDescriptorTests {
         let h = await handles(fixture)
         await fixture.peripheral.centralConnected(alice)
         await fixture.peripheral.receive([0x04] + le(h.firstSetting) + le(h.configuration), from: alice)
-        #expect(fixture.link.take(alice) == [[0x05, 0x01] + le(h.firstSetting) + [0x0D, 0x29]
-                + le(h.secondSetting) + [0x0D, 0x29] + le(h.configuration) + [0x0B, 0x29]])
+        #expect(
+            fixture.link.take(alice) == [
+                [0x05, 0x01] + le(h.firstSetting) + [0x0D, 0x29]
+                    + le(h.secondSetting) + [0x0D, 0x29] + le(h.configuration) + [0x0B, 0x29]
+            ])
         // A characteristic that does not notify has none: just its User Description, Presentation
         // Format and ES Measurement (it is the database's last characteristic).
         let humidity = await fixture.characteristic("environment/humidity")
@@ -94,7 +97,7 @@ struct TriggerDescriptorTests {
             ("OR", [0x12] + le(h.configuration) + [0x01], [0x13]),
             ("read back", [0x0A] + le(h.configuration), [0x0B, 0x01]),
             ("a Write Command is not answered and not applied", [0x52] + le(h.configuration) + [0x00], nil),
-            ("still OR", [0x0A] + le(h.configuration), [0x0B, 0x01]),
+            ("still OR", [0x0A] + le(h.configuration), [0x0B, 0x01])
         ]
         for (name, request, answer) in steps {
             await fixture.peripheral.receive(request, from: alice)
@@ -157,8 +160,13 @@ struct TriggerDescriptorTests {
         await fixture.pipeline.handle(try #require(second))
         let third = await changes.next()
         let or = try #require(third)
-        #expect(or.triggers == TriggerSet([.compare(.greaterThan, reference: .number(25)),
-                                           .compare(.lessThan, reference: .number(0))], logic: .or))
+        #expect(
+            or.triggers
+                == TriggerSet(
+                    [
+                        .compare(.greaterThan, reference: .number(25)),
+                        .compare(.lessThan, reference: .number(0))
+                    ], logic: .or))
         await fixture.pipeline.handle(or)
         received = []
         for value in [-1.0, 10, 28] {

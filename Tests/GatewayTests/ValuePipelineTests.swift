@@ -60,7 +60,8 @@ struct ValuePipelineTests {
         for path in ["environment/temperature", "gateway/relay", "gateway/label"] {
             let a = await first.characteristic(path)
             let b = await second.characteristic(path)
-            #expect((a.declarationHandle, a.valueHandle, a.clientConfigurationHandle)
+            #expect(
+                (a.declarationHandle, a.valueHandle, a.clientConfigurationHandle)
                     == (b.declarationHandle, b.valueHandle, b.clientConfigurationHandle))
         }
         // Services follow GAP and GATT, in configuration order.
@@ -70,36 +71,42 @@ struct ValuePipelineTests {
     }
 
     @Test func serverConfigurationCarriesNameAppearanceAndConnectionPreferences() throws {
-        let config = try ConfigLoader.load(yaml: """
-            device: {name: greenhouse, appearance: 1347}
-            bluetooth:
-              connection: {min_interval: 30ms, max_interval: 50ms, latency: 2, supervision_timeout: 4s}
-            gpio: {backend: simulated}
-            """).config
+        let config = try ConfigLoader.load(
+            yaml: """
+                device: {name: greenhouse, appearance: 1347}
+                bluetooth:
+                  connection: {min_interval: 30ms, max_interval: 50ms, latency: 2, supervision_timeout: 4s}
+                gpio: {backend: simulated}
+                """
+        ).config
         let server = GATTLayout(config: config).serverConfiguration
         #expect(server.deviceName == "greenhouse")
         #expect(server.appearance == 1347)
-        #expect(server.preferredConnectionParameters == .init(minimumInterval: 24, maximumInterval: 40,
-                                                               peripheralLatency: 2, supervisionTimeout: 400))
+        #expect(
+            server.preferredConnectionParameters
+                == .init(
+                    minimumInterval: 24, maximumInterval: 40,
+                    peripheralLatency: 2, supervisionTimeout: 400))
     }
 
     /// A service is published after the services it includes, which it then names by their IDs.
     @Test func includedServicesArePublishedFirst() async throws {
-        let fixture = try await PipelineFixture(yaml: """
-            device: {name: includes}
-            gpio: {backend: simulated}
-            services:
-              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
-                name: main
-                includes: [extra]
-                characteristics:
-                  - {uuid: 2A19, name: a, format: uint8, source: {static: 1}}
-              - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
-                name: extra
-                primary: false
-                characteristics:
-                  - {uuid: 2A29, name: b, format: uint8, source: {static: 2}}
-            """)
+        let fixture = try await PipelineFixture(
+            yaml: """
+                device: {name: includes}
+                gpio: {backend: simulated}
+                services:
+                  - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+                    name: main
+                    includes: [extra]
+                    characteristics:
+                      - {uuid: 2A19, name: a, format: uint8, source: {static: 1}}
+                  - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                    name: extra
+                    primary: false
+                    characteristics:
+                      - {uuid: 2A29, name: b, format: uint8, source: {static: 2}}
+                """)
         #expect(fixture.layout.publishingOrder == [1, 0])
         let services = await fixture.peripheral.services
         let main = try #require(services.first { $0.characteristics.first?.uuid == BluetoothUUID(0x2A19) })
@@ -107,8 +114,9 @@ struct ValuePipelineTests {
         #expect(extra.handles.upperBound < main.handles.lowerBound)
         // main's Include declaration names extra's handle range.
         await fixture.peripheral.centralConnected(CentralID(4))
-        await fixture.peripheral.receive([0x08] + le(main.handles.lowerBound) + le(main.handles.upperBound) + [0x02, 0x28],
-                                         from: CentralID(4))
+        await fixture.peripheral.receive(
+            [0x08] + le(main.handles.lowerBound) + le(main.handles.upperBound) + [0x02, 0x28],
+            from: CentralID(4))
         let include = try #require(fixture.link.take(CentralID(4)).first)
         #expect(Array(include.prefix(2)) == [0x09, 6])
         #expect(Array(include[4..<8]) == le(extra.handles.lowerBound) + le(extra.handles.upperBound))
@@ -128,7 +136,8 @@ struct ValuePipelineTests {
         let start = temperature.valueHandle + 1
         await fixture.peripheral.receive([0x04] + le(start) + le(start + 3), from: central)
         let response = try #require(fixture.link.take(central).first)
-        #expect(response == [0x05, 0x01] + le(start) + [0x02, 0x29] + le(start + 1) + [0x01, 0x29]
+        #expect(
+            response == [0x05, 0x01] + le(start) + [0x02, 0x29] + le(start + 1) + [0x01, 0x29]
                 + le(start + 2) + [0x04, 0x29] + le(start + 3) + [0x0C, 0x29])
         // Read the Presentation Format.
         await fixture.peripheral.receive([0x0A] + le(start + 2), from: central)
@@ -297,8 +306,9 @@ struct ValuePipelineTests {
         #expect(waiting <= 1)
         await fixture.peripheral.transmitRoomFreed(1)
         await fixture.pump()
-        #expect(await fixture.notifications(alice, on: "gateway/label") == [Array("e".utf8)],
-                "b (refused by the link), c and d coalesced; no stale value first")
+        #expect(
+            await fixture.notifications(alice, on: "gateway/label") == [Array("e".utf8)],
+            "b (refused by the link), c and d coalesced; no stale value first")
         await fixture.peripheral.transmitRoomFreed(1)
         await fixture.pump()
         #expect(await fixture.notifications(alice, on: "gateway/label").isEmpty)
@@ -345,8 +355,9 @@ struct ValuePipelineTests {
         let write = try #require(await writes.next())
         #expect(write.value == .text("hello"))
         await fixture.pipeline.handle(write)
-        #expect(await fixture.notifications(bob, on: "gateway/label") == [Array("hello".utf8)],
-                "other subscribers hear the write")
+        #expect(
+            await fixture.notifications(bob, on: "gateway/label") == [Array("hello".utf8)],
+            "other subscribers hear the write")
         await fixture.peripheral.receive([0x0A] + le(label.valueHandle), from: alice)
         #expect(fixture.link.take(alice) == [[0x0B] + Array("hello".utf8)])
 
@@ -394,8 +405,11 @@ struct ValuePipelineTests {
         await fixture.peripheral.receive([0x16] + handle + [0x00, 0x00] + Array("lo".utf8), from: alice)
         await fixture.peripheral.receive([0x16] + handle + [0x02, 0x00] + Array("ng".utf8), from: alice)
         await fixture.peripheral.receive([0x18, 0x01], from: alice)
-        #expect(fixture.link.take(alice) == [[0x13], [0x17] + handle + [0x00, 0x00] + Array("lo".utf8),
-                                             [0x17] + handle + [0x02, 0x00] + Array("ng".utf8), [0x19]])
+        #expect(
+            fixture.link.take(alice) == [
+                [0x13], [0x17] + handle + [0x00, 0x00] + Array("lo".utf8),
+                [0x17] + handle + [0x02, 0x00] + Array("ng".utf8), [0x19]
+            ])
         for _ in 0..<3 { await fixture.pipeline.handle(try #require(await writes.next())) }
 
         var written: [PipelineEvent] = []
@@ -403,8 +417,11 @@ struct ValuePipelineTests {
             if case .written = event { written.append(event) }
         }
         let ref = fixture.ref("gateway/label")
-        #expect(written == [.written(ref, alice, .text("req"), .request), .written(ref, alice, .text("cmd"), .command),
-                            .written(ref, alice, .text("long"), .prepared)])
+        #expect(
+            written == [
+                .written(ref, alice, .text("req"), .request), .written(ref, alice, .text("cmd"), .command),
+                .written(ref, alice, .text("long"), .prepared)
+            ])
     }
 
     @Test func writesToAnOutputDriveItsLine() async throws {
@@ -428,8 +445,10 @@ struct ValuePipelineTests {
         var fixture = try await PipelineFixture(yaml: Self.yaml)
         await fixture.peripheral.transmitRoomFreed(100)
         await fixture.subscribe(alice, to: "environment/temperature")
-        await fixture.pipeline.sensorValue(.init(sensor: "climate", channel: "temperature",
-                                                 reading: .failure(.timeout), unit: "°C", timestampNs: 0))
+        await fixture.pipeline.sensorValue(
+            .init(
+                sensor: "climate", channel: "temperature",
+                reading: .failure(.timeout), unit: "°C", timestampNs: 0))
         #expect(await fixture.notifications(alice, on: "environment/temperature").isEmpty)
         #expect(await fixture.pipeline.currentBytes(fixture.ref("environment/temperature")) == nil)
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 21.5))

@@ -19,9 +19,11 @@ struct RunningService {
     let service: MQTTMirrorService
     let task: Task<Void, Never>
 
-    init(port: Int, stateDirectory: URL, configuration: MirrorConfiguration = sampleConfiguration(),
-         recorder: GatewayRecorder = GatewayRecorder(),
-         onSet: MQTTMirrorService.SetHandler? = nil) throws {
+    init(
+        port: Int, stateDirectory: URL, configuration: MirrorConfiguration = sampleConfiguration(),
+        recorder: GatewayRecorder = GatewayRecorder(),
+        onSet: MQTTMirrorService.SetHandler? = nil
+    ) throws {
         let service = try MQTTMirrorService(
             client: MQTTClientConfiguration(
                 host: "127.0.0.1", port: port, clientID: "gattway-\(UUID().uuidString.prefix(8))",
@@ -57,9 +59,11 @@ func firstConnectionOutcome(_ configuration: MQTTClientConfiguration, logger: Lo
 
 /// Tests/userland/debian13.sh runs the unit tests only (no broker in that root) and says so with
 /// GATTWAY_UNIT_ONLY; everywhere else a missing mosquitto is a failure, not a skip.
-@Suite("Against a real mosquitto", .serialized,
-       .disabled(if: ProcessInfo.processInfo.environment["GATTWAY_UNIT_ONLY"] != nil,
-                 "GATTWAY_UNIT_ONLY is set: the broker integration tests run in the main stage"))
+@Suite(
+    "Against a real mosquitto", .serialized,
+    .disabled(
+        if: ProcessInfo.processInfo.environment["GATTWAY_UNIT_ONLY"] != nil,
+        "GATTWAY_UNIT_ONLY is set: the broker integration tests run in the main stage"))
 struct BrokerTests {
     @Test func everyTopicWithExactPayloads() async throws {
         let broker = try Broker()
@@ -77,22 +81,27 @@ struct BrokerTests {
         _ = try await watcher.next(on: "gattway/pi1/state")  // initial state
 
         await service.handle(.peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["reads": 1])))
-        #expect(try await watcher.next(on: "gattway/pi1/state").string
-            == #"{"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":1}}"#)
+        #expect(
+            try await watcher.next(on: "gattway/pi1/state").string
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":1}}"#)
 
         await service.handle(.centralConnected(MirrorCentral(address: phone, mtu: 185, security: .encrypted, since: t0)))
-        #expect(try await watcher.next(on: "gattway/pi1/centrals/\(phone)").string
-            == #"{"address":"AA:BB:CC:DD:EE:01","mtu":185,"security":"encrypted","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#)
-        #expect(try await watcher.next(on: "gattway/pi1/state").string
-            == #"{"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"counters":{"reads":1}}"#)
+        #expect(
+            try await watcher.next(on: "gattway/pi1/centrals/\(phone)").string
+                == #"{"address":"AA:BB:CC:DD:EE:01","mtu":185,"security":"encrypted","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#)
+        #expect(
+            try await watcher.next(on: "gattway/pi1/state").string
+                == #"{"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"counters":{"reads":1}}"#)
 
         await service.handle(.subscribed(temperature, central: phone, kind: .notify))
-        #expect(try await watcher.next(on: "gattway/pi1/env/temperature/subscribers").string
-            == #"{"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#)
+        #expect(
+            try await watcher.next(on: "gattway/pi1/env/temperature/subscribers").string
+                == #"{"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#)
 
         await service.handle(.valueChanged(temperature, value: .number(21.5), raw: [], at: t0))
-        #expect(try await watcher.next(on: "gattway/pi1/env/temperature").string
-            == #"{"value":21.5,"ts":"2027-01-15T08:00:00.250Z"}"#)
+        #expect(
+            try await watcher.next(on: "gattway/pi1/env/temperature").string
+                == #"{"value":21.5,"ts":"2027-01-15T08:00:00.250Z"}"#)
         await service.handle(.valueChanged(relay, value: .bool(false), raw: [0], at: t0))
         _ = try await watcher.next(on: "gattway/pi1/io/relay")
 
@@ -121,8 +130,9 @@ struct BrokerTests {
         #expect(try await late.next(on: "gattway/pi1/availability").retain)
         #expect(try await late.next(on: "gattway/pi1/env/temperature").string == #"{"value":21.5,"ts":"2027-01-15T08:00:00.250Z"}"#)
         #expect(try await late.next(on: "gattway/pi1/io/relay").string == #"{"value":false,"ts":"2027-01-15T08:00:00.250Z"}"#)
-        #expect(try await late.next(on: "gattway/pi1/state").string
-            == #"{"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":1}}"#)
+        #expect(
+            try await late.next(on: "gattway/pi1/state").string
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":1}}"#)
         #expect(try await late.next(on: "gattway/pi1/env/temperature/subscribers").string == #"{"centrals":[]}"#)
         #expect(await late.received(on: "gattway/pi1/centrals/\(phone)").isEmpty)
         #expect(await late.received(on: "gattway/pi1/io/relay/written").isEmpty)
@@ -141,23 +151,27 @@ struct BrokerTests {
         let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#"])
         // The gateway's validator: only JSON booleans; an accepted value is applied and mirrored.
         let box = ServiceBox()
-        let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"), onSet: { id, payload in
-            guard let text = String(validating: payload, as: UTF8.self) else { return .rejected(reason: "payload is not UTF-8") }
-            guard text == "true" || text == "false" else { return .rejected(reason: "expected true or false, got '\(text)'") }
-            await box.service?.handle(.valueChanged(id, value: .bool(text == "true"), raw: [text == "true" ? 1 : 0], at: t1))
-            return .accepted
-        })
+        let running = try RunningService(
+            port: broker.port, stateDirectory: try temporaryDirectory("state"),
+            onSet: { id, payload in
+                guard let text = String(validating: payload, as: UTF8.self) else { return .rejected(reason: "payload is not UTF-8") }
+                guard text == "true" || text == "false" else { return .rejected(reason: "expected true or false, got '\(text)'") }
+                await box.service?.handle(.valueChanged(id, value: .bool(text == "true"), raw: [text == "true" ? 1 : 0], at: t1))
+                return .accepted
+            })
         await box.set(running.service)
         _ = try await watcher.next(on: "gattway/pi1/availability")
         await running.service.handle(.valueChanged(relay, value: .bool(false), raw: [0], at: t0))
         #expect(try await watcher.next(on: "gattway/pi1/io/relay").string == #"{"value":false,"ts":"2027-01-15T08:00:00.250Z"}"#)
 
         try await watcher.publish(MQTTMessage(topic: "gattway/pi1/io/relay/set", text: "banana"))
-        #expect(try await watcher.next(on: "gattway/pi1/error").string
-            == #"{"topic":"gattway/pi1/io/relay/set","reason":"expected true or false, got 'banana'","ts":"2027-01-15T08:01:40.000Z"}"#)
+        #expect(
+            try await watcher.next(on: "gattway/pi1/error").string
+                == #"{"topic":"gattway/pi1/io/relay/set","reason":"expected true or false, got 'banana'","ts":"2027-01-15T08:01:40.000Z"}"#)
         try await watcher.publish(MQTTMessage(topic: "gattway/pi1/io/relay/set", payload: [0xff, 0xfe]))
-        #expect(try await watcher.next(on: "gattway/pi1/error").string
-            == #"{"topic":"gattway/pi1/io/relay/set","reason":"payload is not UTF-8","ts":"2027-01-15T08:01:40.000Z"}"#)
+        #expect(
+            try await watcher.next(on: "gattway/pi1/error").string
+                == #"{"topic":"gattway/pi1/io/relay/set","reason":"payload is not UTF-8","ts":"2027-01-15T08:01:40.000Z"}"#)
         // A characteristic without /set is not listened to at all.
         try await watcher.publish(MQTTMessage(topic: "gattway/pi1/env/temperature/set", text: "99"))
         // A valid payload goes through; before it, nothing changed the value.
@@ -187,8 +201,9 @@ struct BrokerTests {
 
         try await watcher.publish(MQTTMessage(topic: "homeassistant/status", text: "online"))
         _ = try await watcher.next(on: "homeassistant/status")
-        #expect(try await watcher.next(on: "homeassistant/sensor/gattway_pi1/connected_centrals/config").string
-            .contains(#""entity_category":"diagnostic""#))
+        #expect(
+            try await watcher.next(on: "homeassistant/sensor/gattway_pi1/connected_centrals/config").string
+                .contains(#""entity_category":"diagnostic""#))
         await running.stop()
         await watcher.stop()
     }
@@ -295,15 +310,17 @@ struct BrokerTests {
 
     @Test func tlsWithSelfSignedCAAndWrongCA() async throws {
         let pki = try TestPKI()
-        let broker = try Broker(extra: """
-            allow_anonymous true
-            cafile \(pki.ca)
-            certfile \(pki.serverCertificate)
-            keyfile \(pki.serverKey)
-            """)
+        let broker = try Broker(
+            extra: """
+                allow_anonymous true
+                cafile \(pki.ca)
+                certfile \(pki.serverCertificate)
+                keyfile \(pki.serverKey)
+                """)
         defer { broker.stop() }
-        let good = MQTTClientConfiguration(host: "127.0.0.1", port: broker.port, clientID: "tls-good",
-                                           tls: MQTTTLSConfiguration(caFile: pki.ca))
+        let good = MQTTClientConfiguration(
+            host: "127.0.0.1", port: broker.port, clientID: "tls-good",
+            tls: MQTTTLSConfiguration(caFile: pki.ca))
         #expect(try await firstConnectionOutcome(good) == nil)
 
         // The mirror works over TLS end to end.
@@ -410,13 +427,21 @@ struct TestPKI {
         guard FileManager.default.isExecutableFile(atPath: openssl) else { throw TestFailure("openssl is not installed") }
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         for name in ["ca", "other-ca"] {
-            try run(openssl, ["req", "-x509"] + ec + ["-keyout", path("\(name).key"), "-out", path("\(name).crt"),
-                                                      "-days", "2", "-subj", "/CN=gattway test \(name)"])
+            try run(
+                openssl,
+                ["req", "-x509"] + ec + [
+                    "-keyout", path("\(name).key"), "-out", path("\(name).crt"),
+                    "-days", "2", "-subj", "/CN=gattway test \(name)"
+                ])
         }
         try run(openssl, ["req"] + ec + ["-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=localhost"])
         try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("ext"), atomically: true, encoding: .utf8)
-        try run(openssl, ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
-                          "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("ext")])
+        try run(
+            openssl,
+            [
+                "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+                "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("ext")
+            ])
         ca = path("ca.crt")
         otherCA = path("other-ca.crt")
         serverCertificate = path("server.crt")

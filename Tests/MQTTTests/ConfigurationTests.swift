@@ -29,8 +29,9 @@ struct ConfigurationTests {
 
     @Test func backoffDoublesUpToTheMaximum() {
         let backoff = MQTTBackoff(initial: .milliseconds(500), maximum: .seconds(5))
-        #expect((0...6).map { backoff.delay(attempt: $0) }
-            == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(5), .seconds(5), .seconds(5)])
+        #expect(
+            (0...6).map { backoff.delay(attempt: $0) }
+                == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(5), .seconds(5), .seconds(5)])
     }
 
     @Test func clientCertificateNeedsACAFile() {

@@ -3,7 +3,7 @@ import Testing
 @testable import MQTT
 
 let t0 = Date(timeIntervalSince1970: 1_800_000_000.25)  // 2027-01-15T08:00:00.250Z
-let t1 = Date(timeIntervalSince1970: 1_800_000_100)     // 2027-01-15T08:01:40.000Z
+let t1 = Date(timeIntervalSince1970: 1_800_000_100)  // 2027-01-15T08:01:40.000Z
 
 let temperature = MirrorCharacteristicID(service: "env", characteristic: "temperature")
 let relay = MirrorCharacteristicID(service: "io", characteristic: "relay")
@@ -13,14 +13,20 @@ let phone = "AA:BB:CC:DD:EE:01"
 let tablet = "AA:BB:CC:DD:EE:02"
 
 func sampleConfiguration(discovery: String? = "homeassistant") -> MirrorConfiguration {
-    MirrorConfiguration(deviceID: "pi1", deviceName: "Garden Pi", characteristics: [
-        MirrorCharacteristic(id: temperature, homeAssistant: HomeAssistantEntity(
-            kind: .sensor, name: "Temperature", deviceClass: "temperature", unit: "°C")),
-        MirrorCharacteristic(id: relay, acceptsSet: true, homeAssistant: HomeAssistantEntity(
-            kind: .switch, name: "Relay", deviceClass: "outlet")),
-        MirrorCharacteristic(id: remote, sourceTopic: "weather/outside"),
-        MirrorCharacteristic(id: blob, payloadStyle: .raw),
-    ], discoveryPrefix: discovery)
+    MirrorConfiguration(
+        deviceID: "pi1", deviceName: "Garden Pi",
+        characteristics: [
+            MirrorCharacteristic(
+                id: temperature,
+                homeAssistant: HomeAssistantEntity(
+                    kind: .sensor, name: "Temperature", deviceClass: "temperature", unit: "°C")),
+            MirrorCharacteristic(
+                id: relay, acceptsSet: true,
+                homeAssistant: HomeAssistantEntity(
+                    kind: .switch, name: "Relay", deviceClass: "outlet")),
+            MirrorCharacteristic(id: remote, sourceTopic: "weather/outside"),
+            MirrorCharacteristic(id: blob, payloadStyle: .raw)
+        ], discoveryPrefix: discovery)
 }
 
 func published(_ actions: [MirrorAction]) -> [String] {
@@ -38,12 +44,14 @@ func published(_ actions: [MirrorAction]) -> [String] {
 struct MirrorTests {
     @Test func valueTopicCarriesJSONValueAndTimestamp() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
-        #expect(published(mirror.apply(.valueChanged(temperature, value: .number(21.5), raw: [0x66, 0x08], at: t0))) == [
-            #"retained gattway/pi1/env/temperature {"value":21.5,"ts":"2027-01-15T08:00:00.250Z"}"#,
-        ])
-        #expect(published(mirror.apply(.valueChanged(relay, value: .bool(true), raw: [1], at: t1))) == [
-            #"retained gattway/pi1/io/relay {"value":true,"ts":"2027-01-15T08:01:40.000Z"}"#,
-        ])
+        #expect(
+            published(mirror.apply(.valueChanged(temperature, value: .number(21.5), raw: [0x66, 0x08], at: t0))) == [
+                #"retained gattway/pi1/env/temperature {"value":21.5,"ts":"2027-01-15T08:00:00.250Z"}"#
+            ])
+        #expect(
+            published(mirror.apply(.valueChanged(relay, value: .bool(true), raw: [1], at: t1))) == [
+                #"retained gattway/pi1/io/relay {"value":true,"ts":"2027-01-15T08:01:40.000Z"}"#
+            ])
     }
 
     @Test func rawStylePublishesTheBytes() throws {
@@ -58,68 +66,89 @@ struct MirrorTests {
         configuration.retainValues = false
         var mirror = try Mirror(configuration: configuration)
         let actions = mirror.apply(.valueChanged(temperature, value: .integer(7), raw: [7], at: t0))
-        #expect(actions == [.publish(MQTTMessage(topic: "gattway/pi1/env/temperature",
-                                                 text: #"{"value":7,"ts":"2027-01-15T08:00:00.250Z"}"#,
-                                                 qos: .atMostOnce, retain: false), durable: false)])
+        #expect(
+            actions == [
+                .publish(
+                    MQTTMessage(
+                        topic: "gattway/pi1/env/temperature",
+                        text: #"{"value":7,"ts":"2027-01-15T08:00:00.250Z"}"#,
+                        qos: .atMostOnce, retain: false), durable: false)
+            ])
         // A value that is not retained is not re-sent as if it were news after a reconnection.
         #expect(!mirror.retainedSnapshot.map(\.topic).contains("gattway/pi1/env/temperature"))
     }
 
     @Test func writesAreDurableEventsNotRetained() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
-        #expect(published(mirror.apply(.written(relay, value: .bool(false), central: phone, kind: .request, at: t0))) == [
-            #"durable gattway/pi1/io/relay/written {"value":false,"central":"AA:BB:CC:DD:EE:01","kind":"request","ts":"2027-01-15T08:00:00.250Z"}"#,
-        ])
-        #expect(published(mirror.apply(.written(blob, value: .bytes([0x0a, 0xff]), central: tablet, kind: .command, at: t1))) == [
-            #"durable gattway/pi1/io/blob/written {"value":"0aff","central":"AA:BB:CC:DD:EE:02","kind":"command","ts":"2027-01-15T08:01:40.000Z"}"#,
-        ])
+        #expect(
+            published(mirror.apply(.written(relay, value: .bool(false), central: phone, kind: .request, at: t0))) == [
+                #"durable gattway/pi1/io/relay/written {"value":false,"central":"AA:BB:CC:DD:EE:01","kind":"request","ts":"2027-01-15T08:00:00.250Z"}"#
+            ])
+        #expect(
+            published(mirror.apply(.written(blob, value: .bytes([0x0a, 0xff]), central: tablet, kind: .command, at: t1))) == [
+                #"durable gattway/pi1/io/blob/written {"value":"0aff","central":"AA:BB:CC:DD:EE:02","kind":"command","ts":"2027-01-15T08:01:40.000Z"}"#
+            ])
     }
 
     /// The writer was answered before the line was driven: a failure reaches the error topic,
     /// durably, naming the output, the central and the reason.
     @Test func anOutputThatFailedIsReportedOnTheErrorTopic() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
-        #expect(published(mirror.apply(.outputFailed(relay, central: phone, reason: "driving output relay failed: EBUSY", at: t1))) == [
-            #"durable gattway/pi1/error {"topic":"gattway/pi1/io/relay","central":"AA:BB:CC:DD:EE:01","reason":"driving output relay failed: EBUSY","ts":"2027-01-15T08:01:40.000Z"}"#,
-        ])
+        #expect(
+            published(mirror.apply(.outputFailed(relay, central: phone, reason: "driving output relay failed: EBUSY", at: t1))) == [
+                #"durable gattway/pi1/error {"topic":"gattway/pi1/io/relay","central":"AA:BB:CC:DD:EE:01","reason":"driving output relay failed: EBUSY","ts":"2027-01-15T08:01:40.000Z"}"#
+            ])
     }
 
     @Test func pairingPromptsArePublishedUnretained() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
-        #expect(published(mirror.apply(.pairing(central: phone, prompt: .passkey("004217"), at: t0))) == [
-            #"gattway/pi1/pairing {"central":"AA:BB:CC:DD:EE:01","passkey":"004217","ts":"2027-01-15T08:00:00.250Z"}"#,
-        ])
-        #expect(published(mirror.apply(.pairing(central: phone, prompt: .compare("093811"), at: t1))) == [
-            #"gattway/pi1/pairing {"central":"AA:BB:CC:DD:EE:01","compare":"093811","ts":"2027-01-15T08:01:40.000Z"}"#,
-        ])
+        #expect(
+            published(mirror.apply(.pairing(central: phone, prompt: .passkey("004217"), at: t0))) == [
+                #"gattway/pi1/pairing {"central":"AA:BB:CC:DD:EE:01","passkey":"004217","ts":"2027-01-15T08:00:00.250Z"}"#
+            ])
+        #expect(
+            published(mirror.apply(.pairing(central: phone, prompt: .compare("093811"), at: t1))) == [
+                #"gattway/pi1/pairing {"central":"AA:BB:CC:DD:EE:01","compare":"093811","ts":"2027-01-15T08:01:40.000Z"}"#
+            ])
     }
 
     @Test func centralsStateAndSubscribersFollowConnections() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
-        #expect(published(mirror.apply(.peripheralState(MirrorPeripheralState(
-            state: "poweredOn", advertising: true, counters: ["writes": 2, "reads": 5])))) == [
-            #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":5,"writes":2}}"#,
-        ])
-        #expect(published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0))))
-            == [
-                #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":23,"security":"none","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#,
-                #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"counters":{"reads":5,"writes":2}}"#,
-            ])
+        #expect(
+            published(
+                mirror.apply(
+                    .peripheralState(
+                        MirrorPeripheralState(
+                            state: "poweredOn", advertising: true, counters: ["writes": 2, "reads": 5])))) == [
+                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":5,"writes":2}}"#
+                ])
+        #expect(
+            published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0))))
+                == [
+                    #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":23,"security":"none","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#,
+                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"counters":{"reads":5,"writes":2}}"#
+                ])
         // An MTU/security update republishes the central only.
-        #expect(published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 247, security: .encrypted, since: t0))))
-            == [#"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":247,"security":"encrypted","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#])
-        #expect(published(mirror.apply(.subscribed(temperature, central: phone, kind: .notify))) == [
-            #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#,
-        ])
+        #expect(
+            published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 247, security: .encrypted, since: t0))))
+                == [
+                    #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":247,"security":"encrypted","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#
+                ])
+        #expect(
+            published(mirror.apply(.subscribed(temperature, central: phone, kind: .notify))) == [
+                #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#
+            ])
         _ = mirror.apply(.subscribed(temperature, central: tablet, kind: .indicate))
-        #expect(published(mirror.apply(.unsubscribed(temperature, central: tablet))) == [
-            #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#,
-        ])
-        #expect(published(mirror.apply(.centralDisconnected(address: phone))) == [
-            #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[]}"#,
-            "durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 ",
-            #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":5,"writes":2}}"#,
-        ])
+        #expect(
+            published(mirror.apply(.unsubscribed(temperature, central: tablet))) == [
+                #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#
+            ])
+        #expect(
+            published(mirror.apply(.centralDisconnected(address: phone))) == [
+                #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[]}"#,
+                "durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 ",
+                #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":5,"writes":2}}"#
+            ])
     }
 
     @Test func anMTUChangeRepublishesTheCentralWithEverythingElseKept() throws {
@@ -137,15 +166,20 @@ struct MirrorTests {
 
     @Test func aSecurityChangeRepublishesTheCentralKeepingItsMTUAndSince() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
-        #expect(mirror.apply(.centralSecurityChanged(address: phone, security: .encrypted, bonded: true)).isEmpty,
-                "nothing for an unknown central")
+        #expect(
+            mirror.apply(.centralSecurityChanged(address: phone, security: .encrypted, bonded: true)).isEmpty,
+            "nothing for an unknown central")
         _ = mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0)))
         _ = mirror.apply(.centralMTUChanged(address: phone, mtu: 185))
-        #expect(published(mirror.apply(.centralSecurityChanged(address: phone, security: .authenticated, bonded: true)))
-            == [#"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":185,"security":"authenticated","bonded":true,"since":"2027-01-15T08:00:00.250Z"}"#])
+        #expect(
+            published(mirror.apply(.centralSecurityChanged(address: phone, security: .authenticated, bonded: true)))
+                == [
+                    #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":185,"security":"authenticated","bonded":true,"since":"2027-01-15T08:00:00.250Z"}"#
+                ])
         _ = mirror.apply(.centralDisconnected(address: phone))
-        #expect(mirror.apply(.centralSecurityChanged(address: phone, security: .none, bonded: false)).isEmpty,
-                "nothing after it disconnected")
+        #expect(
+            mirror.apply(.centralSecurityChanged(address: phone, security: .none, bonded: false)).isEmpty,
+            "nothing after it disconnected")
     }
 
     @Test func sourceTopicIsSubscribedOnlyWhileACentralIsSubscribed() throws {
@@ -166,8 +200,10 @@ struct MirrorTests {
     @Test func onlyExactSetTopicsAreAccepted() throws {
         let mirror = try Mirror(configuration: sampleConfiguration())
         #expect(mirror.route(MQTTMessage(topic: "gattway/pi1/io/relay/set", text: "true")) == .set(relay, payload: Array("true".utf8)))
-        for topic in ["gattway/pi1/env/temperature/set", "gattway/pi1/io/relay", "gattway/pi1/io/relay/set/x",
-                      "gattway/pi2/io/relay/set", "gattway/pi1/io/relay/written"] {
+        for topic in [
+            "gattway/pi1/env/temperature/set", "gattway/pi1/io/relay", "gattway/pi1/io/relay/set/x",
+            "gattway/pi2/io/relay/set", "gattway/pi1/io/relay/written"
+        ] {
             #expect(mirror.route(MQTTMessage(topic: topic, text: "true")) == .ignored, "\(topic)")
         }
         #expect(mirror.route(MQTTMessage(topic: "homeassistant/status", text: "online")) == .homeAssistantOnline)
@@ -188,10 +224,11 @@ struct MirrorTests {
         _ = mirror.apply(.valueChanged(temperature, value: .integer(20), raw: [20], at: t0))
         _ = mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0)))
         _ = mirror.apply(.subscribed(relay, central: phone, kind: .indicate))
-        #expect(mirror.retainedSnapshot.map(\.topic) == [
-            "gattway/pi1/availability", "gattway/pi1/state", "gattway/pi1/env/temperature",
-            "gattway/pi1/io/relay/subscribers", "gattway/pi1/centrals/AA:BB:CC:DD:EE:01",
-        ])
+        #expect(
+            mirror.retainedSnapshot.map(\.topic) == [
+                "gattway/pi1/availability", "gattway/pi1/state", "gattway/pi1/env/temperature",
+                "gattway/pi1/io/relay/subscribers", "gattway/pi1/centrals/AA:BB:CC:DD:EE:01"
+            ])
         #expect(mirror.retainedSnapshot.allSatisfy { $0.retain })
         #expect(mirror.retainedSnapshot[0].string == "online")
         #expect(mirror.lastWill == MQTTWill(topic: "gattway/pi1/availability", payload: Array("offline".utf8)))
@@ -199,38 +236,63 @@ struct MirrorTests {
 
     @Test func homeAssistantDiscoveryDocuments() throws {
         let messages = try Mirror(configuration: sampleConfiguration()).discoveryMessages
-        #expect(messages.map(\.topic) == [
-            "homeassistant/sensor/gattway_pi1/env_temperature/config",
-            "homeassistant/switch/gattway_pi1/io_relay/config",
-            "homeassistant/sensor/gattway_pi1/connected_centrals/config",
-        ])
+        #expect(
+            messages.map(\.topic) == [
+                "homeassistant/sensor/gattway_pi1/env_temperature/config",
+                "homeassistant/switch/gattway_pi1/io_relay/config",
+                "homeassistant/sensor/gattway_pi1/connected_centrals/config"
+            ])
         #expect(messages.allSatisfy { $0.retain })
-        let availability = #""availability_topic":"gattway/pi1/availability","payload_available":"online","payload_not_available":"offline","device":{"identifiers":["gattway_pi1"],"name":"Garden Pi","manufacturer":"gattway","model":"BLE GATT gateway"}}"#
-        #expect(messages[0].string == #"{"name":"Temperature","unique_id":"gattway_pi1_env_temperature","state_topic":"gattway/pi1/env/temperature","value_template":"{{ value_json.value }}","device_class":"temperature","unit_of_measurement":"°C","# + availability)
-        #expect(messages[1].string == #"{"name":"Relay","unique_id":"gattway_pi1_io_relay","state_topic":"gattway/pi1/io/relay","value_template":"{{ 'true' if value_json.value else 'false' }}","device_class":"outlet","command_topic":"gattway/pi1/io/relay/set","payload_on":"true","payload_off":"false","state_on":"true","state_off":"false","# + availability)
-        #expect(messages[2].string == #"{"name":"Connected centrals","unique_id":"gattway_pi1_connected_centrals","state_topic":"gattway/pi1/state","value_template":"{{ value_json.centrals | length }}","entity_category":"diagnostic","icon":"mdi:cellphone-link","# + availability)
+        let availability =
+            #""availability_topic":"gattway/pi1/availability","payload_available":"online","payload_not_available":"offline","device":{"identifiers":["gattway_pi1"],"name":"Garden Pi","manufacturer":"gattway","model":"BLE GATT gateway"}}"#
+        #expect(
+            messages[0].string
+                == #"{"name":"Temperature","unique_id":"gattway_pi1_env_temperature","state_topic":"gattway/pi1/env/temperature","value_template":"{{ value_json.value }}","device_class":"temperature","unit_of_measurement":"°C","#
+                + availability)
+        #expect(
+            messages[1].string
+                == #"{"name":"Relay","unique_id":"gattway_pi1_io_relay","state_topic":"gattway/pi1/io/relay","value_template":"{{ 'true' if value_json.value else 'false' }}","device_class":"outlet","command_topic":"gattway/pi1/io/relay/set","payload_on":"true","payload_off":"false","state_on":"true","state_off":"false","#
+                + availability)
+        #expect(
+            messages[2].string
+                == #"{"name":"Connected centrals","unique_id":"gattway_pi1_connected_centrals","state_topic":"gattway/pi1/state","value_template":"{{ value_json.centrals | length }}","entity_category":"diagnostic","icon":"mdi:cellphone-link","#
+                + availability)
     }
 
     @Test func binarySensorMapsBooleanToOnOff() throws {
         let door = MirrorCharacteristicID(service: "io", characteristic: "door")
-        let messages = try Mirror(configuration: MirrorConfiguration(deviceID: "pi", characteristics: [
-            MirrorCharacteristic(id: door, homeAssistant: HomeAssistantEntity(kind: .binarySensor, name: "Door", deviceClass: "door")),
-        ])).discoveryMessages
+        let messages = try Mirror(
+            configuration: MirrorConfiguration(
+                deviceID: "pi",
+                characteristics: [
+                    MirrorCharacteristic(
+                        id: door, homeAssistant: HomeAssistantEntity(kind: .binarySensor, name: "Door", deviceClass: "door"))
+                ])
+        ).discoveryMessages
         #expect(messages[0].topic == "homeassistant/binary_sensor/gattway_pi/io_door/config")
         #expect(messages[0].string.contains(#""value_template":"{{ 'ON' if value_json.value else 'OFF' }}","device_class":"door""#))
     }
 
     @Test(arguments: [
         (MirrorConfiguration(deviceID: "a/b", characteristics: []), "device id 'a/b' contains '/'"),
-        (MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: .init(service: "s", characteristic: "#"))]),
-         "characteristic name in s '#' contains '#'"),
-        (MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: .init(service: "centrals", characteristic: "x"))]),
-         "service name 'centrals' is reserved"),
-        (MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: relay), MirrorCharacteristic(id: relay)]),
-         "characteristic io/relay appears twice"),
-        (MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: relay, sourceTopic: "a/+/b")]),
-         "source topic of io/relay 'a/+/b'"),
-        (MirrorConfiguration(baseTopic: "", deviceID: "pi", characteristics: []), "base topic"),
+        (
+            MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: .init(service: "s", characteristic: "#"))]),
+            "characteristic name in s '#' contains '#'"
+        ),
+        (
+            MirrorConfiguration(
+                deviceID: "pi", characteristics: [MirrorCharacteristic(id: .init(service: "centrals", characteristic: "x"))]),
+            "service name 'centrals' is reserved"
+        ),
+        (
+            MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: relay), MirrorCharacteristic(id: relay)]),
+            "characteristic io/relay appears twice"
+        ),
+        (
+            MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: relay, sourceTopic: "a/+/b")]),
+            "source topic of io/relay 'a/+/b'"
+        ),
+        (MirrorConfiguration(baseTopic: "", deviceID: "pi", characteristics: []), "base topic")
     ])
     func invalidNamesAreRejectedClearly(configuration: MirrorConfiguration, message: String) {
         #expect {

@@ -38,9 +38,10 @@ final class TestSubscriber: Sendable {
     /// published after SUBSCRIBE came back).
     init(port: Int, filters: [String], tls: MQTTTLSConfiguration? = nil) async throws {
         let id = "test-sub-\(UUID().uuidString.prefix(8))"
-        client = try MQTTClient(configuration: MQTTClientConfiguration(
-            host: "127.0.0.1", port: port, clientID: id, tls: tls,
-            backoff: MQTTBackoff(initial: .milliseconds(100), maximum: .milliseconds(500))), logger: testLogger)
+        client = try MQTTClient(
+            configuration: MQTTClientConfiguration(
+                host: "127.0.0.1", port: port, clientID: id, tls: tls,
+                backoff: MQTTBackoff(initial: .milliseconds(100), maximum: .milliseconds(500))), logger: testLogger)
         let probe = "test/probe/\(id)"
         let inbox = inbox
         let client = client
@@ -138,5 +139,3 @@ private actor Inbox {
 extension MQTTMessage {
     var string: String { String(decoding: payload, as: UTF8.self) }
 }
-
-

@@ -113,8 +113,8 @@ struct BackpressureTests {
         harness.subscribe("A", to: "temp")
         harness.subscribe("A", to: "hum")
         harness.stalled = ["A"]
-        harness.update(1, at: .zero)                     // waits in the slot
-        harness.update(2, at: .milliseconds(10))         // held for the interval
+        harness.update(1, at: .zero)  // waits in the slot
+        harness.update(2, at: .milliseconds(10))  // held for the interval
         harness.update(3, at: .milliseconds(20), characteristic: "hum")
         harness.engine.unsubscribe("A", from: "temp")
         #expect(harness.engine.statistics.perCharacteristic["temp"]?.dropped == 2)
@@ -141,8 +141,9 @@ struct BackpressureTests {
         var harness = Harness(policy: NotifyPolicy(minInterval: .seconds(1)))
         harness.subscribe("A")
         for index in 0..<3 { harness.update(Double(index), at: .milliseconds(index)) }
-        #expect(harness.engine.statistics.logLine
-            == "temp sent=1 coalesced=1 suppressed=0 dropped=0; central A sent=1 coalesced=1 suppressed=0 dropped=0; waiting=0")
+        #expect(
+            harness.engine.statistics.logLine
+                == "temp sent=1 coalesced=1 suppressed=0 dropped=0; central A sent=1 coalesced=1 suppressed=0 dropped=0; waiting=0")
     }
 
     /// Deadlines at the same instant fire in subscription order, so every run is the same.

@@ -29,8 +29,10 @@ struct Harness {
         }
     }
 
-    mutating func subscribe(_ central: String, to characteristic: String = "temp",
-                            kind: UpdateKind = .notification) {
+    mutating func subscribe(
+        _ central: String, to characteristic: String = "temp",
+        kind: UpdateKind = .notification
+    ) {
         if !centrals.contains(central) { centrals.append(central) }
         engine.subscribe(central, to: characteristic, kind: kind, now: now)
     }
@@ -62,9 +64,11 @@ struct Harness {
     }
 
     mutating func record(_ transmission: Transmission<String, String>) {
-        sent.append(Sent(central: transmission.central, characteristic: transmission.characteristic,
-                         milliseconds: Int(now / .milliseconds(1)),
-                         value: transmission.sample.value.numericValue ?? .nan))
+        sent.append(
+            Sent(
+                central: transmission.central, characteristic: transmission.characteristic,
+                milliseconds: Int(now / .milliseconds(1)),
+                value: transmission.sample.value.numericValue ?? .nan))
     }
 
     func times(_ central: String = "A") -> [Int] {

@@ -52,7 +52,7 @@ struct NotifyPolicyTests {
         var harness = Harness(policy: NotifyPolicy(maxInterval: .seconds(1), onChange: true))
         harness.subscribe("A")
         harness.update(5, at: .zero)
-        harness.update(5, at: .milliseconds(300))   // unchanged: not sent
+        harness.update(5, at: .milliseconds(300))  // unchanged: not sent
         harness.update(6, at: .milliseconds(1500))  // changed: sent, heartbeat restarts
         harness.run(until: .milliseconds(3600))
         #expect(harness.times() == [0, 1000, 1500, 2500, 3500])
@@ -115,7 +115,7 @@ struct NotifyPolicyTests {
         harness.subscribe("A")
         harness.update(10, at: .zero)
         harness.update(12, at: .milliseconds(100))  // held
-        harness.update(10.5, at: .milliseconds(200)) // replaces it; only 0.5 from 10
+        harness.update(10.5, at: .milliseconds(200))  // replaces it; only 0.5 from 10
         harness.run(until: .seconds(3))
         #expect(harness.values() == [10])
         let counters = harness.engine.statistics.perCentral["A"]
@@ -140,8 +140,9 @@ struct NotifyPolicyTests {
         #expect(NotifyPolicy(maxInterval: .zero).maxInterval == nil)
         #expect(NotifyPolicy(minInterval: .seconds(2), maxInterval: .seconds(1)).maxInterval == .seconds(2))
         var harness = Harness(policy: NotifyPolicy(maxInterval: .zero))
-        harness.engine.setTriggers(TriggerSet([.fixedTimeInterval(seconds: 0), .valueChanged], logic: .or),
-                                   for: "A", on: "temp", now: .zero)
+        harness.engine.setTriggers(
+            TriggerSet([.fixedTimeInterval(seconds: 0), .valueChanged], logic: .or),
+            for: "A", on: "temp", now: .zero)
         harness.subscribe("A")
         harness.update(1, at: .zero)
         #expect(harness.engine.nextDeadline == nil)

@@ -7,8 +7,10 @@ struct TriggerTests {
     /// The temperature sequence every condition test feeds, one value per 100 ms.
     static let inputs: [Double] = [19.0, 20.0, 20.0, 21.0, 19.5, 20.0]
 
-    static func run(_ triggers: TriggerSet, policy: NotifyPolicy = .immediate,
-                    inputs: [Double] = TriggerTests.inputs, until: Duration = .seconds(1)) -> Harness {
+    static func run(
+        _ triggers: TriggerSet, policy: NotifyPolicy = .immediate,
+        inputs: [Double] = TriggerTests.inputs, until: Duration = .seconds(1)
+    ) -> Harness {
         var harness = Harness(policy: policy)
         harness.engine.setTriggers(triggers, for: "A", on: "temp", now: .zero)
         harness.subscribe("A")
@@ -27,7 +29,7 @@ struct TriggerTests {
         (.compare(.greaterThan, reference: .number(20)), [21.0]),
         (.compare(.greaterThanOrEqual, reference: .number(20)), [20.0, 20.0, 21.0, 20.0]),
         (.compare(.equal, reference: .number(20)), [20.0, 20.0, 20.0]),
-        (.compare(.notEqual, reference: .number(20)), [19.0, 21.0, 19.5]),
+        (.compare(.notEqual, reference: .number(20)), [19.0, 21.0, 19.5])
     ])
     func valueConditions(setting: ESTriggerSetting, expected: [Double]) {
         #expect(Self.run(TriggerSet([setting])).values() == expected)
@@ -35,8 +37,9 @@ struct TriggerTests {
 
     /// 0x00: inactive — nothing at all, heartbeats included.
     @Test func inactiveSendsNothing() {
-        let harness = Self.run(TriggerSet([.inactive]), policy: NotifyPolicy(maxInterval: .milliseconds(200)),
-                               until: .seconds(5))
+        let harness = Self.run(
+            TriggerSet([.inactive]), policy: NotifyPolicy(maxInterval: .milliseconds(200)),
+            until: .seconds(5))
         #expect(harness.sent.isEmpty)
         #expect(harness.engine.nextDeadline == nil)
     }
@@ -52,8 +55,9 @@ struct TriggerTests {
     /// 0x02: no less than a time interval — values, but at least that far apart, the newest.
     @Test func noLessThanTimeInterval() {
         let inputs = (0..<25).map(Double.init)  // 0...24, every 100 ms
-        let harness = Self.run(TriggerSet([.noLessThanTimeInterval(seconds: 1)]), inputs: inputs,
-                               until: .seconds(5))
+        let harness = Self.run(
+            TriggerSet([.noLessThanTimeInterval(seconds: 1)]), inputs: inputs,
+            until: .seconds(5))
         #expect(harness.times() == [0, 1000, 2000, 3000])
         // Each interval ends before that instant's input arrives, so it carries the one before.
         #expect(harness.values() == [0, 9, 19, 24])
@@ -63,8 +67,9 @@ struct TriggerTests {
     @Test func andCombinesConditions() {
         let inputs: [Double] = [21, 22, 19, 23, 18, 18, 18, 18, 18, 18, 18, 25]
         let harness = Self.run(
-            TriggerSet([.noLessThanTimeInterval(seconds: 1), .compare(.greaterThan, reference: .number(20))],
-                       logic: .and),
+            TriggerSet(
+                [.noLessThanTimeInterval(seconds: 1), .compare(.greaterThan, reference: .number(20))],
+                logic: .and),
             inputs: inputs, until: .seconds(3))
         // 22 and 23 wait for the interval but are superseded by 19 and 18, which fail the test.
         #expect(harness.times() == [0, 1100])
@@ -74,8 +79,9 @@ struct TriggerTests {
     /// OR: every tick, plus any value above 20 at once.
     @Test func orCombinesConditions() {
         let harness = Self.run(
-            TriggerSet([.fixedTimeInterval(seconds: 1), .compare(.greaterThan, reference: .number(20))],
-                       logic: .or),
+            TriggerSet(
+                [.fixedTimeInterval(seconds: 1), .compare(.greaterThan, reference: .number(20))],
+                logic: .or),
             until: .milliseconds(2500))
         #expect(harness.times() == [300, 1000, 2000])
         #expect(harness.values() == [21, 20, 20])
@@ -84,8 +90,9 @@ struct TriggerTests {
     /// The configured min_interval stays a floor under a central's triggers.
     @Test func configuredMinIntervalIsAFloor() {
         let inputs = (0..<10).map(Double.init)
-        let harness = Self.run(TriggerSet([.valueChanged]), policy: NotifyPolicy(minInterval: .milliseconds(450)),
-                               inputs: inputs, until: .seconds(2))
+        let harness = Self.run(
+            TriggerSet([.valueChanged]), policy: NotifyPolicy(minInterval: .milliseconds(450)),
+            inputs: inputs, until: .seconds(2))
         #expect(harness.times() == [0, 450, 900, 1350])
         #expect(harness.values() == [0, 4, 8, 9])
     }
@@ -105,8 +112,9 @@ struct TriggerTests {
     /// A central's triggers are its own: another central keeps the configured policy.
     @Test func triggersArePerCentral() {
         var harness = Harness()
-        harness.engine.setTriggers(TriggerSet([.compare(.greaterThan, reference: .number(20))]),
-                                   for: "A", on: "temp", now: .zero)
+        harness.engine.setTriggers(
+            TriggerSet([.compare(.greaterThan, reference: .number(20))]),
+            for: "A", on: "temp", now: .zero)
         harness.subscribe("A")
         harness.subscribe("B")
         for (index, value) in Self.inputs.enumerated() {

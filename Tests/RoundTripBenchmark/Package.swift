@@ -8,14 +8,16 @@ let package = Package(
     platforms: [.macOS(.v14)],
     dependencies: [
         .package(name: "gattway", path: "../.."),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0")
     ],
     targets: [
         .executableTarget(
             name: "EchoPeripheral",
-            dependencies: [.product(name: "BluetoothHost", package: "gattway"),
-                           .product(name: "BluetoothGATT", package: "gattway"),
-                           .product(name: "Logging", package: "swift-log")],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
+            dependencies: [
+                .product(name: "BluetoothHost", package: "gattway"),
+                .product(name: "BluetoothGATT", package: "gattway"),
+                .product(name: "Logging", package: "swift-log")
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)])
     ]
 )

@@ -11,8 +11,11 @@ import Testing
     static let start: UInt64 = 1_000_000_000
     let spec = SensorSpec(name: "climate", kind: .dht(DHTSettings(model: .dht22, line: LineSelector("DHT"))))
 
-    func simulator(_ lines: [SimulatedLineConfig] = [
-        SimulatedLineConfig(name: "DHT", generator: .dht22(humidity: 48, temperature: 21.5))]) -> SimulatedBackend {
+    func simulator(
+        _ lines: [SimulatedLineConfig] = [
+            SimulatedLineConfig(name: "DHT", generator: .dht22(humidity: 48, temperature: 21.5))
+        ]
+    ) -> SimulatedBackend {
         SimulatedBackend(chips: [SimulatedChipConfig(label: "sensors", lines: lines)], startNs: Self.start)
     }
 
@@ -54,12 +57,18 @@ import Testing
     }
 
     func hcsr04Core(_ sim: SimulatedBackend) throws -> SensorCore {
-        try SensorCore(spec: SensorSpec(name: "tank", kind: .distance(DistanceSettings(
-            trigger: LineSelector("TRIG"), echo: LineSelector("ECHO")))), backend: sim, onReadable: {})
+        try SensorCore(
+            spec: SensorSpec(
+                name: "tank",
+                kind: .distance(
+                    DistanceSettings(
+                        trigger: LineSelector("TRIG"), echo: LineSelector("ECHO")))), backend: sim, onReadable: {})
     }
 
-    let hcsr04Lines = [SimulatedLineConfig(name: "TRIG"),
-                       SimulatedLineConfig(name: "ECHO", generator: .hcsr04(trigger: "TRIG", distanceMeters: 1))]
+    let hcsr04Lines = [
+        SimulatedLineConfig(name: "TRIG"),
+        SimulatedLineConfig(name: "ECHO", generator: .hcsr04(trigger: "TRIG", distanceMeters: 1))
+    ]
 
     @Test func aTriggerPulseThatBeganLateIsStillLongEnough() throws {
         let sim = simulator(hcsr04Lines)
@@ -111,8 +120,10 @@ final class LaggingBackend: GPIOBackend {
     func chips() throws -> [ChipInfo] { try sim.chips() }
     func now() -> UInt64 { sim.now() }
 
-    func requestInput(_ selector: LineSelector, consumer: String, settings: InputSettings,
-                      onReadable: @escaping @Sendable () -> Void) throws -> any InputLine {
+    func requestInput(
+        _ selector: LineSelector, consumer: String, settings: InputSettings,
+        onReadable: @escaping @Sendable () -> Void
+    ) throws -> any InputLine {
         sim.advance(by: lag)
         return try sim.requestInput(selector, consumer: consumer, settings: settings, onReadable: onReadable)
     }
@@ -140,8 +151,10 @@ final class LaggingOutput: OutputLine {
         try output.set(value)
     }
 
-    func switchToInput(bias: GPIOBias, edges: EdgeDetection, debounce: Duration,
-                       onReadable: @escaping @Sendable () -> Void) throws -> any InputLine {
+    func switchToInput(
+        bias: GPIOBias, edges: EdgeDetection, debounce: Duration,
+        onReadable: @escaping @Sendable () -> Void
+    ) throws -> any InputLine {
         backend.sim.advance(by: backend.lag)
         return try output.switchToInput(bias: bias, edges: edges, debounce: debounce, onReadable: onReadable)
     }

@@ -6,22 +6,29 @@ import Testing
 
 /// Sensors end to end on the kernel's gpio-sim (see `LibgpiodBackendTests` in GPIOTests for the
 /// chip the VM harness creates).
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["GATTWAY_GPIOSIM_SYSFS"] != nil,
-                "needs a gpio-sim chip: set by the VM harness (GATTWAY_GPIOSIM_CHIP)"),
-       .serialized)
+@Suite(
+    .enabled(
+        if: ProcessInfo.processInfo.environment["GATTWAY_GPIOSIM_SYSFS"] != nil,
+        "needs a gpio-sim chip: set by the VM harness (GATTWAY_GPIOSIM_CHIP)"),
+    .serialized)
 struct LibgpiodSensorTests {
     let sysfs = ProcessInfo.processInfo.environment["GATTWAY_GPIOSIM_SYSFS"] ?? ""
 
     func pull(_ offset: Int, high: Bool) throws {
-        try (high ? "pull-up" : "pull-down").write(toFile: "\(sysfs)/sim_gpio\(offset)/pull", atomically: false,
-                                                   encoding: .utf8)
+        try (high ? "pull-up" : "pull-down").write(
+            toFile: "\(sysfs)/sim_gpio\(offset)/pull", atomically: false,
+            encoding: .utf8)
     }
 
     @Test func binarySensorFollowsTheLine() async throws {
         try pull(0, high: false)
         let backend = LibgpiodBackend()
-        let door = try SensorRunner(spec: SensorSpec(name: "door", kind: .binary(BinarySettings(
-            line: LineSelector("SIM0", chip: "gattway-sim")))), backend: backend)
+        let door = try SensorRunner(
+            spec: SensorSpec(
+                name: "door",
+                kind: .binary(
+                    BinarySettings(
+                        line: LineSelector("SIM0", chip: "gattway-sim")))), backend: backend)
         let task = Task { try await door.run() }
         var values = door.values.makeAsyncIterator()
         #expect(await values.next()?.bool == false)
@@ -37,8 +44,12 @@ struct LibgpiodSensorTests {
 
     @Test func outputSensorDrivesTheLine() async throws {
         let backend = LibgpiodBackend()
-        let relay = try SensorRunner(spec: SensorSpec(name: "relay", kind: .output(OutputSensorSettings(
-            line: LineSelector("SIM7", chip: "gattway-sim")))), backend: backend)
+        let relay = try SensorRunner(
+            spec: SensorSpec(
+                name: "relay",
+                kind: .output(
+                    OutputSensorSettings(
+                        line: LineSelector("SIM7", chip: "gattway-sim")))), backend: backend)
         let task = Task { try await relay.run() }
         var values = relay.values.makeAsyncIterator()
         #expect(await values.next()?.bool == false)

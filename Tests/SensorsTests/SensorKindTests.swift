@@ -8,8 +8,10 @@ import Testing
     static let start: UInt64 = 1_000_000_000
 
     /// A simulator with one chip of the given lines, and a driver running the sensors on it.
-    func drive(_ lines: [SimulatedLineConfig], _ sensors: [SensorSpec],
-               maxStep: Duration = .milliseconds(1)) throws -> (SimulatedBackend, SimulatedSensorDriver, [SensorValue]) {
+    func drive(
+        _ lines: [SimulatedLineConfig], _ sensors: [SensorSpec],
+        maxStep: Duration = .milliseconds(1)
+    ) throws -> (SimulatedBackend, SimulatedSensorDriver, [SensorValue]) {
         let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "sensors", lines: lines)], startNs: Self.start)
         let driver = try SimulatedSensorDriver(backend: sim, sensors: sensors, maxStep: maxStep)
         return (sim, driver, try driver.start())
@@ -20,9 +22,12 @@ import Testing
     // MARK: binary
 
     @Test func binaryFollowsTheLine() throws {
-        let door = SimulatedLineConfig(name: "DOOR", generator: .steps([
-            .init(false, .seconds(1)), .init(true, .seconds(2)), .init(false, .seconds(10)),
-        ], repeats: false))
+        let door = SimulatedLineConfig(
+            name: "DOOR",
+            generator: .steps(
+                [
+                    .init(false, .seconds(1)), .init(true, .seconds(2)), .init(false, .seconds(10))
+                ], repeats: false))
         let (_, driver, initial) = try drive([door], [SensorSpec(name: "door", kind: .binary(BinarySettings(line: LineSelector("DOOR"))))])
         let values = initial + driver.run(for: .seconds(5))
         #expect(values.map(\.bool) == [false, true, false])
@@ -31,10 +36,13 @@ import Testing
 
     @Test func binaryHoldTimeKeepsAPIROnAfterItsLastTrigger() throws {
         // Motion pulses at 1 s and 3 s, each 0.2 s; hold 5 s from the last one.
-        let pir = SimulatedLineConfig(name: "PIR", generator: .steps([
-            .init(false, .seconds(1)), .init(true, .milliseconds(200)), .init(false, .milliseconds(1_800)),
-            .init(true, .milliseconds(200)), .init(false, .seconds(60)),
-        ], repeats: false))
+        let pir = SimulatedLineConfig(
+            name: "PIR",
+            generator: .steps(
+                [
+                    .init(false, .seconds(1)), .init(true, .milliseconds(200)), .init(false, .milliseconds(1_800)),
+                    .init(true, .milliseconds(200)), .init(false, .seconds(60))
+                ], repeats: false))
         let spec = SensorSpec(name: "pir", kind: .binary(BinarySettings(line: LineSelector("PIR"), holdTime: .seconds(5))))
         let (_, driver, initial) = try drive([pir], [spec])
         let values = initial + driver.run(for: .seconds(10))
@@ -44,12 +52,16 @@ import Testing
 
     @Test func binaryFiltersInvertDebounceAndDelay() throws {
         // A bouncing button press at 1 s held 3 s; inverted, debounced, reported on after 0.5 s.
-        let button = SimulatedLineConfig(name: "BTN", generator: .steps([
-            .init(true, .seconds(1)), .init(false, .milliseconds(2)), .init(true, .milliseconds(1)),
-            .init(false, .seconds(3)), .init(true, .seconds(10)),
-        ], repeats: false))
-        let spec = SensorSpec(name: "button", kind: .binary(BinarySettings(line: LineSelector("BTN"))),
-                              filters: [.invert, .debounce(.milliseconds(10)), .delayedOn(.milliseconds(500))])
+        let button = SimulatedLineConfig(
+            name: "BTN",
+            generator: .steps(
+                [
+                    .init(true, .seconds(1)), .init(false, .milliseconds(2)), .init(true, .milliseconds(1)),
+                    .init(false, .seconds(3)), .init(true, .seconds(10))
+                ], repeats: false))
+        let spec = SensorSpec(
+            name: "button", kind: .binary(BinarySettings(line: LineSelector("BTN"))),
+            filters: [.invert, .debounce(.milliseconds(10)), .delayedOn(.milliseconds(500))])
         let (_, driver, initial) = try drive([button], [spec])
         let values = initial + driver.run(for: .seconds(6))
         #expect(values.map(\.bool) == [false, true, false])
@@ -116,13 +128,22 @@ import Testing
 
     @Test func rateScalesPerMinuteAndDecaysWhenThePulsesStop() throws {
         // 5 pulses per second for 4 s, then nothing; 0.5 l per pulse, reported per minute.
-        let steps: [SignalGenerator.Step] = Array(repeating: [SignalGenerator.Step(true, .milliseconds(10)),
-                                                              SignalGenerator.Step(false, .milliseconds(190))], count: 20).flatMap { $0 }
+        let steps: [SignalGenerator.Step] =
+            Array(
+                repeating: [
+                    SignalGenerator.Step(true, .milliseconds(10)),
+                    SignalGenerator.Step(false, .milliseconds(190))
+                ], count: 20
+            ).flatMap { $0 }
             + [SignalGenerator.Step(false, .seconds(100))]
         let line = SimulatedLineConfig(name: "FLOW", generator: .steps(steps, repeats: false))
-        let spec = SensorSpec(name: "flow", kind: .rate(RateSettings(line: LineSelector("FLOW"), per: .minute,
-                                                                     window: .seconds(2), scale: 0.5)),
-                              unit: "l/min")
+        let spec = SensorSpec(
+            name: "flow",
+            kind: .rate(
+                RateSettings(
+                    line: LineSelector("FLOW"), per: .minute,
+                    window: .seconds(2), scale: 0.5)),
+            unit: "l/min")
         let (_, driver, _) = try drive([line], [spec])
         let values = driver.run(for: .seconds(8))
         #expect(values[2].number.map { abs($0 - 150) < 0.01 } == true)  // 5/s × 60 × 0.5
@@ -131,10 +152,13 @@ import Testing
     }
 
     @Test func movingAverageOffsetAndScaleApplyInOrder() throws {
-        let line = SimulatedLineConfig(name: "FLOW", generator: .steps(
-            [.init(true, .milliseconds(1)), .init(false, .milliseconds(99))], repeats: true))
-        let spec = SensorSpec(name: "flow", kind: .rate(RateSettings(line: LineSelector("FLOW"), window: .seconds(1))),
-                              filters: [.scale(2), .offset(1), .movingAverage(2)])
+        let line = SimulatedLineConfig(
+            name: "FLOW",
+            generator: .steps(
+                [.init(true, .milliseconds(1)), .init(false, .milliseconds(99))], repeats: true))
+        let spec = SensorSpec(
+            name: "flow", kind: .rate(RateSettings(line: LineSelector("FLOW"), window: .seconds(1))),
+            filters: [.scale(2), .offset(1), .movingAverage(2)])
         let (_, driver, _) = try drive([line], [spec])
         let values = driver.run(for: .seconds(3)).compactMap(\.number)
         #expect(values.count == 3)
@@ -159,8 +183,10 @@ import Testing
 
     @Test(arguments: [0.03, 0.25, 1.234, 2.0, 3.9])
     func hcsr04DistanceIsWithinOnePercent(meters: Double) throws {
-        let lines = [SimulatedLineConfig(name: "TRIG"),
-                     SimulatedLineConfig(name: "ECHO", generator: .hcsr04(trigger: "TRIG", distanceMeters: meters))]
+        let lines = [
+            SimulatedLineConfig(name: "TRIG"),
+            SimulatedLineConfig(name: "ECHO", generator: .hcsr04(trigger: "TRIG", distanceMeters: meters))
+        ]
         let spec = SensorSpec(name: "tank", kind: .distance(DistanceSettings(trigger: LineSelector("TRIG"), echo: LineSelector("ECHO"))))
         let (_, driver, _) = try drive(lines, [spec])
         let values = driver.run(for: .milliseconds(3_500))
@@ -173,8 +199,10 @@ import Testing
     }
 
     @Test func hcsr04WithoutEchoReportsATimeout() throws {
-        let lines = [SimulatedLineConfig(name: "TRIG"),
-                     SimulatedLineConfig(name: "ECHO", generator: .hcsr04(trigger: "TRIG", distanceMeters: 6))]
+        let lines = [
+            SimulatedLineConfig(name: "TRIG"),
+            SimulatedLineConfig(name: "ECHO", generator: .hcsr04(trigger: "TRIG", distanceMeters: 6))
+        ]
         let spec = SensorSpec(name: "tank", kind: .distance(DistanceSettings(trigger: LineSelector("TRIG"), echo: LineSelector("ECHO"))))
         let (_, driver, _) = try drive(lines, [spec])
         let values = driver.run(for: .milliseconds(1_500))
@@ -197,14 +225,20 @@ import Testing
 
     /// The edges an input sees after a start signal to a simulated DHT22.
     func dhtAnswer(_ generator: SignalGenerator) throws -> [EdgeEvent] {
-        let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "dht", lines: [
-            SimulatedLineConfig(name: "DHT", generator: generator)])])
+        let sim = SimulatedBackend(chips: [
+            SimulatedChipConfig(
+                label: "dht",
+                lines: [
+                    SimulatedLineConfig(name: "DHT", generator: generator)
+                ])
+        ])
         let start = try sim.requestOutput(LineSelector("DHT"), consumer: "t", settings: OutputSettings(initialValue: false))
         sim.advance(by: .microseconds(1_100))
         start.release()
-        let input = try sim.requestInput(LineSelector("DHT"), consumer: "t",
-                                         settings: InputSettings(bias: .pullUp, edges: .both, eventBufferSize: 256),
-                                         onReadable: {})
+        let input = try sim.requestInput(
+            LineSelector("DHT"), consumer: "t",
+            settings: InputSettings(bias: .pullUp, edges: .both, eventBufferSize: 256),
+            onReadable: {})
         sim.advance(by: .milliseconds(10))
         return try input.readEvents().events
     }
@@ -213,7 +247,8 @@ import Testing
         let edges = try dhtAnswer(.dht22(humidity: 65.2, temperature: -10.1))
         #expect(edges.count == 84)
         // 65.2 % = 0x028C, -10.1 °C = 0x8065 (sign bit), checksum 0x73.
-        #expect(DHTFrame.decode(edges: edges, model: .dht22)
+        #expect(
+            DHTFrame.decode(edges: edges, model: .dht22)
                 == .success(DHTFrame(bytes: [0x02, 0x8C, 0x80, 0x65, 0x73], humidity: 65.2, temperature: -10.1)))
     }
 
@@ -228,7 +263,8 @@ import Testing
 
     @Test func dhtIsReadAtMostEveryTwoSeconds() throws {
         let line = SimulatedLineConfig(name: "DHT", generator: .dht22(humidity: 40, temperature: 20))
-        let spec = SensorSpec(name: "climate", kind: .dht(DHTSettings(model: .dht22, line: LineSelector("DHT"), interval: .milliseconds(500))))
+        let spec = SensorSpec(
+            name: "climate", kind: .dht(DHTSettings(model: .dht22, line: LineSelector("DHT"), interval: .milliseconds(500))))
         let (_, driver, _) = try drive([line], [spec])
         let reads = driver.run(for: .seconds(9)).filter { $0.channel == "temperature" }
         #expect(reads.count == 5)  // at 0, 2, 4, 6, 8 s
@@ -263,8 +299,11 @@ import Testing
 
     @Test func encoderWrapsWithinItsRange() throws {
         let (a, b) = QuadratureWaveform.lines(steps: [-1, -1, +1, +1, +1], bounce: false)
-        let spec = SensorSpec(name: "knob", kind: .rotaryEncoder(RotaryEncoderSettings(
-            a: LineSelector("A"), b: LineSelector("B"), wrap: 0...2)))
+        let spec = SensorSpec(
+            name: "knob",
+            kind: .rotaryEncoder(
+                RotaryEncoderSettings(
+                    a: LineSelector("A"), b: LineSelector("B"), wrap: 0...2)))
         let (_, driver, initial) = try drive([a, b], [spec])
         let values = initial + driver.run(for: .seconds(2))
         #expect(values.compactMap(\.number) == [0, 2, 1, 2, 0, 1])
@@ -323,7 +362,9 @@ enum QuadratureWaveform {
         }
         a.append(.init(previous.0, .seconds(100)))
         b.append(.init(previous.1, .seconds(100)))
-        return (SimulatedLineConfig(name: "A", generator: .steps(a, repeats: false)),
-                SimulatedLineConfig(name: "B", generator: .steps(b, repeats: false)))
+        return (
+            SimulatedLineConfig(name: "A", generator: .steps(a, repeats: false)),
+            SimulatedLineConfig(name: "B", generator: .steps(b, repeats: false))
+        )
     }
 }

@@ -6,12 +6,16 @@ import Testing
 /// simulator's virtual clock and awaits the values, so nothing sleeps.
 @Suite struct SensorRunnerTests {
     @Test func runnerStreamsValuesAsEdgesArrive() async throws {
-        let door = SimulatedLineConfig(name: "DOOR", generator: .steps([
-            .init(false, .seconds(1)), .init(true, .seconds(1)), .init(false, .seconds(100)),
-        ], repeats: false))
+        let door = SimulatedLineConfig(
+            name: "DOOR",
+            generator: .steps(
+                [
+                    .init(false, .seconds(1)), .init(true, .seconds(1)), .init(false, .seconds(100))
+                ], repeats: false))
         let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "runner", lines: [door])])
-        let runner = try SensorRunner(spec: SensorSpec(name: "door", kind: .binary(BinarySettings(line: LineSelector("DOOR")))),
-                                      backend: sim)
+        let runner = try SensorRunner(
+            spec: SensorSpec(name: "door", kind: .binary(BinarySettings(line: LineSelector("DOOR")))),
+            backend: sim)
         let task = Task { try await runner.run() }
         var values = runner.values.makeAsyncIterator()
         #expect(await values.next()?.bool == false)
@@ -30,8 +34,9 @@ import Testing
 
     @Test func runnerDrivesOutputs() async throws {
         let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "runner", lines: [SimulatedLineConfig(name: "LED")])])
-        let runner = try SensorRunner(spec: SensorSpec(name: "led", kind: .output(OutputSensorSettings(line: LineSelector("LED")))),
-                                      backend: sim)
+        let runner = try SensorRunner(
+            spec: SensorSpec(name: "led", kind: .output(OutputSensorSettings(line: LineSelector("LED")))),
+            backend: sim)
         let task = Task { try await runner.run() }
         var values = runner.values.makeAsyncIterator()
         #expect(await values.next()?.bool == false)

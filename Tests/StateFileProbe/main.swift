@@ -42,8 +42,9 @@ case "counter":
     }
 case "bonds":
     let store = BondStore(directory: arguments[2])
-    let key = LongTermKey(key: SecretKey(mostSignificantFirst: [UInt8](repeating: 0x5A, count: 16)), keySize: 16,
-                          authenticated: false, secureConnections: true)
+    let key = LongTermKey(
+        key: SecretKey(mostSignificantFirst: [UInt8](repeating: 0x5A, count: 16)), keySize: 16,
+        authenticated: false, secureConnections: true)
     while true {
         let registry: BondRegistry
         do {
@@ -55,8 +56,10 @@ case "bonds":
         var next = BondRegistry()
         for index in 0..<(Int(generation) % 40 + 1) {
             let address = BluetoothAddress(littleEndianBytes: [UInt8(index), 0, 0, 0, 0, 0xC0], kind: .random)
-            next.insert(Bond(identity: address, longTermKey: key,
-                             clientConfigurations: index == 0 ? [1: generation] : [2: 1]))
+            next.insert(
+                Bond(
+                    identity: address, longTermKey: key,
+                    clientConfigurations: index == 0 ? [1: generation] : [2: 1]))
         }
         try store.save(next)
     }

@@ -100,8 +100,9 @@ import Testing
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationReason == .uncaughtSignal,
-                "round \(round): the probe exited by itself (\(process.terminationStatus)): \(output)")
+        #expect(
+            process.terminationReason == .uncaughtSignal,
+            "round \(round): the probe exited by itself (\(process.terminationStatus)): \(output)")
     }
 
     private func mode(of path: String) throws -> Int {

@@ -52,9 +52,7 @@ public final class GattwayProcess: @unchecked Sendable {
             while true {
                 let data = handle.availableData
                 condition.lock()
-                if data.isEmpty { openStreams -= 1 }
-                else if isError { stderrData.append(data) }
-                else { stdoutData.append(data) }
+                if data.isEmpty { openStreams -= 1 } else if isError { stderrData.append(data) } else { stdoutData.append(data) }
                 condition.broadcast()
                 condition.unlock()
                 if data.isEmpty { return }
@@ -78,8 +76,10 @@ public final class GattwayProcess: @unchecked Sendable {
         let deadline = Date(timeIntervalSinceNow: timeout)
         condition.lock()
         defer { condition.unlock() }
-        while !predicate(String(decoding: stdoutData, as: UTF8.self), String(decoding: stderrData, as: UTF8.self),
-                         exited && openStreams == 0) {
+        while !predicate(
+            String(decoding: stdoutData, as: UTF8.self), String(decoding: stderrData, as: UTF8.self),
+            exited && openStreams == 0)
+        {
             if !condition.wait(until: deadline) { return false }
         }
         return true

@@ -18,11 +18,12 @@ public enum Harness {
     public static func python() throws -> String {
         let path = ProcessInfo.processInfo.environment["GATTWAY_PYTHON"] ?? packageRoot + "/.venv/bin/python3"
         guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw Unavailable(description: """
-                the end-to-end harness needs Python with Bumble 0.0.236: \(path) does not exist. \
-                Create it with deploy/dev/install-deps.sh (or python3 -m venv .venv && \
-                .venv/bin/pip install bumble==0.0.236 cryptography), or set GATTWAY_PYTHON
-                """)
+            throw Unavailable(
+                description: """
+                    the end-to-end harness needs Python with Bumble 0.0.236: \(path) does not exist. \
+                    Create it with deploy/dev/install-deps.sh (or python3 -m venv .venv && \
+                    .venv/bin/pip install bumble==0.0.236 cryptography), or set GATTWAY_PYTHON
+                    """)
         }
         let check = Process()
         check.executableURL = URL(fileURLWithPath: path)
@@ -31,10 +32,11 @@ public enum Harness {
         try check.run()
         check.waitUntilExit()
         guard check.terminationStatus == 0 else {
-            throw Unavailable(description: """
-                \(path) cannot import bumble and cryptography; install them: \
-                \(path) -m pip install bumble==0.0.236
-                """)
+            throw Unavailable(
+                description: """
+                    \(path) cannot import bumble and cryptography; install them: \
+                    \(path) -m pip install bumble==0.0.236
+                    """)
         }
         return path
     }

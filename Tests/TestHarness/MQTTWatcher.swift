@@ -30,9 +30,11 @@ public final class MQTTWatcher: @unchecked Sendable {
     /// Connects to the broker on the loopback `port` and subscribes to `filter` (again on every
     /// reconnection).
     public init(port: Int, filter: String) throws {
-        client = try MQTTClient(configuration: MQTTClientConfiguration(host: "127.0.0.1", port: port,
-                                                                       clientID: "watcher-\(UUID())"),
-                                logger: Logger(label: "watcher"))
+        client = try MQTTClient(
+            configuration: MQTTClientConfiguration(
+                host: "127.0.0.1", port: port,
+                clientID: "watcher-\(UUID())"),
+            logger: Logger(label: "watcher"))
         client.start()
         task = Task { [client, weak self] in
             for await event in client.events {
@@ -70,8 +72,10 @@ public final class MQTTWatcher: @unchecked Sendable {
 
     /// The first message at position `mark` or later that satisfies `predicate`, waiting up to
     /// `timeout` for it; nil when none came.
-    public func first(after mark: Int = 0, timeout: Duration = .seconds(20),
-                      where predicate: @escaping @Sendable (MQTTMessage) -> Bool) async -> Arrival? {
+    public func first(
+        after mark: Int = 0, timeout: Duration = .seconds(20),
+        where predicate: @escaping @Sendable (MQTTMessage) -> Bool
+    ) async -> Arrival? {
         let id = UUID()
         return await withCheckedContinuation { continuation in
             let match: Arrival? = lock.withLock {

@@ -11,8 +11,10 @@ public final class PersistentSubscriber: @unchecked Sendable {
         let id = "persistent-\(UUID().uuidString.prefix(8))"
         let probe = "test/probe/\(id)"
         process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
-        process.arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-c", "-i", id, "-v",
-                             "-t", topic, "-t", probe]
+        process.arguments = [
+            "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-c", "-i", id, "-v",
+            "-t", topic, "-t", probe
+        ]
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice

@@ -53,8 +53,10 @@ public final class Phone: @unchecked Sendable {
     /// Sends one command and waits for its one reply. A phone that does not answer within
     /// `timeout` is killed, which ends the wait with an error naming the command.
     @discardableResult
-    public func run(_ command: String, _ arguments: [String: any Sendable] = [:],
-             timeout: Duration = .seconds(30)) async throws -> PhoneReply {
+    public func run(
+        _ command: String, _ arguments: [String: any Sendable] = [:],
+        timeout: Duration = .seconds(30)
+    ) async throws -> PhoneReply {
         var request: [String: Any] = arguments
         request["cmd"] = command
         var data = try JSONSerialization.data(withJSONObject: request)
@@ -74,8 +76,10 @@ public final class Phone: @unchecked Sendable {
 
     /// Like `run`, but a failed command fails the test with the phone's error.
     @discardableResult
-    public func expect(_ command: String, _ arguments: [String: any Sendable] = [:],
-                sourceLocation: SourceLocation = #_sourceLocation) async throws -> PhoneReply {
+    public func expect(
+        _ command: String, _ arguments: [String: any Sendable] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> PhoneReply {
         let reply = try await run(command, arguments)
         #expect(reply.ok, "phone \(command) failed: \(reply.error ?? "?")", sourceLocation: sourceLocation)
         return reply
@@ -85,9 +89,11 @@ public final class Phone: @unchecked Sendable {
     /// `uuid` (as the phone prints it, e.g. `6E400002-B5A3-F393-E0A9-E50E24DC0001`).
     public func valueHandle(of uuid: String) async throws -> Int {
         let services = try await expect("discover")["services"] as? [[String: Any]] ?? []
-        guard let characteristic = services.flatMap({ $0["characteristics"] as? [[String: Any]] ?? [] })
-            .first(where: { ($0["uuid"] as? String)?.uppercased() == uuid.uppercased() }),
-              let handle = characteristic["value_handle"] as? Int else {
+        guard
+            let characteristic = services.flatMap({ $0["characteristics"] as? [[String: Any]] ?? [] })
+                .first(where: { ($0["uuid"] as? String)?.uppercased() == uuid.uppercased() }),
+            let handle = characteristic["value_handle"] as? Int
+        else {
             throw TestFailure("the phone found no characteristic \(uuid)")
         }
         return handle

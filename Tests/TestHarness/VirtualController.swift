@@ -16,8 +16,11 @@ public final class VirtualController: @unchecked Sendable {
         logPath = NSTemporaryDirectory() + "gattway-vc-\(UUID().uuidString).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [Harness.directory + "/virtual_controller.py", "--tcp-port", String(port),
-                             "--exit-with-stdin"] + extraArguments
+        process.arguments =
+            [
+                Harness.directory + "/virtual_controller.py", "--tcp-port", String(port),
+                "--exit-with-stdin"
+            ] + extraArguments
         let output = Pipe()
         // The controller exits when this pipe closes, so it never outlives the test process.
         process.standardInput = lifeline
@@ -26,8 +29,9 @@ public final class VirtualController: @unchecked Sendable {
         try process.run()
         let reader = LineReader(output.fileHandleForReading)
         guard let line = await reader.next(), line.hasPrefix("READY "),
-              let portText = line.split(separator: " ").first(where: { $0.hasPrefix("tcp=") })?.dropFirst(4),
-              let actual = Int(portText) else {
+            let portText = line.split(separator: " ").first(where: { $0.hasPrefix("tcp=") })?.dropFirst(4),
+            let actual = Int(portText)
+        else {
             process.terminate()
             throw Harness.Unavailable(description: "the virtual controller did not start; see \(logPath)")
         }

@@ -26,7 +26,7 @@ struct BTHomeTests {
         (.door, .bool(false), [0x1A, 0x00]),
         (.moistureDetected, .bool(true), [0x20, 0x01]),
         (.motion, .bool(false), [0x21, 0x00]),
-        (.window, .bool(true), [0x2D, 0x01]),
+        (.window, .bool(true), [0x2D, 0x01])
     ])
     func objectMatchesDocumentedExample(object: BTHomeObject, value: SensorValue, bytes: [UInt8]) throws {
         #expect(try BTHomeMeasurement(object, value).bytes() == bytes)
@@ -37,11 +37,12 @@ struct BTHomeTests {
     @Test func serviceDataIsSortedByObjectID() throws {
         let data = try BTHome.serviceData([
             BTHomeMeasurement(.humidity, .number(50.55)),
-            BTHomeMeasurement(.temperature, .number(25.06)),
+            BTHomeMeasurement(.temperature, .number(25.06))
         ])
         #expect(data == [0x40, 0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13])
-        #expect(try BTHome.serviceData([BTHomeMeasurement(.motion, .bool(true))], triggerBased: true)
-            == [0x44, 0x21, 0x01])
+        #expect(
+            try BTHome.serviceData([BTHomeMeasurement(.motion, .bool(true))], triggerBased: true)
+                == [0x44, 0x21, 0x01])
     }
 
     @Test func advertisingStructure() throws {

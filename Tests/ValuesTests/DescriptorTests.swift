@@ -17,7 +17,7 @@ struct DescriptorTests {
         (.kilowattHour, 0x27AB), (.fahrenheit, 0x27AC), (.percent, 0x27AD), (.perMille, 0x27AE),
         (.beatsPerMinute, 0x27AF), (.ampereHours, 0x27B0), (.countPerCubicMetre, 0x27B5),
         (.wattsPerSquareMetre, 0x27B6), (.litresPerSecond, 0x27C2), (.decibel, 0x27C3),
-        (.partsPerMillion, 0x27C4), (.partsPerBillion, 0x27C5),
+        (.partsPerMillion, 0x27C4), (.partsPerBillion, 0x27C5)
     ])
     func presentationFormatPerUnit(unit: GATTUnit, uuid: UInt16) throws {
         let encoding = try ValueEncoding(.sint16, exponent: -2)
@@ -35,7 +35,7 @@ struct DescriptorTests {
     @Test(arguments: [
         (ValueFormat.bool, UInt8(0x01)), (.uint8, 0x04), (.uint16, 0x06), (.uint24, 0x07), (.uint32, 0x08),
         (.sint8, 0x0C), (.sint16, 0x0E), (.sint32, 0x10), (.float32, 0x14), (.float64, 0x15),
-        (.medfloat16, 0x16), (.medfloat32, 0x17), (.utf8, 0x19), (.bytes, 0x1B),
+        (.medfloat16, 0x16), (.medfloat32, 0x17), (.utf8, 0x19), (.bytes, 0x1B)
     ])
     func formatCodes(format: ValueFormat, code: UInt8) throws {
         #expect(format.presentationFormatCode == code)
@@ -66,10 +66,12 @@ struct DescriptorTests {
         (.uvIndex, 0x2A76, [0x04, 0x00, 0x00, 0x27, 0x01, 0x00, 0x00]),
         (.rainfall, 0x2A78, [0x06, 0xFD, 0x01, 0x27, 0x01, 0x00, 0x00]),
         (.dewPoint, 0x2A7B, [0x0C, 0x00, 0x2F, 0x27, 0x01, 0x00, 0x00]),
-        (.illuminance, 0x2AFB, [0x07, 0xFE, 0x31, 0x27, 0x01, 0x00, 0x00]),
+        (.illuminance, 0x2AFB, [0x07, 0xFE, 0x31, 0x27, 0x01, 0x00, 0x00])
     ])
-    func environmentalSensingShortcuts(characteristic: EnvironmentalSensingCharacteristic, uuid: UInt16,
-                                       presentation: [UInt8]) {
+    func environmentalSensingShortcuts(
+        characteristic: EnvironmentalSensingCharacteristic, uuid: UInt16,
+        presentation: [UInt8]
+    ) {
         #expect(characteristic.uuid == BluetoothUUID(uuid))
         #expect(characteristic.presentationFormat.bytes == presentation)
     }
@@ -77,15 +79,17 @@ struct DescriptorTests {
     @Test func temperatureAndPressureValues() throws {
         #expect(try EnvironmentalSensingCharacteristic.temperature.encoding.encode(.number(21.37)) == [0x59, 0x08])
         #expect(try EnvironmentalSensingCharacteristic.humidity.encoding.encode(.number(45.5)) == [0xC6, 0x11])
-        #expect(try EnvironmentalSensingCharacteristic.pressure.encoding.encode(.number(100_000.5))
-            == [0x45, 0x42, 0x0F, 0x00])
+        #expect(
+            try EnvironmentalSensingCharacteristic.pressure.encoding.encode(.number(100_000.5))
+                == [0x45, 0x42, 0x0F, 0x00])
     }
 
     /// ES Measurement (0x290C): flags 0x0000, sampling function, period (uint24), update interval
     /// (uint24), application, uncertainty.
     @Test func esMeasurementBytes() {
-        let measurement = ESMeasurement(samplingFunction: .arithmeticMean, measurementPeriodSeconds: 3600,
-                                        updateIntervalSeconds: 60, application: .outside, uncertainty: 0x01)
+        let measurement = ESMeasurement(
+            samplingFunction: .arithmeticMean, measurementPeriodSeconds: 3600,
+            updateIntervalSeconds: 60, application: .outside, uncertainty: 0x01)
         #expect(measurement.bytes == [0x00, 0x00, 0x02, 0x10, 0x0E, 0x00, 0x3C, 0x00, 0x00, 0x1C, 0x01])
         #expect(ESMeasurement().bytes == [0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0x00, 0xFF])
         #expect(ESMeasurement(measurementPeriodSeconds: 0x0100_0000).measurementPeriodSeconds == 0xFF_FFFF)
@@ -95,8 +99,9 @@ struct DescriptorTests {
 struct SensorDescriptorTests {
     @Test func sensorGetsNamePresentationAndMeasurement() throws {
         let kind = EnvironmentalSensingCharacteristic.temperature
-        let descriptors = try SensorDescriptors.make(name: "Outside", encoding: kind.encoding, unit: kind.unit,
-                                                     measurement: ESMeasurement(application: .outside))
+        let descriptors = try SensorDescriptors.make(
+            name: "Outside", encoding: kind.encoding, unit: kind.unit,
+            measurement: ESMeasurement(application: .outside))
         #expect(descriptors.map(\.uuid) == [BluetoothUUID(0x2901), BluetoothUUID(0x2904), BluetoothUUID(0x290C)])
         #expect(descriptors[0].value == Array("Outside".utf8))
         #expect(descriptors[1].value == [0x0E, 0xFE, 0x2F, 0x27, 0x01, 0x00, 0x00])

@@ -10,7 +10,7 @@ struct MedicalFloatTests {
         (.notAtThisResolution, 0x0800, 0x0080_0000),
         (.positiveInfinity, 0x07FE, 0x007F_FFFE),
         (.negativeInfinity, 0x0802, 0x0080_0002),
-        (.reservedForFutureUse, 0x0801, 0x0080_0001),
+        (.reservedForFutureUse, 0x0801, 0x0080_0001)
     ])
     func reservedValues(special: MedicalFloatSpecial, sfloat: UInt16, float: UInt32) {
         #expect(MedFloat16(special).bitPattern == sfloat)
@@ -29,7 +29,7 @@ struct MedicalFloatTests {
         (2, 1, 0x1002, 0x0100_0002),
         (2, 2, 0x2002, 0x0200_0002),
         (-1234, 0, 0x0B2E, 0x00FF_FB2E),
-        (364, -1, 0xF16C, 0xFF00_016C),
+        (364, -1, 0xF16C, 0xFF00_016C)
     ])
     func mantissaAndExponent(mantissa: Int, exponent: Int, sfloat: UInt16, float: UInt32) throws {
         let short = try MedFloat16(mantissa: mantissa, exponent: exponent)
@@ -83,11 +83,11 @@ struct MedicalFloatTests {
         (-1234.0, -1234, 0),
         (2.0, 2000, -3),
         (20.45, 2045, -2),
-        (20.46, 205, -1),     // 2046 is reserved, so one digit less
+        (20.46, 205, -1),  // 2046 is reserved, so one digit less
         (0.001234, 1234, -6),
         (99_999.0, 1000, 2),  // rounds half away from zero to 10.00 × 10^4
         (-0.5, -500, -3),
-        (0.000000004, 0, 0),  // below half the finest step (10^-8): zero
+        (0.000000004, 0, 0)  // below half the finest step (10^-8): zero
     ])
     func sfloatFromDouble(value: Double, mantissa: Int, exponent: Int) {
         let encoded = MedFloat16(value)
@@ -99,7 +99,7 @@ struct MedicalFloatTests {
         (36.4, 3_640_000, -5),
         (101_325.0, 1_013_250, -1),
         (-273.15, -2_731_500, -4),
-        (0.1, 1_000_000, -7),
+        (0.1, 1_000_000, -7)
     ])
     func floatFromDouble(value: Double, mantissa: Int, exponent: Int) {
         let encoded = MedFloat32(value)

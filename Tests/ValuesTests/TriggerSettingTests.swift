@@ -16,7 +16,7 @@ struct TriggerSettingTests {
         ([0x06, 0xC4, 0x09], .compare(.greaterThan, reference: .number(25))),
         ([0x07, 0xC4, 0x09], .compare(.greaterThanOrEqual, reference: .number(25))),
         ([0x08, 0x18, 0xFC], .compare(.equal, reference: .number(-10))),
-        ([0x09, 0x00, 0x00], .compare(.notEqual, reference: .number(0))),
+        ([0x09, 0x00, 0x00], .compare(.notEqual, reference: .number(0)))
     ])
     func parsesEachCondition(bytes: [UInt8], setting: ESTriggerSetting) throws {
         let parsed = try ESTriggerSetting(descriptorValue: bytes, encoding: temperature)
@@ -27,15 +27,15 @@ struct TriggerSettingTests {
 
     @Test(arguments: [
         ([UInt8](), ESSErrorCode.writeRequestRejected),
-        ([0x00, 0x01], .writeRequestRejected),          // inactive takes no operand
-        ([0x03, 0x00], .writeRequestRejected),          // value changed takes no operand
-        ([0x01, 0x3C, 0x00], .writeRequestRejected),    // interval is 3 bytes
+        ([0x00, 0x01], .writeRequestRejected),  // inactive takes no operand
+        ([0x03, 0x00], .writeRequestRejected),  // value changed takes no operand
+        ([0x01, 0x3C, 0x00], .writeRequestRejected),  // interval is 3 bytes
         ([0x02, 0x3C, 0x00, 0x00, 0x00], .writeRequestRejected),
-        ([0x01, 0x00, 0x00, 0x00], .writeRequestRejected), // zero interval
-        ([0x04, 0xD0], .writeRequestRejected),          // sint16 reference is 2 bytes
+        ([0x01, 0x00, 0x00, 0x00], .writeRequestRejected),  // zero interval
+        ([0x04, 0xD0], .writeRequestRejected),  // sint16 reference is 2 bytes
         ([0x06, 0xD0, 0x07, 0x00], .writeRequestRejected),
-        ([0x0A], .conditionNotSupported),               // RFU
-        ([0xFF, 0x00, 0x00], .conditionNotSupported),
+        ([0x0A], .conditionNotSupported),  // RFU
+        ([0xFF, 0x00, 0x00], .conditionNotSupported)
     ])
     func rejectsBadWrites(bytes: [UInt8], code: ESSErrorCode) {
         let rejection = #expect(throws: ESSWriteRejection.self) {
@@ -49,8 +49,9 @@ struct TriggerSettingTests {
         #expect(throws: ESSWriteRejection(.conditionNotSupported, "condition valueChanged is not supported here")) {
             try ESTriggerSetting(descriptorValue: [0x03], encoding: temperature, supported: onlyTimers)
         }
-        #expect(try ESTriggerSetting(descriptorValue: [0x01, 1, 0, 0], encoding: temperature, supported: onlyTimers)
-            == .fixedTimeInterval(seconds: 1))
+        #expect(
+            try ESTriggerSetting(descriptorValue: [0x01, 1, 0, 0], encoding: temperature, supported: onlyTimers)
+                == .fixedTimeInterval(seconds: 1))
     }
 
     /// Ordering needs numbers; a text characteristic supports only equality.
@@ -60,8 +61,9 @@ struct TriggerSettingTests {
             try ESTriggerSetting(descriptorValue: [0x04, 0x61], encoding: text)
         }
         #expect(rejection?.code == .conditionNotSupported)
-        #expect(try ESTriggerSetting(descriptorValue: [0x08, 0x61], encoding: text)
-            == .compare(.equal, reference: .text("a")))
+        #expect(
+            try ESTriggerSetting(descriptorValue: [0x08, 0x61], encoding: text)
+                == .compare(.equal, reference: .text("a")))
     }
 
     /// An SFLOAT reference that is NaN is no reference.
@@ -71,8 +73,9 @@ struct TriggerSettingTests {
             try ESTriggerSetting(descriptorValue: [0x06, 0xFF, 0x07], encoding: sfloat)
         }
         #expect(rejection?.code == .writeRequestRejected)
-        #expect(try ESTriggerSetting(descriptorValue: [0x06, 0x6C, 0xF1], encoding: sfloat)
-            == .compare(.greaterThan, reference: .number(36.4)))
+        #expect(
+            try ESTriggerSetting(descriptorValue: [0x06, 0x6C, 0xF1], encoding: sfloat)
+                == .compare(.greaterThan, reference: .number(36.4)))
     }
 
     @Test(arguments: [
@@ -81,7 +84,7 @@ struct TriggerSettingTests {
         (.greaterThan, [false, false, true]),
         (.greaterThanOrEqual, [false, true, true]),
         (.equal, [false, true, false]),
-        (.notEqual, [true, false, true]),
+        (.notEqual, [true, false, true])
     ])
     func comparisonsHoldAsWritten(comparison: ValueComparison, expected: [Bool]) {
         let results = [19.99, 20.0, 20.01].map { comparison.holds(.number($0), reference: .number(20)) }

@@ -23,7 +23,7 @@ struct ValueEncodingTests {
         (.sint16, -2, .number(-10.5), [0xE6, 0xFB]),
         (.uint16, -2, .number(50.55), [0xBF, 0x13]),
         (.uint32, -1, .number(101_325.0), [0x02, 0x76, 0x0F, 0x00]),
-        (.uint8, 1, .number(250), [0x19]),
+        (.uint8, 1, .number(250), [0x19])
     ])
     func encodesAndDecodes(format: ValueFormat, exponent: Int8, value: SensorValue, bytes: [UInt8]) throws {
         let encoding = try ValueEncoding(format, exponent: exponent)
@@ -80,13 +80,17 @@ struct ValueEncodingTests {
 
     /// Messages say what is wrong in words a user can act on.
     @Test func errorMessages() {
-        #expect(ValueError.wrongType(expected: .sint16, got: "a string").description
-            == "wrong type: a sint16 characteristic needs a number, got a string")
-        #expect(ValueError.tooLong(length: 600, maximum: 512).description
-            == "too long: 600 bytes, the characteristic holds at most 512")
-        #expect(ValueError.outOfRange(value: 300, format: .uint8, range: 0...255).description
-            == "out of range: 300 does not fit uint8 (0...255)")
-        #expect(ValueError.outOfRange(value: 400, format: .sint16, range: -327.68...327.67).description
-            == "out of range: 400 does not fit sint16 (-327.68...327.67)")
+        #expect(
+            ValueError.wrongType(expected: .sint16, got: "a string").description
+                == "wrong type: a sint16 characteristic needs a number, got a string")
+        #expect(
+            ValueError.tooLong(length: 600, maximum: 512).description
+                == "too long: 600 bytes, the characteristic holds at most 512")
+        #expect(
+            ValueError.outOfRange(value: 300, format: .uint8, range: 0...255).description
+                == "out of range: 300 does not fit uint8 (0...255)")
+        #expect(
+            ValueError.outOfRange(value: 400, format: .sint16, range: -327.68...327.67).description
+                == "out of range: 400 does not fit sint16 (-327.68...327.67)")
     }
 }

@@ -12,7 +12,7 @@ struct ValueJSONTests {
         (.number(.nan), "{\"value\":null,\"ts\":\"2023-11-14T22:13:20.125Z\"}"),
         (.bool(true), "{\"value\":true,\"ts\":\"2023-11-14T22:13:20.125Z\"}"),
         (.text("a \"b\"\n"), "{\"value\":\"a \\\"b\\\"\\n\",\"ts\":\"2023-11-14T22:13:20.125Z\"}"),
-        (.bytes([0x0A, 0xFF]), "{\"value\":\"0aff\",\"ts\":\"2023-11-14T22:13:20.125Z\"}"),
+        (.bytes([0x0A, 0xFF]), "{\"value\":\"0aff\",\"ts\":\"2023-11-14T22:13:20.125Z\"}")
     ])
     func statePayload(value: SensorValue, json: String) {
         #expect(ValueJSON.statePayload(value, timestamp: moment) == json)
@@ -21,7 +21,7 @@ struct ValueJSONTests {
     @Test(arguments: [
         ("21.5", SensorValue.number(21.5), [UInt8]([0x66, 0x08])),
         ("{\"value\": -3}", .number(-3), [0xD4, 0xFE]),
-        ("{\"value\": 1, \"ts\": \"2023-11-14T22:13:20Z\"}", .number(1), [0x64, 0x00]),
+        ("{\"value\": 1, \"ts\": \"2023-11-14T22:13:20Z\"}", .number(1), [0x64, 0x00])
     ])
     func acceptsNumbers(payload: String, value: SensorValue, bytes: [UInt8]) throws {
         let encoding = EnvironmentalSensingCharacteristic.temperature.encoding
@@ -51,7 +51,7 @@ struct ValueJSONTests {
         ("{\"val\": 3}", .uint8, .invalidJSON("object without a \"value\" key")),
         ("\"abcdefghi\"", .utf8, .tooLong(length: 9, maximum: 8)),
         ("[1, 256]", .bytes, .wrongType(expected: .bytes, got: "an array holding a number 256.0")),
-        ("\"xyz\"", .bytes, .wrongType(expected: .bytes, got: "a string that is not hex")),
+        ("\"xyz\"", .bytes, .wrongType(expected: .bytes, got: "a string that is not hex"))
     ])
     func rejectsBadPayloads(payload: String, format: ValueFormat, error: ValueError) throws {
         let encoding = try ValueEncoding(format, maximumLength: 8)

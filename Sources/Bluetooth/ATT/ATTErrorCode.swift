@@ -47,7 +47,7 @@ public struct ATTErrorCode: Error, RawRepresentable, Hashable, Sendable, CustomS
             0x0E: "Unlikely Error", 0x0F: "Insufficient Encryption", 0x10: "Unsupported Group Type",
             0x11: "Insufficient Resources", 0x12: "Database Out Of Sync", 0x13: "Value Not Allowed",
             0xFD: "Client Characteristic Configuration Descriptor Improperly Configured",
-            0xFE: "Procedure Already in Progress", 0xFF: "Out of Range",
+            0xFE: "Procedure Already in Progress", 0xFF: "Out of Range"
         ]
         let hex = "0x" + String(rawValue, radix: 16, uppercase: true)
         if let name = names[rawValue] { return "\(name) (\(hex))" }

@@ -47,9 +47,9 @@ public enum ATTOpcode: UInt8, Sendable, CaseIterable {
         guard let known = ATTOpcode(rawValue: raw) else { return true }
         switch known {
         case .exchangeMTURequest, .findInformationRequest, .findByTypeValueRequest,
-             .readByTypeRequest, .readRequest, .readBlobRequest, .readMultipleRequest,
-             .readByGroupTypeRequest, .writeRequest, .prepareWriteRequest, .executeWriteRequest,
-             .readMultipleVariableRequest:
+            .readByTypeRequest, .readRequest, .readBlobRequest, .readMultipleRequest,
+            .readByGroupTypeRequest, .writeRequest, .prepareWriteRequest, .executeWriteRequest,
+            .readMultipleVariableRequest:
             return true
         default:
             return false

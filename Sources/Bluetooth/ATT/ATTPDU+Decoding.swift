@@ -120,8 +120,9 @@ private struct ATTParser {
             let length = Int(try u8())
             guard length >= 4 else { throw fail("entry length \(length) is below 4") }
             let groups = try list(entryLength: length) { parser throws(ATTDecodingError) in
-                ATTGroupValue(handle: try parser.u16(), endGroupHandle: try parser.u16(),
-                              value: try parser.bytes(length - 4))
+                ATTGroupValue(
+                    handle: try parser.u16(), endGroupHandle: try parser.u16(),
+                    value: try parser.bytes(length - 4))
             }
             return .readByGroupTypeResponse(groups)
         case .writeRequest:
@@ -149,7 +150,8 @@ private struct ATTParser {
             return .executeWriteRequest(commit: flags == 0x01)
         case .writeResponse, .executeWriteResponse, .handleValueConfirmation:
             try end()
-            return opcode == .writeResponse ? .writeResponse
+            return opcode == .writeResponse
+                ? .writeResponse
                 : opcode == .executeWriteResponse ? .executeWriteResponse : .handleValueConfirmation
         case .handleValueNotification, .handleValueIndication:
             let handle = try u16()

@@ -196,7 +196,7 @@ public enum ATTPDU: Hashable, Sendable {
                 writer.write(contentsOf: group.value)
             }
         case let .writeRequest(handle, value), let .writeCommand(handle, value),
-             let .handleValueNotification(handle, value), let .handleValueIndication(handle, value):
+            let .handleValueNotification(handle, value), let .handleValueIndication(handle, value):
             writer.write(handle)
             writer.write(contentsOf: value)
         case let .signedWriteCommand(handle, value, signature):
@@ -204,7 +204,7 @@ public enum ATTPDU: Hashable, Sendable {
             writer.write(contentsOf: value)
             writer.write(contentsOf: signature)
         case let .prepareWriteRequest(handle, offset, value),
-             let .prepareWriteResponse(handle, offset, value):
+            let .prepareWriteResponse(handle, offset, value):
             writer.write(handle)
             writer.write(offset)
             writer.write(contentsOf: value)

@@ -86,7 +86,8 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable {
         case 8: self.init(uint32: UInt32(digits, radix: 16)!)
         case 32:
             guard let high = UInt64(digits.prefix(16), radix: 16),
-                  let low = UInt64(digits.suffix(16), radix: 16) else { return nil }
+                let low = UInt64(digits.suffix(16), radix: 16)
+            else { return nil }
             self.init(high: high, low: low)
         default: return nil
         }

@@ -60,7 +60,8 @@ public enum GATTDatabaseError: Error, Hashable, Sendable, CustomStringConvertibl
     public var description: String {
         switch self {
         case let .includedServiceNotPublished(id): "included \(id) is not published; publish it first"
-        case let .fixedValueMustBeReadOnly(uuid): "characteristic \(uuid) has a fixed value, so it must be read-only (use a dynamic value to accept writes)"
+        case let .fixedValueMustBeReadOnly(uuid):
+            "characteristic \(uuid) has a fixed value, so it must be read-only (use a dynamic value to accept writes)"
         case let .valueTooLong(uuid, length): "value of \(uuid) is \(length) bytes; the maximum is 512"
         case let .reservedDescriptor(uuid): "descriptor \(uuid) is managed by the server and cannot be added"
         case let .unknownService(id): "\(id) is not published"
@@ -163,11 +164,11 @@ struct AttributeDatabase: Sendable {
             let withValue: Bool
             switch attribute.type {
             case .primaryService, .secondaryService, .includedService, .characteristicDeclaration,
-                 .characteristicExtendedProperties:
+                .characteristicExtendedProperties:
                 withValue = true
             case .characteristicUserDescription, .clientCharacteristicConfiguration,
-                 .serverCharacteristicConfiguration, .characteristicPresentationFormat,
-                 .characteristicAggregateFormat:
+                .serverCharacteristicConfiguration, .characteristicPresentationFormat,
+                .characteristicAggregateFormat:
                 withValue = false
             default:
                 continue
@@ -185,12 +186,15 @@ struct AttributeDatabase: Sendable {
         for included in service.includedServices where services[included] == nil {
             throw .includedServiceNotPublished(included)
         }
-        let reserved: Set<BluetoothUUID> = [.clientCharacteristicConfiguration, .characteristicExtendedProperties,
-                                            .primaryService, .secondaryService, .includedService,
-                                            .characteristicDeclaration]
+        let reserved: Set<BluetoothUUID> = [
+            .clientCharacteristicConfiguration, .characteristicExtendedProperties,
+            .primaryService, .secondaryService, .includedService,
+            .characteristicDeclaration
+        ]
         for characteristic in service.characteristics {
             if case let .fixed(value) = characteristic.value {
-                let writable = !characteristic.permissions.isDisjoint(with: GATTPermissions.anyWrite)
+                let writable =
+                    !characteristic.permissions.isDisjoint(with: GATTPermissions.anyWrite)
                     || !characteristic.properties.isDisjoint(with: [.write, .writeWithoutResponse, .authenticatedSignedWrites])
                 guard !writable else { throw .fixedValueMustBeReadOnly(characteristic.uuid) }
                 guard value.count <= Self.maximumValueLength else {
@@ -209,11 +213,12 @@ struct AttributeDatabase: Sendable {
     }
 
     static func attributeCount(of service: GATTService) -> Int {
-        1 + service.includedServices.count + service.characteristics.reduce(0) { total, characteristic in
-            total + 2 + characteristic.descriptors.count
-                + (characteristic.properties.isDisjoint(with: [.notify, .indicate]) ? 0 : 1)
-                + (characteristic.extendedProperties.isEmpty ? 0 : 1)
-        }
+        1 + service.includedServices.count
+            + service.characteristics.reduce(0) { total, characteristic in
+                total + 2 + characteristic.descriptors.count
+                    + (characteristic.properties.isDisjoint(with: [.notify, .indicate]) ? 0 : 1)
+                    + (characteristic.extendedProperties.isEmpty ? 0 : 1)
+            }
     }
 
     /// The lowest start handle of `count` consecutive free handles.
@@ -226,21 +231,29 @@ struct AttributeDatabase: Sendable {
         return candidate + count - 1 <= Int(UInt16.max) ? UInt16(candidate) : nil
     }
 
-    private func layOut(_ service: GATTService, id: GATTServiceID, start: UInt16, count: Int, isSystem: Bool)
-        -> (attributes: [Attribute], published: PublishedService) {
+    private func layOut(
+        _ service: GATTService, id: GATTServiceID, start: UInt16, count: Int, isSystem: Bool
+    )
+        -> (attributes: [Attribute], published: PublishedService)
+    {
         let end = start + UInt16(count - 1)
         var rows: [Attribute] = []
         rows.reserveCapacity(count)
         var handle = start
-        func append(_ type: BluetoothUUID, _ value: AttributeValue, _ permissions: GATTPermissions,
-                    writes: AttributeWrites = [], groupEnd: UInt16? = nil) {
-            rows.append(Attribute(handle: handle, type: type, value: value, permissions: permissions,
-                                  writes: writes, groupEnd: groupEnd ?? handle))
+        func append(
+            _ type: BluetoothUUID, _ value: AttributeValue, _ permissions: GATTPermissions,
+            writes: AttributeWrites = [], groupEnd: UInt16? = nil
+        ) {
+            rows.append(
+                Attribute(
+                    handle: handle, type: type, value: value, permissions: permissions,
+                    writes: writes, groupEnd: groupEnd ?? handle))
             handle += 1
         }
 
-        append(service.isPrimary ? .primaryService : .secondaryService, .fixed(service.uuid.attBytes),
-               .readable, groupEnd: end)
+        append(
+            service.isPrimary ? .primaryService : .secondaryService, .fixed(service.uuid.attBytes),
+            .readable, groupEnd: end)
         for includedID in service.includedServices {
             let included = services[includedID]!.published
             var value = ByteWriter(capacity: 6)
@@ -258,7 +271,8 @@ struct AttributeDatabase: Sendable {
             let declarationHandle = handle
             let valueHandle = handle + 1
             let subscribable = !properties.isDisjoint(with: [.notify, .indicate])
-            let cccdHandle: UInt16? = subscribable
+            let cccdHandle: UInt16? =
+                subscribable
                 ? valueHandle + 1 + (characteristic.extendedProperties.isEmpty ? 0 : 1) : nil
             let reference = PublishedCharacteristic(
                 service: id, uuid: characteristic.uuid, declarationHandle: declarationHandle,
@@ -286,7 +300,8 @@ struct AttributeDatabase: Sendable {
                 if properties.contains(.writeWithoutResponse) { writes.insert(.command) }
                 if properties.contains(.authenticatedSignedWrites) { writes.insert(.signed) }
             }
-            let readPermissions = properties.contains(.read)
+            let readPermissions =
+                properties.contains(.read)
                 ? characteristic.permissions : characteristic.permissions.subtracting(GATTPermissions.anyRead)
             append(characteristic.uuid, value, readPermissions, writes: writes)
 
@@ -296,26 +311,30 @@ struct AttributeDatabase: Sendable {
                 append(.characteristicExtendedProperties, .fixed(bits.bytes), .readable)
             }
             if subscribable {
-                append(.clientCharacteristicConfiguration, .clientConfiguration(reference),
-                       [.readable, .writeable], writes: .request)
+                append(
+                    .clientCharacteristicConfiguration, .clientConfiguration(reference),
+                    [.readable, .writeable], writes: .request)
             }
             for (position, descriptor) in characteristic.descriptors.enumerated() {
                 switch descriptor.value {
                 case let .fixed(bytes):
                     append(descriptor.uuid, .fixed(bytes), descriptor.permissions)
                 case .dynamic:
-                    let published = PublishedDescriptor(characteristic: reference, uuid: descriptor.uuid,
-                                                        handle: handle, position: position)
+                    let published = PublishedDescriptor(
+                        characteristic: reference, uuid: descriptor.uuid,
+                        handle: handle, position: position)
                     // Descriptors have no properties: a write permission admits Write Requests
                     // (and prepared writes), never commands (Vol 3 Part G 4.12.3).
-                    let writes: AttributeWrites = descriptor.permissions.isDisjoint(with: GATTPermissions.anyWrite)
+                    let writes: AttributeWrites =
+                        descriptor.permissions.isDisjoint(with: GATTPermissions.anyWrite)
                         ? [] : .request
                     append(descriptor.uuid, .dynamicDescriptor(published), descriptor.permissions, writes: writes)
                 }
             }
         }
-        let publishedService = PublishedService(id: id, uuid: service.uuid, isPrimary: service.isPrimary,
-                                                handles: start...end, characteristics: published)
+        let publishedService = PublishedService(
+            id: id, uuid: service.uuid, isPrimary: service.isPrimary,
+            handles: start...end, characteristics: published)
         return (rows, publishedService)
     }
 }

@@ -65,10 +65,14 @@ public struct GATTPermissions: OptionSet, Hashable, Sendable {
     public static let readBondingRequired = Self(rawValue: 0x0100)
     public static let writeBondingRequired = Self(rawValue: 0x0200)
 
-    static let anyRead: Self = [.readable, .readEncryptionRequired, .readAuthenticationRequired,
-                                .readAuthorizationRequired, .readBondingRequired]
-    static let anyWrite: Self = [.writeable, .writeEncryptionRequired, .writeAuthenticationRequired,
-                                 .writeAuthorizationRequired, .writeBondingRequired]
+    static let anyRead: Self = [
+        .readable, .readEncryptionRequired, .readAuthenticationRequired,
+        .readAuthorizationRequired, .readBondingRequired
+    ]
+    static let anyWrite: Self = [
+        .writeable, .writeEncryptionRequired, .writeAuthenticationRequired,
+        .writeAuthorizationRequired, .writeBondingRequired
+    ]
 }
 
 /// A characteristic's value: fixed (cached by the server, read-only) or dynamic (every read and
@@ -164,8 +168,10 @@ public struct GATTService: Hashable, Sendable {
     public var includedServices: [GATTServiceID]
     public var characteristics: [GATTCharacteristic]
 
-    public init(uuid: BluetoothUUID, isPrimary: Bool = true, includedServices: [GATTServiceID] = [],
-                characteristics: [GATTCharacteristic]) {
+    public init(
+        uuid: BluetoothUUID, isPrimary: Bool = true, includedServices: [GATTServiceID] = [],
+        characteristics: [GATTCharacteristic]
+    ) {
         self.uuid = uuid
         self.isPrimary = isPrimary
         self.includedServices = includedServices

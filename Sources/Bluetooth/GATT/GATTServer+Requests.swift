@@ -202,8 +202,10 @@ extension GATTServer {
         return .findInformationResponse(entries)
     }
 
-    private func findByTypeValue(_ range: ATTHandleRange, type: UInt16, value: [UInt8],
-                                 _ central: CentralState) throws(ATTFailure) -> ATTPDU {
+    private func findByTypeValue(
+        _ range: ATTHandleRange, type: UInt16, value: [UInt8],
+        _ central: CentralState
+    ) throws(ATTFailure) -> ATTPDU {
         try validate(range)
         let uuid = BluetoothUUID(type)
         var found: [ATTHandleRange] = []
@@ -305,8 +307,9 @@ extension GATTServer {
             case let .failure(code): throw ATTFailure(attribute.handle, code)
             }
         case let .dynamicDescriptor(descriptor):
-            let request = GATTReadRequest(central: central.id, characteristic: descriptor.characteristic,
-                                          offset: offset, descriptor: descriptor)
+            let request = GATTReadRequest(
+                central: central.id, characteristic: descriptor.characteristic,
+                offset: offset, descriptor: descriptor)
             switch handlers.read(request) {
             case let .success(bytes): return Array(bytes.prefix(AttributeDatabase.maximumValueLength))
             case let .failure(code): throw ATTFailure(attribute.handle, code)
@@ -365,8 +368,10 @@ extension GATTServer {
     }
 
     /// Checks one write of a whole value (or, for dynamic values, of a part at `offset`).
-    private func validateWrite(_ handle: UInt16, offset: Int, value: [UInt8], kind: GATTWriteKind,
-                               _ central: CentralState) throws(ATTFailure) -> PendingWrite {
+    private func validateWrite(
+        _ handle: UInt16, offset: Int, value: [UInt8], kind: GATTWriteKind,
+        _ central: CentralState
+    ) throws(ATTFailure) -> PendingWrite {
         let attribute = try existing(handle)
         // Prepared writes need what a Write Request needs (the Write property).
         try checkWrite(attribute, kind: kind == .command ? .command : .request, central)
@@ -376,11 +381,15 @@ extension GATTServer {
         }
         switch attribute.value {
         case let .dynamic(characteristic):
-            return .dynamic(GATTWriteRequest(central: central.id, characteristic: characteristic,
-                                             offset: offset, value: value, kind: kind))
+            return .dynamic(
+                GATTWriteRequest(
+                    central: central.id, characteristic: characteristic,
+                    offset: offset, value: value, kind: kind))
         case let .dynamicDescriptor(descriptor):
-            return .dynamic(GATTWriteRequest(central: central.id, characteristic: descriptor.characteristic,
-                                             offset: offset, value: value, kind: kind, descriptor: descriptor))
+            return .dynamic(
+                GATTWriteRequest(
+                    central: central.id, characteristic: descriptor.characteristic,
+                    offset: offset, value: value, kind: kind, descriptor: descriptor))
         case let .clientConfiguration(characteristic):
             guard offset == 0 else { throw ATTFailure(handle, .invalidOffset) }
             guard value.count == 2 else { throw ATTFailure(handle, .invalidAttributeValueLength) }

@@ -33,8 +33,10 @@ public final class GATTServer {
         public var peripheralLatency: UInt16
         public var supervisionTimeout: UInt16
 
-        public init(minimumInterval: UInt16, maximumInterval: UInt16, peripheralLatency: UInt16,
-                    supervisionTimeout: UInt16) {
+        public init(
+            minimumInterval: UInt16, maximumInterval: UInt16, peripheralLatency: UInt16,
+            supervisionTimeout: UInt16
+        ) {
             self.minimumInterval = minimumInterval
             self.maximumInterval = maximumInterval
             self.peripheralLatency = peripheralLatency
@@ -42,8 +44,9 @@ public final class GATTServer {
         }
 
         /// 30–50 ms interval, no latency, 4 s supervision timeout.
-        public static let standard = Self(minimumInterval: 24, maximumInterval: 40, peripheralLatency: 0,
-                                          supervisionTimeout: 400)
+        public static let standard = Self(
+            minimumInterval: 24, maximumInterval: 40, peripheralLatency: 0,
+            supervisionTimeout: 400)
     }
 
     public struct Configuration: Hashable, Sendable {
@@ -65,11 +68,13 @@ public final class GATTServer {
         /// The ATT transaction timeout (Vol 3 Part F 3.3.3).
         public var transactionTimeout: Duration
 
-        public init(deviceName: String = "gattway", appearance: UInt16 = 0,
-                    preferredConnectionParameters: PreferredConnectionParameters = .standard,
-                    maximumMTU: UInt16 = ATTPDU.maximumMTU, preparedWriteQueueLimit: Int = 64,
-                    indicationQueueLimit: Int = 8, perCentralUpdateLimit: Int = 4,
-                    minimumEncryptionKeySize: Int = 16, transactionTimeout: Duration = .seconds(30)) {
+        public init(
+            deviceName: String = "gattway", appearance: UInt16 = 0,
+            preferredConnectionParameters: PreferredConnectionParameters = .standard,
+            maximumMTU: UInt16 = ATTPDU.maximumMTU, preparedWriteQueueLimit: Int = 64,
+            indicationQueueLimit: Int = 8, perCentralUpdateLimit: Int = 4,
+            minimumEncryptionKeySize: Int = 16, transactionTimeout: Duration = .seconds(30)
+        ) {
             self.deviceName = deviceName
             self.appearance = appearance
             self.preferredConnectionParameters = preferredConnectionParameters
@@ -137,7 +142,8 @@ public final class GATTServer {
         let removable = database.services.values.filter { !$0.isSystem }.map(\.published)
             .sorted { $0.handles.lowerBound < $1.handles.lowerBound }
         guard let low = removable.first?.handles.lowerBound,
-              let high = removable.map(\.handles.upperBound).max() else { return [] }
+            let high = removable.map(\.handles.upperBound).max()
+        else { return [] }
         for service in removable {
             _ = try? database.remove(service.id)
             forgetSubscriptions(to: service)
@@ -156,11 +162,14 @@ public final class GATTServer {
     /// central to notify may take no more credits (`mayTakeCredit`: its share is used and the
     /// rest is reserved for the other centrals, or it has `perCentralUpdateLimit` undelivered), or
     /// a central's indication queue is full; one `readyToUpdateSubscribers` event follows when room frees.
-    public func updateValue(_ value: [UInt8], for characteristic: PublishedCharacteristic,
-                            to targets: [CentralID]? = nil,
-                            now: ContinuousClock.Instant) throws(GATTServerError) -> Bool {
+    public func updateValue(
+        _ value: [UInt8], for characteristic: PublishedCharacteristic,
+        to targets: [CentralID]? = nil,
+        now: ContinuousClock.Instant
+    ) throws(GATTServerError) -> Bool {
         guard database.services[characteristic.service] != nil,
-              database.attribute(at: characteristic.valueHandle)?.type == characteristic.uuid else {
+            database.attribute(at: characteristic.valueHandle)?.type == characteristic.uuid
+        else {
             throw .characteristicNotPublished(characteristic.uuid)
         }
         guard let cccdHandle = characteristic.clientConfigurationHandle else {
@@ -171,7 +180,8 @@ public final class GATTServer {
         let candidates = targets.map { Set($0) }
         for id in self.centrals.keys.sorted() {
             guard candidates?.contains(id) ?? true, let central = self.centrals[id], !central.isClosed,
-                  let bits = central.clientConfigurations[cccdHandle] else { continue }
+                let bits = central.clientConfigurations[cccdHandle]
+            else { continue }
             if bits & 0x0001 != 0 { notify.append(central) } else if bits & 0x0002 != 0 { indicate.append(central) }
         }
         let indicationsSentNow = indicate.filter { $0.outstandingIndication == nil && $0.indicationQueue.isEmpty }.count
@@ -185,12 +195,15 @@ public final class GATTServer {
             transmitCredits -= 1
             central.updatesInFlight += 1
             let length = min(value.count, central.maximumUpdateValueLength)
-            send(.handleValueNotification(handle: characteristic.valueHandle, value: Array(value.prefix(length))),
-                 to: central)
+            send(
+                .handleValueNotification(handle: characteristic.valueHandle, value: Array(value.prefix(length))),
+                to: central)
         }
         for central in indicate {
-            central.indicationQueue.append(QueuedIndication(handle: characteristic.valueHandle, value: value,
-                                                            isServiceChanged: false))
+            central.indicationQueue.append(
+                QueuedIndication(
+                    handle: characteristic.valueHandle, value: value,
+                    isServiceChanged: false))
             pumpIndications(central, now: now)
         }
         return true
@@ -228,7 +241,8 @@ public final class GATTServer {
         for handle in configurations.keys.sorted() {
             let bits = configurations[handle]!
             guard bits != 0, let attribute = database.attribute(at: handle),
-                  case let .clientConfiguration(characteristic) = attribute.value else { continue }
+                case let .clientConfiguration(characteristic) = attribute.value
+            else { continue }
             var allowed: UInt16 = 0
             if characteristic.properties.contains(.notify) { allowed |= 0x0001 }
             if characteristic.properties.contains(.indicate) { allowed |= 0x0002 }
@@ -312,7 +326,8 @@ public final class GATTServer {
     /// Sends the central's next queued indication if none is outstanding and the link has room.
     func pumpIndications(_ central: CentralState, now: ContinuousClock.Instant) {
         guard !central.isClosed, central.outstandingIndication == nil, mayTakeCredit(central),
-              !central.indicationQueue.isEmpty else { return }
+            !central.indicationQueue.isEmpty
+        else { return }
         let next = central.indicationQueue.removeFirst()
         transmitCredits -= 1
         central.updatesInFlight += 1
@@ -337,7 +352,8 @@ public final class GATTServer {
             let central = centrals[id]!
             for characteristic in service.characteristics {
                 guard let handle = characteristic.clientConfigurationHandle,
-                      central.clientConfigurations.removeValue(forKey: handle) != nil else { continue }
+                    central.clientConfigurations.removeValue(forKey: handle) != nil
+                else { continue }
                 emit(.unsubscribed(id, characteristic))
             }
             central.indicationQueue.removeAll { !$0.isServiceChanged && service.handles.contains($0.handle) }
@@ -360,9 +376,12 @@ public final class GATTServer {
                 central.sentOutOfSync = false
             }
             if let cccd = serviceChanged.clientConfigurationHandle,
-               central.clientConfigurations[cccd, default: 0] & 0x0002 != 0 {
-                central.indicationQueue.append(QueuedIndication(handle: serviceChanged.valueHandle,
-                                                                value: value.bytes, isServiceChanged: true))
+                central.clientConfigurations[cccd, default: 0] & 0x0002 != 0
+            {
+                central.indicationQueue.append(
+                    QueuedIndication(
+                        handle: serviceChanged.valueHandle,
+                        value: value.bytes, isServiceChanged: true))
                 pumpIndications(central, now: now)
             }
         }
@@ -380,21 +399,28 @@ public final class GATTServer {
         parameters.write(preferred.peripheralLatency)
         parameters.write(preferred.supervisionTimeout)
         let name = Array(configuration.deviceName.utf8.prefix(AttributeDatabase.maximumValueLength))
-        return GATTService(uuid: .genericAccessService, characteristics: [
-            GATTCharacteristic(uuid: .deviceName, properties: .read, permissions: .readable, value: .fixed(name)),
-            GATTCharacteristic(uuid: .appearance, properties: .read, permissions: .readable,
-                               value: .fixed(appearance.bytes)),
-            GATTCharacteristic(uuid: .peripheralPreferredConnectionParameters, properties: .read,
-                               permissions: .readable, value: .fixed(parameters.bytes)),
-        ])
+        return GATTService(
+            uuid: .genericAccessService,
+            characteristics: [
+                GATTCharacteristic(uuid: .deviceName, properties: .read, permissions: .readable, value: .fixed(name)),
+                GATTCharacteristic(
+                    uuid: .appearance, properties: .read, permissions: .readable,
+                    value: .fixed(appearance.bytes)),
+                GATTCharacteristic(
+                    uuid: .peripheralPreferredConnectionParameters, properties: .read,
+                    permissions: .readable, value: .fixed(parameters.bytes))
+            ])
     }
 
-    private static let genericAttributeService = GATTService(uuid: .genericAttributeService, characteristics: [
-        GATTCharacteristic(uuid: .serviceChanged, properties: .indicate, permissions: [], value: .fixed([])),
-        GATTCharacteristic(uuid: .clientSupportedFeatures, properties: [.read, .write],
-                           permissions: [.readable, .writeable], value: .dynamic),
-        GATTCharacteristic(uuid: .databaseHash, properties: .read, permissions: .readable, value: .dynamic),
-    ])
+    private static let genericAttributeService = GATTService(
+        uuid: .genericAttributeService,
+        characteristics: [
+            GATTCharacteristic(uuid: .serviceChanged, properties: .indicate, permissions: [], value: .fixed([])),
+            GATTCharacteristic(
+                uuid: .clientSupportedFeatures, properties: [.read, .write],
+                permissions: [.readable, .writeable], value: .dynamic),
+            GATTCharacteristic(uuid: .databaseHash, properties: .read, permissions: .readable, value: .dynamic)
+        ])
 }
 
 /// Client Supported Features bits (Vol 3 Part G 7.2).
@@ -450,11 +476,12 @@ final class CentralState {
     var maximumUpdateValueLength: Int { Int(mtu) - 3 }
 
     var snapshot: CentralSnapshot {
-        CentralSnapshot(mtu: mtu, security: security, clientConfigurations: clientConfigurations,
-                        clientSupportedFeatures: clientSupportedFeatures,
-                        preparedWriteCount: preparedWrites.count,
-                        outstandingIndicationHandle: outstandingIndication?.handle,
-                        queuedIndicationCount: indicationQueue.count, isChangeAware: isChangeAware,
-                        isClosed: isClosed)
+        CentralSnapshot(
+            mtu: mtu, security: security, clientConfigurations: clientConfigurations,
+            clientSupportedFeatures: clientSupportedFeatures,
+            preparedWriteCount: preparedWrites.count,
+            outstandingIndicationHandle: outstandingIndication?.handle,
+            queuedIndicationCount: indicationQueue.count, isChangeAware: isChangeAware,
+            isClosed: isClosed)
     }
 }

@@ -25,8 +25,10 @@ public struct LinkSecurity: Hashable, Sendable {
     /// while the link is not encrypted yet.
     public var bondExists: Bool
 
-    public init(isEncrypted: Bool, isAuthenticated: Bool = false, encryptionKeySize: Int = 16,
-                isAuthorized: Bool = false, isBonded: Bool = false, bondExists: Bool = false) {
+    public init(
+        isEncrypted: Bool, isAuthenticated: Bool = false, encryptionKeySize: Int = 16,
+        isAuthorized: Bool = false, isBonded: Bool = false, bondExists: Bool = false
+    ) {
         self.isEncrypted = isEncrypted
         self.isAuthenticated = isAuthenticated
         self.encryptionKeySize = encryptionKeySize
@@ -49,8 +51,10 @@ public struct GATTReadRequest: Hashable, Sendable {
     /// The dynamic descriptor read; nil for the characteristic value.
     public let descriptor: PublishedDescriptor?
 
-    public init(central: CentralID, characteristic: PublishedCharacteristic, offset: Int,
-                descriptor: PublishedDescriptor? = nil) {
+    public init(
+        central: CentralID, characteristic: PublishedCharacteristic, offset: Int,
+        descriptor: PublishedDescriptor? = nil
+    ) {
         self.central = central
         self.characteristic = characteristic
         self.offset = offset
@@ -80,8 +84,10 @@ public struct GATTWriteRequest: Hashable, Sendable {
     /// The dynamic descriptor written; nil for the characteristic value.
     public let descriptor: PublishedDescriptor?
 
-    public init(central: CentralID, characteristic: PublishedCharacteristic, offset: Int, value: [UInt8],
-                kind: GATTWriteKind, descriptor: PublishedDescriptor? = nil) {
+    public init(
+        central: CentralID, characteristic: PublishedCharacteristic, offset: Int, value: [UInt8],
+        kind: GATTWriteKind, descriptor: PublishedDescriptor? = nil
+    ) {
         self.central = central
         self.characteristic = characteristic
         self.offset = offset
@@ -106,8 +112,10 @@ public struct GATTRequestHandlers: Sendable {
     /// Write Commands also come here; their result is not answered.
     public var write: @Sendable ([GATTWriteRequest]) -> ATTErrorCode?
 
-    public init(read: @escaping @Sendable (GATTReadRequest) -> Result<[UInt8], ATTErrorCode>,
-                write: @escaping @Sendable ([GATTWriteRequest]) -> ATTErrorCode?) {
+    public init(
+        read: @escaping @Sendable (GATTReadRequest) -> Result<[UInt8], ATTErrorCode>,
+        write: @escaping @Sendable ([GATTWriteRequest]) -> ATTErrorCode?
+    ) {
         self.read = read
         self.write = write
     }

@@ -77,8 +77,10 @@ public actor Peripheral {
     private let link: any PeripheralLink
     private let now: @Sendable () -> ContinuousClock.Instant
 
-    public init(configuration: GATTServer.Configuration = .init(), link: any PeripheralLink,
-                now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+    public init(
+        configuration: GATTServer.Configuration = .init(), link: any PeripheralLink,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+    ) {
         server = GATTServer(configuration: configuration)
         self.link = link
         self.now = now
@@ -103,7 +105,9 @@ public actor Peripheral {
         if state != .poweredOn {
             result = .failure(.notPoweredOn(state))
         } else {
-            do throws(GATTDatabaseError) { result = .success(try server.addService(service, now: now())) } catch { result = .failure(.database(error)) }
+            do throws(GATTDatabaseError) { result = .success(try server.addService(service, now: now())) } catch {
+                result = .failure(.database(error))
+            }
         }
         flush()
         continuation.yield(.serviceAdded(result))
@@ -117,7 +121,9 @@ public actor Peripheral {
         if state != .poweredOn {
             result = .failure(.notPoweredOn(state))
         } else {
-            do throws(GATTDatabaseError) { result = .success(try server.removeService(id, now: now())) } catch { result = .failure(.database(error)) }
+            do throws(GATTDatabaseError) { result = .success(try server.removeService(id, now: now())) } catch {
+                result = .failure(.database(error))
+            }
         }
         flush()
         continuation.yield(.serviceRemoved(result))
@@ -136,8 +142,10 @@ public actor Peripheral {
 
     /// Sends a value to subscribed centrals (all, or those in `centrals`). False when the transmit
     /// queue is full: nothing was sent, and one `readyToUpdateSubscribers` follows when room frees.
-    public func updateValue(_ value: [UInt8], for characteristic: PublishedCharacteristic,
-                            onSubscribedCentrals centrals: [CentralID]? = nil) throws(PeripheralError) -> Bool {
+    public func updateValue(
+        _ value: [UInt8], for characteristic: PublishedCharacteristic,
+        onSubscribedCentrals centrals: [CentralID]? = nil
+    ) throws(PeripheralError) -> Bool {
         try requirePoweredOn()
         let sent: Bool
         do throws(GATTServerError) { sent = try server.updateValue(value, for: characteristic, to: centrals, now: now()) } catch {

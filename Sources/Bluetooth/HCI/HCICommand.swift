@@ -62,7 +62,7 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
             .leSetExtendedAdvertisingData: "LE Set Extended Advertising Data",
             .leSetExtendedScanResponseData: "LE Set Extended Scan Response Data",
             .leSetExtendedAdvertisingEnable: "LE Set Extended Advertising Enable",
-            .leRemoveAdvertisingSet: "LE Remove Advertising Set",
+            .leRemoveAdvertisingSet: "LE Remove Advertising Set"
         ]
         let hex = String(rawValue, radix: 16)
         let code = "0x" + String(repeating: "0", count: 4 - hex.count) + hex
@@ -97,8 +97,9 @@ public struct HCICommand: Equatable, Sendable {
         guard bytes.count - 3 == length else {
             throw .lengthMismatch(what: "HCI command", declared: length, actual: bytes.count - 3)
         }
-        self.init(opcode: HCIOpcode(rawValue: UInt16(bytes[0]) | UInt16(bytes[1]) << 8),
-                  parameters: Array(bytes[3...]))
+        self.init(
+            opcode: HCIOpcode(rawValue: UInt16(bytes[0]) | UInt16(bytes[1]) << 8),
+            parameters: Array(bytes[3...]))
     }
 
     private static func build(_ opcode: HCIOpcode, _ body: (inout ByteWriter) -> Void) -> HCICommand {
@@ -189,7 +190,9 @@ public struct HCICommand: Equatable, Sendable {
 
     // MARK: Extended advertising (Vol 4 Part E 7.8.53-56)
 
-    public static func leSetAdvertisingSetRandomAddress(handle: UInt8, _ address: BluetoothAddress)
+    public static func leSetAdvertisingSetRandomAddress(
+        handle: UInt8, _ address: BluetoothAddress
+    )
         -> HCICommand
     {
         build(.leSetAdvertisingSetRandomAddress) {

@@ -41,8 +41,9 @@ public enum HCIEvent: Equatable, Sendable {
         let code = bytes[0]
         let length = Int(bytes[1])
         guard bytes.count - 2 == length else {
-            throw .lengthMismatch(what: "HCI event 0x\([code].hexString)", declared: length,
-                                  actual: bytes.count - 2)
+            throw .lengthMismatch(
+                what: "HCI event 0x\([code].hexString)", declared: length,
+                actual: bytes.count - 2)
         }
         let parameters = Array(bytes[2...])
         var reader = ByteReader(parameters)
@@ -146,16 +147,19 @@ public enum HCIEvent: Equatable, Sendable {
 /// The LE Meta event's subevents the peripheral role uses (Core Vol 4 Part E 7.7.65).
 public enum LEMetaEvent: Equatable, Sendable {
     case connectionComplete(LEConnectionComplete)
-    case connectionUpdateComplete(status: HCIStatus, handle: UInt16, interval: UInt16,
-                                  latency: UInt16, supervisionTimeout: UInt16)
-    case dataLengthChange(handle: UInt16, maxTxOctets: UInt16, maxTxTime: UInt16,
-                          maxRxOctets: UInt16, maxRxTime: UInt16)
+    case connectionUpdateComplete(
+        status: HCIStatus, handle: UInt16, interval: UInt16,
+        latency: UInt16, supervisionTimeout: UInt16)
+    case dataLengthChange(
+        handle: UInt16, maxTxOctets: UInt16, maxTxTime: UInt16,
+        maxRxOctets: UInt16, maxRxTime: UInt16)
     case phyUpdateComplete(status: HCIStatus, handle: UInt16, txPHY: UInt8, rxPHY: UInt8)
     /// LE Long Term Key Request (Vol 4 Part E 7.7.65.5): the central starts encryption; the host
     /// answers with the key EDIV and Rand name, or the Negative Reply.
     case longTermKeyRequest(handle: UInt16, rand: UInt64, ediv: UInt16)
-    case advertisingSetTerminated(status: HCIStatus, advertisingHandle: UInt8,
-                                  connectionHandle: UInt16, completedEvents: UInt8)
+    case advertisingSetTerminated(
+        status: HCIStatus, advertisingHandle: UInt8,
+        connectionHandle: UInt16, completedEvents: UInt8)
     case unknown(subevent: UInt8, parameters: [UInt8])
 
     public enum Subevent {
@@ -173,7 +177,7 @@ public enum LEMetaEvent: Equatable, Sendable {
         let subevent = try reader.readUInt8()
         switch subevent {
         case Subevent.connectionComplete, Subevent.enhancedConnectionComplete,
-             Subevent.enhancedConnectionCompleteV2:
+            Subevent.enhancedConnectionCompleteV2:
             self = .connectionComplete(try LEConnectionComplete(subevent: subevent, reader: &reader))
         case Subevent.connectionUpdateComplete:
             self = .connectionUpdateComplete(
@@ -231,8 +235,9 @@ public enum LEMetaEvent: Equatable, Sendable {
             writer.write(handle)
             writer.write(rand)
             writer.write(ediv)
-        case .advertisingSetTerminated(let status, let advertisingHandle, let connectionHandle,
-                                       let completed):
+        case .advertisingSetTerminated(
+            let status, let advertisingHandle, let connectionHandle,
+            let completed):
             writer.write(Subevent.advertisingSetTerminated)
             writer.write(status.rawValue)
             writer.write(advertisingHandle)
@@ -273,11 +278,13 @@ public struct LEConnectionComplete: Equatable, Sendable {
     public var advertisingHandle: UInt8
     public var syncHandle: UInt16
 
-    public init(subevent: UInt8 = LEMetaEvent.Subevent.connectionComplete, status: HCIStatus,
-                handle: UInt16, role: Role, peerAddressType: UInt8, peerAddress: BluetoothAddress,
-                interval: UInt16, latency: UInt16, supervisionTimeout: UInt16,
-                centralClockAccuracy: UInt8 = 0, advertisingHandle: UInt8 = 0xFF,
-                syncHandle: UInt16 = 0xFFFF) {
+    public init(
+        subevent: UInt8 = LEMetaEvent.Subevent.connectionComplete, status: HCIStatus,
+        handle: UInt16, role: Role, peerAddressType: UInt8, peerAddress: BluetoothAddress,
+        interval: UInt16, latency: UInt16, supervisionTimeout: UInt16,
+        centralClockAccuracy: UInt8 = 0, advertisingHandle: UInt8 = 0xFF,
+        syncHandle: UInt16 = 0xFFFF
+    ) {
         self.subevent = subevent
         self.status = status
         self.handle = handle
@@ -300,13 +307,15 @@ public struct LEConnectionComplete: Equatable, Sendable {
         handle = try reader.readUInt16() & 0x0FFF
         let roleByte = try reader.readUInt8()
         guard let role = Role(rawValue: roleByte) else {
-            throw HCIDecodingError.invalidField(what: "LE Connection Complete",
-                                                detail: "role 0x\([roleByte].hexString)")
+            throw HCIDecodingError.invalidField(
+                what: "LE Connection Complete",
+                detail: "role 0x\([roleByte].hexString)")
         }
         self.role = role
         peerAddressType = try reader.readUInt8()
-        peerAddress = BluetoothAddress(littleEndianBytes: try reader.readBytes(6),
-                                       kind: peerAddressType & 1 == 1 ? .random : .public)
+        peerAddress = BluetoothAddress(
+            littleEndianBytes: try reader.readBytes(6),
+            kind: peerAddressType & 1 == 1 ? .random : .public)
         if subevent == LEMetaEvent.Subevent.connectionComplete {
             localResolvablePrivateAddress = [UInt8](repeating: 0, count: 6)
             peerResolvablePrivateAddress = [UInt8](repeating: 0, count: 6)

@@ -40,7 +40,7 @@ public struct LocalVersion: Equatable, Sendable {
     public var coreVersionName: String {
         let names: [UInt8: String] = [
             6: "4.0", 7: "4.1", 8: "4.2", 9: "5.0", 10: "5.1", 11: "5.2", 12: "5.3", 13: "5.4",
-            14: "6.0",
+            14: "6.0"
         ]
         return names[hciVersion] ?? "code \(hciVersion)"
     }
@@ -52,8 +52,9 @@ public struct SupportedCommands: Equatable, Sendable {
 
     public init(body: [UInt8]) throws {
         guard body.count >= 64 else {
-            throw HCIDecodingError.lengthMismatch(what: "Supported_Commands", declared: 64,
-                                                  actual: body.count)
+            throw HCIDecodingError.lengthMismatch(
+                what: "Supported_Commands", declared: 64,
+                actual: body.count)
         }
         octets = Array(body.prefix(64))
     }

@@ -30,7 +30,7 @@ public struct HCIStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
             0x15: "Remote Device Terminated (Power Off)", 0x16: "Connection Terminated By Local Host",
             0x1A: "Unsupported Remote Feature", 0x1F: "Unspecified Error",
             0x3C: "Advertising Timeout", 0x3E: "Connection Failed to be Established",
-            0x43: "Limit Reached",
+            0x43: "Limit Reached"
         ]
         let hex = String(rawValue, radix: 16)
         let code = "0x" + (rawValue < 0x10 ? "0" : "") + hex

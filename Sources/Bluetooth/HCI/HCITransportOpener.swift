@@ -26,13 +26,15 @@ enum UserChannel {
 
     static func open(adapter: UInt16) throws(HCITransportError) -> Int32 {
         let name = "hci\(adapter)"
-        let descriptor = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
-                                BTPROTO_HCI)
+        let descriptor = socket(
+            AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+            BTPROTO_HCI)
         guard descriptor >= 0 else {
             let code = errno
             if code == EAFNOSUPPORT {
                 throw HCITransportError(
-                    .notFound, "this kernel has no Bluetooth support (AF_BLUETOOTH: \(systemErrorText(code))); "
+                    .notFound,
+                    "this kernel has no Bluetooth support (AF_BLUETOOTH: \(systemErrorText(code))); "
                         + "load the bluetooth module")
             }
             throw HCITransportError(.notFound, "cannot create a Bluetooth socket: \(systemErrorText(code))")
@@ -113,9 +115,10 @@ enum StreamSocket {
         var entry: UnsafeMutablePointer<addrinfo>? = first
         while let info = entry {
             entry = info.pointee.ai_next
-            let descriptor = socket(info.pointee.ai_family,
-                                    info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue),
-                                    info.pointee.ai_protocol)
+            let descriptor = socket(
+                info.pointee.ai_family,
+                info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue),
+                info.pointee.ai_protocol)
             guard descriptor >= 0 else {
                 lastError = errno
                 continue
@@ -123,8 +126,9 @@ enum StreamSocket {
             if connect(descriptor, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 {
                 // HCI packets are small and latency-bound: never wait to coalesce them.
                 var one: Int32 = 1
-                setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one,
-                           socklen_t(MemoryLayout<Int32>.size))
+                setsockopt(
+                    descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one,
+                    socklen_t(MemoryLayout<Int32>.size))
                 return descriptor
             }
             lastError = errno
@@ -174,7 +178,7 @@ enum SerialPort {
             230_400: B230400, 460_800: B460800, 500_000: B500000, 576_000: B576000,
             921_600: B921600, 1_000_000: B1000000, 1_152_000: B1152000, 1_500_000: B1500000,
             2_000_000: B2000000, 2_500_000: B2500000, 3_000_000: B3000000, 3_500_000: B3500000,
-            4_000_000: B4000000,
+            4_000_000: B4000000
         ]
         return table[baudRate].map { speed_t($0) }
     }

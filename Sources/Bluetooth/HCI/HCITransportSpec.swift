@@ -14,7 +14,7 @@ public enum HCITransportSpec: Hashable, Sendable, CustomStringConvertible {
     /// Rates a Linux UART accepts through termios' Bxxx constants.
     public static let supportedBaudRates = [
         9_600, 19_200, 38_400, 57_600, 115_200, 230_400, 460_800, 500_000, 576_000, 921_600,
-        1_000_000, 1_152_000, 1_500_000, 2_000_000, 2_500_000, 3_000_000, 3_500_000, 4_000_000,
+        1_000_000, 1_152_000, 1_500_000, 2_000_000, 2_500_000, 3_000_000, 3_500_000, 4_000_000
     ]
 
     public struct ParseError: Error, Equatable, CustomStringConvertible {
@@ -38,7 +38,8 @@ public enum HCITransportSpec: Hashable, Sendable, CustomStringConvertible {
         if text.hasPrefix("hci") {
             let number = text.dropFirst(3)
             guard !number.isEmpty, number.allSatisfy(\.isASCII), let adapter = UInt16(number),
-                  adapter < 256 else {
+                adapter < 256
+            else {
                 throw fail("the adapter number must be 0-255, as in hci0")
             }
             self = .userChannel(adapter: adapter)

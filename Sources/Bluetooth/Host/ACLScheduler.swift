@@ -64,9 +64,10 @@ public struct ACLScheduler: Sendable {
     @discardableResult
     public mutating func enqueue(_ frame: L2CAPFrame, on handle: UInt16, isUpdate: Bool = false) -> Bool {
         guard queues[handle] != nil else { return false }
-        queues[handle]!.append(QueuedFrame(
-            fragments: frame.fragments(handle: handle, maxFragmentLength: buffers.dataLength),
-            isUpdate: isUpdate))
+        queues[handle]!.append(
+            QueuedFrame(
+                fragments: frame.fragments(handle: handle, maxFragmentLength: buffers.dataLength),
+                isUpdate: isUpdate))
         return true
     }
 

@@ -15,9 +15,11 @@ public struct AdvertisingSettings: Equatable, Sendable {
     /// Advertising interval in milliseconds (20 ms to 10.24 s).
     public var intervalMilliseconds: Int
 
-    public init(localName: String? = nil, serviceUUIDs: [BluetoothUUID] = [], appearance: UInt16? = nil,
-                includeTxPower: Bool = false, manufacturerData: (companyID: UInt16, data: [UInt8])? = nil,
-                serviceData: [(uuid: BluetoothUUID, data: [UInt8])] = [], intervalMilliseconds: Int = 100) {
+    public init(
+        localName: String? = nil, serviceUUIDs: [BluetoothUUID] = [], appearance: UInt16? = nil,
+        includeTxPower: Bool = false, manufacturerData: (companyID: UInt16, data: [UInt8])? = nil,
+        serviceData: [(uuid: BluetoothUUID, data: [UInt8])] = [], intervalMilliseconds: Int = 100
+    ) {
         self.localName = localName
         self.serviceUUIDs = serviceUUIDs
         self.appearance = appearance
@@ -81,8 +83,9 @@ public struct AdvertisingPayload: Equatable, Sendable {
         placeUUIDs(settings.serviceUUIDs)
         if let name = settings.localName, !name.isEmpty { placeName(Array(name.utf8)) }
         if let appearance = settings.appearance {
-            place(Self.field(ADType.appearance, [UInt8(appearance & 0xFF), UInt8(appearance >> 8)]),
-                  named: "appearance")
+            place(
+                Self.field(ADType.appearance, [UInt8(appearance & 0xFF), UInt8(appearance >> 8)]),
+                named: "appearance")
         }
         if settings.includeTxPower, let txPower {
             place(Self.field(ADType.txPower, [UInt8(bitPattern: txPower)]), named: "TX power")
@@ -100,8 +103,9 @@ public struct AdvertisingPayload: Equatable, Sendable {
             place(Self.field(type, uuidBytes + data), named: "service data for \(uuid)")
         }
         if let (company, data) = settings.manufacturerData {
-            place(Self.field(ADType.manufacturerData, [UInt8(company & 0xFF), UInt8(company >> 8)] + data),
-                  named: "manufacturer data")
+            place(
+                Self.field(ADType.manufacturerData, [UInt8(company & 0xFF), UInt8(company >> 8)] + data),
+                named: "manufacturer data")
         }
     }
 
@@ -129,9 +133,11 @@ public struct AdvertisingPayload: Equatable, Sendable {
         let unique = uuids.filter { seen.insert($0).inserted }
         let groups: [(complete: UInt8, incomplete: UInt8, size: Int, members: [BluetoothUUID])] = [
             (ADType.complete16, ADType.incomplete16, 2, unique.filter { $0.uint16Value != nil }),
-            (ADType.complete32, ADType.incomplete32, 4,
-             unique.filter { $0.uint16Value == nil && $0.uint32Value != nil }),
-            (ADType.complete128, ADType.incomplete128, 16, unique.filter { $0.uint32Value == nil }),
+            (
+                ADType.complete32, ADType.incomplete32, 4,
+                unique.filter { $0.uint16Value == nil && $0.uint32Value != nil }
+            ),
+            (ADType.complete128, ADType.incomplete128, 16, unique.filter { $0.uint32Value == nil })
         ]
         for group in groups where !group.members.isEmpty {
             func bytes(_ uuid: BluetoothUUID) -> [UInt8] {
@@ -151,7 +157,8 @@ public struct AdvertisingPayload: Equatable, Sendable {
                 guard count > 0 else { continue }
                 let taken = remaining.prefix(count)
                 remaining = remaining.dropFirst(count)
-                let type = remaining.isEmpty && target == 1 && taken.count == group.members.count
+                let type =
+                    remaining.isEmpty && target == 1 && taken.count == group.members.count
                     ? group.complete : group.incomplete
                 let field = Self.field(type, taken.flatMap(bytes))
                 if target == 0 { advertisingData += field } else { scanResponseData += field }

@@ -53,8 +53,9 @@ public final class ATTBearer: Sendable {
     /// granted through `ATTServer.transmitCreditsAvailable(_:)`; the credit comes back once the
     /// controller has sent the PDU (or the connection is gone).
     public func sendUpdate(_ pdu: [UInt8]) {
-        transmitter.send(L2CAPFrame(channel: L2CAPChannel.att, payload: pdu), on: central.handle,
-                         isUpdate: true)
+        transmitter.send(
+            L2CAPFrame(channel: L2CAPChannel.att, payload: pdu), on: central.handle,
+            isUpdate: true)
     }
 }
 
@@ -140,12 +141,14 @@ public struct HostConfiguration: Sendable {
     /// them; nil asks nothing.
     public var preferredConnection: ConnectionParameters?
 
-    public init(transport: HCITransportSpec, stateDirectory: String,
-                advertising: AdvertisingSettings?, maxCentrals: Int = 8, transmitQueueCapacity: Int = 8,
-                commandTimeout: Duration = .seconds(2),
-                reconnectDelays: [Duration] = [.milliseconds(200), .seconds(1), .seconds(2), .seconds(5), .seconds(10)],
-                security: SecurityConfiguration = .standard, confirmsNumericComparison: Bool = false,
-                preferredConnection: ConnectionParameters? = nil) {
+    public init(
+        transport: HCITransportSpec, stateDirectory: String,
+        advertising: AdvertisingSettings?, maxCentrals: Int = 8, transmitQueueCapacity: Int = 8,
+        commandTimeout: Duration = .seconds(2),
+        reconnectDelays: [Duration] = [.milliseconds(200), .seconds(1), .seconds(2), .seconds(5), .seconds(10)],
+        security: SecurityConfiguration = .standard, confirmsNumericComparison: Bool = false,
+        preferredConnection: ConnectionParameters? = nil
+    ) {
         self.transport = transport
         self.stateDirectory = stateDirectory
         self.advertising = advertising

@@ -58,8 +58,9 @@ extension PeripheralHost {
         try await executeChecked(.setEventMask(Self.eventMask))
         try await executeChecked(.leSetEventMask(Self.leEventMask))
 
-        var info = ControllerInfo(version: version, publicAddress: publicAddress, address: publicAddress,
-                                  commands: commands, leFeatures: leFeatures, buffers: buffers)
+        var info = ControllerInfo(
+            version: version, publicAddress: publicAddress, address: publicAddress,
+            commands: commands, leFeatures: leFeatures, buffers: buffers)
         if publicAddress == .zero {
             info.address = try StaticAddressStore(directory: configuration.stateDirectory).loadOrCreate()
             if !info.usesExtendedAdvertising {
@@ -75,7 +76,8 @@ extension PeripheralHost {
         controller = info
         guard let transport else { throw HostError("no controller") }
         transmitter.start(transport: transport, buffers: buffers)
-        logger.info("""
+        logger.info(
+            """
             controller ready: Bluetooth \(version.coreVersionName), manufacturer \(version.manufacturer), \
             address \(info.address)\(publicAddress == .zero ? " (static random, stored)" : ""), \
             \(buffers.packetCount) ACL buffers of \(buffers.dataLength) bytes, \
@@ -104,18 +106,20 @@ extension PeripheralHost {
         let interval = settings.intervalUnits
         if info.usesExtendedAdvertising {
             let handle = Self.advertisingHandle
-            try await executeChecked(.leSetExtendedAdvertisingParameters(
-                handle: handle, intervalMin: UInt32(interval), intervalMax: UInt32(interval),
-                ownAddressType: ownAddressType))
+            try await executeChecked(
+                .leSetExtendedAdvertisingParameters(
+                    handle: handle, intervalMin: UInt32(interval), intervalMax: UInt32(interval),
+                    ownAddressType: ownAddressType))
             if ownAddressType == .random {
                 try await executeChecked(.leSetAdvertisingSetRandomAddress(handle: handle, info.address))
             }
             try await executeChecked(.leSetExtendedAdvertisingData(handle: handle, payload.advertisingData))
             try await executeChecked(.leSetExtendedScanResponseData(handle: handle, payload.scanResponseData))
         } else {
-            try await executeChecked(.leSetAdvertisingParameters(
-                intervalMin: interval, intervalMax: interval, type: .connectableUndirected,
-                ownAddressType: ownAddressType))
+            try await executeChecked(
+                .leSetAdvertisingParameters(
+                    intervalMin: interval, intervalMax: interval, type: .connectableUndirected,
+                    ownAddressType: ownAddressType))
             try await executeChecked(.leSetAdvertisingData(payload.advertisingData))
             try await executeChecked(.leSetScanResponseData(payload.scanResponseData))
         }
@@ -135,7 +139,8 @@ extension PeripheralHost {
         if !isAdvertising {
             isAdvertising = true
             let kind = info.usesExtendedAdvertising ? "extended set, legacy PDUs" : "legacy"
-            logger.info("""
+            logger.info(
+                """
                 advertising (\(kind)): data \(payload.advertisingData.hexString), \
                 scan response \(payload.scanResponseData.hexString)
                 """)

@@ -37,8 +37,9 @@ extension PeripheralHost {
         switch event {
         case .commandComplete(_, let opcode, let returnParameters):
             if let pending = pendingCommand, pending.opcode == opcode {
-                finishCommand(token: pending.token,
-                              with: .success(HCICommandResult(returnParameters: returnParameters)))
+                finishCommand(
+                    token: pending.token,
+                    with: .success(HCICommandResult(returnParameters: returnParameters)))
             } else if opcode == .reset {
                 return "the controller reset itself"
             }
@@ -84,8 +85,10 @@ extension PeripheralHost {
             guard let central = connections[handle]?.central else { return }
             if status == .success {
                 logger.info("\(central): interval \(Double(interval) * 1.25) ms, latency \(latency), timeout \(Int(timeout) * 10) ms")
-                eventSink.yield(.connectionParametersChanged(central, interval: interval, latency: latency,
-                                                             supervisionTimeout: timeout))
+                eventSink.yield(
+                    .connectionParametersChanged(
+                        central, interval: interval, latency: latency,
+                        supervisionTimeout: timeout))
             } else {
                 logger.info("\(central): connection update failed: \(status)")
             }
@@ -124,8 +127,9 @@ extension PeripheralHost {
         let central = Central(connectionID: nextConnectionID, handle: event.handle, address: event.peerAddress)
         nextConnectionID += 1
         transmitter.open(event.handle)
-        let connection = ConnectionState(central: central,
-                                         bearer: ATTBearer(central: central, transmitter: transmitter))
+        let connection = ConnectionState(
+            central: central,
+            bearer: ATTBearer(central: central, transmitter: transmitter))
         connections[event.handle] = connection
         // A controller stops advertising when a central connects (legacy and extended alike).
         markAdvertisingStopped()
@@ -133,8 +137,9 @@ extension PeripheralHost {
         eventSink.yield(.connected(central))
         await server.centralConnected(connection.bearer)
         await securityConnectionOpened(connection)
-        askForPreferredParameters(connection, interval: event.interval, latency: event.latency,
-                                  supervisionTimeout: event.supervisionTimeout)
+        askForPreferredParameters(
+            connection, interval: event.interval, latency: event.latency,
+            supervisionTimeout: event.supervisionTimeout)
         spawn {
             await self.readvertise()
             await self.requestFasterLink(for: central)
@@ -145,13 +150,17 @@ extension PeripheralHost {
     /// does not meet them (an interval outside the range, another latency or supervision
     /// timeout), with an L2CAP Connection Parameter Update Request (Vol 3 Part A 4.20); the
     /// central decides, and an accepted request ends in an LE Connection Update Complete.
-    private func askForPreferredParameters(_ connection: ConnectionState, interval: UInt16, latency: UInt16,
-                                           supervisionTimeout: UInt16) {
+    private func askForPreferredParameters(
+        _ connection: ConnectionState, interval: UInt16, latency: UInt16,
+        supervisionTimeout: UInt16
+    ) {
         guard let wish = configuration.preferredConnection,
-              !(wish.intervalMin...wish.intervalMax).contains(interval) || latency != wish.latency
-                || supervisionTimeout != wish.supervisionTimeout else { return }
+            !(wish.intervalMin...wish.intervalMax).contains(interval) || latency != wish.latency
+                || supervisionTimeout != wish.supervisionTimeout
+        else { return }
         let central = connection.central
-        let asked = "interval \(Double(wish.intervalMin) * 1.25)–\(Double(wish.intervalMax) * 1.25) ms, "
+        let asked =
+            "interval \(Double(wish.intervalMin) * 1.25)–\(Double(wish.intervalMax) * 1.25) ms, "
             + "latency \(wish.latency), timeout \(Int(wish.supervisionTimeout) * 10) ms"
         logger.info("asking \(central) for the configured connection parameters: \(asked)")
         let request = connection.signaling.requestParameterUpdate(wish)
@@ -228,7 +237,8 @@ extension PeripheralHost {
         case L2CAPChannel.securityManager:
             await securityPDU(frame.payload, from: connection)
         default:
-            logger.warning("\(central): dropped \(frame.payload.count) bytes for unsupported L2CAP channel 0x\(String(frame.channel, radix: 16))")
+            logger.warning(
+                "\(central): dropped \(frame.payload.count) bytes for unsupported L2CAP channel 0x\(String(frame.channel, radix: 16))")
         }
     }
 }

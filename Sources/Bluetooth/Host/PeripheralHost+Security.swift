@@ -44,14 +44,17 @@ extension PeripheralHost {
     /// bond is not asked to pair: it pairs when an attribute answers that it must.
     func securityConnectionOpened(_ connection: ConnectionState) async {
         let central = connection.central
-        securityManager.connectionOpened(central.handle, peer: central.address,
-                                         local: controller?.address ?? .zero)
+        securityManager.connectionOpened(
+            central.handle, peer: central.address,
+            local: controller?.address ?? .zero)
         await updateSecurity(of: connection)
         if let bond = securityManager.bond(on: central.handle) {
             logger.info("\(central) is bonded (\(bond.identity)); asking it to encrypt")
-            await perform(securityManager.requestSecurity(on: central.handle,
-                                                          authenticated: bond.longTermKey.authenticated,
-                                                          now: securityNow))
+            await perform(
+                securityManager.requestSecurity(
+                    on: central.handle,
+                    authenticated: bond.longTermKey.authenticated,
+                    now: securityNow))
         }
     }
 
@@ -95,8 +98,9 @@ extension PeripheralHost {
         if status != .success {
             logger.info("\(connection.central): encryption failed: \(status)")
         }
-        let actions = securityManager.encryptionChanged(on: handle, enabled: status == .success && enabled,
-                                                        now: securityNow)
+        let actions = securityManager.encryptionChanged(
+            on: handle, enabled: status == .success && enabled,
+            now: securityNow)
         await perform(actions)
         await updateSecurity(of: connection)
     }
@@ -110,7 +114,8 @@ extension PeripheralHost {
         guard current != bond.clientConfigurations else { return }
         var changed = false
         for attribute in Set(current.keys).union(bond.clientConfigurations.keys).sorted() {
-            changed = securityManager.setClientConfiguration(current[attribute] ?? 0, handle: attribute, on: handle)
+            changed =
+                securityManager.setClientConfiguration(current[attribute] ?? 0, handle: attribute, on: handle)
                 || changed
         }
         if changed { saveBonds() }
@@ -166,7 +171,8 @@ extension PeripheralHost {
         case .passkeyRequested(let handle, let peer):
             // The central shows a passkey for the user to type on gattway, which has no keyboard
             // (a fixed passkey cannot match the central's random one).
-            logger.warning("""
+            logger.warning(
+                """
                 pairing with \(peer) needs a passkey typed on gattway, which has no input; refusing \
                 (use io_capabilities display_only, no_input_no_output, or display_yes_no with confirm_with)
                 """)
@@ -175,7 +181,8 @@ extension PeripheralHost {
             guard let central = connections[handle]?.central else { return }
             guard configuration.confirmsNumericComparison else {
                 // Accepting unseen would claim MITM protection nobody checked.
-                logger.warning("""
+                logger.warning(
+                    """
                     pairing with \(peer) asks to confirm a number, and nothing is configured to confirm \
                     it (bluetooth.security.confirm_with); refusing
                     """)
@@ -213,12 +220,14 @@ extension PeripheralHost {
         guard security != before else { return }
         connection.security = security
         if security.isEncrypted != before.isEncrypted || security.isBonded != before.isBonded
-            || security.isAuthenticated != before.isAuthenticated {
+            || security.isAuthenticated != before.isAuthenticated
+        {
             logger.info("\(central): link \(Self.describe(security))")
         }
         await server.securityChanged(security, for: central)
         if security.isBonded, !before.isBonded, let bond = securityManager.bond(on: central.handle),
-           !bond.clientConfigurations.isEmpty {
+            !bond.clientConfigurations.isEmpty
+        {
             logger.info("\(central): restoring \(bond.clientConfigurations.count) subscriptions of its bond")
             await server.restoreSubscriptions(bond.clientConfigurations, for: central)
         }

@@ -57,10 +57,12 @@ public actor PeripheralHost {
     /// Connections whose pairing shows a Numeric Comparison value and waits for the user.
     var awaitingConfirmation: Set<UInt16> = []
 
-    public init(configuration: HostConfiguration, server: any ATTServer, logger: Logger,
-                openTransport: @escaping @Sendable (HCITransportSpec) throws -> any HCITransport = {
-                    try $0.open()
-                }) {
+    public init(
+        configuration: HostConfiguration, server: any ATTServer, logger: Logger,
+        openTransport: @escaping @Sendable (HCITransportSpec) throws -> any HCITransport = {
+            try $0.open()
+        }
+    ) {
         self.configuration = configuration
         self.server = server
         self.logger = logger
@@ -78,7 +80,8 @@ public actor PeripheralHost {
             do {
                 transport = try openTransport(configuration.transport)
             } catch {
-                let failure = error as? HCITransportError
+                let failure =
+                    error as? HCITransportError
                     ?? HCITransportError(.unavailable, "\(error)")
                 logger.error("cannot open the controller at \(configuration.transport): \(failure.message)")
                 await setState(Self.state(after: failure))
@@ -221,8 +224,9 @@ public actor PeripheralHost {
         let token = nextCommandToken
         let timeout = configuration.commandTimeout
         return try await withCheckedThrowingContinuation { continuation in
-            pendingCommand = PendingCommand(opcode: command.opcode, token: token,
-                                            continuation: continuation)
+            pendingCommand = PendingCommand(
+                opcode: command.opcode, token: token,
+                continuation: continuation)
             do {
                 try transport.send(.command(command))
             } catch {
@@ -250,8 +254,10 @@ public actor PeripheralHost {
     /// The command in flight was not answered within `configuration.commandTimeout`.
     func commandTimedOut() {
         guard let pending = pendingCommand else { return }
-        finishCommand(token: pending.token, with: .failure(
-            HostError("\(pending.opcode) not answered within \(configuration.commandTimeout)")))
+        finishCommand(
+            token: pending.token,
+            with: .failure(
+                HostError("\(pending.opcode) not answered within \(configuration.commandTimeout)")))
     }
 
     /// Like `execute`, but a non-success status throws.
@@ -299,8 +305,10 @@ public actor PeripheralHost {
         guard payload != currentPayload else { return }
         if info.usesExtendedAdvertising {
             try await executeChecked(.leSetExtendedAdvertisingData(handle: Self.advertisingHandle, payload.advertisingData))
-            try await executeChecked(.leSetExtendedScanResponseData(handle: Self.advertisingHandle,
-                                                                    payload.scanResponseData))
+            try await executeChecked(
+                .leSetExtendedScanResponseData(
+                    handle: Self.advertisingHandle,
+                    payload.scanResponseData))
         } else {
             try await executeChecked(.leSetAdvertisingData(payload.advertisingData))
             try await executeChecked(.leSetScanResponseData(payload.scanResponseData))

@@ -23,8 +23,9 @@ struct StaticAddressStore {
             if let address = BluetoothAddress(trimmed, kind: .random), address.isStaticRandom {
                 return address
             }
-            throw HostError("\(path) holds \"\(trimmed)\", not a static random address "
-                + "(AA:BB:CC:DD:EE:FF with the top two bits set); fix or delete it")
+            throw HostError(
+                "\(path) holds \"\(trimmed)\", not a static random address "
+                    + "(AA:BB:CC:DD:EE:FF with the top two bits set); fix or delete it")
         }
         let address = Self.generate()
         do {

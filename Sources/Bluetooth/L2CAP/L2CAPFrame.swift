@@ -35,9 +35,11 @@ public struct L2CAPFrame: Equatable, Sendable {
         var start = 0
         while start < bytes.count {
             let end = min(start + maxFragmentLength, bytes.count)
-            packets.append(HCIACLPacket(handle: handle,
-                                        boundary: start == 0 ? .firstNonFlushable : .continuing,
-                                        data: Array(bytes[start..<end])))
+            packets.append(
+                HCIACLPacket(
+                    handle: handle,
+                    boundary: start == 0 ? .firstNonFlushable : .continuing,
+                    data: Array(bytes[start..<end])))
             start = end
         }
         return packets
@@ -79,8 +81,10 @@ public struct L2CAPReassembler: Sendable {
         switch packet.boundary {
         case .firstFlushable, .firstNonFlushable:
             if isAssembling {
-                problems.append(.incompleteFrameDropped(received: max(partial.count - 4, 0),
-                                                        expected: declaredLength ?? 0))
+                problems.append(
+                    .incompleteFrameDropped(
+                        received: max(partial.count - 4, 0),
+                        expected: declaredLength ?? 0))
             }
             partial = packet.data
             isAssembling = true

@@ -52,8 +52,9 @@ public struct SignalingCommand: Equatable, Sendable {
         writer.write(parameters.intervalMax)
         writer.write(parameters.latency)
         writer.write(parameters.supervisionTimeout)
-        return SignalingCommand(code: Code.connectionParameterUpdateRequest, identifier: identifier,
-                                data: writer.bytes)
+        return SignalingCommand(
+            code: Code.connectionParameterUpdateRequest, identifier: identifier,
+            data: writer.bytes)
     }
 }
 
@@ -123,7 +124,9 @@ public struct LESignalingChannel: Sendable {
         let identifier = nextIdentifier
         nextIdentifier = nextIdentifier == 0xFF ? 1 : nextIdentifier + 1
         pendingUpdateIdentifier = identifier
-        return SignalingCommand.connectionParameterUpdateRequest(identifier: identifier,
-                                                                 parameters: parameters).encoded
+        return SignalingCommand.connectionParameterUpdateRequest(
+            identifier: identifier,
+            parameters: parameters
+        ).encoded
     }
 }

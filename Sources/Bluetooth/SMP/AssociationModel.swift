@@ -14,21 +14,26 @@ public enum AssociationModel: Hashable, Sendable {
     public var isAuthenticated: Bool { self != .justWorks }
 
     /// Chooses the model. OOB is not offered by the gateway, so it never appears here.
-    public static func select(initiator: IOCapability, responder: IOCapability,
-                              mitmRequested: Bool, secureConnections sc: Bool) -> AssociationModel {
+    public static func select(
+        initiator: IOCapability, responder: IOCapability,
+        mitmRequested: Bool, secureConnections sc: Bool
+    ) -> AssociationModel {
         guard mitmRequested else { return .justWorks }
         switch (initiator, responder) {
         case (.noInputNoOutput, _), (_, .noInputNoOutput): return .justWorks
         case (.displayOnly, .displayOnly), (.displayOnly, .displayYesNo),
-             (.displayYesNo, .displayOnly): return .justWorks
+            (.displayYesNo, .displayOnly):
+            return .justWorks
         case (.displayOnly, .keyboardOnly), (.displayOnly, .keyboardDisplay),
-             (.displayYesNo, .keyboardOnly), (.keyboardOnly, .keyboardOnly),
-             (.keyboardDisplay, .keyboardOnly): return .passkeyInput
+            (.displayYesNo, .keyboardOnly), (.keyboardOnly, .keyboardOnly),
+            (.keyboardDisplay, .keyboardOnly):
+            return .passkeyInput
         case (.displayYesNo, .displayYesNo): return sc ? .numericComparison : .justWorks
         case (.displayYesNo, .keyboardDisplay), (.keyboardDisplay, .keyboardDisplay):
             return sc ? .numericComparison : .passkeyInput
         case (.keyboardOnly, .displayOnly), (.keyboardOnly, .displayYesNo),
-             (.keyboardOnly, .keyboardDisplay), (.keyboardDisplay, .displayOnly): return .passkeyDisplay
+            (.keyboardOnly, .keyboardDisplay), (.keyboardDisplay, .displayOnly):
+            return .passkeyDisplay
         case (.keyboardDisplay, .displayYesNo): return sc ? .numericComparison : .passkeyDisplay
         }
     }

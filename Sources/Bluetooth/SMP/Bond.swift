@@ -30,8 +30,10 @@ public struct LongTermKey: Hashable, Sendable, CustomStringConvertible, CustomDe
     public var authenticated: Bool
     public var secureConnections: Bool
 
-    public init(key: SecretKey, ediv: UInt16 = 0, rand: UInt64 = 0, keySize: UInt8,
-                authenticated: Bool, secureConnections: Bool) {
+    public init(
+        key: SecretKey, ediv: UInt16 = 0, rand: UInt64 = 0, keySize: UInt8,
+        authenticated: Bool, secureConnections: Bool
+    ) {
         self.key = key
         self.ediv = ediv
         self.rand = rand
@@ -66,10 +68,12 @@ public struct Bond: Hashable, Sendable, CustomStringConvertible, CustomDebugStri
     /// CCCD attribute handle → value (0x0001 notify, 0x0002 indicate).
     public var clientConfigurations: [UInt16: UInt16]
 
-    public init(identity: BluetoothAddress, longTermKey: LongTermKey,
-                peerIdentityResolvingKey: SecretKey? = nil, localIdentityResolvingKey: SecretKey? = nil,
-                peerSigningKey: SecretKey? = nil, localSigningKey: SecretKey? = nil,
-                clientConfigurations: [UInt16: UInt16] = [:]) {
+    public init(
+        identity: BluetoothAddress, longTermKey: LongTermKey,
+        peerIdentityResolvingKey: SecretKey? = nil, localIdentityResolvingKey: SecretKey? = nil,
+        peerSigningKey: SecretKey? = nil, localSigningKey: SecretKey? = nil,
+        clientConfigurations: [UInt16: UInt16] = [:]
+    ) {
         self.identity = identity
         self.longTermKey = longTermKey
         self.peerIdentityResolvingKey = peerIdentityResolvingKey
@@ -80,8 +84,9 @@ public struct Bond: Hashable, Sendable, CustomStringConvertible, CustomDebugStri
     }
 
     public var security: LinkSecurity {
-        LinkSecurity(keySize: longTermKey.keySize, authenticated: longTermKey.authenticated,
-                     secureConnections: longTermKey.secureConnections, bonded: true)
+        LinkSecurity(
+            keySize: longTermKey.keySize, authenticated: longTermKey.authenticated,
+            secureConnections: longTermKey.secureConnections, bonded: true)
     }
 
     /// Whether `address` is this central: its identity, or a resolvable private address
@@ -97,9 +102,11 @@ public struct Bond: Hashable, Sendable, CustomStringConvertible, CustomDebugStri
     /// For `gattway bonds list` and logs: the address and the key's strength, never the keys.
     public var description: String {
         let kind = identity.kind == .public ? "public" : "random"
-        var parts = ["\(identity) (\(kind))", "keySize \(longTermKey.keySize)",
-                     longTermKey.authenticated ? "authenticated" : "unauthenticated",
-                     longTermKey.secureConnections ? "LE Secure Connections" : "legacy"]
+        var parts = [
+            "\(identity) (\(kind))", "keySize \(longTermKey.keySize)",
+            longTermKey.authenticated ? "authenticated" : "unauthenticated",
+            longTermKey.secureConnections ? "LE Secure Connections" : "legacy"
+        ]
         if peerIdentityResolvingKey != nil { parts.append("IRK") }
         if peerSigningKey != nil { parts.append("CSRK") }
         parts.append("\(clientConfigurations.count) subscriptions")

@@ -175,7 +175,8 @@ private struct StoredBond: Codable {
         default: return nil
         }
         guard let identity = BluetoothAddress(address, kind: kind), let ltk = Self.key(longTermKey),
-              (7...16).contains(keySize) else { return nil }
+            (7...16).contains(keySize)
+        else { return nil }
         var configurations: [UInt16: UInt16] = [:]
         for (handle, value) in clientConfigurations {
             guard let handle = UInt16(handle) else { return nil }
@@ -186,8 +187,9 @@ private struct StoredBond: Codable {
         guard !parsed.contains(where: { $0 == .some(nil) }) else { return nil }
         return Bond(
             identity: identity,
-            longTermKey: LongTermKey(key: ltk, ediv: ediv, rand: rand, keySize: keySize,
-                                     authenticated: authenticated, secureConnections: secureConnections),
+            longTermKey: LongTermKey(
+                key: ltk, ediv: ediv, rand: rand, keySize: keySize,
+                authenticated: authenticated, secureConnections: secureConnections),
             peerIdentityResolvingKey: parsed[0] ?? nil, localIdentityResolvingKey: parsed[1] ?? nil,
             peerSigningKey: parsed[2] ?? nil, localSigningKey: parsed[3] ?? nil,
             clientConfigurations: configurations)

@@ -80,8 +80,10 @@ struct PairingSession: Sendable, CustomStringConvertible, CustomDebugStringConve
     // MARK: Phase 1: features exchange
 
     /// Starts a pairing from the central's Pairing Request; returns the session and its Pairing Response.
-    static func start(request: PairingFeatures, peer: BluetoothAddress, local: BluetoothAddress,
-                      configuration: SecurityConfiguration, random: inout some PairingRandomSource)
+    static func start(
+        request: PairingFeatures, peer: BluetoothAddress, local: BluetoothAddress,
+        configuration: SecurityConfiguration, random: inout some PairingRandomSource
+    )
         throws(PairingFailureReason) -> (PairingSession, [SMPPDU], [PairingPrompt])
     {
         let secureConnections = request.authentication.contains(.secureConnections)
@@ -133,7 +135,9 @@ struct PairingSession: Sendable, CustomStringConvertible, CustomDebugStringConve
     // MARK: Phase 2
 
     /// Handles one PDU of the pairing (Pairing Request/Failed/Keypress are the manager's).
-    mutating func handle(_ pdu: SMPPDU, random: inout some PairingRandomSource)
+    mutating func handle(
+        _ pdu: SMPPDU, random: inout some PairingRandomSource
+    )
         throws(PairingFailureReason) -> ([SMPPDU], [PairingPrompt])
     {
         switch (phase, pdu) {
@@ -189,7 +193,9 @@ struct PairingSession: Sendable, CustomStringConvertible, CustomDebugStringConve
     }
 
     /// The passkey the user typed (nil: cancelled).
-    mutating func enterPasskey(_ value: UInt32?, random: inout some PairingRandomSource)
+    mutating func enterPasskey(
+        _ value: UInt32?, random: inout some PairingRandomSource
+    )
         throws(PairingFailureReason) -> [SMPPDU]
     {
         guard model == .passkeyInput, passkey == nil else { return [] }
@@ -204,7 +210,9 @@ struct PairingSession: Sendable, CustomStringConvertible, CustomDebugStringConve
         }
     }
 
-    private mutating func receivePublicKey(x: [UInt8], y: [UInt8], random: inout some PairingRandomSource)
+    private mutating func receivePublicKey(
+        x: [UInt8], y: [UInt8], random: inout some PairingRandomSource
+    )
         throws(PairingFailureReason) -> ([SMPPDU], [PairingPrompt])
     {
         // A fresh key pair per pairing; the private key is dropped once the DHKey is computed.
@@ -235,7 +243,9 @@ struct PairingSession: Sendable, CustomStringConvertible, CustomDebugStringConve
 
     private var passkeyBit: UInt8 { 0x80 | UInt8((passkey! >> UInt32(round)) & 1) }
 
-    private mutating func receivePasskeyConfirm(_ confirm: [UInt8], random: inout some PairingRandomSource)
+    private mutating func receivePasskeyConfirm(
+        _ confirm: [UInt8], random: inout some PairingRandomSource
+    )
         throws(PairingFailureReason) -> [SMPPDU]
     {
         peerConfirm = confirm
@@ -259,17 +269,21 @@ struct PairingSession: Sendable, CustomStringConvertible, CustomDebugStringConve
 
     /// Phase 2 end: derives MacKey/LTK (f5), checks Ea and answers Eb (f6).
     private mutating func checkDHKey(_ check: [UInt8]) throws(PairingFailureReason) -> [SMPPDU] {
-        let (macKey, ltk) = try orFail(SecurityToolbox.f5(
-            w: dhKey, n1: peerNonce, n2: localNonce, a1: peerAddressField, a2: localAddressField))
-        let r = model == .passkeyDisplay || model == .passkeyInput
+        let (macKey, ltk) = try orFail(
+            SecurityToolbox.f5(
+                w: dhKey, n1: peerNonce, n2: localNonce, a1: peerAddressField, a2: localAddressField))
+        let r =
+            model == .passkeyDisplay || model == .passkeyInput
             ? [UInt8](repeating: 0, count: 12) + Self.bigEndian(passkey!) : [UInt8](repeating: 0, count: 16)
-        let expected = try orFail(SecurityToolbox.f6(
-            w: macKey, n1: peerNonce, n2: localNonce, r: r, ioCap: request.f6IOCap,
-            a1: peerAddressField, a2: localAddressField))
+        let expected = try orFail(
+            SecurityToolbox.f6(
+                w: macKey, n1: peerNonce, n2: localNonce, r: r, ioCap: request.f6IOCap,
+                a1: peerAddressField, a2: localAddressField))
         guard expected == check else { throw .dhKeyCheckFailed }
-        let ours = try orFail(SecurityToolbox.f6(
-            w: macKey, n1: localNonce, n2: peerNonce, r: r, ioCap: response.f6IOCap,
-            a1: localAddressField, a2: peerAddressField))
+        let ours = try orFail(
+            SecurityToolbox.f6(
+                w: macKey, n1: localNonce, n2: peerNonce, r: r, ioCap: response.f6IOCap,
+                a1: localAddressField, a2: peerAddressField))
         self.macKey = macKey
         encryptionKey = LongTermKey(
             key: SecretKey(mostSignificantFirst: masked(ltk)), keySize: keySize,
@@ -283,14 +297,17 @@ struct PairingSession: Sendable, CustomStringConvertible, CustomDebugStringConve
     private var temporaryKey: [UInt8] { [UInt8](repeating: 0, count: 12) + Self.bigEndian(passkey!) }
 
     private func legacyConfirm(_ random: [UInt8]) throws(PairingFailureReason) -> [UInt8] {
-        try orFail(SecurityToolbox.c1(
-            k: temporaryKey, r: random, preq: SMPPDU.pairingRequest(request).encoded.reversed(),
-            pres: SMPPDU.pairingResponse(response).encoded.reversed(),
-            initiatorAddressType: peer.kind.rawValue, initiatorAddress: peer.bytes.reversed(),
-            responderAddressType: local.kind.rawValue, responderAddress: local.bytes.reversed()))
+        try orFail(
+            SecurityToolbox.c1(
+                k: temporaryKey, r: random, preq: SMPPDU.pairingRequest(request).encoded.reversed(),
+                pres: SMPPDU.pairingResponse(response).encoded.reversed(),
+                initiatorAddressType: peer.kind.rawValue, initiatorAddress: peer.bytes.reversed(),
+                responderAddressType: local.kind.rawValue, responderAddress: local.bytes.reversed()))
     }
 
-    private mutating func receiveLegacyConfirm(_ confirm: [UInt8], random: inout some PairingRandomSource)
+    private mutating func receiveLegacyConfirm(
+        _ confirm: [UInt8], random: inout some PairingRandomSource
+    )
         throws(PairingFailureReason) -> [SMPPDU]
     {
         peerConfirm = confirm
@@ -314,8 +331,9 @@ struct PairingSession: Sendable, CustomStringConvertible, CustomDebugStringConve
     /// The link is now encrypted with `encryptionKey`: sends our keys, then waits for the central's.
     mutating func linkEncrypted(localIdentity: BluetoothAddress, random: inout some PairingRandomSource) -> [SMPPDU] {
         guard phase == .awaitingEncryption, let encryptionKey else { return [] }
-        var keys = PairingKeys(longTermKey: secureConnections ? encryptionKey : nil,
-                               encryption: encryptionKey, bonding: bonding)
+        var keys = PairingKeys(
+            longTermKey: secureConnections ? encryptionKey : nil,
+            encryption: encryptionKey, bonding: bonding)
         var sends: [SMPPDU] = []
         let distributed = response.responderKeys
         if !secureConnections && distributed.contains(.encryptionKey) {
@@ -324,14 +342,18 @@ struct PairingSession: Sendable, CustomStringConvertible, CustomDebugStringConve
                 ediv: UInt16(littleEndianBytes: random.bytes(2)), rand: UInt64(littleEndianBytes: random.bytes(8)),
                 keySize: keySize, authenticated: model.isAuthenticated, secureConnections: false)
             keys.longTermKey = ltk
-            sends += [.encryptionInformation(longTermKey: ltk.key.littleEndianBytes),
-                      .centralIdentification(ediv: ltk.ediv, rand: ltk.rand)]
+            sends += [
+                .encryptionInformation(longTermKey: ltk.key.littleEndianBytes),
+                .centralIdentification(ediv: ltk.ediv, rand: ltk.rand)
+            ]
         }
         if distributed.contains(.identityKey) {
             let irk = configuration.localIdentityResolvingKey ?? SecretKey(mostSignificantFirst: random.bytes(16))
             keys.localIdentityResolvingKey = irk
-            sends += [.identityInformation(identityResolvingKey: irk.littleEndianBytes),
-                      .identityAddressInformation(localIdentity)]
+            sends += [
+                .identityInformation(identityResolvingKey: irk.littleEndianBytes),
+                .identityAddressInformation(localIdentity)
+            ]
         }
         if distributed.contains(.signingKey) {
             let csrk = SecretKey(mostSignificantFirst: random.bytes(16))

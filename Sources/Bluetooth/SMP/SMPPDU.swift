@@ -46,9 +46,11 @@ public struct PairingFeatures: Hashable, Sendable {
     public var initiatorKeys: KeyDistribution
     public var responderKeys: KeyDistribution
 
-    public init(ioCapability: IOCapability, oobDataPresent: Bool = false,
-                authentication: AuthenticationRequirements, maximumKeySize: UInt8 = 16,
-                initiatorKeys: KeyDistribution, responderKeys: KeyDistribution) {
+    public init(
+        ioCapability: IOCapability, oobDataPresent: Bool = false,
+        authentication: AuthenticationRequirements, maximumKeySize: UInt8 = 16,
+        initiatorKeys: KeyDistribution, responderKeys: KeyDistribution
+    ) {
         self.ioCapability = ioCapability
         self.oobDataPresent = oobDataPresent
         self.authentication = authentication
@@ -89,7 +91,7 @@ public struct PairingFailureReason: RawRepresentable, Hashable, Sendable, Custom
             0x07: "Command Not Supported", 0x08: "Unspecified Reason", 0x09: "Repeated Attempts",
             0x0A: "Invalid Parameters", 0x0B: "DHKey Check Failed", 0x0C: "Numeric Comparison Failed",
             0x0D: "BR/EDR pairing in progress", 0x0E: "Cross-transport Key Derivation/Generation not allowed",
-            0x0F: "Key Rejected", 0x10: "Busy",
+            0x0F: "Key Rejected", 0x10: "Busy"
         ]
         let code = "0x" + (rawValue < 0x10 ? "0" : "") + String(rawValue, radix: 16, uppercase: true)
         return "\(names[rawValue] ?? "Reserved") (\(code))"
@@ -118,7 +120,8 @@ public enum SMPCode: UInt8, Sendable {
         switch self {
         case .pairingRequest, .pairingResponse: 6
         case .pairingConfirm, .pairingRandom, .encryptionInformation, .identityInformation,
-             .signingInformation, .pairingDHKeyCheck: 16
+            .signingInformation, .pairingDHKeyCheck:
+            16
         case .pairingFailed, .securityRequest, .keypressNotification: 1
         case .centralIdentification: 10
         case .identityAddressInformation: 7
@@ -250,7 +253,7 @@ public enum SMPPDU: Hashable, Sendable, CustomStringConvertible {
             writer.write(features.initiatorKeys.rawValue)
             writer.write(features.responderKeys.rawValue)
         case .pairingConfirm(let value), .pairingRandom(let value), .encryptionInformation(let value),
-             .identityInformation(let value), .signingInformation(let value), .pairingDHKeyCheck(let value):
+            .identityInformation(let value), .signingInformation(let value), .pairingDHKeyCheck(let value):
             writer.write(contentsOf: value)
         case .pairingFailed(let reason): writer.write(reason.rawValue)
         case .centralIdentification(let ediv, let rand):

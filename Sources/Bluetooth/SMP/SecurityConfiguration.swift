@@ -41,10 +41,12 @@ public struct SecurityConfiguration: Sendable, Hashable {
     /// The defaults: display-only, random passkeys, Secure Connections only, bondable.
     public static let standard = try! SecurityConfiguration()
 
-    public init(ioCapability: IOCapability = .displayOnly, fixedPasskey: UInt32? = nil,
-                allowLegacy: Bool = false, bondable: Bool = true, signingKeys: Bool = false,
-                minimumKeySize: UInt8 = 16, localIdentityResolvingKey: SecretKey? = nil,
-                backoffBase: Duration = .seconds(2), backoffMaximum: Duration = .seconds(300)) throws(Error) {
+    public init(
+        ioCapability: IOCapability = .displayOnly, fixedPasskey: UInt32? = nil,
+        allowLegacy: Bool = false, bondable: Bool = true, signingKeys: Bool = false,
+        minimumKeySize: UInt8 = 16, localIdentityResolvingKey: SecretKey? = nil,
+        backoffBase: Duration = .seconds(2), backoffMaximum: Duration = .seconds(300)
+    ) throws(Error) {
         if let fixedPasskey, fixedPasskey > 999_999 { throw .passkeyOutOfRange(fixedPasskey) }
         guard (7...16).contains(minimumKeySize) else { throw .keySizeOutOfRange(minimumKeySize) }
         guard backoffBase > .zero, backoffMaximum >= backoffBase else { throw .backoffOutOfRange }

@@ -60,8 +60,10 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
         var bondIdentity: BluetoothAddress?
     }
 
-    public init(configuration: SecurityConfiguration, bonds: BondRegistry = BondRegistry(),
-                random: any PairingRandomSource = SystemRandomSource()) {
+    public init(
+        configuration: SecurityConfiguration, bonds: BondRegistry = BondRegistry(),
+        random: any PairingRandomSource = SystemRandomSource()
+    ) {
         self.configuration = configuration
         self.bonds = bonds
         self.random = random
@@ -184,7 +186,8 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
         guard let link = links[handle] else { return nil }
         if let session = link.session {
             guard session.phase == .awaitingEncryption, let key = session.encryptionKey,
-                  key.matches(ediv: ediv, rand: rand) else { return nil }
+                key.matches(ediv: ediv, rand: rand)
+            else { return nil }
             links[handle]?.pendingKey = key
             links[handle]?.pendingKeyBonded = false
             return key
@@ -219,7 +222,8 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
     /// during the repeated-attempts wait, or when the link already has what is asked.
     public mutating func requestSecurity(on handle: ConnectionHandle, authenticated: Bool, now: Duration) -> [Action] {
         guard let link = links[handle], !link.timedOut, link.session == nil,
-              !backoff.isBlocked(backoffKey(link), now: now) else { return [] }
+            !backoff.isBlocked(backoffKey(link), now: now)
+        else { return [] }
         if let security = link.security, security.authenticated || !authenticated { return [] }
         var requirements: AuthenticationRequirements = [.secureConnections]
         if configuration.bondable { requirements.insert(.bonding) }
@@ -265,17 +269,20 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
         bonds.bond(for: link.peer)?.identity ?? link.peer
     }
 
-    private mutating func output(_ handle: ConnectionHandle, _ sends: [SMPPDU], _ prompts: [PairingPrompt],
-                                 now: Duration) -> [Action] {
+    private mutating func output(
+        _ handle: ConnectionHandle, _ sends: [SMPPDU], _ prompts: [PairingPrompt],
+        now: Duration
+    ) -> [Action] {
         guard let link = links[handle] else { return [] }
         if !sends.isEmpty, link.session != nil { links[handle]?.deadline = now + Self.timeout }
-        return sends.map { .send(handle, $0) } + prompts.map { prompt in
-            switch prompt {
-            case .displayPasskey(let value): .event(.displayPasskey(handle, peer: link.peer, passkey: value))
-            case .requestPasskey: .event(.passkeyRequested(handle, peer: link.peer))
-            case .numericComparison(let value): .event(.numericComparison(handle, peer: link.peer, value: value))
+        return sends.map { .send(handle, $0) }
+            + prompts.map { prompt in
+                switch prompt {
+                case .displayPasskey(let value): .event(.displayPasskey(handle, peer: link.peer, passkey: value))
+                case .requestPasskey: .event(.passkeyRequested(handle, peer: link.peer))
+                case .numericComparison(let value): .event(.numericComparison(handle, peer: link.peer, value: value))
+                }
             }
-        }
     }
 
     private mutating func completeIfDone(_ handle: ConnectionHandle, now: Duration) -> [Action] {
@@ -301,8 +308,13 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
             keySize: keys.encryption.keySize, authenticated: keys.encryption.authenticated,
             secureConnections: keys.encryption.secureConnections, bonded: bond != nil)
         links[handle]?.security = security
-        return [.event(.pairingComplete(handle, PairingOutcome(
-            peer: link.peer, identity: identity, security: security, bond: bond)))]
+        return [
+            .event(
+                .pairingComplete(
+                    handle,
+                    PairingOutcome(
+                        peer: link.peer, identity: identity, security: security, bond: bond)))
+        ]
     }
 
     private mutating func end(_ handle: ConnectionHandle) {
@@ -316,11 +328,13 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
         guard let link = links[handle] else { return [] }
         end(handle)
         let guessing: Set<PairingFailureReason> = [
-            .passkeyEntryFailed, .confirmValueFailed, .dhKeyCheckFailed, .numericComparisonFailed,
+            .passkeyEntryFailed, .confirmValueFailed, .dhKeyCheckFailed, .numericComparisonFailed
         ]
         if guessing.contains(reason) { backoff.recordFailure(backoffKey(link), now: now) }
-        return [.send(handle, .pairingFailed(reason)),
-                .event(.pairingFailed(handle, peer: link.peer, .sent(reason)))]
+        return [
+            .send(handle, .pairingFailed(reason)),
+            .event(.pairingFailed(handle, peer: link.peer, .sent(reason)))
+        ]
     }
 }
 

@@ -29,7 +29,9 @@ public enum SecurityToolbox {
 
     /// `f5`: derives (MacKey, LTK) from the DHKey W, both nonces and both 56-bit addresses
     /// (address type byte followed by the 48-bit address).
-    public static func f5(w: [UInt8], n1: [UInt8], n2: [UInt8], a1: [UInt8], a2: [UInt8]) throws
+    public static func f5(
+        w: [UInt8], n1: [UInt8], n2: [UInt8], a1: [UInt8], a2: [UInt8]
+    ) throws
         -> (macKey: [UInt8], ltk: [UInt8])
     {
         try check(w, "W", 32)
@@ -37,8 +39,10 @@ public enum SecurityToolbox {
         try check(n2, "N2", 16)
         try check(a1, "A1", 7)
         try check(a2, "A2", 7)
-        let salt: [UInt8] = [0x6C, 0x88, 0x83, 0x91, 0xAA, 0xF5, 0xA5, 0x38,
-                             0x60, 0x37, 0x0B, 0xDB, 0x5A, 0x60, 0x83, 0xBE]
+        let salt: [UInt8] = [
+            0x6C, 0x88, 0x83, 0x91, 0xAA, 0xF5, 0xA5, 0x38,
+            0x60, 0x37, 0x0B, 0xDB, 0x5A, 0x60, 0x83, 0xBE
+        ]
         let t = try AESCMAC.mac(w, key: salt)
         let keyID: [UInt8] = [0x62, 0x74, 0x6C, 0x65]  // "btle"
         let length: [UInt8] = [0x01, 0x00]  // 256 bits
@@ -49,8 +53,10 @@ public enum SecurityToolbox {
     }
 
     /// `f6`: the DHKey check value, AES-CMAC_W(N1 || N2 || R || IOcap || A1 || A2).
-    public static func f6(w: [UInt8], n1: [UInt8], n2: [UInt8], r: [UInt8], ioCap: [UInt8],
-                          a1: [UInt8], a2: [UInt8]) throws -> [UInt8] {
+    public static func f6(
+        w: [UInt8], n1: [UInt8], n2: [UInt8], r: [UInt8], ioCap: [UInt8],
+        a1: [UInt8], a2: [UInt8]
+    ) throws -> [UInt8] {
         try check(w, "W", 16)
         try check(n1, "N1", 16)
         try check(n2, "N2", 16)
@@ -95,9 +101,11 @@ public enum SecurityToolbox {
 
     /// `c1`: the legacy pairing confirm value (only used when legacy pairing is allowed).
     /// `preq`/`pres` are the 7-byte Pairing Request/Response PDUs, most significant byte first.
-    public static func c1(k: [UInt8], r: [UInt8], preq: [UInt8], pres: [UInt8],
-                          initiatorAddressType iat: UInt8, initiatorAddress ia: [UInt8],
-                          responderAddressType rat: UInt8, responderAddress ra: [UInt8]) throws -> [UInt8] {
+    public static func c1(
+        k: [UInt8], r: [UInt8], preq: [UInt8], pres: [UInt8],
+        initiatorAddressType iat: UInt8, initiatorAddress ia: [UInt8],
+        responderAddressType rat: UInt8, responderAddress ra: [UInt8]
+    ) throws -> [UInt8] {
         try check(k, "k", 16)
         try check(r, "r", 16)
         try check(preq, "preq", 7)

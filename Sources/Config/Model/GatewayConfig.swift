@@ -14,9 +14,11 @@ public struct GatewayConfig: Sendable, Hashable {
     /// nil when the configuration has no `mqtt` section (the mirror is off).
     public var mqtt: MQTTConfig?
 
-    public init(device: DeviceConfig, bluetooth: BluetoothConfig, stateDirectory: String,
-                gpio: GPIOConfig, sensors: [SensorConfig], services: [ServiceConfig],
-                mqtt: MQTTConfig?) {
+    public init(
+        device: DeviceConfig, bluetooth: BluetoothConfig, stateDirectory: String,
+        gpio: GPIOConfig, sensors: [SensorConfig], services: [ServiceConfig],
+        mqtt: MQTTConfig?
+    ) {
         self.device = device
         self.bluetooth = bluetooth
         self.stateDirectory = stateDirectory
@@ -54,8 +56,10 @@ public struct BluetoothConfig: Sendable, Hashable {
     public var connection: ConnectionPreferences
     public var security: SecurityConfig
 
-    public init(transport: HCITransportSpec, advertising: AdvertisingConfig, maxCentrals: Int,
-                connection: ConnectionPreferences, security: SecurityConfig) {
+    public init(
+        transport: HCITransportSpec, advertising: AdvertisingConfig, maxCentrals: Int,
+        connection: ConnectionPreferences, security: SecurityConfig
+    ) {
         self.transport = transport
         self.advertising = advertising
         self.maxCentrals = maxCentrals
@@ -72,8 +76,10 @@ public struct AdvertisingConfig: Sendable, Hashable {
     public var includesTxPower: Bool
     public var manufacturerData: ManufacturerData?
 
-    public init(localName: String, serviceUUIDs: [BluetoothUUID], interval: Duration,
-                includesTxPower: Bool, manufacturerData: ManufacturerData?) {
+    public init(
+        localName: String, serviceUUIDs: [BluetoothUUID], interval: Duration,
+        includesTxPower: Bool, manufacturerData: ManufacturerData?
+    ) {
         self.localName = localName
         self.serviceUUIDs = serviceUUIDs
         self.interval = interval
@@ -104,8 +110,10 @@ public struct ConnectionPreferences: Sendable, Hashable {
     /// Preferred Connection Parameters characteristic.
     public var asksCentrals: Bool
 
-    public init(minInterval: Duration, maxInterval: Duration, latency: Int,
-                supervisionTimeout: Duration, asksCentrals: Bool) {
+    public init(
+        minInterval: Duration, maxInterval: Duration, latency: Int,
+        supervisionTimeout: Duration, asksCentrals: Bool
+    ) {
         self.minInterval = minInterval
         self.maxInterval = maxInterval
         self.latency = latency

@@ -16,10 +16,12 @@ public struct MQTTConfig: Sendable, Hashable {
     /// Most QoS 1 events kept while the broker is unreachable.
     public var outboxLimit: Int
 
-    public init(broker: MQTTBrokerURL, clientID: String, username: String?, password: PasswordSource?,
-                tls: MQTTTLSConfig?, baseTopic: String, qos: Int, retain: Bool,
-                discoveryPrefix: String?, protocolVersion: MQTTVersion, keepalive: Duration,
-                payload: MQTTPayloadFormat, outboxLimit: Int) {
+    public init(
+        broker: MQTTBrokerURL, clientID: String, username: String?, password: PasswordSource?,
+        tls: MQTTTLSConfig?, baseTopic: String, qos: Int, retain: Bool,
+        discoveryPrefix: String?, protocolVersion: MQTTVersion, keepalive: Duration,
+        payload: MQTTPayloadFormat, outboxLimit: Int
+    ) {
         self.broker = broker
         self.clientID = clientID
         self.username = username
@@ -40,11 +42,12 @@ extension MQTTConfig {
     /// An MQTT section with every default, for `--mqtt` on a configuration without one.
     public static func defaults(broker: MQTTBrokerURL, deviceID: String) -> MQTTConfig {
         typealias D = ConfigDefaults
-        return MQTTConfig(broker: broker, clientID: D.mqttClientID(deviceID: deviceID), username: nil,
-                          password: nil, tls: nil, baseTopic: D.mqttBaseTopic, qos: D.mqttQoS,
-                          retain: D.mqttRetain, discoveryPrefix: D.mqttDiscovery ? D.mqttDiscoveryPrefix : nil,
-                          protocolVersion: D.mqttProtocol, keepalive: D.mqttKeepalive, payload: D.mqttPayload,
-                          outboxLimit: D.mqttOutboxLimit)
+        return MQTTConfig(
+            broker: broker, clientID: D.mqttClientID(deviceID: deviceID), username: nil,
+            password: nil, tls: nil, baseTopic: D.mqttBaseTopic, qos: D.mqttQoS,
+            retain: D.mqttRetain, discoveryPrefix: D.mqttDiscovery ? D.mqttDiscoveryPrefix : nil,
+            protocolVersion: D.mqttProtocol, keepalive: D.mqttKeepalive, payload: D.mqttPayload,
+            outboxLimit: D.mqttOutboxLimit)
     }
 }
 

@@ -11,8 +11,10 @@ public struct ServiceConfig: Sendable, Hashable {
     public var includes: [String]
     public var characteristics: [CharacteristicConfig]
 
-    public init(uuid: BluetoothUUID, name: String?, primary: Bool, includes: [String],
-                characteristics: [CharacteristicConfig]) {
+    public init(
+        uuid: BluetoothUUID, name: String?, primary: Bool, includes: [String],
+        characteristics: [CharacteristicConfig]
+    ) {
         self.uuid = uuid
         self.name = name
         self.primary = primary
@@ -34,9 +36,11 @@ public struct CharacteristicConfig: Sendable, Hashable {
     public var descriptors: [DescriptorConfig]
     public var notify: NotifyPolicy
 
-    public init(uuid: BluetoothUUID, name: String?, properties: CharacteristicProperties,
-                permissions: AttributePermissions, encoding: ValueEncoding, unit: GATTUnit?,
-                source: ValueSource, descriptors: [DescriptorConfig], notify: NotifyPolicy) {
+    public init(
+        uuid: BluetoothUUID, name: String?, properties: CharacteristicProperties,
+        permissions: AttributePermissions, encoding: ValueEncoding, unit: GATTUnit?,
+        source: ValueSource, descriptors: [DescriptorConfig], notify: NotifyPolicy
+    ) {
         self.uuid = uuid
         self.name = name
         self.properties = properties
@@ -63,7 +67,7 @@ public struct CharacteristicProperties: OptionSet, Sendable, Hashable {
     /// Configuration names, in declaration bit order.
     public static let names: [(name: String, property: Self)] = [
         ("read", .read), ("write_without_response", .writeWithoutResponse), ("write", .write),
-        ("notify", .notify), ("indicate", .indicate),
+        ("notify", .notify), ("indicate", .indicate)
     ]
 
     public var isWritable: Bool { !isDisjoint(with: [.write, .writeWithoutResponse]) }
@@ -85,16 +89,19 @@ public struct SecurityRequirement: Sendable, Hashable, CustomStringConvertible {
     }
 
     public static let open = SecurityRequirement(encrypted: false, authenticated: false, bonded: false)
-    public static let encryptedBonded = SecurityRequirement(encrypted: true, authenticated: false,
-                                                            bonded: true)
+    public static let encryptedBonded = SecurityRequirement(
+        encrypted: true, authenticated: false,
+        bonded: true)
 
     public var isOpen: Bool { !encrypted }
 
     /// `open`, or the requirements joined: `encrypted, bonded`.
     public var description: String {
         if isOpen { return "open" }
-        let parts = [(encrypted && !authenticated, "encrypted"), (authenticated, "authenticated"),
-                     (bonded, "bonded")]
+        let parts = [
+            (encrypted && !authenticated, "encrypted"), (authenticated, "authenticated"),
+            (bonded, "bonded")
+        ]
         return parts.filter(\.0).map(\.1).joined(separator: ", ")
     }
 }

@@ -36,9 +36,10 @@ extension ConfigParser {
         // An HC-SR04 generator answers pulses on a trigger line of its own chip.
         for (path, line) in zip(linePaths, lines) {
             if case .hcsr04(_, let trigger) = line.generator, seen[trigger] == nil {
-                context.error(path.key("generator").key("trigger"), line: nil,
-                              "no line \"\(trigger)\" on this chip"
-                              + Suggestion.hint(for: trigger, among: lines.map(\.name)))
+                context.error(
+                    path.key("generator").key("trigger"), line: nil,
+                    "no line \"\(trigger)\" on this chip"
+                        + Suggestion.hint(for: trigger, among: lines.map(\.name)))
             }
         }
         return SimulatedGPIOChip(name: name, label: label, lines: lines)
@@ -75,25 +76,29 @@ extension ConfigParser {
             let period = Duration.nanoseconds(Int64(1e9 / rate))
             let width = m["width"]?.duration() ?? period / 2
             if width >= period {
-                m["width"]?.report("\(DurationText.format(width)) is not shorter than the period "
-                                   + "of \(ConfigNode.formatNumber(rate)) Hz")
+                m["width"]?.report(
+                    "\(DurationText.format(width)) is not shorter than the period "
+                        + "of \(ConfigNode.formatNumber(rate)) Hz")
             }
             return .pulses(rate: rate, width: width)
         case .steps:
-            let steps = m.required("steps")?.list()?.compactMap { item -> LevelStep? in
-                guard let step = item.mapping("gpio.chips[].lines[].generator.steps[]"),
-                      let level = step.required("level").flatMap(lineLevel),
-                      let duration = step.required("duration")?.duration() else { return nil }
-                return LevelStep(level: level, duration: duration)
-            } ?? []
+            let steps =
+                m.required("steps")?.list()?.compactMap { item -> LevelStep? in
+                    guard let step = item.mapping("gpio.chips[].lines[].generator.steps[]"),
+                        let level = step.required("level").flatMap(lineLevel),
+                        let duration = step.required("duration")?.duration()
+                    else { return nil }
+                    return LevelStep(level: level, duration: duration)
+                } ?? []
             if steps.isEmpty, let node = m["steps"], case .sequence = node.node {
                 node.report("needs at least one step")
             }
             return .steps(steps, repeats: m["repeat"]?.bool() ?? D.stepsRepeat)
         case .dht22, .dht11:
-            return .dht(kind == .dht22 ? .dht22 : .dht11,
-                        temperature: m["temperature"]?.number(in: -40...80) ?? D.dhtTemperature,
-                        humidity: m["humidity"]?.number(in: 0...100) ?? D.dhtHumidity)
+            return .dht(
+                kind == .dht22 ? .dht22 : .dht11,
+                temperature: m["temperature"]?.number(in: -40...80) ?? D.dhtTemperature,
+                humidity: m["humidity"]?.number(in: 0...100) ?? D.dhtHumidity)
         case .hcsr04:
             guard let trigger = m.required("trigger")?.nonEmptyString() else { return nil }
             return .hcsr04(distance: m["distance"]?.number(in: 0.02...4) ?? D.hcsr04Distance, trigger: trigger)
@@ -109,9 +114,10 @@ extension ConfigParser {
     /// the kind's own settings (`listed`), not the keys every kind has.
     func rejectSettings(of m: ConfigMapping, allowed: [String], listed: [String], kindName: String) {
         for key in m.order where !allowed.contains(key) {
-            m.node.context.error(m.path.key(key), line: m[key]?.line ?? m.node.line,
-                                 "not a setting of \"\(kindName)\" (its settings: "
-                                 + "\(listed.joined(separator: ", ")))")
+            m.node.context.error(
+                m.path.key(key), line: m[key]?.line ?? m.node.line,
+                "not a setting of \"\(kindName)\" (its settings: "
+                    + "\(listed.joined(separator: ", ")))")
         }
     }
 
@@ -145,8 +151,9 @@ extension ConfigParser {
         guard let m = node.mapping("sensors[]") else { return nil }
         let id = m.required("id")?.nonEmptyString()
         guard let kindName = m.required("kind")?.choice(SensorKindName.self) else { return nil }
-        rejectSettings(of: m, allowed: SensorKindName.common + kindName.settings, listed: kindName.settings,
-                       kindName: kindName.rawValue)
+        rejectSettings(
+            of: m, allowed: SensorKindName.common + kindName.settings, listed: kindName.settings,
+            kindName: kindName.rawValue)
         let chip = m["chip"]?.nonEmptyString()
 
         var lines: [(key: String, reference: LineReference)] = []
@@ -158,9 +165,10 @@ extension ConfigParser {
         }
         func input(_ key: String) -> InputLineConfig? {
             guard let reference = line(key) else { return nil }
-            return InputLineConfig(line: reference, bias: m["bias"]?.choice(LineBias.self) ?? D.bias,
-                                   activeLow: m["active_low"]?.bool() ?? D.activeLow,
-                                   debounce: m["debounce"]?.duration(in: .zero...(.seconds(10))) ?? D.debounce)
+            return InputLineConfig(
+                line: reference, bias: m["bias"]?.choice(LineBias.self) ?? D.bias,
+                activeLow: m["active_low"]?.bool() ?? D.activeLow,
+                debounce: m["debounce"]?.duration(in: .zero...(.seconds(10))) ?? D.debounce)
         }
         let window = { (fallback: Duration) in
             m["window"]?.duration(in: .milliseconds(10)...(.seconds(3600))) ?? fallback
@@ -174,8 +182,9 @@ extension ConfigParser {
             kind = input("line").map { .counter($0) }
         case .rate:
             kind = input("line").map {
-                .rate($0, window: window(D.rateWindow), per: m["per"]?.choice(RateUnit.self) ?? D.ratePer,
-                      scale: m["scale"]?.number() ?? D.rateScale)
+                .rate(
+                    $0, window: window(D.rateWindow), per: m["per"]?.choice(RateUnit.self) ?? D.ratePer,
+                    scale: m["scale"]?.number() ?? D.rateScale)
             }
         case .pulseWidth:
             kind = input("line").map { .pulseWidth($0, window: window(D.pulseWidthWindow)) }
@@ -203,8 +212,9 @@ extension ConfigParser {
             }
         case .output:
             kind = line("line").map {
-                .output(line: $0, activeLow: m["active_low"]?.bool() ?? D.activeLow,
-                        initial: m["initial"]?.bool() ?? D.outputInitial)
+                .output(
+                    line: $0, activeLow: m["active_low"]?.bool() ?? D.activeLow,
+                    initial: m["initial"]?.bool() ?? D.outputInitial)
             }
         }
         let filters = m["filters"].map { parseFilters($0, kind: kindName) } ?? []
@@ -227,8 +237,10 @@ extension ConfigParser {
     }
 
     /// With the simulated backend the lines are known: each must exist on a configured chip.
-    private func checkSimulated(_ lines: [(key: String, reference: LineReference)], in m: ConfigMapping,
-                                chips: [SimulatedGPIOChip]) {
+    private func checkSimulated(
+        _ lines: [(key: String, reference: LineReference)], in m: ConfigMapping,
+        chips: [SimulatedGPIOChip]
+    ) {
         var candidates = chips
         if let chip = m["chip"]?.string() {
             candidates = chips.filter { [$0.label, $0.name, "/dev/\($0.name)"].contains(chip) }
@@ -240,8 +252,9 @@ extension ConfigParser {
         }
         let names = candidates.flatMap { $0.lines.map(\.name) }
         for (key, reference) in lines where !names.contains(reference.name) {
-            m[key]?.report("no line \"\(reference.name)\" on the simulated chips"
-                           + Suggestion.hint(for: reference.name, among: names))
+            m[key]?.report(
+                "no line \"\(reference.name)\" on the simulated chips"
+                    + Suggestion.hint(for: reference.name, among: names))
         }
     }
 
@@ -254,8 +267,9 @@ extension ConfigParser {
             guard let m = item.mapping("sensors[].filters[]") else { return nil }
             guard m.order.count == 1, let key = m.order.first else {
                 if m.order.count > 1 {
-                    item.report("one filter per item (found \(m.order.joined(separator: ", "))); "
-                                + "list them as separate items, in the order they apply")
+                    item.report(
+                        "one filter per item (found \(m.order.joined(separator: ", "))); "
+                            + "list them as separate items, in the order they apply")
                 } else if case .mapping(let raw) = item.node, raw.count == 0 {
                     item.report("empty filter")
                 }

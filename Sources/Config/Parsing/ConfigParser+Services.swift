@@ -8,16 +8,18 @@ extension ConfigParser {
         let uuid = m.required("uuid")?.uuid()
         let name = m["name"]?.nonEmptyString()
         let primary = m["primary"]?.bool() ?? D.primary
-        let includes = m["includes"]?.list()?.compactMap { item -> String? in
-            guard let included = item.nonEmptyString() else { return nil }
-            if included == name {
-                item.report("a service cannot include itself")
-            } else if !references.serviceNames.contains(included) {
-                item.report("no service named \"\(included)\""
+        let includes =
+            m["includes"]?.list()?.compactMap { item -> String? in
+                guard let included = item.nonEmptyString() else { return nil }
+                if included == name {
+                    item.report("a service cannot include itself")
+                } else if !references.serviceNames.contains(included) {
+                    item.report(
+                        "no service named \"\(included)\""
                             + Suggestion.hint(for: included, among: references.serviceNames))
-            }
-            return included
-        } ?? []
+                }
+                return included
+            } ?? []
         let characteristicNodes = m.required("characteristics")?.list() ?? []
         if characteristicNodes.isEmpty, let list = m["characteristics"], case .sequence = list.node {
             list.report("a service needs at least one characteristic")
@@ -29,16 +31,18 @@ extension ConfigParser {
             if let name = characteristic.name {
                 let path = item.path.key("name")
                 if let first = firstLineOfName[name] {
-                    context.error(path, line: nil,
-                                  "duplicate characteristic name \"\(name)\" in this service (first at line \(first))")
+                    context.error(
+                        path, line: nil,
+                        "duplicate characteristic name \"\(name)\" in this service (first at line \(first))")
                 }
                 firstLineOfName[name] = firstLineOfName[name] ?? context.line(of: path) ?? 0
             }
             characteristics.append(characteristic)
         }
         guard let uuid else { return nil }
-        return ServiceConfig(uuid: uuid, name: name, primary: primary, includes: includes,
-                             characteristics: characteristics)
+        return ServiceConfig(
+            uuid: uuid, name: name, primary: primary, includes: includes,
+            characteristics: characteristics)
     }
 
     private func parseCharacteristic(_ node: ConfigNode, references: References) -> CharacteristicConfig? {
@@ -55,7 +59,8 @@ extension ConfigParser {
         var sensor: SensorConfig?
         if case .sensor(let id, _) = source { sensor = references.sensors[id] }
         let sensorIsOutput = sensor?.kind.isOutput ?? false
-        let properties = m["properties"].map(parseProperties)
+        let properties =
+            m["properties"].map(parseProperties)
             ?? source.map { D.properties(for: $0, sensorIsOutput: sensorIsOutput) } ?? [.read]
 
         let permissions = parsePermissions(m["permissions"]?.mapping("services[].characteristics[].permissions"))
@@ -63,27 +68,34 @@ extension ConfigParser {
             (m["permissions"] ?? m.node).warn("writable by any central without pairing (permissions.write: open)")
         }
         let descriptors = m["descriptors"]?.list()?.compactMap(parseDescriptor) ?? []
-        let notify = parseNotify(m["notify"]?.mapping("services[].characteristics[].notify"),
-                                 properties: properties, encoding: encoding)
+        let notify = parseNotify(
+            m["notify"]?.mapping("services[].characteristics[].notify"),
+            properties: properties, encoding: encoding)
         checkSourceAgainstProperties(m, source: source, properties: properties)
         if let sensor, !sensor.kind.isOutput, properties.isWritable {
-            (m["properties"] ?? m.node).report("sensor \"\(sensor.id)\" is an input (\(sensor.kind.name)); "
-                                               + "only an output sensor can be written")
+            (m["properties"] ?? m.node).report(
+                "sensor \"\(sensor.id)\" is an input (\(sensor.kind.name)); "
+                    + "only an output sensor can be written")
         }
 
         guard let uuid, let encoding, let source else { return nil }
-        return CharacteristicConfig(uuid: uuid, name: name, properties: properties, permissions: permissions,
-                                    encoding: encoding, unit: unit, source: source, descriptors: descriptors,
-                                    notify: notify)
+        return CharacteristicConfig(
+            uuid: uuid, name: name, properties: properties, permissions: permissions,
+            encoding: encoding, unit: unit, source: source, descriptors: descriptors,
+            notify: notify)
     }
 
     /// A UUID, or the name of an Environmental Sensing characteristic (`temperature`), whose
     /// SIG definition then supplies the encoding and unit.
-    private func parseCharacteristicType(_ node: ConfigNode?)
-        -> (BluetoothUUID?, EnvironmentalSensingCharacteristic?) {
+    private func parseCharacteristicType(
+        _ node: ConfigNode?
+    )
+        -> (BluetoothUUID?, EnvironmentalSensingCharacteristic?)
+    {
         guard let node else { return (nil, nil) }
         if case .scalar(let scalar) = node.node,
-           let named = EnvironmentalSensingCharacteristic(rawValue: scalar.string) {
+            let named = EnvironmentalSensingCharacteristic(rawValue: scalar.string)
+        {
             return (named.uuid, named)
         }
         let uuid = node.uuid()
@@ -111,8 +123,9 @@ extension ConfigParser {
         }
         let defaultExponent = m["format"] == nil ? known?.encoding.exponent : nil
         do {
-            return try ValueEncoding(format, exponent: exponent ?? defaultExponent ?? ConfigDefaults.exponent,
-                                     maximumLength: maxLength ?? ValueEncoding.attributeValueLimit)
+            return try ValueEncoding(
+                format, exponent: exponent ?? defaultExponent ?? ConfigDefaults.exponent,
+                maximumLength: maxLength ?? ValueEncoding.attributeValueLimit)
         } catch {
             (m["exponent"] ?? m["max_length"] ?? m.node).report(error.description)
             return nil
@@ -136,8 +149,9 @@ extension ConfigParser {
         for item in node.list() ?? [] {
             guard let text = item.nonEmptyString() else { continue }
             guard let property = CharacteristicProperties.names.first(where: { $0.name == text })?.property else {
-                item.report("\"\(text)\" is not a property\(Suggestion.hint(for: text, among: names)) "
-                            + "(properties: \(names.joined(separator: ", ")))")
+                item.report(
+                    "\"\(text)\" is not a property\(Suggestion.hint(for: text, among: names)) "
+                        + "(properties: \(names.joined(separator: ", ")))")
                 continue
             }
             properties.insert(property)
@@ -162,12 +176,14 @@ extension ConfigParser {
             }
             guard let items = node.list() else { return nil }
             let names = Set(items.compactMap { $0.choice(RequirementName.self) })
-            return SecurityRequirement(encrypted: names.contains(.encrypted),
-                                       authenticated: names.contains(.authenticated),
-                                       bonded: names.contains(.bonded))
+            return SecurityRequirement(
+                encrypted: names.contains(.encrypted),
+                authenticated: names.contains(.authenticated),
+                bonded: names.contains(.bonded))
         }
-        return AttributePermissions(read: m?["read"].flatMap(requirement) ?? D.readPermission,
-                                    write: m?["write"].flatMap(requirement) ?? D.writePermission)
+        return AttributePermissions(
+            read: m?["read"].flatMap(requirement) ?? D.readPermission,
+            write: m?["write"].flatMap(requirement) ?? D.writePermission)
     }
 
     private func parseSource(_ m: ConfigMapping, encoding: ValueEncoding?, references: References) -> ValueSource? {
@@ -192,8 +208,9 @@ extension ConfigParser {
             guard let node = m["reading"] else { return .sensor(id: id, reading: readings[0]) }
             guard let reading = node.choice(SensorReading.self) else { return nil }
             guard readings.contains(reading) else {
-                return node.fail("sensor \"\(id)\" (\(sensor.kind.name)) has no \(reading.rawValue) reading "
-                                 + "(it has \(readings.map(\.rawValue).joined(separator: ", ")))")
+                return node.fail(
+                    "sensor \"\(id)\" (\(sensor.kind.name)) has no \(reading.rawValue) reading "
+                        + "(it has \(readings.map(\.rawValue).joined(separator: ", ")))")
             }
             return .sensor(id: id, reading: reading)
         case "mqtt":
@@ -246,8 +263,10 @@ extension ConfigParser {
         return DescriptorConfig(uuid: uuid, value: value)
     }
 
-    private func parseNotify(_ m: ConfigMapping?, properties: CharacteristicProperties,
-                             encoding: ValueEncoding?) -> NotifyPolicy {
+    private func parseNotify(
+        _ m: ConfigMapping?, properties: CharacteristicProperties,
+        encoding: ValueEncoding?
+    ) -> NotifyPolicy {
         let minInterval = m?["min_interval"]?.duration() ?? ConfigDefaults.notifyMinInterval
         let maxInterval = m?["max_interval"]?.duration(in: .milliseconds(1)...(.seconds(86_400)))
         var delta: NotifyPolicy.Delta?
@@ -269,22 +288,26 @@ extension ConfigParser {
                 m.node.report("a notify policy needs the notify or indicate property")
             }
             if let maxInterval, maxInterval < minInterval {
-                m["max_interval"]?.report("\(DurationText.format(maxInterval)) is shorter than min_interval "
-                                          + "(\(DurationText.format(minInterval)))")
+                m["max_interval"]?.report(
+                    "\(DurationText.format(maxInterval)) is shorter than min_interval "
+                        + "(\(DurationText.format(minInterval)))")
             }
         }
         return NotifyPolicy(minInterval: minInterval, maxInterval: maxInterval, delta: delta, onChange: onChange)
     }
 
-    private func checkSourceAgainstProperties(_ m: ConfigMapping, source: ValueSource?,
-                                              properties: CharacteristicProperties) {
+    private func checkSourceAgainstProperties(
+        _ m: ConfigMapping, source: ValueSource?,
+        properties: CharacteristicProperties
+    ) {
         let place = m["properties"] ?? m["source"] ?? m.node
         switch source {
         case .fixed where properties.isWritable:
             place.report("a static value cannot be written; drop write/write_without_response or use source written")
         case .written where !properties.isWritable:
-            place.report("source is written by centrals, but the properties allow no write "
-                         + "(add write or write_without_response)")
+            place.report(
+                "source is written by centrals, but the properties allow no write "
+                    + "(add write or write_without_response)")
         default: break
         }
     }

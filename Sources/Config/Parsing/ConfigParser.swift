@@ -14,9 +14,12 @@ struct ConfigParser {
         let bluetooth = parseBluetooth(top?["bluetooth"]?.mapping("bluetooth"), device: device)
         let stateDirectory = top?["state_dir"]?.nonEmptyString() ?? D.stateDirectory
         let gpio = parseGPIO(top?["gpio"]?.mapping("gpio"))
-        let mqtt = top?["mqtt"]?.mapping("mqtt", forbidden: [
-            "password": "the password is never written in the configuration; use password_file or password_env",
-        ]).map { parseMQTT($0, device: device) }
+        let mqtt = top?["mqtt"]?.mapping(
+            "mqtt",
+            forbidden: [
+                "password": "the password is never written in the configuration; use password_file or password_env"
+            ]
+        ).map { parseMQTT($0, device: device) }
 
         let sensorNodes = top?["sensors"]?.list() ?? []
         var claims = LineClaims()
@@ -53,23 +56,28 @@ struct ConfigParser {
 
         warnAboutUndrivenOutputs(sensors, services: services, sensorNodes: sensorNodes)
         checkConfirmInput(bluetooth.security.confirmWith, references: references)
-        return GatewayConfig(device: device, bluetooth: bluetooth, stateDirectory: stateDirectory,
-                             gpio: gpio, sensors: sensors, services: services, mqtt: mqtt)
+        return GatewayConfig(
+            device: device, bluetooth: bluetooth, stateDirectory: stateDirectory,
+            gpio: gpio, sensors: sensors, services: services, mqtt: mqtt)
     }
 
     /// An output no writable characteristic carries can never change from its initial level.
-    private func warnAboutUndrivenOutputs(_ sensors: [SensorConfig], services: [ServiceConfig],
-                                          sensorNodes: [ConfigNode]) {
+    private func warnAboutUndrivenOutputs(
+        _ sensors: [SensorConfig], services: [ServiceConfig],
+        sensorNodes: [ConfigNode]
+    ) {
         var driven: Set<String> = []
         for characteristic in services.flatMap(\.characteristics) where characteristic.properties.isWritable {
             if case .sensor(let id, _) = characteristic.source { driven.insert(id) }
         }
         for node in sensorNodes {
             guard let id = node.plainValue(of: "id"),
-                  let sensor = sensors.first(where: { $0.id == id }), sensor.kind.isOutput,
-                  !driven.contains(id) else { continue }
-            context.warning(node.path.key("id"), line: nil,
-                            "output \"\(id)\" is not the source of any writable characteristic, so nothing drives it")
+                let sensor = sensors.first(where: { $0.id == id }), sensor.kind.isOutput,
+                !driven.contains(id)
+            else { continue }
+            context.warning(
+                node.path.key("id"), line: nil,
+                "output \"\(id)\" is not the source of any writable characteristic, so nothing drives it")
         }
     }
 
@@ -127,7 +135,7 @@ struct ConfigParser {
                 id = text
             } else {
                 node.report(
-                                   "\"\(text)\" may hold only letters, digits, - and _ (it is an MQTT topic level)")
+                    "\"\(text)\" may hold only letters, digits, - and _ (it is an MQTT topic level)")
             }
         }
         let appearance = m?["appearance"]?.integer(UInt16.self) ?? D.appearance
@@ -145,27 +153,33 @@ struct ConfigParser {
                 node.report(error.description)
             }
         }
-        let advertising = parseAdvertising(m?["advertising"]?.mapping("bluetooth.advertising", forbidden: [
-            "extended": "extended advertising is not supported: gattway advertises with legacy PDUs (31 bytes "
-                + "of advertising data and 31 of scan response), which every phone scans for; remove this key",
-        ]), device: device)
+        let advertising = parseAdvertising(
+            m?["advertising"]?.mapping(
+                "bluetooth.advertising",
+                forbidden: [
+                    "extended": "extended advertising is not supported: gattway advertises with legacy PDUs (31 bytes "
+                        + "of advertising data and 31 of scan response), which every phone scans for; remove this key"
+                ]), device: device)
         let maxCentrals = m?["max_centrals"]?.integer(in: 1...16) ?? D.maxCentrals
         let connection = parseConnection(m?["connection"]?.mapping("bluetooth.connection"))
         let security = parseSecurity(m?["security"]?.mapping("bluetooth.security"))
-        return BluetoothConfig(transport: transport, advertising: advertising, maxCentrals: maxCentrals,
-                               connection: connection, security: security)
+        return BluetoothConfig(
+            transport: transport, advertising: advertising, maxCentrals: maxCentrals,
+            connection: connection, security: security)
     }
 
     func parseAdvertising(_ m: ConfigMapping?, device: DeviceConfig) -> AdvertisingConfig {
         let localName = m?["local_name"]?.nonEmptyString() ?? device.name
         let uuids = m?["service_uuids"]?.list()?.compactMap { $0.uuid() } ?? []
-        let interval = m?["interval"]?.duration(in: .milliseconds(20)...(.milliseconds(10_240)))
+        let interval =
+            m?["interval"]?.duration(in: .milliseconds(20)...(.milliseconds(10_240)))
             ?? D.advertisingInterval
         var includesTxPower = false
         if let node = m?["tx_power"] {
             if case .scalar(let scalar) = node.node, Int(scalar.string) != nil {
-                node.report("\(scalar.string) dBm cannot be set: tx_power is true or false (advertise the TX power "
-                            + "level the controller reports; gattway cannot set the radio's power)")
+                node.report(
+                    "\(scalar.string) dBm cannot be set: tx_power is true or false (advertise the TX power "
+                        + "level the controller reports; gattway cannot set the radio's power)")
             } else {
                 includesTxPower = node.bool() ?? false
             }
@@ -178,11 +192,13 @@ struct ConfigParser {
         }
         // A legacy advertisement is 31 bytes: flags take 3, the AD header 2, the company id 2.
         if let manufacturerData, manufacturerData.data.count > 24, let node = m?["manufacturer_data"] {
-            node.context.error(node.path.key("data"), line: nil,
-                               "\(manufacturerData.data.count) bytes do not fit an advertisement (at most 24); shorten it")
+            node.context.error(
+                node.path.key("data"), line: nil,
+                "\(manufacturerData.data.count) bytes do not fit an advertisement (at most 24); shorten it")
         }
-        return AdvertisingConfig(localName: localName, serviceUUIDs: uuids, interval: interval,
-                                 includesTxPower: includesTxPower, manufacturerData: manufacturerData)
+        return AdvertisingConfig(
+            localName: localName, serviceUUIDs: uuids, interval: interval,
+            includesTxPower: includesTxPower, manufacturerData: manufacturerData)
     }
 
     func parseConnection(_ m: ConfigMapping?) -> ConnectionPreferences {
@@ -190,40 +206,47 @@ struct ConfigParser {
         let minInterval = m?["min_interval"]?.duration(in: intervalRange) ?? D.connectionMinInterval
         let maxInterval = m?["max_interval"]?.duration(in: intervalRange) ?? D.connectionMaxInterval
         let latency = m?["latency"]?.integer(in: 0...499) ?? D.connectionLatency
-        let timeout = m?["supervision_timeout"]?.duration(in: .milliseconds(100)...(.seconds(32)))
+        let timeout =
+            m?["supervision_timeout"]?.duration(in: .milliseconds(100)...(.seconds(32)))
             ?? D.supervisionTimeout
         if let m, minInterval > maxInterval {
-            m.node.context.error(m.path.key("min_interval"), line: nil,
-                                 "\(DurationText.format(minInterval)) is longer than max_interval "
-                                 + "(\(DurationText.format(maxInterval)))")
+            m.node.context.error(
+                m.path.key("min_interval"), line: nil,
+                "\(DurationText.format(minInterval)) is longer than max_interval "
+                    + "(\(DurationText.format(maxInterval)))")
         }
         // Core Vol 6 Part B 4.5.2: the timeout must exceed (1 + latency) × interval × 2.
         let shortest = maxInterval * (2 * (1 + latency))
         if let m, timeout <= shortest {
-            m.node.context.error(m.path.key("supervision_timeout"), line: nil,
-                                 "\(DurationText.format(timeout)) is too short for max_interval "
-                                 + "\(DurationText.format(maxInterval)) and latency \(latency) "
-                                 + "(must exceed \(DurationText.format(shortest)))")
+            m.node.context.error(
+                m.path.key("supervision_timeout"), line: nil,
+                "\(DurationText.format(timeout)) is too short for max_interval "
+                    + "\(DurationText.format(maxInterval)) and latency \(latency) "
+                    + "(must exceed \(DurationText.format(shortest)))")
         }
-        return ConnectionPreferences(minInterval: minInterval, maxInterval: maxInterval,
-                                     latency: latency, supervisionTimeout: timeout, asksCentrals: m != nil)
+        return ConnectionPreferences(
+            minInterval: minInterval, maxInterval: maxInterval,
+            latency: latency, supervisionTimeout: timeout, asksCentrals: m != nil)
     }
 
     func parseSecurity(_ m: ConfigMapping?) -> SecurityConfig {
         let io = m?["io_capabilities"]?.choice(IOCapabilities.self) ?? D.ioCapabilities
         let passkey = m?["passkey"]?.integer(UInt32.self, in: 0...999_999)
         if passkey != nil, !io.canDisplay, let node = m?["passkey"] {
-            node.warn("a fixed passkey needs io_capabilities that display "
-                      + "(display_only, display_yes_no or keyboard_display); with \(io.rawValue) it is unused")
+            node.warn(
+                "a fixed passkey needs io_capabilities that display "
+                    + "(display_only, display_yes_no or keyboard_display); with \(io.rawValue) it is unused")
         }
         let allowLegacy = m?["allow_legacy"]?.bool() ?? D.allowLegacy
         let confirmWith = m?["confirm_with"]?.nonEmptyString()
         if let node = m?["confirm_with"], confirmWith != nil, !io.canConfirm {
-            node.report("confirming numbers needs io_capabilities display_yes_no or keyboard_display "
-                        + "(it is \(io.rawValue))")
+            node.report(
+                "confirming numbers needs io_capabilities display_yes_no or keyboard_display "
+                    + "(it is \(io.rawValue))")
         } else if io.canConfirm, confirmWith == nil, let node = m?["io_capabilities"] {
-            node.warn("without confirm_with (a button to confirm the number), pairings that need "
-                      + "Numeric Comparison are refused")
+            node.warn(
+                "without confirm_with (a button to confirm the number), pairings that need "
+                    + "Numeric Comparison are refused")
         }
         return SecurityConfig(ioCapabilities: io, passkey: passkey, allowLegacy: allowLegacy, confirmWith: confirmWith)
     }
@@ -245,15 +268,17 @@ struct ConfigParser {
         if let file = m["password_file"]?.nonEmptyString() { password = .file(file) }
         if let env = m["password_env"]?.nonEmptyString() {
             if password != nil {
-                m.node.context.error(m.path.key("password_env"), line: nil,
-                                     "give the password either by password_file or by password_env, not both")
+                m.node.context.error(
+                    m.path.key("password_env"), line: nil,
+                    "give the password either by password_file or by password_env, not both")
             }
             password = .environment(env)
         }
         var tls: MQTTTLSConfig?
         if let t = m["tls"]?.mapping("mqtt.tls") {
-            let config = MQTTTLSConfig(caFile: t["ca"]?.nonEmptyString(), certificateFile: t["cert"]?.nonEmptyString(),
-                                       keyFile: t["key"]?.nonEmptyString())
+            let config = MQTTTLSConfig(
+                caFile: t["ca"]?.nonEmptyString(), certificateFile: t["cert"]?.nonEmptyString(),
+                keyFile: t["key"]?.nonEmptyString())
             if !broker.usesTLS {
                 t.node.report("TLS files need an mqtts:// url")
             }
@@ -281,9 +306,10 @@ struct ConfigParser {
         let keepalive = m["keepalive"]?.duration(in: .seconds(5)...(.seconds(65_535))) ?? D.mqttKeepalive
         let payload = m["payload"]?.choice(MQTTPayloadFormat.self) ?? D.mqttPayload
         let outbox = m["outbox_limit"]?.integer(in: 1...1_000_000) ?? D.mqttOutboxLimit
-        return MQTTConfig(broker: broker, clientID: clientID, username: username, password: password,
-                          tls: tls, baseTopic: baseTopic, qos: qos, retain: retain,
-                          discoveryPrefix: discovery ? prefix : nil, protocolVersion: version,
-                          keepalive: keepalive, payload: payload, outboxLimit: outbox)
+        return MQTTConfig(
+            broker: broker, clientID: clientID, username: username, password: password,
+            tls: tls, baseTopic: baseTopic, qos: qos, retain: retain,
+            discoveryPrefix: discovery ? prefix : nil, protocolVersion: version,
+            keepalive: keepalive, payload: payload, outboxLimit: outbox)
     }
 }

@@ -42,14 +42,17 @@ public final class LibgpiodBackend: GPIOBackend, @unchecked Sendable {
         return line
     }
 
-    public func requestInput(_ selector: LineSelector, consumer: String, settings: InputSettings,
-                             onReadable: @escaping @Sendable () -> Void) throws -> any InputLine {
+    public func requestInput(
+        _ selector: LineSelector, consumer: String, settings: InputSettings,
+        onReadable: @escaping @Sendable () -> Void
+    ) throws -> any InputLine {
         let resolved = try line(selector)
         let chip = try LibgpiodChip(path: resolved.chip.path)
         let (config, softwareDebounce) = Self.inputConfig(settings)
         let request = try chip.request(resolved, consumer: consumer, config: config)
-        return LibgpiodInputLine(chip: chip, request: request, line: resolved, settings: settings,
-                                 softwareDebounce: softwareDebounce, onReadable: onReadable)
+        return LibgpiodInputLine(
+            chip: chip, request: request, line: resolved, settings: settings,
+            softwareDebounce: softwareDebounce, onReadable: onReadable)
     }
 
     /// The shim's configuration for an input, and whether debounce is done in software (v1).
@@ -60,15 +63,19 @@ public final class LibgpiodBackend: GPIOBackend, @unchecked Sendable {
         config.bias = settings.bias.shimValue
         config.active_low = settings.activeLow
         // Software debounce needs every raw edge; the requested ones are picked after it.
-        config.edge = (softwareDebounce && settings.edges != .none) ? EdgeDetection.both.shimValue
-                                                                      : settings.edges.shimValue
+        config.edge =
+            (softwareDebounce && settings.edges != .none)
+            ? EdgeDetection.both.shimValue
+            : settings.edges.shimValue
         config.debounce_us = UInt32(clamping: settings.debounce.nanoseconds / 1000)
         config.event_buffer_size = UInt32(clamping: settings.eventBufferSize)
         return (config, softwareDebounce)
     }
 
-    public func requestOutput(_ selector: LineSelector, consumer: String,
-                              settings: OutputSettings) throws -> any OutputLine {
+    public func requestOutput(
+        _ selector: LineSelector, consumer: String,
+        settings: OutputSettings
+    ) throws -> any OutputLine {
         let resolved = try line(selector)
         let chip = try LibgpiodChip(path: resolved.chip.path)
         var config = gw_line_config()

@@ -76,15 +76,17 @@ extension LineInfo {
         var raw = raw
         let name = withUnsafeBytes(of: &raw.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let consumer = withUnsafeBytes(of: &raw.consumer) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        let bias: GPIOBias = switch raw.bias {
-        case Int32(GW_BIAS_PULL_UP.rawValue): .pullUp
-        case Int32(GW_BIAS_PULL_DOWN.rawValue): .pullDown
-        case Int32(GW_BIAS_DISABLED.rawValue): .disabled
-        default: .asIs
-        }
-        self.init(offset: offset, name: name, consumer: consumer, used: raw.used,
-                  direction: raw.direction == Int32(GW_DIRECTION_OUTPUT.rawValue) ? .output : .input,
-                  activeLow: raw.active_low, bias: bias)
+        let bias: GPIOBias =
+            switch raw.bias {
+            case Int32(GW_BIAS_PULL_UP.rawValue): .pullUp
+            case Int32(GW_BIAS_PULL_DOWN.rawValue): .pullDown
+            case Int32(GW_BIAS_DISABLED.rawValue): .disabled
+            default: .asIs
+            }
+        self.init(
+            offset: offset, name: name, consumer: consumer, used: raw.used,
+            direction: raw.direction == Int32(GW_DIRECTION_OUTPUT.rawValue) ? .output : .input,
+            activeLow: raw.active_low, bias: bias)
     }
 }
 

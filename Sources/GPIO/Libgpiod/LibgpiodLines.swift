@@ -25,8 +25,10 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
     private var lostTotal = 0
     private var rawEvents = [gw_edge_event](repeating: gw_edge_event(), count: 64)
 
-    init(chip: LibgpiodChip, request: OpaquePointer, line: ResolvedLine, settings: InputSettings,
-         softwareDebounce: Bool, onReadable: @escaping @Sendable () -> Void) {
+    init(
+        chip: LibgpiodChip, request: OpaquePointer, line: ResolvedLine, settings: InputSettings,
+        softwareDebounce: Bool, onReadable: @escaping @Sendable () -> Void
+    ) {
         self.chip = chip
         self.request = request
         self.line = line
@@ -201,10 +203,13 @@ final class LibgpiodOutputLine: OutputLine, @unchecked Sendable {
         }
     }
 
-    func switchToInput(bias: GPIOBias, edges: EdgeDetection, debounce: Duration,
-                       onReadable: @escaping @Sendable () -> Void) throws -> any InputLine {
-        let settings = InputSettings(bias: bias, activeLow: settings.activeLow, edges: edges, debounce: debounce,
-                                     eventBufferSize: settings.eventBufferSize)
+    func switchToInput(
+        bias: GPIOBias, edges: EdgeDetection, debounce: Duration,
+        onReadable: @escaping @Sendable () -> Void
+    ) throws -> any InputLine {
+        let settings = InputSettings(
+            bias: bias, activeLow: settings.activeLow, edges: edges, debounce: debounce,
+            eventBufferSize: settings.eventBufferSize)
         let (config, softwareDebounce) = LibgpiodBackend.inputConfig(settings)
         // The request changes hands (to the input) or, on libgpiod v1, is given back.
         let reconfigured: OpaquePointer? = try chip.lock.withLock {
@@ -225,8 +230,9 @@ final class LibgpiodOutputLine: OutputLine, @unchecked Sendable {
             return nil
         }
         let input = try reconfigured ?? chip.request(line, consumer: consumer, config: config)
-        return LibgpiodInputLine(chip: chip, request: input, line: line, settings: settings,
-                                 softwareDebounce: softwareDebounce, onReadable: onReadable)
+        return LibgpiodInputLine(
+            chip: chip, request: input, line: line, settings: settings,
+            softwareDebounce: softwareDebounce, onReadable: onReadable)
     }
 
     func release() {

@@ -118,8 +118,10 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         lock.withLock { chipStates.map(\.info) }
     }
 
-    public func requestInput(_ selector: LineSelector, consumer: String, settings: InputSettings,
-                             onReadable: @escaping @Sendable () -> Void) throws -> any InputLine {
+    public func requestInput(
+        _ selector: LineSelector, consumer: String, settings: InputSettings,
+        onReadable: @escaping @Sendable () -> Void
+    ) throws -> any InputLine {
         let resolved = try resolve(selector)
         let id: UInt64 = try lock.withLock {
             let c = chipIndex(resolved)
@@ -135,8 +137,10 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         return SimulatedInputLine(backend: self, line: resolved, id: id)
     }
 
-    public func requestOutput(_ selector: LineSelector, consumer: String,
-                              settings: OutputSettings) throws -> any OutputLine {
+    public func requestOutput(
+        _ selector: LineSelector, consumer: String,
+        settings: OutputSettings
+    ) throws -> any OutputLine {
         let resolved = try resolve(selector)
         let id: UInt64 = try lock.withLock {
             let c = chipIndex(resolved)
@@ -145,8 +149,9 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             try checkFree(c, resolved)
             let id = nextRequestID
             nextRequestID += 1
-            chipStates[c].requestOutput(offset: resolved.offset, id: id, consumer: consumer,
-                                        settings: settings, at: now)
+            chipStates[c].requestOutput(
+                offset: resolved.offset, id: id, consumer: consumer,
+                settings: settings, at: now)
             scheduleWakeLocked()
             return id
         }
@@ -166,8 +171,10 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
 
     // MARK: Used by the line handles
 
-    fileprivate func withInput<T>(_ line: ResolvedLine, id: UInt64,
-                                  _ body: (inout SimulatedLine.InputRequest, UInt64) throws -> T) throws -> T {
+    fileprivate func withInput<T>(
+        _ line: ResolvedLine, id: UInt64,
+        _ body: (inout SimulatedLine.InputRequest, UInt64) throws -> T
+    ) throws -> T {
         try lock.withLock {
             let now = currentTimeLocked
             _ = generateLocked(through: now)
@@ -211,8 +218,10 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
 
     /// Turns output `id` into an input within one hold of the lock, at one instant of the
     /// simulator's clock: every edge after the switch reaches the input, whenever the caller runs.
-    fileprivate func switchToInput(_ line: ResolvedLine, id: UInt64, bias: GPIOBias, edges: EdgeDetection,
-                                   debounce: Duration, onReadable: @escaping @Sendable () -> Void) throws -> UInt64 {
+    fileprivate func switchToInput(
+        _ line: ResolvedLine, id: UInt64, bias: GPIOBias, edges: EdgeDetection,
+        debounce: Duration, onReadable: @escaping @Sendable () -> Void
+    ) throws -> UInt64 {
         try lock.withLock {
             let now = currentTimeLocked
             _ = generateLocked(through: now)
@@ -222,10 +231,12 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             }
             let inputID = nextRequestID
             nextRequestID += 1
-            let settings = InputSettings(bias: bias, activeLow: output.activeLow, edges: edges, debounce: debounce,
-                                         eventBufferSize: output.eventBufferSize)
-            chipStates[c].switchToInput(offset: line.offset, id: inputID, settings: settings,
-                                        onReadable: onReadable, at: now)
+            let settings = InputSettings(
+                bias: bias, activeLow: output.activeLow, edges: edges, debounce: debounce,
+                eventBufferSize: output.eventBufferSize)
+            chipStates[c].switchToInput(
+                offset: line.offset, id: inputID, settings: settings,
+                onReadable: onReadable, at: now)
             scheduleWakeLocked()
             return inputID
         }
@@ -263,14 +274,16 @@ private struct SimulatedChip {
     }
 
     var info: ChipInfo {
-        ChipInfo(path: "sim:\(config.label)", name: config.label, label: config.label,
-                 lines: lines.map(\.info))
+        ChipInfo(
+            path: "sim:\(config.label)", name: config.label, label: config.label,
+            lines: lines.map(\.info))
     }
 
     mutating func requestOutput(offset: Int, id: UInt64, consumer: String, settings: OutputSettings, at now: UInt64) {
         let before = lines[offset].physicalLevel
-        lines[offset].output = .init(id: id, consumer: consumer, activeLow: settings.activeLow,
-                                     value: settings.initialValue, eventBufferSize: settings.eventBufferSize)
+        lines[offset].output = .init(
+            id: id, consumer: consumer, activeLow: settings.activeLow,
+            value: settings.initialValue, eventBufferSize: settings.eventBufferSize)
         physicalChange(offset: offset, from: before, at: now)
     }
 
@@ -288,8 +301,10 @@ private struct SimulatedChip {
 
     /// The output stops driving and the input (same consumer) is in place at the same instant,
     /// before the sensors react to the change, so their whole answer reaches the input.
-    mutating func switchToInput(offset: Int, id: UInt64, settings: InputSettings,
-                                onReadable: @escaping @Sendable () -> Void, at now: UInt64) {
+    mutating func switchToInput(
+        offset: Int, id: UInt64, settings: InputSettings,
+        onReadable: @escaping @Sendable () -> Void, at now: UInt64
+    ) {
         let before = lines[offset].physicalLevel
         let consumer = lines[offset].output?.consumer ?? ""
         lines[offset].output = nil
@@ -308,13 +323,17 @@ private struct SimulatedChip {
         if after, !before {
             switch config.lines[offset].generator {
             case let .dht22(humidity, temperature, corrupt) where held >= SimulatedSensorTiming.dht22MinimumStartNs:
-                lines[offset].waveform.schedule(SensorWaveforms.dhtFrame(
-                    bytes: SensorWaveforms.dht22Bytes(humidity: humidity, temperature: temperature,
-                                                      corruptChecksum: corrupt), release: now))
+                lines[offset].waveform.schedule(
+                    SensorWaveforms.dhtFrame(
+                        bytes: SensorWaveforms.dht22Bytes(
+                            humidity: humidity, temperature: temperature,
+                            corruptChecksum: corrupt), release: now))
             case let .dht11(humidity, temperature, corrupt) where held >= SimulatedSensorTiming.dht11MinimumStartNs:
-                lines[offset].waveform.schedule(SensorWaveforms.dhtFrame(
-                    bytes: SensorWaveforms.dht11Bytes(humidity: humidity, temperature: temperature,
-                                                      corruptChecksum: corrupt), release: now))
+                lines[offset].waveform.schedule(
+                    SensorWaveforms.dhtFrame(
+                        bytes: SensorWaveforms.dht11Bytes(
+                            humidity: humidity, temperature: temperature,
+                            corruptChecksum: corrupt), release: now))
             default: break
             }
         }
@@ -390,14 +409,17 @@ private struct SimulatedLine {
     }
 
     var info: LineInfo {
-        LineInfo(offset: offset, name: name, consumer: consumer ?? "", used: consumer != nil,
-                 direction: output != nil ? .output : .input,
-                 activeLow: input?.settings.activeLow ?? output?.activeLow ?? false,
-                 bias: input?.settings.bias ?? .asIs)
+        LineInfo(
+            offset: offset, name: name, consumer: consumer ?? "", used: consumer != nil,
+            direction: output != nil ? .output : .input,
+            activeLow: input?.settings.activeLow ?? output?.activeLow ?? false,
+            bias: input?.settings.bias ?? .asIs)
     }
 
-    mutating func requestInput(id: UInt64, consumer: String, settings: InputSettings,
-                               onReadable: @escaping @Sendable () -> Void) {
+    mutating func requestInput(
+        id: UInt64, consumer: String, settings: InputSettings,
+        onReadable: @escaping @Sendable () -> Void
+    ) {
         let logical = physicalLevel != settings.activeLow
         let debounceNs = settings.debounce.nanoseconds
         input = InputRequest(
@@ -475,10 +497,13 @@ final class SimulatedOutputLine: OutputLine {
     func set(_ value: Bool) throws { try backend.setOutput(line, id: id, value) }
     func value() throws -> Bool { try backend.outputValue(line, id: id) }
 
-    func switchToInput(bias: GPIOBias, edges: EdgeDetection, debounce: Duration,
-                       onReadable: @escaping @Sendable () -> Void) throws -> any InputLine {
-        let inputID = try backend.switchToInput(line, id: id, bias: bias, edges: edges, debounce: debounce,
-                                                onReadable: onReadable)
+    func switchToInput(
+        bias: GPIOBias, edges: EdgeDetection, debounce: Duration,
+        onReadable: @escaping @Sendable () -> Void
+    ) throws -> any InputLine {
+        let inputID = try backend.switchToInput(
+            line, id: id, bias: bias, edges: edges, debounce: debounce,
+            onReadable: onReadable)
         return SimulatedInputLine(backend: backend, line: line, id: inputID)
     }
 

@@ -42,8 +42,9 @@ struct Waveform {
         case let .pulses(perSecond, width):
             let cycleNs = 1e9 / perSecond
             level = true
-            pattern = Pattern(changes: [(0, true), (max(1, min(Double(width.nanoseconds), cycleNs / 2)), false)],
-                              cycleNs: cycleNs, repeats: true)
+            pattern = Pattern(
+                changes: [(0, true), (max(1, min(Double(width.nanoseconds), cycleNs / 2)), false)],
+                cycleNs: cycleNs, repeats: true)
         case let .steps(steps, repeats):
             var offset = 0.0
             var changes: [(Double, Bool)] = []
@@ -144,8 +145,9 @@ enum SensorWaveforms {
         let h = UInt16(clamping: Int((humidity * 10).rounded()))
         let tAbs = UInt16(clamping: Int((abs(temperature) * 10).rounded())) & 0x7FFF
         let t = temperature < 0 ? tAbs | 0x8000 : tAbs
-        return withChecksum([UInt8(h >> 8), UInt8(h & 0xFF), UInt8(t >> 8), UInt8(t & 0xFF)],
-                            corrupt: corruptChecksum)
+        return withChecksum(
+            [UInt8(h >> 8), UInt8(h & 0xFF), UInt8(t >> 8), UInt8(t & 0xFF)],
+            corrupt: corruptChecksum)
     }
 
     /// The five bytes a DHT11 sends: integer and tenth parts of humidity and temperature.

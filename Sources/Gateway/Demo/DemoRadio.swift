@@ -9,13 +9,17 @@ public struct DemoHarness: Sendable {
     public let directory: String
 
     /// The harness under `repository`, or a failure saying what is missing and how to get it.
-    public static func locate(repository: String = FileManager.default.currentDirectoryPath,
-                              environment: [String: String] = ProcessInfo.processInfo.environment)
-        throws -> DemoHarness {
+    public static func locate(
+        repository: String = FileManager.default.currentDirectoryPath,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    )
+        throws -> DemoHarness
+    {
         let python = environment["GATTWAY_PYTHON"] ?? repository + "/.venv/bin/python3"
         let directory = repository + "/Tests/harness"
         guard FileManager.default.isExecutableFile(atPath: python) else {
-            throw DemoFailure("""
+            throw DemoFailure(
+                """
                 no Python with Bumble at \(python): run deploy/dev/install-deps.sh (or set GATTWAY_PYTHON); \
                 the demo runs without the virtual controller and the phone view
                 """)
@@ -34,12 +38,15 @@ public final class DemoController: Sendable {
     /// Returns once the controller listens (it prints `READY tcp=<port> …`), so the gateway and
     /// the phone find it at their first attempt.
     public init(harness: DemoHarness, port: UInt16) throws {
-        child = try DemoChild(executable: harness.python, arguments: [
-            harness.directory + "/virtual_controller.py", "--tcp-port", "\(port)", "--exit-with-stdin",
-        ], pipes: true)
+        child = try DemoChild(
+            executable: harness.python,
+            arguments: [
+                harness.directory + "/virtual_controller.py", "--tcp-port", "\(port)", "--exit-with-stdin"
+            ], pipes: true)
         var line = Data()
         while let output = child.output, let byte = try? output.read(upToCount: 1), let first = byte.first,
-              first != 0x0A {
+            first != 0x0A
+        {
             line.append(first)
         }
         guard String(decoding: line, as: UTF8.self).hasPrefix("READY ") else {
@@ -63,8 +70,10 @@ public struct DemoPhoneView: Service {
     /// - Parameters:
     ///   - controller: `tcp:HOST:PORT` of the virtual controller.
     ///   - name: the advertised local name to look for.
-    public init(harness: DemoHarness, controller: String, name: String,
-                print: @escaping @Sendable (String) -> Void = MQTTTrafficView.writeLine) {
+    public init(
+        harness: DemoHarness, controller: String, name: String,
+        print: @escaping @Sendable (String) -> Void = MQTTTrafficView.writeLine
+    ) {
         self.harness = harness
         self.controller = controller
         self.name = name
@@ -72,8 +81,9 @@ public struct DemoPhoneView: Service {
     }
 
     public func run() async throws {
-        let phone = try DemoChild(executable: harness.python,
-                                  arguments: [harness.directory + "/phone.py", controller], pipes: true)
+        let phone = try DemoChild(
+            executable: harness.python,
+            arguments: [harness.directory + "/phone.py", controller], pipes: true)
         // The conversation is blocking line I/O, so it gets a thread of its own; stopping the
         // phone closes its pipe, which ends the conversation.
         let conversation = PhoneConversation(phone: phone, name: name, print: print)

@@ -10,10 +10,13 @@ public struct MQTTTrafficView: Service {
     private let topic: String
     private let print: @Sendable (String) -> Void
 
-    public init(host: String, port: Int, baseTopic: String, logger: Logger,
-                print: @escaping @Sendable (String) -> Void = MQTTTrafficView.writeLine) throws {
-        client = try MQTTClient(configuration: MQTTClientConfiguration(
-            host: host, port: port, clientID: "gattway-demo-view-\(getpid())"), logger: logger)
+    public init(
+        host: String, port: Int, baseTopic: String, logger: Logger,
+        print: @escaping @Sendable (String) -> Void = MQTTTrafficView.writeLine
+    ) throws {
+        client = try MQTTClient(
+            configuration: MQTTClientConfiguration(
+                host: host, port: port, clientID: "gattway-demo-view-\(getpid())"), logger: logger)
         topic = "\(baseTopic)/#"
         self.print = print
     }
@@ -25,7 +28,9 @@ public struct MQTTTrafficView: Service {
 
     /// One line per message; payloads that are not UTF-8 print as hex, empty ones as `(cleared)`.
     public static func line(_ message: MQTTMessage) -> String {
-        let payload = message.payload.isEmpty ? "(cleared)"
+        let payload =
+            message.payload.isEmpty
+            ? "(cleared)"
             : message.text ?? message.payload.map { String(format: "%02x", $0) }.joined()
         return "mqtt \(message.topic) \(payload)"
     }

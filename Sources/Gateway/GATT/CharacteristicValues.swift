@@ -38,11 +38,14 @@ final class CharacteristicValues: @unchecked Sendable {
 
     /// `triggerPosition`: where the characteristic's trigger descriptors start in its descriptor
     /// list, when it has them.
-    func register(_ ref: CharacteristicRef, valueHandle: UInt16, encoding: ValueEncoding, initial: [UInt8],
-                  triggerPosition: Int?) {
+    func register(
+        _ ref: CharacteristicRef, valueHandle: UInt16, encoding: ValueEncoding, initial: [UInt8],
+        triggerPosition: Int?
+    ) {
         lock.withLock {
-            entries[valueHandle] = Entry(ref: ref, encoding: encoding, bytes: initial,
-                                         triggers: triggerPosition.map { TriggerDescriptors(firstPosition: $0) })
+            entries[valueHandle] = Entry(
+                ref: ref, encoding: encoding, bytes: initial,
+                triggers: triggerPosition.map { TriggerDescriptors(firstPosition: $0) })
         }
     }
 
@@ -81,9 +84,12 @@ final class CharacteristicValues: @unchecked Sendable {
         case .success(let result):
             updated = result
         case .failure(let error):
-            logger.info("trigger descriptor write refused", metadata: [
-                "central": "\(batch[0].central)", "characteristic": "\(batch[0].characteristic.uuid)",
-                "reason": "\(error)"])
+            logger.info(
+                "trigger descriptor write refused",
+                metadata: [
+                    "central": "\(batch[0].central)", "characteristic": "\(batch[0].characteristic.uuid)",
+                    "reason": "\(error)"
+                ])
             return ATTErrorCode(rawValue: error.code.rawValue)
         }
         let valueWrites = batch.filter { $0.descriptor == nil }
@@ -108,8 +114,9 @@ final class CharacteristicValues: @unchecked Sendable {
         for request in writes {
             let handle = request.characteristic.valueHandle
             guard let entry = entries[handle], let current = updated[handle] ?? entry.triggers,
-                  let descriptor = request.descriptor,
-                  case .success(let old) = current.read(descriptor, encoding: entry.encoding) else {
+                let descriptor = request.descriptor,
+                case .success(let old) = current.read(descriptor, encoding: entry.encoding)
+            else {
                 throw ESSWriteRejection(.writeRequestRejected, "not a trigger descriptor")
             }
             guard request.offset <= old.count else {
@@ -141,8 +148,12 @@ final class CharacteristicValues: @unchecked Sendable {
                         default: throw .valueNotAllowed
                         }
                     }
-                    return (handle, CentralWrite(ref: entry.ref, central: request.central, value: value, bytes: bytes,
-                                                 kind: request.kind))
+                    return (
+                        handle,
+                        CentralWrite(
+                            ref: entry.ref, central: request.central, value: value, bytes: bytes,
+                            kind: request.kind)
+                    )
                 }
             }
         } catch let error as ATTErrorCode {

@@ -49,14 +49,16 @@ public struct GATTLayout: Sendable {
             for (index, characteristic) in service.characteristics.enumerated() {
                 let serviceName = service.name ?? service.uuid.description
                 let name = characteristic.name ?? characteristic.uuid.description
-                let ref = CharacteristicRef(service: serviceIndex, characteristic: index,
-                                            path: "\(serviceName)/\(name)")
+                let ref = CharacteristicRef(
+                    service: serviceIndex, characteristic: index,
+                    path: "\(serviceName)/\(name)")
                 var outputSensor: String?
                 if case .sensor(let id, _) = characteristic.source, config.sensor(id: id)?.kind.isOutput == true {
                     outputSensor = id
                 }
-                characteristics[ref] = Characteristic(ref: ref, config: characteristic, serviceName: serviceName,
-                                                      name: name, outputSensor: outputSensor)
+                characteristics[ref] = Characteristic(
+                    ref: ref, config: characteristic, serviceName: serviceName,
+                    name: name, outputSensor: outputSensor)
             }
         }
         self.characteristics = characteristics
@@ -100,8 +102,10 @@ public struct GATTLayout: Sendable {
             })
     }
 
-    static func characteristic(_ characteristic: CharacteristicConfig, in service: ServiceConfig,
-                               sensors config: GatewayConfig) throws(ValueError) -> GATTCharacteristic {
+    static func characteristic(
+        _ characteristic: CharacteristicConfig, in service: ServiceConfig,
+        sensors config: GatewayConfig
+    ) throws(ValueError) -> GATTCharacteristic {
         var properties = GATTCharacteristicProperties(rawValue: characteristic.properties.rawValue)
         properties.remove(.extendedProperties)
         var permissions = GATTPermissions()
@@ -118,20 +122,24 @@ public struct GATTLayout: Sendable {
             // Sensor, MQTT and written values change: every read is served from the pipeline.
             value = .dynamic
         }
-        return GATTCharacteristic(uuid: characteristic.uuid, properties: properties, permissions: permissions,
-                                  value: value,
-                                  descriptors: try descriptors(characteristic, in: service, config: config))
+        return GATTCharacteristic(
+            uuid: characteristic.uuid, properties: properties, permissions: permissions,
+            value: value,
+            descriptors: try descriptors(characteristic, in: service, config: config))
     }
 
     /// The configured descriptors, then the automatic ones a sensor-backed characteristic gets
     /// (User Description, Presentation Format, and ES Measurement in the Environmental Sensing
     /// Service) unless the configuration gives that descriptor itself, then, for a notifying ESS
     /// measurement, the writable trigger descriptors (`TriggerDescriptors`).
-    static func descriptors(_ characteristic: CharacteristicConfig, in service: ServiceConfig,
-                            config: GatewayConfig) throws(ValueError) -> [GATTDescriptor] {
+    static func descriptors(
+        _ characteristic: CharacteristicConfig, in service: ServiceConfig,
+        config: GatewayConfig
+    ) throws(ValueError) -> [GATTDescriptor] {
         var result = characteristic.descriptors.map { GATTDescriptor(uuid: $0.uuid, value: $0.value) }
         guard case .sensor(let sensorID, let reading) = characteristic.source else { return result }
-        let isEnvironmental = service.uuid == EnvironmentalSensingCharacteristic.serviceUUID
+        let isEnvironmental =
+            service.uuid == EnvironmentalSensingCharacteristic.serviceUUID
             && EnvironmentalSensingCharacteristic.allCases.contains { $0.uuid == characteristic.uuid }
         let name = characteristic.name ?? (reading == .value ? sensorID : "\(sensorID) \(reading.rawValue)")
         let automatic = try SensorDescriptors.make(
@@ -150,18 +158,22 @@ public struct GATTLayout: Sendable {
     /// `open` is plain readable; `encrypted`, `authenticated` (MITM) and `bonded` (a key stored
     /// in a bond) each add their requirement, and each implies an encrypted link.
     static func readPermissions(_ requirement: SecurityRequirement) -> GATTPermissions {
-        permissions(requirement, plain: .readable, encrypted: .readEncryptionRequired,
-                    authenticated: .readAuthenticationRequired, bonded: .readBondingRequired)
+        permissions(
+            requirement, plain: .readable, encrypted: .readEncryptionRequired,
+            authenticated: .readAuthenticationRequired, bonded: .readBondingRequired)
     }
 
     static func writePermissions(_ requirement: SecurityRequirement) -> GATTPermissions {
-        permissions(requirement, plain: .writeable, encrypted: .writeEncryptionRequired,
-                    authenticated: .writeAuthenticationRequired, bonded: .writeBondingRequired)
+        permissions(
+            requirement, plain: .writeable, encrypted: .writeEncryptionRequired,
+            authenticated: .writeAuthenticationRequired, bonded: .writeBondingRequired)
     }
 
-    private static func permissions(_ requirement: SecurityRequirement, plain: GATTPermissions,
-                                    encrypted: GATTPermissions, authenticated: GATTPermissions,
-                                    bonded: GATTPermissions) -> GATTPermissions {
+    private static func permissions(
+        _ requirement: SecurityRequirement, plain: GATTPermissions,
+        encrypted: GATTPermissions, authenticated: GATTPermissions,
+        bonded: GATTPermissions
+    ) -> GATTPermissions {
         guard requirement.encrypted else { return plain }
         var permissions = encrypted
         if requirement.authenticated { permissions.insert(authenticated) }

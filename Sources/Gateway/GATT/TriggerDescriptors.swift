@@ -41,9 +41,11 @@ struct TriggerDescriptors: Sendable, Equatable {
     /// open, writes need an encrypted link (ESS: bonding is mandatory when they are writable; an
     /// LE link is encrypted only with keys from pairing, so this is as close as ATT permissions get).
     static var descriptors: [GATTDescriptor] {
-        Array(repeating: GATTDescriptor.dynamic(ESTriggerSetting.descriptorUUID,
-                                                permissions: [.readable, .writeEncryptionRequired]),
-              count: settingCount)
+        Array(
+            repeating: GATTDescriptor.dynamic(
+                ESTriggerSetting.descriptorUUID,
+                permissions: [.readable, .writeEncryptionRequired]),
+            count: settingCount)
             + [GATTDescriptor.dynamic(TriggerLogic.descriptorUUID, permissions: [.readable, .writeEncryptionRequired])]
     }
 
@@ -62,8 +64,10 @@ struct TriggerDescriptors: Sendable, Equatable {
 
     /// The state after a central writes `bytes` to `descriptor`, or the ESS error to answer
     /// (0x80 Write Request Rejected, 0x81 Condition Not Supported) and why.
-    func writing(_ bytes: [UInt8], to descriptor: PublishedDescriptor,
-                 encoding: ValueEncoding) throws(ESSWriteRejection) -> TriggerDescriptors {
+    func writing(
+        _ bytes: [UInt8], to descriptor: PublishedDescriptor,
+        encoding: ValueEncoding
+    ) throws(ESSWriteRejection) -> TriggerDescriptors {
         var next = self
         switch descriptor.uuid {
         case ESTriggerSetting.descriptorUUID:

@@ -102,10 +102,12 @@ public actor ValuePipeline {
         let channel: String
     }
 
-    public init(layout: GATTLayout, peripheral: Peripheral, publishesEvents: Bool, timing: Timing = .realTime,
-                clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
-                logger: Logger,
-                driveOutput: @escaping @Sendable (String, Bool) async throws -> Void) {
+    public init(
+        layout: GATTLayout, peripheral: Peripheral, publishesEvents: Bool, timing: Timing = .realTime,
+        clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
+        logger: Logger,
+        driveOutput: @escaping @Sendable (String, Bool) async throws -> Void
+    ) {
         self.layout = layout
         self.peripheral = peripheral
         self.timing = timing
@@ -114,8 +116,9 @@ public actor ValuePipeline {
         self.logger = logger
         self.driveOutput = driveOutput
         values = CharacteristicValues(logger: logger)
-        (events, eventContinuation) = AsyncStream.makeStream(of: PipelineEvent.self,
-                                                             bufferingPolicy: .bufferingNewest(publishesEvents ? Self.eventBufferSize : 0))
+        (events, eventContinuation) = AsyncStream.makeStream(
+            of: PipelineEvent.self,
+            bufferingPolicy: .bufferingNewest(publishesEvents ? Self.eventBufferSize : 0))
         (durableEvents, durableContinuation) = AsyncStream.makeStream(
             of: PipelineEvent.self, bufferingPolicy: publishesEvents ? .unbounded : .bufferingNewest(0))
         for (ref, characteristic) in layout.characteristics {
@@ -153,18 +156,24 @@ public actor ValuePipeline {
             if let name = layout.serviceName(index) { ids[name] = publishedService.id }
             for (position, characteristic) in publishedService.characteristics.enumerated() {
                 guard let ref = layout.ref(service: index, characteristic: position),
-                      let config = layout.characteristics[ref]?.config else { continue }
+                    let config = layout.characteristics[ref]?.config
+                else { continue }
                 published[ref] = characteristic
                 refsByValueHandle[characteristic.valueHandle] = ref
                 let triggerPosition = service.characteristics[position].descriptors.firstIndex {
                     $0.uuid == ESTriggerSetting.descriptorUUID && $0.value == .dynamic
                 }
-                values.register(ref, valueHandle: characteristic.valueHandle, encoding: config.encoding,
-                                initial: latest[ref] ?? [], triggerPosition: triggerPosition)
+                values.register(
+                    ref, valueHandle: characteristic.valueHandle, encoding: config.encoding,
+                    initial: latest[ref] ?? [], triggerPosition: triggerPosition)
             }
         }
-        logger.info("services published", metadata: ["services": "\(layout.publishingOrder.count)",
-                                                      "characteristics": "\(published.count)"])
+        logger.info(
+            "services published",
+            metadata: [
+                "services": "\(layout.publishingOrder.count)",
+                "characteristics": "\(published.count)"
+            ])
     }
 
     /// The published characteristic of `ref` (after `publish()`).
@@ -183,9 +192,13 @@ public actor ValuePipeline {
         case .number(let number): value = .number(number)
         case .bool(let flag): value = .bool(flag)
         case .failure(let failure):
-            logger.warning("sensor reading failed", metadata: ["sensor": "\(reading.sensor)",
-                                                               "channel": "\(reading.channel)",
-                                                               "reason": "\(failure)"])
+            logger.warning(
+                "sensor reading failed",
+                metadata: [
+                    "sensor": "\(reading.sensor)",
+                    "channel": "\(reading.channel)",
+                    "reason": "\(failure)"
+                ])
             return
         }
         for ref in refs { setValue(value, of: ref) }
@@ -281,9 +294,12 @@ public actor ValuePipeline {
         for central in engine.subscribers(of: change.ref).sorted() {
             engine.setTriggers(change.triggers, for: central, on: change.ref, now: now)
         }
-        logger.info("notify triggers changed", metadata: [
-            "characteristic": "\(change.ref)", "central": "\(change.central)",
-            "triggers": "\(change.triggers.map { "\($0.settings) \($0.logic)" } ?? "the configured policy")"])
+        logger.info(
+            "notify triggers changed",
+            metadata: [
+                "characteristic": "\(change.ref)", "central": "\(change.central)",
+                "triggers": "\(change.triggers.map { "\($0.settings) \($0.logic)" } ?? "the configured policy")"
+            ])
         await drain()
     }
 
@@ -355,10 +371,12 @@ public actor ValuePipeline {
     var status: PipelineEvent {
         let statistics = engine.statistics
         let fields: [(String, KeyPath<NotifyCounters, Int>)] = [
-            ("sent", \.sent), ("coalesced", \.coalesced), ("suppressed", \.suppressed), ("dropped", \.dropped),
+            ("sent", \.sent), ("coalesced", \.coalesced), ("suppressed", \.suppressed), ("dropped", \.dropped)
         ]
-        var counters = ["centrals": statistics.perCentral.count, "waiting": statistics.valuesWaiting,
-                        "lost_events": lostEventTotals.values.reduce(0, +)]
+        var counters = [
+            "centrals": statistics.perCentral.count, "waiting": statistics.valuesWaiting,
+            "lost_events": lostEventTotals.values.reduce(0, +)
+        ]
         for (sensor, total) in lostEventTotals { counters["\(sensor).lost_events"] = total }
         for (name, path) in fields {
             counters[name] = statistics.perCharacteristic.values.reduce(0) { $0 + $1[keyPath: path] }
@@ -385,8 +403,12 @@ public actor ValuePipeline {
         do throws(ValueError) {
             sample = try NotifySample(adapted, encoding: characteristic.config.encoding)
         } catch {
-            logger.warning("value not encodable", metadata: ["characteristic": "\(ref)", "value": "\(value)",
-                                                             "reason": "\(error)"])
+            logger.warning(
+                "value not encodable",
+                metadata: [
+                    "characteristic": "\(ref)", "value": "\(value)",
+                    "reason": "\(error)"
+                ])
             return
         }
         latest[ref] = sample.bytes
@@ -453,15 +475,20 @@ public actor ValuePipeline {
     private func transmit(_ transmission: Transmission<CentralID, CharacteristicRef>) async -> Bool {
         guard let characteristic = published[transmission.characteristic] else { return true }
         do {
-            let sent = try await peripheral.updateValue(transmission.sample.bytes, for: characteristic,
-                                                         onSubscribedCentrals: [transmission.central])
+            let sent = try await peripheral.updateValue(
+                transmission.sample.bytes, for: characteristic,
+                onSubscribedCentrals: [transmission.central])
             if !sent {
                 fullCentrals.insert(transmission.central)
                 return false
             }
         } catch {
-            logger.warning("update not sent", metadata: ["characteristic": "\(transmission.characteristic)",
-                                                         "central": "\(transmission.central)", "error": "\(error)"])
+            logger.warning(
+                "update not sent",
+                metadata: [
+                    "characteristic": "\(transmission.characteristic)",
+                    "central": "\(transmission.central)", "error": "\(error)"
+                ])
         }
         // The GATT server queues indications per central behind the unconfirmed one (bounded),
         // so the engine may hand out the next.

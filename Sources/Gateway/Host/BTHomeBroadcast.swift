@@ -119,8 +119,10 @@ public actor BTHomeAdvertiser {
     private var leftOut: [String] = []
 
     /// `publish`: the host's `updateAdvertisingData`.
-    public init(broadcast: BTHomeBroadcast, base: AdvertisingSettings, logger: Logger,
-                publish: @escaping @Sendable (AdvertisingSettings) async throws -> Void) {
+    public init(
+        broadcast: BTHomeBroadcast, base: AdvertisingSettings, logger: Logger,
+        publish: @escaping @Sendable (AdvertisingSettings) async throws -> Void
+    ) {
         self.broadcast = broadcast
         self.base = base
         self.logger = logger

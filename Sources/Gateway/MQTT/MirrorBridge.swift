@@ -9,8 +9,11 @@ import Values
 public enum MirrorMapping {
     /// One mirrored characteristic per configured one: `/set` accepted unless the value is fixed,
     /// MQTT-sourced characteristics with their source topic, Home Assistant entities for sensors.
-    public static func mirrorConfiguration(_ config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout)
-        -> MirrorConfiguration {
+    public static func mirrorConfiguration(
+        _ config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout
+    )
+        -> MirrorConfiguration
+    {
         let characteristics = layout.characteristics.values.sorted { $0.ref < $1.ref }.map { characteristic -> MirrorCharacteristic in
             var sourceTopic: String?
             var acceptsSet = true
@@ -24,17 +27,19 @@ public enum MirrorMapping {
                 payloadStyle: mqtt.payload == .raw ? .raw : .json, acceptsSet: acceptsSet,
                 sourceTopic: sourceTopic, homeAssistant: entity(characteristic, config: config))
         }
-        return MirrorConfiguration(baseTopic: mqtt.baseTopic, deviceID: config.device.id,
-                                   deviceName: config.device.name, characteristics: characteristics,
-                                   discoveryPrefix: mqtt.discoveryPrefix,
-                                   valueQoS: MQTTQoS(rawValue: Int32(mqtt.qos)) ?? .atLeastOnce,
-                                   retainValues: mqtt.retain)
+        return MirrorConfiguration(
+            baseTopic: mqtt.baseTopic, deviceID: config.device.id,
+            deviceName: config.device.name, characteristics: characteristics,
+            discoveryPrefix: mqtt.discoveryPrefix,
+            valueQoS: MQTTQoS(rawValue: Int32(mqtt.qos)) ?? .atLeastOnce,
+            retainValues: mqtt.retain)
     }
 
     public static func clientConfiguration(_ mqtt: MQTTConfig) -> MQTTClientConfiguration {
-        let tls = mqtt.tls.map {
-            MQTTTLSConfiguration(caFile: $0.caFile, certificateFile: $0.certificateFile, keyFile: $0.keyFile)
-        } ?? (mqtt.broker.usesTLS ? MQTTTLSConfiguration() : nil)
+        let tls =
+            mqtt.tls.map {
+                MQTTTLSConfiguration(caFile: $0.caFile, certificateFile: $0.certificateFile, keyFile: $0.keyFile)
+            } ?? (mqtt.broker.usesTLS ? MQTTTLSConfiguration() : nil)
         let password: MQTTPasswordSource? = mqtt.password.map {
             switch $0 {
             case .file(let path): .file(path)
@@ -63,12 +68,13 @@ public enum MirrorMapping {
         case .output: return HomeAssistantEntity(kind: .switch, name: characteristic.name)
         case .binary: return HomeAssistantEntity(kind: .binarySensor, name: characteristic.name)
         default:
-            let deviceClass: String? = switch reading {
-            case .temperature: "temperature"
-            case .humidity: "humidity"
-            case .value where characteristic.config.unit == .metre: "distance"
-            default: nil
-            }
+            let deviceClass: String? =
+                switch reading {
+                case .temperature: "temperature"
+                case .humidity: "humidity"
+                case .value where characteristic.config.unit == .metre: "distance"
+                default: nil
+                }
             return HomeAssistantEntity(kind: .sensor, name: characteristic.name, deviceClass: deviceClass, unit: unit)
         }
     }
@@ -127,8 +133,9 @@ public struct MirrorBridge: Sendable {
         case .mtuChanged(let central, let mtu):
             return .centralMTUChanged(address: address(central), mtu: mtu)
         case .securityChanged(let central, let security):
-            return .centralSecurityChanged(address: address(central), security: MirrorMapping.linkSecurity(security),
-                                           bonded: security.isBonded)
+            return .centralSecurityChanged(
+                address: address(central), security: MirrorMapping.linkSecurity(security),
+                bonded: security.isBonded)
         case .centralDisconnected(let central):
             return .centralDisconnected(address: address(central))
         case .subscribed(let ref, let central, let kind):
@@ -136,13 +143,16 @@ public struct MirrorBridge: Sendable {
         case .unsubscribed(let ref, let central):
             return .unsubscribed(id(ref), central: address(central))
         case .written(let ref, let central, let value, let kind):
-            return .written(id(ref), value: MirrorMapping.mirrorValue(value), central: address(central),
-                            kind: MirrorMapping.writeKind(kind), at: date)
+            return .written(
+                id(ref), value: MirrorMapping.mirrorValue(value), central: address(central),
+                kind: MirrorMapping.writeKind(kind), at: date)
         case .outputFailed(let ref, let central, let reason):
             return .outputFailed(id(ref), central: address(central), reason: reason, at: date)
         case .status(let peripheral, let advertising, let counters):
-            return .peripheralState(MirrorPeripheralState(state: peripheral, advertising: advertising,
-                                                          counters: counters))
+            return .peripheralState(
+                MirrorPeripheralState(
+                    state: peripheral, advertising: advertising,
+                    counters: counters))
         }
     }
 
@@ -168,16 +178,22 @@ public struct MirrorBridge: Sendable {
 
     /// A payload on a source topic, for each characteristic taking its value from it; a payload
     /// that does not fit a characteristic's format is logged and skipped.
-    public func sourceValue(_ ids: [MirrorCharacteristicID], payload: [UInt8], pipeline: ValuePipeline,
-                            logger: Logger) async {
+    public func sourceValue(
+        _ ids: [MirrorCharacteristicID], payload: [UInt8], pipeline: ValuePipeline,
+        logger: Logger
+    ) async {
         for id in ids {
             guard let ref = refs[id], let characteristic = layout.characteristics[ref] else { continue }
             do throws(ValueError) {
                 let (value, _) = try ValueJSON.parseSet(payload, encoding: characteristic.config.encoding)
                 await pipeline.externalValue(value, for: ref)
             } catch {
-                logger.warning("MQTT source value rejected", metadata: ["characteristic": "\(id)",
-                                                                        "reason": "\(error)"])
+                logger.warning(
+                    "MQTT source value rejected",
+                    metadata: [
+                        "characteristic": "\(id)",
+                        "reason": "\(error)"
+                    ])
             }
         }
     }

@@ -12,8 +12,10 @@ final class MirrorRunner: Sendable {
     let bridge: MirrorBridge
     let pipeline: ValuePipeline
 
-    init(config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout, pipeline: ValuePipeline,
-         address: @escaping @Sendable (CentralID) -> String, logger: Logger) throws {
+    init(
+        config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout, pipeline: ValuePipeline,
+        address: @escaping @Sendable (CentralID) -> String, logger: Logger
+    ) throws {
         let bridge = MirrorBridge(layout: layout, address: address)
         self.bridge = bridge
         self.pipeline = pipeline

@@ -22,10 +22,12 @@ struct LostEventsLog {
         if let last = reportedAt {
             let seconds = (now - last) / .seconds(1)
             let rate = (Double(lost) / seconds * 100).rounded() / 100
-            line = "sensor \(sensor) lost \(lost) GPIO events in the last \(Int(seconds.rounded())) s "
+            line =
+                "sensor \(sensor) lost \(lost) GPIO events in the last \(Int(seconds.rounded())) s "
                 + "(\(rate)/s, \(total) since start): the line changes faster than gattway reads it"
         } else {
-            line = "sensor \(sensor) lost \(lost) GPIO events (\(total) since start): the line changes "
+            line =
+                "sensor \(sensor) lost \(lost) GPIO events (\(total) since start): the line changes "
                 + "faster than gattway reads it, so counts and the edges in between are missing"
         }
         reportedTotal = total

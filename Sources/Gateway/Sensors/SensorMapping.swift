@@ -14,9 +14,11 @@ public enum SensorMapping {
     /// The simulator's chips for the configuration's `gpio.chips`.
     public static func simulatedChips(_ config: GPIOConfig) -> [SimulatedChipConfig] {
         config.simulatedChips.map { chip in
-            SimulatedChipConfig(label: chip.label, lines: chip.lines.map { line in
-                SimulatedLineConfig(name: line.name, generator: line.generator.map(signalGenerator))
-            })
+            SimulatedChipConfig(
+                label: chip.label,
+                lines: chip.lines.map { line in
+                    SimulatedLineConfig(name: line.name, generator: line.generator.map(signalGenerator))
+                })
         }
     }
 
@@ -51,28 +53,39 @@ public enum SensorMapping {
             kind = .binary(BinarySettings(line: selector(input.line), bias: bias(input.bias), holdTime: holdTime))
             filters = lineFilters(input)
         case .counter(let input):
-            kind = .counter(CounterSettings(line: selector(input.line), bias: bias(input.bias),
-                                            stateDirectory: stateDirectory))
+            kind = .counter(
+                CounterSettings(
+                    line: selector(input.line), bias: bias(input.bias),
+                    stateDirectory: stateDirectory))
             filters = lineFilters(input)
         case .rate(let input, let window, let per, let scale):
-            kind = .rate(RateSettings(line: selector(input.line), bias: bias(input.bias),
-                                      per: per == .minute ? .minute : .second, window: window, scale: scale))
+            kind = .rate(
+                RateSettings(
+                    line: selector(input.line), bias: bias(input.bias),
+                    per: per == .minute ? .minute : .second, window: window, scale: scale))
             filters = lineFilters(input)
         case .pulseWidth(let input, let window):
-            kind = .pulseWidth(PulseWidthSettings(line: selector(input.line), bias: bias(input.bias),
-                                                  reportInterval: window))
+            kind = .pulseWidth(
+                PulseWidthSettings(
+                    line: selector(input.line), bias: bias(input.bias),
+                    reportInterval: window))
             filters = lineFilters(input)
         case .distance(let trigger, let echo, let interval, let timeout):
-            kind = .distance(DistanceSettings(trigger: selector(trigger), echo: selector(echo.line),
-                                              interval: interval, timeout: timeout))
+            kind = .distance(
+                DistanceSettings(
+                    trigger: selector(trigger), echo: selector(echo.line),
+                    interval: interval, timeout: timeout))
             filters = lineFilters(echo)
         case .dht(let model, let line, let interval):
-            kind = .dht(DHTSettings(model: model == .dht22 ? .dht22 : .dht11, line: selector(line),
-                                    interval: interval))
+            kind = .dht(
+                DHTSettings(
+                    model: model == .dht22 ? .dht22 : .dht11, line: selector(line),
+                    interval: interval))
         case .rotaryEncoder(let a, let b, let transitionsPerStep, let wrap):
-            kind = .rotaryEncoder(RotaryEncoderSettings(
-                a: selector(a.line), b: selector(b.line), bias: bias(a.bias),
-                transitionsPerStep: transitionsPerStep, wrap: wrap.map { 0...($0 - 1) }))
+            kind = .rotaryEncoder(
+                RotaryEncoderSettings(
+                    a: selector(a.line), b: selector(b.line), bias: bias(a.bias),
+                    transitionsPerStep: transitionsPerStep, wrap: wrap.map { 0...($0 - 1) }))
             filters = lineFilters(a)
         case .output(let line, let activeLow, let initial):
             kind = .output(OutputSensorSettings(line: selector(line), initialValue: initial))
@@ -85,7 +98,7 @@ public enum SensorMapping {
     /// or `/dev/gpiochipN`. Real chips keep the reference as written.
     static func chipName(_ chip: String, gpio: GPIOConfig) -> String {
         guard gpio.backend == .simulated,
-              let match = gpio.simulatedChips.first(where: { [$0.label, $0.name, "/dev/\($0.name)"].contains(chip) })
+            let match = gpio.simulatedChips.first(where: { [$0.label, $0.name, "/dev/\($0.name)"].contains(chip) })
         else { return chip }
         return match.label
     }

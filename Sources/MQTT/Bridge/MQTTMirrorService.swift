@@ -35,10 +35,12 @@ public actor MQTTMirrorService {
     ///   - client: broker settings; the Last Will is set here to `offline` on the availability topic.
     ///   - stateDirectory: where the outbox journal lives (`outbox.jsonl`).
     ///   - now: the clock for `/error` timestamps.
-    public init(client configuration: MQTTClientConfiguration, mirror: MirrorConfiguration,
-                stateDirectory: URL, outboxCapacity: Int = 10_000, logger: Logger,
-                now: @escaping @Sendable () -> Date = { Date() },
-                onSet: @escaping SetHandler, onSourceValue: @escaping SourceHandler) throws {
+    public init(
+        client configuration: MQTTClientConfiguration, mirror: MirrorConfiguration,
+        stateDirectory: URL, outboxCapacity: Int = 10_000, logger: Logger,
+        now: @escaping @Sendable () -> Date = { Date() },
+        onSet: @escaping SetHandler, onSourceValue: @escaping SourceHandler
+    ) throws {
         let mirror = try Mirror(configuration: mirror)
         var configuration = configuration
         configuration.will = mirror.lastWill

@@ -117,16 +117,19 @@ public final class MQTTClient: @unchecked Sendable {
         try withLiveHandle(connection) { handle in
             var messageID: Int32 = 0
             let rc = message.payload.withUnsafeBytes { bytes in
-                mosquitto_publish(handle, &messageID, message.topic, Int32(bytes.count),
-                                  bytes.baseAddress, message.qos.rawValue, message.retain)
+                mosquitto_publish(
+                    handle, &messageID, message.topic, Int32(bytes.count),
+                    bytes.baseAddress, message.qos.rawValue, message.retain)
             }
             try check(rc, "publish to \(message.topic)")
             return messageID
         }
     }
 
-    public func subscribe(_ topic: String, qos: MQTTQoS = .atLeastOnce,
-                          on connection: MQTTConnectionID) throws {
+    public func subscribe(
+        _ topic: String, qos: MQTTQoS = .atLeastOnce,
+        on connection: MQTTConnectionID
+    ) throws {
         try withLiveHandle(connection) { handle in
             try check(mosquitto_subscribe(handle, nil, topic, qos.rawValue), "subscribe to \(topic)")
         }
@@ -203,7 +206,11 @@ public final class MQTTClient: @unchecked Sendable {
             return ConnectionOutcome(wasConnected: false, error: .requestFailed("\(error)"))
         }
         lock.withLock { handle = mosq }
-        defer { lock.withLock { handle = nil; connection = nil } }
+        defer {
+            lock.withLock {
+                handle = nil; connection = nil
+            }
+        }
 
         let keepalive = Int32(clamping: max(configuration.keepalive.components.seconds, 5))
         var rc = mosquitto_connect(mosq, configuration.host, Int32(configuration.port), keepalive)
@@ -233,15 +240,17 @@ public final class MQTTClient: @unchecked Sendable {
         }
         try require(mosquitto_threaded_set(mosq, true), "threaded mode")
         let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
-        try require(mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, version),
-                    "protocol version")
+        try require(
+            mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, version),
+            "protocol version")
         if let credentials = configuration.credentials {
             try require(mosquitto_username_pw_set(mosq, credentials.username, password), "credentials")
         }
         if let will = configuration.will {
             let rc = will.payload.withUnsafeBytes { bytes in
-                mosquitto_will_set(mosq, will.topic, Int32(bytes.count), bytes.baseAddress,
-                                   will.qos.rawValue, will.retain)
+                mosquitto_will_set(
+                    mosq, will.topic, Int32(bytes.count), bytes.baseAddress,
+                    will.qos.rawValue, will.retain)
             }
             try require(rc, "last will on \(will.topic)")
         }
@@ -250,8 +259,9 @@ public final class MQTTClient: @unchecked Sendable {
                 guard FileManager.default.isReadableFile(atPath: caFile) else {
                     throw MQTTError.invalidConfiguration("mqtt.tls ca \(caFile) is not readable")
                 }
-                try require(mosquitto_tls_set(mosq, caFile, nil, tls.certificateFile, tls.keyFile, nil),
-                            "mqtt.tls ca, cert and key")
+                try require(
+                    mosquitto_tls_set(mosq, caFile, nil, tls.certificateFile, tls.keyFile, nil),
+                    "mqtt.tls ca, cert and key")
             } else {
                 try require(mosquitto_int_option(mosq, MOSQ_OPT_TLS_USE_OS_CERTS, 1), "system CA store")
             }
@@ -270,7 +280,8 @@ public final class MQTTClient: @unchecked Sendable {
 
     private func classify(_ rc: Int32, errno savedErrno: Int32) -> MQTTError {
         if let code = context.refusalCode {
-            let reason = configuration.protocolVersion == .v5
+            let reason =
+                configuration.protocolVersion == .v5
                 ? String(cString: mosquitto_reason_string(code))
                 : String(cString: mosquitto_connack_string(code))
             // 3.1.1: 4 bad user name or password, 5 not authorized; 5.0: 0x86, 0x87.
@@ -352,17 +363,22 @@ private let onPublish: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?,
     context.continuation.yield(.delivered(context.connection, messageID: messageID, reasonCode: reasonCode))
 }
 
-private let onMessage: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, UnsafePointer<mosquitto_message>?, OpaquePointer?) -> Void = {
-    _, object, message, _ in
-    guard let context = CallbackContext.from(object), let message = message?.pointee,
-          let topic = message.topic else { return }
-    let payload: [UInt8] = message.payload.map {
-        Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen)))
-    } ?? []
-    context.continuation.yield(.message(MQTTMessage(
-        topic: String(cString: topic), payload: payload,
-        qos: MQTTQoS(rawValue: message.qos) ?? .atMostOnce, retain: message.retain)))
-}
+private let onMessage:
+    @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, UnsafePointer<mosquitto_message>?, OpaquePointer?) -> Void = {
+        _, object, message, _ in
+        guard let context = CallbackContext.from(object), let message = message?.pointee,
+            let topic = message.topic
+        else { return }
+        let payload: [UInt8] =
+            message.payload.map {
+                Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen)))
+            } ?? []
+        context.continuation.yield(
+            .message(
+                MQTTMessage(
+                    topic: String(cString: topic), payload: payload,
+                    qos: MQTTQoS(rawValue: message.qos) ?? .atMostOnce, retain: message.retain)))
+    }
 
 private let onLog: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?) -> Void = {
     _, object, level, line in

@@ -16,13 +16,15 @@ public enum MQTTPasswordSource: Sendable, Equatable, CustomStringConvertible {
 
     /// Reads the password. Throws `MQTTError.passwordUnavailable` naming the file or variable
     /// (never the value) when it cannot be read.
-    public func resolve(environment: [String: String] = ProcessInfo.processInfo.environment)
+    public func resolve(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    )
         throws -> String
     {
         switch self {
         case .file(let path):
             guard let data = FileManager.default.contents(atPath: path),
-                  let text = String(data: data, encoding: .utf8)
+                let text = String(data: data, encoding: .utf8)
             else { throw MQTTError.passwordUnavailable("cannot read password file \(path)") }
             let firstLine = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
             return String(firstLine.hasSuffix("\r") ? firstLine.dropLast() : firstLine)
@@ -63,8 +65,10 @@ public struct MQTTTLSConfiguration: Sendable, Equatable {
     /// setups only and is logged as a warning by the client.
     public var verifyPeer: Bool
 
-    public init(caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil,
-                verifyPeer: Bool = true) {
+    public init(
+        caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil,
+        verifyPeer: Bool = true
+    ) {
         self.caFile = caFile
         self.certificateFile = certificateFile
         self.keyFile = keyFile
@@ -120,10 +124,12 @@ public struct MQTTClientConfiguration: Sendable, Equatable {
     public var will: MQTTWill?
     public var backoff: MQTTBackoff
 
-    public init(host: String, port: Int = 1883, protocolVersion: MQTTProtocolVersion = .v5,
-                clientID: String, keepalive: Duration = .seconds(30),
-                tls: MQTTTLSConfiguration? = nil, credentials: MQTTCredentials? = nil,
-                will: MQTTWill? = nil, backoff: MQTTBackoff = MQTTBackoff()) {
+    public init(
+        host: String, port: Int = 1883, protocolVersion: MQTTProtocolVersion = .v5,
+        clientID: String, keepalive: Duration = .seconds(30),
+        tls: MQTTTLSConfiguration? = nil, credentials: MQTTCredentials? = nil,
+        will: MQTTWill? = nil, backoff: MQTTBackoff = MQTTBackoff()
+    ) {
         self.host = host
         self.port = port
         self.protocolVersion = protocolVersion

@@ -14,7 +14,7 @@ struct HomeAssistantDiscovery {
             var members: [(String, JSONText)] = [
                 ("name", .string(entity.name)),
                 ("unique_id", .string("\(node)_\(object)")),
-                ("state_topic", .string(topics.value(characteristic.id))),
+                ("state_topic", .string(topics.value(characteristic.id)))
             ]
             if let template = Self.valueTemplate(entity.kind, characteristic.payloadStyle) {
                 members.append(("value_template", .string(template)))
@@ -25,34 +25,43 @@ struct HomeAssistantDiscovery {
                 members += [
                     ("command_topic", .string(topics.set(characteristic.id))),
                     ("payload_on", .string("true")), ("payload_off", .string("false")),
-                    ("state_on", .string("true")), ("state_off", .string("false")),
+                    ("state_on", .string("true")), ("state_off", .string("false"))
                 ]
             }
             members += availability + [("device", device(node))]
-            result.append(MQTTMessage(topic: "\(prefix)/\(entity.kind.rawValue)/\(node)/\(object)/config",
-                                      payload: JSONText.object(members).bytes, retain: true))
+            result.append(
+                MQTTMessage(
+                    topic: "\(prefix)/\(entity.kind.rawValue)/\(node)/\(object)/config",
+                    payload: JSONText.object(members).bytes, retain: true))
         }
-        let diagnostic: [(String, JSONText)] = [
-            ("name", .string("Connected centrals")),
-            ("unique_id", .string("\(node)_connected_centrals")),
-            ("state_topic", .string(topics.state)),
-            ("value_template", .string("{{ value_json.centrals | length }}")),
-            ("entity_category", .string("diagnostic")),
-            ("icon", .string("mdi:cellphone-link")),
-        ] + availability + [("device", device(node))]
-        result.append(MQTTMessage(topic: "\(prefix)/sensor/\(node)/connected_centrals/config",
-                                  payload: JSONText.object(diagnostic).bytes, retain: true))
+        let diagnostic: [(String, JSONText)] =
+            [
+                ("name", .string("Connected centrals")),
+                ("unique_id", .string("\(node)_connected_centrals")),
+                ("state_topic", .string(topics.state)),
+                ("value_template", .string("{{ value_json.centrals | length }}")),
+                ("entity_category", .string("diagnostic")),
+                ("icon", .string("mdi:cellphone-link"))
+            ] + availability + [("device", device(node))]
+        result.append(
+            MQTTMessage(
+                topic: "\(prefix)/sensor/\(node)/connected_centrals/config",
+                payload: JSONText.object(diagnostic).bytes, retain: true))
         return result
     }
 
     private var availability: [(String, JSONText)] {
-        [("availability_topic", .string(topics.availability)),
-         ("payload_available", .string("online")), ("payload_not_available", .string("offline"))]
+        [
+            ("availability_topic", .string(topics.availability)),
+            ("payload_available", .string("online")), ("payload_not_available", .string("offline"))
+        ]
     }
 
     private func device(_ node: String) -> JSONText {
-        .object([("identifiers", .array([.string(node)])), ("name", .string(configuration.deviceName)),
-                 ("manufacturer", .string("gattway")), ("model", .string("BLE GATT gateway"))])
+        .object([
+            ("identifiers", .array([.string(node)])), ("name", .string(configuration.deviceName)),
+            ("manufacturer", .string("gattway")), ("model", .string("BLE GATT gateway"))
+        ])
     }
 
     /// JSON-style values carry `{"value": ...}`; binary sensors and switches map the boolean to

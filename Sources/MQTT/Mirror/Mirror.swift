@@ -90,10 +90,11 @@ public struct Mirror: Sendable {
 
         case .valueChanged(let id, let value, let raw, let date):
             guard let characteristic = characteristics[id] else { return [] }
-            let payload: [UInt8] = switch characteristic.payloadStyle {
-            case .json: JSONText.object([("value", value.json), ("ts", .string(MirrorTimestamp.string(date)))]).bytes
-            case .raw: raw
-            }
+            let payload: [UInt8] =
+                switch characteristic.payloadStyle {
+                case .json: JSONText.object([("value", value.json), ("ts", .string(MirrorTimestamp.string(date)))]).bytes
+                case .raw: raw
+                }
             values[id] = payload
             return [.publish(valueMessage(id, payload), durable: false)]
 
@@ -153,7 +154,7 @@ public struct Mirror: Sendable {
             guard characteristics[id] != nil else { return [] }
             let payload = JSONText.object([
                 ("value", value.json), ("central", .string(central)), ("kind", .string(kind.rawValue)),
-                ("ts", .string(MirrorTimestamp.string(date))),
+                ("ts", .string(MirrorTimestamp.string(date)))
             ])
             return [.publish(MQTTMessage(topic: topics.written(id), payload: payload.bytes), durable: true)]
 
@@ -162,20 +163,21 @@ public struct Mirror: Sendable {
             // driven), so it learns of the failure here, through the outbox like the write itself.
             let payload = JSONText.object([
                 ("topic", .string(topics.value(id))), ("central", .string(central)), ("reason", .string(reason)),
-                ("ts", .string(MirrorTimestamp.string(date))),
+                ("ts", .string(MirrorTimestamp.string(date)))
             ])
             return [.publish(MQTTMessage(topic: topics.error, payload: payload.bytes), durable: true)]
 
         case .pairing(let central, let prompt, let date):
             // Not retained and not through the outbox: it is useful for the 30 s of one pairing
             // only, and must not wait for later subscribers.
-            let (key, digits) = switch prompt {
-            case .passkey(let digits): ("passkey", digits)
-            case .compare(let digits): ("compare", digits)
-            }
+            let (key, digits) =
+                switch prompt {
+                case .passkey(let digits): ("passkey", digits)
+                case .compare(let digits): ("compare", digits)
+                }
             let payload = JSONText.object([
                 ("central", .string(central)), (key, .string(digits)),
-                ("ts", .string(MirrorTimestamp.string(date))),
+                ("ts", .string(MirrorTimestamp.string(date)))
             ])
             return [.publish(MQTTMessage(topic: topics.pairing, payload: payload.bytes), durable: false)]
         }
@@ -205,7 +207,7 @@ public struct Mirror: Sendable {
     public func rejection(of id: MirrorCharacteristicID, reason: String, at date: Date) -> MQTTMessage {
         let payload = JSONText.object([
             ("topic", .string(topics.set(id))), ("reason", .string(reason)),
-            ("ts", .string(MirrorTimestamp.string(date))),
+            ("ts", .string(MirrorTimestamp.string(date)))
         ])
         return MQTTMessage(topic: topics.error, payload: payload.bytes)
     }
@@ -225,21 +227,22 @@ public struct Mirror: Sendable {
             ("state", .string(peripheral.state)),
             ("advertising", .bool(peripheral.advertising)),
             ("centrals", .array(orderedCentrals.map { .string($0.address) })),
-            ("counters", .object(peripheral.counters.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })),
+            ("counters", .object(peripheral.counters.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) }))
         ])
         return MQTTMessage(topic: topics.state, payload: payload.bytes, retain: true)
     }
 
     private func valueMessage(_ id: MirrorCharacteristicID, _ payload: [UInt8]) -> MQTTMessage {
-        MQTTMessage(topic: topics.value(id), payload: payload, qos: configuration.valueQoS,
-                    retain: configuration.retainValues)
+        MQTTMessage(
+            topic: topics.value(id), payload: payload, qos: configuration.valueQoS,
+            retain: configuration.retainValues)
     }
 
     private func centralMessage(_ central: MirrorCentral) -> MQTTMessage {
         let payload = JSONText.object([
             ("address", .string(central.address)), ("mtu", .integer(Int64(central.mtu))),
             ("security", .string(central.security.rawValue)), ("bonded", .bool(central.bonded)),
-            ("since", .string(MirrorTimestamp.string(central.since))),
+            ("since", .string(MirrorTimestamp.string(central.since)))
         ])
         return MQTTMessage(topic: topics.central(central.address), payload: payload.bytes, retain: true)
     }
@@ -248,15 +251,17 @@ public struct Mirror: Sendable {
         let list = (subscribers[id] ?? []).map {
             JSONText.object([("address", .string($0.address)), ("kind", .string($0.kind.rawValue))])
         }
-        return MQTTMessage(topic: topics.subscribers(id), payload: JSONText.object([("centrals", .array(list))]).bytes,
-                           retain: true)
+        return MQTTMessage(
+            topic: topics.subscribers(id), payload: JSONText.object([("centrals", .array(list))]).bytes,
+            retain: true)
     }
 
     /// Source topics of characteristics with at least one subscribed central.
     private var activeSourceTopics: Set<String> {
-        Set(configuration.characteristics.compactMap { characteristic in
-            (subscribers[characteristic.id] ?? []).isEmpty ? nil : characteristic.sourceTopic
-        })
+        Set(
+            configuration.characteristics.compactMap { characteristic in
+                (subscribers[characteristic.id] ?? []).isEmpty ? nil : characteristic.sourceTopic
+            })
     }
 
     private func sourceChanges(from before: Set<String>) -> [MirrorAction] {

@@ -78,9 +78,11 @@ public struct MirrorCharacteristic: Sendable, Equatable {
     public var sourceTopic: String?
     public var homeAssistant: HomeAssistantEntity?
 
-    public init(id: MirrorCharacteristicID, payloadStyle: MirrorPayloadStyle = .json,
-                acceptsSet: Bool = false, sourceTopic: String? = nil,
-                homeAssistant: HomeAssistantEntity? = nil) {
+    public init(
+        id: MirrorCharacteristicID, payloadStyle: MirrorPayloadStyle = .json,
+        acceptsSet: Bool = false, sourceTopic: String? = nil,
+        homeAssistant: HomeAssistantEntity? = nil
+    ) {
         self.id = id
         self.payloadStyle = payloadStyle
         self.acceptsSet = acceptsSet
@@ -105,9 +107,11 @@ public struct MirrorConfiguration: Sendable, Equatable {
     /// re-published on reconnection.
     public var retainValues: Bool
 
-    public init(baseTopic: String = "gattway", deviceID: String, deviceName: String? = nil,
-                characteristics: [MirrorCharacteristic], discoveryPrefix: String? = "homeassistant",
-                valueQoS: MQTTQoS = .atLeastOnce, retainValues: Bool = true) {
+    public init(
+        baseTopic: String = "gattway", deviceID: String, deviceName: String? = nil,
+        characteristics: [MirrorCharacteristic], discoveryPrefix: String? = "homeassistant",
+        valueQoS: MQTTQoS = .atLeastOnce, retainValues: Bool = true
+    ) {
         self.baseTopic = baseTopic
         self.deviceID = deviceID
         self.deviceName = deviceName ?? deviceID

@@ -83,7 +83,9 @@ public final class MQTTOutbox {
             // One line when the outbox becomes full, then one per 1000 drops: a long outage must
             // not flood the log.
             if !reportedFull || droppedCount % 1000 == 0 {
-                logger.error("MQTT outbox full (\(capacity) events): dropping the oldest events (latest #\(oldest.sequence) on \(oldest.message.topic)); \(droppedCount) dropped so far")
+                logger.error(
+                    "MQTT outbox full (\(capacity) events): dropping the oldest events (latest #\(oldest.sequence) on \(oldest.message.topic)); \(droppedCount) dropped so far"
+                )
                 reportedFull = true
             }
         }
@@ -179,9 +181,11 @@ public final class MQTTOutbox {
                 continue
             }
             if let sequence = record.add, let topic = record.topic, let payload = record.payload {
-                pending[sequence] = OutboxEntry(sequence: sequence, message: MQTTMessage(
-                    topic: topic, payload: Array(payload), qos: record.qos ?? .atLeastOnce,
-                    retain: record.retain ?? false))
+                pending[sequence] = OutboxEntry(
+                    sequence: sequence,
+                    message: MQTTMessage(
+                        topic: topic, payload: Array(payload), qos: record.qos ?? .atLeastOnce,
+                        retain: record.retain ?? false))
             } else if let sequence = record.done {
                 pending[sequence] = nil
             }

@@ -85,11 +85,15 @@ final class DHTEngine: SensorEngine {
     private func emissions(for result: Result<DHTFrame, SensorFailure>, at time: UInt64) -> [Emission] {
         switch result {
         case .success(let frame):
-            return [Emission(channel: "temperature", reading: .number(frame.temperature), unit: "°C", time: time),
-                    Emission(channel: "humidity", reading: .number(frame.humidity), unit: "%", time: time)]
+            return [
+                Emission(channel: "temperature", reading: .number(frame.temperature), unit: "°C", time: time),
+                Emission(channel: "humidity", reading: .number(frame.humidity), unit: "%", time: time)
+            ]
         case .failure(let failure):
-            return [Emission(channel: "temperature", reading: .failure(failure), unit: "°C", time: time),
-                    Emission(channel: "humidity", reading: .failure(failure), unit: "%", time: time)]
+            return [
+                Emission(channel: "temperature", reading: .failure(failure), unit: "°C", time: time),
+                Emission(channel: "humidity", reading: .failure(failure), unit: "%", time: time)
+            ]
         }
     }
 
@@ -145,13 +149,17 @@ public struct DHTFrame: Sendable, Equatable {
         case .dht22:
             let humidity = Double(UInt16(bytes[0]) << 8 | UInt16(bytes[1])) / 10
             let magnitude = Double(UInt16(bytes[2] & 0x7F) << 8 | UInt16(bytes[3])) / 10
-            return .success(DHTFrame(bytes: bytes, humidity: humidity,
-                                     temperature: bytes[2] & 0x80 != 0 ? -magnitude : magnitude))
+            return .success(
+                DHTFrame(
+                    bytes: bytes, humidity: humidity,
+                    temperature: bytes[2] & 0x80 != 0 ? -magnitude : magnitude))
         case .dht11:
             let humidity = Double(bytes[0]) + Double(bytes[1]) / 10
             let magnitude = Double(bytes[2]) + Double(bytes[3] & 0x7F) / 10
-            return .success(DHTFrame(bytes: bytes, humidity: humidity,
-                                     temperature: bytes[3] & 0x80 != 0 ? -magnitude : magnitude))
+            return .success(
+                DHTFrame(
+                    bytes: bytes, humidity: humidity,
+                    temperature: bytes[3] & 0x80 != 0 ? -magnitude : magnitude))
         }
     }
 }

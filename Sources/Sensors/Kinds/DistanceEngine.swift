@@ -49,8 +49,11 @@ final class DistanceEngine: SensorEngine {
         case (.falling, let rise?):
             let seconds = Double(event.timestampNs - rise) / 1e9
             finishCycle()
-            return [Emission(channel: Emission.valueChannel, reading: .number(seconds * settings.speedOfSound / 2),
-                             unit: "m", time: event.timestampNs)]
+            return [
+                Emission(
+                    channel: Emission.valueChannel, reading: .number(seconds * settings.speedOfSound / 2),
+                    unit: "m", time: event.timestampNs)
+            ]
         case (.falling, nil):
             return []
         }

@@ -64,8 +64,10 @@ final class PulseWidthEngine: SensorEngine {
         } else {
             return []  // edges but no complete cycle yet
         }
-        return [Emission(channel: "high_time", reading: .number(high), unit: "s", time: now),
-                Emission(channel: "duty_cycle", reading: .number(duty), unit: "%", time: now)]
+        return [
+            Emission(channel: "high_time", reading: .number(high), unit: "s", time: now),
+            Emission(channel: "duty_cycle", reading: .number(duty), unit: "%", time: now)
+        ]
     }
 
     func stop() { input.release() }

@@ -35,8 +35,11 @@ final class RateEngine: SensorEngine {
         reportDue = now + reportNs
         let perSecond = meter.rate(at: now)
         let value = perSecond * (settings.per == .minute ? 60 : 1) * settings.scale
-        return [Emission(channel: Emission.valueChannel, reading: .number(value),
-                         unit: settings.per == .minute ? "1/min" : "1/s", time: now)]
+        return [
+            Emission(
+                channel: Emission.valueChannel, reading: .number(value),
+                unit: settings.per == .minute ? "1/min" : "1/s", time: now)
+        ]
     }
 
     func stop() { input.release() }

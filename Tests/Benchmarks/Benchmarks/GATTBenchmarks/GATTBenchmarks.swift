@@ -16,7 +16,8 @@ let benchmarks: @Sendable () -> Void = {
             let (server, service) = makeServer(mtu: mtu)
             let request = ATTPDU.readByTypeRequest(
                 ATTHandleRange(start: service.handles.lowerBound, end: service.handles.upperBound),
-                type: BluetoothUUID(0x2803)).encoded
+                type: BluetoothUUID(0x2803)
+            ).encoded
             benchmark.startMeasurement()
             for _ in benchmark.scaledIterations {
                 server.receive(request, from: central, now: now)
@@ -66,11 +67,13 @@ private let now = ContinuousClock.now
 private func makeServer(mtu: UInt16) -> (GATTServer, PublishedService) {
     let server = GATTServer(handlers: GATTRequestHandlers(read: { _ in .success([1, 2, 3, 4]) }, write: { _ in nil }))
     let characteristics = (0..<50).map { index in
-        GATTCharacteristic(uuid: BluetoothUUID(0xA000 + UInt16(index)), properties: [.read, .notify],
-                           permissions: .readable, value: .dynamic)
+        GATTCharacteristic(
+            uuid: BluetoothUUID(0xA000 + UInt16(index)), properties: [.read, .notify],
+            permissions: .readable, value: .dynamic)
     }
-    let service = try! server.addService(GATTService(uuid: BluetoothUUID(0xA0FF), characteristics: characteristics),
-                                         now: now)
+    let service = try! server.addService(
+        GATTService(uuid: BluetoothUUID(0xA0FF), characteristics: characteristics),
+        now: now)
     server.connect(central)
     server.receive(ATTPDU.exchangeMTURequest(clientRxMTU: mtu).encoded, from: central, now: now)
     _ = server.takeOutput()

@@ -75,7 +75,7 @@ private final class Session {
             let published = [
                 try server.addService(Database.heartRate(including: secondary.id), now: now),
                 try server.addService(Database.nordic, now: now),
-                try server.addService(Database.battery, now: now),
+                try server.addService(Database.battery, now: now)
             ]
             notifiable = published.flatMap(\.characteristics).filter { $0.clientConfigurationHandle != nil }
         } catch {
@@ -91,7 +91,8 @@ private final class Session {
         let answers = server.takeOutput().compactMap { output -> [UInt8]? in
             // Notifications and indications (0x1B, 0x1D) are server-initiated, not answers.
             guard case let .send(bytes, to) = output, to == central, let opcode = bytes.first,
-                  opcode != 0x1B, opcode != 0x1D else { return nil }
+                opcode != 0x1B, opcode != 0x1D
+            else { return nil }
             return bytes
         }
         let after = server.snapshot(of: central)
@@ -136,9 +137,10 @@ private final class Session {
 
     func security(_ flags: UInt8) -> LinkSecurity {
         let isEncrypted = flags & 0x80 != 0
-        return LinkSecurity(isEncrypted: isEncrypted, isAuthenticated: isEncrypted && flags & 0x40 != 0,
-                            encryptionKeySize: isEncrypted ? 7 + Int(flags & 0x0F) % 10 : 0,
-                            isAuthorized: flags & 0x20 != 0)
+        return LinkSecurity(
+            isEncrypted: isEncrypted, isAuthenticated: isEncrypted && flags & 0x40 != 0,
+            encryptionKeySize: isEncrypted ? 7 + Int(flags & 0x0F) % 10 : 0,
+            isAuthorized: flags & 0x20 != 0)
     }
 }
 
@@ -150,31 +152,44 @@ private enum Database {
     static let nordicRX = BluetoothUUID("6E400002-B5A3-F393-E0A9-E50E24DCCA9E")!
     static let nordicTX = BluetoothUUID("6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!
 
-    static let secondary = GATTService(uuid: BluetoothUUID(0xFFF0), isPrimary: false, characteristics: [
-        GATTCharacteristic(uuid: BluetoothUUID(0xFFF1), properties: .read, permissions: .readable, value: .fixed([0x2A])),
-    ])
+    static let secondary = GATTService(
+        uuid: BluetoothUUID(0xFFF0), isPrimary: false,
+        characteristics: [
+            GATTCharacteristic(uuid: BluetoothUUID(0xFFF1), properties: .read, permissions: .readable, value: .fixed([0x2A]))
+        ])
 
     static func heartRate(including secondary: GATTServiceID) -> GATTService {
-        GATTService(uuid: BluetoothUUID(0x180D), includedServices: [secondary], characteristics: [
-            GATTCharacteristic(uuid: BluetoothUUID(0x2A37), properties: [.read, .notify], permissions: .readable,
-                               value: .dynamic, descriptors: [.userDescription("Heart Rate")]),
-            GATTCharacteristic(uuid: BluetoothUUID(0x2A39), properties: [.write, .writeWithoutResponse],
-                               permissions: .writeable, value: .dynamic),
-            GATTCharacteristic(uuid: BluetoothUUID(0x2A38), properties: .read, permissions: .readable, value: .fixed([0x01]),
-                               descriptors: [.presentationFormat(format: 0x04, exponent: 0, unit: 0x2700)]),
-        ])
+        GATTService(
+            uuid: BluetoothUUID(0x180D), includedServices: [secondary],
+            characteristics: [
+                GATTCharacteristic(
+                    uuid: BluetoothUUID(0x2A37), properties: [.read, .notify], permissions: .readable,
+                    value: .dynamic, descriptors: [.userDescription("Heart Rate")]),
+                GATTCharacteristic(
+                    uuid: BluetoothUUID(0x2A39), properties: [.write, .writeWithoutResponse],
+                    permissions: .writeable, value: .dynamic),
+                GATTCharacteristic(
+                    uuid: BluetoothUUID(0x2A38), properties: .read, permissions: .readable, value: .fixed([0x01]),
+                    descriptors: [.presentationFormat(format: 0x04, exponent: 0, unit: 0x2700)])
+            ])
     }
 
-    static let nordic = GATTService(uuid: nordicService, characteristics: [
-        GATTCharacteristic(uuid: nordicTX, properties: [.read, .notify, .indicate, .write],
-                           extendedProperties: .reliableWrite, permissions: [.readable, .writeable], value: .dynamic),
-        GATTCharacteristic(uuid: nordicRX, properties: .read, permissions: .readEncryptionRequired, value: .dynamic),
-        GATTCharacteristic(uuid: BluetoothUUID(0xFFF2), properties: .read, permissions: .readAuthenticationRequired, value: .dynamic),
-        GATTCharacteristic(uuid: BluetoothUUID(0xFFF3), properties: [.read], permissions: [.readable, .readAuthorizationRequired], value: .dynamic),
-        GATTCharacteristic(uuid: BluetoothUUID(0xFFF4), properties: .write, permissions: .writeEncryptionRequired, value: .dynamic),
-    ])
+    static let nordic = GATTService(
+        uuid: nordicService,
+        characteristics: [
+            GATTCharacteristic(
+                uuid: nordicTX, properties: [.read, .notify, .indicate, .write],
+                extendedProperties: .reliableWrite, permissions: [.readable, .writeable], value: .dynamic),
+            GATTCharacteristic(uuid: nordicRX, properties: .read, permissions: .readEncryptionRequired, value: .dynamic),
+            GATTCharacteristic(uuid: BluetoothUUID(0xFFF2), properties: .read, permissions: .readAuthenticationRequired, value: .dynamic),
+            GATTCharacteristic(
+                uuid: BluetoothUUID(0xFFF3), properties: [.read], permissions: [.readable, .readAuthorizationRequired], value: .dynamic),
+            GATTCharacteristic(uuid: BluetoothUUID(0xFFF4), properties: .write, permissions: .writeEncryptionRequired, value: .dynamic)
+        ])
 
-    static let battery = GATTService(uuid: BluetoothUUID(0x180F), characteristics: [
-        GATTCharacteristic(uuid: BluetoothUUID(0x2A19), properties: [.read, .notify], permissions: .readable, value: .fixed([100])),
-    ])
+    static let battery = GATTService(
+        uuid: BluetoothUUID(0x180F),
+        characteristics: [
+            GATTCharacteristic(uuid: BluetoothUUID(0x2A19), properties: [.read, .notify], permissions: .readable, value: .fixed([100]))
+        ])
 }

@@ -16,10 +16,11 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let input = UnsafeRawBufferPointer(start: start, count: count)
     guard let setup = input.first else { return 0 }
     let capabilities = IOCapability.allCases
-    guard let configuration = try? SecurityConfiguration(
-        ioCapability: capabilities[Int(setup & 0x07) % capabilities.count],
-        fixedPasskey: setup & 0x10 != 0 ? 123_456 : nil,
-        allowLegacy: setup & 0x08 != 0)
+    guard
+        let configuration = try? SecurityConfiguration(
+            ioCapability: capabilities[Int(setup & 0x07) % capabilities.count],
+            fixedPasskey: setup & 0x10 != 0 ? 123_456 : nil,
+            allowLegacy: setup & 0x08 != 0)
     else { fatalError("a valid security configuration was refused") }
     var manager = SecurityManager(configuration: configuration, random: SeededRandom(state: UInt64(count)))
     let handle: UInt16 = 0x0040

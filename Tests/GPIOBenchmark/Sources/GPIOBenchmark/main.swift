@@ -18,20 +18,27 @@ let hertz = 200_000
 let periodNs = UInt64(1_000_000_000 / hertz)
 
 func counterSpec(buffer: Int, report: Duration) -> SensorSpec {
-    SensorSpec(name: "pulses", kind: .counter(CounterSettings(line: LineSelector("PULSES"), reportInterval: report)),
-               eventBufferSize: buffer)
+    SensorSpec(
+        name: "pulses", kind: .counter(CounterSettings(line: LineSelector("PULSES"), reportInterval: report)),
+        eventBufferSize: buffer)
 }
 
 func chip(_ rate: Int) -> [SimulatedChipConfig] {
-    [SimulatedChipConfig(label: "bench", lines: [
-        SimulatedLineConfig(name: "PULSES", generator: .pulses(perSecond: Double(rate), width: .nanoseconds(1_000)))])]
+    [
+        SimulatedChipConfig(
+            label: "bench",
+            lines: [
+                SimulatedLineConfig(name: "PULSES", generator: .pulses(perSecond: Double(rate), width: .nanoseconds(1_000)))
+            ])
+    ]
 }
 
 // MARK: 1. Real time
 do {
     let sim = SimulatedBackend(chips: chip(hertz), clock: .realTime)
-    let runner = try SensorRunner(spec: counterSpec(buffer: 16_384, report: .milliseconds(100)), backend: sim,
-                                  bufferSize: 100_000)
+    let runner = try SensorRunner(
+        spec: counterSpec(buffer: 16_384, report: .milliseconds(100)), backend: sim,
+        bufferSize: 100_000)
     let task = Task { try await runner.run() }
     let consumer = Task {
         var checked = 0, mismatches = 0, lost = 0
@@ -61,37 +68,42 @@ do {
     let elapsed = ProcessInfo.processInfo.systemUptime - cpuStart
     let cpu = Double(clock() - clockStart) / Double(CLOCKS_PER_SEC)
     let events = Double(last?.number ?? 0)
-    print("real time: \(Int(events)) events in \(String(format: "%.2f", elapsed)) s = "
-          + "\(Int(events / elapsed)) events/s, \(checked) values checked, \(mismatches) mismatches, "
-          + "lost \(lost), CPU \(String(format: "%.0f", cpu / elapsed * 100)) %")
+    print(
+        "real time: \(Int(events)) events in \(String(format: "%.2f", elapsed)) s = "
+            + "\(Int(events / elapsed)) events/s, \(checked) values checked, \(mismatches) mismatches, "
+            + "lost \(lost), CPU \(String(format: "%.0f", cpu / elapsed * 100)) %")
 }
 
 // MARK: 2. Virtual time, as fast as possible
 do {
     let rate = 1_000_000
     let sim = SimulatedBackend(chips: chip(rate))
-    let driver = try SimulatedSensorDriver(backend: sim, sensors: [counterSpec(buffer: 16_384, report: .seconds(1))],
-                                           maxStep: .milliseconds(10))
+    let driver = try SimulatedSensorDriver(
+        backend: sim, sensors: [counterSpec(buffer: 16_384, report: .seconds(1))],
+        maxStep: .milliseconds(10))
     _ = try driver.start()
     let start = ProcessInfo.processInfo.systemUptime
     let values = driver.run(for: .seconds(seconds))
     let elapsed = ProcessInfo.processInfo.systemUptime - start
     let total = values.last { $0.channel == "value" }?.number ?? 0
     let lost = values.last { $0.channel == "lost_events" }?.number ?? 0
-    print("virtual time: \(Int(total)) events in \(String(format: "%.2f", elapsed)) s = "
-          + "\(Int(total / elapsed)) events/s (expected \(rate * seconds), lost \(Int(lost)))")
+    print(
+        "virtual time: \(Int(total)) events in \(String(format: "%.2f", elapsed)) s = "
+            + "\(Int(total / elapsed)) events/s (expected \(rate * seconds), lost \(Int(lost)))")
 }
 
 // MARK: 3. Overflow is reported, never silent
 do {
     let rate = 100_000
     let sim = SimulatedBackend(chips: chip(rate))
-    let driver = try SimulatedSensorDriver(backend: sim, sensors: [counterSpec(buffer: 64, report: .seconds(1))],
-                                           maxStep: .milliseconds(10))
+    let driver = try SimulatedSensorDriver(
+        backend: sim, sensors: [counterSpec(buffer: 64, report: .seconds(1))],
+        maxStep: .milliseconds(10))
     _ = try driver.start()
     let values = driver.run(for: .seconds(1))
     let lost = Int(values.last { $0.channel == "lost_events" }?.number ?? 0)
     let total = Int(values.last { $0.channel == "value" }?.number ?? 0)
-    print("overflow: \(rate) events through a 64-event buffer read every 10 ms: \(lost) reported lost, "
-          + "\(total - lost) delivered, total still \(total)")
+    print(
+        "overflow: \(rate) events through a 64-event buffer read every 10 ms: \(lost) reported lost, "
+            + "\(total - lost) delivered, total still \(total)")
 }

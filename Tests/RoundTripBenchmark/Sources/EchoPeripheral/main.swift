@@ -32,19 +32,24 @@ let peripheral = binding.peripheral
 
 // The write handler is synchronous and must not block: it hands each value to the echo task.
 let (writes, writeSink) = AsyncStream.makeStream(of: [UInt8].self)
-await peripheral.setRequestHandlers(GATTRequestHandlers(
-    read: { _ in .success([]) },
-    write: { batch in
-        for request in batch { writeSink.yield(request.value) }
-        return nil
-    }))
+await peripheral.setRequestHandlers(
+    GATTRequestHandlers(
+        read: { _ in .success([]) },
+        write: { batch in
+            for request in batch { writeSink.yield(request.value) }
+            return nil
+        }))
 
 let hostTask = Task { await host.run() }
 _ = await peripheral.events.first { $0 == .stateChanged(.poweredOn) }
-let published = try await peripheral.add(GATTService(uuid: serviceUUID, characteristics: [
-    GATTCharacteristic(uuid: echoUUID, properties: [.read, .write, .writeWithoutResponse, .notify],
-                       permissions: [.readable, .writeable], value: .dynamic),
-]))
+let published = try await peripheral.add(
+    GATTService(
+        uuid: serviceUUID,
+        characteristics: [
+            GATTCharacteristic(
+                uuid: echoUUID, properties: [.read, .write, .writeWithoutResponse, .notify],
+                permissions: [.readable, .writeable], value: .dynamic)
+        ]))
 let echo = published.characteristic(echoUUID)!
 FileHandle.standardOutput.write(Data("ready\n".utf8))  // unbuffered: the runner waits for it
 
