@@ -4,7 +4,7 @@
 SWIFT ?= swift
 export GATTWAY_PYTHON := $(CURDIR)/.venv/bin/python3
 
-.PHONY: demo test build deps bench deb-arm64
+.PHONY: demo test build deps bench deb-arm64 lint format
 
 demo:
 	deploy/dev/install-deps.sh
@@ -17,6 +17,14 @@ test:
 
 build:
 	$(SWIFT) build
+
+# The code's formatting (.swift-format; swift-format ships with the toolchain). `make test` runs
+# lint as its first stage; `make format` rewrites the files to match.
+lint:
+	$(SWIFT) format lint --strict --recursive Sources Tests
+
+format:
+	$(SWIFT) format format --in-place --recursive Sources Tests
 
 bench:
 	deploy/dev/install-deps.sh
