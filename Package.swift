@@ -18,13 +18,13 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "gattway", targets: ["gattway"]),
-        // For the GPIO benchmark package (Tests/GPIOBenchmark).
+        // For the benchmark package (Tests/Benchmarks: GPIOBenchmark).
         .library(name: "GPIO", targets: ["GPIO"]),
         .library(name: "Sensors", targets: ["Sensors"]),
         // The GATT server as a library, for the benchmark package in Tests/Benchmarks and the
         // fuzz package.
         .library(name: "BluetoothGATT", targets: ["BluetoothATT", "BluetoothGATT"]),
-        // The BLE host as a library, for the round-trip benchmark package in Tests/RoundTripBenchmark.
+        // The BLE host as a library, for the round-trip benchmark (Tests/Benchmarks: EchoPeripheral).
         .library(name: "BluetoothHost", targets: ["BluetoothHost"]),
         // For the fuzz package (Tests/Fuzz): the parsers it feeds.
         .library(name: "Config", targets: ["Config"]),

@@ -27,57 +27,16 @@ import tempfile
 import time
 
 from bumble import hci
-from bumble.core import UUID, AdvertisingData, PhysicalTransport
-from bumble.device import Device, Peer
+from bumble.core import UUID
+from bumble.device import Device
 from bumble.transport import open_transport
+
+from bench_support import scan_for, start_process, stop_process, subscribe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "..", "harness", "virtual_controller.py")
 SERVICE_UUID = UUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")
 ECHO_UUID = UUID("6E400002-B5A3-F393-E0A9-E50E24DCCA9E")
-
-
-async def start_process(*argv: str, ready: str, log: str) -> tuple[asyncio.subprocess.Process, str]:
-    """Starts a child (stderr to `log`) and waits for its stdout line starting with `ready`."""
-    with open(log, "w") as stderr:
-        process = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE,
-                                                       stdout=asyncio.subprocess.PIPE, stderr=stderr)
-    async with asyncio.timeout(60):
-        while True:
-            line = (await process.stdout.readline()).decode()
-            if not line:
-                raise RuntimeError(f"{argv[0]} exited before it was ready (see {log})")
-            if line.startswith(ready):
-                return process, line.strip()
-
-
-async def stop_process(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is None:
-        process.terminate()
-        try:
-            async with asyncio.timeout(5):
-                await process.wait()
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-
-
-async def scan_for(device: Device, name: str, timeout: float = 15.0) -> hci.Address:
-    found = asyncio.get_running_loop().create_future()
-
-    def on_advertisement(advertisement):
-        if advertisement.data.get(AdvertisingData.COMPLETE_LOCAL_NAME) == name.encode() \
-                or advertisement.data.get(AdvertisingData.COMPLETE_LOCAL_NAME) == name:
-            if not found.done():
-                found.set_result(advertisement.address)
-
-    device.on("advertisement", on_advertisement)
-    await device.start_scanning(active=True, filter_duplicates=False)
-    try:
-        return await asyncio.wait_for(found, timeout)
-    finally:
-        device.remove_listener("advertisement", on_advertisement)
-        await device.stop_scanning()
 
 
 async def measure(port: int, name: str, count: int, warmup: int, size: int) -> list[float]:
@@ -86,14 +45,9 @@ async def measure(port: int, name: str, count: int, warmup: int, size: int) -> l
         device = Device.with_hci("phone", hci.Address("C1:C2:C3:C4:C5:C6"), transport.source, transport.sink)
         await device.power_on()
         address = await scan_for(device, name)
-        connection = await device.connect(address, transport=PhysicalTransport.LE, timeout=10)
-        peer = Peer(connection)
-        await peer.discover_services([SERVICE_UUID])
-        service = peer.get_services_by_uuid(SERVICE_UUID)[0]
-        await service.discover_characteristics([ECHO_UUID])
-        echo = service.get_characteristics_by_uuid(ECHO_UUID)[0]
         echoes: asyncio.Queue[bytes] = asyncio.Queue()
-        await peer.subscribe(echo, lambda value: echoes.put_nowait(bytes(value)))
+        connection, peer, echo = await subscribe(device, address, SERVICE_UUID, ECHO_UUID,
+                                                 lambda value: echoes.put_nowait(bytes(value)))
 
         times = []
         for index in range(warmup + count):
@@ -120,8 +74,8 @@ def summary(times: list[float]) -> dict[str, float]:
 
 async def run_peripheral(label: str, argv: list[str], port: int, args) -> list[float]:
     name = f"echo-{label}"
-    process, _ = await start_process(*argv, f"tcp:127.0.0.1:{port}", name, ready="ready",
-                                     log=os.path.join(args.logs, f"{label}.log"))
+    process, _ = await start_process([*argv, f"tcp:127.0.0.1:{port}", name],
+                                     os.path.join(args.logs, f"{label}.log"), ready="ready")
     try:
         return await measure(port, name, args.count, args.warmup, args.size)
     finally:
@@ -142,8 +96,8 @@ async def main() -> None:
         sys.exit("--size must be 4 to 20 (one notification at the default ATT_MTU of 23)")
 
     os.makedirs(args.logs, exist_ok=True)
-    controller, ready = await start_process(sys.executable, HARNESS, "--tcp-port", "0", ready="READY",
-                                            log=os.path.join(args.logs, "virtual_controller.log"))
+    controller, ready = await start_process([sys.executable, HARNESS, "--tcp-port", "0"],
+                                            os.path.join(args.logs, "virtual_controller.log"), ready="READY")
     port = int(ready.split("tcp=")[1].split()[0])
     # Rounds alternate the two peripherals so a burst of load on the shared machine hits both.
     times = {"gattway": [], "bumble": []}

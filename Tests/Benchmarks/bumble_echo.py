@@ -13,10 +13,11 @@ import asyncio
 import sys
 
 from bumble import hci
-from bumble.core import UUID, AdvertisingData
 from bumble.device import Device
 from bumble.gatt import Characteristic, CharacteristicValue, Service
 from bumble.transport import open_transport
+
+from bench_support import advertise
 
 SERVICE_UUID = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
 ECHO_UUID = "6E400002-B5A3-F393-E0A9-E50E24DCCA9E"
@@ -42,14 +43,7 @@ async def main() -> None:
             CharacteristicValue(read=lambda connection: b"", write=on_write))
         device.add_service(Service(SERVICE_UUID, [echo]))
         await device.power_on()
-        advertising = bytes(AdvertisingData([
-            (AdvertisingData.FLAGS, bytes([0x06])),
-            (AdvertisingData.COMPLETE_LIST_OF_128_BIT_SERVICE_CLASS_UUIDS, bytes(UUID(SERVICE_UUID))),
-        ]))
-        scan_response = bytes(AdvertisingData([(AdvertisingData.COMPLETE_LOCAL_NAME, name.encode())]))
-        await device.start_advertising(auto_restart=True, advertising_data=advertising,
-                                       scan_response_data=scan_response,
-                                       advertising_interval_min=20, advertising_interval_max=20)
+        await advertise(device, name, SERVICE_UUID)
         print("ready", flush=True)
         await asyncio.Event().wait()
 

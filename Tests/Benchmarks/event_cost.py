@@ -33,9 +33,11 @@ import tempfile
 import time
 
 from bumble import hci
-from bumble.core import UUID, AdvertisingData, PhysicalTransport
-from bumble.device import Device, Peer
+from bumble.core import UUID
+from bumble.device import Device
 from bumble.transport import open_transport
+
+from bench_support import scan_for, start_process, stop_process, subscribe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "..", "harness", "virtual_controller.py")
@@ -98,52 +100,6 @@ class Sample:
         self.time = time.monotonic()
 
 
-async def start_process(argv: list[str], log: str, ready: str | None = None,
-                        env: dict[str, str] | None = None) -> tuple[asyncio.subprocess.Process, str]:
-    """Starts a child (stderr to `log`); with `ready`, waits for its stdout line starting so."""
-    with open(log, "w") as stderr:
-        process = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE,
-                                                       stdout=asyncio.subprocess.PIPE, stderr=stderr,
-                                                       env=env)
-    if ready is None:
-        return process, ""
-    async with asyncio.timeout(60):
-        while True:
-            line = (await process.stdout.readline()).decode()
-            if not line:
-                raise RuntimeError(f"{argv[0]} exited before it was ready (see {log})")
-            if line.startswith(ready):
-                return process, line.strip()
-
-
-async def stop_process(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is None:
-        process.terminate()
-        try:
-            async with asyncio.timeout(5):
-                await process.wait()
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-
-
-async def scan_for(device: Device, name: str, timeout: float = 120.0) -> hci.Address:
-    found = asyncio.get_running_loop().create_future()
-
-    def on_advertisement(advertisement):
-        if advertisement.data.get(AdvertisingData.COMPLETE_LOCAL_NAME) in (name, name.encode()):
-            if not found.done():
-                found.set_result(advertisement.address)
-
-    device.on("advertisement", on_advertisement)
-    await device.start_scanning(active=True, filter_duplicates=False)
-    try:
-        return await asyncio.wait_for(found, timeout)
-    finally:
-        device.remove_listener("advertisement", on_advertisement)
-        await device.stop_scanning()
-
-
 async def measure(pid: int, malloc_file: str | None, warmup: float, seconds: float,
                   events) -> dict:
     """Samples the process after `warmup` and again `seconds` later; `events()` counts events."""
@@ -159,7 +115,7 @@ async def measure(pid: int, malloc_file: str | None, warmup: float, seconds: flo
 
 
 async def scenario(label: str, argv: list[str], ready: str | None, name: str, port: int, args,
-                   subscribe: bool, edges_per_second: float | None, env: dict[str, str]) -> dict:
+                   subscribed: bool, edges_per_second: float | None, env: dict[str, str]) -> dict:
     malloc_file = env.get("MALLOC_COUNTER_FILE")
     process, _ = await start_process(argv, os.path.join(args.logs, f"{label}.log"), ready=ready, env=env)
     try:
@@ -168,18 +124,11 @@ async def scenario(label: str, argv: list[str], ready: str | None, name: str, po
             await phone.power_on()
             address = await scan_for(phone, name)
             received = [0]
-            if subscribe:
-                connection = await phone.connect(address, transport=PhysicalTransport.LE, timeout=10)
-                peer = Peer(connection)
-                await peer.discover_services([SERVICE_UUID])
-                service = peer.get_services_by_uuid(SERVICE_UUID)[0]
-                await service.discover_characteristics([VALUE_UUID])
-                characteristic = service.get_characteristics_by_uuid(VALUE_UUID)[0]
-
+            if subscribed:
                 def on_value(_value):
                     received[0] += 1
 
-                await peer.subscribe(characteristic, on_value)
+                connection, _, _ = await subscribe(phone, address, SERVICE_UUID, VALUE_UUID, on_value)
                 result = await measure(process.pid, malloc_file, args.warmup, args.seconds, lambda: received[0])
                 await connection.disconnect()
             elif edges_per_second is not None:
@@ -240,7 +189,7 @@ async def main() -> None:
                     file.write(gattway_config(name, port, generator, state_dir))
                 argv = args.wrap.split() + [args.gattway, "run", "--config", config, "--log-level", "warning"]
             results[label] = await scenario(label, argv, "ready" if label == "bumble" else None, name, port, args,
-                                            subscribe=label in ("notify", "bumble"),
+                                            subscribed=label in ("notify", "bumble"),
                                             edges_per_second=args.rate if label == "edges" else None, env=env)
     finally:
         await stop_process(controller)
