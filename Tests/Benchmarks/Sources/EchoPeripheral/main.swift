@@ -55,9 +55,19 @@ FileHandle.standardOutput.write(Data("ready\n".utf8))  // unbuffered: the runner
 
 // Round trips are sequential, so the transmit queue is never full; if it ever is, the value is
 // retried once room frees (readyToUpdateSubscribers) rather than dropped.
-for await value in writes {
-    while try await !peripheral.updateValue(value, for: echo) {
-        _ = await peripheral.events.first { $0 == .readyToUpdateSubscribers }
+try await echoWrites(writes, on: peripheral, characteristic: echo)
+hostTask.cancel()
+
+/// Notifies each written value back. Isolated to the peripheral, an actor on gattway's event loop,
+/// as the gateway's pipeline is: a value is taken on the loop where the write arrived and sent
+/// from there, with no hop to another thread (top-level code would run on the main actor).
+func echoWrites(
+    _ writes: AsyncStream<[UInt8]>, on peripheral: isolated Peripheral,
+    characteristic: PublishedCharacteristic
+) async throws {
+    for await value in writes {
+        while try !peripheral.updateValue(value, for: characteristic) {
+            _ = await peripheral.events.first { $0 == .readyToUpdateSubscribers }
+        }
     }
 }
-hostTask.cancel()
