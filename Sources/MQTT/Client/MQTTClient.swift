@@ -243,6 +243,9 @@ public final class MQTTClient: @unchecked Sendable {
         try require(
             mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, version),
             "protocol version")
+        // Messages are small and each should leave at once: with Nagle's algorithm a publish can
+        // wait for the ACK of the one before, which the broker's delayed ACK holds up to 40 ms.
+        try require(mosquitto_int_option(mosq, MOSQ_OPT_TCP_NODELAY, 1), "TCP_NODELAY")
         if let credentials = configuration.credentials {
             try require(mosquitto_username_pw_set(mosq, credentials.username, password), "credentials")
         }
