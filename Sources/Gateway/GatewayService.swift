@@ -92,7 +92,7 @@ public struct GatewayService: Service {
 
         // The host runs beside the group: its shutdown wait is bounded below, so a controller caught
         // mid-command cannot hold the exit.
-        let hostTask = Task { await host.run() }
+        let hostTask = Task(executorPreference: EventLoop.shared) { await host.run() }
         await withTaskGroup(of: Void.self) { group in
             for runner in runners {
                 group.addTask {

@@ -73,13 +73,7 @@ public actor PeripheralHost {
     }
 
     /// Runs the host until the calling task is cancelled; then closes the controller and returns.
-    /// Its tasks prefer the event loop, so the nonisolated steps between the host and the GATT
-    /// binding run there too instead of waking a thread of the cooperative pool.
     public func run() async {
-        await withTaskExecutorPreference(EventLoop.shared) { await runOnLoop() }
-    }
-
-    private func runOnLoop() async {
         var attempt = 0
         while !Task.isCancelled {
             let transport: any HCITransport
