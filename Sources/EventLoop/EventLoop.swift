@@ -23,7 +23,6 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     public struct Readiness: Sendable {
         public let rawValue: UInt32
         public var isReadable: Bool { rawValue & EPOLLIN.rawValue != 0 }
-        public var isWritable: Bool { rawValue & EPOLLOUT.rawValue != 0 }
         /// An error or hang-up: reported whether or not it was asked for (an HCI user channel whose
         /// adapter went away reports only this).
         public var isFailure: Bool { rawValue & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 }
