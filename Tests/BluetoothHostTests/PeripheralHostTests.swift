@@ -21,6 +21,9 @@ enum ServerEvent: Equatable, Sendable {
 }
 
 /// An ATT server that records the host's calls and answers an Exchange MTU Request with 517.
+/// Its methods run on the caller's executor, as `Peripheral`'s run on the host's loop: a hop to
+/// the global pool, which other tests may be keeping busy, would let a command timeout fire while
+/// the controller's answer waits unread.
 final class RecordingServer: ATTServer, @unchecked Sendable {
     let events: AsyncStream<ServerEvent>
     private let continuation: AsyncStream<ServerEvent>.Continuation
@@ -32,27 +35,27 @@ final class RecordingServer: ATTServer, @unchecked Sendable {
 
     func bearer(for central: Central) -> ATTBearer? { lock.withLock { bearers[central] } }
 
-    func hostStateChanged(_ state: PeripheralState) async { continuation.yield(.state(state)) }
-    func centralConnected(_ bearer: ATTBearer) async {
+    nonisolated(nonsending) func hostStateChanged(_ state: PeripheralState) async { continuation.yield(.state(state)) }
+    nonisolated(nonsending) func centralConnected(_ bearer: ATTBearer) async {
         lock.withLock { bearers[bearer.central] = bearer }
         continuation.yield(.connected(bearer.central))
     }
-    func centralDisconnected(_ central: Central) async {
+    nonisolated(nonsending) func centralDisconnected(_ central: Central) async {
         _ = lock.withLock { bearers.removeValue(forKey: central) }
         continuation.yield(.disconnected(central))
     }
-    func received(_ pdu: [UInt8], from central: Central) async {
+    nonisolated(nonsending) func received(_ pdu: [UInt8], from central: Central) async {
         continuation.yield(.pdu(pdu, central))
         if pdu.first == 0x02 { bearer(for: central)?.send([0x03, 0x05, 0x02]) }
     }
-    func transmitCreditsAvailable(_ count: Int) async { continuation.yield(.credits(count)) }
-    func securityChanged(_ security: LinkSecurity, for central: Central) async {
+    nonisolated(nonsending) func transmitCreditsAvailable(_ count: Int) async { continuation.yield(.credits(count)) }
+    nonisolated(nonsending) func securityChanged(_ security: LinkSecurity, for central: Central) async {
         continuation.yield(.security(security, central))
     }
-    func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: Central) async {
+    nonisolated(nonsending) func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: Central) async {
         continuation.yield(.restored(clientConfigurations, central))
     }
-    func clientConfigurations(of central: Central) async -> [UInt16: UInt16] {
+    nonisolated(nonsending) func clientConfigurations(of central: Central) async -> [UInt16: UInt16] {
         lock.withLock { cccds[central] ?? [:] }
     }
     /// What `clientConfigurations(of:)` answers, as a GATT server would after CCCD writes.
