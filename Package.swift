@@ -37,7 +37,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"4.0.0"),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
     ],
     targets: [
         // MARK: C libraries, each entering through one module target.
@@ -50,6 +49,9 @@ let package = Package(
         .systemLibrary(
             name: "CGPIOD", path: "Sources/CGPIOD", pkgConfig: "libgpiod",
             providers: [.apt(["libgpiod-dev"])]),
+        .systemLibrary(
+            name: "CYAML", path: "Sources/CYAML", pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]),
         // One small API over libgpiod 1.6 and 2.x, chosen at compile time.
         .target(name: "CGPIODShim", dependencies: ["CGPIOD"], path: "Sources/CGPIODShim"),
 
@@ -106,7 +108,9 @@ let package = Package(
                 path: "Sources/MQTT", swiftSettings: swiftSettings),
 
         // MARK: Configuration, wiring, executable.
-        .target(name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "Values", "Notify", "Yams"],
+        // libyaml's event parser, wrapped once: YAML text in, nodes with their lines out.
+        .target(name: "YAML", dependencies: ["CYAML"], path: "Sources/YAML", swiftSettings: swiftSettings),
+        .target(name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "Values", "Notify", "YAML"],
                 path: "Sources/Config", swiftSettings: swiftSettings),
         .target(name: "Gateway",
                 dependencies: ["EventLoop", "Config", "BluetoothHost", "BluetoothGATT", "BluetoothSMP", "GPIO", "Sensors",
@@ -162,6 +166,8 @@ let package = Package(
         // Child process the state-file tests SIGKILL while it rewrites a state file.
         .executableTarget(name: "StateFileProbe", dependencies: ["StateFile", "BluetoothSMP", "BluetoothCore"],
                           path: "Tests/StateFileProbe", swiftSettings: swiftSettings),
+        .testTarget(name: "YAMLTests", dependencies: ["YAML"],
+                    path: "Tests/YAMLTests", swiftSettings: swiftSettings),
         .testTarget(name: "ConfigTests", dependencies: ["Config"],
                     path: "Tests/ConfigTests", swiftSettings: swiftSettings),
         .testTarget(name: "GatewayTests",

@@ -75,7 +75,7 @@ trap 'rm -rf "$work"' EXIT
 root=$work/$package
 install -d -m 0755 "$root/DEBIAN" "$root/usr/bin" "$root/usr/libexec/gattway" \
     "$root/usr/lib/systemd/system" "$root/usr/lib/udev/rules.d" "$root/etc/gattway" \
-    "$root/usr/share/doc/gattway" "$root/usr/share/lintian/overrides"
+    "$root/usr/share/doc/gattway"
 install -m 0755 "$binary" "$root/usr/bin/gattway"
 # As dh_strip does: symbols out, .comment/.note out; the Swift metadata sections stay (allocated).
 if $cross; then
@@ -94,7 +94,6 @@ install -m 0644 "$repo/README.md" "$root/usr/share/doc/gattway/README.md"
 install -d -m 0755 "$root/usr/share/doc/gattway/docs"
 install -m 0644 "$repo"/docs/*.md "$root/usr/share/doc/gattway/docs/"
 install -m 0644 "$deploy/debian/copyright" "$root/usr/share/doc/gattway/copyright"
-install -m 0644 "$deploy/debian/lintian-overrides" "$root/usr/share/lintian/overrides/gattway"
 {
     printf 'gattway (%s) unstable; urgency=medium\n\n' "$version"
     printf '  * Release %s, built from %s.\n\n' "$version" \

@@ -1,5 +1,5 @@
 import Foundation
-import Yams
+import YAML
 
 /// A configuration that passed validation, with the warnings it produced.
 public struct LoadedConfig: Sendable {
@@ -22,9 +22,9 @@ public enum ConfigLoader {
     }
 
     public static func load(yaml: String, source: String = "<string>") throws(ConfigError) -> LoadedConfig {
-        let root: Node?
+        let root: YAMLNode?
         do {
-            root = try Yams.compose(yaml: yaml)
+            root = try YAMLParser.parse(yaml)
         } catch {
             throw ConfigError(source: source, errors: [syntaxIssue(error)])
         }
@@ -52,25 +52,7 @@ public enum ConfigLoader {
     }
 
     /// A YAML syntax error as one issue with its line.
-    static func syntaxIssue(_ error: any Error) -> ConfigIssue {
-        guard let yamlError = error as? YamlError else {
-            return ConfigIssue(path: "", line: nil, message: "invalid YAML: \(error)")
-        }
-        switch yamlError {
-        case .scanner(let context, let problem, let mark, _),
-            .parser(let context, let problem, let mark, _),
-            .composer(let context, let problem, let mark, _):
-            let while_ = context.map { " (\($0.text))" } ?? ""
-            return ConfigIssue(path: "", line: mark.line, message: "invalid YAML: \(problem)\(while_)")
-        case .duplicatedKeysInMapping(let duplicates, let context):
-            let keys = duplicates.map { "\"\($0)\"" }.joined(separator: ", ")
-            return ConfigIssue(
-                path: "", line: context.mark.line,
-                message: "invalid YAML: duplicate key \(keys) in one mapping")
-        case .reader(let problem, _, _, _):
-            return ConfigIssue(path: "", line: nil, message: "invalid YAML: \(problem)")
-        default:
-            return ConfigIssue(path: "", line: nil, message: "invalid YAML: \(yamlError)")
-        }
+    static func syntaxIssue(_ error: YAMLSyntaxError) -> ConfigIssue {
+        ConfigIssue(path: "", line: error.line, message: "invalid YAML: \(error.message)")
     }
 }

@@ -1,6 +1,5 @@
 import BluetoothCore
-import Foundation
-import Yams
+import YAML
 
 /// Everything one load of a configuration learns besides the model: the problems found and the
 /// line of every path visited (so checks that run on the finished model can still name lines).
@@ -84,18 +83,18 @@ struct ConfigPath: Hashable, CustomStringConvertible {
 /// A YAML node at a known path. Each typed accessor returns nil and records an error naming the
 /// path, line and the expected type when the node does not hold what is asked for.
 struct ConfigNode {
-    let node: Node
+    let node: YAMLNode
     let path: ConfigPath
     let context: LoadContext
 
-    init(_ node: Node, path: ConfigPath, context: LoadContext) {
+    init(_ node: YAMLNode, path: ConfigPath, context: LoadContext) {
         self.node = node
         self.path = path
         self.context = context
-        context.record(path, line: node.mark?.line)
+        context.record(path, line: node.line)
     }
 
-    var line: Int? { node.mark?.line }
+    var line: Int? { node.line }
 
     /// Records an error at this node and returns nil, so accessors can `return fail(...)`.
     func fail<T>(_ message: String) -> T? {
@@ -113,25 +112,22 @@ struct ConfigNode {
     }
 
     var isNull: Bool {
-        guard case .scalar(let scalar) = node, scalar.style == .plain || scalar.style == .any else {
-            return false
-        }
-        return ["", "~", "null", "Null", "NULL"].contains(scalar.string)
+        guard case .scalar(let text, isPlain: true) = node.content else { return false }
+        return ["", "~", "null", "Null", "NULL"].contains(text)
     }
 
     /// How the node reads in a message: `"two"`, `a list`, `a mapping`.
     var shown: String {
-        switch node {
-        case .scalar(let scalar): "\"\(scalar.string)\""
+        switch node.content {
+        case .scalar(let text, _): "\"\(text)\""
         case .mapping: "a mapping"
         case .sequence: "a list"
-        case .alias: "an alias"
         }
     }
 
     private func scalarText(expected: String) -> String? {
-        guard case .scalar(let scalar) = node else { return fail("expected \(expected), got \(shown)") }
-        return scalar.string
+        guard let text = node.scalar else { return fail("expected \(expected), got \(shown)") }
+        return text
     }
 
     // MARK: Scalars
@@ -252,46 +248,42 @@ struct ConfigNode {
 
     /// The items of a list, each at `path[i]`.
     func list() -> [ConfigNode]? {
-        guard case .sequence(let sequence) = node else {
+        guard case .sequence(let sequence) = node.content else {
             return fail("expected a list, got \(shown)")
         }
         return sequence.enumerated().map { ConfigNode($1, path: path.index($0), context: context) }
     }
 
     /// The scalar text under `key` when this is a mapping, without checking or reporting anything.
-    /// Keys are compared as plain text: Yams's own `Mapping` subscript compares nodes by their
-    /// resolved tags, which runs regular expressions over every key and made large files slow.
     func plainValue(of key: String) -> String? {
-        guard case .mapping(let mapping) = node else { return nil }
-        return mapping.first { $0.key.scalar?.string == key }?.value.scalar?.string
+        guard case .mapping(let pairs) = node.content else { return nil }
+        return pairs.first { $0.key.scalar == key }?.value.scalar
     }
 
     /// A mapping whose keys must come from `keys`; any other key is reported with a hint.
     /// `forbidden` maps keys that are refused with a specific explanation to that explanation.
     func mapping(keys: [String], forbidden: [String: String] = [:]) -> ConfigMapping? {
-        guard case .mapping(let mapping) = node else {
+        guard case .mapping(let pairs) = node.content else {
             return fail("expected a mapping, got \(shown)")
         }
         var entries: [String: ConfigNode] = [:]
         var order: [String] = []
-        for (keyNode, valueNode) in mapping {
-            guard case .scalar(let key) = keyNode else {
-                context.error(path, line: keyNode.mark?.line, "keys must be plain names")
+        for pair in pairs {
+            guard let key = pair.key.scalar else {
+                context.error(path, line: pair.key.line, "keys must be plain names")
                 continue
             }
-            let valuePath = path.key(key.string)
-            if let explanation = forbidden[key.string] {
-                context.error(valuePath, line: keyNode.mark?.line, explanation)
+            let valuePath = path.key(key)
+            if let explanation = forbidden[key] {
+                context.error(valuePath, line: pair.key.line, explanation)
                 continue
             }
-            guard keys.contains(key.string) else {
-                context.error(
-                    valuePath, line: keyNode.mark?.line,
-                    Self.unknownKeyMessage(key.string, known: keys))
+            guard keys.contains(key) else {
+                context.error(valuePath, line: pair.key.line, Self.unknownKeyMessage(key, known: keys))
                 continue
             }
-            entries[key.string] = ConfigNode(valueNode, path: valuePath, context: context)
-            order.append(key.string)
+            entries[key] = ConfigNode(pair.value, path: valuePath, context: context)
+            order.append(key)
         }
         return ConfigMapping(node: self, entries: entries, order: order)
     }

@@ -34,7 +34,7 @@ build_cache=$cache/debian13-build
 # (build-essential), and the shared libraries the toolchain's own binaries link
 # (swift-package: libcurl, libxml2, libsqlite3, libncurses; lld: libxml2).
 packages=(
-    libgpiod-dev libbluetooth-dev libmosquitto-dev pkg-config git build-essential
+    libgpiod-dev libbluetooth-dev libmosquitto-dev libyaml-dev pkg-config git build-essential
     libcurl4t64 libxml2 libsqlite3-0 libncurses6 libuuid1 zlib1g-dev ca-certificates
 )
 stamp_text="trixie ${packages[*]}"

@@ -10,7 +10,7 @@ venv="$root/.venv"
 bumble_version="0.0.236"
 
 apt_packages=(
-    pkg-config libbluetooth-dev libgpiod-dev gpiod libmosquitto-dev
+    pkg-config libbluetooth-dev libgpiod-dev gpiod libmosquitto-dev libyaml-dev
     mosquitto mosquitto-clients openssl python3-venv
 )
 # What the test command's extra stages use (Debian 13 build, VM kernel tests, .deb tests, the

@@ -90,7 +90,7 @@ extension ConfigParser {
                     else { return nil }
                     return LevelStep(level: level, duration: duration)
                 } ?? []
-            if steps.isEmpty, let node = m["steps"], case .sequence = node.node {
+            if steps.isEmpty, let node = m["steps"], case .sequence = node.node.content {
                 node.report("needs at least one step")
             }
             return .steps(steps, repeats: m["repeat"]?.bool() ?? D.stepsRepeat)
@@ -270,7 +270,7 @@ extension ConfigParser {
                     item.report(
                         "one filter per item (found \(m.order.joined(separator: ", "))); "
                             + "list them as separate items, in the order they apply")
-                } else if case .mapping(let raw) = item.node, raw.count == 0 {
+                } else if case .mapping(let raw) = item.node.content, raw.isEmpty {
                     item.report("empty filter")
                 }
                 return nil

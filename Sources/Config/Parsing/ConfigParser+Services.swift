@@ -21,7 +21,7 @@ extension ConfigParser {
                 return included
             } ?? []
         let characteristicNodes = m.required("characteristics")?.list() ?? []
-        if characteristicNodes.isEmpty, let list = m["characteristics"], case .sequence = list.node {
+        if characteristicNodes.isEmpty, let list = m["characteristics"], case .sequence = list.node.content {
             list.report("a service needs at least one characteristic")
         }
         var characteristics: [CharacteristicConfig] = []
@@ -93,8 +93,8 @@ extension ConfigParser {
         -> (BluetoothUUID?, EnvironmentalSensingCharacteristic?)
     {
         guard let node else { return (nil, nil) }
-        if case .scalar(let scalar) = node.node,
-            let named = EnvironmentalSensingCharacteristic(rawValue: scalar.string)
+        if let text = node.node.scalar,
+            let named = EnvironmentalSensingCharacteristic(rawValue: text)
         {
             return (named.uuid, named)
         }
@@ -156,7 +156,7 @@ extension ConfigParser {
             }
             properties.insert(property)
         }
-        if properties.isEmpty, case .sequence(let raw) = node.node, raw.count == 0 {
+        if properties.isEmpty, case .sequence(let raw) = node.node.content, raw.isEmpty {
             node.report("a characteristic needs at least one property")
         }
         return properties
@@ -168,8 +168,8 @@ extension ConfigParser {
 
     private func parsePermissions(_ m: ConfigMapping?) -> AttributePermissions {
         func requirement(_ node: ConfigNode) -> SecurityRequirement? {
-            if case .scalar(let scalar) = node.node {
-                guard scalar.string == "open" else {
+            if let text = node.node.scalar {
+                guard text == "open" else {
                     return node.fail("expected open or a list of encrypted, authenticated, bonded; got \(node.shown)")
                 }
                 return .open
@@ -194,7 +194,7 @@ extension ConfigParser {
         guard kinds.count == 1, let key = kinds.first else {
             if kinds.count > 1 {
                 m.node.report("give exactly one source (found \(kinds.joined(separator: ", ")))")
-            } else if case .mapping(let raw) = m.node.node, raw.count == 0 {
+            } else if case .mapping(let raw) = m.node.node.content, raw.isEmpty {
                 m.node.report("give one of sensor, mqtt, static, written")
             }
             return nil

@@ -176,9 +176,9 @@ struct ConfigParser {
             ?? D.advertisingInterval
         var includesTxPower = false
         if let node = m?["tx_power"] {
-            if case .scalar(let scalar) = node.node, Int(scalar.string) != nil {
+            if let text = node.node.scalar, Int(text) != nil {
                 node.report(
-                    "\(scalar.string) dBm cannot be set: tx_power is true or false (advertise the TX power "
+                    "\(text) dBm cannot be set: tx_power is true or false (advertise the TX power "
                         + "level the controller reports; gattway cannot set the radio's power)")
             } else {
                 includesTxPower = node.bool() ?? false
