@@ -20,8 +20,12 @@ build:
 
 # The code's formatting (.swift-format; swift-format ships with the toolchain). `make test` runs
 # lint as its first stage; `make format` rewrites the files to match.
+# It also keeps Foundation out of the shipped code: FoundationEssentials has what gattway uses,
+# and Foundation's ICU data would triple the binary (docs/performance.md).
 lint:
 	$(SWIFT) format lint --strict --recursive Sources Tests
+	@if grep -rnE '^(@_[a-zA-Z]+ )?import +([a-z]+ +)?Foundation([ .]|$$)' Sources --include='*.swift'; then \
+		echo "lint: the lines above import Foundation; Sources import FoundationEssentials only"; exit 1; fi
 
 format:
 	$(SWIFT) format format --in-place --recursive Sources Tests

@@ -10,7 +10,7 @@ let swiftSettings: [SwiftSetting] = [
     // Release builds specialize generics across modules (the notify engine, the streams between
     // layers): without it the event path spends a tenth of its time instantiating generic
     // metadata at run time (docs/performance.md).
-    .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
+    .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))
 ]
 
 let package = Package(
@@ -30,13 +30,13 @@ let package = Package(
         .library(name: "Config", targets: ["Config"]),
         .library(name: "Values", targets: ["Values"]),
         .library(name: "BluetoothSMP", targets: ["BluetoothSMP"]),
-        .library(name: "BluetoothL2CAP", targets: ["BluetoothHCI", "BluetoothL2CAP"]),
+        .library(name: "BluetoothL2CAP", targets: ["BluetoothHCI", "BluetoothL2CAP"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
-        .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"4.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.0")
     ],
     targets: [
         // MARK: C libraries, each entering through one module target.
@@ -67,116 +67,162 @@ let package = Package(
             name: "BluetoothCore",
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto")
             ],
             path: "Sources/Bluetooth/Core", swiftSettings: swiftSettings),
-        .target(name: "BluetoothATT", dependencies: ["BluetoothCore"],
-                path: "Sources/Bluetooth/ATT", swiftSettings: swiftSettings),
-        .target(name: "BluetoothGATT",
-                dependencies: ["EventLoop", "BluetoothCore", "BluetoothATT",
-                               .product(name: "Logging", package: "swift-log")],
-                path: "Sources/Bluetooth/GATT", swiftSettings: swiftSettings),
-        .target(name: "BluetoothSMP",
-                dependencies: ["BluetoothCore", "StateFile", .product(name: "Crypto", package: "swift-crypto")],
-                path: "Sources/Bluetooth/SMP", swiftSettings: swiftSettings),
-        .target(name: "BluetoothHCI",
-                dependencies: ["EventLoop", "BluetoothCore", "CBlueZ",
-                               .product(name: "Logging", package: "swift-log")],
-                path: "Sources/Bluetooth/HCI", swiftSettings: swiftSettings),
-        .target(name: "BluetoothL2CAP", dependencies: ["BluetoothCore", "BluetoothHCI"],
-                path: "Sources/Bluetooth/L2CAP", swiftSettings: swiftSettings),
-        .target(name: "BluetoothHost",
-                dependencies: ["EventLoop", "BluetoothCore", "BluetoothHCI", "BluetoothL2CAP", "BluetoothATT",
-                               "BluetoothGATT", "BluetoothSMP", "StateFile", .product(name: "Logging", package: "swift-log")],
-                path: "Sources/Bluetooth/Host", swiftSettings: swiftSettings),
+        .target(
+            name: "BluetoothATT", dependencies: ["BluetoothCore"],
+            path: "Sources/Bluetooth/ATT", swiftSettings: swiftSettings),
+        .target(
+            name: "BluetoothGATT",
+            dependencies: [
+                "EventLoop", "BluetoothCore", "BluetoothATT",
+                .product(name: "Logging", package: "swift-log")
+            ],
+            path: "Sources/Bluetooth/GATT", swiftSettings: swiftSettings),
+        .target(
+            name: "BluetoothSMP",
+            dependencies: ["BluetoothCore", "StateFile", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Sources/Bluetooth/SMP", swiftSettings: swiftSettings),
+        .target(
+            name: "BluetoothHCI",
+            dependencies: [
+                "EventLoop", "BluetoothCore", "CBlueZ",
+                .product(name: "Logging", package: "swift-log")
+            ],
+            path: "Sources/Bluetooth/HCI", swiftSettings: swiftSettings),
+        .target(
+            name: "BluetoothL2CAP", dependencies: ["BluetoothCore", "BluetoothHCI"],
+            path: "Sources/Bluetooth/L2CAP", swiftSettings: swiftSettings),
+        .target(
+            name: "BluetoothHost",
+            dependencies: [
+                "EventLoop", "BluetoothCore", "BluetoothHCI", "BluetoothL2CAP", "BluetoothATT",
+                "BluetoothGATT", "BluetoothSMP", "StateFile", .product(name: "Logging", package: "swift-log")
+            ],
+            path: "Sources/Bluetooth/Host", swiftSettings: swiftSettings),
 
         // MARK: Sensors side.
-        .target(name: "GPIO",
-                dependencies: ["EventLoop", "CGPIODShim", .product(name: "Logging", package: "swift-log")],
-                path: "Sources/GPIO", swiftSettings: swiftSettings),
-        .target(name: "Sensors",
-                dependencies: ["EventLoop", "GPIO", "StateFile", .product(name: "Logging", package: "swift-log")],
-                path: "Sources/Sensors", swiftSettings: swiftSettings),
-        .target(name: "Values", dependencies: ["BluetoothCore"],
-                path: "Sources/Values", swiftSettings: swiftSettings),
-        .target(name: "Notify", dependencies: ["Values"],
-                path: "Sources/Notify", swiftSettings: swiftSettings),
+        .target(
+            name: "GPIO",
+            dependencies: ["EventLoop", "CGPIODShim", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/GPIO", swiftSettings: swiftSettings),
+        .target(
+            name: "Sensors",
+            dependencies: ["EventLoop", "GPIO", "StateFile", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/Sensors", swiftSettings: swiftSettings),
+        .target(
+            name: "Values", dependencies: ["BluetoothCore"],
+            path: "Sources/Values", swiftSettings: swiftSettings),
+        .target(
+            name: "Notify", dependencies: ["Values"],
+            path: "Sources/Notify", swiftSettings: swiftSettings),
 
         // MARK: MQTT mirror.
-        .target(name: "MQTT",
-                dependencies: ["StateFile", "CMosquitto", .product(name: "Logging", package: "swift-log")],
-                path: "Sources/MQTT", swiftSettings: swiftSettings),
+        .target(
+            name: "MQTT",
+            dependencies: ["StateFile", "CMosquitto", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/MQTT", swiftSettings: swiftSettings),
 
         // MARK: Configuration, wiring, executable.
         // libyaml's event parser, wrapped once: YAML text in, nodes with their lines out.
         .target(name: "YAML", dependencies: ["CYAML"], path: "Sources/YAML", swiftSettings: swiftSettings),
-        .target(name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "Values", "Notify", "YAML"],
-                path: "Sources/Config", swiftSettings: swiftSettings),
-        .target(name: "Gateway",
-                dependencies: ["EventLoop", "Config", "BluetoothHost", "BluetoothGATT", "BluetoothSMP", "GPIO", "Sensors",
-                               "Values", "Notify", "MQTT",
-                               .product(name: "Logging", package: "swift-log"),
-                               .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
-                path: "Sources/Gateway", swiftSettings: swiftSettings),
+        .target(
+            name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "Values", "Notify", "YAML"],
+            path: "Sources/Config", swiftSettings: swiftSettings),
+        .target(
+            name: "Gateway",
+            dependencies: [
+                "EventLoop", "Config", "BluetoothHost", "BluetoothGATT", "BluetoothSMP", "GPIO", "Sensors",
+                "Values", "Notify", "MQTT",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ],
+            path: "Sources/Gateway", swiftSettings: swiftSettings),
         .executableTarget(
             name: "gattway",
-            dependencies: ["Gateway", "Config", "GPIO", "BluetoothSMP", "BluetoothCore",
-                           .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                           .product(name: "Logging", package: "swift-log"),
-                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            dependencies: [
+                "Gateway", "Config", "GPIO", "BluetoothSMP", "BluetoothCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ],
             path: "Sources/gattway", swiftSettings: swiftSettings),
 
         // MARK: Tests, one target beside each layer.
         // The end-to-end harness shared by the test targets: Bumble's virtual controller and phones,
         // mosquitto, and the built `gattway` executable as child processes.
-        .target(name: "TestHarness", dependencies: ["BluetoothCore", "MQTT", .product(name: "Logging", package: "swift-log")],
-                path: "Tests/TestHarness", swiftSettings: swiftSettings),
-        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"],
-                    path: "Tests/EventLoopTests", swiftSettings: swiftSettings),
-        .testTarget(name: "BluetoothCoreTests", dependencies: ["BluetoothCore"],
-                    path: "Tests/BluetoothCoreTests", swiftSettings: swiftSettings),
-        .testTarget(name: "BluetoothATTTests", dependencies: ["BluetoothATT"],
-                    path: "Tests/BluetoothATTTests", swiftSettings: swiftSettings),
-        .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT"],
-                    path: "Tests/BluetoothGATTTests", swiftSettings: swiftSettings),
-        .testTarget(name: "BluetoothSMPTests", dependencies: ["BluetoothSMP", .product(name: "Crypto", package: "swift-crypto")],
-                    path: "Tests/BluetoothSMPTests", swiftSettings: swiftSettings),
-        .testTarget(name: "BluetoothHCITests", dependencies: ["BluetoothHCI"],
-                    path: "Tests/BluetoothHCITests", swiftSettings: swiftSettings),
-        .testTarget(name: "BluetoothL2CAPTests", dependencies: ["BluetoothL2CAP"],
-                    path: "Tests/BluetoothL2CAPTests", swiftSettings: swiftSettings),
-        .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothGATT", "BluetoothATT", "BluetoothSMP", "TestHarness"],
-                    path: "Tests/BluetoothHostTests", swiftSettings: swiftSettings),
-        .testTarget(name: "GPIOTests", dependencies: ["GPIO", "EventLoop"],
-                    path: "Tests/GPIOTests", swiftSettings: swiftSettings),
-        .testTarget(name: "SensorsTests", dependencies: ["Sensors", "GPIO", "EventLoop"],
-                    path: "Tests/SensorsTests", swiftSettings: swiftSettings),
-        .testTarget(name: "ValuesTests", dependencies: ["Values"],
-                    path: "Tests/ValuesTests", swiftSettings: swiftSettings),
-        .testTarget(name: "NotifyTests", dependencies: ["Notify"],
-                    path: "Tests/NotifyTests", swiftSettings: swiftSettings),
-        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTWillProbe", "TestHarness"],
-                    path: "Tests/MQTTTests", swiftSettings: swiftSettings),
+        .target(
+            name: "TestHarness", dependencies: ["BluetoothCore", "MQTT", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestHarness", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "EventLoopTests", dependencies: ["EventLoop"],
+            path: "Tests/EventLoopTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BluetoothCoreTests", dependencies: ["BluetoothCore"],
+            path: "Tests/BluetoothCoreTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BluetoothATTTests", dependencies: ["BluetoothATT"],
+            path: "Tests/BluetoothATTTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT"],
+            path: "Tests/BluetoothGATTTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BluetoothSMPTests", dependencies: ["BluetoothSMP", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Tests/BluetoothSMPTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BluetoothHCITests", dependencies: ["BluetoothHCI"],
+            path: "Tests/BluetoothHCITests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BluetoothL2CAPTests", dependencies: ["BluetoothL2CAP"],
+            path: "Tests/BluetoothL2CAPTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BluetoothHostTests", dependencies: ["BluetoothHost", "EventLoop", "BluetoothGATT", "BluetoothATT", "BluetoothSMP", "TestHarness"],
+            path: "Tests/BluetoothHostTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "GPIOTests", dependencies: ["GPIO", "EventLoop"],
+            path: "Tests/GPIOTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SensorsTests", dependencies: ["Sensors", "GPIO", "EventLoop"],
+            path: "Tests/SensorsTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ValuesTests", dependencies: ["Values"],
+            path: "Tests/ValuesTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "NotifyTests", dependencies: ["Notify"],
+            path: "Tests/NotifyTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MQTTTests", dependencies: ["MQTT", "MQTTWillProbe", "TestHarness"],
+            path: "Tests/MQTTTests", swiftSettings: swiftSettings),
         // Child process the MQTT tests SIGKILL to see the Last Will.
-        .executableTarget(name: "MQTTWillProbe",
-                          dependencies: ["MQTT", .product(name: "Logging", package: "swift-log")],
-                          path: "Tests/MQTTWillProbe", swiftSettings: swiftSettings),
-        .testTarget(name: "StateFileTests", dependencies: ["StateFile", "StateFileProbe", "BluetoothSMP", "BluetoothCore"],
-                    path: "Tests/StateFileTests", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "MQTTWillProbe",
+            dependencies: ["MQTT", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/MQTTWillProbe", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "StateFileTests", dependencies: ["StateFile", "StateFileProbe", "BluetoothSMP", "BluetoothCore"],
+            path: "Tests/StateFileTests", swiftSettings: swiftSettings),
         // Child process the state-file tests SIGKILL while it rewrites a state file.
-        .executableTarget(name: "StateFileProbe", dependencies: ["StateFile", "BluetoothSMP", "BluetoothCore"],
-                          path: "Tests/StateFileProbe", swiftSettings: swiftSettings),
-        .testTarget(name: "YAMLTests", dependencies: ["YAML"],
-                    path: "Tests/YAMLTests", swiftSettings: swiftSettings),
-        .testTarget(name: "ConfigTests", dependencies: ["Config"],
-                    path: "Tests/ConfigTests", swiftSettings: swiftSettings),
-        .testTarget(name: "GatewayTests",
-                    dependencies: ["Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify",
-                                   "BluetoothGATT", "BluetoothCore", "BluetoothSMP", "MQTT", "TestHarness",
-                                   .product(name: "Logging", package: "swift-log")],
-                    path: "Tests/GatewayTests", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "StateFileProbe", dependencies: ["StateFile", "BluetoothSMP", "BluetoothCore"],
+            path: "Tests/StateFileProbe", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "YAMLTests", dependencies: ["YAML"],
+            path: "Tests/YAMLTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ConfigTests", dependencies: ["Config"],
+            path: "Tests/ConfigTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "GatewayTests",
+            dependencies: [
+                "EventLoop", "Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify",
+                "BluetoothGATT", "BluetoothCore", "BluetoothSMP", "MQTT", "TestHarness",
+                .product(name: "Logging", package: "swift-log")
+            ],
+            path: "Tests/GatewayTests", swiftSettings: swiftSettings),
         // gattway's executable end to end: a configuration, `gattway run`, Bumble phones (Tests/harness).
-        .testTarget(name: "EndToEndTests", dependencies: ["gattway", "TestHarness", "BluetoothCore", "MQTT"],
-                    path: "Tests/EndToEndTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "EndToEndTests", dependencies: ["gattway", "TestHarness", "BluetoothCore", "MQTT"],
+            path: "Tests/EndToEndTests", swiftSettings: swiftSettings)
     ]
 )

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import YAML
 
 /// A configuration that passed validation, with the warnings it produced.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Values
 
 /// The configuration reference: every key gattway accepts, with its type, default and meaning.
@@ -20,7 +21,9 @@ public enum ConfigReference {
 
     private static func d(_ duration: Duration) -> String { DurationText.format(duration) }
     private static func n(_ value: Double) -> String { ConfigNode.formatNumber(value) }
-    private static func hex16(_ value: UInt16) -> String { String(format: "0x%04X", value) }
+    private static func hex16(_ value: UInt16) -> String {
+        "0x" + [UInt8(value >> 8), UInt8(value & 0xFF)].hexString.uppercased()
+    }
 
     typealias D = ConfigDefaults
 
@@ -401,7 +404,7 @@ public enum ConfigReference {
         var lines = ["| Key | Type | Default | Meaning |", "|---|---|---|---|"]
         for entry in entries {
             let cells = ["`\(entry.key)`", entry.type, entry.defaultValue, entry.meaning]
-                .map { $0.replacingOccurrences(of: "|", with: "\\|") }
+                .map { $0.replacing("|", with: "\\|") }
             lines.append("| " + cells.joined(separator: " | ") + " |")
         }
         return lines.joined(separator: "\n")

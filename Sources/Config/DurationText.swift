@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Durations as written in the configuration: a number and a unit, e.g. `500ms`, `2s`, `1.5m`.
 public enum DurationText {
@@ -8,7 +8,9 @@ public enum DurationText {
 
     /// Parses `500ms`, `2s`, `1m`, `1.5h`, `250us`; nil for anything else.
     public static func parse(_ text: String) -> Duration? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let start = text.firstIndex { $0 != " " } ?? text.endIndex
+        let end = text.lastIndex { $0 != " " }.map { text.index(after: $0) } ?? start
+        let trimmed = text[start..<end]
         // Longest suffix first, so "ms" is not read as "s".
         for (suffix, scale) in units.sorted(by: { $0.suffix.count > $1.suffix.count })
         where trimmed.hasSuffix(suffix) {

@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// gattway's swift-log handler: one line per event on stderr. Under systemd (stderr is the
@@ -99,13 +99,13 @@ public struct GatewayLogHandler: LogHandler {
     }
 
     private static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
-            .replacingOccurrences(of: "\r", with: "\\r")
+        text.replacing("\\", with: "\\\\").replacing("\n", with: "\\n")
+            .replacing("\r", with: "\\r")
     }
 
     private static func quoteIfNeeded(_ text: String) -> String {
         text.isEmpty || text.contains(" ") || text.contains("\"") || text.contains("=")
-            ? "\"\(text.replacingOccurrences(of: "\"", with: "\\\""))\"" : text
+            ? "\"\(text.replacing("\"", with: "\\\""))\"" : text
     }
 
     private static func timestamp(_ date: Date) -> String {

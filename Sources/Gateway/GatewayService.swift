@@ -1,9 +1,11 @@
+import Synchronization
 import BluetoothGATT
 import BluetoothHost
 import BluetoothSMP
 import Config
 import EventLoop
-import Foundation
+import FoundationEssentials
+import Glibc
 import GPIO
 import Logging
 import MQTT
@@ -252,13 +254,13 @@ public enum GatewayError: Error, CustomStringConvertible {
 
 /// Resumes a continuation the first time it is called, and ignores later calls.
 private final class ResumeOnce: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var continuation: CheckedContinuation<Void, Never>?
 
     init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
 
     func callAsFunction() {
-        let pending = lock.withLock {
+        let pending = lock.withLock { _ in
             defer { continuation = nil }
             return continuation
         }

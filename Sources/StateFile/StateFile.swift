@@ -33,6 +33,17 @@ public enum StateFile {
         }
     }
 
+    /// The text of a one-value file (a count, an address) without surrounding whitespace, or nil
+    /// when it does not exist.
+    public static func readValue(_ path: String) throws(StateFileError) -> String? {
+        guard let bytes = try read(path) else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let first = text.firstIndex(where: { !$0.isWhitespace }),
+            let last = text.lastIndex(where: { !$0.isWhitespace })
+        else { return "" }
+        return String(text[first...last])
+    }
+
     /// Replaces `path` with `bytes`, atomically and durably (see the type's description). The
     /// directory is created (mode 0700) when missing; `mode` is the file's.
     public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws(StateFileError) {
@@ -74,6 +85,48 @@ public enum StateFile {
         defer { close(directoryDescriptor) }
         guard fsync(directoryDescriptor) == 0 else {
             throw StateFileError(path: directory, operation: "fsync", errno: errno)
+        }
+    }
+
+    /// Opens `path`, which must exist, for appending records to it (a journal that `write`
+    /// created and compacts).
+    public static func appender(_ path: String) throws(StateFileError) -> Appender {
+        let descriptor = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard descriptor >= 0 else { throw StateFileError(path: path, operation: "open", errno: errno) }
+        return Appender(path: path, descriptor: descriptor)
+    }
+
+    /// An append-only handle on a journal. Each `append` is `write(2)` calls of its own, so a crash
+    /// can tear only the last record; `fsync` is the caller's choice of when.
+    public final class Appender {
+        public let path: String
+        /// Open until `close()`; the caller may duplicate it (to fsync it elsewhere).
+        public let fileDescriptor: Int32
+        private var isClosed = false
+
+        init(path: String, descriptor: Int32) {
+            self.path = path
+            self.fileDescriptor = descriptor
+        }
+
+        deinit { close() }
+
+        public func append(_ bytes: [UInt8]) throws(StateFileError) {
+            var written = 0
+            while written < bytes.count {
+                let count = bytes[written...].withUnsafeBytes { Glibc.write(fileDescriptor, $0.baseAddress, $0.count) }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw StateFileError(path: path, operation: "write", errno: errno)
+                }
+                written += count
+            }
+        }
+
+        public func close() {
+            guard !isClosed else { return }
+            isClosed = true
+            _ = Glibc.close(fileDescriptor)
         }
     }
 

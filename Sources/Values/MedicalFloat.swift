@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The reserved values of the IEEE 11073-20601 decimal floats. Each is a fixed mantissa with
 /// exponent 0; they stand for states, not numbers.

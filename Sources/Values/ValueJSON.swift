@@ -1,5 +1,5 @@
 import BluetoothCore
-import Foundation
+import FoundationEssentials
 
 /// The JSON form of values on MQTT: the state payload `{"value": ..., "ts": ...}` gattway
 /// publishes, and the `/set` payload it accepts.
@@ -95,7 +95,8 @@ public enum ValueJSON {
             case "\r": result += "\\r"
             case "\t": result += "\\t"
             case let control where control.value < 0x20:
-                result += String(format: "\\u%04x", control.value)
+                let digits = String(control.value, radix: 16)
+                result += "\\u" + String(repeating: "0", count: 4 - digits.count) + digits
             default: result.unicodeScalars.append(scalar)
             }
         }

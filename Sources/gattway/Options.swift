@@ -1,7 +1,8 @@
 import ArgumentParser
 import BluetoothHCI
 import Config
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
@@ -63,5 +64,6 @@ func loadConfigOrExit(_ path: String) throws -> LoadedConfig {
 }
 
 func printToStandardError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    let bytes = Array((text + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Config
-import Foundation
+import FoundationEssentials
+import Glibc
 import Gateway
 import Logging
 import ServiceLifecycle

@@ -111,8 +111,8 @@ import Testing
         let directory = FileManager.default.temporaryDirectory
         let outputURL = directory.appendingPathComponent("gattway-cmac-\(UUID().uuidString).out")
         let errorURL = directory.appendingPathComponent("gattway-cmac-\(UUID().uuidString).err")
-        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errorURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorURL.path, contents: nil)
         defer {
             try? FileManager.default.removeItem(at: outputURL)
             try? FileManager.default.removeItem(at: errorURL)

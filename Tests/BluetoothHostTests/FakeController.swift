@@ -14,6 +14,7 @@ final class FakeController: HCITransport, @unchecked Sendable {
 
     private let lock = NSLock()
     private var silentOpcodes: Set<HCIOpcode>
+    private var commandTimes: [(HCIOpcode, ContinuousClock.Instant)] = []
     private let publicAddress: BluetoothAddress
     private let buffers: ACLBufferSize
     private let leFeatures: UInt64
@@ -43,6 +44,8 @@ final class FakeController: HCITransport, @unchecked Sendable {
     func send(_ packet: HCIPacket) throws(HCITransportError) {
         sentContinuation.yield(packet)
         guard case .command(let command) = packet else { return }
+        let now = ContinuousClock.now
+        lock.withLock { commandTimes.append((command.opcode, now)) }
         let silent = lock.withLock { silentOpcodes.contains(command.opcode) }
         if silent { return }
         inject(.event(reply(to: command)))
@@ -71,6 +74,12 @@ final class FakeController: HCITransport, @unchecked Sendable {
     }
 
     func inject(_ packet: HCIPacket) { continuation.yield(packet) }
+
+    /// When the host sent each `opcode` command, in order: measured here, where the host's
+    /// timing shows, not where the test happens to look.
+    func sendTimes(of opcode: HCIOpcode) -> [ContinuousClock.Instant] {
+        lock.withLock { commandTimes.filter { $0.0 == opcode }.map(\.1) }
+    }
 
     func failLink() {
         continuation.finish(throwing: HCITransportError(.linkLost, "fake link dropped"))

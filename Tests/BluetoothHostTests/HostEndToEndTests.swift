@@ -1,3 +1,4 @@
+import EventLoop
 import BluetoothCore
 import BluetoothHCI
 import Foundation
@@ -40,7 +41,7 @@ struct HostEndToEndTests {
             maxCentrals: maxCentrals, reconnectDelays: [.milliseconds(100), .milliseconds(300)])
         let server = RecordingServer()
         let host = PeripheralHost(configuration: configuration, server: server, logger: logger)
-        let task = Task { await host.run() }
+        let task = Task(executorPreference: EventLoop.shared) { await host.run() }
         _ = await server.events.first { $0 == .state(.poweredOn) }
         return Running(controller: virtual, host: host, server: server, task: task)
     }
@@ -145,7 +146,7 @@ struct HostEndToEndTests {
                 stateDirectory: NSTemporaryDirectory() + "gattway-e2e-\(UUID().uuidString)",
                 advertising: AdvertisingSettings(localName: "gattway-unix", intervalMilliseconds: 20)),
             server: server, logger: Logger(label: "host-e2e", factory: { StreamLogHandler.standardError(label: $0) }))
-        let task = Task { await host.run() }
+        let task = Task(executorPreference: EventLoop.shared) { await host.run() }
         defer { task.cancel() }
         _ = await server.events.first { $0 == .state(.poweredOn) }
         let address = try #require(await host.controller?.address)

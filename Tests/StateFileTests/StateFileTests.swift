@@ -98,7 +98,9 @@ import Testing
         while !wrote(), process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(500)) }
         try await Task.sleep(for: .microseconds(Int.random(in: 0...3_000)))
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        // Sleeping, not waitUntilExit: that blocks a pool thread until Foundation's exit notice,
+        // which itself needs a pool thread (two such waits deadlocked a full run).
+        while process.isRunning { try await Task.sleep(for: .milliseconds(1)) }
         let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(
             process.terminationReason == .uncaughtSignal,

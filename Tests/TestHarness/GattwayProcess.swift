@@ -14,33 +14,76 @@ public final class GattwayProcess: @unchecked Sendable {
         return executable.deletingLastPathComponent().appendingPathComponent("gattway")
     }()
 
-    private let process = Process()
+    private let arguments: [String]
+    private let environment: [String: String]
     private let condition = NSCondition()
     private var stdoutData = Data()
     private var stderrData = Data()
     private var openStreams = 2
-    private var exited = false
+    private var exitStatus: Int32?
     private let outPipe = Pipe()
     private let errPipe = Pipe()
+    public private(set) var pid: pid_t = 0
 
     /// `environment` is added to the test's own (without `JOURNAL_STREAM` and `NOTIFY_SOCKET`);
     /// `journalStandardError` makes the child's stderr look like systemd's journal stream.
     public init(_ arguments: [String], environment: [String: String] = [:], journalStandardError: Bool = false) {
-        process.executableURL = Self.gattway
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: Harness.packageRoot)
+        self.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         merged.removeValue(forKey: "JOURNAL_STREAM")
         merged.removeValue(forKey: "NOTIFY_SOCKET")
         merged.merge(environment) { _, new in new }
         if journalStandardError { merged["JOURNAL_STREAM"] = standardErrorIdentityOf(errPipe) }
-        process.environment = merged
-        process.standardOutput = outPipe
-        process.standardError = errPipe
-        process.terminationHandler = { [weak self] _ in
-            guard let self else { return }
+        self.environment = merged
+    }
+
+    /// Starts it in the package root (relative configuration paths), as the leader of a process
+    /// group of its own (as a shell starts a job), with no signal blocked. Spawned and reaped here
+    /// rather than through Foundation's `Process`, whose exit notice needs a dispatch worker: with
+    /// the test process's threads busy it arrived up to 30 s late.
+    public func start() throws {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, outPipe.fileHandleForWriting.fileDescriptor, 1)
+        posix_spawn_file_actions_adddup2(&actions, errPipe.fileHandleForWriting.fileDescriptor, 2)
+        posix_spawn_file_actions_addclose(&actions, outPipe.fileHandleForReading.fileDescriptor)
+        posix_spawn_file_actions_addclose(&actions, errPipe.fileHandleForReading.fileDescriptor)
+        // The shell changes directory and replaces itself with gattway: the pid is gattway's.
+        let command = ["/bin/sh", "-c", #"cd "$0" && exec "$@""#, Harness.packageRoot, Self.gattway.path] + arguments
+        let argv = command.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, "/bin/sh", &actions, &attributes, argv, envp)
+        guard rc == 0 else { throw TestFailure("cannot start gattway: \(String(cString: strerror(rc)))") }
+        let spawned = child
+        pid = spawned
+        try outPipe.fileHandleForWriting.close()
+        try errPipe.fileHandleForWriting.close()
+        drain(outPipe.fileHandleForReading, isError: false)
+        drain(errPipe.fileHandleForReading, isError: true)
+        Thread.detachNewThread { [self] in
+            var status: Int32 = 0
+            while waitpid(spawned, &status, 0) < 0 && errno == EINTR {}
+            // As a shell reports it: the exit code, or the terminating signal's number.
+            let code = status & 0x7F == 0 ? (status >> 8) & 0xFF : status & 0x7F
             condition.lock()
-            exited = true
+            exitStatus = code
             condition.broadcast()
             condition.unlock()
         }
@@ -60,12 +103,6 @@ public final class GattwayProcess: @unchecked Sendable {
         }
     }
 
-    public func start() throws {
-        try process.run()
-        drain(outPipe.fileHandleForReading, isError: false)
-        drain(errPipe.fileHandleForReading, isError: true)
-    }
-
     public var stdout: String { condition.lock(); defer { condition.unlock() }; return String(decoding: stdoutData, as: UTF8.self) }
     public var stderr: String { condition.lock(); defer { condition.unlock() }; return String(decoding: stderrData, as: UTF8.self) }
 
@@ -78,7 +115,7 @@ public final class GattwayProcess: @unchecked Sendable {
         defer { condition.unlock() }
         while !predicate(
             String(decoding: stdoutData, as: UTF8.self), String(decoding: stderrData, as: UTF8.self),
-            exited && openStreams == 0)
+            exitStatus != nil && openStreams == 0)
         {
             if !condition.wait(until: deadline) { return false }
         }
@@ -88,19 +125,22 @@ public final class GattwayProcess: @unchecked Sendable {
     /// Waits for the exit with all output collected; nil on timeout.
     public func waitForExit(timeout: TimeInterval) -> Int32? {
         guard wait(timeout: timeout, until: { _, _, finished in finished }) else { return nil }
-        process.waitUntilExit()
-        return process.terminationStatus
+        condition.lock()
+        defer { condition.unlock() }
+        return exitStatus
     }
 
-    public var pid: pid_t { process.processIdentifier }
+    public func signal(_ number: Int32) { kill(pid, number) }
 
-    public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+    /// Signals its whole process group, as Ctrl-C in a terminal signals the foreground job.
+    public func signalGroup(_ number: Int32) { kill(-pid, number) }
 
-    /// Signals its whole process group, as Ctrl-C in a terminal signals the foreground job:
-    /// Foundation's `Process` starts every child as the leader of a group of its own.
-    public func signalGroup(_ number: Int32) { kill(-process.processIdentifier, number) }
-
-    public func stop() { if process.isRunning { process.terminate() } }
+    /// SIGTERM, unless it has exited (and so may have been reaped, its pid free for reuse).
+    public func stop() {
+        condition.lock()
+        defer { condition.unlock() }
+        if pid > 0, exitStatus == nil { kill(pid, SIGTERM) }
+    }
 
     /// Runs to completion: (status, stdout, stderr).
     public static func run(_ arguments: [String], timeout: TimeInterval = 30) throws -> (status: Int32?, stdout: String, stderr: String) {

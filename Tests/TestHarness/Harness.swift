@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Testing
 
@@ -15,7 +14,14 @@ public enum Harness {
         public init(description: String) { self.description = description }
     }
 
-    public static func python() throws -> String {
+    /// The checked interpreter; the check (a Python start that imports Bumble, about a second on a
+    /// loaded machine, blocking its thread) runs once per test process, not once per controller
+    /// or phone: dozens of them starved the cooperative pool that the other tests run on.
+    public static func python() throws -> String { try checkedPython.get() }
+
+    private static let checkedPython = Result { try checkPython() }
+
+    private static func checkPython() throws -> String {
         let path = ProcessInfo.processInfo.environment["GATTWAY_PYTHON"] ?? packageRoot + "/.venv/bin/python3"
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw Unavailable(
@@ -25,13 +31,12 @@ public enum Harness {
                     .venv/bin/pip install bumble==0.0.236 cryptography), or set GATTWAY_PYTHON
                     """)
         }
-        let check = Process()
-        check.executableURL = URL(fileURLWithPath: path)
-        check.arguments = ["-c", "import bumble, cryptography"]
-        check.standardError = FileHandle.nullDevice
-        try check.run()
-        check.waitUntilExit()
-        guard check.terminationStatus == 0 else {
+        // Spawned and reaped directly: Foundation's Process would wait for an exit notice that
+        // needs a pool thread, and this runs on one.
+        let pid = try spawnWithDefaultSignals(path, ["-c", "import bumble, cryptography"], stderr: "/dev/null")
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard status == 0 else {
             throw Unavailable(
                 description: """
                     \(path) cannot import bumble and cryptography; install them: \
@@ -47,32 +52,61 @@ public enum Harness {
 public let integrationTestsStandAside = ProcessInfo.processInfo.environment["GATTWAY_UNIT_ONLY"] != nil
 public let unitOnlyReason: Comment = "GATTWAY_UNIT_ONLY is set: tests with Bumble or mosquitto run in the main stage"
 
-/// Reads lines from a pipe on a dispatch queue, so waiting never blocks Swift's cooperative pool.
+/// Reads lines from a pipe on a thread of its own, blocked in read(2). Not on a dispatch queue:
+/// on Linux those share their worker threads with Swift's global executor, and a dozen phones'
+/// pending reads left the other tests without threads for seconds.
 public final class LineReader: @unchecked Sendable {
-    private let handle: FileHandle
-    private let queue = DispatchQueue(label: "gattway.tests.lines")
-    private var buffer = Data()
+    private let lock = NSLock()
+    private var lines: [String] = []
+    private var ended = false
+    private var waiter: CheckedContinuation<String?, Never>?
 
-    public init(_ handle: FileHandle) { self.handle = handle }
+    public init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            var buffer = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty {
+                    deliver(nil)
+                    return
+                }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: 0x0A) {
+                    deliver(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                }
+            }
+        }
+    }
 
-    /// The next line, or nil at end of file.
+    /// A line to the waiting `next()`, or into the queue; nil is the end of file.
+    private func deliver(_ line: String?) {
+        lock.lock()
+        if line == nil { ended = true }
+        if let waiter {
+            self.waiter = nil
+            lock.unlock()
+            waiter.resume(returning: line)
+            return
+        }
+        if let line { lines.append(line) }
+        lock.unlock()
+    }
+
+    /// The next line, or nil at end of file. One caller at a time.
     public func next() async -> String? {
         await withCheckedContinuation { continuation in
-            queue.async {
-                while true {
-                    if let newline = self.buffer.firstIndex(of: 0x0A) {
-                        let line = self.buffer[self.buffer.startIndex..<newline]
-                        self.buffer.removeSubrange(self.buffer.startIndex...newline)
-                        continuation.resume(returning: String(decoding: line, as: UTF8.self))
-                        return
-                    }
-                    let chunk = self.handle.availableData
-                    if chunk.isEmpty {
-                        continuation.resume(returning: nil)
-                        return
-                    }
-                    self.buffer.append(chunk)
-                }
+            lock.lock()
+            if !lines.isEmpty {
+                let line = lines.removeFirst()
+                lock.unlock()
+                continuation.resume(returning: line)
+            } else if ended {
+                lock.unlock()
+                continuation.resume(returning: nil)
+            } else {
+                waiter = continuation
+                lock.unlock()
             }
         }
     }

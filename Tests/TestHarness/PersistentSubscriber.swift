@@ -32,7 +32,7 @@ public final class PersistentSubscriber: @unchecked Sendable {
             publisher.arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", probe, "-m", "probe"]
             publisher.standardOutput = FileHandle.nullDevice
             publisher.standardError = FileHandle.nullDevice
-            if (try? publisher.run()) != nil { publisher.waitUntilExit() }
+            try? publisher.run()
             try await Task.sleep(for: .milliseconds(100))
         }
     }
@@ -59,7 +59,6 @@ public final class PersistentSubscriber: @unchecked Sendable {
         // SIGKILL: the test process's threads block SIGTERM, and children inherit that mask.
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
         }
     }
 }

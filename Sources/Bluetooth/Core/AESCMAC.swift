@@ -1,5 +1,5 @@
 import Crypto
-import _CryptoExtras
+import CryptoExtras
 
 /// AES-128 and AES-CMAC (RFC 4493), the primitives behind the GATT Database Hash
 /// (Core Vol 3 Part G 7.3) and the SMP toolbox functions (Vol 3 Part H 2.2).

@@ -1,5 +1,6 @@
+import Synchronization
 import EventLoop
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// An `HCITransport` over one open file descriptor carrying H4 framing: a stream socket, a UART,
@@ -16,7 +17,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     public let incoming: AsyncThrowingStream<HCIPacket, any Error>
 
     // `lock` guards `isClosed` and writes to `descriptor`.
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private let descriptor: Int32
     private let loop = EventLoop.shared
     private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
@@ -36,7 +37,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
         continuation.onTermination = { [weak self] _ in self?.close() }
         loop.execute { [weak self, loop, watch] in
-            guard let self, lock.withLock({ !isClosed }) else { return }
+            guard let self, lock.withLock({ _ in !isClosed }) else { return }
             // The watch holds the transport weakly: dropping it closes it (deinit).
             watch.value = loop.watch(descriptor) { [weak self] readiness in self?.ready(readiness) }
         }
@@ -55,8 +56,11 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
 
     public func send(_ packet: HCIPacket) throws(HCITransportError) {
         let bytes = packet.h4Bytes
-        lock.lock()
-        defer { lock.unlock() }
+        try lock.withLock { _ throws(HCITransportError) in try writeLocked(bytes) }
+    }
+
+    /// Under `lock`, so packets from different callers are never interleaved on the descriptor.
+    private func writeLocked(_ bytes: [UInt8]) throws(HCITransportError) {
         guard !isClosed else { throw HCITransportError(.linkLost, "the link to \(spec) is closed") }
         var sent = 0
         while sent < bytes.count {
@@ -88,7 +92,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     /// Closes once: `finish` ends `incoming`; the descriptor is unwatched and closed on the loop's
     /// thread, after any handler already running for it.
     private func end(_ finish: (AsyncThrowingStream<HCIPacket, any Error>.Continuation) -> Void) {
-        let wasClosed = lock.withLock {
+        let wasClosed = lock.withLock { _ in
             defer { isClosed = true }
             return isClosed
         }
@@ -109,7 +113,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     /// Reads until the descriptor has nothing more; false when the transport closed or failed.
     private func readAvailable() -> Bool {
         while true {
-            guard lock.withLock({ !isClosed }) else { return false }
+            guard lock.withLock({ _ in !isClosed }) else { return false }
             let count = readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count > 0 {
                 let packets: [HCIPacket]

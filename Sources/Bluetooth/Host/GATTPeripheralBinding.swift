@@ -1,8 +1,9 @@
+import Synchronization
 import BluetoothATT
 import BluetoothCore
 import BluetoothGATT
 import EventLoop
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// Connects a GATT `Peripheral` (BluetoothGATT) to the host: ATT PDUs both ways, the host's
@@ -15,7 +16,7 @@ import Logging
 public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
     public let peripheral: Peripheral
     private let link: HostPeripheralLink
-    private let lock = NSLock()
+    private let lock = Mutex(())
     /// Wakes the peripheral at its ATT transaction deadline; on the loop, the peripheral's executor.
     private let expiryTimer: EventLoop.Timer
     /// The address behind each `CentralID`, recorded before the peripheral hears of the central,
@@ -45,12 +46,12 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
 
     /// The address of the central the peripheral's events call `id`.
     public func address(of id: CentralID) -> BluetoothAddress? {
-        lock.withLock { addresses[id] }
+        lock.withLock { _ in addresses[id] }
     }
 
     public func centralConnected(_ bearer: ATTBearer) async {
         let id = Self.centralID(bearer.central)
-        lock.withLock { addresses[id] = bearer.central.address }
+        lock.withLock { _ in addresses[id] = bearer.central.address }
         link.register(bearer, as: id)
         await peripheral.centralConnected(id)
     }
@@ -97,16 +98,16 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
 
 /// The peripheral's outbound seam, implemented over the host's ATT bearers.
 final class HostPeripheralLink: PeripheralLink, @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var bearers: [CentralID: ATTBearer] = [:]
     private weak var host: PeripheralHost?
 
-    func attach(_ host: PeripheralHost) { lock.withLock { self.host = host } }
-    func register(_ bearer: ATTBearer, as id: CentralID) { lock.withLock { bearers[id] = bearer } }
-    func unregister(_ id: CentralID) { _ = lock.withLock { bearers.removeValue(forKey: id) } }
+    func attach(_ host: PeripheralHost) { lock.withLock { _ in self.host = host } }
+    func register(_ bearer: ATTBearer, as id: CentralID) { lock.withLock { _ in bearers[id] = bearer } }
+    func unregister(_ id: CentralID) { _ = lock.withLock { _ in bearers.removeValue(forKey: id) } }
 
     func send(_ pdu: [UInt8], to central: CentralID) {
-        guard let bearer = lock.withLock({ bearers[central] }) else { return }
+        guard let bearer = lock.withLock({ _ in bearers[central] }) else { return }
         // Notifications and indications spend the transmit credits the server counts.
         if let opcode = pdu.first, [0x1B, 0x1D, 0x23].contains(opcode) {
             bearer.sendUpdate(pdu)
@@ -116,7 +117,7 @@ final class HostPeripheralLink: PeripheralLink, @unchecked Sendable {
     }
 
     private func target(_ central: CentralID) -> (Central, PeripheralHost)? {
-        lock.withLock {
+        lock.withLock { _ in
             guard let bearer = bearers[central], let host else { return nil }
             return (bearer.central, host)
         }

@@ -1,18 +1,20 @@
+import Synchronization
 import BluetoothHCI
 import BluetoothL2CAP
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The host's ACL transmit path: the flow-control scheduler and the transport it feeds, shared by
 /// the host's event loop (credits, connections) and every bearer (sends, from any thread).
 final class LinkTransmitter: @unchecked Sendable {
     // `lock` guards everything below; transport writes happen under it so fragments keep order.
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var transport: (any HCITransport)?
     private var scheduler: ACLScheduler?
 
     /// Starts sending over a fresh controller session.
     func start(transport: any HCITransport, buffers: ACLBufferSize) {
-        lock.withLock {
+        lock.withLock { _ in
             self.transport = transport
             scheduler = ACLScheduler(buffers: buffers)
         }
@@ -21,7 +23,7 @@ final class LinkTransmitter: @unchecked Sendable {
     /// Drops everything queued; returns the update frames dropped. Sends do nothing until the
     /// next `start`.
     func stop() -> Int {
-        lock.withLock {
+        lock.withLock { _ in
             let dropped = scheduler?.pendingUpdates ?? 0
             transport = nil
             scheduler = nil
@@ -29,11 +31,11 @@ final class LinkTransmitter: @unchecked Sendable {
         }
     }
 
-    func open(_ handle: UInt16) { lock.withLock { _ = scheduler?.open(handle) } }
+    func open(_ handle: UInt16) { lock.withLock { _ in _ = scheduler?.open(handle) } }
 
     /// Forgets a connection; returns its update frames that will never be delivered.
     func close(_ handle: UInt16) -> Int {
-        lock.withLock {
+        lock.withLock { _ in
             let dropped = scheduler?.close(handle) ?? 0
             flushLocked()
             return dropped
@@ -43,7 +45,7 @@ final class LinkTransmitter: @unchecked Sendable {
     /// Queues a frame; false when there is no controller or the connection is gone.
     @discardableResult
     func send(_ frame: L2CAPFrame, on handle: UInt16, isUpdate: Bool = false) -> Bool {
-        lock.withLock {
+        lock.withLock { _ in
             guard scheduler?.enqueue(frame, on: handle, isUpdate: isUpdate) == true else { return false }
             flushLocked()
             return true
@@ -53,7 +55,7 @@ final class LinkTransmitter: @unchecked Sendable {
     /// Credits back from the controller; returns how many update frames are now delivered, per
     /// connection handle.
     func completed(_ entries: [HCIEvent.CompletedPackets]) -> [UInt16: Int] {
-        lock.withLock {
+        lock.withLock { _ in
             guard scheduler != nil else { return [:] }
             var delivered: [UInt16: Int] = [:]
             for entry in entries {

@@ -73,6 +73,10 @@ public actor PeripheralHost {
     }
 
     /// Runs the host until the calling task is cancelled; then closes the controller and returns.
+    /// Call it from a task that prefers `EventLoop.shared` as its executor, as the gateway does:
+    /// the controller's packets then reach the host on the loop's thread with no hop. Without the
+    /// preference every packet detours through the global pool, and a busy pool delays answers
+    /// past their command timeout.
     public func run() async {
         var attempt = 0
         while !Task.isCancelled {

@@ -1,5 +1,6 @@
 import BluetoothCore
-import Foundation
+import FoundationEssentials
+import Glibc
 import StateFile
 
 /// Keeps the static random address used when the controller has no public address, so phones
@@ -12,19 +13,18 @@ struct StaticAddressStore {
 
     /// The stored address, or a new one written to the state directory (through `StateFile`).
     func loadOrCreate() throws(HostError) -> BluetoothAddress {
-        let stored: [UInt8]?
+        let stored: String?
         do {
-            stored = try StateFile.read(path)
+            stored = try StateFile.readValue(path)
         } catch {
             throw HostError("cannot read the static random address: \(error)")
         }
         if let stored {
-            let trimmed = String(decoding: stored, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            if let address = BluetoothAddress(trimmed, kind: .random), address.isStaticRandom {
+            if let address = BluetoothAddress(stored, kind: .random), address.isStaticRandom {
                 return address
             }
             throw HostError(
-                "\(path) holds \"\(trimmed)\", not a static random address "
+                "\(path) holds \"\(stored)\", not a static random address "
                     + "(AA:BB:CC:DD:EE:FF with the top two bits set); fix or delete it")
         }
         let address = Self.generate()

@@ -1,5 +1,5 @@
 import BluetoothCore
-import Foundation
+import FoundationEssentials
 import StateFile
 #if canImport(Glibc)
 import Glibc

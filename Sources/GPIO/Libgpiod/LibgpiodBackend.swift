@@ -1,6 +1,8 @@
+import Synchronization
 import CGPIODShim
 import EventLoop
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// GPIO through the kernel's character devices with libgpiod (v1 or v2, whichever the shim was
 /// compiled against).
@@ -9,7 +11,7 @@ public final class LibgpiodBackend: GPIOBackend, @unchecked Sendable {
     /// Selectors already resolved: resolving reads every line of every chip, too slow to repeat
     /// between a DHT's start signal and its answer. Guarded by `lock`.
     private var resolved: [LineSelector: ResolvedLine] = [:]
-    private let lock = NSLock()
+    private let lock = Mutex(())
 
     /// - Parameter deviceDirectory: where `gpiochipN` devices are looked for.
     public init(deviceDirectory: String = "/dev") {
@@ -36,9 +38,9 @@ public final class LibgpiodBackend: GPIOBackend, @unchecked Sendable {
     }
 
     private func line(_ selector: LineSelector) throws -> ResolvedLine {
-        if let line = lock.withLock({ resolved[selector] }) { return line }
+        if let line = lock.withLock({ _ in resolved[selector] }) { return line }
         let line = try resolve(selector)
-        lock.withLock { resolved[selector] = line }
+        lock.withLock { _ in resolved[selector] = line }
         return line
     }
 

@@ -1,10 +1,12 @@
+import Synchronization
 import CGPIODShim
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// An open GPIO chip: the only owner of a `gw_chip` pointer.
 final class LibgpiodChip: @unchecked Sendable {
     // The pointer is only used under `lock`, since libgpiod objects are not thread-safe.
-    let lock = NSLock()
+    let lock = Mutex(())
     let pointer: OpaquePointer
     let path: String
 
@@ -19,7 +21,7 @@ final class LibgpiodChip: @unchecked Sendable {
     deinit { gw_chip_close(pointer) }
 
     func info() throws -> ChipInfo {
-        try lock.withLock {
+        try lock.withLock { _ in
             var name = [CChar](repeating: 0, count: 64)
             var label = [CChar](repeating: 0, count: 64)
             var count: UInt32 = 0
@@ -45,7 +47,7 @@ final class LibgpiodChip: @unchecked Sendable {
 
     /// The consumer currently holding a line, for EBUSY messages.
     func consumer(of offset: Int) -> String {
-        lock.withLock {
+        lock.withLock { _ in
             var raw = gw_line_info()
             guard gw_chip_line_info(pointer, UInt32(offset), &raw) == 0 else { return "" }
             return LineInfo(raw, offset: offset).consumer
@@ -54,7 +56,7 @@ final class LibgpiodChip: @unchecked Sendable {
 
     func request(_ line: ResolvedLine, consumer: String, config: gw_line_config) throws -> OpaquePointer {
         var config = config
-        let (request, error): (OpaquePointer?, Int32) = lock.withLock {
+        let (request, error): (OpaquePointer?, Int32) = lock.withLock { _ in
             let request = gw_line_request_open(pointer, UInt32(line.offset), consumer, &config)
             return (request, errno)
         }

@@ -1,7 +1,8 @@
 import CGPIODShim
 import Dispatch
 import EventLoop
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A requested input: the event loop watches the request's file descriptor and, on its thread,
 /// moves kernel events into a user-space buffer as soon as they arrive (so the kernel's small
@@ -55,7 +56,7 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
 
     /// Runs on the loop's thread whenever the fd is readable.
     private func drainKernel() {
-        let notify: Bool = chip.lock.withLock {
+        let notify: Bool = chip.lock.withLock { _ in
             guard let request else { return false }
             var queued = false
             while true {
@@ -100,7 +101,7 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
 
     /// Runs on the loop's thread when a pending debounced level has held for the period.
     private func flushDebounce() {
-        let notify: Bool = chip.lock.withLock {
+        let notify: Bool = chip.lock.withLock { _ in
             guard request != nil, let (edge, at) = debouncer?.flush(through: EventLoop.now()) else { return false }
             return emit(edge, at: at, kernelSequence: 0)
         }
@@ -108,7 +109,7 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
     }
 
     func value() throws -> Bool {
-        try chip.lock.withLock {
+        try chip.lock.withLock { _ in
             guard let request else { throw GPIOError.released(line.name) }
             if let debouncer { return debouncer.stableLevel }
             let value = gw_line_request_get_value(request)
@@ -120,7 +121,7 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
     }
 
     func readEvents() throws -> EdgeEventBatch {
-        try chip.lock.withLock {
+        try chip.lock.withLock { _ in
             guard request != nil else { throw GPIOError.released(line.name) }
             let lost = pendingLost + ring.takeOverwritten()
             pendingLost = 0
@@ -129,10 +130,10 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
         }
     }
 
-    var lostEvents: Int { chip.lock.withLock { lostTotal + pendingLost + ring.overwritten } }
+    var lostEvents: Int { chip.lock.withLock { _ in lostTotal + pendingLost + ring.overwritten } }
 
     func release() {
-        let taken: (EventLoop.Watch?, LineRequest)? = chip.lock.withLock {
+        let taken: (EventLoop.Watch?, LineRequest)? = chip.lock.withLock { _ in
             guard let request else { return nil }
             debounceTimer?.disarm()
             debounceTimer = nil
@@ -145,7 +146,7 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
         let (loop, chip) = (loop, chip)
         let finish: @Sendable () -> Void = {
             if let watch { loop.unwatch(watch) }
-            chip.lock.withLock { gw_line_request_release(request.pointer) }
+            chip.lock.withLock { _ in gw_line_request_release(request.pointer) }
         }
         if loop.inLoop {
             finish()
@@ -187,7 +188,7 @@ final class LibgpiodOutputLine: OutputLine, @unchecked Sendable {
     deinit { release() }
 
     func set(_ value: Bool) throws {
-        try chip.lock.withLock {
+        try chip.lock.withLock { _ in
             guard let request else { throw GPIOError.released(line.name) }
             guard gw_line_request_set_value(request, value ? 1 : 0) == 0 else {
                 throw LibgpiodErrors.fromErrno(errno, operation: "driving", target: "\(line)")
@@ -197,7 +198,7 @@ final class LibgpiodOutputLine: OutputLine, @unchecked Sendable {
     }
 
     func value() throws -> Bool {
-        try chip.lock.withLock {
+        try chip.lock.withLock { _ in
             guard request != nil else { throw GPIOError.released(line.name) }
             return current
         }
@@ -212,7 +213,7 @@ final class LibgpiodOutputLine: OutputLine, @unchecked Sendable {
             eventBufferSize: settings.eventBufferSize)
         let (config, softwareDebounce) = LibgpiodBackend.inputConfig(settings)
         // The request changes hands (to the input) or, on libgpiod v1, is given back.
-        let reconfigured: OpaquePointer? = try chip.lock.withLock {
+        let reconfigured: OpaquePointer? = try chip.lock.withLock { _ in
             guard let request = self.request else { throw GPIOError.released(line.name) }
             var config = config
             if gw_line_request_reconfigure(request, &config) == 0 {
@@ -236,7 +237,7 @@ final class LibgpiodOutputLine: OutputLine, @unchecked Sendable {
     }
 
     func release() {
-        chip.lock.withLock {
+        chip.lock.withLock { _ in
             if let request { gw_line_request_release(request) }
             request = nil
         }

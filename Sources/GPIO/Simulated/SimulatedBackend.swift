@@ -1,5 +1,7 @@
+import Synchronization
 import EventLoop
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// GPIO without hardware: chips with named lines whose levels come from `SignalGenerator`s.
 ///
@@ -14,7 +16,7 @@ import Foundation
 public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     public enum Clock: Sendable { case virtual, realTime }
 
-    private let lock = NSLock()
+    private let lock = Mutex(())
     // Everything below is guarded by `lock`.
     private var chipStates: [SimulatedChip]
     private var generatedThrough: UInt64
@@ -39,24 +41,24 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     // MARK: Clock
 
     public func now() -> UInt64 {
-        clock == .virtual ? lock.withLock { generatedThrough } : EventLoop.now()
+        clock == .virtual ? lock.withLock { _ in generatedThrough } : EventLoop.now()
     }
 
     /// Moves the virtual clock forward, generating every edge in between. Virtual clock only.
     public func advance(by duration: Duration) {
-        let target = lock.withLock { generatedThrough } + duration.nanoseconds
+        let target = lock.withLock { _ in generatedThrough } + duration.nanoseconds
         advance(to: target)
     }
 
     /// Moves the virtual clock to `time` (ns). Virtual clock only.
     public func advance(to time: UInt64) {
         precondition(clock == .virtual, "advance(to:) drives the virtual clock only")
-        let wakeups = lock.withLock { generateLocked(through: time) }
+        let wakeups = lock.withLock { _ in generateLocked(through: time) }
         wakeups.forEach { $0() }
     }
 
     private func realTimeWake() {
-        let wakeups = lock.withLock {
+        let wakeups = lock.withLock { _ in
             let callbacks = generateLocked(through: EventLoop.now())
             scheduleWakeLocked()
             return callbacks
@@ -106,7 +108,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     /// The physical level of a line now, whoever drives it (outputs are observed this way).
     public func level(of selector: LineSelector) throws -> Bool {
         let resolved = try resolve(selector)
-        return lock.withLock {
+        return lock.withLock { _ in
             _ = generateLocked(through: currentTimeLocked)
             return chipStates[chipIndex(resolved)].lines[resolved.offset].physicalLevel
         }
@@ -115,7 +117,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     // MARK: GPIOBackend
 
     public func chips() throws -> [ChipInfo] {
-        lock.withLock { chipStates.map(\.info) }
+        lock.withLock { _ in chipStates.map(\.info) }
     }
 
     public func requestInput(
@@ -123,7 +125,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         onReadable: @escaping @Sendable () -> Void
     ) throws -> any InputLine {
         let resolved = try resolve(selector)
-        let id: UInt64 = try lock.withLock {
+        let id: UInt64 = try lock.withLock { _ in
             let c = chipIndex(resolved)
             _ = generateLocked(through: currentTimeLocked)
             try checkFree(c, resolved)
@@ -142,7 +144,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         settings: OutputSettings
     ) throws -> any OutputLine {
         let resolved = try resolve(selector)
-        let id: UInt64 = try lock.withLock {
+        let id: UInt64 = try lock.withLock { _ in
             let c = chipIndex(resolved)
             let now = currentTimeLocked
             _ = generateLocked(through: now)
@@ -175,7 +177,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         _ line: ResolvedLine, id: UInt64,
         _ body: (inout SimulatedLine.InputRequest, UInt64) throws -> T
     ) throws -> T {
-        try lock.withLock {
+        try lock.withLock { _ in
             let now = currentTimeLocked
             _ = generateLocked(through: now)
             let c = chipIndex(line)
@@ -187,7 +189,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     }
 
     fileprivate func inputLevel(_ line: ResolvedLine, id: UInt64) throws -> Bool {
-        try lock.withLock {
+        try lock.withLock { _ in
             let now = currentTimeLocked
             _ = generateLocked(through: now)
             let state = chipStates[chipIndex(line)].lines[line.offset]
@@ -197,7 +199,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     }
 
     fileprivate func releaseInput(_ line: ResolvedLine, id: UInt64) {
-        lock.withLock {
+        lock.withLock { _ in
             let c = chipIndex(line)
             if chipStates[c].lines[line.offset].input?.id == id {
                 chipStates[c].lines[line.offset].input = nil
@@ -206,7 +208,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     }
 
     fileprivate func setOutput(_ line: ResolvedLine, id: UInt64, _ value: Bool) throws {
-        try lock.withLock {
+        try lock.withLock { _ in
             let now = currentTimeLocked
             _ = generateLocked(through: now)
             let c = chipIndex(line)
@@ -222,7 +224,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         _ line: ResolvedLine, id: UInt64, bias: GPIOBias, edges: EdgeDetection,
         debounce: Duration, onReadable: @escaping @Sendable () -> Void
     ) throws -> UInt64 {
-        try lock.withLock {
+        try lock.withLock { _ in
             let now = currentTimeLocked
             _ = generateLocked(through: now)
             let c = chipIndex(line)
@@ -243,7 +245,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     }
 
     fileprivate func outputValue(_ line: ResolvedLine, id: UInt64) throws -> Bool {
-        try lock.withLock {
+        try lock.withLock { _ in
             guard let output = chipStates[chipIndex(line)].lines[line.offset].output, output.id == id else {
                 throw GPIOError.released(line.name)
             }
@@ -252,7 +254,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     }
 
     fileprivate func releaseOutput(_ line: ResolvedLine, id: UInt64) {
-        lock.withLock {
+        lock.withLock { _ in
             let now = currentTimeLocked
             _ = generateLocked(through: now)
             let c = chipIndex(line)

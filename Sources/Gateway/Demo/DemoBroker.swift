@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A private mosquitto for `gattway demo`: listens on loopback only, anonymous, nothing
 /// persisted; its configuration lives in a temporary directory removed on `stop()`.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import ServiceLifecycle
 
@@ -43,13 +44,7 @@ public final class DemoController: Sendable {
             arguments: [
                 harness.directory + "/virtual_controller.py", "--tcp-port", "\(port)", "--exit-with-stdin"
             ], pipes: true)
-        var line = Data()
-        while let output = child.output, let byte = try? output.read(upToCount: 1), let first = byte.first,
-            first != 0x0A
-        {
-            line.append(first)
-        }
-        guard String(decoding: line, as: UTF8.self).hasPrefix("READY ") else {
+        guard child.readLine()?.hasPrefix("READY ") == true else {
             child.stop()
             throw DemoFailure("the virtual controller did not start on port \(port) (is the port in use?)")
         }
@@ -87,18 +82,25 @@ public struct DemoPhoneView: Service {
         // The conversation is blocking line I/O, so it gets a thread of its own; stopping the
         // phone closes its pipe, which ends the conversation.
         let conversation = PhoneConversation(phone: phone, name: name, print: print)
-        Thread { conversation.run() }.start()
+        var thread = pthread_t()
+        let created = pthread_create(
+            &thread, nil,
+            { context in
+                Unmanaged<PhoneConversation>.fromOpaque(context!).takeRetainedValue().run()
+                return nil
+            }, Unmanaged.passRetained(conversation).toOpaque())
+        guard created == 0 else { throw DemoFailure("the phone's thread cannot start") }
+        pthread_detach(thread)
         try? await gracefulShutdown()
         phone.stop()
     }
 }
 
-/// The phone's script, one JSON command per line, one JSON reply per line.
+/// The phone's script, one JSON command per line, one JSON reply per line (Tests/harness/phone.py).
 final class PhoneConversation: @unchecked Sendable {
     private let phone: DemoChild
     private let name: String
     private let print: @Sendable (String) -> Void
-    private var buffer = Data()
 
     init(phone: DemoChild, name: String, print: @escaping @Sendable (String) -> Void) {
         self.phone = phone
@@ -106,67 +108,87 @@ final class PhoneConversation: @unchecked Sendable {
         self.print = print
     }
 
-    func run() {
-        guard let hello = reply(), hello["ok"] as? Bool == true else { return }
-        var found: [String: Any]?
-        while found == nil {
-            guard let answer = call(["cmd": "scan", "name": name, "timeout": 3]) else { return }
-            if answer["ok"] as? Bool == true { found = answer }
+    /// A command; absent arguments are left out of the JSON.
+    private struct Command: Encodable {
+        var cmd: String
+        var name: String?
+        var timeout: Int?
+        var address: String?
+        var handle: Int?
+        var indicate: Bool?
+        var count: Int?
+    }
+
+    /// The parts of the phone's replies the demo prints.
+    private struct Reply: Decodable {
+        struct Service: Decodable {
+            var uuid: String
+            var characteristics: [Characteristic]?
         }
-        guard let address = found?["address"] as? String else { return }
+        struct Characteristic: Decodable {
+            var uuid: String
+            var value_handle: Int
+            var properties: Int
+        }
+        struct Update: Decodable {
+            var handle: Int
+            var value: String
+        }
+        var ok: Bool?
+        var error: String?
+        var address: String?
+        var services: [Service]?
+        var values: [Update]?
+    }
+
+    func run() {
+        guard reply()?.ok == true else { return }
+        var found: Reply?
+        while found == nil {
+            guard let answer = call(Command(cmd: "scan", name: name, timeout: 3)) else { return }
+            if answer.ok == true { found = answer }
+        }
+        guard let address = found?.address else { return }
         print("phone found \"\(name)\" at \(address)")
-        let connected = call(["cmd": "connect", "address": address])
-        guard connected?["ok"] as? Bool == true else {
-            print("phone could not connect: \(connected?["error"] as? String ?? "no answer")")
+        let connected = call(Command(cmd: "connect", address: address))
+        guard connected?.ok == true else {
+            print("phone could not connect: \(connected?.error ?? "no answer")")
             return
         }
         print("phone connected")
-        guard let discovered = call(["cmd": "discover"]), let services = discovered["services"] as? [[String: Any]] else {
-            return
-        }
+        guard let services = call(Command(cmd: "discover"))?.services else { return }
         var names: [Int: String] = [:]
         for service in services {
-            print("phone service \(service["uuid"] ?? "?")")
-            for characteristic in service["characteristics"] as? [[String: Any]] ?? [] {
-                let uuid = characteristic["uuid"] as? String ?? "?"
-                let handle = characteristic["value_handle"] as? Int ?? 0
-                let properties = characteristic["properties"] as? Int ?? 0
-                print("phone   characteristic \(uuid) handle \(handle) properties 0x\(String(properties, radix: 16))")
+            print("phone service \(service.uuid)")
+            for characteristic in service.characteristics ?? [] {
+                let handle = characteristic.value_handle
+                let properties = characteristic.properties
+                print(
+                    "phone   characteristic \(characteristic.uuid) handle \(handle) properties 0x\(String(properties, radix: 16))"
+                )
                 guard properties & 0x30 != 0 else { continue }
-                names[handle] = uuid
-                _ = call(["cmd": "subscribe", "handle": handle, "indicate": properties & 0x10 == 0])
+                names[handle] = characteristic.uuid
+                _ = call(Command(cmd: "subscribe", handle: handle, indicate: properties & 0x10 == 0))
             }
         }
         print("phone subscribed to \(names.count) characteristics")
-        while let answer = call(["cmd": "notifications", "count": 1, "timeout": 30]) {
-            for value in answer["values"] as? [[String: Any]] ?? [] {
-                let handle = value["handle"] as? Int ?? 0
-                print("phone notification \(names[handle] ?? "handle \(handle)") \(value["value"] ?? "")")
+        while let answer = call(Command(cmd: "notifications", timeout: 30, count: 1)) {
+            for update in answer.values ?? [] {
+                print("phone notification \(names[update.handle] ?? "handle \(update.handle)") \(update.value)")
             }
         }
     }
 
-    private func call(_ command: [String: Any]) -> [String: Any]? {
-        guard let input = phone.input, let data = try? JSONSerialization.data(withJSONObject: command) else { return nil }
-        do {
-            try input.write(contentsOf: data + Data([0x0A]))
-        } catch {
-            return nil
-        }
+    private func call(_ command: Command) -> Reply? {
+        guard let json = try? JSONEncoder().encode(command),
+            phone.writeLine(String(decoding: json, as: UTF8.self))
+        else { return nil }
         return reply()
     }
 
-    private func reply() -> [String: Any]? {
-        guard let output = phone.output else { return nil }
-        while true {
-            if let newline = buffer.firstIndex(of: 0x0A) {
-                let line = buffer[buffer.startIndex..<newline]
-                buffer.removeSubrange(buffer.startIndex...newline)
-                return (try? JSONSerialization.jsonObject(with: line)) as? [String: Any]
-            }
-            let chunk = output.availableData
-            if chunk.isEmpty { return nil }
-            buffer.append(chunk)
-        }
+    /// The next reply; nil when the phone has gone (a line that is not a reply ends it too).
+    private func reply() -> Reply? {
+        guard let line = phone.readLine() else { return nil }
+        return try? JSONDecoder().decode(Reply.self, from: Data(line.utf8))
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import MQTT
 import ServiceLifecycle
@@ -23,7 +24,8 @@ public struct MQTTTrafficView: Service {
 
     /// One unbuffered write per line, so a pipe reader sees each message as it comes.
     public static let writeLine: @Sendable (String) -> Void = { line in
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
     }
 
     /// One line per message; payloads that are not UTF-8 print as hex, empty ones as `(cleared)`.
@@ -31,7 +33,7 @@ public struct MQTTTrafficView: Service {
         let payload =
             message.payload.isEmpty
             ? "(cleared)"
-            : message.text ?? message.payload.map { String(format: "%02x", $0) }.joined()
+            : message.text ?? message.payload.hexString
         return "mqtt \(message.topic) \(payload)"
     }
 

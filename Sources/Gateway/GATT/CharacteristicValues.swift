@@ -1,6 +1,8 @@
+import Synchronization
 import BluetoothATT
 import BluetoothGATT
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import Notify
 import Values
@@ -21,7 +23,7 @@ final class CharacteristicValues: @unchecked Sendable {
         var triggers: TriggerDescriptors?
     }
 
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private let logger: Logger
     // Guarded by `lock`.
     private var entries: [UInt16: Entry] = [:]
@@ -42,7 +44,7 @@ final class CharacteristicValues: @unchecked Sendable {
         _ ref: CharacteristicRef, valueHandle: UInt16, encoding: ValueEncoding, initial: [UInt8],
         triggerPosition: Int?
     ) {
-        lock.withLock {
+        lock.withLock { _ in
             entries[valueHandle] = Entry(
                 ref: ref, encoding: encoding, bytes: initial,
                 triggers: triggerPosition.map { TriggerDescriptors(firstPosition: $0) })
@@ -50,11 +52,11 @@ final class CharacteristicValues: @unchecked Sendable {
     }
 
     func set(_ bytes: [UInt8], valueHandle: UInt16) {
-        lock.withLock { entries[valueHandle]?.bytes = bytes }
+        lock.withLock { _ in entries[valueHandle]?.bytes = bytes }
     }
 
     func bytes(valueHandle: UInt16) -> [UInt8]? {
-        lock.withLock { entries[valueHandle]?.bytes }
+        lock.withLock { _ in entries[valueHandle]?.bytes }
     }
 
     var handlers: GATTRequestHandlers {
@@ -62,7 +64,7 @@ final class CharacteristicValues: @unchecked Sendable {
     }
 
     private func read(_ request: GATTReadRequest) -> Result<[UInt8], ATTErrorCode> {
-        lock.withLock {
+        lock.withLock { _ in
             guard let entry = entries[request.characteristic.valueHandle] else { return .failure(.unlikelyError) }
             guard let descriptor = request.descriptor else { return .success(entry.bytes) }
             guard let triggers = entry.triggers else { return .failure(.unlikelyError) }
@@ -74,7 +76,7 @@ final class CharacteristicValues: @unchecked Sendable {
     /// of it. A refused trigger descriptor answers its ESS error code (0x80, 0x81).
     private func write(_ batch: [GATTWriteRequest]) -> ATTErrorCode? {
         let descriptorWrites = batch.filter { $0.descriptor != nil }
-        let checked = lock.withLock { () -> Result<[UInt16: TriggerDescriptors], ESSWriteRejection> in
+        let checked = lock.withLock { _ -> Result<[UInt16: TriggerDescriptors], ESSWriteRejection> in
             do throws(ESSWriteRejection) { return .success(try checkTriggers(descriptorWrites)) } catch {
                 return .failure(error)
             }
@@ -95,7 +97,7 @@ final class CharacteristicValues: @unchecked Sendable {
         let valueWrites = batch.filter { $0.descriptor == nil }
         if !valueWrites.isEmpty, let error = writeValues(valueWrites) { return error }
         guard !updated.isEmpty else { return nil }
-        let changes = lock.withLock {
+        let changes = lock.withLock { _ in
             updated.keys.sorted().compactMap { handle -> TriggerChange? in
                 entries[handle]?.triggers = updated[handle]
                 return entries[handle].map {
@@ -133,7 +135,7 @@ final class CharacteristicValues: @unchecked Sendable {
     private func writeValues(_ batch: [GATTWriteRequest]) -> ATTErrorCode? {
         let accepted: [(UInt16, CentralWrite)]
         do {
-            accepted = try lock.withLock {
+            accepted = try lock.withLock { _ in
                 try batch.map { request throws(ATTErrorCode) -> (UInt16, CentralWrite) in
                     let handle = request.characteristic.valueHandle
                     guard let entry = entries[handle] else { throw .unlikelyError }
@@ -161,7 +163,7 @@ final class CharacteristicValues: @unchecked Sendable {
         } catch {
             return .unlikelyError
         }
-        lock.withLock {
+        lock.withLock { _ in
             for (handle, write) in accepted { entries[handle]?.bytes = write.bytes }
         }
         for (_, write) in accepted { writeContinuation.yield(write) }

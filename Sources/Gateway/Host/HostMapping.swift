@@ -2,7 +2,7 @@ import BluetoothHost
 import BluetoothL2CAP
 import BluetoothSMP
 import Config
-import Foundation
+import FoundationEssentials
 
 /// The configuration's `bluetooth` section as the BLE host takes it.
 public enum HostMapping {

@@ -1,6 +1,7 @@
 import BluetoothGATT
 import Config
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import MQTT
 import Values

@@ -1,6 +1,6 @@
 import BluetoothGATT
 import Config
-import Foundation
+import FoundationEssentials
 import Logging
 import MQTT
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// Runs the MQTT mirror: owns the client, the topic model and the persistent outbox.

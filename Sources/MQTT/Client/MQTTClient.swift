@@ -1,5 +1,8 @@
+import Synchronization
 import CMosquitto
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Logging
 
 /// Identifies one broker connection (one CONNECT/CONNACK). Message ids are only meaningful
@@ -46,7 +49,7 @@ public final class MQTTClient: @unchecked Sendable {
     private let logger: Logger
     private let password: String?
     private let context: CallbackContext
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private let wakeUp = DispatchSemaphore(value: 0)
     private var handle: OpaquePointer?
     private var connection: MQTTConnectionID?
@@ -78,21 +81,29 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// Starts the network thread; it connects, and reconnects with back-off until `stop()`.
     public func start() {
-        lock.withLock {
+        lock.withLock { _ in
             precondition(!started, "MQTTClient.start() called twice")
             started = true
         }
         if configuration.tls?.verifyPeer == false {
             logger.warning("MQTT TLS peer verification is OFF: the broker's identity is not checked")
         }
-        let thread = Thread { [self] in runLoop() }
-        thread.name = "mqtt-loop"
-        thread.start()
+        // A thread of its own: libmosquitto's loop blocks in poll(2) and calls back on it.
+        var thread = pthread_t()
+        let created = pthread_create(
+            &thread, nil,
+            { context in
+                let client = Unmanaged<MQTTClient>.fromOpaque(context!).takeRetainedValue()
+                client.runLoop()
+                return nil
+            }, Unmanaged.passRetained(self).toOpaque())
+        precondition(created == 0, "the MQTT network thread cannot start")
+        pthread_detach(thread)
     }
 
     /// Disconnects cleanly (no Last Will) and waits for the network thread to end.
     public func stop() async {
-        let wasStarted: Bool = lock.withLock {
+        let wasStarted: Bool = lock.withLock { _ in
             stopRequested = true
             if let handle { mosquitto_disconnect(handle) }
             return started
@@ -100,7 +111,7 @@ public final class MQTTClient: @unchecked Sendable {
         wakeUp.signal()
         guard wasStarted else { return }
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-            let done: Bool = lock.withLock {
+            let done: Bool = lock.withLock { _ in
                 if exited { return true }
                 exitWaiters.append(waiter)
                 return false
@@ -142,7 +153,7 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     private func withLiveHandle<T>(_ id: MQTTConnectionID, _ body: (OpaquePointer) throws -> T) throws -> T {
-        try lock.withLock {
+        try lock.withLock { _ in
             guard let handle, connection == id, !stopRequested else { throw MQTTError.notConnected }
             return try body(handle)
         }
@@ -160,11 +171,11 @@ public final class MQTTClient: @unchecked Sendable {
     private func runLoop() {
         var attempt = 0
         var nextConnection: UInt64 = 0
-        while !lock.withLock({ stopRequested }) {
+        while !lock.withLock({ _ in stopRequested }) {
             nextConnection += 1
             let id = MQTTConnectionID(rawValue: nextConnection)
             let outcome = runConnection(id)
-            if lock.withLock({ stopRequested }) { break }
+            if lock.withLock({ _ in stopRequested }) { break }
             if outcome.wasConnected { attempt = 0 }
             let delay = configuration.backoff.delay(attempt: attempt)
             attempt += 1
@@ -177,7 +188,7 @@ public final class MQTTClient: @unchecked Sendable {
             _ = wakeUp.wait(timeout: .now() + .nanoseconds(Int(delay.nanoseconds)))
         }
         context.continuation.finish()
-        let waiters: [CheckedContinuation<Void, Never>] = lock.withLock {
+        let waiters: [CheckedContinuation<Void, Never>] = lock.withLock { _ in
             exited = true
             defer { exitWaiters = [] }
             return exitWaiters
@@ -192,7 +203,7 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// One connection's whole life on a fresh libmosquitto instance.
     private func runConnection(_ id: MQTTConnectionID) -> ConnectionOutcome {
-        context.begin(id, onConnected: { [self] in lock.withLock { connection = id } })
+        context.begin(id, onConnected: { [self] in lock.withLock { _ in connection = id } })
         let contextPointer = Unmanaged.passUnretained(context).toOpaque()
         guard let mosq = mosquitto_new(configuration.clientID, true, contextPointer) else {
             return ConnectionOutcome(wasConnected: false, error: .requestFailed("mosquitto_new failed (out of memory)"))
@@ -205,9 +216,9 @@ public final class MQTTClient: @unchecked Sendable {
         } catch {
             return ConnectionOutcome(wasConnected: false, error: .requestFailed("\(error)"))
         }
-        lock.withLock { handle = mosq }
+        lock.withLock { _ in handle = mosq }
         defer {
-            lock.withLock {
+            lock.withLock { _ in
                 handle = nil; connection = nil
             }
         }
@@ -215,11 +226,11 @@ public final class MQTTClient: @unchecked Sendable {
         let keepalive = Int32(clamping: max(configuration.keepalive.components.seconds, 5))
         var rc = mosquitto_connect(mosq, configuration.host, Int32(configuration.port), keepalive)
         var savedErrno = errno
-        while rc == MOSQ_ERR_SUCCESS.rawValue, !lock.withLock({ stopRequested }) {
+        while rc == MOSQ_ERR_SUCCESS.rawValue, !lock.withLock({ _ in stopRequested }) {
             rc = mosquitto_loop(mosq, 1000, 1)
             savedErrno = errno
         }
-        if lock.withLock({ stopRequested }) {
+        if lock.withLock({ _ in stopRequested }) {
             // Let the DISCONNECT queued by stop() (and anything published before it) go out;
             // the loop fails as soon as libmosquitto has sent it and closed the socket.
             var rounds = 0

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Which MQTT protocol revision the client speaks.
 public enum MQTTProtocolVersion: String, Sendable, Equatable {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A JSON value that serialises with keys in the order given, so every payload gattway publishes
 /// is byte-for-byte predictable (documented in the README and asserted in tests).
@@ -57,7 +58,8 @@ public indirect enum JSONText: Sendable, Equatable {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             case _ where scalar.value < 0x20:
-                out += String(format: "\\u%04x", scalar.value)
+                let digits = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - digits.count) + digits
             default: out.unicodeScalars.append(scalar)
             }
         }

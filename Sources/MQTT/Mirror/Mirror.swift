@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The topic model of the MQTT mirror: a pure state machine, no I/O. Gateway events go in, the
 /// messages and (un)subscriptions to perform come out; inbound messages are routed to what the

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A characteristic as it appears in topics: `<base>/<dev>/<service>/<characteristic>`.
 public struct MirrorCharacteristicID: Hashable, Sendable, CustomStringConvertible {
@@ -42,7 +42,14 @@ public enum MirrorValue: Sendable, Equatable {
 }
 
 func hex(_ bytes: [UInt8]) -> String {
-    bytes.map { String(format: "%02x", $0) }.joined()
+    let digits = Array("0123456789abcdef".utf8)
+    var text: [UInt8] = []
+    text.reserveCapacity(bytes.count * 2)
+    for byte in bytes {
+        text.append(digits[Int(byte >> 4)])
+        text.append(digits[Int(byte & 0x0F)])
+    }
+    return String(decoding: text, as: UTF8.self)
 }
 
 /// Home Assistant entity announced for a characteristic through MQTT discovery.

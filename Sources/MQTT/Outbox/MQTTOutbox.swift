@@ -1,4 +1,7 @@
-import Foundation
+import Synchronization
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Logging
 import StateFile
 
@@ -34,7 +37,7 @@ public final class MQTTOutbox {
     private var nextSequence: UInt64 = 1
     private var finishedRecords = 0
     private var reportedFull = false
-    private var journal: FileHandle {
+    private var journal: StateFile.Appender {
         didSet { syncer.follow(journal.fileDescriptor) }
     }
     private let syncer: JournalSyncer
@@ -49,7 +52,7 @@ public final class MQTTOutbox {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
-            throw MQTTError.invalidConfiguration("cannot create state directory \(directory.path): \(error.localizedDescription)")
+            throw MQTTError.invalidConfiguration("cannot create state directory \(directory.path): \(error)")
         }
         let loaded = try Self.replay(journalURL, logger: logger)
         entries = loaded
@@ -70,7 +73,7 @@ public final class MQTTOutbox {
         }
     }
 
-    deinit { try? journal.close() }
+    deinit { journal.close() }
 
     /// Queues `message` and returns its entry. When the outbox is full the oldest event is
     /// dropped (and counted) to make room, with an error log naming it.
@@ -132,7 +135,7 @@ public final class MQTTOutbox {
     }
 
     private func compact() throws {
-        try journal.close()
+        journal.close()
         entries = Array(entries[head...])
         head = 0
         journal = try Self.rewrite(journalURL, with: entries)
@@ -143,9 +146,9 @@ public final class MQTTOutbox {
         var line = try JSONEncoder().encode(record)
         line.append(UInt8(ascii: "\n"))
         do {
-            try journal.write(contentsOf: line)
+            try journal.append(Array(line))
         } catch {
-            throw MQTTError.requestFailed("cannot write MQTT outbox \(journalURL.path): \(error.localizedDescription)")
+            throw MQTTError.requestFailed("cannot write MQTT outbox: \(error)")
         }
     }
 
@@ -194,7 +197,7 @@ public final class MQTTOutbox {
     }
 
     /// Atomically replaces the journal with `entries` and returns a handle appending to it.
-    private static func rewrite(_ url: URL, with entries: [OutboxEntry]) throws -> FileHandle {
+    private static func rewrite(_ url: URL, with entries: [OutboxEntry]) throws -> StateFile.Appender {
         var contents: [UInt8] = []
         let encoder = JSONEncoder()
         for entry in entries {
@@ -205,9 +208,7 @@ public final class MQTTOutbox {
             // The state directory's one way to replace a file: temporary file, fsync, rename,
             // directory fsync, so the compaction itself survives a power cut.
             try StateFile.write(contents, to: url.path, mode: 0o600)
-            let appender = try FileHandle(forWritingTo: url)
-            try appender.seekToEnd()
-            return appender
+            return try StateFile.appender(url.path)
         } catch {
             throw MQTTError.requestFailed("cannot rewrite MQTT outbox \(url.path): \(error)")
         }
@@ -223,7 +224,7 @@ private final class JournalSyncer: @unchecked Sendable {
     private let path: String
     private let logger: Logger
     // `pending` is guarded by `lock`; `descriptor` is touched on `queue` only.
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var pending = false
     private var descriptor: Int32 = -1
 
@@ -247,13 +248,13 @@ private final class JournalSyncer: @unchecked Sendable {
     }
 
     func request() {
-        let alreadyPending = lock.withLock {
+        let alreadyPending = lock.withLock { _ in
             defer { pending = true }
             return pending
         }
         guard !alreadyPending else { return }
         queue.async {
-            self.lock.withLock { self.pending = false }
+            self.lock.withLock { _ in self.pending = false }
             guard self.descriptor >= 0 else { return }
             if fsync(self.descriptor) != 0 {
                 self.logger.error("cannot fsync MQTT outbox \(self.path): \(String(cString: strerror(errno)))")

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import GPIO
 import StateFile
 
@@ -89,14 +90,13 @@ struct CounterStore {
     }
 
     func load() throws -> UInt64 {
-        let bytes: [UInt8]?
+        let text: String?
         do {
-            bytes = try StateFile.read(path)
+            text = try StateFile.readValue(path)
         } catch {
             throw SensorError.stateFile(path: path, message: error.description)
         }
-        guard let bytes else { return 0 }
-        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let text else { return 0 }
         guard let total = UInt64(text) else {
             throw SensorError.stateFile(path: path, message: "not a count: \"\(text.prefix(40))\"")
         }
