@@ -64,7 +64,9 @@ public final class Phone: @unchecked Sendable {
         input.write(data)
         let watchdog = Task { [process] in
             try await Task.sleep(for: timeout)
-            process.terminate()
+            // SIGKILL: a child can inherit a blocked SIGTERM from the test process's threads
+            // (ServiceLifecycle blocks it), and then a phone that never answers is never ended.
+            Glibc.kill(process.processIdentifier, SIGKILL)
         }
         defer { watchdog.cancel() }
         do {
@@ -101,7 +103,7 @@ public final class Phone: @unchecked Sendable {
 
     public func kill() {
         guard process.isRunning else { return }
-        process.terminate()
+        Glibc.kill(process.processIdentifier, SIGKILL)  // see `run`: SIGTERM may be blocked in it
         // No waitUntilExit: it waits for Foundation's exit notice, which needs a thread of the
         // pool this may be blocking (two such waits deadlocked a full test run). Process reaps it.
     }

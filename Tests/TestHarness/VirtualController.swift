@@ -50,7 +50,8 @@ public final class VirtualController: @unchecked Sendable {
 
     public func stop() {
         guard process.isRunning else { return }
-        process.terminate()
+        // SIGKILL: it may have inherited a blocked SIGTERM from the test process's threads.
+        kill(process.processIdentifier, SIGKILL)
         // No waitUntilExit: it waits for Foundation's exit notice, which needs a thread of the
         // pool this may be blocking (two such waits deadlocked a full test run). Process reaps it.
     }
