@@ -42,36 +42,15 @@ public final class GattwayProcess: @unchecked Sendable {
     /// rather than through Foundation's `Process`, whose exit notice needs a dispatch worker: with
     /// the test process's threads busy it arrived up to 30 s late.
     public func start() throws {
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, outPipe.fileHandleForWriting.fileDescriptor, 1)
-        posix_spawn_file_actions_adddup2(&actions, errPipe.fileHandleForWriting.fileDescriptor, 2)
-        posix_spawn_file_actions_addclose(&actions, outPipe.fileHandleForReading.fileDescriptor)
-        posix_spawn_file_actions_addclose(&actions, errPipe.fileHandleForReading.fileDescriptor)
         // The shell changes directory and replaces itself with gattway: the pid is gattway's.
         let command = ["/bin/sh", "-c", #"cd "$0" && exec "$@""#, Harness.packageRoot, Self.gattway.path] + arguments
-        let argv = command.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { envp.forEach { free($0) } }
-        var child: pid_t = 0
-        let rc = posix_spawn(&child, "/bin/sh", &actions, &attributes, argv, envp)
-        guard rc == 0 else { throw TestFailure("cannot start gattway: \(String(cString: strerror(rc)))") }
-        let spawned = child
+        let spawned = try spawnWithDefaultSignals(command, environment: environment, ownProcessGroup: true) { actions in
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_adddup2(&actions, outPipe.fileHandleForWriting.fileDescriptor, 1)
+            posix_spawn_file_actions_adddup2(&actions, errPipe.fileHandleForWriting.fileDescriptor, 2)
+            posix_spawn_file_actions_addclose(&actions, outPipe.fileHandleForReading.fileDescriptor)
+            posix_spawn_file_actions_addclose(&actions, errPipe.fileHandleForReading.fileDescriptor)
+        }
         pid = spawned
         try outPipe.fileHandleForWriting.close()
         try errPipe.fileHandleForWriting.close()
