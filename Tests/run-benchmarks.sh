@@ -8,7 +8,8 @@
 #      server on the Bumble virtual link (roundtrip.py);
 #   4. CPU time, context switches and allocations per GPIO edge and per notification delivered,
 #      the release-built `gattway` executable vs a Bumble peripheral, plus idle CPU and memory and
-#      the stripped binary's size (event_cost.py).
+#      the stripped binary's size, beside the machine's floor: what a bare wake-up costs a C
+#      program (event_cost.py, wake_floor.c).
 # 3 and 4 need Bumble: Python from GATTWAY_PYTHON, else .venv/bin/python3
 # (deploy/dev/install-deps.sh creates it).
 # Arguments go to the round-trip benchmark (e.g. --count 1000).
@@ -39,7 +40,8 @@ bin=$(swift build -c release --package-path "$benchmarks" --show-bin-path)
 echo
 echo "=== CPU per event (event_cost.py)"
 swift build -c release --product gattway
-counter=$(mktemp -d)/malloc_counter.so
-"${CC:-cc}" -O2 -shared -fPIC -o "$counter" "$benchmarks/malloc_counter.c" -ldl -lpthread
+helpers=$(mktemp -d)
+"${CC:-cc}" -O2 -shared -fPIC -o "$helpers/malloc_counter.so" "$benchmarks/malloc_counter.c" -ldl -lpthread
+"${CC:-cc}" -O2 -o "$helpers/wake_floor" "$benchmarks/wake_floor.c"
 "$python" "$benchmarks/event_cost.py" --gattway "$(swift build -c release --show-bin-path)/gattway" \
-    --malloc-counter "$counter"
+    --malloc-counter "$helpers/malloc_counter.so" --wake-floor "$helpers/wake_floor"

@@ -14,7 +14,7 @@ import Glibc
 ///
 /// Threads other than the loop's may enqueue jobs, watch and unwatch descriptors and arm timers;
 /// descriptor handlers and timer bodies always run on the loop's thread, one at a time, in the
-/// actors' isolation domain (`assumeIsolated` holds there).
+/// actors' isolation domain (`assumeIsolated`, and its allocation-free form `onLoop`, hold there).
 public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable {
     /// The process's loop, started on first use. Every actor on the event path uses it.
     public static let shared = EventLoop()
@@ -289,4 +289,20 @@ private final class Lock: @unchecked Sendable {
     func lock() { pthread_mutex_lock(mutex) }
     func unlock() { pthread_mutex_unlock(mutex) }
 
+}
+
+extension Actor {
+    /// `assumeIsolated` for the event path: for an actor whose executor is `EventLoop.shared`,
+    /// called on the loop's thread (a descriptor handler, a timer body, or another such actor).
+    ///
+    /// Why not the standard library's: its generic closure is re-abstracted through a heap
+    /// context on every call, an allocation per event on a path that makes several calls per
+    /// event. Here the check is the loop's thread identity and the call is specialized inline.
+    @inlinable @inline(__always)
+    public nonisolated func onLoop<T>(_ operation: (isolated Self) throws -> T) rethrows -> T {
+        precondition(EventLoop.shared.inLoop, "an event-loop actor was called off the event loop")
+        return try withoutActuallyEscaping(operation) { escapable in
+            try unsafeBitCast(escapable, to: ((Self) throws -> T).self)(self)
+        }
+    }
 }

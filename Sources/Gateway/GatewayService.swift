@@ -15,9 +15,9 @@ import ServiceLifecycle
 /// The running gateway: started by `gattway run` (and `gattway demo`) inside a `ServiceGroup`
 /// that turns SIGTERM and SIGINT into a graceful shutdown.
 ///
-/// It wires the layers: GPIO backend → one `SensorRunner` per sensor → `ValuePipeline` (GATT
-/// values, notifications) → `MQTTMirrorService` when the configuration has an `mqtt` section;
-/// readings of sensors with `bthome: true` also go to the `BTHomeAdvertiser`.
+/// It wires the layers: GPIO backend → one `SensorRunner` per sensor → its `SensorForwarder` →
+/// `ValuePipeline` (GATT values, notifications) → `MQTTMirrorService` when the configuration has
+/// an `mqtt` section; readings of sensors with `bthome: true` also go to the `BTHomeAdvertiser`.
 public struct GatewayService: Service {
     private let config: GatewayConfig
     private let logger: Logger
@@ -97,17 +97,15 @@ public struct GatewayService: Service {
         let hostTask = Task(executorPreference: EventLoop.shared) { await host.run() }
         await withTaskGroup(of: Void.self) { group in
             for runner in runners {
+                let forwarder = SensorForwarder(
+                    sensor: runner.name, pipeline: pipeline, bthome: bthome, host: host,
+                    confirms: runner.name == config.bluetooth.security.confirmWith, logger: logger)
                 group.addTask {
                     do {
-                        try await runner.run()
+                        try await runner.run(delivering: forwarder.deliver)
                     } catch {
                         logger.error("sensor stopped", metadata: ["sensor": "\(runner.name)", "error": "\(error)"])
                     }
-                }
-                group.addTask {
-                    await Self.forward(
-                        runner, to: pipeline, bthome: bthome, host: host,
-                        confirms: runner.name == config.bluetooth.security.confirmWith, logger: logger)
                 }
             }
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
@@ -149,28 +147,6 @@ public struct GatewayService: Service {
             group.cancelAll()
         }
         logger.notice("gattway stopped")
-    }
-
-    /// Hands each reading of `runner` to the pipeline (and BTHome, and the host when the sensor
-    /// confirms Numeric Comparison). Isolated to the pipeline: a reading yielded on the event loop
-    /// is taken there, and the actors it goes to share that executor, so nothing hops.
-    private static func forward(
-        _ runner: SensorRunner, to pipeline: isolated ValuePipeline,
-        bthome: BTHomeAdvertiser?, host: PeripheralHost, confirms: Bool,
-        logger: Logger
-    ) async {
-        var confirmButton = confirms ? ConfirmButton() : nil
-        var lostEvents = LostEventsLog(sensor: runner.name)
-        for await value in runner.values {
-            if value.channel == SensorValue.lostEventsChannel, let total = value.number {
-                if let line = lostEvents.record(total: Int(total), at: .now) { logger.warning("\(line)") }
-                pipeline.lostEvents(sensor: runner.name, total: Int(total))
-                continue
-            }
-            await pipeline.sensorValue(value)
-            await bthome?.reading(value)
-            if confirmButton?.isPress(value) == true { await host.confirmNumericComparison() }
-        }
     }
 
     /// Waits for `work` until it ends or `limit` passes, whichever comes first; work still

@@ -1,47 +1,39 @@
 import EventLoop
 import GPIO
 
-/// Runs one sensor in real time and streams its values.
+/// Runs one sensor in real time and hands each of its values to a consumer.
 ///
 /// The runner sleeps until a line signals pending edge events (the event loop watching the
 /// request's fd, or the simulator's loop timer) or until the sensor's next deadline (a loop
-/// timer); it never polls. It runs on the event loop, where those signals arrive.
+/// timer); it never polls. Those signals arrive on the event loop, the runner's executor, and the
+/// sensor steps right there: no task, stream or thread between an edge and `deliver`.
 ///
 /// ```swift
 /// let runner = try SensorRunner(spec: spec, backend: LibgpiodBackend())
-/// Task { try await runner.run() }          // until the task is cancelled
-/// for await value in runner.values { … }   // SensorValue stream
-/// try await runner.write(true)             // output sensors only
+/// Task { try await runner.run { value in … } }   // until the task is cancelled
+/// try await runner.write(true)                    // output sensors only
 /// ```
 public actor SensorRunner {
     /// On the event loop, with the other actors of the event path: calls between them run inline.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
 
     public nonisolated let name: String
-    /// Every value the sensor produces, in order. Finishes when `run()` returns.
-    public nonisolated let values: AsyncStream<SensorValue>
-    private let valuesContinuation: AsyncStream<SensorValue>.Continuation
-    private let wakes: AsyncStream<Void>
-    private let wake: AsyncStream<Void>.Continuation
     private let backend: any GPIOBackend
     private let core: SensorCore
     private var latestValues: [String: SensorValue] = [:]
+    /// The consumer while `run` runs.
+    private var deliver: (@Sendable (SensorValue) -> Void)?
     /// Wakes the runner at the sensor's deadline.
     private let timer: EventLoop.Timer
 
     /// Requests the sensor's lines at once, so a missing or busy line fails here.
-    /// - Parameter bufferSize: values kept for a slow consumer; the oldest are dropped beyond it.
-    public init(spec: SensorSpec, backend: any GPIOBackend, bufferSize: Int = 1024) throws {
+    public init(spec: SensorSpec, backend: any GPIOBackend) throws {
         name = spec.name
         self.backend = backend
-        (values, valuesContinuation) = AsyncStream.makeStream(
-            of: SensorValue.self,
-            bufferingPolicy: .bufferingNewest(bufferSize))
-        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        self.wakes = wakes
-        self.wake = wake
-        timer = EventLoop.shared.makeTimer { wake.yield() }
-        core = try SensorCore(spec: spec, backend: backend, onReadable: { wake.yield() })
+        let wake = WakeTarget()
+        timer = EventLoop.shared.makeTimer { wake.runner?.onLoop { $0.step() } }
+        core = try SensorCore(spec: spec, backend: backend, onReadable: { wake.stepOnLoop() })
+        wake.runner = self
     }
 
     /// The latest value of each channel.
@@ -52,19 +44,28 @@ public actor SensorRunner {
         publish(try core.write(value, at: backend.now()))
     }
 
-    /// Reads the sensor until the surrounding task is cancelled, then releases its lines.
-    public func run() async throws {
+    /// Reads the sensor, handing every value to `deliver` in order, on the event loop and
+    /// isolated to this runner, until the surrounding task is cancelled; then releases its lines.
+    public func run(delivering deliver: @escaping @Sendable (SensorValue) -> Void) async throws {
+        self.deliver = deliver
         defer {
             timer.disarm()
             core.stop()
-            valuesContinuation.finish()
+            self.deliver = nil
         }
         publish(try core.start(at: backend.now()))
-        wake.yield()
-        for await _ in wakes {
-            publish(core.step(now: backend.now()))
-            armTimer()
-        }
+        step()
+        // Ends when the task is cancelled (an AsyncStream's iteration is); the continuation is kept
+        // so the stream does not end before.
+        let (cancelled, keepOpen) = AsyncStream<Never>.makeStream()
+        for await _ in cancelled {}
+        keepOpen.finish()
+    }
+
+    private func step() {
+        guard deliver != nil else { return }
+        publish(core.step(now: backend.now()))
+        armTimer()
     }
 
     /// Arms the timer for the sensor's deadline, on the backend's clock: the simulator's virtual
@@ -82,7 +83,26 @@ public actor SensorRunner {
     private func publish(_ new: [SensorValue]) {
         for value in new {
             latestValues[value.channel] = value
-            valuesContinuation.yield(value)
+            deliver?(value)
+        }
+    }
+
+    /// The runner as the line's readable callback and the timer reach it: made before the runner
+    /// is complete, and weak, so neither keeps a stopped runner alive.
+    private final class WakeTarget: @unchecked Sendable {
+        // Set once in `init`, before any line or timer can call.
+        weak var runner: SensorRunner?
+
+        /// A line's edges are read on the event loop: at once when the line signals there (the
+        /// kernel's descriptor, the simulator's real-time timer), else (the simulator's virtual
+        /// clock, moved by a test) after the loop's queued work.
+        func stepOnLoop() {
+            guard let runner else { return }
+            if EventLoop.shared.inLoop {
+                runner.onLoop { $0.step() }
+            } else {
+                EventLoop.shared.execute { runner.onLoop { $0.step() } }
+            }
         }
     }
 }

@@ -3,7 +3,7 @@
 bool characteristic (read, notify) and toggles it `rate` times a second, notifying subscribers
 each time, like gattway serving a binary sensor on a line that changes `rate` times a second.
 
-  bumble_notifier.py tcp:HOST:PORT NAME RATE
+  bumble_notifier.py tcp:HOST:PORT|unix:PATH NAME RATE
 
 Connects to the virtual controller, advertises NAME and the service UUID, prints "ready".
 """
@@ -41,10 +41,12 @@ async def toggle(device: Device, characteristic: Characteristic, rate: float) ->
 
 
 async def main() -> None:
-    if len(sys.argv) != 4 or not sys.argv[1].startswith("tcp:"):
-        sys.exit("usage: bumble_notifier.py tcp:HOST:PORT NAME RATE")
+    if len(sys.argv) != 4 or not sys.argv[1].startswith(("tcp:", "unix:")):
+        sys.exit("usage: bumble_notifier.py tcp:HOST:PORT|unix:PATH NAME RATE")
     name, rate = sys.argv[2], float(sys.argv[3])
-    async with await open_transport("tcp-client:" + sys.argv[1][4:]) as transport:
+    # gattway's spelling of a transport in Bumble's (its "unix:" is already a client).
+    spec = "tcp-client:" + sys.argv[1][4:] if sys.argv[1].startswith("tcp:") else sys.argv[1]
+    async with await open_transport(spec) as transport:
         device = Device.with_hci(name, hci.Address("F0:F1:F2:F3:F4:F6"), transport.source, transport.sink)
         characteristic = Characteristic(
             VALUE_UUID, Characteristic.Properties.READ | Characteristic.Properties.NOTIFY,

@@ -3,7 +3,8 @@
 Bumble peripheral, on one Bumble virtual link, in one run.
 
   event_cost.py --gattway PATH/TO/gattway [--seconds 15] [--warmup 3] [--rate 1000]
-                [--malloc-counter PATH/TO/malloc_counter.so] [--logs DIR]
+                [--transport unix|tcp] [--malloc-counter PATH/TO/malloc_counter.so]
+                [--wake-floor PATH/TO/wake_floor] [--logs DIR]
 
 Scenarios, each a fresh process on its own virtual controller:
   edges    gattway serving a binary sensor on a simulated line that changes `rate` times a
@@ -18,8 +19,9 @@ Scenarios, each a fresh process on its own virtual controller:
 Per scenario, over `seconds` after `warmup`: process CPU time (user + system, from
 /proc/PID/stat, which counts threads that have exited too), context switches (voluntary and
 involuntary, summed over /proc/PID/task/*/status), allocations (malloc_counter.so preloaded,
-when given), and the events counted (edges generated, notifications received). Prints a table
-and the ratio gattway / Bumble per notification.
+when given), and the events counted (edges generated, notifications received). Prints a table,
+the ratio gattway / Bumble per notification, and (with --wake-floor) what a bare wake-up costs
+any process on this machine, the floor under every per-event figure.
 """
 
 from __future__ import annotations
@@ -46,12 +48,12 @@ VALUE_UUID = UUID("6E400002-B5A3-F393-E0A9-E50E24DC0001")
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def gattway_config(name: str, port: int, generator: str, state_dir: str) -> str:
+def gattway_config(name: str, transport: str, generator: str, state_dir: str) -> str:
     return f"""\
 device: {{name: {name}}}
 state_dir: {state_dir}
 bluetooth:
-  transport: tcp:127.0.0.1:{port}
+  transport: {transport}
   advertising: {{interval: 20ms}}
 gpio:
   backend: simulated
@@ -141,6 +143,15 @@ async def scenario(label: str, argv: list[str], ready: str | None, name: str, po
         await stop_process(process)
 
 
+async def wake_floor(program: str, rate: int, seconds: float) -> dict[str, float]:
+    """Runs wake_floor.c's program: the CPU cost of a bare timer and descriptor wake-up here."""
+    process = await asyncio.create_subprocess_exec(program, str(rate), str(seconds), stdout=asyncio.subprocess.PIPE)
+    output, _ = await process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"{program} failed ({process.returncode})")
+    return {key: float(value) for key, value in (field.split("=") for field in output.decode().split())}
+
+
 def per_event(result: dict) -> dict:
     count = max(result["events"], 1)
     return {"cpu_us": result["cpu"] / count * 1e6,
@@ -159,15 +170,25 @@ async def main() -> None:
                         help="directory for the child processes' stderr and the configurations")
     parser.add_argument("--wrap", default="", help="a command to run gattway under (e.g. valgrind "
                         "--tool=callgrind), for profiling; its figures are then the wrapper's")
+    parser.add_argument("--transport", choices=["unix", "tcp"], default="unix",
+                        help="how gattway and the Bumble peripheral reach their controller: a Unix "
+                        "socket (default; the closest to a Pi's HCI user channel, a socket without a "
+                        "TCP stack) or TCP loopback")
+    parser.add_argument("--wake-floor", help="wake_floor (built from wake_floor.c): measures this "
+                        "machine's CPU cost of a bare wake-up in the same run")
     parser.add_argument("--only", nargs="*", choices=["edges", "notify", "bumble", "idle"],
                         help="run only these scenarios")
     args = parser.parse_args()
     os.makedirs(args.logs, exist_ok=True)
     wanted = args.only or ["edges", "notify", "bumble", "idle"]
 
-    controller, ready = await start_process([sys.executable, HARNESS, "--tcp-port", "0"],
+    # The phone always reaches the controller over TCP; the peripherals (gattway, Bumble) over
+    # `--transport`, both the same way.
+    socket_path = os.path.join(args.logs, "controller.socket")
+    controller, ready = await start_process([sys.executable, HARNESS, "--tcp-port", "0", "--unix", socket_path],
                                             os.path.join(args.logs, "virtual_controller.log"), ready="READY")
     port = int(ready.split("tcp=")[1].split()[0])
+    peripheral_transport = f"unix:{socket_path}" if args.transport == "unix" else f"tcp:127.0.0.1:{port}"
     period_us = 2_000_000 // args.rate  # a square wave has two edges per period
     square = f"{{type: square, period: {period_us}us}}"
     results = {}
@@ -179,14 +200,14 @@ async def main() -> None:
                 env["MALLOC_COUNTER_FILE"] = os.path.join(args.logs, f"{label}.allocations")
             name = f"cost-{label}"
             if label == "bumble":
-                argv = [sys.executable, os.path.join(HERE, "bumble_notifier.py"), f"tcp:127.0.0.1:{port}",
+                argv = [sys.executable, os.path.join(HERE, "bumble_notifier.py"), peripheral_transport,
                         name, str(args.rate)]
             else:
                 generator = "{type: constant, level: 0}" if label == "idle" else square
                 state_dir = tempfile.mkdtemp(prefix=f"state-{label}-", dir=args.logs)
                 config = os.path.join(args.logs, f"{label}.yaml")
                 with open(config, "w") as file:
-                    file.write(gattway_config(name, port, generator, state_dir))
+                    file.write(gattway_config(name, peripheral_transport, generator, state_dir))
                 argv = args.wrap.split() + [args.gattway, "run", "--config", config, "--log-level", "warning"]
             results[label] = await scenario(label, argv, "ready" if label == "bumble" else None, name, port, args,
                                             subscribed=label in ("notify", "bumble"),
@@ -211,6 +232,12 @@ async def main() -> None:
     if "notify" in results and "bumble" in results:
         ratio = per_event(results["notify"])["cpu_us"] / per_event(results["bumble"])["cpu_us"]
         print(f"CPU per notification, gattway / Bumble: {ratio:.2f}")
+    if args.wake_floor:
+        floor = await wake_floor(args.wake_floor, args.rate, args.seconds)
+        print(f"This machine's floor per event ({args.rate} wake-ups/s of a C loop doing nothing else): "
+              f"{floor['timer_us']:.1f} µs when its own timer wakes it (a simulated line's edge, Bumble's "
+              f"toggle), {floor['descriptor_us']:.1f} µs when a descriptor does (a kernel GPIO edge, an HCI "
+              f"packet)")
     binary = os.path.realpath(args.gattway)
     stripped = os.path.join(args.logs, "gattway.stripped")
     if os.system(f"strip -o '{stripped}' '{binary}' 2>/dev/null") == 0:

@@ -29,8 +29,9 @@ struct LibgpiodSensorTests {
                 kind: .binary(
                     BinarySettings(
                         line: LineSelector("SIM0", chip: "gattway-sim")))), backend: backend)
-        let task = Task { try await door.run() }
-        var values = door.values.makeAsyncIterator()
+        let (delivered, deliver) = AsyncStream.makeStream(of: SensorValue.self)
+        let task = Task { try await door.run(delivering: { deliver.yield($0) }) }
+        var values = delivered.makeAsyncIterator()
         #expect(await values.next()?.bool == false)
         try pull(0, high: true)
         let opened = await values.next()
@@ -50,8 +51,9 @@ struct LibgpiodSensorTests {
                 kind: .output(
                     OutputSensorSettings(
                         line: LineSelector("SIM7", chip: "gattway-sim")))), backend: backend)
-        let task = Task { try await relay.run() }
-        var values = relay.values.makeAsyncIterator()
+        let (delivered, deliver) = AsyncStream.makeStream(of: SensorValue.self)
+        let task = Task { try await relay.run(delivering: { deliver.yield($0) }) }
+        var values = delivered.makeAsyncIterator()
         #expect(await values.next()?.bool == false)
         try await relay.write(true)
         #expect(await values.next()?.bool == true)

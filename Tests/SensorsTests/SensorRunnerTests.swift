@@ -3,7 +3,7 @@ import Testing
 @testable import Sensors
 
 /// The real-time runner, woken by the simulator's readable callbacks; the test moves the
-/// simulator's virtual clock and awaits the values, so nothing sleeps.
+/// simulator's virtual clock and awaits the values the runner delivers, so nothing sleeps.
 @Suite struct SensorRunnerTests {
     @Test func runnerStreamsValuesAsEdgesArrive() async throws {
         let door = SimulatedLineConfig(
@@ -16,8 +16,9 @@ import Testing
         let runner = try SensorRunner(
             spec: SensorSpec(name: "door", kind: .binary(BinarySettings(line: LineSelector("DOOR")))),
             backend: sim)
-        let task = Task { try await runner.run() }
-        var values = runner.values.makeAsyncIterator()
+        let (delivered, deliver) = AsyncStream.makeStream(of: SensorValue.self)
+        let task = Task { try await runner.run(delivering: { deliver.yield($0) }) }
+        var values = delivered.makeAsyncIterator()
         #expect(await values.next()?.bool == false)
         sim.advance(by: .milliseconds(1_500))
         let opened = await values.next()
@@ -27,8 +28,7 @@ import Testing
         #expect(await values.next()?.bool == false)
         #expect(await runner.latest()["value"]?.bool == false)
         task.cancel()
-        try await task.value
-        #expect(await values.next() == nil)  // the stream finishes when the runner stops
+        try await task.value  // returns once cancelled, having released the line
         #expect(try sim.chips()[0].lines[0].used == false)
     }
 
@@ -37,8 +37,9 @@ import Testing
         let runner = try SensorRunner(
             spec: SensorSpec(name: "led", kind: .output(OutputSensorSettings(line: LineSelector("LED")))),
             backend: sim)
-        let task = Task { try await runner.run() }
-        var values = runner.values.makeAsyncIterator()
+        let (delivered, deliver) = AsyncStream.makeStream(of: SensorValue.self)
+        let task = Task { try await runner.run(delivering: { deliver.yield($0) }) }
+        var values = delivered.makeAsyncIterator()
         #expect(await values.next()?.bool == false)
         try await runner.write(true)
         #expect(await values.next()?.bool == true)

@@ -29,7 +29,7 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
         let peripheral = Peripheral(configuration: configuration, link: link)
         self.peripheral = peripheral
         expiryTimer = EventLoop.shared.makeTimer {
-            peripheral.assumeIsolated { $0.expireTransactions() }
+            peripheral.onLoop { $0.expireTransactions() }
         }
     }
 

@@ -240,7 +240,7 @@ public actor PeripheralHost {
             if commandTimer == nil {
                 // Runs on the loop, the host's executor.
                 commandTimer = EventLoop.shared.makeTimer { [weak self] in
-                    self?.assumeIsolated { $0.commandTimedOut() }
+                    self?.onLoop { $0.commandTimedOut() }
                 }
             }
             commandTimer?.arm(after: timeout)

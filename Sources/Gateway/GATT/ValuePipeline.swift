@@ -76,8 +76,6 @@ public actor ValuePipeline {
     /// Lost GPIO events per sensor (their running totals).
     private var lostEventTotals: [String: Int] = [:]
     private var advertising = false
-    private var draining = false
-    private var drainAgain = false
     /// The event-loop timer for the engine's deadlines, made at the first deadline.
     private var timer: EventLoop.Timer?
     private var timerDeadline: Duration?
@@ -184,8 +182,9 @@ public actor ValuePipeline {
 
     // MARK: Inputs
 
-    /// A sensor reading: becomes the value of every characteristic carrying it.
-    public func sensorValue(_ reading: Sensors.SensorValue) async {
+    /// A sensor reading: becomes the value of every characteristic carrying it. Synchronous: a
+    /// sensor's runner hands its readings over on the event loop, where this actor runs.
+    public func sensorValue(_ reading: Sensors.SensorValue) {
         guard let refs = sensorRoutes[SensorRoute(sensor: reading.sensor, channel: reading.channel)] else { return }
         let value: Values.SensorValue
         switch reading.reading {
@@ -202,7 +201,7 @@ public actor ValuePipeline {
             return
         }
         for ref in refs { setValue(value, of: ref) }
-        await drain()
+        drain()
     }
 
     /// Returns at once: the watchdog's proof that this actor still takes new work.
@@ -224,7 +223,7 @@ public actor ValuePipeline {
             return await drive(sensor, value)
         }
         setValue(value, of: ref)
-        await drain()
+        drain()
         return nil
     }
 
@@ -239,7 +238,7 @@ public actor ValuePipeline {
             return
         }
         setValue(write.value, of: write.ref)
-        await drain()
+        drain()
     }
 
     /// What the peripheral reports: connections, subscriptions, and room on the link.
@@ -284,12 +283,12 @@ public actor ValuePipeline {
         case .serviceAdded, .serviceRemoved:
             return
         }
-        await drain()
+        drain()
     }
 
     /// A central's accepted trigger descriptor write (from `triggerChanges`): the characteristic's
     /// triggers for every central subscribed to it now and later.
-    public func handle(_ change: TriggerChange) async {
+    public func handle(_ change: TriggerChange) {
         serverTriggers[change.ref] = change.triggers
         for central in engine.subscribers(of: change.ref).sorted() {
             engine.setTriggers(change.triggers, for: central, on: change.ref, now: now)
@@ -300,7 +299,7 @@ public actor ValuePipeline {
                 "characteristic": "\(change.ref)", "central": "\(change.central)",
                 "triggers": "\(change.triggers.map { "\($0.settings) \($0.logic)" } ?? "the configured policy")"
             ])
-        await drain()
+        drain()
     }
 
     /// Accepted trigger descriptor writes, to hand back to `handle(_:)` (the `run` loop does).
@@ -308,9 +307,9 @@ public actor ValuePipeline {
 
     /// Handles the engine's deadlines up to now (the timer calls this; tests call it after moving
     /// their clock).
-    public func advance() async {
+    public func advance() {
         engine.advance(to: now)
-        await drain()
+        drain()
     }
 
     /// The per-characteristic and per-central counters, for the log line and MQTT `state`.
@@ -350,7 +349,7 @@ public actor ValuePipeline {
     }
 
     private func consumeTriggerChanges() async {
-        for await change in values.triggerChanges { await handle(change) }
+        for await change in values.triggerChanges { handle(change) }
     }
 
     /// The host started or stopped advertising (for the `status` event).
@@ -444,40 +443,30 @@ public actor ValuePipeline {
     }
 
     /// Hands waiting values to the link until it is full or nothing waits, then re-arms the timer.
-    /// Re-entrant calls (while an `updateValue` is awaited) only ask the running drain to loop.
-    private func drain() async {
-        guard !draining else {
-            drainAgain = true
-            return
-        }
-        draining = true
-        defer { draining = false }
-        repeat {
-            drainAgain = false
-            await drainOnce()
-        } while drainAgain
-        armTimer()
-    }
-
-    private func drainOnce() async {
+    /// Synchronous (the peripheral shares this actor's executor, the event loop), so nothing else
+    /// runs on the pipeline in between.
+    private func drain() {
         for central in engine.centralsWithPendingTransmissions.sorted() where !fullCentrals.contains(central) {
             while !fullCentrals.contains(central), let transmission = engine.nextTransmission(for: central) {
-                guard await transmit(transmission) else {
+                guard transmit(transmission) else {
                     // Back to the engine's slot, where a newer value replaces it.
                     engine.transmissionRefused(transmission)
                     break
                 }
             }
         }
+        armTimer()
     }
 
     /// Sends one update; false (and the central is full) when the link has no room for it.
-    private func transmit(_ transmission: Transmission<CentralID, CharacteristicRef>) async -> Bool {
+    private func transmit(_ transmission: Transmission<CentralID, CharacteristicRef>) -> Bool {
         guard let characteristic = published[transmission.characteristic] else { return true }
         do {
-            let sent = try await peripheral.updateValue(
-                transmission.sample.bytes, for: characteristic,
-                onSubscribedCentrals: [transmission.central])
+            let sent = try peripheral.onLoop { peripheral in
+                try peripheral.updateValue(
+                    transmission.sample.bytes, for: characteristic,
+                    onSubscribedCentrals: [transmission.central])
+            }
             if !sent {
                 fullCentrals.insert(transmission.central)
                 return false
@@ -505,17 +494,13 @@ public actor ValuePipeline {
         if let armed = timerDeadline, armed <= deadline { return }
         timerDeadline = deadline
         if timer == nil {
-            // The deadline's work awaits the peripheral, so it runs as a task (one per deadline
-            // reached, not per value), on the loop like the rest of the pipeline.
-            timer = EventLoop.shared.makeTimer { [weak self] in
-                Task(executorPreference: EventLoop.shared) { await self?.timerFired() }
-            }
+            timer = EventLoop.shared.makeTimer { [weak self] in self?.onLoop { $0.timerFired() } }
         }
         timer?.arm(after: deadline - now)
     }
 
-    private func timerFired() async {
+    private func timerFired() {
         timerDeadline = nil
-        await advance()
+        advance()
     }
 }

@@ -131,15 +131,13 @@ public actor BTHomeAdvertiser {
     }
 
     /// A sensor reading; the advertising data follows when it is a broadcast one that changed.
-    public func reading(_ value: Sensors.SensorValue) async {
+    /// Synchronous, on the event loop where the reading was made: the update itself (at most one a
+    /// `minimumInterval`) runs as a task.
+    public func reading(_ value: Sensors.SensorValue) {
         guard broadcast.record(value), pending == nil else { return }
         let due = lastPublished.map { $0 + Self.minimumInterval } ?? .now
-        if due <= .now {
-            await refresh()
-            return
-        }
         pending = Task {
-            try? await Task.sleep(until: due, clock: .continuous)
+            if due > .now { try? await Task.sleep(until: due, clock: .continuous) }
             await self.refresh()
         }
     }

@@ -36,15 +36,17 @@ func chip(_ rate: Int) -> [SimulatedChipConfig] {
 // MARK: 1. Real time
 do {
     let sim = SimulatedBackend(chips: chip(hertz), clock: .realTime)
-    let runner = try SensorRunner(
-        spec: counterSpec(buffer: 16_384, report: .milliseconds(100)), backend: sim,
-        bufferSize: 100_000)
-    let task = Task { try await runner.run() }
+    let runner = try SensorRunner(spec: counterSpec(buffer: 16_384, report: .milliseconds(100)), backend: sim)
+    let (values, deliver) = AsyncStream.makeStream(of: SensorValue.self, bufferingPolicy: .bufferingNewest(100_000))
+    let task = Task {
+        defer { deliver.finish() }
+        try await runner.run(delivering: { deliver.yield($0) })
+    }
     let consumer = Task {
         var checked = 0, mismatches = 0, lost = 0
         var last: SensorValue?
         var offset: UInt64?
-        for await value in runner.values.dropFirst() {  // the first is the total before any read
+        for await value in values.dropFirst() {  // the first is the total before any read
             if value.channel == "lost_events" { lost = Int(value.number ?? 0); continue }
             let generated = (value.timestampNs - sim.originNs) / periodNs
             if offset == nil { offset = generated - UInt64(value.number ?? 0) }

@@ -1,0 +1,54 @@
+import BluetoothHost
+import EventLoop
+import Logging
+import Sensors
+
+/// Hands each reading of one sensor to the pipeline, to BTHome, and to the host when the sensor
+/// confirms Numeric Comparison.
+///
+/// Why an actor on the event loop, called synchronously: the runner delivers on the loop, and the
+/// pipeline and the advertiser share that executor, so a reading reaches the notification it
+/// causes in one call chain: no task, stream or executor hop per reading.
+actor SensorForwarder {
+    nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
+
+    private let sensor: String
+    private let pipeline: ValuePipeline
+    private let bthome: BTHomeAdvertiser?
+    private let host: PeripheralHost
+    private let logger: Logger
+    private var confirmButton: ConfirmButton?
+    private var lostEvents: LostEventsLog
+
+    /// `confirms`: this sensor is `bluetooth.security.confirm_with`.
+    init(
+        sensor: String, pipeline: ValuePipeline, bthome: BTHomeAdvertiser?, host: PeripheralHost,
+        confirms: Bool, logger: Logger
+    ) {
+        self.sensor = sensor
+        self.pipeline = pipeline
+        self.bthome = bthome
+        self.host = host
+        self.logger = logger
+        confirmButton = confirms ? ConfirmButton() : nil
+        lostEvents = LostEventsLog(sensor: sensor)
+    }
+
+    /// The runner's consumer (`SensorRunner.run(delivering:)`), called on the event loop.
+    nonisolated func deliver(_ value: SensorValue) {
+        onLoop { $0.forward(value) }
+    }
+
+    private func forward(_ value: SensorValue) {
+        if value.channel == SensorValue.lostEventsChannel, let total = value.number {
+            if let line = lostEvents.record(total: Int(total), at: .now) { logger.warning("\(line)") }
+            pipeline.onLoop { $0.lostEvents(sensor: sensor, total: Int(total)) }
+            return
+        }
+        pipeline.onLoop { $0.sensorValue(value) }
+        bthome?.onLoop { $0.reading(value) }
+        if confirmButton?.isPress(value) == true {
+            Task { [host] in await host.confirmNumericComparison() }
+        }
+    }
+}
