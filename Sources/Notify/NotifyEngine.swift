@@ -268,7 +268,11 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         let policy = policy(key)
         let last = subscription.lastEmitted
         let sinceLast = last == nil ? nil : now - subscription.lastEmittedAt
-        var gateEnds: [Duration] = []
+        // The earliest time a gate (a trigger's minimum spacing, the minimum interval) still
+        // closed now opens; nil while none is closed. Kept as one value, not a list: this runs
+        // for every value.
+        var gateEnd: Duration?
+        func close(until end: Duration) { gateEnd = min(gateEnd ?? end, end) }
         let admitted: Bool
         let admittedWithGatesOpen: Bool
         if let triggerSet = triggers[key]?.triggers {
@@ -277,7 +281,9 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
                 admitted
                 || triggerSet.holds(sample, last: last, atTick: atTick, sinceLast: sinceLast, spacingWaived: true)
             if sinceLast != nil {
-                gateEnds += triggerSet.minimumSpacings.map { subscription.lastEmittedAt + $0 }.filter { $0 > now }
+                for spacing in triggerSet.minimumSpacings where subscription.lastEmittedAt + spacing > now {
+                    close(until: subscription.lastEmittedAt + spacing)
+                }
             }
         } else {
             // A heartbeat resends whatever the value is.
@@ -287,9 +293,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         guard admittedWithGatesOpen else { return .refuse }
         // The configured minimum interval is a floor under every rule.
         let floorEnds = subscription.lastEmittedAt + policy.minInterval
-        if sinceLast != nil, floorEnds > now { gateEnds.append(floorEnds) }
-        if admitted, gateEnds.isEmpty { return .emit }
-        guard let end = gateEnds.min() else { return .refuse }
+        if sinceLast != nil, floorEnds > now { close(until: floorEnds) }
+        guard let end = gateEnd else { return admitted ? .emit : .refuse }
         return .hold(until: end)
     }
 
@@ -369,8 +374,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     private func earliestDeadline() -> (Key, Duration)? {
         var earliest: (key: Key, deadline: Duration, sequence: Int)?
         for (key, subscription) in subscriptions {
-            let candidates = [subscription.retryAt, nextTick(key, subscription)].compactMap { $0 }
-            guard let deadline = candidates.min() else { continue }
+            let tick = nextTick(key, subscription)
+            guard let deadline = subscription.retryAt.map({ min($0, tick ?? $0) }) ?? tick else { continue }
             if let current = earliest,
                 (current.deadline, current.sequence) < (deadline, subscription.sequence)
             {

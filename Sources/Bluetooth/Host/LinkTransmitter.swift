@@ -67,9 +67,10 @@ final class LinkTransmitter: @unchecked Sendable {
     }
 
     private func flushLocked() {
-        guard var current = scheduler, let transport else { return }
-        let packets = current.takeSendable()
-        scheduler = current
+        guard scheduler != nil, let transport else { return }
+        // In place: a copy taken out and put back would share the queues' storage, so the
+        // scheduler's first mutation would copy every queue, for every packet.
+        let packets = scheduler!.takeSendable()
         for packet in packets {
             do {
                 try transport.send(.acl(packet))
