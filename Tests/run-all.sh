@@ -41,12 +41,41 @@ stage() {
 swift_test_log=$(mktemp)
 trap 'rm -f "$swift_test_log"' EXIT
 swift_test() {
-    local scratch status
+    local scratch status watchdog
     scratch=$(mktemp -d -t gattway-swift-test.XXXXXX)
-    TMPDIR=$scratch swift test 2>&1 | tee "$swift_test_log"
+    stall_watchdog "$swift_test_log" &
+    watchdog=$!
+    # Line-buffered (stdbuf reaches the test process through the environment), so the log is
+    # current when the watchdog reads it.
+    TMPDIR=$scratch stdbuf -oL -eL swift test 2>&1 | tee "$swift_test_log"
     status=${PIPESTATUS[0]}
+    kill "$watchdog" 2>/dev/null
     if ((status == 0)); then rm -rf "$scratch"; else echo "the tests' files are kept in $scratch"; fi
     return "$status"
+}
+
+# A whole `swift test` run takes about two minutes and prints as it goes. A log that stops growing
+# for ten minutes is a hang: the tests that started and never ended are named (and the test
+# process's threads shown, when gdb is there), then the process is killed, so the stage fails
+# saying where it stood instead of using up CI's time.
+stall_watchdog() {
+    local log=$1 size last=-1 still=0 pid
+    while sleep 30; do
+        size=$(stat -c %s "$log" 2>/dev/null || echo 0)
+        if ((size == last)); then still=$((still + 30)); else still=0 last=$size; fi
+        ((still < 600)) && continue
+        echo "=== swift test printed nothing for 10 minutes; started and not ended:"
+        sed -nE 's/.*◇ (Test|Suite) (.*) started\.$/\2/p' "$log" | sort >"$log.started"
+        sed -nE 's/.*[✔✘] (Test|Suite) (.*) (passed|failed|recorded).*/\2/p' "$log" | sort -u >"$log.ended"
+        comm -23 "$log.started" "$log.ended" | sed 's/^/  /'
+        for pid in $(pgrep -f 'PackageTests\.xctest'); do
+            if command -v gdb >/dev/null; then
+                gdb -p "$pid" -batch -ex 'thread apply all bt 20' 2>/dev/null | grep -E '^(Thread|#)' | cut -c1-240
+            fi
+            kill -9 "$pid"
+        done
+        return
+    done
 }
 
 stage "lint (swift format, .swift-format)" make --no-print-directory lint

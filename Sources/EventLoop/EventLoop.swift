@@ -123,13 +123,19 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: token))
         let result = epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event)
         precondition(result == 0, "watching descriptor \(descriptor) failed: \(String(cString: strerror(errno)))")
-        return Watch(descriptor: descriptor, token: token)
+        return Watch(descriptor: descriptor, token: token, file: Self.identity(of: descriptor))
     }
 
     /// Stops watching; no handler of this watch runs after it returns on the loop's thread.
+    ///
+    /// A descriptor closed before its unwatch (against `watch`'s rule) has left epoll with its
+    /// file, and its number may already name another watched file: that one is left alone, where
+    /// removing it would silence its owner for good.
     public func unwatch(_ watch: Watch) {
-        var event = epoll_event()
-        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, watch.descriptor, &event)
+        if Self.identity(of: watch.descriptor) == watch.file {
+            var event = epoll_event()
+            _ = epoll_ctl(epoll, EPOLL_CTL_DEL, watch.descriptor, &event)
+        }
         lock.lock()
         watchers[watch.token] = nil
         lock.unlock()
@@ -139,6 +145,19 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     public struct Watch: Sendable {
         public let descriptor: Int32
         let token: UInt64
+        /// The file it named when watched (device and inode).
+        let file: FileIdentity?
+    }
+
+    struct FileIdentity: Equatable, Sendable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    private static func identity(of descriptor: Int32) -> FileIdentity? {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return nil }
+        return FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
     }
 
     // MARK: Timers

@@ -42,10 +42,14 @@ final class FakeController: HCITransport, @unchecked Sendable {
     }
 
     func send(_ packet: HCIPacket) throws(HCITransportError) {
+        // A command's time is recorded before the test can see the command: a test that reads
+        // `sendTimes` once it has the command must find it there.
+        if case .command(let command) = packet {
+            let now = ContinuousClock.now
+            lock.withLock { commandTimes.append((command.opcode, now)) }
+        }
         sentContinuation.yield(packet)
         guard case .command(let command) = packet else { return }
-        let now = ContinuousClock.now
-        lock.withLock { commandTimes.append((command.opcode, now)) }
         let silent = lock.withLock { silentOpcodes.contains(command.opcode) }
         if silent { return }
         inject(.event(reply(to: command)))

@@ -86,12 +86,7 @@ private struct Pipe {
         #expect(await iterator.next() == true)
 
         // Once unwatched on the loop, a readable descriptor calls nothing.
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            loop.execute { [loop] in
-                loop.unwatch(watch)
-                done.resume()
-            }
-        }
+        await onTheLoop { [loop] in loop.unwatch(watch) }
         pipe.send(3)
         try await Task.sleep(for: .milliseconds(50))
         continuation.finish()
@@ -100,13 +95,69 @@ private struct Pipe {
 
     @Test func aHangUpIsReportedAsAFailure() async {
         let pipe = Pipe()
-        defer { _ = Glibc.close(pipe.read) }
         let (stream, continuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
         let watch = loop.watch(pipe.read) { readiness in continuation.yield(readiness.isFailure) }
         _ = Glibc.close(pipe.write)
         var iterator = stream.makeAsyncIterator()
         #expect(await iterator.next() == true)
-        loop.execute { [loop] in loop.unwatch(watch) }
+        // Unwatched before it is closed, as `watch` asks: the number of a closed descriptor is
+        // reused at once (by a test running beside this one), and a late unwatch would remove
+        // that descriptor from the loop instead, whose owner would then wait forever.
+        await onTheLoop { [loop] in loop.unwatch(watch) }
+        _ = Glibc.close(pipe.read)
+    }
+
+    /// A descriptor closed before its unwatch leaves epoll with its file; when its number already
+    /// names another watched file, the late unwatch must leave that watch alone.
+    @Test func aLateUnwatchLeavesTheNextFileUnderTheSameNumberWatched() async throws {
+        let first = Pipe()
+        let stale = loop.watch(first.read) { _ in }
+        let second = Pipe()
+        // The first's read end closed and its number given to the second's read end in one step,
+        // as the kernel reuses a closed number, with no moment for a test running beside this one
+        // to take the number.
+        let reused = first.read
+        #expect(dup2(second.read, reused) == reused)
+        _ = Glibc.close(second.read)
+        let readable = Mutex(false)
+        let watch = loop.watch(reused) { _ in
+            var byte: UInt8 = 0
+            while Glibc.read(reused, &byte, 1) == 1 {}
+            readable.withLock { $0 = true }
+        }
+        await onTheLoop { [loop] in loop.unwatch(stale) }
+        second.send(1)
+        let deadline = ContinuousClock.now + .seconds(2)
+        while !readable.withLock({ $0 }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(readable.withLock { $0 }, "the watch of the file now under the number still works")
+        await onTheLoop { [loop] in loop.unwatch(watch) }
+        for descriptor in [reused, first.write, second.write] { _ = Glibc.close(descriptor) }
+    }
+
+    /// `onLoop` (the event path's `assumeIsolated`) calls into an actor of the loop synchronously,
+    /// from a closure the loop runs.
+    @Test func onLoopCallsAnActorOfTheLoopSynchronously() async {
+        let counter = OnLoop()
+        let calls = await withCheckedContinuation { (done: CheckedContinuation<Int, Never>) in
+            loop.execute {
+                counter.onLoop { $0.count() }
+                counter.onLoop { $0.count() }
+                done.resume(returning: counter.onLoop { $0.calls })
+            }
+        }
+        #expect(calls == 2)
+    }
+
+    /// Runs `body` on the loop's thread and waits for it.
+    private func onTheLoop(_ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                body()
+                done.resume()
+            }
+        }
     }
 
     @Test func aTimerFiresOnceAtItsDeadlineNeverEarly() async throws {
