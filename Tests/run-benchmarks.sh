@@ -39,9 +39,12 @@ bin=$(swift build -c release --package-path "$benchmarks" --show-bin-path)
 
 echo
 echo "=== CPU per event (event_cost.py)"
-swift build -c release --product gattway
+# The executable as the package ships it (Swift's libraries linked in), so the binary size and
+# memory are the shipped ones; its own scratch path keeps the other release build's flags apart.
+shipped=(-c release --static-swift-stdlib --scratch-path .build/shipped)
+swift build "${shipped[@]}" --product gattway
 helpers=$(mktemp -d)
 "${CC:-cc}" -O2 -shared -fPIC -o "$helpers/malloc_counter.so" "$benchmarks/malloc_counter.c" -ldl -lpthread
 "${CC:-cc}" -O2 -o "$helpers/wake_floor" "$benchmarks/wake_floor.c"
-"$python" "$benchmarks/event_cost.py" --gattway "$(swift build -c release --show-bin-path)/gattway" \
+"$python" "$benchmarks/event_cost.py" --gattway "$(swift build "${shipped[@]}" --show-bin-path)/gattway" \
     --malloc-counter "$helpers/malloc_counter.so" --wake-floor "$helpers/wake_floor"

@@ -95,6 +95,10 @@ class Sample:
         self.threads = len(glob.glob(f"/proc/{pid}/task/*"))
         with open(f"/proc/{pid}/status") as status:
             self.rss_kb = next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
+        # The process's own memory (heap, stacks, written data): the rest of RSS is clean pages of
+        # the binary and shared libraries, which the page cache shares and can drop.
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            self.anonymous_kb = next(int(line.split()[1]) for line in rollup if line.startswith("Anonymous:"))
         self.allocations = None
         if malloc_file:
             with open(malloc_file) as counter:
@@ -111,7 +115,8 @@ async def measure(pid: int, malloc_file: str | None, warmup: float, seconds: flo
     end, last = Sample(pid, malloc_file), events()
     count = last - first
     result = {"events": count, "seconds": end.time - start.time, "cpu": end.cpu - start.cpu,
-              "switches": end.switches - start.switches, "rss_kb": end.rss_kb, "threads": end.threads,
+              "switches": end.switches - start.switches, "rss_kb": end.rss_kb,
+              "anonymous_kb": end.anonymous_kb, "threads": end.threads,
               "allocations": None if start.allocations is None else end.allocations - start.allocations}
     return result
 
@@ -218,17 +223,20 @@ async def main() -> None:
     print(f"Event cost, {args.rate} value changes/s, {args.seconds:g} s measured after {args.warmup:g} s "
           f"(process CPU time from /proc; {os.cpu_count()} cores)")
     print(f"{'scenario':<10}{'events':>9}{'CPU %':>8}{'CPU µs/event':>14}{'switches/event':>16}"
-          f"{'allocs/event':>14}{'RSS MB':>8}{'threads':>9}")
+          f"{'allocs/event':>14}{'RSS MB':>8}{'own MB':>8}{'threads':>9}")
     for label, result in results.items():
         share = result["cpu"] / result["seconds"] * 100
-        rss = result["rss_kb"] / 1024
+        rss, own = result["rss_kb"] / 1024, result["anonymous_kb"] / 1024
         if label == "idle":
-            print(f"{label:<10}{'-':>9}{share:>8.2f}{'-':>14}{'-':>16}{'-':>14}{rss:>8.1f}{result['threads']:>9}")
+            print(f"{label:<10}{'-':>9}{share:>8.2f}{'-':>14}{'-':>16}{'-':>14}{rss:>8.1f}{own:>8.1f}"
+                  f"{result['threads']:>9}")
             continue
         cost = per_event(result)
         allocations = "-" if cost["allocations"] is None else f"{cost['allocations']:.1f}"
         print(f"{label:<10}{result['events']:>9.0f}{share:>8.2f}{cost['cpu_us']:>14.1f}"
-              f"{cost['switches']:>16.2f}{allocations:>14}{rss:>8.1f}{result['threads']:>9}")
+              f"{cost['switches']:>16.2f}{allocations:>14}{rss:>8.1f}{own:>8.1f}{result['threads']:>9}")
+    print("(own MB: anonymous memory, the process's own; the rest of RSS is clean pages of the "
+          "binary and shared libraries)")
     if "notify" in results and "bumble" in results:
         ratio = per_event(results["notify"])["cpu_us"] / per_event(results["bumble"])["cpu_us"]
         print(f"CPU per notification, gattway / Bumble: {ratio:.2f}")

@@ -40,7 +40,7 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
         CentralID(UInt16(truncatingIfNeeded: central.connectionID))
     }
 
-    public func hostStateChanged(_ state: PeripheralState) async {
+    public nonisolated(nonsending) func hostStateChanged(_ state: PeripheralState) async {
         await peripheral.updateState(state)
     }
 
@@ -49,48 +49,48 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
         lock.withLock { _ in addresses[id] }
     }
 
-    public func centralConnected(_ bearer: ATTBearer) async {
+    public nonisolated(nonsending) func centralConnected(_ bearer: ATTBearer) async {
         let id = Self.centralID(bearer.central)
         lock.withLock { _ in addresses[id] = bearer.central.address }
         link.register(bearer, as: id)
         await peripheral.centralConnected(id)
     }
 
-    public func centralDisconnected(_ central: Central) async {
+    public nonisolated(nonsending) func centralDisconnected(_ central: Central) async {
         let id = Self.centralID(central)
         await peripheral.centralDisconnected(id)
         link.unregister(id)
     }
 
-    public func received(_ pdu: [UInt8], from central: Central) async {
+    public nonisolated(nonsending) func received(_ pdu: [UInt8], from central: Central) async {
         await peripheral.receive(pdu, from: Self.centralID(central))
         await armTransactionTimer()
     }
 
-    public func updatesDelivered(_ count: Int, to central: Central) async {
+    public nonisolated(nonsending) func updatesDelivered(_ count: Int, to central: Central) async {
         await peripheral.updatesDelivered(count, to: Self.centralID(central))
     }
 
-    public func transmitCreditsAvailable(_ count: Int) async {
+    public nonisolated(nonsending) func transmitCreditsAvailable(_ count: Int) async {
         await peripheral.transmitRoomFreed(count)
         await armTransactionTimer()
     }
 
-    public func securityChanged(_ security: LinkSecurity, for central: Central) async {
+    public nonisolated(nonsending) func securityChanged(_ security: LinkSecurity, for central: Central) async {
         await peripheral.securityChanged(security, for: Self.centralID(central))
     }
 
-    public func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: Central) async {
+    public nonisolated(nonsending) func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: Central) async {
         await peripheral.restoreSubscriptions(clientConfigurations, for: Self.centralID(central))
         await armTransactionTimer()
     }
 
-    public func clientConfigurations(of central: Central) async -> [UInt16: UInt16] {
+    public nonisolated(nonsending) func clientConfigurations(of central: Central) async -> [UInt16: UInt16] {
         await peripheral.clientConfigurations(of: Self.centralID(central)) ?? [:]
     }
 
     /// Wakes the peripheral at its next ATT transaction deadline (an unconfirmed indication).
-    private func armTransactionTimer() async {
+    private nonisolated(nonsending) func armTransactionTimer() async {
         guard let deadline = await peripheral.nextTransactionDeadline else { return }
         expiryTimer.arm(after: deadline - ContinuousClock.now)
     }

@@ -62,33 +62,33 @@ public final class ATTBearer: Sendable {
 /// What the host needs from the ATT/GATT server above it. The host calls these in order for each
 /// central; PDUs of one central arrive in the order the central sent them.
 public protocol ATTServer: AnyObject, Sendable {
-    func hostStateChanged(_ state: PeripheralState) async
-    func centralConnected(_ bearer: ATTBearer) async
+    nonisolated(nonsending) func hostStateChanged(_ state: PeripheralState) async
+    nonisolated(nonsending) func centralConnected(_ bearer: ATTBearer) async
     /// Also called for every central when the controller is lost.
-    func centralDisconnected(_ central: Central) async
-    func received(_ pdu: [UInt8], from central: Central) async
+    nonisolated(nonsending) func centralDisconnected(_ central: Central) async
+    nonisolated(nonsending) func received(_ pdu: [UInt8], from central: Central) async
     /// The host can take `count` more update PDUs (notifications, indications) across all
     /// centrals: `transmitQueueCapacity` at first power-on, then one back for each update the
     /// controller has sent or that a disconnection or controller loss dropped. The server stops
     /// sending updates when it has no credits left: that is `updateValue` returning false.
-    func transmitCreditsAvailable(_ count: Int) async
+    nonisolated(nonsending) func transmitCreditsAvailable(_ count: Int) async
     /// The central's link security changed (encryption on, pairing done, bond stored): the
     /// server checks attribute permissions against it.
-    func securityChanged(_ security: BluetoothGATT.LinkSecurity, for central: Central) async
+    nonisolated(nonsending) func securityChanged(_ security: BluetoothGATT.LinkSecurity, for central: Central) async
     /// A bonded central's CCCD values (handle → bits) from its bond, once its link is encrypted
     /// with the bond's key: its subscriptions come back without it writing the CCCDs again.
-    func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: Central) async
+    nonisolated(nonsending) func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: Central) async
     /// The central's CCCD values now (non-zero only), which the host persists in its bond.
-    func clientConfigurations(of central: Central) async -> [UInt16: UInt16]
+    nonisolated(nonsending) func clientConfigurations(of central: Central) async -> [UInt16: UInt16]
     /// `count` update PDUs sent to `central` have left the controller (called just before the
     /// matching `transmitCreditsAvailable`), so a server can keep one stalled central from holding
     /// every credit.
-    func updatesDelivered(_ count: Int, to central: Central) async
+    nonisolated(nonsending) func updatesDelivered(_ count: Int, to central: Central) async
 }
 
 extension ATTServer {
     /// A server that budgets credits only over all centrals ignores per-central deliveries.
-    public func updatesDelivered(_ count: Int, to central: Central) async {}
+    public nonisolated(nonsending) func updatesDelivered(_ count: Int, to central: Central) async {}
 }
 
 /// Everything the host reports, in order: for logs, tests and the program above.

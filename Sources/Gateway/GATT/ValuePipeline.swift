@@ -80,6 +80,7 @@ public actor ValuePipeline {
     private var timer: EventLoop.Timer?
     private var timerDeadline: Duration?
     private let eventContinuation: AsyncStream<PipelineEvent>.Continuation
+    private let publishesEvents: Bool
     /// Values and status for the MQTT mirror, when `publishesEvents`: state that the next one
     /// replaces, so at most `eventBufferSize` wait for a slow consumer and beyond that the oldest
     /// are dropped (values coalesce) rather than let a fast sensor grow memory. Without
@@ -114,6 +115,7 @@ public actor ValuePipeline {
         self.logger = logger
         self.driveOutput = driveOutput
         values = CharacteristicValues(logger: logger)
+        self.publishesEvents = publishesEvents
         (events, eventContinuation) = AsyncStream.makeStream(
             of: PipelineEvent.self,
             bufferingPolicy: .bufferingNewest(publishesEvents ? Self.eventBufferSize : 0))
@@ -415,7 +417,9 @@ public actor ValuePipeline {
             values.set(sample.bytes, valueHandle: publishedCharacteristic.valueHandle)
         }
         engine.update(ref, sample: sample, now: now)
-        eventContinuation.yield(.valueChanged(ref, adapted, sample.bytes))
+        // Skipped without MQTT: the stream keeps nothing then, but a yield still costs a lock
+        // and an event built for nobody, on every value.
+        if publishesEvents { eventContinuation.yield(.valueChanged(ref, adapted, sample.bytes)) }
     }
 
     /// Booleans on numeric characteristics are 0 and 1; numbers on boolean ones are "non-zero".
