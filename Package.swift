@@ -165,7 +165,7 @@ let package = Package(
             name: "BluetoothATTTests", dependencies: ["BluetoothATT"],
             path: "Tests/BluetoothATTTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT"],
+            name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT", "TestHarness"],
             path: "Tests/BluetoothGATTTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "BluetoothSMPTests", dependencies: ["BluetoothSMP", .product(name: "Crypto", package: "swift-crypto")],

@@ -2,6 +2,7 @@ import BluetoothATT
 import BluetoothCore
 import Foundation
 import Testing
+import TestHarness
 @testable import BluetoothGATT
 
 @Suite struct DatabaseHashTests {
@@ -33,12 +34,8 @@ import Testing
 
     /// A reader discovers every attribute over ATT, rebuilds the hash message from what it saw,
     /// and an independent AES-CMAC (Python `cryptography`) must give the value the server serves.
-    /// Python is a peer here, not part of the unit under test: the unit-only Debian 13 stage
-    /// (GATTWAY_UNIT_ONLY) has none; everywhere else a missing Python is a failure.
-    @Test(
-        .disabled(
-            if: ProcessInfo.processInfo.environment["GATTWAY_UNIT_ONLY"] != nil,
-            "GATTWAY_UNIT_ONLY is set: the cross-check with Python runs in the main stage"))
+    /// Python is a peer here, not part of the unit under test: it stands aside in the unit-only stage.
+    @Test(.disabled(if: integrationTestsStandAside, unitOnlyReason))
     func aClientRecomputesTheServedHashWithAnIndependentCMAC() throws {
         let python = try #require(
             Self.python(),

@@ -57,13 +57,7 @@ func firstConnectionOutcome(_ configuration: MQTTClientConfiguration, logger: Lo
     return outcome
 }
 
-/// Tests/userland/debian13.sh runs the unit tests only (no broker in that root) and says so with
-/// GATTWAY_UNIT_ONLY; everywhere else a missing mosquitto is a failure, not a skip.
-@Suite(
-    "Against a real mosquitto", .serialized,
-    .disabled(
-        if: ProcessInfo.processInfo.environment["GATTWAY_UNIT_ONLY"] != nil,
-        "GATTWAY_UNIT_ONLY is set: the broker integration tests run in the main stage"))
+@Suite("Against a real mosquitto", .serialized, .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct BrokerTests {
     @Test func everyTopicWithExactPayloads() async throws {
         let broker = try Broker()

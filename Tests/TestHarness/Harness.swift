@@ -47,10 +47,12 @@ public enum Harness {
     }
 }
 
-/// The unit-only Debian 13 stage (Tests/userland/debian13.sh sets GATTWAY_UNIT_ONLY) has neither
-/// Bumble nor mosquitto; everywhere else a missing peer is a failure, never a skip.
+/// The unit-only Debian 13 stage (Tests/userland/debian13.sh sets GATTWAY_UNIT_ONLY) has no peer
+/// for a test to talk to (no Python, Bumble or mosquitto); everywhere else a missing peer is a
+/// failure, never a skip. Every such test stands aside with
+/// `.disabled(if: integrationTestsStandAside, unitOnlyReason)`.
 public let integrationTestsStandAside = ProcessInfo.processInfo.environment["GATTWAY_UNIT_ONLY"] != nil
-public let unitOnlyReason: Comment = "GATTWAY_UNIT_ONLY is set: tests with Bumble or mosquitto run in the main stage"
+public let unitOnlyReason: Comment = "GATTWAY_UNIT_ONLY is set: tests with Python, Bumble or mosquitto run in the main stage"
 
 /// Reads lines from a pipe on a thread of its own, blocked in read(2). Not on a dispatch queue:
 /// on Linux those share their worker threads with Swift's global executor, and a dozen phones'
