@@ -345,7 +345,7 @@ struct BrokerTests {
     func wrongPasswordFailsClearlyAndIsNeverLogged(version: MQTTProtocolVersion) async throws {
         let directory = try temporaryDirectory("auth")
         let passwords = directory.appendingPathComponent("passwd").path
-        try run("/usr/bin/mosquitto_passwd", ["-b", "-c", passwords, "gateway", "s3cret-Pa55"])
+        try ChildProcess(["/usr/bin/mosquitto_passwd", "-b", "-c", passwords, "gateway", "s3cret-Pa55"]).runSucceeding()
         let broker = try Broker(extra: "allow_anonymous false\npassword_file \(passwords)")
         defer { broker.stop() }
         let goodFile = directory.appendingPathComponent("good").path
@@ -429,21 +429,21 @@ struct TestPKI {
         guard FileManager.default.isExecutableFile(atPath: openssl) else { throw TestFailure("openssl is not installed") }
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         for name in ["ca", "other-ca"] {
-            try run(
-                openssl,
-                ["req", "-x509"] + ec + [
+            try ChildProcess(
+                [openssl, "req", "-x509"] + ec + [
                     "-keyout", path("\(name).key"), "-out", path("\(name).crt"),
                     "-days", "2", "-subj", "/CN=gattway test \(name)"
-                ])
+                ]
+            ).runSucceeding()
         }
-        try run(openssl, ["req"] + ec + ["-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=localhost"])
+        try ChildProcess(
+            [openssl, "req"] + ec + ["-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=localhost"]
+        ).runSucceeding()
         try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("ext"), atomically: true, encoding: .utf8)
-        try run(
-            openssl,
-            [
-                "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
-                "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("ext")
-            ])
+        try ChildProcess([
+            openssl, "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+            "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("ext")
+        ]).runSucceeding()
         ca = path("ca.crt")
         otherCA = path("other-ca.crt")
         serverCertificate = path("server.crt")

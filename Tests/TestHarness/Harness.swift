@@ -31,16 +31,12 @@ public enum Harness {
                     .venv/bin/pip install bumble==0.0.236 cryptography), or set GATTWAY_PYTHON
                     """)
         }
-        // Spawned and reaped directly: Foundation's Process would wait for an exit notice that
-        // needs a pool thread, and this runs on one.
-        let pid = try spawnWithDefaultSignals(path, ["-c", "import bumble, cryptography"], stderr: "/dev/null")
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        guard status == 0 else {
+        let check = try ChildProcess([path, "-c", "import bumble, cryptography"]).runToCompletion(timeout: 60)
+        guard check.status == 0 else {
             throw Unavailable(
                 description: """
                     \(path) cannot import bumble and cryptography; install them: \
-                    \(path) -m pip install bumble==0.0.236
+                    \(path) -m pip install bumble==0.0.236 (\(check.stderr))
                     """)
         }
         return path
