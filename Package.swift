@@ -200,7 +200,7 @@ let package = Package(
             dependencies: ["MQTT", .product(name: "Logging", package: "swift-log")],
             path: "Tests/MQTTWillProbe", swiftSettings: swiftSettings),
         .testTarget(
-            name: "StateFileTests", dependencies: ["StateFile", "StateFileProbe", "BluetoothSMP", "BluetoothCore"],
+            name: "StateFileTests", dependencies: ["StateFile", "StateFileProbe", "BluetoothSMP", "BluetoothCore", "TestHarness"],
             path: "Tests/StateFileTests", swiftSettings: swiftSettings),
         // Child process the state-file tests SIGKILL while it rewrites a state file.
         .executableTarget(

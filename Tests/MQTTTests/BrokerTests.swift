@@ -297,14 +297,11 @@ struct BrokerTests {
         let broker = try Broker()
         defer { broker.stop() }
         let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/probe/availability"])
-        let probe = Process()
-        probe.executableURL = try probeExecutable()
-        probe.arguments = ["\(broker.port)", try temporaryDirectory("probe").path]
-        probe.standardError = FileHandle.nullDevice
-        try probe.run()
-        defer { if probe.isRunning { kill(probe.processIdentifier, SIGKILL) } }
+        let probe = ChildProcess([try builtExecutable("MQTTWillProbe"), "\(broker.port)", try temporaryDirectory("probe").path])
+        try probe.start()
+        defer { probe.stop(SIGKILL) }
         #expect(try await watcher.next(on: "gattway/probe/availability").string == "online")
-        kill(probe.processIdentifier, SIGKILL)
+        probe.stop(SIGKILL)
         while probe.isRunning { try await Task.sleep(for: .milliseconds(1)) }
         #expect(try await watcher.next(on: "gattway/probe/availability").string == "offline")
         await watcher.stop()
@@ -400,19 +397,6 @@ func waitUntil(timeout: Duration = .seconds(10), _ condition: () async -> Bool) 
         guard ContinuousClock.now < deadline else { throw TestFailure("condition not met within \(timeout)") }
         try await Task.sleep(for: .milliseconds(20))
     }
-}
-
-/// The `MQTTWillProbe` executable built next to the test bundle.
-func probeExecutable() throws -> URL {
-    var directory = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        .deletingLastPathComponent()
-    // Linux: <build>/debug/gattwayPackageTests.xctest is the binary itself.
-    for _ in 0..<3 {
-        let candidate = directory.appendingPathComponent("MQTTWillProbe")
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        directory.deleteLastPathComponent()
-    }
-    throw TestFailure("MQTTWillProbe executable not found next to the test binary; run `swift build --build-tests`")
 }
 
 /// A throwaway CA, a server certificate for 127.0.0.1/localhost signed by it, and an unrelated CA.

@@ -3,6 +3,7 @@ import BluetoothSMP
 import Foundation
 @testable import StateFile
 import Testing
+import TestHarness
 
 @Suite struct StateFileTests {
     @Test func writesReadsAndReplaces() throws {
@@ -87,24 +88,17 @@ import Testing
     /// 0–3 ms, kills it with SIGKILL and waits for it. It waits by sleeping, not by blocking a
     /// thread, so the other tests running beside it keep theirs.
     private func runProbeAndKill(_ arguments: [String], round: Int, wrote: () -> Bool) async throws {
-        let process = Process()
-        process.executableURL = try probeExecutable()
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        try process.run()
+        let probe = ChildProcess([try builtExecutable("StateFileProbe")] + arguments)
+        try probe.start()
         let deadline = ContinuousClock.now + .seconds(20)
-        while !wrote(), process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(500)) }
+        while !wrote(), probe.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(500)) }
         try await Task.sleep(for: .microseconds(Int.random(in: 0...3_000)))
-        kill(process.processIdentifier, SIGKILL)
-        // Sleeping, not waitUntilExit: that blocks a pool thread until Foundation's exit notice,
-        // which itself needs a pool thread (two such waits deadlocked a full run).
-        while process.isRunning { try await Task.sleep(for: .milliseconds(1)) }
-        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        probe.stop(SIGKILL)
+        while probe.isRunning { try await Task.sleep(for: .milliseconds(1)) }
+        let status = probe.waitForExit(timeout: 10)  // its output, to the end
         #expect(
-            process.terminationReason == .uncaughtSignal,
-            "round \(round): the probe exited by itself (\(process.terminationStatus)): \(output)")
+            probe.terminatingSignal != nil,
+            "round \(round): the probe exited by itself (\(status.map { "status \($0)" } ?? "?")): \(probe.stderr)")
     }
 
     private func mode(of path: String) throws -> Int {
@@ -115,17 +109,5 @@ import Testing
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("statefile-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
-    }
-
-    /// The `StateFileProbe` executable built next to the test bundle.
-    private func probeExecutable() throws -> URL {
-        var directory = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            .deletingLastPathComponent()
-        for _ in 0..<3 {
-            let candidate = directory.appendingPathComponent("StateFileProbe")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory.deleteLastPathComponent()
-        }
-        throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "StateFileProbe next to the test bundle"])
     }
 }

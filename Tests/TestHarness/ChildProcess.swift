@@ -1,11 +1,13 @@
 import Foundation
 
-/// A command run as a child process with its output captured: the one way the tests run a
-/// program (`gattway` through `GattwayProcess`, Python, openssl). Spawned through
-/// `spawnWithDefaultSignals` and reaped here rather than through Foundation's `Process`, whose
-/// exit notice needs a dispatch worker: with the test process's threads busy it arrived up to 30 s
-/// late, and `waitUntilExit` on a pool thread could deadlock a run. Waiting blocks on a condition
-/// signalled by the pipes and the exit, never by polling.
+/// A command run as a child process with its output captured: how the tests run a program
+/// (`gattway` through `GattwayProcess`, the probes, Python scripts, openssl, the mosquitto
+/// clients). Spawned through `spawnWithDefaultSignals` and reaped here rather than through
+/// Foundation's `Process`, whose exit notice needs a dispatch worker: with the test process's
+/// threads busy it arrived up to 30 s late, and `waitUntilExit` on a pool thread could deadlock a
+/// run. Waiting blocks on a condition signalled by the pipes and the exit, never by polling.
+/// (The Python peers `Phone` and `VirtualController` talk over stdin and stdout lines and still
+/// run as `Process`, never waited for.)
 public class ChildProcess: @unchecked Sendable {
     private let command: [String]
     /// Replaces the test's own environment when set; `GattwayProcess` adds to it before `start`.
@@ -17,6 +19,7 @@ public class ChildProcess: @unchecked Sendable {
     private var stderrData = Data()
     private var openStreams = 2
     private var exitStatus: Int32?
+    private var endedBySignal = false
     private let outPipe = Pipe()
     private let errPipe = Pipe()
     public private(set) var pid: pid_t = 0
@@ -57,6 +60,7 @@ public class ChildProcess: @unchecked Sendable {
             let code = status & 0x7F == 0 ? (status >> 8) & 0xFF : status & 0x7F
             condition.lock()
             exitStatus = code
+            endedBySignal = status & 0x7F != 0
             condition.broadcast()
             condition.unlock()
         }
@@ -85,6 +89,16 @@ public class ChildProcess: @unchecked Sendable {
 
     public var stdout: String { condition.lock(); defer { condition.unlock() }; return String(decoding: stdoutData, as: UTF8.self) }
     public var stderr: String { condition.lock(); defer { condition.unlock() }; return String(decoding: stderrData, as: UTF8.self) }
+
+    /// Whether it has not exited yet (or not been started).
+    public var isRunning: Bool { condition.lock(); defer { condition.unlock() }; return exitStatus == nil }
+
+    /// The signal that ended it; nil while it runs and when it exited by itself.
+    public var terminatingSignal: Int32? {
+        condition.lock()
+        defer { condition.unlock() }
+        return endedBySignal ? exitStatus : nil
+    }
 
     /// Waits until `predicate` holds for (stdout, stderr, finished) or the timeout passes;
     /// `finished` means the process exited and both pipes reached end of file.
@@ -115,11 +129,11 @@ public class ChildProcess: @unchecked Sendable {
     /// Signals its whole process group, as Ctrl-C in a terminal signals the foreground job.
     public func signalGroup(_ number: Int32) { kill(-pid, number) }
 
-    /// SIGTERM, unless it has exited (and so may have been reaped, its pid free for reuse).
-    public func stop() {
+    /// Sends `signal`, unless it has exited (and so may have been reaped, its pid free for reuse).
+    public func stop(_ signal: Int32 = SIGTERM) {
         condition.lock()
         defer { condition.unlock() }
-        if pid > 0, exitStatus == nil { kill(pid, SIGTERM) }
+        if pid > 0, exitStatus == nil { kill(pid, signal) }
     }
 
     /// Starts it and waits for its end: (status, stdout, stderr); the status is nil when it is
@@ -151,6 +165,19 @@ public class ChildProcess: @unchecked Sendable {
         }
         return result.stdout
     }
+}
+
+/// The build directory SwiftPM runs the test binary from (`.build/<triple>/debug`) and builds the
+/// package's executables into: `gattway` and the probes.
+public let buildDirectory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+
+/// The path of the executable `name` built beside the tests; fails saying how to build it.
+public func builtExecutable(_ name: String) throws -> String {
+    let path = buildDirectory.appendingPathComponent(name).path
+    guard FileManager.default.isExecutableFile(atPath: path) else {
+        throw TestFailure("\(name) is not built next to the test binary (\(path)); run `swift build --build-tests`")
+    }
+    return path
 }
 
 /// Starts `command` (the executable's path first) with an empty signal mask and default signal

@@ -10,8 +10,7 @@ public final class GattwayProcess: ChildProcess, @unchecked Sendable {
         if let path = ProcessInfo.processInfo.environment["GATTWAY_EXECUTABLE"], !path.isEmpty {
             return URL(fileURLWithPath: path)
         }
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        return executable.deletingLastPathComponent().appendingPathComponent("gattway")
+        return buildDirectory.appendingPathComponent("gattway")
     }()
 
     /// `environment` is added to the test's own (without `JOURNAL_STREAM` and `NOTIFY_SOCKET`);
