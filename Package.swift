@@ -168,7 +168,7 @@ let package = Package(
             name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT", "TestHarness"],
             path: "Tests/BluetoothGATTTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothSMPTests", dependencies: ["BluetoothSMP", .product(name: "Crypto", package: "swift-crypto")],
+            name: "BluetoothSMPTests", dependencies: ["BluetoothSMP", "TestHarness", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/BluetoothSMPTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "BluetoothHCITests", dependencies: ["BluetoothHCI"],
@@ -183,7 +183,7 @@ let package = Package(
             name: "GPIOTests", dependencies: ["GPIO", "EventLoop"],
             path: "Tests/GPIOTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "SensorsTests", dependencies: ["Sensors", "GPIO", "EventLoop"],
+            name: "SensorsTests", dependencies: ["Sensors", "GPIO", "EventLoop", "TestHarness"],
             path: "Tests/SensorsTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "ValuesTests", dependencies: ["Values"],

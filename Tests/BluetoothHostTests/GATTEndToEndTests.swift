@@ -98,7 +98,7 @@ struct GATTEndToEndTests {
         let host = PeripheralHost(
             configuration: HostConfiguration(
                 transport: transport ?? .tcp(host: "127.0.0.1", port: UInt16(virtual.tcpPort)),
-                stateDirectory: NSTemporaryDirectory() + "gattway-e2e-\(UUID().uuidString)",
+                stateDirectory: try temporaryDirectory("e2e").path,
                 advertising: AdvertisingSettings(localName: name, serviceUUIDs: [serviceUUID], intervalMilliseconds: 20),
                 transmitQueueCapacity: capacity, reconnectDelays: [.milliseconds(100), .milliseconds(300)]),
             peripheral: binding, logger: logger)

@@ -29,9 +29,7 @@ struct CLITests {
         """
 
     private func temporaryFile(_ text: String, name: String = "gattway.yaml") throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-cli-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let file = directory.appendingPathComponent(name)
+        let file = try temporaryDirectory("cli").appendingPathComponent(name)
         try text.write(to: file, atomically: true, encoding: .utf8)
         return file.path
     }
@@ -119,7 +117,7 @@ struct CLITests {
             """
             bluetooth: {transport: "tcp:127.0.0.1:9"}
             gpio: {backend: simulated}
-            state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
+            state_dir: \(try temporaryDirectory("cli-state").path)
             """)
         let child = GattwayProcess([
             "run", "--config", path, "--hci", "tcp:127.0.0.1:19", "--mqtt", "mqtt://127.0.0.1:9",
@@ -254,7 +252,7 @@ struct CLITests {
         let path = try temporaryFile(
             """
             gpio: {backend: simulated}
-            state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
+            state_dir: \(try temporaryDirectory("cli-state").path)
             """)
         let child = GattwayProcess(
             ["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"],
@@ -317,7 +315,7 @@ struct CLITests {
         let path = try temporaryFile(
             """
             gpio: {backend: simulated}
-            state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
+            state_dir: \(try temporaryDirectory("cli-state").path)
             """)
         let child = GattwayProcess(
             ["run", "--config", path, "--hci", "tcp:127.0.0.1:9"],
@@ -414,7 +412,7 @@ struct CLITests {
 
     /// A configuration whose state directory is a fresh temporary one, holding two bonds.
     private func configWithBonds() throws -> (config: String, store: BondStore, keys: [String]) {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-bonds-\(UUID())").path
+        let state = try temporaryDirectory("bonds").path
         let config = try temporaryFile(
             """
             state_dir: \(state)

@@ -14,8 +14,7 @@ struct MQTTEndToEndTests {
         let port = try UInt16(freeLoopbackPort())
         let broker = try DemoBroker(port: port)
         defer { broker.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-e2e-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("e2e")
         let configPath = directory.appendingPathComponent("gattway.yaml").path
         try """
         device: {name: e2e}

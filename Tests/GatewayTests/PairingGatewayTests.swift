@@ -18,8 +18,7 @@ struct PairingGatewayTests {
         defer { broker.stop() }
         let controller = try await VirtualController()
         defer { controller.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-pairing-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("pairing")
         let state = directory.path + "/state"
         let configPath = directory.appendingPathComponent("gattway.yaml").path
         try """

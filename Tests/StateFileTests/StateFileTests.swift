@@ -7,7 +7,7 @@ import TestHarness
 
 @Suite struct StateFileTests {
     @Test func writesReadsAndReplaces() throws {
-        let directory = try temporaryDirectory()
+        let directory = try temporaryDirectory("statefile").path
         let path = directory + "/nested/state/file"
         #expect(try StateFile.read(path) == nil)
         try StateFile.write([1, 2, 3], to: path)
@@ -20,7 +20,7 @@ import TestHarness
     }
 
     @Test func aLeftoverTemporaryFileDoesNotWidenTheMode() throws {
-        let path = try temporaryDirectory() + "/bonds.json"
+        let path = try temporaryDirectory("statefile").path + "/bonds.json"
         _ = FileManager.default.createFile(atPath: path + ".tmp", contents: Data([9]), attributes: [.posixPermissions: 0o644])
         try StateFile.write([1], to: path)
         #expect(try mode(of: path) == 0o600)
@@ -28,7 +28,7 @@ import TestHarness
     }
 
     @Test func failuresNameThePathAndTheReason() throws {
-        let directory = try temporaryDirectory()
+        let directory = try temporaryDirectory("statefile").path
         let blocker = directory + "/file"
         try StateFile.write([1], to: blocker)
         #expect(throws: StateFileError.self) { try StateFile.write([1], to: blocker + "/inside") }
@@ -51,7 +51,7 @@ import TestHarness
     /// A counter's total file, rewritten by a child killed with SIGKILL at random moments while it
     /// writes: every kill leaves a complete total, and the total never goes backwards.
     @Test func aKilledCounterWriterLeavesACompleteTotalThatNeverGoesBack() async throws {
-        let path = try temporaryDirectory() + "/pulses.count"
+        let path = try temporaryDirectory("statefile").path + "/pulses.count"
         func total() throws -> UInt64? {
             guard let text = try StateFile.read(path).map({ String(decoding: $0, as: UTF8.self) }) else { return nil }
             return try #require(text.hasSuffix("\n") ? UInt64(text.dropLast()) : nil, "a torn total \"\(text)\"")
@@ -69,7 +69,7 @@ import TestHarness
     /// SIGKILL at random moments while it writes: every kill leaves a file that loads, whole (its
     /// bond count matches its generation), never an older generation.
     @Test func aKilledBondWriterLeavesALoadableFile() async throws {
-        let directory = try temporaryDirectory()
+        let directory = try temporaryDirectory("statefile").path
         let store = BondStore(directory: directory)
         func generation() throws -> UInt16? { try store.load().bonds.first?.clientConfigurations[1] }
         var last: UInt16 = 0
@@ -103,11 +103,5 @@ import TestHarness
 
     private func mode(of path: String) throws -> Int {
         try #require(FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
-    }
-
-    private func temporaryDirectory() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("statefile-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
     }
 }
