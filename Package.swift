@@ -210,7 +210,7 @@ let package = Package(
             name: "YAMLTests", dependencies: ["YAML"],
             path: "Tests/YAMLTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "ConfigTests", dependencies: ["Config"],
+            name: "ConfigTests", dependencies: ["Config", "TestHarness"],
             path: "Tests/ConfigTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "GatewayTests",

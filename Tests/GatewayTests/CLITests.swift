@@ -7,27 +7,6 @@ import TestHarness
 /// The `gattway` command line, run as a real process: exit codes and output.
 @Suite(.serialized)
 struct CLITests {
-    static let brokenConfig = """
-        device:
-          name: greenhouse
-          colour: green
-        bluetooth:
-          transport: usb0
-          max_centrals: many
-        sensors:
-          - id: door
-            kind: binary
-            line: GPIO17
-        services:
-          - uuid: 181A
-            characteristics:
-              - uuid: 2A6G
-                format: uint8
-                source: {sensor: door}
-              - uuid: 2A6E
-                source: {sensor: dor}
-        """
-
     private func temporaryFile(_ text: String, name: String = "gattway.yaml") throws -> String {
         let file = try temporaryDirectory("cli").appendingPathComponent(name)
         try text.write(to: file, atomically: true, encoding: .utf8)
@@ -60,7 +39,7 @@ struct CLITests {
     }
 
     @Test func checkOfABrokenConfigurationListsEveryErrorAndExits1() throws {
-        let path = try temporaryFile(Self.brokenConfig)
+        let path = try temporaryFile(BrokenConfiguration.fiveMistakes)
         let result = try GattwayProcess(["check", "--config", path]).runToCompletion()
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty)
@@ -104,7 +83,7 @@ struct CLITests {
     }
 
     @Test func runWithABrokenConfigurationExits1() throws {
-        let path = try temporaryFile(Self.brokenConfig)
+        let path = try temporaryFile(BrokenConfiguration.fiveMistakes)
         let result = try GattwayProcess(["run", "--config", path]).runToCompletion()
         #expect(result.status == 1)
         #expect(result.stderr.contains("5 errors"))
