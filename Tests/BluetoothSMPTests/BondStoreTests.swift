@@ -5,7 +5,6 @@ import TestHarness
 @testable import BluetoothSMP
 
 @Suite struct BondStoreTests {
-    static func hex(_ text: String) -> [UInt8] { [UInt8](hexString: text)! }
 
     /// The IRK and prand of Core Vol 3 Part H Appendix D.7 (ah): hash 0x0dfbaa.
     static let appendixIRK = SecretKey(mostSignificantFirst: hex("ec0234a3 57c8ad05 341010a6 0a397d9b"))
