@@ -165,10 +165,10 @@ let package = Package(
             name: "BluetoothATTTests", dependencies: ["BluetoothATT"],
             path: "Tests/BluetoothATTTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT"],
+            name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT", "TestHarness"],
             path: "Tests/BluetoothGATTTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothSMPTests", dependencies: ["BluetoothSMP", .product(name: "Crypto", package: "swift-crypto")],
+            name: "BluetoothSMPTests", dependencies: ["BluetoothSMP", "TestHarness", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/BluetoothSMPTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "BluetoothHCITests", dependencies: ["BluetoothHCI"],
@@ -183,7 +183,7 @@ let package = Package(
             name: "GPIOTests", dependencies: ["GPIO", "EventLoop"],
             path: "Tests/GPIOTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "SensorsTests", dependencies: ["Sensors", "GPIO", "EventLoop"],
+            name: "SensorsTests", dependencies: ["Sensors", "GPIO", "EventLoop", "TestHarness"],
             path: "Tests/SensorsTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "ValuesTests", dependencies: ["Values"],
@@ -200,7 +200,7 @@ let package = Package(
             dependencies: ["MQTT", .product(name: "Logging", package: "swift-log")],
             path: "Tests/MQTTWillProbe", swiftSettings: swiftSettings),
         .testTarget(
-            name: "StateFileTests", dependencies: ["StateFile", "StateFileProbe", "BluetoothSMP", "BluetoothCore"],
+            name: "StateFileTests", dependencies: ["StateFile", "StateFileProbe", "BluetoothSMP", "BluetoothCore", "TestHarness"],
             path: "Tests/StateFileTests", swiftSettings: swiftSettings),
         // Child process the state-file tests SIGKILL while it rewrites a state file.
         .executableTarget(
@@ -210,7 +210,7 @@ let package = Package(
             name: "YAMLTests", dependencies: ["YAML"],
             path: "Tests/YAMLTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "ConfigTests", dependencies: ["Config"],
+            name: "ConfigTests", dependencies: ["Config", "TestHarness"],
             path: "Tests/ConfigTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "GatewayTests",

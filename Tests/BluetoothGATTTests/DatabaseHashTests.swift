@@ -2,6 +2,7 @@ import BluetoothATT
 import BluetoothCore
 import Foundation
 import Testing
+import TestHarness
 @testable import BluetoothGATT
 
 @Suite struct DatabaseHashTests {
@@ -33,19 +34,10 @@ import Testing
 
     /// A reader discovers every attribute over ATT, rebuilds the hash message from what it saw,
     /// and an independent AES-CMAC (Python `cryptography`) must give the value the server serves.
-    /// Python is a peer here, not part of the unit under test: the unit-only Debian 13 stage
-    /// (GATTWAY_UNIT_ONLY) has none; everywhere else a missing Python is a failure.
-    @Test(
-        .disabled(
-            if: ProcessInfo.processInfo.environment["GATTWAY_UNIT_ONLY"] != nil,
-            "GATTWAY_UNIT_ONLY is set: the cross-check with Python runs in the main stage"))
+    /// Python is a peer here, not part of the unit under test: it stands aside in the unit-only stage.
+    @Test(.disabled(if: integrationTestsStandAside, unitOnlyReason))
     func aClientRecomputesTheServedHashWithAnIndependentCMAC() throws {
-        let python = try #require(
-            Self.python(),
-            """
-            no Python with `cryptography` found: set GATTWAY_PYTHON or create <package root>/.venv \
-            (e.g. python3 -m venv .venv && .venv/bin/pip install cryptography)
-            """)
+        let python = try Harness.python()
         let (server, _, _) = try Fixture.server()
         server.connect(CentralID(1))
         let client = GATTClient(server: server, central: CentralID(1))
@@ -87,17 +79,6 @@ import Testing
         #expect(server.databaseHash == before, "same structure on the same handles, same hash")
     }
 
-    /// `GATTWAY_PYTHON`, else `<package root>/.venv/bin/python3`.
-    static func python() -> String? {
-        if let explicit = ProcessInfo.processInfo.environment["GATTWAY_PYTHON"], !explicit.isEmpty {
-            return explicit
-        }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let candidate = root.appendingPathComponent(".venv/bin/python3").path
-        return FileManager.default.isExecutableFile(atPath: candidate) ? candidate : nil
-    }
-
     static func cmac(_ message: [UInt8], python: String) throws -> String {
         let script = """
             import sys
@@ -107,33 +88,7 @@ import Testing
             mac.update(bytes.fromhex(sys.argv[1]))
             print(mac.finalize().hex())
             """
-        // Output goes to files, not pipes: reading a pipe can fail with EINTR under the test runner.
-        let directory = FileManager.default.temporaryDirectory
-        let outputURL = directory.appendingPathComponent("gattway-cmac-\(UUID().uuidString).out")
-        let errorURL = directory.appendingPathComponent("gattway-cmac-\(UUID().uuidString).err")
-        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errorURL.path, contents: nil)
-        defer {
-            try? FileManager.default.removeItem(at: outputURL)
-            try? FileManager.default.removeItem(at: errorURL)
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", script, message.hexString]
-        process.standardOutput = try FileHandle(forWritingTo: outputURL)
-        process.standardError = try FileHandle(forWritingTo: errorURL)
-        try process.run()
-        process.waitUntilExit()
-        let data = try Data(contentsOf: outputURL)
-        guard process.terminationStatus == 0 else {
-            let errorText = (try? String(contentsOf: errorURL, encoding: .utf8)) ?? ""
-            throw PythonFailure(message: "\(python) failed (\(process.terminationStatus)): \(errorText)")
-        }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    struct PythonFailure: Error, CustomStringConvertible {
-        let message: String
-        var description: String { message }
+        let hex = try ChildProcess([python, "-c", script, message.hexString]).runSucceeding()
+        return hex.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

@@ -12,6 +12,9 @@ import Foundation
 /// | 19–29 | primary 180D: include 16–18; 2A37 notify (CCCD 23, CUD 24); 2A39 write/write without response (26); 2A38 fixed [0x01] + 2904 (29) |
 /// | 30–42 | primary 6E400001…: 6E400003 notify/indicate/write + reliable write (32, ext 33, CCCD 34); 6E400002 read encrypted (36); FFF2 read authenticated (38); FFF3 read authorized (40); FFF4 write encrypted (42) |
 /// | 43–46 | primary 180F: 2A19 fixed [100] notify (45, CCCD 46) |
+///
+/// FuzzATTServer (Tests/Fuzz) serves a copy of these services, so that seeds taken from these
+/// tables hit real handles: change both (why it is a copy: see there).
 enum Fixture {
     static let nordicService = BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!
     static let nordicRX = BluetoothUUID("6E400002-B5A3-F393-E0A9-E50E24DCCA9E")!

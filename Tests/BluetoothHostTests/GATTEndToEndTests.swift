@@ -98,7 +98,7 @@ struct GATTEndToEndTests {
         let host = PeripheralHost(
             configuration: HostConfiguration(
                 transport: transport ?? .tcp(host: "127.0.0.1", port: UInt16(virtual.tcpPort)),
-                stateDirectory: NSTemporaryDirectory() + "gattway-e2e-\(UUID().uuidString)",
+                stateDirectory: try temporaryDirectory("e2e").path,
                 advertising: AdvertisingSettings(localName: name, serviceUUIDs: [serviceUUID], intervalMilliseconds: 20),
                 transmitQueueCapacity: capacity, reconnectDelays: [.milliseconds(100), .milliseconds(300)]),
             peripheral: binding, logger: logger)
@@ -144,22 +144,7 @@ struct GATTEndToEndTests {
         #expect(try await phone.expect("read", ["handle": running.handle(Self.shortUUID)]).string("value") == "010203")
         #expect(try await phone.expect("read", ["handle": running.longHandle]).bytes("value") == Self.longValue)
 
-        let writable = running.writableHandle
-        try await phone.expect("write", ["handle": writable, "value": "68656c6c6f", "response": true])
-        #expect(try await phone.expect("read", ["handle": writable]).string("value") == "68656c6c6f")
-        try await phone.expect("write", ["handle": writable, "value": "776f726c64", "response": false])
-        #expect(try await phone.expect("read", ["handle": writable]).string("value") == "776f726c64")
-
-        // A 300-byte prepared write in three parts, executed, read back intact.
-        let long = (0..<300).map { UInt8(255 - $0 % 200) }
-        for offset in stride(from: 0, to: 300, by: 100) {
-            let part = Array(long[offset..<offset + 100]).hexString
-            #expect(
-                try await phone.expect("prepare", ["handle": writable, "offset": offset, "value": part])
-                    .string("value") == part)
-        }
-        try await phone.expect("execute", ["commit": true])
-        #expect(try await phone.expect("read", ["handle": writable]).bytes("value") == long)
+        try await phone.expectEveryKindOfWriteReadBack(running.writableHandle)
 
         // Notifications and confirmed indications.
         let notify = try #require(running.published.characteristic(Self.notifyUUID))

@@ -8,20 +8,12 @@ import TestHarness
 @Suite(.timeLimit(.minutes(1)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct HarnessSelfTests {
     @Test func virtualControllerPatchesBumblesGaps() async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try Harness.python())
-        process.arguments = [Harness.directory + "/selftest.py"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let reader = LineReader(output.fileHandleForReading)
-        var lines: [String] = []
-        while let line = await reader.next() { lines.append(line) }
-        process.waitUntilExit()
+        let selftest = try await ChildProcess([try Harness.python(), Harness.directory + "/selftest.py"])
+            .runToCompletion(timeout: 60)
+        let lines = (selftest.stdout.split(separator: "\n") + selftest.stderr.split(separator: "\n")).map(String.init)
         let failures = lines.filter { $0.hasPrefix("FAIL") }
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
         #expect(lines.filter { $0.hasPrefix("ok") }.count == 12, "\(lines.joined(separator: "\n"))")
-        #expect(process.terminationStatus == 0)
+        #expect(selftest.status == 0)
     }
 }

@@ -36,7 +36,7 @@ struct HostEndToEndTests {
         logger.logLevel = .info
         let configuration = HostConfiguration(
             transport: .tcp(host: "127.0.0.1", port: UInt16(virtual.tcpPort)),
-            stateDirectory: NSTemporaryDirectory() + "gattway-e2e-\(UUID().uuidString)",
+            stateDirectory: try temporaryDirectory("e2e").path,
             advertising: AdvertisingSettings(localName: name, serviceUUIDs: [service], intervalMilliseconds: 20),
             maxCentrals: maxCentrals, reconnectDelays: [.milliseconds(100), .milliseconds(300)])
         let server = RecordingServer()
@@ -143,7 +143,7 @@ struct HostEndToEndTests {
         let host = PeripheralHost(
             configuration: HostConfiguration(
                 transport: .unix(path: path),
-                stateDirectory: NSTemporaryDirectory() + "gattway-e2e-\(UUID().uuidString)",
+                stateDirectory: try temporaryDirectory("e2e").path,
                 advertising: AdvertisingSettings(localName: "gattway-unix", intervalMilliseconds: 20)),
             server: server, logger: Logger(label: "host-e2e", factory: { StreamLogHandler.standardError(label: $0) }))
         let task = Task(executorPreference: EventLoop.shared) { await host.run() }

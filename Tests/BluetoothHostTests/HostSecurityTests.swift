@@ -5,6 +5,7 @@ import BluetoothL2CAP
 import BluetoothSMP
 import Foundation
 import Testing
+import TestHarness
 
 @testable import BluetoothHost
 
@@ -19,7 +20,7 @@ struct HostSecurityTests {
     /// A state directory holding one bond for `phone` (Secure Connections key, EDIV = Rand = 0)
     /// with two subscriptions.
     static func stateDirectoryWithBond() throws -> (String, BondStore) {
-        let directory = NSTemporaryDirectory() + "gattway-host-security-\(UUID().uuidString)"
+        let directory = try temporaryDirectory("host-security").path
         let store = BondStore(directory: directory)
         try store.save(
             BondRegistry([
@@ -53,7 +54,7 @@ struct HostSecurityTests {
     @Test func aBondedCentralEncryptsWithItsStoredKeyAndGetsItsSubscriptionsBack() async throws {
         let (directory, store) = try Self.stateDirectoryWithBond()
         let controller = FakeController()
-        let rig = PeripheralHostTests.start([controller], stateDirectory: directory)
+        let rig = try PeripheralHostTests.start([controller], stateDirectory: directory)
         defer { rig.task.cancel() }
         let central = try await Self.connect(rig, controller)
         // Known but not encrypted yet: a bonded-only attribute answers Insufficient Encryption.
@@ -88,7 +89,7 @@ struct HostSecurityTests {
     }
 
     @Test func aBondedCentralOnAResolvablePrivateAddressIsRecognisedThroughItsIRK() async throws {
-        let directory = NSTemporaryDirectory() + "gattway-host-security-\(UUID().uuidString)"
+        let directory = try temporaryDirectory("host-security").path
         let irk = SecretKey(mostSignificantFirst: (0..<16).map { UInt8(0x70 + $0) })
         let identity = BluetoothAddress("00:1B:DC:07:32:EF")!
         try BondStore(directory: directory).save(
@@ -105,7 +106,7 @@ struct HostSecurityTests {
         #expect(address.isResolvablePrivate)
 
         let controller = FakeController()
-        let rig = PeripheralHostTests.start([controller], stateDirectory: directory)
+        let rig = try PeripheralHostTests.start([controller], stateDirectory: directory)
         defer { rig.task.cancel() }
         _ = await PeripheralHostTests.commands(controller, until: .leSetAdvertisingEnable)
         controller.connect(handle: 0x41, peer: address)
@@ -126,7 +127,7 @@ struct HostSecurityTests {
     @Test func anUnknownKeyGetsTheNegativeReplyAndTheLinkStaysUnencrypted() async throws {
         let (directory, store) = try Self.stateDirectoryWithBond()
         let controller = FakeController()
-        let rig = PeripheralHostTests.start([controller], stateDirectory: directory)
+        let rig = try PeripheralHostTests.start([controller], stateDirectory: directory)
         defer { rig.task.cancel() }
         _ = try await Self.connect(rig, controller)
         // The bond's key has EDIV = Rand = 0; a request for another key has no answer.
@@ -156,7 +157,7 @@ struct HostSecurityTests {
 
     @Test func aPasskeyToTypeOnGattwayIsRefusedWithPasskeyEntryFailed() async throws {
         let controller = FakeController()
-        let rig = PeripheralHostTests.start(
+        let rig = try PeripheralHostTests.start(
             [controller],
             security: try SecurityConfiguration(
                 ioCapability: .keyboardOnly,
@@ -175,12 +176,11 @@ struct HostSecurityTests {
     }
 
     @Test func aMalformedBondFileIsLeftAloneAndPairingIsStillAnswered() async throws {
-        let directory = NSTemporaryDirectory() + "gattway-host-security-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("host-security").path
         let path = directory + "/" + BondStore.fileName
         try "not json".write(toFile: path, atomically: false, encoding: .utf8)
         let controller = FakeController()
-        let rig = PeripheralHostTests.start([controller], stateDirectory: directory)
+        let rig = try PeripheralHostTests.start([controller], stateDirectory: directory)
         defer { rig.task.cancel() }
         _ = try await Self.connect(rig, controller)
         // A legacy Pairing Request (no Secure Connections bit): Pairing Failed, Authentication

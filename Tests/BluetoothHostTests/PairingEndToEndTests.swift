@@ -138,7 +138,7 @@ struct PairingEndToEndTests {
     ) async throws -> Running {
         let virtual = try await VirtualController()
         let log = CapturedLog()
-        let directory = NSTemporaryDirectory() + "gattway-pairing-\(UUID().uuidString)"
+        let directory = try temporaryDirectory("pairing").path
         let binding = GATTPeripheralBinding(configuration: GATTServer.Configuration(deviceName: name))
         let host = PeripheralHost(
             configuration: HostConfiguration(

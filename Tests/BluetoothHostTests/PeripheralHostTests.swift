@@ -7,6 +7,7 @@ import struct BluetoothSMP.SecurityConfiguration
 import Foundation
 import Logging
 import Testing
+import TestHarness
 
 @testable import BluetoothHost
 
@@ -84,8 +85,8 @@ struct PeripheralHostTests {
         _ controllers: [FakeController], maxCentrals: Int = 8, queueCapacity: Int = 8,
         commandTimeout: Duration = .seconds(2), stateDirectory: String? = nil,
         security: SecurityConfiguration = .standard
-    ) -> Rig {
-        let directory = stateDirectory ?? NSTemporaryDirectory() + "gattway-host-\(UUID().uuidString)"
+    ) throws -> Rig {
+        let directory = try stateDirectory ?? temporaryDirectory("host").path
         let configuration = HostConfiguration(
             transport: .tcp(host: "fake", port: 1), stateDirectory: directory, advertising: settings,
             maxCentrals: maxCentrals, transmitQueueCapacity: queueCapacity, commandTimeout: commandTimeout,
@@ -138,7 +139,7 @@ struct PeripheralHostTests {
 
     @Test func bringsUpThenAdvertises() async throws {
         let controller = FakeController()
-        let rig = Self.start([controller])
+        let rig = try Self.start([controller])
         defer { rig.task.cancel() }
         let opcodes = await Self.commands(controller, until: .leSetAdvertisingEnable)
         #expect(
@@ -163,7 +164,7 @@ struct PeripheralHostTests {
         let controller = FakeController(
             publicAddress: .zero, leFeatures: 1 << 12,
             supportsExtendedAdvertising: true)
-        let rig = Self.start([controller])
+        let rig = try Self.start([controller])
         defer { rig.task.cancel() }
         let opcodes = await Self.commands(controller, until: .leSetExtendedAdvertisingEnable)
         #expect(
@@ -187,7 +188,7 @@ struct PeripheralHostTests {
 
     @Test func usesAStoredStaticRandomAddressWithoutAPublicOne() async throws {
         let controller = FakeController(publicAddress: .zero)
-        let rig = Self.start([controller])
+        let rig = try Self.start([controller])
         defer { rig.task.cancel() }
         var random: BluetoothAddress?
         for await packet in controller.sent {
@@ -204,7 +205,7 @@ struct PeripheralHostTests {
 
     @Test func connectionFlowsThroughL2CAPWithCredits() async throws {
         let controller = FakeController(buffers: ACLBufferSize(dataLength: 4, packetCount: 2))
-        let rig = Self.start([controller])
+        let rig = try Self.start([controller])
         defer { rig.task.cancel() }
         _ = await Self.commands(controller, until: .leSetAdvertisingEnable)
         controller.connect(handle: 0x40, peer: Self.phone)
@@ -233,7 +234,7 @@ struct PeripheralHostTests {
 
     @Test func creditsAreGrantedOnceThenReturnedAsUpdatesLeave() async throws {
         let controller = FakeController(buffers: ACLBufferSize(dataLength: 27, packetCount: 1))
-        let rig = Self.start([controller], queueCapacity: 5)
+        let rig = try Self.start([controller], queueCapacity: 5)
         defer { rig.task.cancel() }
         #expect(await rig.server.events.first { if case .credits = $0 { true } else { false } } == .credits(5))
         controller.connect(handle: 0x41, peer: Self.phone)
@@ -260,7 +261,7 @@ struct PeripheralHostTests {
 
     @Test func answersSignalingAndPairing() async throws {
         let controller = FakeController()
-        let rig = Self.start([controller])
+        let rig = try Self.start([controller])
         defer { rig.task.cancel() }
         _ = await Self.commands(controller, until: .leSetAdvertisingEnable)
         controller.connect(handle: 0x40, peer: Self.phone)
@@ -276,7 +277,7 @@ struct PeripheralHostTests {
 
     @Test func anUnansweredCommandTimesOutAndTheHostGoesOn() async throws {
         let controller = FakeController(silentOpcodes: [.leSetPHY])
-        let rig = Self.start([controller], commandTimeout: .milliseconds(200))
+        let rig = try Self.start([controller], commandTimeout: .milliseconds(200))
         defer { rig.task.cancel() }
         _ = await Self.commands(controller, until: .leSetAdvertisingEnable)
         controller.connect(handle: 0x40, peer: Self.phone)
@@ -293,7 +294,7 @@ struct PeripheralHostTests {
 
     @Test func stopsAdvertisingAtMaxCentralsAndResumesOnDisconnect() async throws {
         let controller = FakeController()
-        let rig = Self.start([controller], maxCentrals: 1)
+        let rig = try Self.start([controller], maxCentrals: 1)
         defer { rig.task.cancel() }
         _ = await Self.commands(controller, until: .leSetAdvertisingEnable)
         controller.connect(handle: 0x40, peer: Self.phone)
@@ -307,7 +308,7 @@ struct PeripheralHostTests {
     @Test func recoversFromALostController() async throws {
         let first = FakeController()
         let second = FakeController()
-        let rig = Self.start([first, second])
+        let rig = try Self.start([first, second])
         defer { rig.task.cancel() }
         _ = await rig.server.events.first { $0 == .state(.poweredOn) }
         first.connect(handle: 0x40, peer: Self.phone)
@@ -333,7 +334,7 @@ struct PeripheralHostTests {
     @Test func anUnexpectedResetIsAControllerLoss() async throws {
         let first = FakeController()
         let second = FakeController()
-        let rig = Self.start([first, second])
+        let rig = try Self.start([first, second])
         defer { rig.task.cancel() }
         #expect(await rig.server.events.first { $0 == .state(.poweredOn) } != nil)
         first.inject(.event(.commandComplete(numCommandPackets: 1, opcode: .reset, returnParameters: [0])))
@@ -348,7 +349,7 @@ struct PeripheralHostTests {
 
     @Test func advertisingCanBeChangedAndStopped() async throws {
         let controller = FakeController()
-        let rig = Self.start([controller])
+        let rig = try Self.start([controller])
         defer { rig.task.cancel() }
         _ = await Self.commands(controller, until: .leSetAdvertisingEnable)
         try await rig.host.startAdvertising(AdvertisingSettings(localName: "renamed"))
@@ -377,8 +378,8 @@ struct PeripheralHostTests {
         #expect(PeripheralHost.state(after: HCITransportError(.busy, "")) == .resetting)
     }
 
-    @Test func commandsAreRefusedBelowPoweredOn() async {
-        let rig = Self.start([])
+    @Test func commandsAreRefusedBelowPoweredOn() async throws {
+        let rig = try Self.start([])
         defer { rig.task.cancel() }
         await #expect(throws: HostError.self) { try await rig.host.startAdvertising(Self.settings) }
     }

@@ -1,17 +1,15 @@
 import BluetoothCore
 import Foundation
 import Testing
+import TestHarness
 
 @testable import BluetoothHost
 
 struct StaticAddressStoreTests {
-    func temporaryDirectory() -> String {
-        NSTemporaryDirectory() + "gattway-host-\(UUID().uuidString)/state"
-    }
-
     @Test func createsOnceThenKeepsTheSameAddress() throws {
-        let directory = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try temporaryDirectory("host")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let directory = scratch.appendingPathComponent("state").path
         let store = StaticAddressStore(directory: directory)
         let first = try store.loadOrCreate()
         #expect(first.isStaticRandom)
@@ -20,8 +18,9 @@ struct StaticAddressStoreTests {
     }
 
     @Test func aCorruptFileIsAnErrorNamingIt() throws {
-        let directory = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try temporaryDirectory("host")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let directory = scratch.appendingPathComponent("state").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let store = StaticAddressStore(directory: directory)
         try "12:34:56:78:9A:BC\n".write(toFile: store.path, atomically: true, encoding: .utf8)

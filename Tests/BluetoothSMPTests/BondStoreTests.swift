@@ -1,10 +1,10 @@
 import BluetoothCore
 import Foundation
 import Testing
+import TestHarness
 @testable import BluetoothSMP
 
 @Suite struct BondStoreTests {
-    static func hex(_ text: String) -> [UInt8] { [UInt8](hexString: text)! }
 
     /// The IRK and prand of Core Vol 3 Part H Appendix D.7 (ah): hash 0x0dfbaa.
     static let appendixIRK = SecretKey(mostSignificantFirst: hex("ec0234a3 57c8ad05 341010a6 0a397d9b"))
@@ -21,11 +21,6 @@ import Testing
             localIdentityResolvingKey: SecretKey(mostSignificantFirst: hex("00112233445566778899aabbccddeeff")),
             peerSigningKey: SecretKey(mostSignificantFirst: hex("fedcba98765432100123456789abcdef")),
             clientConfigurations: [0x002A: 0x0001, 0x0031: 0x0002])
-    }
-
-    static func temporaryDirectory() -> String {
-        let path = NSTemporaryDirectory() + "gattway-bonds-\(UUID().uuidString)"
-        return path
     }
 
     static func mode(_ path: String) throws -> Int {
@@ -69,8 +64,9 @@ import Testing
     }
 
     @Test func roundTripsThroughAFileOfMode0600() throws {
-        let directory = Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try temporaryDirectory("bonds")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let directory = scratch.appendingPathComponent("state").path  // BondStore creates it
         let store = BondStore(directory: directory)
         #expect(try store.load().bonds.isEmpty)  // No file yet.
 
@@ -89,8 +85,9 @@ import Testing
     }
 
     @Test func removeAndClearRewriteTheFile() throws {
-        let directory = Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try temporaryDirectory("bonds")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let directory = scratch.appendingPathComponent("state").path  // BondStore creates it
         let store = BondStore(directory: directory)
         try store.save(BondRegistry([Self.bond(), Self.bond("C0:00:00:00:00:04", irk: nil)]))
         #expect(try store.remove(Self.appendixRPA))  // Resolved to C0:11:22:33:44:55 by its IRK.
@@ -102,8 +99,9 @@ import Testing
     }
 
     @Test func loadNarrowsAWideFileTo0600() throws {
-        let directory = Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try temporaryDirectory("bonds")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let directory = scratch.appendingPathComponent("state").path  // BondStore creates it
         let store = BondStore(directory: directory)
         try store.save(BondRegistry([Self.bond()]))
         chmod(store.path, 0o644)
@@ -112,8 +110,9 @@ import Testing
     }
 
     @Test func malformedFilesAreNamedWithoutShowingKeys() throws {
-        let directory = Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try temporaryDirectory("bonds")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let directory = scratch.appendingPathComponent("state").path  // BondStore creates it
         let store = BondStore(directory: directory)
         try store.save(BondRegistry([Self.bond()]))
         var text = try String(contentsOfFile: store.path, encoding: .utf8)

@@ -9,20 +9,19 @@ import Testing
 /// `cryptography` package, reproduced all 40 confirms, Ea, Eb and the LTK. The flow tests use an
 /// initiator written here; this vector guards against both sides sharing one byte-order mistake.
 @Suite struct GoldenTranscriptTests {
-    static func hex(_ text: String) -> [UInt8] { [UInt8](hexString: text)! }
 
     @Test func passkeyPairingMatchesTheBumbleCheckedTranscript() throws {
         let manager = PairingFlowTests.manager(try SecurityConfiguration(ioCapability: .displayOnly, fixedPasskey: 123_456))
         var central = PairingFlowTests.central()
         let first = manager.receive(central.pairingRequest.encoded, on: 0x40, now: .zero)
-        #expect(central.pairingRequest.encoded == Self.hex("0104000d100303"))
-        #expect(first.sent.first?.encoded == Self.hex("0200000d100202"))
+        #expect(central.pairingRequest.encoded == hex("0104000d100303"))
+        #expect(first.sent.first?.encoded == hex("0200000d100202"))
         guard case .pairingResponse(let response) = first.sent.first else { return }
         central.accept(response: response)
         let second = manager.receive(central.publicKeyPDU.encoded, on: 0x40, now: .zero)
         #expect(
             second.sent.first?.encoded
-                == Self.hex(
+                == hex(
                     "0c177d8383640ac001cd7652d1283c018493c924232e90712a451f583fa72c85cb"
                         + "a24253cf770b12110bf7c036547a8bc9cf2f5971b6021f886d10b307b0fdd7ff"))
         try central.accept(publicKey: second.sent[0])
@@ -34,13 +33,13 @@ import Testing
             let random = manager.receive(SMPPDU.pairingRandom(central.na.reversed()).encoded, on: 0x40, now: .zero)
             _ = try central.verify(random: try #require(random.sent.first), z: 0)
         }
-        #expect(gatewayConfirms[0] == Self.hex("03ad578eb4f45548d3baeb1e06b1157b91"))
-        #expect(gatewayConfirms[19] == Self.hex("033eed09f148e5fb1746c0bb20057f1d0d"))
+        #expect(gatewayConfirms[0] == hex("03ad578eb4f45548d3baeb1e06b1157b91"))
+        #expect(gatewayConfirms[19] == hex("033eed09f148e5fb1746c0bb20057f1d0d"))
         let check = try central.dhKeyCheck(passkey: 123_456)
-        #expect(check.encoded == Self.hex("0d045623948a0430113275ab9091684d03"))
+        #expect(check.encoded == hex("0d045623948a0430113275ab9091684d03"))
         let answer = manager.receive(check.encoded, on: 0x40, now: .zero)
-        #expect(answer.sent.first?.encoded == Self.hex("0d9ee96f239a2a2076ffc4c832f8aea772"))
+        #expect(answer.sent.first?.encoded == hex("0d9ee96f239a2a2076ffc4c832f8aea772"))
         let ltk = try #require(manager.longTermKeyRequest(on: 0x40, ediv: 0, rand: 0))
-        #expect(ltk.key.littleEndianBytes == Self.hex("abad5b717b0e215f2127b9969e4c820a"))
+        #expect(ltk.key.littleEndianBytes == hex("abad5b717b0e215f2127b9969e4c820a"))
     }
 }

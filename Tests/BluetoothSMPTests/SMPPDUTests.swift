@@ -3,7 +3,6 @@ import Testing
 @testable import BluetoothSMP
 
 @Suite struct SMPPDUTests {
-    static func hex(_ text: String) -> [UInt8] { [UInt8](hexString: text)! }
     static let sixteen = hex("000102030405060708090a0b0c0d0e0f")
 
     /// Every PDU against its bytes. The Pairing Request/Response bytes are Appendix D's c1
@@ -55,8 +54,8 @@ import Testing
 
     @Test(arguments: vectors)
     func decodesAndEncodes(bytes: String, pdu: SMPPDU) throws {
-        #expect(try SMPPDU(decoding: Self.hex(bytes)) == pdu)
-        #expect(pdu.encoded == Self.hex(bytes))
+        #expect(try SMPPDU(decoding: hex(bytes)) == pdu)
+        #expect(pdu.encoded == hex(bytes))
     }
 
     static let malformed: [(String, SMPPDU.DecodeError)] = [
@@ -79,7 +78,7 @@ import Testing
 
     @Test(arguments: malformed)
     func rejectsMalformed(bytes: String, error: SMPPDU.DecodeError) {
-        #expect(throws: error) { try SMPPDU(decoding: Self.hex(bytes)) }
+        #expect(throws: error) { try SMPPDU(decoding: hex(bytes)) }
     }
 
     @Test func malformedPacketsAreAnsweredOrDroppedAsTheSpecSays() {
@@ -90,7 +89,7 @@ import Testing
     }
 
     @Test func descriptionsNeverShowKeys() {
-        let key = Self.hex("a1b2c3d4e5f60718293a4b5c6d7e8f90")
+        let key = hex("a1b2c3d4e5f60718293a4b5c6d7e8f90")
         let pdus: [SMPPDU] = [
             .encryptionInformation(longTermKey: key), .identityInformation(identityResolvingKey: key),
             .signingInformation(signatureKey: key), .pairingDHKeyCheck(key), .pairingRandom(key),

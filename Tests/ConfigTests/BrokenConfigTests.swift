@@ -1,5 +1,6 @@
 import Config
 import Testing
+import TestHarness
 
 /// Each case is a small configuration with one mistake, and the exact report gattway gives for it:
 /// path, line and message.
@@ -393,28 +394,8 @@ struct BrokenConfigTests {
     }
 
     @Test func fiveDifferentMistakesAreAllReported() {
-        let yaml = """
-            device:
-              name: greenhouse
-              colour: green
-            bluetooth:
-              transport: usb0
-              max_centrals: many
-            sensors:
-              - id: door
-                kind: binary
-                line: GPIO17
-            services:
-              - uuid: 181A
-                characteristics:
-                  - uuid: 2A6G
-                    format: uint8
-                    source: {sensor: door}
-                  - uuid: 2A6E
-                    source: {sensor: dor}
-            """
         #expect(
-            errors(yaml) == [
+            errors(BrokenConfiguration.fiveMistakes) == [
                 #"device.colour (line 3): unknown key (expected one of: name, id, appearance)"#,
                 #"bluetooth.transport (line 5): "usb0" is not an HCI transport: unknown transport (expected hciN, tcp:HOST:PORT, unix:PATH or serial:DEVICE[,BAUD])"#,
                 #"bluetooth.max_centrals (line 6): expected an integer, got "many""#,

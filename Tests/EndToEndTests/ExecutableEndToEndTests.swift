@@ -160,23 +160,7 @@ struct ExecutableEndToEndTests {
         #expect(try await phone.expect("read", ["handle": handles[Self.short]]).bytes("value") == Self.shortValue)
         #expect(try await phone.expect("read", ["handle": handles[Self.long]]).bytes("value") == Self.longValue)
 
-        // Write Request, Write Command, each read back.
-        let writable = handles[Self.writable]
-        try await phone.expect("write", ["handle": writable, "value": "68656c6c6f", "response": true])
-        #expect(try await phone.expect("read", ["handle": writable]).string("value") == "68656c6c6f")
-        try await phone.expect("write", ["handle": writable, "value": "776f726c64", "response": false])
-        #expect(try await phone.expect("read", ["handle": writable]).string("value") == "776f726c64")
-
-        // A 300-byte prepared write in three parts, each echoed, executed, read back intact.
-        let written = (0..<300).map { UInt8(255 - $0 % 200) }
-        for offset in stride(from: 0, to: 300, by: 100) {
-            let part = Array(written[offset..<offset + 100]).hexString
-            #expect(
-                try await phone.expect("prepare", ["handle": writable, "offset": offset, "value": part])
-                    .string("value") == part)
-        }
-        try await phone.expect("execute", ["commit": true])
-        #expect(try await phone.expect("read", ["handle": writable]).bytes("value") == written)
+        let written = try await phone.expectEveryKindOfWriteReadBack(handles[Self.writable])
 
         // Notifications and indications of the pulse counter: each indication is confirmed by the
         // phone (Bumble's client), and gattway sends the next only after the confirmation, so

@@ -7,44 +7,21 @@ import TestHarness
 /// The `gattway` command line, run as a real process: exit codes and output.
 @Suite(.serialized)
 struct CLITests {
-    static let brokenConfig = """
-        device:
-          name: greenhouse
-          colour: green
-        bluetooth:
-          transport: usb0
-          max_centrals: many
-        sensors:
-          - id: door
-            kind: binary
-            line: GPIO17
-        services:
-          - uuid: 181A
-            characteristics:
-              - uuid: 2A6G
-                format: uint8
-                source: {sensor: door}
-              - uuid: 2A6E
-                source: {sensor: dor}
-        """
-
     private func temporaryFile(_ text: String, name: String = "gattway.yaml") throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-cli-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let file = directory.appendingPathComponent(name)
+        let file = try temporaryDirectory("cli").appendingPathComponent(name)
         try text.write(to: file, atomically: true, encoding: .utf8)
         return file.path
     }
 
     @Test func versionPrintsTheVersion() throws {
-        let result = try GattwayProcess.run(["--version"])
+        let result = try GattwayProcess(["--version"]).runToCompletion()
         #expect(result.status == 0)
         #expect(result.stdout == "0.1.0\n")
     }
 
     @Test(arguments: ["deploy/config/gattway.yaml", "deploy/config/demo.yaml"])
     func checkOfAShippedConfigurationSucceedsWithASummary(_ path: String) throws {
-        let result = try GattwayProcess.run(["check", "--config", path])
+        let result = try GattwayProcess(["check", "--config", path]).runToCompletion()
         #expect(result.status == 0)
         #expect(result.stdout.hasPrefix("\(path): OK\n"))
         #expect(result.stdout.contains(" services, "))
@@ -53,7 +30,7 @@ struct CLITests {
     }
 
     @Test func checkSummaryNamesTransportSensorsAndMQTT() throws {
-        let result = try GattwayProcess.run(["check", "--config", "deploy/config/demo.yaml"])
+        let result = try GattwayProcess(["check", "--config", "deploy/config/demo.yaml"]).runToCompletion()
         #expect(result.stdout.contains("transport tcp:127.0.0.1:18820"))
         #expect(result.stdout.contains("6 sensors on simulated:"))
         #expect(result.stdout.contains("door: binary on GPIO17"))
@@ -62,8 +39,8 @@ struct CLITests {
     }
 
     @Test func checkOfABrokenConfigurationListsEveryErrorAndExits1() throws {
-        let path = try temporaryFile(Self.brokenConfig)
-        let result = try GattwayProcess.run(["check", "--config", path])
+        let path = try temporaryFile(BrokenConfiguration.fiveMistakes)
+        let result = try GattwayProcess(["check", "--config", path]).runToCompletion()
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty)
         #expect(
@@ -79,7 +56,7 @@ struct CLITests {
     }
 
     @Test func checkOfAMissingFileExits1() throws {
-        let result = try GattwayProcess.run(["check", "--config", "/nonexistent.yaml"])
+        let result = try GattwayProcess(["check", "--config", "/nonexistent.yaml"]).runToCompletion()
         #expect(result.status == 1)
         #expect(result.stderr.contains("/nonexistent.yaml: 1 error"))
         #expect(result.stderr.contains("no such file"))
@@ -87,7 +64,7 @@ struct CLITests {
 
     @Test(arguments: ["hci300", "tcp:localhost", "serial:/dev/ttyAMA0,12345", "usb:0"])
     func badHCIIsAUsageError(_ transport: String) throws {
-        let result = try GattwayProcess.run(["run", "--config", "deploy/config/demo.yaml", "--hci", transport])
+        let result = try GattwayProcess(["run", "--config", "deploy/config/demo.yaml", "--hci", transport]).runToCompletion()
         #expect(result.status == 64)
         #expect(
             result.stderr.contains(
@@ -95,19 +72,19 @@ struct CLITests {
     }
 
     @Test func badMQTTURLIsAUsageError() throws {
-        let result = try GattwayProcess.run(["run", "--config", "deploy/config/demo.yaml", "--mqtt", "http://x"])
+        let result = try GattwayProcess(["run", "--config", "deploy/config/demo.yaml", "--mqtt", "http://x"]).runToCompletion()
         #expect(result.status == 64)
         #expect(result.stderr.contains("is not a broker URL"))
     }
 
     @Test func unknownLogLevelIsAUsageError() throws {
-        let result = try GattwayProcess.run(["run", "--config", "deploy/config/demo.yaml", "--log-level", "loud"])
+        let result = try GattwayProcess(["run", "--config", "deploy/config/demo.yaml", "--log-level", "loud"]).runToCompletion()
         #expect(result.status == 64)
     }
 
     @Test func runWithABrokenConfigurationExits1() throws {
-        let path = try temporaryFile(Self.brokenConfig)
-        let result = try GattwayProcess.run(["run", "--config", path])
+        let path = try temporaryFile(BrokenConfiguration.fiveMistakes)
+        let result = try GattwayProcess(["run", "--config", path]).runToCompletion()
         #expect(result.status == 1)
         #expect(result.stderr.contains("5 errors"))
     }
@@ -119,7 +96,7 @@ struct CLITests {
             """
             bluetooth: {transport: "tcp:127.0.0.1:9"}
             gpio: {backend: simulated}
-            state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
+            state_dir: \(try temporaryDirectory("cli-state").path)
             """)
         let child = GattwayProcess([
             "run", "--config", path, "--hci", "tcp:127.0.0.1:19", "--mqtt", "mqtt://127.0.0.1:9",
@@ -156,7 +133,7 @@ struct CLITests {
             sensors:
               - {id: door, kind: binary, line: NO_SUCH_LINE}
             """)
-        let result = try GattwayProcess.run(["run", "--config", path])
+        let result = try GattwayProcess(["run", "--config", path]).runToCompletion()
         #expect(result.status == 1)
         #expect(result.stderr.contains("gattway could not run: sensor door: GPIO line NO_SUCH_LINE not found"))
     }
@@ -164,7 +141,7 @@ struct CLITests {
     /// libgpiod's chips through the GPIO layer: listed where the machine has chips, otherwise a
     /// clear message and status 1.
     @Test func linesListsTheKernelsChips() throws {
-        let result = try GattwayProcess.run(["lines", "--backend", "libgpiod"])
+        let result = try GattwayProcess(["lines", "--backend", "libgpiod"]).runToCompletion()
         let chips = (try? FileManager.default.contentsOfDirectory(atPath: "/dev"))?.filter { $0.hasPrefix("gpiochip") } ?? []
         if chips.isEmpty {
             #expect(result.status == 1)
@@ -254,7 +231,7 @@ struct CLITests {
         let path = try temporaryFile(
             """
             gpio: {backend: simulated}
-            state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
+            state_dir: \(try temporaryDirectory("cli-state").path)
             """)
         let child = GattwayProcess(
             ["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"],
@@ -269,7 +246,7 @@ struct CLITests {
     }
 
     @Test func helpDescribesEverySubcommandAndOption() throws {
-        let root = try GattwayProcess.run(["--help"])
+        let root = try GattwayProcess(["--help"]).runToCompletion()
         #expect(root.status == 0)
         for subcommand in ["run", "check", "lines", "demo", "config-reference", "bonds"] {
             #expect(root.stdout.contains("  \(subcommand) "), "gattway --help lists \(subcommand)")
@@ -302,7 +279,7 @@ struct CLITests {
             ("bonds", ["list", "remove", "clear", "state_dir", "mode 0600"])
         ]
         for (subcommand, phrases) in expectations {
-            let help = try GattwayProcess.run([subcommand, "--help"])
+            let help = try GattwayProcess([subcommand, "--help"]).runToCompletion()
             #expect(help.status == 0)
             for phrase in phrases {
                 #expect(help.stdout.contains(phrase), "gattway \(subcommand) --help mentions \(phrase)")
@@ -317,7 +294,7 @@ struct CLITests {
         let path = try temporaryFile(
             """
             gpio: {backend: simulated}
-            state_dir: \(FileManager.default.temporaryDirectory.path)/gattway-cli-state-\(UUID())
+            state_dir: \(try temporaryDirectory("cli-state").path)
             """)
         let child = GattwayProcess(
             ["run", "--config", path, "--hci", "tcp:127.0.0.1:9"],
@@ -340,16 +317,16 @@ struct CLITests {
         ("gpio: {backend: simulated}", "hci0\n")
     ])
     func checkPrintsTheTransport(_ yaml: String, _ expected: String) throws {
-        let result = try GattwayProcess.run(["check", "--config", try temporaryFile(yaml), "--print", "transport"])
+        let result = try GattwayProcess(["check", "--config", try temporaryFile(yaml), "--print", "transport"]).runToCompletion()
         #expect(result.status == 0)
         #expect(result.stdout == expected)
     }
 
     @Test func checkPrintsNothingForAnInvalidFile() throws {
-        let result = try GattwayProcess.run([
+        let result = try GattwayProcess([
             "check", "--config", try temporaryFile("bluetooth: {transport: hci1, nonsense: 1}"),
             "--print", "transport"
-        ])
+        ]).runToCompletion()
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.contains("bluetooth.nonsense"))
@@ -359,12 +336,12 @@ struct CLITests {
     /// its command table, and every option a subcommand's help names is documented there.
     @Test func theCommandLineDocsFollowTheHelp() throws {
         let docs = try String(contentsOfFile: Harness.packageRoot + "/docs/configuration.md", encoding: .utf8)
-        let root = try GattwayProcess.run(["--help"])
+        let root = try GattwayProcess(["--help"]).runToCompletion()
         let subcommands = Self.subcommands(listedIn: root.stdout)
         #expect(subcommands.count >= 6, "parsed the subcommands of gattway --help: \(subcommands)")
         for subcommand in subcommands {
             #expect(docs.contains("| `\(subcommand)` |"), "docs/configuration.md has a row for \(subcommand)")
-            let help = try GattwayProcess.run([subcommand, "--help"])
+            let help = try GattwayProcess([subcommand, "--help"]).runToCompletion()
             let options = Set(
                 help.stdout.split(whereSeparator: { !($0.isLetter || $0 == "-") })
                     .filter { $0.hasPrefix("--") && $0.count > 2 }.map(String.init))
@@ -384,7 +361,7 @@ struct CLITests {
     }
 
     @Test func linesListsSimulatedChipsWithTheirUsers() throws {
-        let result = try GattwayProcess.run(["lines", "--config", "deploy/config/demo.yaml"])
+        let result = try GattwayProcess(["lines", "--config", "deploy/config/demo.yaml"]).runToCompletion()
         #expect(result.status == 0)
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first == "gpiochip0 [gattway-sim0] 8 lines")
@@ -398,13 +375,13 @@ struct CLITests {
     }
 
     @Test func linesWithAnUnknownChipExits1() throws {
-        let result = try GattwayProcess.run(["lines", "--config", "deploy/config/demo.yaml", "--chip", "gpiochip9"])
+        let result = try GattwayProcess(["lines", "--config", "deploy/config/demo.yaml", "--chip", "gpiochip9"]).runToCompletion()
         #expect(result.status == 1)
         #expect(result.stderr.contains("no chip \"gpiochip9\""))
     }
 
     @Test func configReferencePrintsTheTable() throws {
-        let result = try GattwayProcess.run(["config-reference"])
+        let result = try GattwayProcess(["config-reference"]).runToCompletion()
         #expect(result.status == 0)
         #expect(result.stdout.hasPrefix("| Key | Type | Default | Meaning |"))
         #expect(result.stdout.contains("| `bluetooth.advertising.interval` | duration 20ms-10.24s | 100ms |"))
@@ -414,7 +391,7 @@ struct CLITests {
 
     /// A configuration whose state directory is a fresh temporary one, holding two bonds.
     private func configWithBonds() throws -> (config: String, store: BondStore, keys: [String]) {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-bonds-\(UUID())").path
+        let state = try temporaryDirectory("bonds").path
         let config = try temporaryFile(
             """
             state_dir: \(state)
@@ -444,7 +421,7 @@ struct CLITests {
 
     @Test func bondsListShowsAddressesAndStrengthButNeverKeys() throws {
         let (config, _, keys) = try configWithBonds()
-        let result = try GattwayProcess.run(["bonds", "list", "--config", config])
+        let result = try GattwayProcess(["bonds", "list", "--config", config]).runToCompletion()
         #expect(result.status == 0)
         #expect(
             result.stdout == """
@@ -459,36 +436,36 @@ struct CLITests {
 
     @Test func bondsRemoveForgetsOneAndFailsForAnUnknownAddress() throws {
         let (config, store, _) = try configWithBonds()
-        let removed = try GattwayProcess.run(["bonds", "remove", "--config", config, "C0:11:22:33:44:55"])
+        let removed = try GattwayProcess(["bonds", "remove", "--config", config, "C0:11:22:33:44:55"]).runToCompletion()
         #expect(removed.status == 0)
         #expect(removed.stdout == "removed the bond of C0:11:22:33:44:55\n")
         #expect(try store.load().bonds.map(\.identity) == [BluetoothAddress("00:1B:DC:00:00:01")!])
 
-        let unknown = try GattwayProcess.run(["bonds", "remove", "--config", config, "C0:11:22:33:44:55"])
+        let unknown = try GattwayProcess(["bonds", "remove", "--config", config, "C0:11:22:33:44:55"]).runToCompletion()
         #expect(unknown.status == 1)
         #expect(unknown.stderr.contains("no bond for C0:11:22:33:44:55"))
-        let invalid = try GattwayProcess.run(["bonds", "remove", "--config", config, "not-an-address"])
+        let invalid = try GattwayProcess(["bonds", "remove", "--config", config, "not-an-address"]).runToCompletion()
         #expect(invalid.status != 0)
         #expect(invalid.stderr.contains("not-an-address is not a Bluetooth address"))
     }
 
     @Test func bondsClearForgetsEveryBondAndKeepsTheFilePrivate() throws {
         let (config, store, _) = try configWithBonds()
-        let result = try GattwayProcess.run(["bonds", "clear", "--config", config])
+        let result = try GattwayProcess(["bonds", "clear", "--config", config]).runToCompletion()
         #expect(result.status == 0)
         #expect(result.stdout == "removed 2 bonds\n")
         #expect(try store.load().bonds.isEmpty)
         let attributes = try FileManager.default.attributesOfItem(atPath: store.path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
         #expect(
-            try GattwayProcess.run(["bonds", "list", "--config", config]).stdout
+            try GattwayProcess(["bonds", "list", "--config", config]).runToCompletion().stdout
                 == "no bonded centrals in \(store.path)\n")
     }
 
     @Test func bondsOnAMalformedBondFileExits1NamingTheFile() throws {
         let (config, store, _) = try configWithBonds()
         try "{ not json".write(toFile: store.path, atomically: false, encoding: .utf8)
-        let result = try GattwayProcess.run(["bonds", "list", "--config", config])
+        let result = try GattwayProcess(["bonds", "list", "--config", config]).runToCompletion()
         #expect(result.status == 1)
         #expect(result.stderr.contains("bond file \(store.path) is malformed"))
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Gateway
 import Logging
 import MQTT
 import Testing
@@ -10,12 +9,9 @@ import TestHarness
 @Suite(.serialized, .timeLimit(.minutes(2)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct MQTTEndToEndTests {
     @Test func sensorValuesSetAndAvailabilityOverARealBroker() async throws {
-        try #require(DemoBroker.executable() != nil, "mosquitto is installed")
-        let port = try UInt16(freeLoopbackPort())
-        let broker = try DemoBroker(port: port)
+        let broker = try Broker()
         defer { broker.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-e2e-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("e2e")
         let configPath = directory.appendingPathComponent("gattway.yaml").path
         try """
         device: {name: e2e}
@@ -45,11 +41,11 @@ struct MQTTEndToEndTests {
                 source: {written: "start"}
                 permissions: {write: open}
         mqtt:
-          url: mqtt://127.0.0.1:\(port)
+          url: mqtt://127.0.0.1:\(broker.port)
           discovery: false
         """.write(toFile: configPath, atomically: true, encoding: .utf8)
 
-        let watcher = try MQTTWatcher(port: Int(port), filter: "gattway/e2e/#")
+        let watcher = try MQTTWatcher(port: broker.port, filter: "gattway/e2e/#")
         let gateway = GattwayProcess(["run", "--config", configPath, "--hci", "tcp:127.0.0.1:19"])
         try gateway.start()
         defer { gateway.stop() }

@@ -1,6 +1,5 @@
 import BluetoothCore
 import Foundation
-import Gateway
 import MQTT
 import Testing
 import TestHarness
@@ -12,14 +11,11 @@ import TestHarness
 @Suite(.serialized, .timeLimit(.minutes(2)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct PairingGatewayTests {
     @Test func passkeyPairingOverMQTTUnlocksTheWriteAndKeepsKeysOutOfTheLog() async throws {
-        try #require(DemoBroker.executable() != nil, "mosquitto is installed")
-        let port = try UInt16(freeLoopbackPort())
-        let broker = try DemoBroker(port: port)
+        let broker = try Broker()
         defer { broker.stop() }
         let controller = try await VirtualController()
         defer { controller.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-pairing-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("pairing")
         let state = directory.path + "/state"
         let configPath = directory.appendingPathComponent("gattway.yaml").path
         try """
@@ -37,11 +33,11 @@ struct PairingGatewayTests {
                 max_length: 8
                 source: {written: "start"}
         mqtt:
-          url: mqtt://127.0.0.1:\(port)
+          url: mqtt://127.0.0.1:\(broker.port)
           discovery: false
         """.write(toFile: configPath, atomically: true, encoding: .utf8)
 
-        let watcher = try MQTTWatcher(port: Int(port), filter: "gattway/pairing-e2e/#")
+        let watcher = try MQTTWatcher(port: broker.port, filter: "gattway/pairing-e2e/#")
         defer { Task { await watcher.stop() } }
         let gateway = GattwayProcess([
             "run", "--config", configPath, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)",

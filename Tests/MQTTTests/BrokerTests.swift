@@ -57,13 +57,7 @@ func firstConnectionOutcome(_ configuration: MQTTClientConfiguration, logger: Lo
     return outcome
 }
 
-/// Tests/userland/debian13.sh runs the unit tests only (no broker in that root) and says so with
-/// GATTWAY_UNIT_ONLY; everywhere else a missing mosquitto is a failure, not a skip.
-@Suite(
-    "Against a real mosquitto", .serialized,
-    .disabled(
-        if: ProcessInfo.processInfo.environment["GATTWAY_UNIT_ONLY"] != nil,
-        "GATTWAY_UNIT_ONLY is set: the broker integration tests run in the main stage"))
+@Suite("Against a real mosquitto", .serialized, .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct BrokerTests {
     @Test func everyTopicWithExactPayloads() async throws {
         let broker = try Broker()
@@ -303,14 +297,11 @@ struct BrokerTests {
         let broker = try Broker()
         defer { broker.stop() }
         let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/probe/availability"])
-        let probe = Process()
-        probe.executableURL = try probeExecutable()
-        probe.arguments = ["\(broker.port)", try temporaryDirectory("probe").path]
-        probe.standardError = FileHandle.nullDevice
-        try probe.run()
-        defer { if probe.isRunning { kill(probe.processIdentifier, SIGKILL) } }
+        let probe = ChildProcess([try builtExecutable("MQTTWillProbe"), "\(broker.port)", try temporaryDirectory("probe").path])
+        try probe.start()
+        defer { probe.stop(SIGKILL) }
         #expect(try await watcher.next(on: "gattway/probe/availability").string == "online")
-        kill(probe.processIdentifier, SIGKILL)
+        probe.stop(SIGKILL)
         while probe.isRunning { try await Task.sleep(for: .milliseconds(1)) }
         #expect(try await watcher.next(on: "gattway/probe/availability").string == "offline")
         await watcher.stop()
@@ -351,7 +342,7 @@ struct BrokerTests {
     func wrongPasswordFailsClearlyAndIsNeverLogged(version: MQTTProtocolVersion) async throws {
         let directory = try temporaryDirectory("auth")
         let passwords = directory.appendingPathComponent("passwd").path
-        try run("/usr/bin/mosquitto_passwd", ["-b", "-c", passwords, "gateway", "s3cret-Pa55"])
+        try ChildProcess(["/usr/bin/mosquitto_passwd", "-b", "-c", passwords, "gateway", "s3cret-Pa55"]).runSucceeding()
         let broker = try Broker(extra: "allow_anonymous false\npassword_file \(passwords)")
         defer { broker.stop() }
         let goodFile = directory.appendingPathComponent("good").path
@@ -408,19 +399,6 @@ func waitUntil(timeout: Duration = .seconds(10), _ condition: () async -> Bool) 
     }
 }
 
-/// The `MQTTWillProbe` executable built next to the test bundle.
-func probeExecutable() throws -> URL {
-    var directory = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        .deletingLastPathComponent()
-    // Linux: <build>/debug/gattwayPackageTests.xctest is the binary itself.
-    for _ in 0..<3 {
-        let candidate = directory.appendingPathComponent("MQTTWillProbe")
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        directory.deleteLastPathComponent()
-    }
-    throw TestFailure("MQTTWillProbe executable not found next to the test binary; run `swift build --build-tests`")
-}
-
 /// A throwaway CA, a server certificate for 127.0.0.1/localhost signed by it, and an unrelated CA.
 struct TestPKI {
     let ca: String
@@ -435,21 +413,21 @@ struct TestPKI {
         guard FileManager.default.isExecutableFile(atPath: openssl) else { throw TestFailure("openssl is not installed") }
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         for name in ["ca", "other-ca"] {
-            try run(
-                openssl,
-                ["req", "-x509"] + ec + [
+            try ChildProcess(
+                [openssl, "req", "-x509"] + ec + [
                     "-keyout", path("\(name).key"), "-out", path("\(name).crt"),
                     "-days", "2", "-subj", "/CN=gattway test \(name)"
-                ])
+                ]
+            ).runSucceeding()
         }
-        try run(openssl, ["req"] + ec + ["-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=localhost"])
+        try ChildProcess(
+            [openssl, "req"] + ec + ["-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=localhost"]
+        ).runSucceeding()
         try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("ext"), atomically: true, encoding: .utf8)
-        try run(
-            openssl,
-            [
-                "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
-                "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("ext")
-            ])
+        try ChildProcess([
+            openssl, "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+            "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("ext")
+        ]).runSucceeding()
         ca = path("ca.crt")
         otherCA = path("other-ca.crt")
         serverCertificate = path("server.crt")

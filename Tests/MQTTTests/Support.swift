@@ -10,24 +10,6 @@ let testLogger: Logger = {
     return logger
 }()
 
-/// Runs a command to completion; throws with its output when it fails.
-@discardableResult
-func run(_ executable: String, _ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw TestFailure("\(executable) \(arguments.joined(separator: " ")) failed: \(output)")
-    }
-    return output
-}
-
 /// A real MQTT client (our own `MQTTClient`) that records everything it receives on `filters`.
 final class TestSubscriber: Sendable {
     private let client: MQTTClient

@@ -1,6 +1,7 @@
 import Foundation
 import GPIO
 import Testing
+import TestHarness
 @testable import Sensors
 
 /// Every sensor kind decoded from simulated waveforms on the virtual clock.
@@ -73,7 +74,7 @@ import Testing
     // MARK: counter
 
     @Test func counterTotalIsPersistedAcrossRestarts() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-counter-\(UUID())").path
+        let directory = try temporaryDirectory("counter").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let meter = SimulatedLineConfig(name: "METER", generator: .pulses(perSecond: 100, width: .milliseconds(1)))
         let spec = SensorSpec(name: "water", kind: .counter(CounterSettings(line: LineSelector("METER"), stateDirectory: directory)))
@@ -92,9 +93,8 @@ import Testing
     }
 
     @Test func aCorruptCounterFileIsAClearError() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattway-counter-\(UUID())").path
+        let directory = try temporaryDirectory("counter").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try "12x\n".write(toFile: directory + "/water.count", atomically: true, encoding: .utf8)
         let spec = SensorSpec(name: "water", kind: .counter(CounterSettings(line: LineSelector("METER"), stateDirectory: directory)))
         #expect(throws: SensorError.stateFile(path: directory + "/water.count", message: "not a count: \"12x\"")) {

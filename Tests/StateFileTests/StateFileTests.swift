@@ -3,10 +3,11 @@ import BluetoothSMP
 import Foundation
 @testable import StateFile
 import Testing
+import TestHarness
 
 @Suite struct StateFileTests {
     @Test func writesReadsAndReplaces() throws {
-        let directory = try temporaryDirectory()
+        let directory = try temporaryDirectory("statefile").path
         let path = directory + "/nested/state/file"
         #expect(try StateFile.read(path) == nil)
         try StateFile.write([1, 2, 3], to: path)
@@ -19,7 +20,7 @@ import Testing
     }
 
     @Test func aLeftoverTemporaryFileDoesNotWidenTheMode() throws {
-        let path = try temporaryDirectory() + "/bonds.json"
+        let path = try temporaryDirectory("statefile").path + "/bonds.json"
         _ = FileManager.default.createFile(atPath: path + ".tmp", contents: Data([9]), attributes: [.posixPermissions: 0o644])
         try StateFile.write([1], to: path)
         #expect(try mode(of: path) == 0o600)
@@ -27,7 +28,7 @@ import Testing
     }
 
     @Test func failuresNameThePathAndTheReason() throws {
-        let directory = try temporaryDirectory()
+        let directory = try temporaryDirectory("statefile").path
         let blocker = directory + "/file"
         try StateFile.write([1], to: blocker)
         #expect(throws: StateFileError.self) { try StateFile.write([1], to: blocker + "/inside") }
@@ -50,7 +51,7 @@ import Testing
     /// A counter's total file, rewritten by a child killed with SIGKILL at random moments while it
     /// writes: every kill leaves a complete total, and the total never goes backwards.
     @Test func aKilledCounterWriterLeavesACompleteTotalThatNeverGoesBack() async throws {
-        let path = try temporaryDirectory() + "/pulses.count"
+        let path = try temporaryDirectory("statefile").path + "/pulses.count"
         func total() throws -> UInt64? {
             guard let text = try StateFile.read(path).map({ String(decoding: $0, as: UTF8.self) }) else { return nil }
             return try #require(text.hasSuffix("\n") ? UInt64(text.dropLast()) : nil, "a torn total \"\(text)\"")
@@ -68,7 +69,7 @@ import Testing
     /// SIGKILL at random moments while it writes: every kill leaves a file that loads, whole (its
     /// bond count matches its generation), never an older generation.
     @Test func aKilledBondWriterLeavesALoadableFile() async throws {
-        let directory = try temporaryDirectory()
+        let directory = try temporaryDirectory("statefile").path
         let store = BondStore(directory: directory)
         func generation() throws -> UInt16? { try store.load().bonds.first?.clientConfigurations[1] }
         var last: UInt16 = 0
@@ -87,45 +88,20 @@ import Testing
     /// 0–3 ms, kills it with SIGKILL and waits for it. It waits by sleeping, not by blocking a
     /// thread, so the other tests running beside it keep theirs.
     private func runProbeAndKill(_ arguments: [String], round: Int, wrote: () -> Bool) async throws {
-        let process = Process()
-        process.executableURL = try probeExecutable()
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        try process.run()
+        let probe = ChildProcess([try builtExecutable("StateFileProbe")] + arguments)
+        try probe.start()
         let deadline = ContinuousClock.now + .seconds(20)
-        while !wrote(), process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(500)) }
+        while !wrote(), probe.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(500)) }
         try await Task.sleep(for: .microseconds(Int.random(in: 0...3_000)))
-        kill(process.processIdentifier, SIGKILL)
-        // Sleeping, not waitUntilExit: that blocks a pool thread until Foundation's exit notice,
-        // which itself needs a pool thread (two such waits deadlocked a full run).
-        while process.isRunning { try await Task.sleep(for: .milliseconds(1)) }
-        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        probe.stop(SIGKILL)
+        while probe.isRunning { try await Task.sleep(for: .milliseconds(1)) }
+        let status = probe.waitForExit(timeout: 10)  // its output, to the end
         #expect(
-            process.terminationReason == .uncaughtSignal,
-            "round \(round): the probe exited by itself (\(process.terminationStatus)): \(output)")
+            probe.terminatingSignal != nil,
+            "round \(round): the probe exited by itself (\(status.map { "status \($0)" } ?? "?")): \(probe.stderr)")
     }
 
     private func mode(of path: String) throws -> Int {
         try #require(FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
-    }
-
-    private func temporaryDirectory() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("statefile-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
-
-    /// The `StateFileProbe` executable built next to the test bundle.
-    private func probeExecutable() throws -> URL {
-        var directory = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            .deletingLastPathComponent()
-        for _ in 0..<3 {
-            let candidate = directory.appendingPathComponent("StateFileProbe")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory.deleteLastPathComponent()
-        }
-        throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "StateFileProbe next to the test bundle"])
     }
 }

@@ -31,26 +31,24 @@ public enum Harness {
                     .venv/bin/pip install bumble==0.0.236 cryptography), or set GATTWAY_PYTHON
                     """)
         }
-        // Spawned and reaped directly: Foundation's Process would wait for an exit notice that
-        // needs a pool thread, and this runs on one.
-        let pid = try spawnWithDefaultSignals(path, ["-c", "import bumble, cryptography"], stderr: "/dev/null")
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        guard status == 0 else {
+        let check = try ChildProcess([path, "-c", "import bumble, cryptography"]).runToCompletion(timeout: 60)
+        guard check.status == 0 else {
             throw Unavailable(
                 description: """
                     \(path) cannot import bumble and cryptography; install them: \
-                    \(path) -m pip install bumble==0.0.236
+                    \(path) -m pip install bumble==0.0.236 (\(check.stderr))
                     """)
         }
         return path
     }
 }
 
-/// The unit-only Debian 13 stage (Tests/userland/debian13.sh sets GATTWAY_UNIT_ONLY) has neither
-/// Bumble nor mosquitto; everywhere else a missing peer is a failure, never a skip.
+/// The unit-only Debian 13 stage (Tests/userland/debian13.sh sets GATTWAY_UNIT_ONLY) has no peer
+/// for a test to talk to (no Python, Bumble or mosquitto); everywhere else a missing peer is a
+/// failure, never a skip. Every such test stands aside with
+/// `.disabled(if: integrationTestsStandAside, unitOnlyReason)`.
 public let integrationTestsStandAside = ProcessInfo.processInfo.environment["GATTWAY_UNIT_ONLY"] != nil
-public let unitOnlyReason: Comment = "GATTWAY_UNIT_ONLY is set: tests with Bumble or mosquitto run in the main stage"
+public let unitOnlyReason: Comment = "GATTWAY_UNIT_ONLY is set: tests with Python, Bumble or mosquitto run in the main stage"
 
 /// Reads lines from a pipe on a thread of its own, blocked in read(2). Not on a dispatch queue:
 /// on Linux those share their worker threads with Swift's global executor, and a dozen phones'

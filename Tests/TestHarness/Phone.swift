@@ -87,6 +87,28 @@ public final class Phone: @unchecked Sendable {
         return reply
     }
 
+    /// Writes `handle` each way a phone can, every value read back intact: a Write Request, a
+    /// Write Command, and a 300-byte prepared write in three parts (each part echoed), executed.
+    /// Returns the 300 bytes.
+    @discardableResult
+    public func expectEveryKindOfWriteReadBack(_ handle: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [UInt8] {
+        for (value, response) in [("68656c6c6f", true), ("776f726c64", false)] {
+            try await expect("write", ["handle": handle, "value": value, "response": response], sourceLocation: sourceLocation)
+            let read = try await expect("read", ["handle": handle], sourceLocation: sourceLocation)
+            #expect(read.string("value") == value, sourceLocation: sourceLocation)
+        }
+        let written = (0..<300).map { UInt8(255 - $0 % 200) }
+        for offset in stride(from: 0, to: 300, by: 100) {
+            let part = Array(written[offset..<offset + 100]).hexString
+            let echoed = try await expect("prepare", ["handle": handle, "offset": offset, "value": part], sourceLocation: sourceLocation)
+            #expect(echoed.string("value") == part, sourceLocation: sourceLocation)
+        }
+        try await expect("execute", ["commit": true], sourceLocation: sourceLocation)
+        let read = try await expect("read", ["handle": handle], sourceLocation: sourceLocation)
+        #expect(read.bytes("value") == written, sourceLocation: sourceLocation)
+        return written
+    }
+
     /// Discovers the connected peripheral and returns the value handle of the characteristic
     /// `uuid` (as the phone prints it, e.g. `6E400002-B5A3-F393-E0A9-E50E24DC0001`).
     public func valueHandle(of uuid: String) async throws -> Int {
