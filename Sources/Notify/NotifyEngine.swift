@@ -19,8 +19,9 @@ public struct Transmission<Central: Hashable & Sendable, Characteristic: Hashabl
 /// an origin the driver chooses, passed in with every call; nothing sleeps or reads a clock.
 ///
 /// Two stages:
-/// 1. Policy. Every new value (`update`) and every deadline (`advance`) is judged by the
-///    central's policy or triggers. A value that may go now is *emitted* into the subscription's
+/// 1. Policy. Every new value (`update`), every deadline (`advance`) and, under the policy's
+///    `currentValueOnSubscribe`, the current value at a `subscribe` is judged by the central's
+///    policy or triggers. A value that may go now is *emitted* into the subscription's
 ///    outbound slot; one that must wait for an interval is *held* and judged again (the newest
 ///    value) when the interval expires.
 /// 2. Link. The outbound slot holds one value, the newest: emitting into a full slot replaces
@@ -112,6 +113,9 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     // MARK: Subscriptions
 
+    /// Starts a subscription (again, if there is one: a fresh start). Under the policy's
+    /// `currentValueOnSubscribe` the characteristic's current value, if it has one, is judged at
+    /// once like a new value — by the central's triggers when it has some, so set those first.
     public mutating func subscribe(
         _ central: Central, to characteristic: Characteristic, kind: UpdateKind,
         now: Duration
@@ -124,6 +128,9 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         subscriptionCount += 1
         characteristics[characteristic, default: CharacteristicState()].subscribers.insert(central)
         if centralCounters[central] == nil { centralCounters[central] = NotifyCounters() }
+        if policy(key).currentValueOnSubscribe, let current = characteristics[characteristic]?.latest {
+            judgeValue(key, sample: current, now: now)
+        }
     }
 
     /// Ends a subscription; a value still held or waiting for the link counts as dropped.

@@ -10,6 +10,10 @@ import Values
 /// - `delta`: a numeric value is sent only when it differs from the last one sent by at least
 ///   this much (absolute, or percent of the last value sent); implies `onChange`.
 /// - `onChange`: a value whose bytes equal the last one sent is not sent.
+/// - `currentValueOnSubscribe`: a central that subscribes is judged at once on the current value,
+///   as on a new one, instead of waiting for the next value or heartbeat. Nothing was sent to a new
+///   subscription yet, so no interval holds it and `delta` and `onChange` let it through; only a
+///   central's triggers can refuse it. It then counts as the last value sent.
 public struct NotifyPolicy: Sendable, Hashable {
     public enum Delta: Sendable, Hashable {
         case absolute(Double)
@@ -20,13 +24,14 @@ public struct NotifyPolicy: Sendable, Hashable {
     public var maxInterval: Duration?
     public var delta: Delta?
     public var onChange: Bool
+    public var currentValueOnSubscribe: Bool
 
-    /// Every value, as fast as it comes.
+    /// Every value, as fast as it comes, from the first one after the subscription.
     public static let immediate = NotifyPolicy()
 
     public init(
         minInterval: Duration = .zero, maxInterval: Duration? = nil, delta: Delta? = nil,
-        onChange: Bool = false
+        onChange: Bool = false, currentValueOnSubscribe: Bool = false
     ) {
         let floor = max(minInterval, .zero)
         self.minInterval = floor
@@ -34,6 +39,7 @@ public struct NotifyPolicy: Sendable, Hashable {
         self.maxInterval = maxInterval.flatMap { $0 > .zero ? max($0, floor) : nil }
         self.delta = delta
         self.onChange = onChange
+        self.currentValueOnSubscribe = currentValueOnSubscribe
     }
 
     /// Whether `new` is worth sending after `last` (nil: nothing sent yet).

@@ -35,6 +35,7 @@ struct Harness {
     ) {
         if !centrals.contains(central) { centrals.append(central) }
         engine.subscribe(central, to: characteristic, kind: kind, now: now)
+        drain()
     }
 
     /// Runs every deadline up to `time`, each at its own instant, as one timer per deadline would.
