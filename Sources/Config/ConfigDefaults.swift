@@ -67,6 +67,15 @@ public enum ConfigDefaults {
     /// `mqtt.client_id` when not set.
     public static func mqttClientID(deviceID: String) -> String { "gattway-\(deviceID)" }
 
+    /// `characteristics[].notify.on_subscribe` when not set, by value source: on for a sensor,
+    /// whose reading a central subscribes to watch and which may not change for hours. Off for
+    /// the others: a static or written value is a setting a central reads, and an MQTT source's
+    /// topic is followed only while a central is subscribed, so the value held may be stale
+    /// while the broker's retained message brings the current one right after the subscription.
+    public static func notifyOnSubscribe(for source: ValueSource) -> Bool {
+        if case .sensor = source { true } else { false }
+    }
+
     /// `characteristics[].properties` when not set, by value source.
     public static func properties(for source: ValueSource, sensorIsOutput: Bool) -> CharacteristicProperties {
         switch source {

@@ -349,6 +349,10 @@ public enum ConfigReference {
         Entry(
             key: "services[].characteristics[].notify.on_change", type: "bool", defaultValue: String(D.notifyOnChange),
             meaning: "Skip a value whose bytes equal the last one sent (false: send every update)."),
+        Entry(
+            key: "services[].characteristics[].notify.on_subscribe", type: "bool",
+            defaultValue: "by source: sensor `true`, others `false`",
+            meaning: "A central that subscribes gets the current value (if any) at once, not with the next value."),
 
         Entry(key: "mqtt", type: "mapping", defaultValue: "absent: no MQTT", meaning: "The MQTT mirror."),
         Entry(

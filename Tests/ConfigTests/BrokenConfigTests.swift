@@ -246,6 +246,17 @@ struct BrokenConfigTests {
                         notify: {min_interval: 1s}
                 """, expected: ["services[0].characteristics[0].notify (line 7): a notify policy needs the notify or indicate property"]),
         Case(
+            name: "current value on subscribe that is not a boolean",
+            yaml: sensorsAndService + """
+
+                services:
+                  - uuid: 181A
+                    characteristics:
+                      - uuid: 2A6E
+                        source: {sensor: temp}
+                        notify: {on_subscribe: sometimes}
+                """, expected: [#"services[0].characteristics[0].notify.on_subscribe (line 19): expected true or false, got "sometimes""#]),
+        Case(
             name: "format missing for a UUID gattway does not know",
             yaml: """
                 services:

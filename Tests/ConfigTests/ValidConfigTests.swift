@@ -154,7 +154,8 @@ struct ValidConfigTests {
         #expect(
             characteristics[0].notify
                 == NotifyPolicy(
-                    minInterval: .milliseconds(250), maxInterval: .seconds(60), delta: .percent(5), onChange: true))
+                    minInterval: .milliseconds(250), maxInterval: .seconds(60), delta: .percent(5), onChange: true,
+                    currentValueOnSubscribe: true))
         #expect(characteristics[1].properties == [.read, .write, .notify])
         #expect(characteristics[1].permissions == AttributePermissions(read: .open, write: .encryptedBonded))
         #expect(characteristics[2].source == .sensor(id: "climate", reading: .temperature))
@@ -164,6 +165,36 @@ struct ValidConfigTests {
         #expect(characteristics[3].unit == .pascal)
         #expect(characteristics[3].source == .fixed(.number(101_325)))
         #expect(loaded.warnings.isEmpty)
+    }
+
+    /// `notify.on_subscribe`: on by default for a sensor source only; set either way.
+    @Test func currentValueOnSubscribeDefaultsBySource() throws {
+        let yaml = """
+            mqtt: {url: "mqtt://broker"}
+            sensors:
+              - {id: door, kind: binary, line: GPIO17}
+            services:
+              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+                characteristics:
+                  - {uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001, format: bool, source: {sensor: door}}
+                  - uuid: 6E400003-B5A3-F393-E0A9-E50E24DC0001
+                    format: bool
+                    source: {sensor: door}
+                    notify: {on_subscribe: false}
+                  - {uuid: 6E400004-B5A3-F393-E0A9-E50E24DC0001, format: uint8, source: {mqtt: home/level}}
+                  - uuid: 6E400005-B5A3-F393-E0A9-E50E24DC0001
+                    format: uint8
+                    properties: [read, write, notify]
+                    source: {written: 0}
+                  - uuid: 6E400006-B5A3-F393-E0A9-E50E24DC0001
+                    format: uint8
+                    properties: [read, write, notify]
+                    source: {written: 0}
+                    notify: {on_subscribe: true}
+            """
+        let loaded = try ConfigLoader.load(yaml: yaml)
+        let onSubscribe = loaded.config.services[0].characteristics.map(\.notify.currentValueOnSubscribe)
+        #expect(onSubscribe == [true, false, false, false, true])
     }
 
     @Test func descriptorsAsTextOrBytes() throws {

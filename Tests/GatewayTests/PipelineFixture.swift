@@ -104,13 +104,15 @@ struct PipelineFixture {
         }
     }
 
-    /// Connects `central` and enables notifications on `path`.
-    mutating func subscribe(_ central: CentralID, to path: String) async {
+    /// Connects `central` and enables notifications on `path`; returns the values notified at
+    /// once (the current value, under `notify.on_subscribe`).
+    @discardableResult
+    mutating func subscribe(_ central: CentralID, to path: String) async -> [[UInt8]] {
         let characteristic = await characteristic(path)
         await peripheral.centralConnected(central)
         await peripheral.receive([0x12] + le(characteristic.clientConfigurationHandle!) + [0x01, 0x00], from: central)
         await pump()
-        _ = link.take(central)
+        return await notifications(central, on: path)
     }
 
     /// Values of the notifications `central` received on `path` since the last call. The link

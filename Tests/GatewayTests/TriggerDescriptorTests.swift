@@ -143,8 +143,9 @@ struct TriggerDescriptorTests {
         }
         #expect(received == [sint16(2600), sint16(3000)])
 
-        // Bob subscribes later and gets the server's triggers too.
-        await fixture.subscribe(bob, to: path)
+        // Bob subscribes later and gets the server's triggers too; they admit the current value
+        // (30 °C), which he gets at once.
+        #expect(await fixture.subscribe(bob, to: path) == [sint16(3000)])
         for value in [22.0, 27] {
             await fixture.advance(by: .seconds(1))
             await fixture.pipeline.sensorValue(reading("climate", "temperature", value))
@@ -175,5 +176,27 @@ struct TriggerDescriptorTests {
             received += await fixture.notifications(bob, on: path)
         }
         #expect(received == [sint16(-100), sint16(2800)])
+    }
+
+    /// The server's triggers judge the current value a new subscriber would get at once: refused
+    /// while they do not hold.
+    @Test func theTriggersJudgeTheCurrentValueOnSubscribe() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        var changes = fixture.pipeline.triggerChanges.makeAsyncIterator()
+        let h = await handles(fixture)
+        let path = "environment/temperature"
+        await fixture.peripheral.transmitRoomFreed(100)
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 20))
+        // "Greater than 25.00 °C", written by alice on an encrypted link before anyone subscribes.
+        await fixture.peripheral.centralConnected(alice, security: Self.encrypted)
+        await fixture.peripheral.receive([0x12] + le(h.firstSetting) + [0x06, 0xC4, 0x09], from: alice)
+        #expect(fixture.link.take(alice) == [[0x13]])
+        await fixture.pipeline.handle(try #require(await changes.next()))
+
+        #expect(await fixture.subscribe(bob, to: path).isEmpty, "20 °C is not above 25 °C")
+        await fixture.advance(by: .seconds(1))
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 26))
+        #expect(await fixture.notifications(bob, on: path) == [sint16(2600)])
+        #expect(await fixture.subscribe(alice, to: path) == [sint16(2600)])
     }
 }

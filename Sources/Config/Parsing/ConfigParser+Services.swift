@@ -70,7 +70,7 @@ extension ConfigParser {
         let descriptors = m["descriptors"]?.list()?.compactMap(parseDescriptor) ?? []
         let notify = parseNotify(
             m["notify"]?.mapping("services[].characteristics[].notify"),
-            properties: properties, encoding: encoding)
+            properties: properties, encoding: encoding, source: source)
         checkSourceAgainstProperties(m, source: source, properties: properties)
         if let sensor, !sensor.kind.isOutput, properties.isWritable {
             (m["properties"] ?? m.node).report(
@@ -265,7 +265,7 @@ extension ConfigParser {
 
     private func parseNotify(
         _ m: ConfigMapping?, properties: CharacteristicProperties,
-        encoding: ValueEncoding?
+        encoding: ValueEncoding?, source: ValueSource?
     ) -> NotifyPolicy {
         let minInterval = m?["min_interval"]?.duration() ?? ConfigDefaults.notifyMinInterval
         let maxInterval = m?["max_interval"]?.duration(in: .milliseconds(1)...(.seconds(86_400)))
@@ -283,6 +283,9 @@ extension ConfigParser {
             }
         }
         let onChange = m?["on_change"]?.bool() ?? ConfigDefaults.notifyOnChange
+        // Without a valid source the characteristic is refused anyway.
+        let onSubscribe =
+            m?["on_subscribe"]?.bool() ?? source.map(ConfigDefaults.notifyOnSubscribe(for:)) ?? false
         if let m {
             if !properties.isSubscribable {
                 m.node.report("a notify policy needs the notify or indicate property")
@@ -293,7 +296,9 @@ extension ConfigParser {
                         + "(\(DurationText.format(minInterval)))")
             }
         }
-        return NotifyPolicy(minInterval: minInterval, maxInterval: maxInterval, delta: delta, onChange: onChange)
+        return NotifyPolicy(
+            minInterval: minInterval, maxInterval: maxInterval, delta: delta, onChange: onChange,
+            currentValueOnSubscribe: onSubscribe)
     }
 
     private func checkSourceAgainstProperties(

@@ -257,8 +257,9 @@ public actor ValuePipeline {
             guard let ref = refsByValueHandle[characteristic.valueHandle] else { return }
             // The event does not say which the central enabled; notification when offered.
             let kind: UpdateKind = characteristic.properties.contains(.notify) ? .notification : .indication
-            engine.subscribe(central, to: ref, kind: kind, now: now)
+            // Triggers first: they judge the current value the subscription may start with.
             if let triggers = serverTriggers[ref] { engine.setTriggers(triggers, for: central, on: ref, now: now) }
+            engine.subscribe(central, to: ref, kind: kind, now: now)
             durableContinuation.yield(.subscribed(ref, central, kind))
         case .unsubscribed(let central, let characteristic):
             guard let ref = refsByValueHandle[characteristic.valueHandle] else { return }
