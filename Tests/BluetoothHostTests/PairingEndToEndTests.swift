@@ -105,30 +105,42 @@ struct PairingEndToEndTests {
     final class HostEventLog: @unchecked Sendable {
         private let lock = NSLock()
         private var events: [HostEvent] = []
-        private var waiters: [(predicate: (HostEvent) -> Bool, continuation: CheckedContinuation<HostEvent, Never>)] = []
+        private var waiters: [UUID: (predicate: (HostEvent) -> Bool, continuation: CheckedContinuation<HostEvent?, Never>)] = [:]
 
         func append(_ event: HostEvent) {
             let ready = lock.withLock {
                 events.append(event)
-                let (matched, waiting) = (waiters.filter { $0.predicate(event) }, waiters.filter { !$0.predicate(event) })
-                waiters = waiting
-                return matched
+                let matched = waiters.filter { $0.value.predicate(event) }
+                for id in matched.keys { waiters[id] = nil }
+                return matched.values.map(\.continuation)
             }
-            for waiter in ready { waiter.continuation.resume(returning: event) }
+            for continuation in ready { continuation.resume(returning: event) }
         }
 
         var all: [HostEvent] { lock.withLock { events } }
 
-        /// The first event (already recorded or still to come) matching `predicate`.
-        func first(where predicate: @escaping (HostEvent) -> Bool) async -> HostEvent {
-            await withCheckedContinuation { continuation in
-                let found: HostEvent? = lock.withLock {
-                    if let event = events.first(where: predicate) { return event }
-                    waiters.append((predicate, continuation))
-                    return nil
+        /// The first event (already recorded or still to come) matching `predicate`; throws when
+        /// none comes within `limit`, so a missing event fails the test instead of hanging it.
+        func first(within limit: Duration = .seconds(20), where predicate: @escaping (HostEvent) -> Bool) async throws -> HostEvent {
+            let id = UUID()
+            let found: HostEvent? = await withCheckedContinuation { continuation in
+                let recorded: HostEvent?? = lock.withLock {
+                    if let event = events.first(where: predicate) { return .some(event) }
+                    waiters[id] = (predicate, continuation)
+                    return .none
                 }
-                if let found { continuation.resume(returning: found) }
+                if case .some(let event) = recorded {
+                    continuation.resume(returning: event)
+                    return
+                }
+                Task {
+                    try? await Task.sleep(for: limit)
+                    let expired = lock.withLock { waiters.removeValue(forKey: id) }
+                    expired?.continuation.resume(returning: nil)
+                }
             }
+            guard let found else { throw TestFailure("no matching host event within \(limit); events: \(all)") }
+            return found
         }
     }
 
@@ -181,10 +193,10 @@ struct PairingEndToEndTests {
         #expect(paired["authenticated"] as? Bool == false)
         #expect(try await phone.expect("read", ["handle": encrypted]).string("value") == Array("secret".utf8).hexString)
 
-        let event = await running.events.first { if case .paired = $0 { true } else { false } }
+        let event = try await running.events.first { if case .paired = $0 { true } else { false } }
         guard case .paired(let central, _, let bonded) = event else { return }
         #expect(bonded)
-        let security = await running.events.first {
+        let security = try await running.events.first {
             if case .securityChanged(_, let security) = $0, security.isBonded { true } else { false }
         }
         #expect(
@@ -224,7 +236,7 @@ struct PairingEndToEndTests {
         defer { running.stop() }
         let phone = try await running.connectedPhone()
         try await phone.expect("pair", ["io": "keyboard_only", "wait": false])
-        let shown = await running.events.first { if case .passkeyDisplayed = $0 { true } else { false } }
+        let shown = try await running.events.first { if case .passkeyDisplayed = $0 { true } else { false } }
         guard case .passkeyDisplayed(_, let passkey?) = shown else {
             Issue.record("no passkey displayed: \(shown)")
             return
@@ -234,7 +246,7 @@ struct PairingEndToEndTests {
         try await phone.expect("passkey", ["value": Int(passkey)])
         let paired = try await phone.expect("pairing")
         #expect(paired["authenticated"] as? Bool == true)
-        let security = await running.events.first {
+        let security = try await running.events.first {
             if case .securityChanged(_, let security) = $0, security.isAuthenticated, security.isBonded {
                 true
             } else {
@@ -251,13 +263,13 @@ struct PairingEndToEndTests {
         defer { running.stop() }
         let phone = try await running.connectedPhone()
         try await phone.expect("pair", ["io": "keyboard_only", "wait": false])
-        let shown = await running.events.first { if case .passkeyDisplayed = $0 { true } else { false } }
+        let shown = try await running.events.first { if case .passkeyDisplayed = $0 { true } else { false } }
         guard case .passkeyDisplayed(_, let passkey?) = shown else { return }
         try await phone.expect("passkey", ["value": Int((passkey + 1) % 1_000_000)])
         let failed = try await phone.run("pairing")
         #expect(!failed.ok)
         #expect(failed.int("smp_error") == Int(PairingFailureReason.confirmValueFailed.rawValue))
-        let event = await running.events.first { if case .pairingFailed = $0 { true } else { false } }
+        let event = try await running.events.first { if case .pairingFailed = $0 { true } else { false } }
         guard case .pairingFailed(_, let reason) = event else { return }
         #expect(reason.contains("(sent)"))
         // Still nothing for the central, and no bond stored.
@@ -276,11 +288,11 @@ struct PairingEndToEndTests {
         defer { running.stop() }
         let phone = try await running.connectedPhone()
         try await phone.expect("pair", ["io": "keyboard_only", "wait": false])
-        let shown = await running.events.first { if case .passkeyDisplayed = $0 { true } else { false } }
+        let shown = try await running.events.first { if case .passkeyDisplayed = $0 { true } else { false } }
         #expect(shown == .passkeyDisplayed(try #require(await running.host.connectedCentrals.first), passkey: nil))
         try await phone.expect("passkey", ["value": Int(fixed)])
         #expect(try await phone.expect("pairing")["authenticated"] as? Bool == true)
-        _ = await running.events.first { if case .paired = $0 { true } else { false } }
+        _ = try await running.events.first { if case .paired = $0 { true } else { false } }
         #expect(running.log.text.contains("enter the configured passkey"))
         #expect(!running.log.text.contains("271828"))
     }
@@ -296,7 +308,7 @@ struct PairingEndToEndTests {
         defer { running.stop() }
         let phone = try await running.connectedPhone()
         try await phone.expect("pair", ["io": "display_yes_no", "wait": false])
-        let shown = await running.events.first { if case .numericComparison = $0 { true } else { false } }
+        let shown = try await running.events.first { if case .numericComparison = $0 { true } else { false } }
         guard case .numericComparison(_, let number) = shown else { return }
         #expect(running.log.text.contains("confirm that the device shows \(SecurityEvent.sixDigits(number))"))
         await running.host.confirmNumericComparison()
@@ -333,7 +345,7 @@ struct PairingEndToEndTests {
         }
         #expect(centrals.count == 2)
         for central in centrals {
-            _ = await running.events.first {
+            _ = try await running.events.first {
                 if case .numericComparison(central, _) = $0 { true } else { false }
             }
         }
@@ -367,15 +379,15 @@ struct PairingEndToEndTests {
 
         let first = try #require(await host.connectedCentrals.first)
         try await phone.expect("disconnect")
-        _ = await running.events.first { if case .disconnected = $0 { true } else { false } }
+        _ = try await running.events.first { if case .disconnected = $0 { true } else { false } }
         #expect(await host.connectedCentrals.isEmpty)
 
         // Later: the same phone (its keys kept in its key store) connects again. gattway knows
         // the bond and asks it to encrypt (Security Request); the phone does, with its stored key.
         try await running.connect(phone)
-        let reconnected = await running.events.first { if case .connected(let central) = $0, central != first { true } else { false } }
+        let reconnected = try await running.events.first { if case .connected(let central) = $0, central != first { true } else { false } }
         guard case .connected(let central) = reconnected else { return }
-        let bondedAgain = await running.events.first {
+        let bondedAgain = try await running.events.first {
             if case .securityChanged(central, let security) = $0, security.isBonded { true } else { false }
         }
         #expect(

@@ -134,6 +134,11 @@ class Phone:
         self.passkey: asyncio.Future | None = None
         self.compared: int | None = None
         self.security_requests = 0
+        # On every connection from its first moment: a peripheral's Security Request can arrive
+        # right behind the connection, before `device.connect` returns to `connect` below (a
+        # listener added there missed it now and then, and the phone then never encrypted).
+        device.on(device.EVENT_CONNECTION, lambda connection: connection.on(
+            connection.EVENT_SECURITY_REQUEST, lambda _: self.on_security_request(connection)))
         self.pairing_task: asyncio.Task | None = None
         self.characteristics = {}
         manager = device.l2cap_channel_manager
@@ -193,19 +198,18 @@ class Phone:
         self.connection = await self.device.connect(
             hci.Address(address), transport=PhysicalTransport.LE, timeout=timeout)
         self.peer = Peer(self.connection)
-        self.connection.on(self.connection.EVENT_SECURITY_REQUEST, self.on_security_request)
         return {"handle": self.connection.handle}
 
-    def on_security_request(self, auth_req):
+    def on_security_request(self, connection):
         # As a phone does: a peripheral it has keys for gets encryption with them. Without keys a
         # phone would ask its user to pair; this one leaves pairing to the test.
         self.security_requests += 1
-        asyncio.get_running_loop().create_task(self.encrypt_if_bonded())
+        asyncio.get_running_loop().create_task(self.encrypt_if_bonded(connection))
 
-    async def encrypt_if_bonded(self):
-        keys = await self.device.keystore.get(str(self.connection.peer_address))
-        if keys is not None and keys.ltk is not None and not self.connection.is_encrypted:
-            await self.connection.encrypt()
+    async def encrypt_if_bonded(self, connection):
+        keys = await self.device.keystore.get(str(connection.peer_address))
+        if keys is not None and keys.ltk is not None and not connection.is_encrypted:
+            await connection.encrypt()
 
     async def mtu(self, mtu=517):
         return {"mtu": await self.peer.request_mtu(mtu)}
