@@ -40,9 +40,12 @@ actor SensorForwarder {
     }
 
     private func forward(_ value: SensorValue) {
-        if value.channel == SensorValue.lostEventsChannel, let total = value.number {
-            if let line = lostEvents.record(total: Int(total), at: .now) { logger.warning("\(line)") }
-            pipeline.onLoop { $0.lostEvents(sensor: sensor, total: Int(total)) }
+        if value.channel == SensorValue.lostEventsChannel, let number = value.number {
+            let (sensor, total) = (sensor, Int(number))
+            if let line = lostEvents.record(total: total, at: .now) { logger.warning("\(line)") }
+            // Locals, not this actor's properties, in another actor's isolated closure: Swift
+            // 6.2's SIL verifier (Debian's arm64 toolchain) crashes on the latter.
+            pipeline.onLoop { $0.lostEvents(sensor: sensor, total: total) }
             return
         }
         pipeline.onLoop { $0.sensorValue(value) }
