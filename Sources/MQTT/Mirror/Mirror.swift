@@ -92,7 +92,7 @@ public struct Mirror: Sendable {
             guard let characteristic = characteristics[id] else { return [] }
             let payload: [UInt8] =
                 switch characteristic.payloadStyle {
-                case .json: JSONText.object([("value", value.json), ("ts", .string(MirrorTimestamp.string(date)))]).bytes
+                case .json: JSONText.object([("value", .literal(value.json)), ("ts", .string(MirrorTimestamp.string(date)))]).bytes
                 case .raw: raw
                 }
             values[id] = payload
@@ -153,7 +153,7 @@ public struct Mirror: Sendable {
         case .written(let id, let value, let central, let kind, let date):
             guard characteristics[id] != nil else { return [] }
             let payload = JSONText.object([
-                ("value", value.json), ("central", .string(central)), ("kind", .string(kind.rawValue)),
+                ("value", .literal(value.json)), ("central", .string(central)), ("kind", .string(kind.rawValue)),
                 ("ts", .string(MirrorTimestamp.string(date)))
             ])
             return [.publish(MQTTMessage(topic: topics.written(id), payload: payload.bytes), durable: true)]
