@@ -44,6 +44,8 @@ struct MirrorBridgeTests {
         #expect(byName["gateway/relay"]?.homeAssistant == HomeAssistantEntity(kind: .switch, name: "relay"))
         #expect(byName["gateway/level"]?.homeAssistant?.deviceClass == "distance")
         #expect(byName["gateway/label"]?.homeAssistant == nil)
+        #expect(byName["environment/temperature"]?.heartbeat == .seconds(30), "notify.max_interval")
+        #expect(byName["environment/humidity"]?.heartbeat == nil)
         #expect(byName["gateway/label"]?.acceptsSet == true)
         #expect(try Mirror(configuration: mirror).inboundSubscriptions.contains("gattway/demo/gateway/relay/set"))
     }

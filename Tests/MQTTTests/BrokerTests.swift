@@ -22,13 +22,14 @@ struct RunningService {
     init(
         port: Int, stateDirectory: URL, configuration: MirrorConfiguration = sampleConfiguration(),
         recorder: GatewayRecorder = GatewayRecorder(),
+        now: @escaping @Sendable () -> Date = { t1 },
         onSet: MQTTMirrorService.SetHandler? = nil
     ) throws {
         let service = try MQTTMirrorService(
             client: MQTTClientConfiguration(
                 host: "127.0.0.1", port: port, clientID: "gattway-\(UUID().uuidString.prefix(8))",
                 backoff: MQTTBackoff(initial: .milliseconds(100), maximum: .milliseconds(500))),
-            mirror: configuration, stateDirectory: stateDirectory, logger: testLogger, now: { t1 },
+            mirror: configuration, stateDirectory: stateDirectory, logger: testLogger, now: now,
             onSet: onSet ?? { id, payload in
                 await recorder.set(id, payload)
                 return .accepted
@@ -59,6 +60,25 @@ func firstConnectionOutcome(_ configuration: MQTTClientConfiguration, logger: Lo
 
 @Suite("Against a real mosquitto", .serialized, .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct BrokerTests {
+    /// The service publishes each heartbeat on its own when it falls due: the value as it was.
+    @Test func heartbeatsArePublishedWhenDue() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#"])
+        var configuration = sampleConfiguration(discovery: nil)
+        configuration.characteristics[0].heartbeat = .milliseconds(300)
+        let running = try RunningService(
+            port: broker.port, stateDirectory: try temporaryDirectory("state"), configuration: configuration,
+            now: { Date() })
+        _ = try await watcher.next(on: "gattway/pi1/availability")
+        let start = Date()
+        await running.service.handle(.valueChanged(temperature, value: MirrorValue(json: "21.5"), raw: [], at: start))
+        let messages = try await watcher.messages(on: "gattway/pi1/env/temperature", count: 3)
+        #expect(Date().timeIntervalSince(start) >= 0.6, "two heartbeats after the value")
+        #expect(Set(messages.map(\.string)).count == 1, "each one the value as it was")
+        await running.stop()
+    }
+
     @Test func everyTopicWithExactPayloads() async throws {
         let broker = try Broker()
         defer { broker.stop() }

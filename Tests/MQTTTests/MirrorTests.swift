@@ -78,6 +78,43 @@ struct MirrorTests {
         #expect(!mirror.retainedSnapshot.map(\.topic).contains("gattway/pi1/env/temperature"))
     }
 
+    /// A value topic with a heartbeat is published again, unchanged, when nothing was published
+    /// on it for a heartbeat; a value topic without one never is.
+    @Test func heartbeatsPublishTheLastValueAgain() throws {
+        var configuration = sampleConfiguration(discovery: nil)
+        configuration.characteristics[0].heartbeat = .seconds(60)  // env/temperature
+        configuration.characteristics[3].heartbeat = .milliseconds(1500)  // io/blob, raw
+        var mirror = try Mirror(configuration: configuration)
+        #expect(mirror.heartbeats(at: t0 + 3600).isEmpty, "no value yet, so none to repeat")
+        #expect(mirror.nextHeartbeatCheck(after: t0) == t0 + 1.5, "a first value is due no sooner than the shortest heartbeat")
+
+        _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "21.5"), raw: [0x66, 0x08], at: t0))
+        _ = mirror.apply(.valueChanged(relay, value: MirrorValue(json: "true"), raw: [1], at: t0))
+        _ = mirror.apply(.valueChanged(blob, value: MirrorValue(json: #""dead""#), raw: [0xde, 0xad], at: t0))
+        #expect(mirror.nextHeartbeatCheck(after: t0 + 1) == t0 + 1.5, "the blob's heartbeat is due first")
+        #expect(mirror.heartbeats(at: t0 + 1.4).isEmpty)
+        #expect(
+            mirror.heartbeats(at: t0 + 1.5) == [
+                .publish(MQTTMessage(topic: "gattway/pi1/io/blob", payload: [0xde, 0xad], retain: true), durable: false)
+            ])
+        #expect(mirror.nextHeartbeatCheck(after: t0 + 1.5) == t0 + 3, "counted from the heartbeat")
+
+        var heartbeats: [String] = []
+        for second in stride(from: 1.0, through: 130, by: 1) {
+            heartbeats += published(mirror.heartbeats(at: t0 + second))
+        }
+        #expect(
+            heartbeats.filter { $0.contains("env/temperature") }
+                == Array(
+                    repeating: #"retained gattway/pi1/env/temperature {"value":21.5,"ts":"2027-01-15T08:00:00.250Z"}"#, count: 2),
+            "at 60 s and 120 s, the payload as it was")
+        #expect(!heartbeats.contains { $0.contains("io/relay") }, "the relay has no heartbeat")
+        // A new value restarts the count.
+        _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "22"), raw: [0x98, 0x08], at: t0 + 150))
+        #expect(!published(mirror.heartbeats(at: t0 + 180)).contains { $0.contains("env/temperature") })
+        #expect(published(mirror.heartbeats(at: t0 + 210)).contains { $0.contains(#"env/temperature {"value":22,"#) })
+    }
+
     @Test func writesAreDurableEventsNotRetained() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
         #expect(

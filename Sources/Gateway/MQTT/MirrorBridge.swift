@@ -9,7 +9,8 @@ import Values
 /// The configuration's MQTT settings as the MQTT layer takes them.
 public enum MirrorMapping {
     /// One mirrored characteristic per configured one: `/set` accepted unless the value is fixed,
-    /// MQTT-sourced characteristics with their source topic, Home Assistant entities for sensors.
+    /// MQTT-sourced characteristics with their source topic, Home Assistant entities for sensors,
+    /// the notify heartbeat (`max_interval`) for the value topic too.
     public static func mirrorConfiguration(
         _ config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout
     )
@@ -26,7 +27,8 @@ public enum MirrorMapping {
             return MirrorCharacteristic(
                 id: id(characteristic.ref, layout: layout),
                 payloadStyle: mqtt.payload == .raw ? .raw : .json, acceptsSet: acceptsSet,
-                sourceTopic: sourceTopic, homeAssistant: entity(characteristic, config: config))
+                sourceTopic: sourceTopic, homeAssistant: entity(characteristic, config: config),
+                heartbeat: characteristic.config.notify.maxInterval)
         }
         return MirrorConfiguration(
             baseTopic: mqtt.baseTopic, deviceID: config.device.id,

@@ -65,17 +65,21 @@ public struct MirrorCharacteristic: Sendable, Equatable {
     /// least one central is subscribed to the characteristic.
     public var sourceTopic: String?
     public var homeAssistant: HomeAssistantEntity?
+    /// The notify policy's heartbeat (`max_interval`), on MQTT too: the last value is published
+    /// again when nothing was published on its topic for this long.
+    public var heartbeat: Duration?
 
     public init(
         id: MirrorCharacteristicID, payloadStyle: MirrorPayloadStyle = .json,
         acceptsSet: Bool = false, sourceTopic: String? = nil,
-        homeAssistant: HomeAssistantEntity? = nil
+        homeAssistant: HomeAssistantEntity? = nil, heartbeat: Duration? = nil
     ) {
         self.id = id
         self.payloadStyle = payloadStyle
         self.acceptsSet = acceptsSet
         self.sourceTopic = sourceTopic
         self.homeAssistant = homeAssistant
+        self.heartbeat = heartbeat
     }
 }
 
