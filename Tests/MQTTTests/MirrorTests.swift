@@ -296,6 +296,27 @@ struct MirrorTests {
                 + availability)
     }
 
+    /// Home Assistant marks a sensor unavailable after three heartbeats without a value; a
+    /// switch takes no `expire_after`, and without a heartbeat there is none.
+    @Test func expireAfterIsThreeHeartbeats() throws {
+        var configuration = sampleConfiguration()
+        configuration.characteristics[0].heartbeat = .seconds(20)
+        configuration.characteristics[1].heartbeat = .seconds(20)
+        let messages = try Mirror(configuration: configuration).discoveryMessages
+        #expect(messages[0].string.contains(#""unit_of_measurement":"°C","expire_after":60,"availability_topic""#))
+        #expect(!messages[1].string.contains("expire_after"), "switch")
+        #expect(!messages[2].string.contains("expire_after"), "connected centrals")
+        #expect(try !Mirror(configuration: sampleConfiguration()).discoveryMessages[0].string.contains("expire_after"))
+    }
+
+    @Test(arguments: [
+        (Duration.seconds(20), Int64(60)), (.milliseconds(20_001), 61), (.milliseconds(333), 1), (.milliseconds(1), 1),
+        (.seconds(86_400), 259_200)
+    ])
+    func expireAfterIsInWholeSecondsRoundedUp(heartbeat: Duration, seconds: Int64) {
+        #expect(HomeAssistantDiscovery.expireAfter(heartbeat) == seconds)
+    }
+
     @Test func binarySensorMapsBooleanToOnOff() throws {
         let door = MirrorCharacteristicID(service: "io", characteristic: "door")
         let messages = try Mirror(
@@ -303,11 +324,14 @@ struct MirrorTests {
                 deviceID: "pi",
                 characteristics: [
                     MirrorCharacteristic(
-                        id: door, homeAssistant: HomeAssistantEntity(kind: .binarySensor, name: "Door", deviceClass: "door"))
+                        id: door, homeAssistant: HomeAssistantEntity(kind: .binarySensor, name: "Door", deviceClass: "door"),
+                        heartbeat: .seconds(300))
                 ])
         ).discoveryMessages
         #expect(messages[0].topic == "homeassistant/binary_sensor/gattway_pi/io_door/config")
-        #expect(messages[0].string.contains(#""value_template":"{{ 'ON' if value_json.value else 'OFF' }}","device_class":"door""#))
+        #expect(
+            messages[0].string.contains(
+                #""value_template":"{{ 'ON' if value_json.value else 'OFF' }}","device_class":"door","expire_after":900,"#))
     }
 
     @Test(arguments: [

@@ -194,8 +194,8 @@ public struct Mirror: Sendable {
     // MARK: Heartbeats
 
     /// The value topics whose heartbeat is due at `date`: each one's last payload published
-    /// again as it was (its `ts` stays the time of the value), so a sensor which has not changed
-    /// shows it is still there.
+    /// again as it was (its `ts` stays the time of the value), so Home Assistant's `expire_after`
+    /// sees that a sensor which has not changed is still there.
     public mutating func heartbeats(at date: Date) -> [MirrorAction] {
         var actions: [MirrorAction] = []
         for (id, seconds) in heartbeatSeconds {

@@ -66,7 +66,8 @@ public struct MirrorCharacteristic: Sendable, Equatable {
     public var sourceTopic: String?
     public var homeAssistant: HomeAssistantEntity?
     /// The notify policy's heartbeat (`max_interval`), on MQTT too: the last value is published
-    /// again when nothing was published on its topic for this long.
+    /// again when nothing was published on its topic for this long, and Home Assistant marks a
+    /// sensor unavailable after three heartbeats without one (`expire_after`).
     public var heartbeat: Duration?
 
     public init(
