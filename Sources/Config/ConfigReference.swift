@@ -342,7 +342,8 @@ public enum ConfigReference {
             meaning: "No faster than this; the newest value is sent when it expires."),
         Entry(
             key: "services[].characteristics[].notify.max_interval", type: "duration", defaultValue: "never",
-            meaning: "Heartbeat: resend when nothing was sent for this long."),
+            meaning: "Heartbeat: resend when nothing was sent for this long (on the MQTT value topic too; "
+                + "Home Assistant gets `expire_after` = 3 × this)."),
         Entry(
             key: "services[].characteristics[].notify.delta", type: "number or `N%`", defaultValue: "any change",
             meaning: "Numeric formats: ignore smaller changes (absolute, or percent of the last sent)."),

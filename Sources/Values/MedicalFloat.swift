@@ -163,6 +163,11 @@ extension MedicalFloat {
         }
     }
 
+    /// mantissa × 10^exponent exactly (364 × 10^-1 is 36.4); nil for the reserved values.
+    var decimal: DecimalNumber? {
+        special == nil ? DecimalNumber(significand: Int64(mantissa), exponent: exponent) : nil
+    }
+
     public var description: String {
         switch special {
         case .nan: "NaN"

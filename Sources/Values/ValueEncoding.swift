@@ -144,13 +144,37 @@ public struct ValueEncoding: Sendable, Hashable {
             return .number(MedFloat16(bitPattern: UInt16(truncatingIfNeeded: unsigned(bytes))).doubleValue)
         case .medfloat32:
             return .number(MedFloat32(bitPattern: UInt32(truncatingIfNeeded: unsigned(bytes))).doubleValue)
-        case .uint8, .uint16, .uint24, .uint32:
-            return .number(scaled(Int64(unsigned(bytes))))
+        case .uint8, .uint16, .uint24, .uint32, .sint8, .sint16, .sint32:
+            return .number(scaled(rawInteger(bytes)))
+        }
+    }
+
+    /// The number `bytes` carry as the decimal they stand for, for `ValueJSON.literal`: an
+    /// integer format's raw × 10^exponent and an IEEE 11073 float's mantissa × 10^exponent
+    /// exactly, a float32 or float64 as the shortest decimal that reads back as the same Float or
+    /// Double. nil for NaN, infinities, 11073's reserved values and formats that are not numbers.
+    /// `bytes` must have the format's length (`decode` checks it).
+    func decimal(_ bytes: [UInt8]) -> DecimalNumber? {
+        switch format {
+        case .float32: DecimalNumber(shortest: Float(bitPattern: UInt32(truncatingIfNeeded: unsigned(bytes))))
+        case .float64: DecimalNumber(shortest: Double(bitPattern: unsigned(bytes)))
+        case .medfloat16: MedFloat16(bitPattern: UInt16(truncatingIfNeeded: unsigned(bytes))).decimal
+        case .medfloat32: MedFloat32(bitPattern: UInt32(truncatingIfNeeded: unsigned(bytes))).decimal
+        case .uint8, .uint16, .uint24, .uint32, .sint8, .sint16, .sint32:
+            DecimalNumber(significand: rawInteger(bytes), exponent: Int(exponent))
+        case .bool, .utf8, .bytes: nil
+        }
+    }
+
+    /// An integer format's raw integer, before the decimal exponent: two's complement for sint.
+    private func rawInteger(_ bytes: [UInt8]) -> Int64 {
+        let raw = Int64(unsigned(bytes))
+        switch format {
         case .sint8, .sint16, .sint32:
             let bitCount = 8 * bytes.count
-            let raw = Int64(unsigned(bytes))
-            let signed = raw >= (1 << (bitCount - 1)) ? raw - (1 << bitCount) : raw
-            return .number(scaled(signed))
+            return raw >= (1 << (bitCount - 1)) ? raw - (1 << bitCount) : raw
+        default:
+            return raw
         }
     }
 

@@ -1,32 +1,39 @@
 import BluetoothCore
 import FoundationEssentials
 
-/// The JSON form of values on MQTT: the state payload `{"value": ..., "ts": ...}` gattway
-/// publishes, and the `/set` payload it accepts.
+/// The JSON form of values on MQTT: the value gattway publishes, and the `/set` payload it
+/// accepts.
 public enum ValueJSON {
     /// Longest `/set` payload parsed; longer ones are refused before parsing.
     public static let maximumPayloadLength = 4096
 
-    /// `{"value":<value>,"ts":"<ISO 8601 UTC, milliseconds>"}`. Numbers print in their shortest
-    /// exact form (25.06, 42), NaN and infinities as null (JSON has no such numbers), bytes as a
-    /// lower-case hex string.
-    public static func statePayload(_ value: SensorValue, timestamp: Date) -> String {
-        "{\"value\":\(literal(value)),\"ts\":\"\(iso8601(timestamp))\"}"
-    }
-
-    /// A value as a JSON literal.
-    public static func literal(_ value: SensorValue) -> String {
-        switch value {
-        case .bool(let flag):
-            return flag ? "true" : "false"
-        case .number(let number):
-            guard number.isFinite else { return "null" }
-            if number == number.rounded(), abs(number) < 1e15 { return String(Int64(number)) }
-            return "\(number)"
-        case .text(let text):
-            return quoted(text)
-        case .bytes(let bytes):
+    /// A characteristic's value, its bytes on air under `encoding`, as a JSON literal: what a
+    /// phone reading the characteristic reads, so MQTT and Bluetooth agree. Numbers print as the
+    /// decimal the bytes carry, at the precision of the format, with no trailing zeros (JSON
+    /// numbers carry no resolution); plain from 1e-6 up to below 1e21, with an exponent beyond
+    /// (`1e-7`, `2.5e30`), as JavaScript prints them:
+    /// - integer formats: raw × 10^exponent exactly, which is also the shortest decimal that
+    ///   encodes back to the same integer (sint16 at exponent -2: 2150 → 21.5, -5 → -0.05;
+    ///   uint8 at exponent 1: 25 → 250; without an exponent, the integer);
+    /// - float32: the shortest decimal that reads back as the same Float (0.1, not the
+    ///   0.10000000149011612 of the Float widened to a Double); float64: the same for Double;
+    /// - SFLOAT and FLOAT (IEEE 11073): mantissa × 10^exponent exactly (364 × 10^-1 → 36.4).
+    ///
+    /// NaN, infinities and 11073's reserved values (NaN, NRes, ±INF, RFU) are `null` (JSON has no
+    /// such numbers). Booleans are `true`/`false`, text a JSON string, and opaque bytes, or bytes
+    /// that do not decode under `encoding`, a lowercase hex string (`"0aff"`).
+    public static func literal(_ bytes: [UInt8], encoding: ValueEncoding) -> String {
+        let value: SensorValue
+        do throws(ValueError) {
+            value = try encoding.decode(bytes)
+        } catch {
             return quoted(bytes.hexString)
+        }
+        switch value {
+        case .bool(let flag): return flag ? "true" : "false"
+        case .number: return encoding.decimal(bytes)?.description ?? "null"
+        case .text(let text): return quoted(text)
+        case .bytes(let bytes): return quoted(bytes.hexString)
         }
     }
 
@@ -101,10 +108,6 @@ public enum ValueJSON {
             }
         }
         return result + "\""
-    }
-
-    private static func iso8601(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
     }
 }
 

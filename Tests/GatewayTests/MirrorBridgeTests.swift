@@ -44,8 +44,68 @@ struct MirrorBridgeTests {
         #expect(byName["gateway/relay"]?.homeAssistant == HomeAssistantEntity(kind: .switch, name: "relay"))
         #expect(byName["gateway/level"]?.homeAssistant?.deviceClass == "distance")
         #expect(byName["gateway/label"]?.homeAssistant == nil)
+        #expect(byName["environment/temperature"]?.heartbeat == .seconds(30), "notify.max_interval")
+        #expect(byName["environment/humidity"]?.heartbeat == nil)
         #expect(byName["gateway/label"]?.acceptsSet == true)
         #expect(try Mirror(configuration: mirror).inboundSubscriptions.contains("gattway/demo/gateway/relay/set"))
+    }
+
+    /// Characteristics in each kind of number format, fed by MQTT source topics.
+    static let formatsYAML =
+        ValuePipelineTests.yaml + """
+
+                  - uuid: 6E400011-B5A3-F393-E0A9-E50E24DC0001
+                    name: single
+                    format: float32
+                    source: {mqtt: in/single}
+                  - uuid: 6E400012-B5A3-F393-E0A9-E50E24DC0001
+                    name: centi
+                    format: sint16
+                    exponent: -2
+                    source: {mqtt: in/centi}
+                  - uuid: 6E400013-B5A3-F393-E0A9-E50E24DC0001
+                    name: tens
+                    format: uint8
+                    exponent: 1
+                    source: {mqtt: in/tens}
+                  - uuid: 6E400014-B5A3-F393-E0A9-E50E24DC0001
+                    name: thermometer
+                    format: sfloat
+                    source: {mqtt: in/thermometer}
+            mqtt:
+              url: mqtt://127.0.0.1:1883
+            """
+
+    /// MQTT shows the value the bytes on air carry, at the precision of the characteristic's
+    /// format: what a phone reads, not the reading or payload before it was encoded.
+    @Test func mqttPrintsTheValueAPhoneReads() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.formatsYAML)
+        let config = try ConfigLoader.load(yaml: Self.formatsYAML).config
+        let bridge = MirrorBridge(layout: fixture.layout, address: { "\($0)" })
+        var mirror = try Mirror(
+            configuration: MirrorMapping.mirrorConfiguration(config, mqtt: try #require(config.mqtt), layout: fixture.layout))
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 21.537))
+        let sourced = [("single", "0.750000027"), ("centi", "-0.049"), ("tens", "254"), ("thermometer", "36.66")]
+        for (name, payload) in sourced {
+            await bridge.sourceValue(
+                [MirrorCharacteristicID(service: "gateway", characteristic: name)], payload: Array(payload.utf8),
+                pipeline: fixture.pipeline, logger: Logger(label: "test"))
+        }
+        var printed: [String] = []
+        while printed.count < 1 + sourced.count, let event = await fixture.pipelineEvents.next() {
+            guard case .valueChanged = event else { continue }
+            for case .publish(let message, _) in mirror.apply(bridge.mirrorEvent(event, at: Date(timeIntervalSince1970: 0))) {
+                printed.append("\(message.topic) \(message.text ?? "")")
+            }
+        }
+        #expect(
+            printed == [
+                #"gattway/pipeline/environment/temperature {"value":21.54,"ts":"1970-01-01T00:00:00.000Z"}"#,
+                #"gattway/pipeline/gateway/single {"value":0.75,"ts":"1970-01-01T00:00:00.000Z"}"#,
+                #"gattway/pipeline/gateway/centi {"value":-0.05,"ts":"1970-01-01T00:00:00.000Z"}"#,
+                #"gattway/pipeline/gateway/tens {"value":250,"ts":"1970-01-01T00:00:00.000Z"}"#,
+                #"gattway/pipeline/gateway/thermometer {"value":36.7,"ts":"1970-01-01T00:00:00.000Z"}"#
+            ])
     }
 
     @Test func clientConfigurationCarriesBrokerAndCredentials() throws {
@@ -145,15 +205,15 @@ struct MirrorBridgeTests {
         let label = try #require(layout.ref("gateway/label"))
         let id = MirrorCharacteristicID(service: "gateway", characteristic: "label")
         #expect(
-            bridge.mirrorEvent(.valueChanged(label, .text("x"), [0x78]), at: date)
-                == .valueChanged(id, value: .string("x"), raw: [0x78], at: date))
+            bridge.mirrorEvent(.valueChanged(label, [0x78]), at: date)
+                == .valueChanged(id, value: MirrorValue(json: #""x""#), raw: [0x78], at: date))
         #expect(
             bridge.mirrorEvent(.subscribed(label, CentralID(1), .indication), at: date)
                 == .subscribed(id, central: "AA:BB:CC:DD:EE:01", kind: .indicate))
         for (kind, mirrored) in [(GATTWriteKind.request, MirrorWriteKind.request), (.command, .command), (.prepared, .prepared)] {
             #expect(
-                bridge.mirrorEvent(.written(label, CentralID(3), .text("y"), kind), at: date)
-                    == .written(id, value: .string("y"), central: "AA:BB:CC:DD:EE:03", kind: mirrored, at: date))
+                bridge.mirrorEvent(.written(label, CentralID(3), [0x79], kind), at: date)
+                    == .written(id, value: MirrorValue(json: #""y""#), central: "AA:BB:CC:DD:EE:03", kind: mirrored, at: date))
         }
         #expect(
             bridge.mirrorEvent(.centralConnected(CentralID(2), mtu: 23), at: date)

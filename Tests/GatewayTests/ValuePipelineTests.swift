@@ -262,7 +262,7 @@ struct ValuePipelineTests {
         await fixture.pipeline.finish()
         var written: [String] = []
         while let event = await fixture.durableEvents.next() {
-            if case .written(_, _, .text(let text), _) = event { written.append(text) }
+            if case .written(_, _, let bytes, _) = event { written.append(String(decoding: bytes, as: UTF8.self)) }
         }
         #expect(written == (0..<writes).map { "w\($0)" }, "every write, in order")
         var values = 0
@@ -381,7 +381,7 @@ struct ValuePipelineTests {
             if case .written = event { break }
         }
         let ref = fixture.ref("gateway/label")
-        #expect(mirrored.contains(.written(ref, alice, .text("hello"), .request)))
+        #expect(mirrored.contains(.written(ref, alice, Array("hello".utf8), .request)))
         #expect(mirrored.contains(.subscribed(ref, bob, .notification)))
     }
 
@@ -427,8 +427,8 @@ struct ValuePipelineTests {
         let ref = fixture.ref("gateway/label")
         #expect(
             written == [
-                .written(ref, alice, .text("req"), .request), .written(ref, alice, .text("cmd"), .command),
-                .written(ref, alice, .text("long"), .prepared)
+                .written(ref, alice, Array("req".utf8), .request), .written(ref, alice, Array("cmd".utf8), .command),
+                .written(ref, alice, Array("long".utf8), .prepared)
             ])
     }
 

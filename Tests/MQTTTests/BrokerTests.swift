@@ -22,13 +22,14 @@ struct RunningService {
     init(
         port: Int, stateDirectory: URL, configuration: MirrorConfiguration = sampleConfiguration(),
         recorder: GatewayRecorder = GatewayRecorder(),
+        now: @escaping @Sendable () -> Date = { t1 },
         onSet: MQTTMirrorService.SetHandler? = nil
     ) throws {
         let service = try MQTTMirrorService(
             client: MQTTClientConfiguration(
                 host: "127.0.0.1", port: port, clientID: "gattway-\(UUID().uuidString.prefix(8))",
                 backoff: MQTTBackoff(initial: .milliseconds(100), maximum: .milliseconds(500))),
-            mirror: configuration, stateDirectory: stateDirectory, logger: testLogger, now: { t1 },
+            mirror: configuration, stateDirectory: stateDirectory, logger: testLogger, now: now,
             onSet: onSet ?? { id, payload in
                 await recorder.set(id, payload)
                 return .accepted
@@ -59,6 +60,25 @@ func firstConnectionOutcome(_ configuration: MQTTClientConfiguration, logger: Lo
 
 @Suite("Against a real mosquitto", .serialized, .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct BrokerTests {
+    /// The service publishes each heartbeat on its own when it falls due: the value as it was.
+    @Test func heartbeatsArePublishedWhenDue() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#"])
+        var configuration = sampleConfiguration(discovery: nil)
+        configuration.characteristics[0].heartbeat = .milliseconds(300)
+        let running = try RunningService(
+            port: broker.port, stateDirectory: try temporaryDirectory("state"), configuration: configuration,
+            now: { Date() })
+        _ = try await watcher.next(on: "gattway/pi1/availability")
+        let start = Date()
+        await running.service.handle(.valueChanged(temperature, value: MirrorValue(json: "21.5"), raw: [], at: start))
+        let messages = try await watcher.messages(on: "gattway/pi1/env/temperature", count: 3)
+        #expect(Date().timeIntervalSince(start) >= 0.6, "two heartbeats after the value")
+        #expect(Set(messages.map(\.string)).count == 1, "each one the value as it was")
+        await running.stop()
+    }
+
     @Test func everyTopicWithExactPayloads() async throws {
         let broker = try Broker()
         defer { broker.stop() }
@@ -92,14 +112,14 @@ struct BrokerTests {
             try await watcher.next(on: "gattway/pi1/env/temperature/subscribers").string
                 == #"{"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#)
 
-        await service.handle(.valueChanged(temperature, value: .number(21.5), raw: [], at: t0))
+        await service.handle(.valueChanged(temperature, value: MirrorValue(json: "21.5"), raw: [], at: t0))
         #expect(
             try await watcher.next(on: "gattway/pi1/env/temperature").string
                 == #"{"value":21.5,"ts":"2027-01-15T08:00:00.250Z"}"#)
-        await service.handle(.valueChanged(relay, value: .bool(false), raw: [0], at: t0))
+        await service.handle(.valueChanged(relay, value: MirrorValue(json: "false"), raw: [0], at: t0))
         _ = try await watcher.next(on: "gattway/pi1/io/relay")
 
-        await service.handle(.written(relay, value: .bool(true), central: phone, kind: .request, at: t1))
+        await service.handle(.written(relay, value: MirrorValue(json: "true"), central: phone, kind: .request, at: t1))
         let written = try await watcher.next(on: "gattway/pi1/io/relay/written")
         #expect(written.string == #"{"value":true,"central":"AA:BB:CC:DD:EE:01","kind":"request","ts":"2027-01-15T08:01:40.000Z"}"#)
         #expect(written.qos == .atLeastOnce)
@@ -150,12 +170,12 @@ struct BrokerTests {
             onSet: { id, payload in
                 guard let text = String(validating: payload, as: UTF8.self) else { return .rejected(reason: "payload is not UTF-8") }
                 guard text == "true" || text == "false" else { return .rejected(reason: "expected true or false, got '\(text)'") }
-                await box.service?.handle(.valueChanged(id, value: .bool(text == "true"), raw: [text == "true" ? 1 : 0], at: t1))
+                await box.service?.handle(.valueChanged(id, value: MirrorValue(json: text), raw: [text == "true" ? 1 : 0], at: t1))
                 return .accepted
             })
         await box.set(running.service)
         _ = try await watcher.next(on: "gattway/pi1/availability")
-        await running.service.handle(.valueChanged(relay, value: .bool(false), raw: [0], at: t0))
+        await running.service.handle(.valueChanged(relay, value: MirrorValue(json: "false"), raw: [0], at: t0))
         #expect(try await watcher.next(on: "gattway/pi1/io/relay").string == #"{"value":false,"ts":"2027-01-15T08:00:00.250Z"}"#)
 
         try await watcher.publish(MQTTMessage(topic: "gattway/pi1/io/relay/set", text: "banana"))
@@ -218,7 +238,7 @@ struct BrokerTests {
             for _ in 1...21 {
                 n += 1
                 let start = ContinuousClock.now
-                await running.service.handle(.written(relay, value: .integer(Int64(n)), central: phone, kind: .request, at: t0))
+                await running.service.handle(.written(relay, value: MirrorValue(json: "\(n)"), central: phone, kind: .request, at: t0))
                 let message = try await watcher.next(on: "gattway/pi1/io/relay/written")
                 latencies.append(ContinuousClock.now - start)
                 #expect(writtenValues(["x " + message.string]) == [n])
@@ -242,7 +262,7 @@ struct BrokerTests {
         try await waitUntil { await !running.service.isConnected }
         let outageStart = ContinuousClock.now
         for n in 1...100 {
-            await running.service.handle(.written(relay, value: .integer(Int64(n)), central: phone, kind: .command, at: t0))
+            await running.service.handle(.written(relay, value: MirrorValue(json: "\(n)"), central: phone, kind: .command, at: t0))
         }
         #expect(await running.service.undeliveredEvents == 100)
         try await Task.sleep(until: outageStart + .seconds(10))
@@ -259,7 +279,7 @@ struct BrokerTests {
         defer { broker.stop() }
         let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"))
         try await waitUntil { await running.service.isConnected }
-        await running.service.handle(.valueChanged(temperature, value: .integer(19), raw: [19], at: t0))
+        await running.service.handle(.valueChanged(temperature, value: MirrorValue(json: "19"), raw: [19], at: t0))
         broker.stop()
         try await waitUntil { await !running.service.isConnected }
         try broker.start()
@@ -280,13 +300,13 @@ struct BrokerTests {
 
         let first = try RunningService(port: broker.port, stateDirectory: state)
         for n in 1...5 {
-            await first.service.handle(.written(relay, value: .integer(Int64(n)), central: phone, kind: .request, at: t0))
+            await first.service.handle(.written(relay, value: MirrorValue(json: "\(n)"), central: phone, kind: .request, at: t0))
         }
         await first.stop()
 
         let second = try RunningService(port: broker.port, stateDirectory: state)
         #expect(await second.service.undeliveredEvents == 5)
-        await second.service.handle(.written(relay, value: .integer(6), central: phone, kind: .request, at: t0))
+        await second.service.handle(.written(relay, value: MirrorValue(json: "6"), central: phone, kind: .request, at: t0))
         try broker.start()
         let lines = try await subscriber.lines(on: "gattway/pi1/io/relay/written", count: 6, timeout: .seconds(10))
         #expect(writtenValues(lines) == Array(1...6))

@@ -3,19 +3,79 @@ import Testing
 @testable import Values
 
 struct ValueJSONTests {
-    let moment = Date(timeIntervalSince1970: 1_700_000_000.125)
-
+    /// Bytes on air → the JSON a person reads: the decimal the bytes carry, at the format's
+    /// precision, never the noise of a Float widened to a Double or of binary fractions.
     @Test(arguments: [
-        (SensorValue.number(25.06), "{\"value\":25.06,\"ts\":\"2023-11-14T22:13:20.125Z\"}"),
-        (.number(42), "{\"value\":42,\"ts\":\"2023-11-14T22:13:20.125Z\"}"),
-        (.number(-0.5), "{\"value\":-0.5,\"ts\":\"2023-11-14T22:13:20.125Z\"}"),
-        (.number(.nan), "{\"value\":null,\"ts\":\"2023-11-14T22:13:20.125Z\"}"),
-        (.bool(true), "{\"value\":true,\"ts\":\"2023-11-14T22:13:20.125Z\"}"),
-        (.text("a \"b\"\n"), "{\"value\":\"a \\\"b\\\"\\n\",\"ts\":\"2023-11-14T22:13:20.125Z\"}"),
-        (.bytes([0x0A, 0xFF]), "{\"value\":\"0aff\",\"ts\":\"2023-11-14T22:13:20.125Z\"}")
+        // Integers, with and without a decimal exponent.
+        (ValueFormat.uint8, Int8(0), [UInt8]([42]), "42"),
+        (.uint8, 1, [25], "250"),
+        (.uint8, 1, [0], "0"),
+        (.sint8, 0, [0xFF], "-1"),
+        (.uint16, 0, [0xFF, 0xFF], "65535"),
+        (.uint16, -1, [3, 0], "0.3"),
+        (.uint24, 0, [0xFF, 0xFF, 0xFF], "16777215"),
+        (.uint32, 0, [0xFF, 0xFF, 0xFF, 0xFF], "4294967295"),
+        (.sint32, 0, [0x00, 0x00, 0x00, 0x80], "-2147483648"),
+        (.sint16, -2, [0x66, 0x08], "21.5"),
+        (.sint16, -2, [0xCA, 0x09], "25.06"),
+        (.sint16, -2, [0x34, 0x08], "21"),
+        (.sint16, -2, [0xFB, 0xFF], "-0.05"),
+        (.sint16, -2, [0x00, 0x80], "-327.68"),
+        (.sint16, -6, [1, 0], "0.000001"),
+        (.sint16, -7, [1, 0], "1e-7"),
+        (.sint16, -7, [0xF1, 0xFF], "-0.0000015"),
+        (.sint16, -8, [0xF1, 0xFF], "-1.5e-7"),
+        (.sint32, 19, [1, 0, 0, 0], "10000000000000000000"),
+        (.sint32, 20, [25, 0, 0, 0], "2.5e21"),
+        (.uint32, 127, [0xFF, 0xFF, 0xFF, 0xFF], "4.294967295e136"),
+        // float32: the shortest decimal that reads back as the same Float.
+        (.float32, 0, [0x00, 0x00, 0x40, 0x3F], "0.75"),
+        (.float32, 0, [0x01, 0x00, 0x40, 0x3F], "0.75000006"),
+        (.float32, 0, [0xCD, 0xCC, 0xCC, 0x3D], "0.1"),
+        (.float32, 0, [0x00, 0x00, 0xAC, 0x41], "21.5"),
+        (.float32, 0, [0x00, 0x00, 0x80, 0x4B], "16777216"),
+        (.float32, 0, [0x95, 0xBF, 0xD6, 0x33], "1e-7"),
+        (.float32, 0, [0xFF, 0xFF, 0x7F, 0x7F], "3.4028235e38"),
+        (.float32, 0, [0x01, 0x00, 0x00, 0x00], "1e-45"),
+        (.float32, 0, [0x00, 0x00, 0x00, 0x80], "0"),
+        (.float32, 0, [0x00, 0x00, 0xC0, 0x7F], "null"),
+        (.float32, 0, [0x00, 0x00, 0x80, 0x7F], "null"),
+        (.float32, 0, [0x00, 0x00, 0x80, 0xFF], "null"),
+        // float64: the shortest decimal that reads back as the same Double.
+        (.float64, 0, [0x9A, 0x99, 0x99, 0x99, 0x99, 0x99, 0xB9, 0x3F], "0.1"),
+        (.float64, 0, [0x00, 0x00, 0x00, 0xA0, 0x99, 0x99, 0xB9, 0x3F], "0.10000000149011612"),
+        (.float64, 0, [0xC9, 0x76, 0xBE, 0x9F, 0x0C, 0x24, 0xFE, 0x40], "123456.789"),
+        (.float64, 0, [0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x40, 0x43], "9007199254740992"),
+        (.float64, 0, [0x40, 0x8C, 0xB5, 0x78, 0x1D, 0xAF, 0x15, 0x44], "100000000000000000000"),
+        (.float64, 0, [0x50, 0xEF, 0xE2, 0xD6, 0xE4, 0x1A, 0x4B, 0x44], "1e21"),
+        (.float64, 0, [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xEF, 0x7F], "1.7976931348623157e308"),
+        (.float64, 0, [0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00], "5e-324"),
+        (.float64, 0, [0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xF8, 0x7F], "null"),
+        // SFLOAT and FLOAT (IEEE 11073): mantissa × 10^exponent, as the bytes carry it.
+        (.medfloat16, 0, [0x6E, 0xF1], "36.6"),
+        (.medfloat16, 0, [0x68, 0xF1], "36"),
+        (.medfloat16, 0, [0xFD, 0x77], "20450000000"),
+        (.medfloat16, 0, [0xFF, 0x8F], "-1e-8"),
+        (.medfloat16, 0, [0xFF, 0x07], "null"),
+        (.medfloat16, 0, [0x00, 0x08], "null"),
+        (.medfloat16, 0, [0x01, 0x08], "null"),
+        (.medfloat16, 0, [0xFE, 0x07], "null"),
+        (.medfloat16, 0, [0x02, 0x08], "null"),
+        (.medfloat32, 0, [0x6E, 0x01, 0x00, 0xFF], "36.6"),
+        (.medfloat32, 0, [0xFD, 0xFF, 0x7F, 0x7F], "8.388605e133"),
+        (.medfloat32, 0, [0x01, 0x00, 0x00, 0x80], "1e-128"),
+        (.medfloat32, 0, [0xFF, 0xFF, 0x7F, 0x00], "null"),
+        // Not numbers; bytes that do not decode are shown as they are.
+        (.bool, 0, [1], "true"),
+        (.bool, 0, [0], "false"),
+        (.utf8, 0, Array("a \"b\"\n".utf8), #""a \"b\"\n""#),
+        (.bytes, 0, [0x0A, 0xFF], #""0aff""#),
+        (.sint16, -2, [1, 2, 3], #""010203""#),
+        (.utf8, 0, [0xFF], #""ff""#)
     ])
-    func statePayload(value: SensorValue, json: String) {
-        #expect(ValueJSON.statePayload(value, timestamp: moment) == json)
+    func literal(format: ValueFormat, exponent: Int8, bytes: [UInt8], json: String) throws {
+        let encoding = try ValueEncoding(format, exponent: exponent)
+        #expect(ValueJSON.literal(bytes, encoding: encoding) == json)
     }
 
     @Test(arguments: [

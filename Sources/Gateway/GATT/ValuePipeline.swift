@@ -8,8 +8,8 @@ import Values
 
 /// What the pipeline tells the MQTT mirror, in order.
 public enum PipelineEvent: Sendable, Equatable {
-    /// The characteristic's new value and its bytes on air.
-    case valueChanged(CharacteristicRef, Values.SensorValue, [UInt8])
+    /// The characteristic's new value, as its bytes on air: MQTT prints what a phone reads.
+    case valueChanged(CharacteristicRef, [UInt8])
     case centralConnected(CentralID, mtu: Int)
     /// The central's ATT_MTU changed (an MTU exchange).
     case mtuChanged(CentralID, mtu: Int)
@@ -18,7 +18,8 @@ public enum PipelineEvent: Sendable, Equatable {
     case centralDisconnected(CentralID)
     case subscribed(CharacteristicRef, CentralID, UpdateKind)
     case unsubscribed(CharacteristicRef, CentralID)
-    case written(CharacteristicRef, CentralID, Values.SensorValue, GATTWriteKind)
+    /// A central's accepted write, as the bytes it wrote.
+    case written(CharacteristicRef, CentralID, [UInt8], GATTWriteKind)
     /// A central's accepted write to an output could not drive its line (the write was already
     /// answered: an ATT write is acknowledged before the line is driven).
     case outputFailed(CharacteristicRef, CentralID, reason: String)
@@ -131,7 +132,7 @@ public actor ValuePipeline {
                 if let sample = try? NotifySample(value, encoding: characteristic.config.encoding) {
                     latest[ref] = sample.bytes
                     engine.update(ref, sample: sample, now: .zero)
-                    configuredValues[ref] = .valueChanged(ref, value, sample.bytes)
+                    configuredValues[ref] = .valueChanged(ref, sample.bytes)
                 }
             case .mqtt:
                 break
@@ -232,7 +233,7 @@ public actor ValuePipeline {
     /// A central's accepted write (from `centralWrites`).
     public func handle(_ write: CentralWrite) async {
         latest[write.ref] = write.bytes
-        durableContinuation.yield(.written(write.ref, write.central, write.value, write.kind))
+        durableContinuation.yield(.written(write.ref, write.central, write.bytes, write.kind))
         if let sensor = layout.characteristics[write.ref]?.outputSensor {
             if let failure = await drive(sensor, write.value) {
                 durableContinuation.yield(.outputFailed(write.ref, write.central, reason: failure))
@@ -420,7 +421,7 @@ public actor ValuePipeline {
         engine.update(ref, sample: sample, now: now)
         // Skipped without MQTT: the stream keeps nothing then, but a yield still costs a lock
         // and an event built for nobody, on every value.
-        if publishesEvents { eventContinuation.yield(.valueChanged(ref, adapted, sample.bytes)) }
+        if publishesEvents { eventContinuation.yield(.valueChanged(ref, sample.bytes)) }
     }
 
     /// Booleans on numeric characteristics are 0 and 1; numbers on boolean ones are "non-zero".

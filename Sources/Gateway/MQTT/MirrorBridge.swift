@@ -9,7 +9,8 @@ import Values
 /// The configuration's MQTT settings as the MQTT layer takes them.
 public enum MirrorMapping {
     /// One mirrored characteristic per configured one: `/set` accepted unless the value is fixed,
-    /// MQTT-sourced characteristics with their source topic, Home Assistant entities for sensors.
+    /// MQTT-sourced characteristics with their source topic, Home Assistant entities for sensors,
+    /// the notify heartbeat (`max_interval`) for the value topic too.
     public static func mirrorConfiguration(
         _ config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout
     )
@@ -26,7 +27,8 @@ public enum MirrorMapping {
             return MirrorCharacteristic(
                 id: id(characteristic.ref, layout: layout),
                 payloadStyle: mqtt.payload == .raw ? .raw : .json, acceptsSet: acceptsSet,
-                sourceTopic: sourceTopic, homeAssistant: entity(characteristic, config: config))
+                sourceTopic: sourceTopic, homeAssistant: entity(characteristic, config: config),
+                heartbeat: characteristic.config.notify.maxInterval)
         }
         return MirrorConfiguration(
             baseTopic: mqtt.baseTopic, deviceID: config.device.id,
@@ -95,14 +97,10 @@ public enum MirrorMapping {
         }
     }
 
-    public static func mirrorValue(_ value: SensorValue) -> MirrorValue {
-        switch value {
-        case .bool(let flag): .bool(flag)
-        case .number(let number) where number == number.rounded() && abs(number) < 1e15: .integer(Int64(number))
-        case .number(let number): .number(number)
-        case .text(let text): .string(text)
-        case .bytes(let bytes): .bytes(bytes)
-        }
+    /// A characteristic's bytes on air as the JSON value MQTT payloads carry, at the precision
+    /// of its format (`ValueJSON.literal`).
+    public static func mirrorValue(_ bytes: [UInt8], encoding: ValueEncoding) -> MirrorValue {
+        MirrorValue(json: ValueJSON.literal(bytes, encoding: encoding))
     }
 }
 
@@ -126,9 +124,12 @@ public struct MirrorBridge: Sendable {
 
     public func mirrorEvent(_ event: PipelineEvent, at date: Date) -> MirrorEvent {
         func id(_ ref: CharacteristicRef) -> MirrorCharacteristicID { MirrorMapping.id(ref, layout: layout) }
+        func value(_ bytes: [UInt8], of ref: CharacteristicRef) -> MirrorValue {
+            MirrorMapping.mirrorValue(bytes, encoding: layout.characteristics[ref]!.config.encoding)
+        }
         switch event {
-        case .valueChanged(let ref, let value, let bytes):
-            return .valueChanged(id(ref), value: MirrorMapping.mirrorValue(value), raw: bytes, at: date)
+        case .valueChanged(let ref, let bytes):
+            return .valueChanged(id(ref), value: value(bytes, of: ref), raw: bytes, at: date)
         case .centralConnected(let central, let mtu):
             return .centralConnected(MirrorCentral(address: address(central), mtu: mtu, security: .none, since: date))
         case .mtuChanged(let central, let mtu):
@@ -143,9 +144,9 @@ public struct MirrorBridge: Sendable {
             return .subscribed(id(ref), central: address(central), kind: kind == .indication ? .indicate : .notify)
         case .unsubscribed(let ref, let central):
             return .unsubscribed(id(ref), central: address(central))
-        case .written(let ref, let central, let value, let kind):
+        case .written(let ref, let central, let bytes, let kind):
             return .written(
-                id(ref), value: MirrorMapping.mirrorValue(value), central: address(central),
+                id(ref), value: value(bytes, of: ref), central: address(central),
                 kind: MirrorMapping.writeKind(kind), at: date)
         case .outputFailed(let ref, let central, let reason):
             return .outputFailed(id(ref), central: address(central), reason: reason, at: date)

@@ -34,7 +34,7 @@ public actor MQTTMirrorService {
     /// - Parameters:
     ///   - client: broker settings; the Last Will is set here to `offline` on the availability topic.
     ///   - stateDirectory: where the outbox journal lives (`outbox.jsonl`).
-    ///   - now: the clock for `/error` timestamps.
+    ///   - now: the clock for `/error` timestamps and heartbeats.
     public init(
         client configuration: MQTTClientConfiguration, mirror: MirrorConfiguration,
         stateDirectory: URL, outboxCapacity: Int = 10_000, logger: Logger,
@@ -53,11 +53,16 @@ public actor MQTTMirrorService {
         self.onSourceValue = onSourceValue
     }
 
-    /// Connects (and keeps reconnecting) until `stop()`; returns after the client has stopped.
+    /// Connects (and keeps reconnecting) until `stop()`, publishing heartbeats as they fall due;
+    /// returns after the client has stopped.
     public func run() async {
         client.start()
-        for await event in client.events {
-            await process(event)
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.publishHeartbeats() }
+            for await event in client.events {
+                await process(event)
+            }
+            group.cancelAll()
         }
     }
 
@@ -73,6 +78,17 @@ public actor MQTTMirrorService {
     public func handle(_ event: MirrorEvent) {
         for action in mirror.apply(event) {
             perform(action)
+        }
+    }
+
+    /// Sleeps until the mirror's next heartbeat check and publishes what is due, until cancelled
+    /// (returns at once when no characteristic has a heartbeat).
+    private func publishHeartbeats() async {
+        while let check = mirror.nextHeartbeatCheck(after: now()) {
+            guard (try? await Task.sleep(for: .seconds(max(0, check.timeIntervalSince(now()))))) != nil else { return }
+            for action in mirror.heartbeats(at: now()) {
+                perform(action)
+            }
         }
     }
 

@@ -21,6 +21,9 @@ struct HomeAssistantDiscovery {
             }
             if let deviceClass = entity.deviceClass { members.append(("device_class", .string(deviceClass))) }
             if let unit = entity.unit { members.append(("unit_of_measurement", .string(unit))) }
+            if let heartbeat = characteristic.heartbeat, entity.kind != .switch {
+                members.append(("expire_after", .integer(Self.expireAfter(heartbeat))))
+            }
             if entity.kind == .switch {
                 members += [
                     ("command_topic", .string(topics.set(characteristic.id))),
@@ -73,6 +76,14 @@ struct HomeAssistantDiscovery {
         case .binarySensor: "{{ 'ON' if value_json.value else 'OFF' }}"
         case .switch: "{{ 'true' if value_json.value else 'false' }}"
         }
+    }
+
+    /// Seconds without a value after which Home Assistant shows a sensor as unavailable: three
+    /// heartbeats, so one late or lost publication is not an outage; whole seconds (what
+    /// `expire_after` takes), rounded up.
+    static func expireAfter(_ heartbeat: Duration) -> Int64 {
+        let (seconds, attoseconds) = (heartbeat * 3).components
+        return seconds + (attoseconds > 0 ? 1 : 0)
     }
 
     /// Home Assistant node and object ids allow `[a-zA-Z0-9_-]` only.

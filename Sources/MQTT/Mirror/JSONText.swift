@@ -7,10 +7,11 @@ public indirect enum JSONText: Sendable, Equatable {
     case null
     case bool(Bool)
     case integer(Int64)
-    case number(Double)
     case string(String)
     case array([JSONText])
     case object([(String, JSONText)])
+    /// JSON text printed elsewhere, placed as it is: a characteristic's value (`MirrorValue`).
+    case literal(String)
 
     public static func == (lhs: JSONText, rhs: JSONText) -> Bool { lhs.encoded == rhs.encoded }
 
@@ -27,7 +28,6 @@ public indirect enum JSONText: Sendable, Equatable {
         case .null: out += "null"
         case .bool(let value): out += value ? "true" : "false"
         case .integer(let value): out += String(value)
-        case .number(let value): out += value.isFinite ? "\(value)" : "null"
         case .string(let value): Self.writeString(value, to: &out)
         case .array(let items):
             out += "["
@@ -45,6 +45,7 @@ public indirect enum JSONText: Sendable, Equatable {
                 value.write(to: &out)
             }
             out += "}"
+        case .literal(let text): out += text
         }
     }
 

@@ -15,6 +15,10 @@ public struct Mirror: Sendable {
     private var subscribers: [MirrorCharacteristicID: [(address: String, kind: MirrorSubscriptionKind)]] = [:]
     /// Last value payload per characteristic (re-published on reconnect).
     private var values: [MirrorCharacteristicID: [UInt8]] = [:]
+    /// When each value topic was last published, by a value or a heartbeat.
+    private var lastPublished: [MirrorCharacteristicID: Date] = [:]
+    /// The characteristics with a heartbeat, and its length in seconds.
+    private let heartbeatSeconds: [(id: MirrorCharacteristicID, seconds: TimeInterval)]
 
     public init(configuration: MirrorConfiguration) throws {
         try MirrorTopics.validateTopic(configuration.baseTopic, "base topic")
@@ -45,6 +49,9 @@ public struct Mirror: Sendable {
             setTopics[topics.set(characteristic.id)] = characteristic.id
         }
         self.setTopics = setTopics
+        heartbeatSeconds = configuration.characteristics.compactMap { characteristic in
+            characteristic.heartbeat.map { (characteristic.id, $0 / .seconds(1)) }
+        }
     }
 
     // MARK: Connection-level messages
@@ -92,10 +99,11 @@ public struct Mirror: Sendable {
             guard let characteristic = characteristics[id] else { return [] }
             let payload: [UInt8] =
                 switch characteristic.payloadStyle {
-                case .json: JSONText.object([("value", value.json), ("ts", .string(MirrorTimestamp.string(date)))]).bytes
+                case .json: JSONText.object([("value", .literal(value.json)), ("ts", .string(MirrorTimestamp.string(date)))]).bytes
                 case .raw: raw
                 }
             values[id] = payload
+            lastPublished[id] = date
             return [.publish(valueMessage(id, payload), durable: false)]
 
         case .centralConnected(let central):
@@ -153,7 +161,7 @@ public struct Mirror: Sendable {
         case .written(let id, let value, let central, let kind, let date):
             guard characteristics[id] != nil else { return [] }
             let payload = JSONText.object([
-                ("value", value.json), ("central", .string(central)), ("kind", .string(kind.rawValue)),
+                ("value", .literal(value.json)), ("central", .string(central)), ("kind", .string(kind.rawValue)),
                 ("ts", .string(MirrorTimestamp.string(date)))
             ])
             return [.publish(MQTTMessage(topic: topics.written(id), payload: payload.bytes), durable: true)]
@@ -181,6 +189,33 @@ public struct Mirror: Sendable {
             ])
             return [.publish(MQTTMessage(topic: topics.pairing, payload: payload.bytes), durable: false)]
         }
+    }
+
+    // MARK: Heartbeats
+
+    /// The value topics whose heartbeat is due at `date`: each one's last payload published
+    /// again as it was (its `ts` stays the time of the value), so Home Assistant's `expire_after`
+    /// sees that a sensor which has not changed is still there.
+    public mutating func heartbeats(at date: Date) -> [MirrorAction] {
+        var actions: [MirrorAction] = []
+        for (id, seconds) in heartbeatSeconds {
+            guard let last = lastPublished[id], let payload = values[id], date >= last + seconds else { continue }
+            lastPublished[id] = date
+            actions.append(.publish(valueMessage(id, payload), durable: false))
+        }
+        return actions
+    }
+
+    /// When to call `heartbeats(at:)` next: the earliest heartbeat due, and no later than the
+    /// shortest heartbeat after `now`, since a first value arriving meanwhile is due no sooner.
+    /// nil when no characteristic has a heartbeat.
+    public func nextHeartbeatCheck(after now: Date) -> Date? {
+        guard let shortest = heartbeatSeconds.map(\.seconds).min() else { return nil }
+        var next = now + shortest
+        for (id, seconds) in heartbeatSeconds {
+            if let last = lastPublished[id] { next = min(next, last + seconds) }
+        }
+        return next
     }
 
     // MARK: Inbound

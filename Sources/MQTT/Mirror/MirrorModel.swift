@@ -21,35 +21,16 @@ public enum MirrorPayloadStyle: String, Sendable, Equatable {
     case raw
 }
 
-/// A decoded characteristic value (the Values module decodes; the mirror only renders it).
-public enum MirrorValue: Sendable, Equatable {
-    case bool(Bool)
-    case integer(Int64)
-    case number(Double)
-    case string(String)
-    /// Undecodable or opaque bytes: rendered as a lowercase hex string.
-    case bytes([UInt8])
+/// A characteristic's value as the JSON literal its payloads carry (`21.5`, `true`, `"text"`,
+/// `"0aff"`, `null`). The gateway prints it from the bytes on air at the precision of the
+/// characteristic's format (`ValueJSON.literal`), so MQTT shows what a phone reads; the mirror
+/// only places it.
+public struct MirrorValue: Sendable, Equatable {
+    public var json: String
 
-    var json: JSONText {
-        switch self {
-        case .bool(let value): .bool(value)
-        case .integer(let value): .integer(value)
-        case .number(let value): .number(value)
-        case .string(let value): .string(value)
-        case .bytes(let value): .string(hex(value))
-        }
+    public init(json: String) {
+        self.json = json
     }
-}
-
-func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var text: [UInt8] = []
-    text.reserveCapacity(bytes.count * 2)
-    for byte in bytes {
-        text.append(digits[Int(byte >> 4)])
-        text.append(digits[Int(byte & 0x0F)])
-    }
-    return String(decoding: text, as: UTF8.self)
 }
 
 /// Home Assistant entity announced for a characteristic through MQTT discovery.
@@ -84,17 +65,22 @@ public struct MirrorCharacteristic: Sendable, Equatable {
     /// least one central is subscribed to the characteristic.
     public var sourceTopic: String?
     public var homeAssistant: HomeAssistantEntity?
+    /// The notify policy's heartbeat (`max_interval`), on MQTT too: the last value is published
+    /// again when nothing was published on its topic for this long, and Home Assistant marks a
+    /// sensor unavailable after three heartbeats without one (`expire_after`).
+    public var heartbeat: Duration?
 
     public init(
         id: MirrorCharacteristicID, payloadStyle: MirrorPayloadStyle = .json,
         acceptsSet: Bool = false, sourceTopic: String? = nil,
-        homeAssistant: HomeAssistantEntity? = nil
+        homeAssistant: HomeAssistantEntity? = nil, heartbeat: Duration? = nil
     ) {
         self.id = id
         self.payloadStyle = payloadStyle
         self.acceptsSet = acceptsSet
         self.sourceTopic = sourceTopic
         self.homeAssistant = homeAssistant
+        self.heartbeat = heartbeat
     }
 }
 
