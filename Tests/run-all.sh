@@ -58,6 +58,16 @@ swift_test() {
 # for ten minutes is a hang: the tests that started and never ended are named (and the test
 # process's threads shown, when gdb is there), then the process is killed, so the stage fails
 # saying where it stood instead of using up CI's time.
+# The names of the tests and suites a swift-testing log shows starting, and ending (the whole run's
+# line, a parameterized test's cases and the issues a test records are left out).
+tests_started() {
+    grep -vE '◇ Test (case |run started)' "$1" | sed -nE 's/.*◇ (Test|Suite) (.*) started\.$/\2/p' | sort -u
+}
+tests_ended() {
+    grep -vE '(✔|✘) Test case ' "$1" | sed -nE 's/.*(✔|✘) (Test|Suite) (.*) (passed|failed) after .*/\3/p' |
+        sed -E 's/ with [0-9]+ test cases?$//' | sort -u
+}
+
 stall_watchdog() {
     local log=$1 size last=-1 still=0 pid
     while sleep 30; do
@@ -65,9 +75,7 @@ stall_watchdog() {
         if ((size == last)); then still=$((still + 30)); else still=0 last=$size; fi
         ((still < 600)) && continue
         echo "=== swift test printed nothing for 10 minutes; started and not ended:"
-        sed -nE 's/.*◇ (Test|Suite) (.*) started\.$/\2/p' "$log" | sort >"$log.started"
-        sed -nE 's/.*[✔✘] (Test|Suite) (.*) (passed|failed|recorded).*/\2/p' "$log" | sort -u >"$log.ended"
-        comm -23 "$log.started" "$log.ended" | sed 's/^/  /'
+        comm -23 <(tests_started "$log") <(tests_ended "$log") | sed 's/^/  /'
         for pid in $(pgrep -f 'PackageTests\.xctest'); do
             if command -v gdb >/dev/null; then
                 gdb -p "$pid" -batch -ex 'thread apply all bt 20' 2>/dev/null | grep -E '^(Thread|#)' | cut -c1-240
