@@ -180,7 +180,7 @@ let package = Package(
             name: "BluetoothHostTests", dependencies: ["BluetoothHost", "EventLoop", "BluetoothGATT", "BluetoothATT", "BluetoothSMP", "TestHarness"],
             path: "Tests/BluetoothHostTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "GPIOTests", dependencies: ["GPIO", "EventLoop"],
+            name: "GPIOTests", dependencies: ["GPIO", "EventLoop", "TestHarness"],
             path: "Tests/GPIOTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "SensorsTests", dependencies: ["Sensors", "GPIO", "EventLoop", "TestHarness"],

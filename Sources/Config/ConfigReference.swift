@@ -128,7 +128,7 @@ public enum ConfigReference {
             meaning: "Waveform on the line's input; absent: low (or driven by an output)."),
         Entry(
             key: "gpio.chips[].lines[].generator.type", type: "enum", defaultValue: required,
-            meaning: "`constant`, `square`, `pulses`, `steps`, `dht22`, `dht11`, `hcsr04`."),
+            meaning: "`constant`, `square`, `pulses`, `steps`, `dht22`, `dht11`, `hcsr04`, `socket`."),
         Entry(
             key: "gpio.chips[].lines[].generator.level", type: "0 or 1", defaultValue: D.constantLevel ? "1" : "0",
             meaning: "`constant`: the level."),
@@ -168,6 +168,10 @@ public enum ConfigReference {
         Entry(
             key: "gpio.chips[].lines[].generator.trigger", type: "line name", defaultValue: required,
             meaning: "`hcsr04`: the trigger line on the same chip."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.path", type: "path", defaultValue: required,
+            meaning: "`socket`: Unix datagram socket bound while a sensor holds the line; "
+                + "each datagram's `0`/`1` bytes are levels applied in order (`printf 1 | socat - UNIX-SENDTO:PATH`)."),
 
         Entry(key: "sensors", type: "list", defaultValue: "[]", meaning: "Sensors and outputs on GPIO lines."),
         Entry(key: "sensors[].id", type: "string", defaultValue: required, meaning: "Unique id; characteristics refer to it."),

@@ -314,14 +314,26 @@ extension Actor {
     /// `assumeIsolated` for the event path: for an actor whose executor is `EventLoop.shared`,
     /// called on the loop's thread (a descriptor handler, a timer body, or another such actor).
     ///
-    /// Why not the standard library's: its generic closure is re-abstracted through a heap
-    /// context on every call, an allocation per event on a path that makes several calls per
-    /// event. Here the check is the loop's thread identity and the call is specialized inline.
+    /// Why not the standard library's: its closure is re-abstracted through a heap context on
+    /// every call (so is any non-escaping closure passed through `withoutActuallyEscaping`), an
+    /// allocation per event on a path that makes several calls per event. Here `operation` is an
+    /// escaping closure that captures nothing (what it needs comes in as `argument`): a plain
+    /// function pointer with no context, called directly. A closure that captures would allocate
+    /// its context on every call, which is what this exists to avoid.
     @inlinable @inline(__always)
-    public nonisolated func onLoop<T>(_ operation: (isolated Self) throws -> T) rethrows -> T {
+    public nonisolated func onLoop<Argument, Result, Failure: Error>(
+        with argument: Argument, _ operation: @escaping (isolated Self, Argument) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
         precondition(EventLoop.shared.inLoop, "an event-loop actor was called off the event loop")
-        return try withoutActuallyEscaping(operation) { escapable in
-            try unsafeBitCast(escapable, to: ((Self) throws -> T).self)(self)
-        }
+        return try unsafeBitCast(operation, to: ((Self, Argument) throws(Failure) -> Result).self)(self, argument)
+    }
+
+    /// `onLoop(with:_:)` for an operation that needs nothing but the actor.
+    @inlinable @inline(__always)
+    public nonisolated func onLoop<Result, Failure: Error>(
+        _ operation: @escaping (isolated Self) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        precondition(EventLoop.shared.inLoop, "an event-loop actor was called off the event loop")
+        return try unsafeBitCast(operation, to: ((Self) throws(Failure) -> Result).self)(self)
     }
 }

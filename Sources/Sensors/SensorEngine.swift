@@ -100,6 +100,8 @@ final class SensorCore {
     private let engine: any SensorEngine
     private var chains: [String: FilterChain] = [:]
     private var lostTotal = 0
+    /// The edge events of one `step`, kept between steps so a step allocates no array for them.
+    private var pendingEvents: [(event: EdgeEvent, input: Int)] = []
 
     init(spec: SensorSpec, backend: any GPIOBackend, onReadable: @escaping @Sendable () -> Void) throws {
         self.spec = spec
@@ -126,7 +128,10 @@ final class SensorCore {
     /// Reads every pending event and runs every deadline up to `now`, in time order.
     func step(now: UInt64) -> [SensorValue] {
         var out: [Emission] = []
-        var events: [(event: EdgeEvent, input: Int)] = []
+        var events = pendingEvents
+        pendingEvents = []  // unique, so appending below reuses its storage
+        events.removeAll(keepingCapacity: true)
+        defer { pendingEvents = events }
         let inputs = engine.inputs
         for (index, line) in inputs.enumerated() {
             do {
@@ -139,7 +144,7 @@ final class SensorCore {
                             channel: Emission.lostEventsChannel, reading: .number(Double(lostTotal)), unit: "",
                             time: batch.events.first?.timestampNs ?? now))
                 }
-                events += batch.events.map { ($0, index) }
+                for event in batch.events { events.append((event, index)) }
             } catch {
                 out.append(
                     Emission(
@@ -151,13 +156,14 @@ final class SensorCore {
             events.sort { $0.event.timestampNs < $1.event.timestampNs }  // stable: keeps per-line order
         }
         var next = 0
-        var values: [SensorValue] = finish(out)
+        var values: [SensorValue] = []
+        finish(out, into: &values)
         while true {
             if let due = deadline, due <= now, next == events.count || events[next].event.timestampNs > due {
-                values += finish(engine.deadline.map { $0 <= due } == true ? engine.tick(at: due) : [])
+                if engine.deadline.map({ $0 <= due }) == true { finish(engine.tick(at: due), into: &values) }
                 values += tickFilters(at: due)
             } else if next < events.count {
-                values += finish(engine.handle(events[next].event, input: events[next].input))
+                finish(engine.handle(events[next].event, input: events[next].input), into: &values)
                 next += 1
             } else {
                 return values
@@ -184,16 +190,25 @@ final class SensorCore {
     private var units: [String: String] = [:]
 
     private func finish(_ emissions: [Emission]) -> [SensorValue] {
-        emissions.compactMap { emission in
+        var values: [SensorValue] = []
+        finish(emissions, into: &values)
+        return values
+    }
+
+    /// Filters the emissions into values appended to `values` (no array of their own per event).
+    private func finish(_ emissions: [Emission], into values: inout [SensorValue]) {
+        for emission in emissions {
             let unit = emission.channel == Emission.valueChannel ? (spec.unit ?? emission.unit) : emission.unit
             guard emission.channel != Emission.lostEventsChannel else {
-                return value(channel: emission.channel, reading: emission.reading, unit: unit, time: emission.time)
+                values.append(value(channel: emission.channel, reading: emission.reading, unit: unit, time: emission.time))
+                continue
             }
             units[emission.channel] = unit
             if chains[emission.channel] == nil { chains[emission.channel] = FilterChain(spec.filters) }
             // In place: a chain copied out and back would copy its state for every value.
-            let filtered = chains[emission.channel]!.apply(emission.reading, at: emission.time)
-            return filtered.map { value(channel: emission.channel, reading: $0, unit: unit, time: emission.time) }
+            if let filtered = chains[emission.channel]!.apply(emission.reading, at: emission.time) {
+                values.append(value(channel: emission.channel, reading: filtered, unit: unit, time: emission.time))
+            }
         }
     }
 

@@ -86,6 +86,7 @@ struct SimulatedLineInventory: LineInventory {
         case .steps(let steps, let repeats): "steps ×\(steps.count)\(repeats ? " repeating" : "")"
         case .dht(let model, let temperature, let humidity): "\(model.rawValue) \(temperature) °C \(humidity) %"
         case .hcsr04(let distance, let trigger): "hcsr04 \(distance) m (trigger \(trigger))"
+        case .socket(let path): "levels sent to \(path)"
         }
     }
 }

@@ -84,3 +84,43 @@ async def advertise(device: Device, name: str, service_uuid: str) -> None:
     await device.start_advertising(auto_restart=True, advertising_data=advertising,
                                    scan_response_data=scan_response,
                                    advertising_interval_min=20, advertising_interval_max=20)
+
+
+class LineDriver:
+    """Drives a line from outside, the way a GPIO edge reaches a process through a descriptor:
+    a thread sends one datagram per level change ("1", "0", ...) `rate` times a second, on a
+    steady schedule, to the Unix socket a simulated line (or the Bumble notifier) binds. Its own
+    cost is this benchmark's, not the measured process's. `sent` counts the changes so far."""
+
+    def __init__(self, path: str, rate: float):
+        import socket
+        import threading
+        self.path, self.period, self.sent = path, 1.0 / rate, 0
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        import os
+        import time
+        while not os.path.exists(self.path) and not self._stop.wait(0.01):
+            pass
+        due = time.monotonic()
+        while not self._stop.is_set():
+            due += self.period
+            delay = due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            try:
+                self._socket.sendto(b"1" if self.sent % 2 == 0 else b"0", self.path)
+            except OSError:  # the receiver went away (or is not there yet): try the next tick
+                continue
+            self.sent += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._socket.close()

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """The reference peripheral for the event-cost benchmark: a Bumble GATT server that serves one
-bool characteristic (read, notify) and toggles it `rate` times a second, notifying subscribers
+bool characteristic (read, notify) and changes it `rate` times a second, notifying subscribers
 each time, like gattway serving a binary sensor on a line that changes `rate` times a second.
 
-  bumble_notifier.py tcp:HOST:PORT|unix:PATH NAME RATE
+  bumble_notifier.py tcp:HOST:PORT|unix:PATH NAME RATE [SOCKET]
+
+With SOCKET, the levels come from outside as they do for gattway's socket-driven line: it binds
+a Unix datagram socket there and applies each datagram's "0"/"1" bytes (a descriptor wakes it);
+without, its own timer toggles the value.
 
 Connects to the virtual controller, advertises NAME and the service UUID, prints "ready".
 """
@@ -11,6 +15,7 @@ Connects to the virtual controller, advertises NAME and the service UUID, prints
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
 import time
 
@@ -40,9 +45,23 @@ async def toggle(device: Device, characteristic: Characteristic, rate: float) ->
         await device.notify_subscribers(characteristic)
 
 
+async def follow(device: Device, characteristic: Characteristic, path: str) -> None:
+    """Applies the levels datagrams on `path` carry, notifying each change."""
+    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    receiver.bind(path)
+    receiver.setblocking(False)
+    loop = asyncio.get_running_loop()
+    while True:
+        datagram = await loop.sock_recv(receiver, 256)
+        for byte in datagram:
+            if byte in b"01" and characteristic.value != bytes([byte - ord("0")]):
+                characteristic.value = bytes([byte - ord("0")])
+                await device.notify_subscribers(characteristic)
+
+
 async def main() -> None:
-    if len(sys.argv) != 4 or not sys.argv[1].startswith(("tcp:", "unix:")):
-        sys.exit("usage: bumble_notifier.py tcp:HOST:PORT|unix:PATH NAME RATE")
+    if len(sys.argv) not in (4, 5) or not sys.argv[1].startswith(("tcp:", "unix:")):
+        sys.exit("usage: bumble_notifier.py tcp:HOST:PORT|unix:PATH NAME RATE [SOCKET]")
     name, rate = sys.argv[2], float(sys.argv[3])
     # gattway's spelling of a transport in Bumble's (its "unix:" is already a client).
     spec = "tcp-client:" + sys.argv[1][4:] if sys.argv[1].startswith("tcp:") else sys.argv[1]
@@ -55,7 +74,10 @@ async def main() -> None:
         await device.power_on()
         await advertise(device, name, SERVICE_UUID)
         print("ready", flush=True)
-        await toggle(device, characteristic, rate)
+        if len(sys.argv) == 5:
+            await follow(device, characteristic, sys.argv[4])
+        else:
+            await toggle(device, characteristic, rate)
 
 
 if __name__ == "__main__":

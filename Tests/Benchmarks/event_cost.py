@@ -3,17 +3,22 @@
 Bumble peripheral, on one Bumble virtual link, in one run.
 
   event_cost.py --gattway PATH/TO/gattway [--seconds 15] [--warmup 3] [--rate 1000]
-                [--transport unix|tcp] [--malloc-counter PATH/TO/malloc_counter.so]
+                [--transport unix|tcp] [--drive socket|timer]
+                [--malloc-counter PATH/TO/malloc_counter.so]
                 [--wake-floor PATH/TO/wake_floor] [--logs DIR]
 
 Scenarios, each a fresh process on its own virtual controller:
   edges    gattway serving a binary sensor on a simulated line that changes `rate` times a
-           second (a square wave), nothing subscribed: cost per edge.
+           second, nothing subscribed: cost per edge. With `--drive socket` (the default) the
+           changes come from outside through a descriptor (the benchmark sends each level to the
+           line's socket), as a GPIO edge reaches gattway on a Pi; with `--drive timer` the
+           simulator's own square wave makes them, so every edge also pays a timer wake-up.
   notify   the same, with a Bumble phone subscribed to the characteristic (notify, no rate
            limit): cost per notification the phone receives (line → sensor → value → notify
            engine → GATT → L2CAP → ACL → controller).
-  bumble   a Bumble GATT server (bumble_notifier.py) toggling the same kind of characteristic
-           `rate` times a second with the same phone subscribed: its cost per notification.
+  bumble   a Bumble GATT server (bumble_notifier.py) changing the same kind of characteristic
+           `rate` times a second, driven the same way (its own socket, or its own timer), with
+           the same phone subscribed: its cost per notification.
   idle     gattway with the line held constant: CPU share and resident memory at rest.
 
 Per scenario, over `seconds` after `warmup`: process CPU time (user + system, from
@@ -39,7 +44,7 @@ from bumble.core import UUID
 from bumble.device import Device
 from bumble.transport import open_transport
 
-from bench_support import scan_for, start_process, stop_process, subscribe
+from bench_support import LineDriver, scan_for, start_process, stop_process, subscribe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "..", "harness", "virtual_controller.py")
@@ -122,9 +127,13 @@ async def measure(pid: int, malloc_file: str | None, warmup: float, seconds: flo
 
 
 async def scenario(label: str, argv: list[str], ready: str | None, name: str, port: int, args,
-                   subscribed: bool, edges_per_second: float | None, env: dict[str, str]) -> dict:
+                   subscribed: bool, edges_per_second: float | None, env: dict[str, str],
+                   line_socket: str | None) -> dict:
     malloc_file = env.get("MALLOC_COUNTER_FILE")
     process, _ = await start_process(argv, os.path.join(args.logs, f"{label}.log"), ready=ready, env=env)
+    driver = LineDriver(line_socket, args.rate) if line_socket else None
+    if driver:
+        driver.start()
     try:
         async with await open_transport(f"tcp-client:127.0.0.1:{port}") as transport:
             phone = Device.with_hci("phone", hci.Address("C1:C2:C3:C4:C5:C7"), transport.source, transport.sink)
@@ -138,6 +147,8 @@ async def scenario(label: str, argv: list[str], ready: str | None, name: str, po
                 connection, _, _ = await subscribe(phone, address, SERVICE_UUID, VALUE_UUID, on_value)
                 result = await measure(process.pid, malloc_file, args.warmup, args.seconds, lambda: received[0])
                 await connection.disconnect()
+            elif driver:
+                result = await measure(process.pid, malloc_file, args.warmup, args.seconds, lambda: driver.sent)
             elif edges_per_second is not None:
                 result = await measure(process.pid, malloc_file, args.warmup, args.seconds,
                                        lambda: time.monotonic() * edges_per_second)
@@ -145,6 +156,8 @@ async def scenario(label: str, argv: list[str], ready: str | None, name: str, po
                 result = await measure(process.pid, malloc_file, args.warmup, args.seconds, lambda: 0)
             return result
     finally:
+        if driver:
+            driver.stop()
         await stop_process(process)
 
 
@@ -179,6 +192,10 @@ async def main() -> None:
                         help="how gattway and the Bumble peripheral reach their controller: a Unix "
                         "socket (default; the closest to a Pi's HCI user channel, a socket without a "
                         "TCP stack) or TCP loopback")
+    parser.add_argument("--drive", choices=["socket", "timer"], default="socket",
+                        help="what changes the line: the benchmark through the line's socket (default; "
+                        "a descriptor wakes the peripheral, as a kernel GPIO edge does) or the "
+                        "peripheral's own timer (the simulator's square wave, Bumble's toggle loop)")
     parser.add_argument("--wake-floor", help="wake_floor (built from wake_floor.c): measures this "
                         "machine's CPU cost of a bare wake-up in the same run")
     parser.add_argument("--only", nargs="*", choices=["edges", "notify", "bumble", "idle"],
@@ -204,11 +221,17 @@ async def main() -> None:
                 env["LD_PRELOAD"] = os.path.abspath(args.malloc_counter)
                 env["MALLOC_COUNTER_FILE"] = os.path.join(args.logs, f"{label}.allocations")
             name = f"cost-{label}"
+            line_socket = None
+            if args.drive == "socket" and label != "idle":
+                line_socket = os.path.join(args.logs, f"{label}.line")
+                if os.path.exists(line_socket):
+                    os.unlink(line_socket)
             if label == "bumble":
                 argv = [sys.executable, os.path.join(HERE, "bumble_notifier.py"), peripheral_transport,
-                        name, str(args.rate)]
+                        name, str(args.rate)] + ([line_socket] if line_socket else [])
             else:
-                generator = "{type: constant, level: 0}" if label == "idle" else square
+                generator = "{type: constant, level: 0}" if label == "idle" else (
+                    f"{{type: socket, path: {line_socket}}}" if line_socket else square)
                 state_dir = tempfile.mkdtemp(prefix=f"state-{label}-", dir=args.logs)
                 config = os.path.join(args.logs, f"{label}.yaml")
                 with open(config, "w") as file:
@@ -216,12 +239,15 @@ async def main() -> None:
                 argv = args.wrap.split() + [args.gattway, "run", "--config", config, "--log-level", "warning"]
             results[label] = await scenario(label, argv, "ready" if label == "bumble" else None, name, port, args,
                                             subscribed=label in ("notify", "bumble"),
-                                            edges_per_second=args.rate if label == "edges" else None, env=env)
+                                            edges_per_second=args.rate if label == "edges" else None, env=env,
+                                            line_socket=line_socket)
     finally:
         await stop_process(controller)
 
-    print(f"Event cost, {args.rate} value changes/s, {args.seconds:g} s measured after {args.warmup:g} s "
-          f"(process CPU time from /proc; {os.cpu_count()} cores)")
+    drive = ("sent to the line's socket by the benchmark (a descriptor wakes the peripheral)"
+             if args.drive == "socket" else "made by the peripheral's own timer")
+    print(f"Event cost, {args.rate} value changes/s {drive}, {args.seconds:g} s measured after "
+          f"{args.warmup:g} s (process CPU time from /proc; {os.cpu_count()} cores)")
     print(f"{'scenario':<10}{'events':>9}{'CPU %':>8}{'CPU µs/event':>14}{'switches/event':>16}"
           f"{'allocs/event':>14}{'RSS MB':>8}{'own MB':>8}{'threads':>9}")
     for label, result in results.items():

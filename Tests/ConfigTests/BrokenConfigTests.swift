@@ -396,6 +396,19 @@ struct BrokenConfigTests {
                 """,
             expected: [
                 "bluetooth.connection.supervision_timeout (line 4): 1s is too short for max_interval 1s and latency 0 (must exceed 2s)"
+            ]),
+        Case(
+            name: "a line's socket path longer than a Unix socket path may be",
+            yaml: """
+                gpio:
+                  backend: simulated
+                  chips:
+                    - lines:
+                        - name: DOOR
+                          generator: {type: socket, path: /tmp/\(String(repeating: "d", count: 110))}
+                """,
+            expected: [
+                "gpio.chips[0].lines[0].generator.path (line 6): 115 bytes is longer than a Unix socket path may be (107)"
             ])
     ]
 

@@ -296,6 +296,7 @@ struct ValidConfigTests {
                     - {name: E, generator: {type: dht11, humidity: 60}}
                     - {name: T}
                     - {name: F, generator: {type: hcsr04, distance: 0.5, trigger: T}}
+                    - {name: G, generator: {type: socket, path: /run/gattway/door.socket}}
             """
         let chip = try ConfigLoader.load(yaml: yaml).config.gpio.simulatedChips[0]
         #expect(chip.name == "gpiochip0" && chip.label == "bench")
@@ -304,7 +305,8 @@ struct ValidConfigTests {
                 .constant(level: true), .square(period: .milliseconds(20), duty: 0.25),
                 .pulses(rate: 100, width: .milliseconds(5)),
                 .steps([LevelStep(level: true, duration: .seconds(1))], repeats: false),
-                .dht(.dht11, temperature: 21.5, humidity: 60), nil, .hcsr04(distance: 0.5, trigger: "T")
+                .dht(.dht11, temperature: 21.5, humidity: 60), nil, .hcsr04(distance: 0.5, trigger: "T"),
+                .socket(path: "/run/gattway/door.socket")
             ])
     }
 

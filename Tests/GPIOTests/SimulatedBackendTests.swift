@@ -1,5 +1,6 @@
 import EventLoop
 import Foundation
+import TestHarness
 import Testing
 @testable import GPIO
 
@@ -299,5 +300,79 @@ final class CallCounter: @unchecked Sendable {
         }
         #expect(events.count == 84 && lost == 0)
         #expect(events.first?.edge == .falling && events.last?.edge == .rising)
+    }
+}
+
+/// A line driven through its socket by another program (`SignalGenerator.socket`).
+@Suite struct SimulatedSocketLineTests {
+    func socketLine(_ path: String) -> SimulatedBackend {
+        SimulatedBackend(
+            chips: [
+                SimulatedChipConfig(label: "rt", lines: [SimulatedLineConfig(name: "DOOR", generator: .socket(path: path))])
+            ],
+            clock: .realTime)
+    }
+
+    func send(_ text: String, to path: String) throws {
+        let sender = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(sender) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
+        let sent = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
+                Array(text.utf8).withUnsafeBytes {
+                    sendto(sender, $0.baseAddress, $0.count, 0, target, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+        }
+        #expect(sent == text.utf8.count, "sendto \(path): \(String(cString: strerror(errno)))")
+    }
+
+    func events(_ input: any InputLine, _ signal: ReadableSignal, count: Int) async throws -> [Edge] {
+        var edges: [Edge] = []
+        while edges.count < count, await signal.wait() {
+            edges += try input.readEvents().events.map(\.edge)
+        }
+        return edges
+    }
+
+    @Test func datagramsSetTheLevelInOrderAndOnlyChangesAreEdges() async throws {
+        let path = try temporaryDirectory("socket-line").path + "/door.socket"
+        let sim = socketLine(path)
+        let signal = ReadableSignal()
+        let input = try sim.requestInput(
+            LineSelector("DOOR"), consumer: "t", settings: InputSettings(edges: .both), onReadable: signal.callback)
+        #expect(try input.value() == false)
+        try send("1", to: path)
+        #expect(try await events(input, signal, count: 1) == [.rising])
+        try send("1", to: path)  // no change, no edge
+        try send("0 1\n0", to: path)  // one datagram, three levels in order; other bytes ignored
+        #expect(try await events(input, signal, count: 3) == [.falling, .rising, .falling])
+        #expect(try input.value() == false)
+    }
+
+    @Test func theSocketExistsWhileAnInputHoldsTheLine() throws {
+        let path = try temporaryDirectory("socket-line").path + "/door.socket"
+        let sim = socketLine(path)
+        #expect(access(path, F_OK) != 0)
+        let input = try sim.requestInput(LineSelector("DOOR"), consumer: "t", settings: InputSettings(), onReadable: {})
+        #expect(access(path, F_OK) == 0)
+        input.release()
+        #expect(access(path, F_OK) != 0)
+        // Requested again at once, it binds again.
+        let again = try sim.requestInput(LineSelector("DOOR"), consumer: "t", settings: InputSettings(), onReadable: {})
+        #expect(access(path, F_OK) == 0)
+        again.release()
+    }
+
+    @Test func aSocketThatCannotBeBoundIsAnErrorNamingThePath() throws {
+        let sim = socketLine("/nonexistent-directory/door.socket")
+        #expect {
+            try sim.requestInput(LineSelector("DOOR"), consumer: "t", settings: InputSettings(), onReadable: {})
+        } throws: { error in
+            "\(error)" == "binding the simulated line socket /nonexistent-directory/door.socket failed: "
+                + "No such file or directory (errno 2)"
+        }
     }
 }

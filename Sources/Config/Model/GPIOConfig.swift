@@ -52,6 +52,8 @@ public enum LineGenerator: Sendable, Hashable {
     case dht(DHTModel, temperature: Double, humidity: Double)
     /// Answers a pulse on the `trigger` line (same chip) with an echo for `distance` metres.
     case hcsr04(distance: Double, trigger: String)
+    /// Levels another program sends as datagrams to a Unix socket at `path`.
+    case socket(path: String)
 }
 
 public struct LevelStep: Sendable, Hashable {

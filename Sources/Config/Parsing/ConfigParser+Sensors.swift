@@ -46,7 +46,7 @@ extension ConfigParser {
     }
 
     private enum GeneratorKind: String, CaseIterable {
-        case constant, square, pulses, steps, dht22, dht11, hcsr04
+        case constant, square, pulses, steps, dht22, dht11, hcsr04, socket
 
         var settings: [String] {
             switch self {
@@ -56,6 +56,7 @@ extension ConfigParser {
             case .steps: ["steps", "repeat"]
             case .dht22, .dht11: ["temperature", "humidity"]
             case .hcsr04: ["distance", "trigger"]
+            case .socket: ["path"]
             }
         }
     }
@@ -102,6 +103,13 @@ extension ConfigParser {
         case .hcsr04:
             guard let trigger = m.required("trigger")?.nonEmptyString() else { return nil }
             return .hcsr04(distance: m["distance"]?.number(in: 0.02...4) ?? D.hcsr04Distance, trigger: trigger)
+        case .socket:
+            guard let node = m.required("path"), let path = node.nonEmptyString() else { return nil }
+            // sockaddr_un's sun_path holds 108 bytes with the terminating NUL.
+            if path.utf8.count > 107 {
+                node.report("\(path.utf8.count) bytes is longer than a Unix socket path may be (107)")
+            }
+            return .socket(path: path)
         }
     }
 

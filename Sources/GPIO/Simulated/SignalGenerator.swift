@@ -48,6 +48,11 @@ public enum SignalGenerator: Sendable, Equatable {
     /// round trip time of sound (343 m/s) over `distanceMeters`. Beyond 4 m there is no echo,
     /// so the reader's timeout path runs.
     case hcsr04(trigger: String, distanceMeters: Double)
+    /// Levels sent by another program: while an input holds the line, the simulator binds a
+    /// Unix datagram socket at `path`, and each datagram's bytes `0` and `1` are levels applied in
+    /// order when it arrives (anything else is ignored). The line then wakes gattway through a
+    /// descriptor, as a kernel line's edge does, and a script or a benchmark drives it.
+    case socket(path: String)
 
     /// One level of a `steps` generator.
     public struct Step: Sendable, Equatable {

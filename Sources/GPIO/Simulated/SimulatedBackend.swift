@@ -66,6 +66,18 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         wakeups.forEach { $0() }
     }
 
+    /// Levels another program sent to a line's socket: each `0` or `1` is applied in order now.
+    private func receive(_ levels: UnsafeBufferPointer<UInt8>, chip c: Int, offset: Int) {
+        let wakeups = lock.withLock { _ in
+            let now = max(currentTimeLocked, generatedThrough + 1)
+            for byte in levels where byte == UInt8(ascii: "0") || byte == UInt8(ascii: "1") {
+                chipStates[c].lines[offset].waveform.set(byte == UInt8(ascii: "1"), at: now)
+            }
+            return generateLocked(through: now)
+        }
+        wakeups.forEach { $0() }
+    }
+
     /// Arms the real-time timer for the next change of a watched line, at most every millisecond
     /// (edges in between are generated in one batch with their exact timestamps).
     private func scheduleWakeLocked() {
@@ -131,6 +143,11 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             try checkFree(c, resolved)
             let id = nextRequestID
             nextRequestID += 1
+            if case .socket(let path) = chipStates[c].config.lines[resolved.offset].generator {
+                chipStates[c].lines[resolved.offset].levelSocket = try LevelSocket(path: path) { [weak self] levels in
+                    self?.receive(levels, chip: c, offset: resolved.offset)
+                }
+            }
             chipStates[c].lines[resolved.offset].requestInput(
                 id: id, consumer: consumer, settings: settings, onReadable: onReadable)
             scheduleWakeLocked()
@@ -203,6 +220,8 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             let c = chipIndex(line)
             if chipStates[c].lines[line.offset].input?.id == id {
                 chipStates[c].lines[line.offset].input = nil
+                chipStates[c].lines[line.offset].levelSocket?.close()
+                chipStates[c].lines[line.offset].levelSocket = nil
             }
         }
     }
@@ -394,6 +413,8 @@ private struct SimulatedLine {
     var input: InputRequest?
     var output: OutputRequest?
     var physicalSince: UInt64
+    /// Where another program sends this line's levels, while an input holds it.
+    var levelSocket: LevelSocket?
 
     init(offset: Int, config: SimulatedLineConfig, origin: UInt64) {
         self.offset = offset

@@ -56,7 +56,7 @@ struct Waveform {
             pattern = Pattern(changes: changes, cycleNs: offset, repeats: repeats && offset > 0)
         case .dht22, .dht11:
             level = true  // the bus idles high through its pull-up
-        case .hcsr04:
+        case .hcsr04, .socket:
             level = false
         }
         if pattern != nil { index = 1 }  // the first change is the initial level
@@ -111,6 +111,12 @@ struct Waveform {
                 visit(next)
             }
         }
+    }
+
+    /// A level set from outside at `time` (no earlier than anything already scheduled); several
+    /// at one instant are kept in order, each change an edge.
+    mutating func set(_ level: Bool, at time: UInt64) {
+        scheduled.append(Transition(time: time, level: level))
     }
 
     /// Adds reactive transitions (all later than anything already produced).

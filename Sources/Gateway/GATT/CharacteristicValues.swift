@@ -25,8 +25,11 @@ final class CharacteristicValues: @unchecked Sendable {
 
     private let lock = Mutex(())
     private let logger: Logger
-    // Guarded by `lock`.
-    private var entries: [UInt16: Entry] = [:]
+    // Guarded by `lock`. An array with the positions of value handles beside it, not a dictionary
+    // of entries: a value set in a dictionary goes through its modify accessors, which here cost
+    // three heap allocations per sensor value; an array element is changed in place.
+    private var entries: [Entry] = []
+    private var positions: [UInt16: Int] = [:]
     private let writeContinuation: AsyncStream<CentralWrite>.Continuation
     let writes: AsyncStream<CentralWrite>
     private let triggerContinuation: AsyncStream<TriggerChange>.Continuation
@@ -44,19 +47,32 @@ final class CharacteristicValues: @unchecked Sendable {
         _ ref: CharacteristicRef, valueHandle: UInt16, encoding: ValueEncoding, initial: [UInt8],
         triggerPosition: Int?
     ) {
+        let entry = Entry(
+            ref: ref, encoding: encoding, bytes: initial,
+            triggers: triggerPosition.map { TriggerDescriptors(firstPosition: $0) })
         lock.withLock { _ in
-            entries[valueHandle] = Entry(
-                ref: ref, encoding: encoding, bytes: initial,
-                triggers: triggerPosition.map { TriggerDescriptors(firstPosition: $0) })
+            if let position = positions[valueHandle] {
+                entries[position] = entry
+            } else {
+                positions[valueHandle] = entries.count
+                entries.append(entry)
+            }
         }
     }
 
     func set(_ bytes: [UInt8], valueHandle: UInt16) {
-        lock.withLock { _ in entries[valueHandle]?.bytes = bytes }
+        lock.withLock { _ in
+            if let position = positions[valueHandle] { entries[position].bytes = bytes }
+        }
     }
 
     func bytes(valueHandle: UInt16) -> [UInt8]? {
-        lock.withLock { _ in entries[valueHandle]?.bytes }
+        lock.withLock { _ in entry(valueHandle)?.bytes }
+    }
+
+    /// The entry of a value handle. Call with `lock` held.
+    private func entry(_ valueHandle: UInt16) -> Entry? {
+        positions[valueHandle].map { entries[$0] }
     }
 
     var handlers: GATTRequestHandlers {
@@ -65,7 +81,7 @@ final class CharacteristicValues: @unchecked Sendable {
 
     private func read(_ request: GATTReadRequest) -> Result<[UInt8], ATTErrorCode> {
         lock.withLock { _ in
-            guard let entry = entries[request.characteristic.valueHandle] else { return .failure(.unlikelyError) }
+            guard let entry = entry(request.characteristic.valueHandle) else { return .failure(.unlikelyError) }
             guard let descriptor = request.descriptor else { return .success(entry.bytes) }
             guard let triggers = entry.triggers else { return .failure(.unlikelyError) }
             return triggers.read(descriptor, encoding: entry.encoding)
@@ -99,10 +115,10 @@ final class CharacteristicValues: @unchecked Sendable {
         guard !updated.isEmpty else { return nil }
         let changes = lock.withLock { _ in
             updated.keys.sorted().compactMap { handle -> TriggerChange? in
-                entries[handle]?.triggers = updated[handle]
-                return entries[handle].map {
-                    TriggerChange(ref: $0.ref, central: batch[0].central, triggers: updated[handle]?.triggerSet)
-                }
+                guard let position = positions[handle] else { return nil }
+                entries[position].triggers = updated[handle]
+                return TriggerChange(
+                    ref: entries[position].ref, central: batch[0].central, triggers: updated[handle]?.triggerSet)
             }
         }
         for change in changes { triggerContinuation.yield(change) }
@@ -115,7 +131,7 @@ final class CharacteristicValues: @unchecked Sendable {
         var updated: [UInt16: TriggerDescriptors] = [:]
         for request in writes {
             let handle = request.characteristic.valueHandle
-            guard let entry = entries[handle], let current = updated[handle] ?? entry.triggers,
+            guard let entry = entry(handle), let current = updated[handle] ?? entry.triggers,
                 let descriptor = request.descriptor,
                 case .success(let old) = current.read(descriptor, encoding: entry.encoding)
             else {
@@ -138,7 +154,7 @@ final class CharacteristicValues: @unchecked Sendable {
             accepted = try lock.withLock { _ in
                 try batch.map { request throws(ATTErrorCode) -> (UInt16, CentralWrite) in
                     let handle = request.characteristic.valueHandle
-                    guard let entry = entries[handle] else { throw .unlikelyError }
+                    guard let entry = entry(handle) else { throw .unlikelyError }
                     guard request.offset <= entry.bytes.count else { throw .invalidOffset }
                     let bytes = Array(entry.bytes.prefix(request.offset)) + request.value
                     let value: SensorValue
@@ -164,7 +180,9 @@ final class CharacteristicValues: @unchecked Sendable {
             return .unlikelyError
         }
         lock.withLock { _ in
-            for (handle, write) in accepted { entries[handle]?.bytes = write.bytes }
+            for (handle, write) in accepted {
+                if let position = positions[handle] { entries[position].bytes = write.bytes }
+            }
         }
         for (_, write) in accepted { writeContinuation.yield(write) }
         return nil

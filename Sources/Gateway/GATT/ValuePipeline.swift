@@ -468,10 +468,9 @@ public actor ValuePipeline {
     private func transmit(_ transmission: Transmission<CentralID, CharacteristicRef>) -> Bool {
         guard let characteristic = published[transmission.characteristic] else { return true }
         do {
-            let sent = try peripheral.onLoop { peripheral in
+            let sent = try peripheral.onLoop(with: (transmission, characteristic)) { peripheral, update in
                 try peripheral.updateValue(
-                    transmission.sample.bytes, for: characteristic,
-                    onSubscribedCentrals: [transmission.central])
+                    update.0.sample.bytes, for: update.1, onSubscribedCentrals: [update.0.central])
             }
             if !sent {
                 fullCentrals.insert(transmission.central)

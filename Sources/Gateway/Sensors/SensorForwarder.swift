@@ -36,20 +36,18 @@ actor SensorForwarder {
 
     /// The runner's consumer (`SensorRunner.run(delivering:)`), called on the event loop.
     nonisolated func deliver(_ value: SensorValue) {
-        onLoop { $0.forward(value) }
+        onLoop(with: value) { $0.forward($1) }
     }
 
     private func forward(_ value: SensorValue) {
         if value.channel == SensorValue.lostEventsChannel, let number = value.number {
-            let (sensor, total) = (sensor, Int(number))
+            let total = Int(number)
             if let line = lostEvents.record(total: total, at: .now) { logger.warning("\(line)") }
-            // Locals, not this actor's properties, in another actor's isolated closure: Swift
-            // 6.2's SIL verifier (Debian's arm64 toolchain) crashes on the latter.
-            pipeline.onLoop { $0.lostEvents(sensor: sensor, total: total) }
+            pipeline.onLoop(with: (sensor, total)) { $0.lostEvents(sensor: $1.0, total: $1.1) }
             return
         }
-        pipeline.onLoop { $0.sensorValue(value) }
-        bthome?.onLoop { $0.reading(value) }
+        pipeline.onLoop(with: value) { $0.sensorValue($1) }
+        bthome?.onLoop(with: value) { $0.reading($1) }
         if confirmButton?.isPress(value) == true {
             Task { [host] in await host.confirmNumericComparison() }
         }

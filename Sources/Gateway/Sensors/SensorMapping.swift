@@ -32,6 +32,7 @@ public enum SensorMapping {
         case .dht(.dht22, let temperature, let humidity): .dht22(humidity: humidity, temperature: temperature)
         case .dht(.dht11, let temperature, let humidity): .dht11(humidity: humidity, temperature: temperature)
         case .hcsr04(let distance, let trigger): .hcsr04(trigger: trigger, distanceMeters: distance)
+        case .socket(let path): .socket(path: path)
         }
     }
 
