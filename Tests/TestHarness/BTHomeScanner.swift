@@ -1,8 +1,11 @@
+import BluetoothCore
 import Foundation
 
 /// One advertisement bthome-ble accepted (Tests/harness/bthome_scanner.py prints them).
 public struct BTHomePacket: @unchecked Sendable, CustomStringConvertible {
     public let object: [String: Any]
+    /// False for a packet bthome-ble dropped (only `BTHomeScanner.decode` reports those).
+    public var accepted: Bool { object["accepted"] as? Bool ?? false }
     public var address: String { object["address"] as? String ?? "" }
     public var advertisingData: String { object["adv_data"] as? String ?? "" }
     public var packetID: Int? { (object["packet_id"] as? Double).map { Int($0) } }
@@ -12,6 +15,8 @@ public struct BTHomePacket: @unchecked Sendable, CustomStringConvertible {
     /// bthome-ble's sensor keys (`temperature`, `humidity`, `count`, …) and values.
     public var sensors: [String: Double] { object["sensors"] as? [String: Double] ?? [:] }
     public var binarySensors: [String: Bool] { object["binary_sensors"] as? [String: Bool] ?? [:] }
+    /// Events fired: `button` → `press`, `double_press`, …
+    public var events: [String: String] { object["events"] as? [String: String] ?? [:] }
     /// Scan responses the scanner received so far: it scans passively, so none.
     public var scanResponses: Int { object["scan_responses"] as? Int ?? -1 }
     public var description: String { "\(object)" }
@@ -24,8 +29,8 @@ public final class BTHomeScanner: @unchecked Sendable {
     private let input = Pipe()
     private let reader: LineReader
 
-    /// `bindKey`: 32 hex digits, for encrypted advertisements.
-    public init(controllerPort: Int, bindKey: String? = nil) async throws {
+    /// The interpreter, checked to have bthome-ble.
+    static func python() async throws -> String {
         let python = try Harness.python()
         let check = try await ChildProcess([python, "-c", "import bthome_ble, habluetooth"]).runToCompletion(timeout: 60)
         guard check.status == 0 else {
@@ -35,6 +40,28 @@ public final class BTHomeScanner: @unchecked Sendable {
                     (or \(python) -m pip install bthome-ble) (\(check.stderr))
                     """)
         }
+        return python
+    }
+
+    /// bthome-ble's reading of `packets` (BTHome service data after the UUID), in order, as one
+    /// device's at `address` ("AA:BB:…"), without a radio: one result per packet.
+    public static func decode(_ packets: [[UInt8]], address: String, bindKey: String? = nil) async throws -> [BTHomePacket] {
+        let arguments =
+            [try await python(), Harness.directory + "/bthome_scanner.py", "--decode", address]
+            + (bindKey.map { ["--bindkey", $0] } ?? []) + packets.flatMap { ["--packet", $0.hexString] }
+        let result = try await ChildProcess(arguments).runToCompletion(timeout: 60)
+        guard result.status == 0 else { throw TestFailure("bthome_scanner.py --decode failed: \(result.stderr)") }
+        return try result.stdout.split(separator: "\n").map { line in
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                throw TestFailure("bthome_scanner.py --decode printed \(line)")
+            }
+            return BTHomePacket(object: object)
+        }
+    }
+
+    /// `bindKey`: 32 hex digits, for encrypted advertisements.
+    public init(controllerPort: Int, bindKey: String? = nil) async throws {
+        let python = try await Self.python()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments =
             [Harness.directory + "/bthome_scanner.py", "tcp:127.0.0.1:\(controllerPort)"]

@@ -7,8 +7,11 @@ device.
 
 Started with the virtual controller's address (tcp:HOST:PORT or unix:PATH) and optionally
 --bindkey HEX; prints {"ready": true} and then one JSON line on stdout for each advertisement the
-parser accepted (a new packet: bthome-ble drops repeated packet ids and falling counters):
-  address, adv_data (hex), packet_id, encrypted, counter (null unless encrypted),
+parser accepted (a new packet: bthome-ble drops repeated packet ids and falling counters).
+With --decode ADDRESS instead, it takes BTHome service data (hex, after the UUID) from each
+--packet option, in order, as advertisements of ADDRESS, and answers each with one JSON line: the
+fields below for an accepted packet, {"accepted": false} otherwise. The fields:
+  accepted (true), address, adv_data (hex), packet_id, encrypted, counter (null unless encrypted),
   bindkey_verified, sensors {key: value}, binary_sensors {key: value}, events {key: type},
   scan_responses (how many scan responses this scanner got: passive, so 0)
 Logs go to stderr (GATTWAY_SCANNER_LOG=debug shows bthome-ble's reasons for dropping one).
@@ -38,8 +41,10 @@ BTHOME_UUID = "0000fcd2-0000-1000-8000-00805f9b34fb"
 
 
 class Receiver:
-    def __init__(self, bindkey: bytes | None):
+    def __init__(self, bindkey: bytes | None, answer_every_packet: bool = False):
         self.bindkey = bindkey
+        # Decoding answers every line; scanning reports only what the parser accepted.
+        self.answer_every_packet = answer_every_packet
         self.parsers: dict[str, BTHomeBluetoothDeviceData] = {}
         self.scan_responses = 0
 
@@ -63,12 +68,16 @@ class Receiver:
             name=name or address, address=address, rssi=report.rssi, manufacturer_data=manufacturer_data,
             service_data=service_data, service_uuids=service_uuids, source="bumble", device=None,
             advertisement=None, connectable=True, time=time.monotonic(), tx_power=tx_power, raw=data)
-        update = parser.update(info)
+        self.emit(parser, parser.update(info), info, data)
+
+    def emit(self, parser, update, info, data: bytes) -> None:
         if parser.last_service_info is not info:
+            if self.answer_every_packet:
+                print(json.dumps({"accepted": False}), flush=True)
             return  # dropped: a repeated packet, or one it could not decrypt
         encrypted = parser.encryption_scheme == EncryptionScheme.BTHOME_BINDKEY
         print(json.dumps({
-            "address": address, "adv_data": data.hex(), "packet_id": parser.packet_id,
+            "accepted": True, "address": info.address, "adv_data": data.hex(), "packet_id": parser.packet_id,
             "encrypted": encrypted, "counter": parser.encryption_counter if encrypted else None,
             "bindkey_verified": parser.bindkey_verified,
             "sensors": {key.key: value.native_value for key, value in update.entity_values.items()},
@@ -77,14 +86,32 @@ class Receiver:
             "scan_responses": self.scan_responses,
         }), flush=True)
 
+    def decode(self, address: str, service_data: bytes) -> None:
+        """One packet of `address` as the only field of an advertisement."""
+        field = bytes([len(service_data) + 3, 0x16, 0xD2, 0xFC]) + service_data
+        parser = self.parsers.setdefault(address, BTHomeBluetoothDeviceData(bindkey=self.bindkey))
+        info = BluetoothServiceInfoBleak(
+            name=address, address=address, rssi=-50, manufacturer_data={},
+            service_data={BTHOME_UUID: service_data}, service_uuids=[], source="decode", device=None,
+            advertisement=None, connectable=True, time=time.monotonic(), tx_power=None, raw=field)
+        self.emit(parser, parser.update(info), info, field)
+
 
 async def main() -> None:
     arguments = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    arguments.add_argument("controller", help="tcp:HOST:PORT or unix:PATH")
+    arguments.add_argument("controller", nargs="?", help="tcp:HOST:PORT or unix:PATH")
     arguments.add_argument("--bindkey", help="the BTHome bind key, 32 hex digits")
+    arguments.add_argument("--decode", metavar="ADDRESS", help="decode the --packet service data as ADDRESS's")
+    arguments.add_argument("--packet", action="append", default=[], metavar="HEX", help="service data to decode")
     options = arguments.parse_args()
     logging.basicConfig(level=os.environ.get("GATTWAY_SCANNER_LOG", "WARNING").upper(), stream=sys.stderr,
                         format="%(asctime)s scanner %(levelname)s %(name)s %(message)s")
+    receiver = Receiver(bytes.fromhex(options.bindkey) if options.bindkey else None,
+                        answer_every_packet=options.decode is not None)
+    if options.decode:
+        for packet in options.packet:
+            receiver.decode(options.decode, bytes.fromhex(packet))
+        return
     target = options.controller
     if target.startswith("tcp:"):
         spec = "tcp-client:" + target[4:]
@@ -92,7 +119,6 @@ async def main() -> None:
         spec = "unix:" + target[5:]
     else:
         sys.exit(f"unknown controller address {target}")
-    receiver = Receiver(bytes.fromhex(options.bindkey) if options.bindkey else None)
     async with await open_transport(spec) as transport:
         rng = random.Random(os.getpid())
         address = hci.Address(
