@@ -46,11 +46,14 @@ struct BTHomeKeyConfigTests {
         #expect(loaded.config.bluetooth.bthome.key == BTHomeKey(hex: Self.key))
         #expect(loaded.config.bluetooth.bthome.keyFile == path)
         #expect(loaded.warnings.isEmpty)
+        #expect(ConfigSummary.lines(loaded.config).contains("BTHome broadcast of door, encrypted with the bind key in \(path)"))
     }
 
     @Test func withoutTheSectionNothingIsEncrypted() throws {
-        let loaded = try ConfigLoader.load(yaml: "device: {name: gw}")
+        let loaded = try ConfigLoader.load(
+            yaml: Self.yaml(keyFile: "x").replacingOccurrences(of: "  bthome:\n    key_file: x\n", with: ""))
         #expect(loaded.config.bluetooth.bthome.key == nil)
+        #expect(ConfigSummary.lines(loaded.config).contains("BTHome broadcast of door, not encrypted"))
     }
 
     @Test func aMissingFileIsNamed() {
