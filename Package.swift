@@ -134,7 +134,7 @@ let package = Package(
             name: "Gateway",
             dependencies: [
                 "EventLoop", "Config", "BluetoothHost", "BluetoothGATT", "BluetoothSMP", "GPIO", "Sensors",
-                "Values", "Notify", "MQTT",
+                "Values", "Notify", "MQTT", "StateFile",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ],
@@ -186,7 +186,7 @@ let package = Package(
             name: "SensorsTests", dependencies: ["Sensors", "GPIO", "EventLoop", "TestHarness"],
             path: "Tests/SensorsTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "ValuesTests", dependencies: ["Values"],
+            name: "ValuesTests", dependencies: ["Values", "BluetoothCore"],
             path: "Tests/ValuesTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "NotifyTests", dependencies: ["Notify"],
@@ -210,7 +210,7 @@ let package = Package(
             name: "YAMLTests", dependencies: ["YAML"],
             path: "Tests/YAMLTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "ConfigTests", dependencies: ["Config", "TestHarness"],
+            name: "ConfigTests", dependencies: ["Config", "TestHarness", "Values"],
             path: "Tests/ConfigTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "GatewayTests",

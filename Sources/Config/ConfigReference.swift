@@ -107,8 +107,17 @@ public enum ConfigReference {
         ),
 
         Entry(
+            key: "bluetooth.bthome", type: "mapping", defaultValue: none,
+            meaning: "How the readings of sensors with `bthome: true` are broadcast."),
+        Entry(
+            key: "bluetooth.bthome.key_file", type: "path", defaultValue: "not encrypted",
+            meaning:
+                "File holding the BTHome bind key: 32 hex digits (e.g. from `openssl rand -hex 16`), mode 0600. With it the broadcasts are encrypted (AES-CCM, BTHome v2) and Home Assistant asks for this key; the encryption counter is kept in `state_dir` (`bthome.counter`)."
+        ),
+
+        Entry(
             key: "state_dir", type: "path", defaultValue: D.stateDirectory,
-            meaning: "Persisted counters, bonds (mode 0600) and the MQTT outbox."),
+            meaning: "Persisted counters, bonds (mode 0600), the BTHome encryption counter and the MQTT outbox."),
 
         Entry(key: "gpio", type: "mapping", defaultValue: none, meaning: "Where sensor lines come from."),
         Entry(
@@ -233,7 +242,9 @@ public enum ConfigReference {
             meaning: "`output`: level driven at start."),
         Entry(
             key: "sensors[].bthome", type: "bool", defaultValue: String(D.bthome),
-            meaning: "Also broadcast the readings as BTHome v2 service data (not `output`), read without connecting."),
+            meaning:
+                "Also broadcast the readings as BTHome v2 service data (not `output`), read without connecting; encrypted with `bluetooth.bthome.key_file` when set."
+        ),
         Entry(
             key: "sensors[].filters", type: "list", defaultValue: "[]",
             meaning: "Applied in order; each item is one of the keys below."),

@@ -26,6 +26,12 @@ public enum ConfigSummary {
             let lineNames = sensor.kind.lines.map(\.description).joined(separator: ", ")
             lines.append("  \(sensor.id): \(sensor.kind.name) on \(lineNames)")
         }
+        let broadcast = config.sensors.filter(\.bthome).map(\.id)
+        if !broadcast.isEmpty {
+            lines.append(
+                "BTHome broadcast of \(broadcast.joined(separator: ", ")), "
+                    + (bluetooth.bthome.keyFile.map { "encrypted with the bind key in \($0)" } ?? "not encrypted"))
+        }
         if let mqtt = config.mqtt {
             lines.append(
                 "mqtt \(mqtt.broker) as \(mqtt.clientID), topics \(mqtt.baseTopic)/\(config.device.id)/…"

@@ -17,7 +17,8 @@ import ServiceLifecycle
 ///
 /// It wires the layers: GPIO backend → one `SensorRunner` per sensor → its `SensorForwarder` →
 /// `ValuePipeline` (GATT values, notifications) → `MQTTMirrorService` when the configuration has
-/// an `mqtt` section; readings of sensors with `bthome: true` also go to the `BTHomeAdvertiser`.
+/// an `mqtt` section; readings of sensors with `bthome: true` also go to the `BTHomeAdvertiser`
+/// (encrypted with `bluetooth.bthome.key_file`'s key, its counter in `state_dir`).
 public struct GatewayService: Service {
     private let config: GatewayConfig
     private let logger: Logger
@@ -70,10 +71,12 @@ public struct GatewayService: Service {
         let binding = GATTPeripheralBinding(configuration: layout.serverConfiguration)
         let hostConfiguration = try HostMapping.configuration(config)
         let host = PeripheralHost(configuration: hostConfiguration, peripheral: binding, logger: logger)
-        let bthome = BTHomeBroadcast(config: config).map { broadcast in
+        let bthome = try BTHomeBroadcast(config: config).map { broadcast in
             BTHomeAdvertiser(
                 broadcast: broadcast, base: hostConfiguration.advertising ?? AdvertisingSettings(),
-                logger: logger, publish: { try await host.updateAdvertisingData($0) })
+                counter: try broadcast.key.map { _ in try BTHomeCounter.load(stateDirectory: config.stateDirectory) },
+                logger: logger, address: { await host.controller?.address },
+                publish: { try await host.updateAdvertisingData($0) })
         }
         let pipeline = ValuePipeline(
             layout: layout, peripheral: binding.peripheral,

@@ -12,6 +12,8 @@ public enum ValueError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidJSON(String)
     case exponentNotAllowed(format: ValueFormat)
     case invalidMaximumLength(Int)
+    /// A BTHome button object's value that is no button event.
+    case notAButtonEvent(SensorValue)
 
     public var description: String {
         switch self {
@@ -34,6 +36,8 @@ public enum ValueError: Error, Equatable, Sendable, CustomStringConvertible {
             "a decimal exponent only applies to integer formats, not \(format.rawValue)"
         case .invalidMaximumLength(let length):
             "maximum length \(length) is outside 1...512 (ATT's attribute value limit)"
+        case .notAButtonEvent(let value):
+            "not a BTHome button event: \(value) (events are 0-6, 128 and 129)"
         }
     }
 

@@ -81,6 +81,48 @@ struct AdvertisingPayloadTests {
         #expect(payload.notFitted == ["manufacturer data (34 bytes)"])
     }
 
+    /// Passive scanners' service data (BTHome) at the 31-byte limit: right after the flags, in the
+    /// advertising data only; the name takes what is left there, else the scan response.
+    /// Columns: service data bytes after the UUID, name length, then the advertising data's and
+    /// scan response's lengths and what did not fit.
+    @Test(arguments: [
+        (24, 2, 31, 4, [String]()),  // 3 + 28 = 31 exactly; the name goes to the scan response
+        (4, 18, 31, 0, []),  // 3 + 8 + 20: the name fits beside it, exactly
+        (4, 19, 11, 21, []),  // one byte more: the whole name moves to the scan response
+        (4, 40, 11, 31, ["local name (shortened to 29 of 40 bytes)"]),
+        (25, 2, 7, 0, ["service data for FCD2 (29 bytes; the advertising data holds 28)"])
+    ])
+    func passiveServiceDataComesFirstInTheAdvertisingData(
+        dataCount: Int, nameCount: Int, advertisingCount: Int, scanResponseCount: Int, notFitted: [String]
+    ) {
+        let data = (0..<dataCount).map { UInt8($0) }
+        let settings = AdvertisingSettings(
+            localName: String(repeating: "n", count: nameCount),
+            passiveServiceData: (uuid: BluetoothUUID(0xFCD2), data: data))
+        let payload = AdvertisingPayload(settings: settings, txPower: nil)
+        #expect(payload.advertisingData.count == advertisingCount)
+        #expect(payload.scanResponseData.count == scanResponseCount)
+        #expect(payload.notFitted == notFitted)
+        if notFitted.first?.hasPrefix("service data") != true {
+            #expect(Array(payload.advertisingData.prefix(7)) == [0x02, 0x01, 0x06, UInt8(dataCount + 3), 0x16, 0xD2, 0xFC])
+        }
+    }
+
+    /// Service UUIDs and the other fields come after it: the 128-bit UUID still fits beside BTHome,
+    /// the name that fitted beside the UUID alone moves to the scan response.
+    @Test func serviceUUIDsAndTheNameFollowThePassiveServiceData() {
+        let settings = AdvertisingSettings(
+            localName: "gattway", serviceUUIDs: [Self.service],
+            passiveServiceData: (uuid: BluetoothUUID(0xFCD2), data: [0x40, 0x00, 0x01, 0x3A, 0x01]))
+        let payload = AdvertisingPayload(settings: settings, txPower: nil)
+        #expect(
+            payload.advertisingData
+                == [0x02, 0x01, 0x06, 0x08, 0x16, 0xD2, 0xFC, 0x40, 0x00, 0x01, 0x3A, 0x01, 0x11, 0x07]
+                + Self.service.uint128Bytes)
+        #expect(payload.scanResponseData == [0x08, 0x09] + Array("gattway".utf8))
+        #expect(payload.notFitted.isEmpty)
+    }
+
     @Test func intervalIsConvertedTo625MicrosecondUnits() {
         #expect(AdvertisingSettings(intervalMilliseconds: 100).intervalUnits == 160)
         #expect(AdvertisingSettings(intervalMilliseconds: 1).intervalUnits == 0x20)

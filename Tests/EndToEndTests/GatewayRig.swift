@@ -36,7 +36,11 @@ final class GatewayRig: @unchecked Sendable {
     /// A fresh directory per rig: gattway's `state_dir` (the configuration file sits beside it).
     let directory: URL
     let broker: Broker?
-    let gattway: GattwayProcess
+    private(set) var gattway: GattwayProcess
+    /// `gattway run`'s arguments, for `restartGattway`.
+    private let runArguments: [String]
+    /// The log of the gattway processes `restartGattway` stopped.
+    private var earlierLog = ""
     /// `--hci` as passed: `tcp:127.0.0.1:PORT`, or `hciN` with the vhci transport.
     let hci: String
     private(set) var controller: VirtualController
@@ -65,6 +69,7 @@ final class GatewayRig: @unchecked Sendable {
         broker = withBroker ? try Broker() : nil
         var all = ["run", "--config", configPath, "--hci", hci] + arguments
         if let broker { all += ["--mqtt", "mqtt://127.0.0.1:\(broker.port)"] }
+        runArguments = all
         gattway = GattwayProcess(all)
         try gattway.start()
         try waitForAdvertising(since: 0, timeout: 60)
@@ -87,11 +92,11 @@ final class GatewayRig: @unchecked Sendable {
 
     // MARK: The log
 
-    /// gattway's stderr so far (one line per event).
-    var log: String { gattway.stderr }
+    /// gattway's stderr so far (one line per event), of every process `restartGattway` started.
+    var log: String { earlierLog + gattway.stderr }
 
     /// A position in the log (bytes so far), for waiting on what comes after it.
-    var logMark: Int { gattway.stderr.utf8.count }
+    var logMark: Int { log.utf8.count }
 
     /// The log after `mark`.
     func log(since mark: Int) -> String { String(decoding: log.utf8.dropFirst(mark), as: UTF8.self) }
@@ -100,8 +105,9 @@ final class GatewayRig: @unchecked Sendable {
     /// without writing it.
     @discardableResult
     func waitForLog(_ text: String, since mark: Int = 0, timeout: TimeInterval = 30) -> Bool {
+        let earlier = earlierLog
         gattway.wait(timeout: timeout) { _, stderr, finished in
-            finished || String(decoding: stderr.utf8.dropFirst(mark), as: UTF8.self).contains(text)
+            finished || String(decoding: (earlier + stderr).utf8.dropFirst(mark), as: UTF8.self).contains(text)
         }
         return log(since: mark).contains(text)
     }
@@ -160,6 +166,20 @@ final class GatewayRig: @unchecked Sendable {
         try? log.write(to: saved, atomically: true, encoding: .utf8)
         FileHandle.standardError.write(Data("gattway's log: \(saved.path); the controller's: \(controller.logPath)\n".utf8))
         return status
+    }
+
+    /// Stops gattway gracefully (SIGTERM) and starts it again with the same configuration, state
+    /// directory and controller; returns once it advertises again.
+    func restartGattway() throws {
+        let mark = logMark
+        gattway.signal(SIGTERM)
+        guard gattway.waitForExit(timeout: 5) != nil else {
+            throw TestFailure("gattway did not stop within 5 s of SIGTERM:\n\(log(since: mark))")
+        }
+        earlierLog = log
+        gattway = GattwayProcess(runArguments)
+        try gattway.start()
+        try waitForAdvertising(since: mark, timeout: 60)
     }
 
     /// SIGKILL: no shutdown at all.

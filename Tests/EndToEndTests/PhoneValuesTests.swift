@@ -40,11 +40,12 @@ extension LoadSensitiveEndToEnd {
                 let length = Int(bytes[offset])
                 guard length > 0, offset + 1 + length <= bytes.count else { return nil }
                 let field = Array(bytes[(offset + 1)...(offset + length)])
-                // Service Data - 16-bit UUID, FCD2, device information 0x40, then objects.
-                if field.count >= 9, field[0] == 0x16, field[1] == 0xD2, field[2] == 0xFC, field[3] == 0x40,
-                    field[4] == 0x3E
+                // Service Data - 16-bit UUID, FCD2, device information 0x40, the packet id (object
+                // 0x00), then the other objects.
+                if field.count >= 11, field[0] == 0x16, field[1] == 0xD2, field[2] == 0xFC, field[3] == 0x40,
+                    field[4] == 0x00, field[6] == 0x3E
                 {
-                    return uint32(Array(field[5...8]))
+                    return uint32(Array(field[7...10]))
                 }
                 offset += 1 + length
             }

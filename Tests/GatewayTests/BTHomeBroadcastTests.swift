@@ -4,9 +4,10 @@ import Config
 import Gateway
 import Sensors
 import Testing
+import Values
 
-/// Sensors with `bthome: true` in the advertising data: which readings, their bytes, the 31-byte
-/// budget.
+/// Sensors with `bthome: true` in the advertising data: which readings, their bytes, the packet
+/// id, encryption, the 31-byte budget of the advertising data itself.
 struct BTHomeBroadcastTests {
     static func config(_ sensors: String, name: String = "gw") throws -> GatewayConfig {
         try ConfigLoader.load(
@@ -51,7 +52,7 @@ struct BTHomeBroadcastTests {
         let config = try Self.config(Self.climateAndDoor)
         var broadcast = try #require(BTHomeBroadcast(config: config))
         let base = try #require(HostMapping.configuration(config).advertising)
-        #expect(broadcast.settings(base: base).settings == base, "nothing to advertise before a reading")
+        #expect(broadcast.settings(base: base, packetID: 0, encryption: nil).settings == base, "nothing to advertise before a reading")
 
         #expect(record(&broadcast, Self.value("door", .number(1))))
         #expect(record(&broadcast, Self.value("climate", "temperature", .number(25.06))))
@@ -60,23 +61,42 @@ struct BTHomeBroadcastTests {
         #expect(!record(&broadcast, Self.value("door", .number(1))), "unchanged")
         #expect(!record(&broadcast, Self.value("climate", "temperature", .failure(.timeout))), "a failure keeps the last value")
 
-        let (settings, leftOut) = broadcast.settings(base: base)
+        let (settings, leftOut) = broadcast.settings(base: base, packetID: 7, encryption: nil)
         #expect(leftOut.isEmpty)
-        let data = try #require(settings.serviceData.first { $0.uuid == BluetoothUUID(0xFCD2) }?.data)
-        // v2 device information, temperature 0x02, humidity 0x03, generic boolean 0x0F: by object id.
-        #expect(data == [0x40, 0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13, 0x0F, 0x01])
+        let data = try #require(settings.passiveServiceData?.data)
+        // v2 device information, packet id 0x00 = 7, temperature 0x02, humidity 0x03, generic
+        // boolean 0x0F: by object id.
+        #expect(data == [0x40, 0x00, 0x07, 0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13, 0x0F, 0x01])
         let payload = AdvertisingPayload(settings: settings, txPower: nil)
         #expect(payload.notFitted.isEmpty)
-        #expect(Array(payload.advertisingData.prefix(7)) == [0x02, 0x01, 0x06, 0x03, 0x09, 0x67, 0x77])
-        #expect(Array(payload.advertisingData.suffix(13)) == [0x0C, 0x16, 0xD2, 0xFC] + data)
+        // Flags, then BTHome in the advertising data itself, then the name where it fits.
+        #expect(Array(payload.advertisingData.prefix(18)) == [0x02, 0x01, 0x06, 0x0E, 0x16, 0xD2, 0xFC] + data)
 
         #expect(record(&broadcast, Self.value("climate", "temperature", .number(26))))
-        let newer = try #require(broadcast.settings(base: base).settings.serviceData.first?.data)
-        #expect(Array(newer[1...3]) == [0x02, 0x28, 0x0A])
+        let newer = try #require(broadcast.settings(base: base, packetID: 8, encryption: nil).settings.passiveServiceData?.data)
+        #expect(Array(newer[1...5]) == [0x00, 0x08, 0x02, 0x28, 0x0A])
     }
 
-    /// What does not fit the advertising and scan response data is left out reading by reading,
-    /// from the last configured, and named; the rest is still advertised.
+    /// With a bind key the same readings go out encrypted: device information 0x41, the objects
+    /// (packet id first) as AES-CCM ciphertext, the counter, the MIC; checked against Python's
+    /// `cryptography` AESCCM with bthome-ble's nonce (address, d2 fc, 41, counter).
+    @Test func encryptedPacketsCarryTheCounterAndMIC() throws {
+        let config = try Self.config("  - {id: door, kind: binary, line: DOOR, bthome: true}")
+        var broadcast = try #require(BTHomeBroadcast(config: config))
+        _ = broadcast.record(Self.value("door", .bool(true)))
+        let key = try #require(BTHomeKey(hex: "231d39c1d7cc1ab1aee224cd096db932"))
+        let address = try #require(BluetoothAddress("54:48:E6:8F:80:A5"))
+        let (settings, leftOut) = broadcast.settings(
+            base: AdvertisingSettings(), packetID: 3,
+            encryption: BTHomeEncryption(key: key, address: address, counter: 0x0102_0304))
+        #expect(leftOut.isEmpty)
+        // Plain objects 00 03 0F 01.
+        #expect(settings.passiveServiceData?.data.hexString == "41" + "5aa2937a" + "04030201" + "42952ad5")
+    }
+
+    /// What does not fit the advertising data beside the flags is left out reading by reading,
+    /// from the last configured, and named; the rest is still advertised, and the long name moves
+    /// to the scan response.
     @Test func whatDoesNotFitIsNamedNotCut() throws {
         let name = String(repeating: "n", count: 26)
         let config = try Self.config(
@@ -84,23 +104,33 @@ struct BTHomeBroadcastTests {
               - {id: climate, kind: dht22, line: DHT, bthome: true}
               - {id: door, kind: binary, line: DOOR, bthome: true}
               - {id: pulses, kind: counter, line: PULSES, bthome: true}
+              - {id: lid, kind: binary, line: PWM, bthome: true}
             """, name: name)
         var broadcast = try #require(BTHomeBroadcast(config: config))
-        var base = try #require(HostMapping.configuration(config).advertising)
-        base.serviceData = [(uuid: BluetoothUUID(0x181A), data: Array(repeating: 0xAB, count: 10))]
+        let base = try #require(HostMapping.configuration(config).advertising)
         _ = broadcast.record(Self.value("climate", "temperature", .number(20)))
         _ = broadcast.record(Self.value("climate", "humidity", .number(40)))
         _ = broadcast.record(Self.value("door", .bool(true)))
         _ = broadcast.record(Self.value("pulses", .number(70_000)))
-        // Advertising: flags (3) + name (28) = 31. Scan response: appearance (4) when configured and
-        // the other service data (14): 13 or 17 bytes left; BTHome with every reading takes
-        // 4 + 1 + 3 + 3 + 2 + 5 = 18: the counter (last configured) is left out, 13 remain.
-        let (settings, leftOut) = broadcast.settings(base: base)
-        #expect(leftOut == ["BTHome count32 of pulses does not fit in 31 bytes"])
+        _ = broadcast.record(Self.value("lid", .bool(false)))
+        // Plain: flags (3) + BTHome (header 4, device information 1, packet id 2, temperature 3,
+        // humidity 3, two booleans 2 + 2, count32 5) = 25 bytes; the name (28) goes to the scan
+        // response, the appearance (4) fits beside BTHome.
+        let plain = broadcast.settings(base: base, packetID: 1, encryption: nil)
+        #expect(plain.leftOut.isEmpty)
+        let plainPayload = AdvertisingPayload(settings: plain.settings, txPower: nil)
+        #expect(plainPayload.advertisingData.count == 25 + 4)
+        #expect(Array(plainPayload.scanResponseData.prefix(2)) == [27, 0x09], "the whole name in the scan response")
+        // Encrypted: 8 bytes more, 33; without the last configured reading (lid) exactly 31.
+        let encryption = BTHomeEncryption(
+            key: try #require(BTHomeKey(hex: "00112233445566778899aabbccddeeff")),
+            address: try #require(BluetoothAddress("C0:00:00:00:00:01")), counter: 1)
+        let (settings, leftOut) = broadcast.settings(base: base, packetID: 1, encryption: encryption)
+        #expect(leftOut == ["BTHome generic_boolean of lid does not fit in the advertising data"])
         let payload = AdvertisingPayload(settings: settings, txPower: nil)
-        #expect(payload.notFitted.isEmpty)
-        #expect(
-            Array(payload.scanResponseData.suffix(13)) == [0x0C, 0x16, 0xD2, 0xFC, 0x40, 0x02, 0xD0, 0x07, 0x03, 0xA0, 0x0F, 0x0F, 0x01])
+        #expect(payload.advertisingData.count == 31)
+        #expect(Array(payload.advertisingData[3...7]) == [27, 0x16, 0xD2, 0xFC, 0x41])
+        #expect(!payload.notFitted.contains { $0.hasPrefix("service data") })
     }
 
     @Test func valuesOutOfRangeAndKindsWithoutAnObjectAreReported() throws {
@@ -114,10 +144,10 @@ struct BTHomeBroadcastTests {
         _ = broadcast.record(Self.value("climate", "temperature", .number(400)))
         _ = broadcast.record(Self.value("climate", "humidity", .number(40)))
         let base = AdvertisingSettings()
-        let (settings, leftOut) = broadcast.settings(base: base)
+        let (settings, leftOut) = broadcast.settings(base: base, packetID: 0, encryption: nil)
         #expect(leftOut.count == 1)
         #expect(leftOut.first?.hasPrefix("BTHome temperature of climate (") == true)
-        #expect(settings.serviceData.first?.data == [0x40, 0x03, 0xA0, 0x0F])
+        #expect(settings.passiveServiceData?.data == [0x40, 0x00, 0x00, 0x03, 0xA0, 0x0F])
     }
 
     @Test func noBroadcastSensorsNoBroadcast() throws {

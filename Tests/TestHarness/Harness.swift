@@ -91,6 +91,13 @@ public final class LineReader: @unchecked Sendable {
         lock.unlock()
     }
 
+    /// Drops the lines received and not yet taken.
+    public func discardQueued() {
+        lock.lock()
+        lines.removeAll()
+        lock.unlock()
+    }
+
     /// The next line, or nil at end of file. One caller at a time.
     public func next() async -> String? {
         await withCheckedContinuation { continuation in

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what building, testing and demonstrating gattway needs on a Debian-family machine
 # (Debian 12/13, Raspberry Pi OS): the C libraries' -dev packages, mosquitto, the tools the test
-# scripts use, and a Python venv with Bumble (the virtual controller and the test "phone").
+# scripts use, and a Python venv with Bumble (the virtual controller and the test "phone") and
+# bthome-ble (Home Assistant's BTHome parser, which decodes gattway's broadcasts in the tests).
 # Idempotent: it installs only what is missing. Without root it prints the exact command to run.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 venv="$root/.venv"
 bumble_version="0.0.236"
+bthome_ble_version="3.25.0"
 
 apt_packages=(
     pkg-config libbluetooth-dev libgpiod-dev gpiod libmosquitto-dev libyaml-dev
@@ -45,8 +47,9 @@ if ! command -v swift >/dev/null 2>&1; then
     exit 1
 fi
 
-if ! "$venv/bin/python3" -c "import bumble, cryptography" 2>/dev/null; then
-    echo "install-deps: creating $venv with bumble==$bumble_version"
+if ! "$venv/bin/python3" -c "import bumble, cryptography, bthome_ble" 2>/dev/null; then
+    echo "install-deps: creating $venv with bumble==$bumble_version and bthome-ble==$bthome_ble_version"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check "bumble==$bumble_version" cryptography
+    "$venv/bin/pip" install -q --disable-pip-version-check "bumble==$bumble_version" cryptography \
+        "bthome-ble==$bthome_ble_version"
 fi

@@ -12,13 +12,19 @@ public struct AdvertisingSettings: Equatable, Sendable {
     public var manufacturerData: (companyID: UInt16, data: [UInt8])?
     /// Service Data fields, one per service UUID.
     public var serviceData: [(uuid: BluetoothUUID, data: [UInt8])]
+    /// Service data for receivers that scan passively (BTHome): Home Assistant never sends scan
+    /// requests, so this field goes right after the flags, in the advertising data itself, ahead of
+    /// the UUIDs and the name (which move to the scan response when space is short), never in the
+    /// scan response.
+    public var passiveServiceData: (uuid: BluetoothUUID, data: [UInt8])?
     /// Advertising interval in milliseconds (20 ms to 10.24 s).
     public var intervalMilliseconds: Int
 
     public init(
         localName: String? = nil, serviceUUIDs: [BluetoothUUID] = [], appearance: UInt16? = nil,
         includeTxPower: Bool = false, manufacturerData: (companyID: UInt16, data: [UInt8])? = nil,
-        serviceData: [(uuid: BluetoothUUID, data: [UInt8])] = [], intervalMilliseconds: Int = 100
+        serviceData: [(uuid: BluetoothUUID, data: [UInt8])] = [],
+        passiveServiceData: (uuid: BluetoothUUID, data: [UInt8])? = nil, intervalMilliseconds: Int = 100
     ) {
         self.localName = localName
         self.serviceUUIDs = serviceUUIDs
@@ -26,6 +32,7 @@ public struct AdvertisingSettings: Equatable, Sendable {
         self.includeTxPower = includeTxPower
         self.manufacturerData = manufacturerData
         self.serviceData = serviceData
+        self.passiveServiceData = passiveServiceData
         self.intervalMilliseconds = intervalMilliseconds
     }
 
@@ -36,6 +43,8 @@ public struct AdvertisingSettings: Equatable, Sendable {
             && lhs.manufacturerData?.data == rhs.manufacturerData?.data
             && lhs.serviceData.map(\.uuid) == rhs.serviceData.map(\.uuid)
             && lhs.serviceData.map(\.data) == rhs.serviceData.map(\.data)
+            && lhs.passiveServiceData?.uuid == rhs.passiveServiceData?.uuid
+            && lhs.passiveServiceData?.data == rhs.passiveServiceData?.data
             && lhs.intervalMilliseconds == rhs.intervalMilliseconds
     }
 
@@ -65,8 +74,9 @@ enum ADType {
 }
 
 /// The advertising and scan response data for legacy PDUs (31 bytes each), laid out best effort
-/// the way a phone's peripheral API does: flags and service UUIDs first in the advertising
-/// packet, the rest wherever it fits; what fits nowhere is named in `notFitted`.
+/// the way a phone's peripheral API does: flags, the passive scanners' service data and the
+/// service UUIDs first in the advertising packet, the rest wherever it fits; what fits nowhere is
+/// named in `notFitted`.
 public struct AdvertisingPayload: Equatable, Sendable {
     public static let legacyCapacity = 31
 
@@ -80,6 +90,14 @@ public struct AdvertisingPayload: Equatable, Sendable {
     public init(settings: AdvertisingSettings, txPower: Int8?) {
         // LE General Discoverable, BR/EDR not supported (Core Supplement Part A 1.3).
         advertisingData = Self.field(ADType.flags, [0x06])
+        if let (uuid, data) = settings.passiveServiceData {
+            let field = Self.serviceDataField(uuid, data)
+            if field.count <= advertisingRoom {
+                advertisingData += field
+            } else {
+                notFitted.append("\(Self.serviceDataName(uuid)) (\(field.count) bytes; the advertising data holds \(advertisingRoom))")
+            }
+        }
         placeUUIDs(settings.serviceUUIDs)
         if let name = settings.localName, !name.isEmpty { placeName(Array(name.utf8)) }
         if let appearance = settings.appearance {
@@ -91,16 +109,7 @@ public struct AdvertisingPayload: Equatable, Sendable {
             place(Self.field(ADType.txPower, [UInt8(bitPattern: txPower)]), named: "TX power")
         }
         for (uuid, data) in settings.serviceData {
-            let type: UInt8
-            let uuidBytes: [UInt8]
-            if let short = uuid.uint16Value {
-                (type, uuidBytes) = (ADType.serviceData16, [UInt8(short & 0xFF), UInt8(short >> 8)])
-            } else if let value = uuid.uint32Value {
-                (type, uuidBytes) = (ADType.serviceData32, (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) })
-            } else {
-                (type, uuidBytes) = (ADType.serviceData128, uuid.uint128Bytes)
-            }
-            place(Self.field(type, uuidBytes + data), named: "service data for \(uuid)")
+            place(Self.serviceDataField(uuid, data), named: Self.serviceDataName(uuid))
         }
         if let (company, data) = settings.manufacturerData {
             place(
@@ -112,6 +121,19 @@ public struct AdvertisingPayload: Equatable, Sendable {
     static func field(_ type: UInt8, _ value: [UInt8]) -> [UInt8] {
         [UInt8(value.count + 1), type] + value
     }
+
+    /// A Service Data field (AD type 0x16, 0x20 or 0x21 by the UUID's size).
+    static func serviceDataField(_ uuid: BluetoothUUID, _ data: [UInt8]) -> [UInt8] {
+        if let short = uuid.uint16Value {
+            return field(ADType.serviceData16, [UInt8(short & 0xFF), UInt8(short >> 8)] + data)
+        } else if let value = uuid.uint32Value {
+            return field(ADType.serviceData32, (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } + data)
+        }
+        return field(ADType.serviceData128, uuid.uint128Bytes + data)
+    }
+
+    /// How `notFitted` names a service data field.
+    public static func serviceDataName(_ uuid: BluetoothUUID) -> String { "service data for \(uuid)" }
 
     private var advertisingRoom: Int { Self.legacyCapacity - advertisingData.count }
     private var scanResponseRoom: Int { Self.legacyCapacity - scanResponseData.count }

@@ -1,5 +1,6 @@
 import BluetoothCore
 import BluetoothHCI
+import Values
 
 /// A loaded, validated gattway configuration. Every optional key has its default applied
 /// (see `ConfigDefaults`); `nil` means "not configured" only where the key's meaning is an absence.
@@ -55,16 +56,31 @@ public struct BluetoothConfig: Sendable, Hashable {
     public var maxCentrals: Int
     public var connection: ConnectionPreferences
     public var security: SecurityConfig
+    public var bthome: BTHomeConfig
 
     public init(
         transport: HCITransportSpec, advertising: AdvertisingConfig, maxCentrals: Int,
-        connection: ConnectionPreferences, security: SecurityConfig
+        connection: ConnectionPreferences, security: SecurityConfig, bthome: BTHomeConfig = BTHomeConfig()
     ) {
         self.transport = transport
         self.advertising = advertising
         self.maxCentrals = maxCentrals
         self.connection = connection
         self.security = security
+        self.bthome = bthome
+    }
+}
+
+/// `bluetooth.bthome`: how the readings of sensors with `bthome: true` are broadcast.
+public struct BTHomeConfig: Sendable, Hashable {
+    /// The bind key that encrypts the broadcasts, read from `keyFile` when the configuration is
+    /// loaded; nil: they go out in the clear.
+    public var key: BTHomeKey?
+    public var keyFile: String?
+
+    public init(key: BTHomeKey? = nil, keyFile: String? = nil) {
+        self.key = key
+        self.keyFile = keyFile
     }
 }
 

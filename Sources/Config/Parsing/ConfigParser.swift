@@ -1,5 +1,8 @@
 import BluetoothCore
 import BluetoothHCI
+import FoundationEssentials
+import Glibc
+import Values
 
 /// Turns a YAML document into a `GatewayConfig`. It never stops at the first problem: each part
 /// records its errors in the `LoadContext` and carries on with defaults, so one run reports
@@ -56,6 +59,11 @@ struct ConfigParser {
 
         warnAboutUndrivenOutputs(sensors, services: services, sensorNodes: sensorNodes)
         checkConfirmInput(bluetooth.security.confirmWith, references: references)
+        if bluetooth.bthome.key != nil, !sensors.contains(where: \.bthome) {
+            context.warning(
+                ConfigPath.root.key("bluetooth").key("bthome").key("key_file"), line: nil,
+                "no sensor has bthome: true, so nothing is broadcast or encrypted")
+        }
         return GatewayConfig(
             device: device, bluetooth: bluetooth, stateDirectory: stateDirectory,
             gpio: gpio, sensors: sensors, services: services, mqtt: mqtt)
@@ -163,9 +171,39 @@ struct ConfigParser {
         let maxCentrals = m?["max_centrals"]?.integer(in: 1...16) ?? D.maxCentrals
         let connection = parseConnection(m?["connection"]?.mapping("bluetooth.connection"))
         let security = parseSecurity(m?["security"]?.mapping("bluetooth.security"))
+        let bthome = parseBTHome(m?["bthome"]?.mapping("bluetooth.bthome"))
         return BluetoothConfig(
             transport: transport, advertising: advertising, maxCentrals: maxCentrals,
-            connection: connection, security: security)
+            connection: connection, security: security, bthome: bthome)
+    }
+
+    /// The bind key is read here, so `gattway check` finds a missing or malformed key file.
+    /// Messages name the file, never its contents.
+    func parseBTHome(_ m: ConfigMapping?) -> BTHomeConfig {
+        guard let node = m?["key_file"], let path = node.nonEmptyString() else { return BTHomeConfig() }
+        let files = FileManager.default
+        guard files.fileExists(atPath: path) else {
+            node.report("\(path): no such file")
+            return BTHomeConfig(keyFile: path)
+        }
+        guard files.isReadableFile(atPath: path), let data = files.contents(atPath: path) else {
+            node.report("\(path): cannot be read (permission denied?)")
+            return BTHomeConfig(keyFile: path)
+        }
+        let text = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).joined()
+        guard let key = BTHomeKey(hex: text) else {
+            let digits = text.count == 32 ? "32 characters, not all hex digits" : "\(text.count) characters"
+            node.report(
+                "\(path): not a BTHome bind key: it must hold 32 hex digits (16 bytes) and holds \(digits)")
+            return BTHomeConfig(keyFile: path)
+        }
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & 0o077 != 0 {
+            node.warn(
+                "\(path) is open to other users (mode 0\(String(status.st_mode & 0o777, radix: 8))); "
+                    + "the bind key reads every broadcast: chmod 600 it")
+        }
+        return BTHomeConfig(key: key, keyFile: path)
     }
 
     func parseAdvertising(_ m: ConfigMapping?, device: DeviceConfig) -> AdvertisingConfig {

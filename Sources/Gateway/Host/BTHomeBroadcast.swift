@@ -7,9 +7,10 @@ import Sensors
 import Values
 
 /// The readings of sensors configured with `bthome: true`, as BTHome v2 service data (UUID 0xFCD2)
-/// in the advertising data, so Home Assistant and other BTHome receivers read them without
-/// connecting. Pure: `record` keeps each reading's newest value, `settings(base:)` lays out what
-/// to advertise within the legacy 31-byte budget.
+/// in the advertising data itself (never the scan response: Home Assistant scans passively), so
+/// Home Assistant and other BTHome receivers read them without connecting. Pure: `record` keeps
+/// each reading's newest value, `settings(base:packetID:encryption:)` lays out a packet within
+/// the advertising data's 31 bytes.
 ///
 /// Which BTHome object a reading becomes: DHT temperature (0x02, 0.01 °C) and humidity (0x03,
 /// 0.01 %), binary sensors as generic boolean (0x0F), counters as count (0x3E, uint32), distance
@@ -24,6 +25,8 @@ public struct BTHomeBroadcast: Sendable {
     let routes: [(route: Route, object: BTHomeObject)]
     /// Sensors with `bthome: true` whose kind has no BTHome object, with why.
     public let unsupported: [String]
+    /// The bind key (`bluetooth.bthome.key_file`) when the broadcasts are encrypted.
+    public let key: BTHomeKey?
     private var latest: [Route: BTHomeMeasurement] = [:]
 
     /// Nil when no sensor is broadcast.
@@ -40,6 +43,7 @@ public struct BTHomeBroadcast: Sendable {
         guard !routes.isEmpty || !unsupported.isEmpty else { return nil }
         self.routes = routes
         self.unsupported = unsupported
+        key = config.bluetooth.bthome.key
     }
 
     static func objects(for kind: SensorKindConfig) -> [(reading: SensorReading, object: BTHomeObject)] {
@@ -68,11 +72,14 @@ public struct BTHomeBroadcast: Sendable {
         return true
     }
 
-    /// `base` with the BTHome service data of the newest values added. Readings that fit nowhere in
-    /// the 31 bytes of advertising and scan response data are left out from the last configured one
-    /// backwards, and named in `leftOut`; a value its object cannot encode (out of range) is named
-    /// too. `base` fields are placed first, as the host places them.
-    public func settings(base: AdvertisingSettings) -> (settings: AdvertisingSettings, leftOut: [String]) {
+    /// `base` with the BTHome packet of the newest values as its passive service data: packet id
+    /// `packetID`, encrypted when `encryption` is given (with this broadcast's key). Readings that
+    /// do not fit in the advertising data beside the flags are left out from the last configured
+    /// one backwards, and named in `leftOut`; a value its object cannot encode (out of range) is
+    /// named too.
+    public func settings(
+        base: AdvertisingSettings, packetID: UInt8, encryption: BTHomeEncryption?
+    ) -> (settings: AdvertisingSettings, leftOut: [String]) {
         var leftOut: [String] = []
         var included: [(Route, BTHomeMeasurement)] = []
         for (route, object) in routes {
@@ -85,25 +92,31 @@ public struct BTHomeBroadcast: Sendable {
             }
         }
         while !included.isEmpty {
-            guard let data = try? BTHome.serviceData(included.map(\.1)) else { break }
+            guard
+                let data = try? BTHome.serviceData(
+                    included.map(\.1), packetID: packetID, encryption: encryption)
+            else { break }
             var candidate = base
-            candidate.serviceData.append((uuid: BTHome.serviceUUID, data: data))
+            candidate.passiveServiceData = (uuid: BTHome.serviceUUID, data: data)
             // The TX power field's size, not its value, matters here.
             let payload = AdvertisingPayload(settings: candidate, txPower: 0)
-            if !payload.notFitted.contains(where: { $0.hasPrefix("service data for \(BTHome.serviceUUID)") }) {
+            let name = AdvertisingPayload.serviceDataName(BTHome.serviceUUID)
+            if !payload.notFitted.contains(where: { $0.hasPrefix(name) }) {
                 return (candidate, leftOut)
             }
             let (route, dropped) = included.removeLast()
-            leftOut.insert("BTHome \(dropped.object.rawValue) of \(route.sensor) does not fit in 31 bytes", at: 0)
+            leftOut.insert(
+                "BTHome \(dropped.object.rawValue) of \(route.sensor) does not fit in the advertising data", at: 0)
         }
         return (base, leftOut)
     }
 }
 
 /// Keeps the advertised BTHome data current: after a broadcast reading changes, the host's
-/// advertising data is updated — at most once per `minimumInterval` (1 s), since every update is two
-/// HCI commands and BTHome receivers do not need more; the newest values go out when the interval
-/// ends, never a value older than the newest.
+/// advertising data is updated with a new packet (the next packet id and, encrypted, the next
+/// counter) — at most once per `minimumInterval` (1 s), since every update is two HCI commands and
+/// BTHome receivers do not need more; the newest values go out when the interval ends, never a
+/// value older than the newest.
 public actor BTHomeAdvertiser {
     /// On the event loop, with the other actors of the event path: calls between them run inline.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
@@ -113,19 +126,30 @@ public actor BTHomeAdvertiser {
     private var broadcast: BTHomeBroadcast
     private let base: AdvertisingSettings
     private let logger: Logger
+    private let address: @Sendable () async -> BluetoothAddress?
     private let publish: @Sendable (AdvertisingSettings) async throws -> Void
+    /// With a bind key: the encryption counter, persisted ahead (`BTHomeCounter`).
+    private var counter: BTHomeCounter?
+    /// Object 0x00 of the next packet: receivers drop a packet whose id they have just seen.
+    private var packetID: UInt8 = 0
     private var lastPublished: ContinuousClock.Instant?
     private var pending: Task<Void, Never>?
     private var leftOut: [String] = []
+    private var unsentReason: String?
 
-    /// `publish`: the host's `updateAdvertisingData`.
+    /// `counter`: loaded when the broadcast has a key. `address`: the address the controller
+    /// advertises with (part of the encryption nonce), nil until it is up. `publish`: the host's
+    /// `updateAdvertisingData`.
     public init(
-        broadcast: BTHomeBroadcast, base: AdvertisingSettings, logger: Logger,
+        broadcast: BTHomeBroadcast, base: AdvertisingSettings, counter: BTHomeCounter?, logger: Logger,
+        address: @escaping @Sendable () async -> BluetoothAddress?,
         publish: @escaping @Sendable (AdvertisingSettings) async throws -> Void
     ) {
         self.broadcast = broadcast
         self.base = base
+        self.counter = counter
         self.logger = logger
+        self.address = address
         self.publish = publish
         for problem in broadcast.unsupported { logger.warning("\(problem)") }
     }
@@ -134,7 +158,12 @@ public actor BTHomeAdvertiser {
     /// Synchronous, on the event loop where the reading was made: the update itself (at most one a
     /// `minimumInterval`) runs as a task.
     public func reading(_ value: Sensors.SensorValue) {
-        guard broadcast.record(value), pending == nil else { return }
+        guard broadcast.record(value) else { return }
+        scheduleRefresh()
+    }
+
+    private func scheduleRefresh() {
+        guard pending == nil else { return }
         let due = lastPublished.map { $0 + Self.minimumInterval } ?? .now
         pending = Task {
             if due > .now { try? await Task.sleep(until: due, clock: .continuous) }
@@ -145,7 +174,20 @@ public actor BTHomeAdvertiser {
     private func refresh() async {
         pending = nil
         lastPublished = .now
-        let (settings, leftOut) = broadcast.settings(base: base)
+        var encryption: BTHomeEncryption?
+        if let key = broadcast.key {
+            // Until the controller is up (a moment at start): the address is part of the nonce.
+            guard let address = await address() else { return scheduleRefresh() }
+            guard let number = counter?.take() else {
+                reserveAhead()
+                return notSent("no encryption counter is reserved (writing \(counter?.path ?? BTHomeCounter.fileName))")
+            }
+            encryption = BTHomeEncryption(key: key, address: address, counter: number)
+            reserveAhead()
+        }
+        unsentReason = nil
+        let (settings, leftOut) = broadcast.settings(base: base, packetID: packetID, encryption: encryption)
+        packetID &+= 1
         if leftOut != self.leftOut {
             self.leftOut = leftOut
             for field in leftOut { logger.warning("advertising: \(field)") }
@@ -155,6 +197,35 @@ public actor BTHomeAdvertiser {
         } catch {
             logger.debug("BTHome advertising data not updated", metadata: ["reason": "\(error)"])
         }
+    }
+
+    /// This refresh sends nothing; the next one tries again in a `minimumInterval`.
+    private func notSent(_ reason: String) {
+        if reason != unsentReason {
+            unsentReason = reason
+            logger.warning("BTHome: not broadcast: \(reason)")
+        }
+        scheduleRefresh()
+    }
+
+    /// Persists the next counter limit off the event loop (an fsync may take a while on flash)
+    /// when half of the reserved counters are used.
+    private func reserveAhead() {
+        guard let limit = counter?.reservationDue(), let path = counter?.path else { return }
+        Task.detached {
+            var failure: String?
+            do {
+                try BTHomeCounter.save(limit, to: path)
+            } catch {
+                failure = "\(error)"
+            }
+            await self.reserved(limit, failure: failure)
+        }
+    }
+
+    private func reserved(_ limit: UInt32, failure: String?) {
+        counter?.reserved(limit, written: failure == nil)
+        if let failure { logger.error("BTHome: encryption counter not reserved ahead: \(failure)") }
     }
 
     public func finish() {
