@@ -286,8 +286,16 @@ public final class GATTServer {
 
     /// Everything produced since the last call, in order.
     public func takeOutput() -> [GATTServerOutput] {
-        defer { output.removeAll(keepingCapacity: true) }
-        return output
+        var taken: [GATTServerOutput] = []
+        takeOutput(into: &taken)
+        return taken
+    }
+
+    /// `takeOutput()` for the event path: `buffer`, emptied by the caller, is exchanged with what
+    /// was produced, so the two buffers take turns and neither is copied or allocated anew.
+    public func takeOutput(into buffer: inout [GATTServerOutput]) {
+        buffer.removeAll(keepingCapacity: true)
+        swap(&buffer, &output)
     }
 
     // MARK: Internals shared by the request handlers

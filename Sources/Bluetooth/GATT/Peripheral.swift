@@ -76,6 +76,8 @@ public actor Peripheral {
     private let server: GATTServer
     private let link: any PeripheralLink
     private let now: @Sendable () -> ContinuousClock.Instant
+    /// The server's output being sent; exchanged with the server's own buffer at each flush.
+    private var output: [GATTServerOutput] = []
 
     public init(
         configuration: GATTServer.Configuration = .init(), link: any PeripheralLink,
@@ -251,7 +253,8 @@ public actor Peripheral {
     }
 
     private func flush() {
-        for item in server.takeOutput() {
+        server.takeOutput(into: &output)
+        for item in output {
             switch item {
             case let .send(pdu, central):
                 link.send(pdu, to: central)
