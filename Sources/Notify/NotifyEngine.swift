@@ -197,7 +197,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
             }
             subscription.outbound = nil
             subscriptions[key] = subscription
-            ready[central]?.remove(at: index)
+            ready.modifyValue(of: central) { $0.remove(at: index) }
             count(.sent, key)
             return Transmission(
                 central: central, characteristic: characteristic, kind: subscription.kind,
@@ -341,7 +341,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         guard var subscription = subscriptions[key] else { return }
         guard let sample = characteristics[key.characteristic]?.latest else {
             // Deadlines only exist once a value does; clearing keeps `advance` from spinning.
-            subscriptions[key]?.retryAt = nil
+            subscriptions.modifyValue(of: key) { $0.retryAt = nil }
             return
         }
         if let retryAt = subscription.retryAt, retryAt <= time {
@@ -397,7 +397,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// a disconnected central's counters are gone).
     private mutating func count(_ counter: NotifyCounters.Counter, _ key: Key, by amount: Int = 1) {
         characteristicCounters[key.characteristic, default: NotifyCounters()].add(amount, to: counter)
-        centralCounters[key.central]?.add(amount, to: counter)
+        centralCounters.modifyValue(of: key.central) { $0.add(amount, to: counter) }
     }
 }
 
@@ -452,5 +452,15 @@ public struct NotifyStatistics<Central: Hashable & Sendable, Characteristic: Has
             entries(perCharacteristic, prefix: "") + entries(perCentral, prefix: "central ")
             + ["waiting=\(valuesWaiting)"]
         return parts.joined(separator: "; ")
+    }
+}
+
+extension Dictionary {
+    /// Changes the value of `key` in place, when there is one. Not `self[key]?.change()`: a
+    /// mutation optional-chained through the subscript costs three heap allocations per call
+    /// (the frames of its modify accessors), and the engine does this for every value sent.
+    @inline(__always)
+    mutating func modifyValue(of key: Key, _ change: (inout Value) -> Void) {
+        if let index = index(forKey: key) { change(&values[index]) }
     }
 }

@@ -90,7 +90,13 @@ public final class GATTServer {
     public let configuration: Configuration
     public var handlers: GATTRequestHandlers
     var database = AttributeDatabase()
-    var centrals: [CentralID: CentralState] = [:]
+    var centrals: [CentralID: CentralState] = [:] {
+        // Kept beside the dictionary: every update walks the centrals in order, and sorting the
+        // keys there cost two allocations per notification.
+        didSet { orderedCentralIDs = centrals.keys.sorted() }
+    }
+    /// `centrals`' keys in order.
+    private(set) var orderedCentralIDs: [CentralID] = []
     /// How many more notification/indication PDUs the link accepts now.
     public private(set) var transmitCredits = 0
     /// `updateValue` returned false and no ready event has been delivered since.
@@ -178,7 +184,7 @@ public final class GATTServer {
         var notify: [CentralState] = []
         var indicate: [CentralState] = []
         let candidates = targets.map { Set($0) }
-        for id in self.centrals.keys.sorted() {
+        for id in orderedCentralIDs {
             guard candidates?.contains(id) ?? true, let central = self.centrals[id], !central.isClosed,
                 let bits = central.clientConfigurations[cccdHandle]
             else { continue }
@@ -257,12 +263,12 @@ public final class GATTServer {
         centrals[id]?.snapshot
     }
 
-    public var connectedCentrals: [CentralID] { centrals.keys.sorted() }
+    public var connectedCentrals: [CentralID] { orderedCentralIDs }
 
     /// The link can take `count` more notification/indication PDUs.
     public func addTransmitCredits(_ count: Int, now: ContinuousClock.Instant) {
         transmitCredits += max(count, 0)
-        for id in centrals.keys.sorted() { pumpIndications(centrals[id]!, now: now) }
+        for id in orderedCentralIDs { pumpIndications(centrals[id]!, now: now) }
         roomFreed()
     }
 
@@ -281,7 +287,7 @@ public final class GATTServer {
 
     /// Ends the bearer of every central whose indication went unconfirmed past its deadline.
     public func expireTransactions(now: ContinuousClock.Instant) {
-        for id in centrals.keys.sorted() { expireTransaction(of: centrals[id]!, now: now) }
+        for id in orderedCentralIDs { expireTransaction(of: centrals[id]!, now: now) }
     }
 
     /// Everything produced since the last call, in order.
@@ -356,7 +362,7 @@ public final class GATTServer {
     /// A removed service's subscriptions end (with events), so its handles can be reused by a
     /// later service without inheriting them.
     private func forgetSubscriptions(to service: PublishedService) {
-        for id in centrals.keys.sorted() {
+        for id in orderedCentralIDs {
             let central = centrals[id]!
             for characteristic in service.characteristics {
                 guard let handle = characteristic.clientConfigurationHandle,
@@ -376,7 +382,7 @@ public final class GATTServer {
         var value = ByteWriter(capacity: 4)
         value.write(range.lowerBound)
         value.write(range.upperBound)
-        for id in centrals.keys.sorted() {
+        for id in orderedCentralIDs {
             let central = centrals[id]!
             guard !central.isClosed else { continue }
             if central.clientSupportedFeatures & ClientFeatures.robustCaching != 0 {
