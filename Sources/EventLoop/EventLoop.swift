@@ -35,7 +35,9 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     private nonisolated(unsafe) var closures: [@Sendable () -> Void] = []
     /// The loop is in (or about to enter) `epoll_wait` and needs the eventfd to wake.
     private nonisolated(unsafe) var waiting = false
-    private nonisolated(unsafe) var watchers: [UInt64: @Sendable (Readiness) -> Void] = [:]
+    /// Boxed: a closure kept directly as a dictionary's value comes back out through a
+    /// re-abstraction thunk, allocated at every lookup, i.e. on every readable descriptor.
+    private nonisolated(unsafe) var watchers: [UInt64: Watcher] = [:]
     private nonisolated(unsafe) var nextToken: UInt64 = 1
     /// Armed timers; few (one per sensor and state machine), so a list.
     private nonisolated(unsafe) var timers: [ArmedTimer] = []
@@ -118,7 +120,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     public func watch(_ descriptor: Int32, handler: @escaping @Sendable (Readiness) -> Void) -> Watch {
         lock.lock()
         let token = newTokenLocked()
-        watchers[token] = handler
+        watchers[token] = Watcher(handler: handler)
         lock.unlock()
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: token))
         let result = epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event)
@@ -139,6 +141,11 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         lock.lock()
         watchers[watch.token] = nil
         lock.unlock()
+    }
+
+    private final class Watcher: Sendable {
+        let handler: @Sendable (Readiness) -> Void
+        init(handler: @escaping @Sendable (Readiness) -> Void) { self.handler = handler }
     }
 
     /// A watched descriptor.
@@ -286,9 +293,9 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
                     continue
                 }
                 lock.lock()
-                let handler = watchers[token]
+                let watcher = watchers[token]
                 lock.unlock()
-                handler?(Readiness(rawValue: event.events))
+                watcher?.handler(Readiness(rawValue: event.events))
             }
         }
     }

@@ -329,11 +329,19 @@ public final class GATTServer {
     /// shares, and the others keep theirs.
     func mayTakeCredit(_ central: CentralState) -> Bool {
         guard transmitCredits > 0, central.updatesInFlight < configuration.perCentralUpdateLimit else { return false }
-        let open = centrals.values.filter { !$0.isClosed }
-        let capacity = transmitCredits + open.reduce(0) { $0 + $1.updatesInFlight }
-        let share = min(max(capacity / max(open.count, 1), 1), configuration.perCentralUpdateLimit)
+        // Two passes over the centrals rather than a filtered copy: this runs for every update.
+        var openCount = 0
+        var capacity = transmitCredits
+        for other in centrals.values where !other.isClosed {
+            openCount += 1
+            capacity += other.updatesInFlight
+        }
+        let share = min(max(capacity / max(openCount, 1), 1), configuration.perCentralUpdateLimit)
         if central.updatesInFlight < share { return true }
-        let reservedForOthers = open.reduce(0) { $0 + ($1 === central ? 0 : max(0, share - $1.updatesInFlight)) }
+        var reservedForOthers = 0
+        for other in centrals.values where !other.isClosed && other !== central {
+            reservedForOthers += max(0, share - other.updatesInFlight)
+        }
         return transmitCredits > reservedForOthers
     }
 
