@@ -98,6 +98,8 @@ public struct GatewayService: Service {
         // The host runs beside the group: its shutdown wait is bounded below, so a controller caught
         // mid-command cannot hold the exit.
         let hostTask = Task(executorPreference: EventLoop.shared) { await host.run() }
+        let watchdog = watchdogInterval.map { ServiceWatchdog(interval: $0, systemd: systemd) }
+        watchdog?.start()
         await withTaskGroup(of: Void.self) { group in
             for runner in runners {
                 let forwarder = SensorForwarder(
@@ -113,12 +115,6 @@ public struct GatewayService: Service {
             }
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
             group.addTask { [readinessGrace] in await readiness.expireGrace(after: readinessGrace) }
-            if let interval = watchdogInterval {
-                let watchdog = ServiceWatchdog(
-                    interval: interval, probes: [{ await host.ping() }, { await pipeline.ping() }],
-                    systemd: systemd)
-                group.addTask { await watchdog.run() }
-            }
             group.addTask {
                 await Self.follow(
                     host.events, pipeline: pipeline, mirror: mirror,
@@ -132,6 +128,7 @@ public struct GatewayService: Service {
             // cancellation ends the wait the same way.
             try? await gracefulShutdown()
             systemd.stopping()
+            watchdog?.stop()
             logger.notice("gattway stopping")
             // Centrals first (no new ones, then a clean disconnect for each), then MQTT says
             // offline and flushes, then the controller closes and the sensors release their lines.

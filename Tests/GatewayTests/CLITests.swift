@@ -288,7 +288,7 @@ struct CLITests {
     }
 
     /// Under systemd's watchdog (`WATCHDOG_USEC`) the running service sends WATCHDOG=1 every half
-    /// period (the beat's dependence on the working actors: ServiceWatchdogTests).
+    /// period (that the beat stops with the event loop: ServiceWatchdogTests).
     @Test func runBeatsForSystemdsWatchdog() async throws {
         let notify = try NotifySocket()
         let path = try temporaryFile(
