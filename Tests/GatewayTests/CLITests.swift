@@ -248,7 +248,7 @@ struct CLITests {
     @Test func helpDescribesEverySubcommandAndOption() throws {
         let root = try GattwayProcess(["--help"]).runToCompletion()
         #expect(root.status == 0)
-        for subcommand in ["run", "check", "lines", "demo", "config-reference", "bonds"] {
+        for subcommand in ["run", "check", "lines", "demo", "config-reference", "bonds", "status"] {
             #expect(root.stdout.contains("  \(subcommand) "), "gattway --help lists \(subcommand)")
         }
         #expect(root.stdout.contains("--version"))
@@ -276,7 +276,8 @@ struct CLITests {
                 ]
             ),
             ("config-reference", ["Markdown table"]),
-            ("bonds", ["list", "remove", "clear", "state_dir", "mode 0600"])
+            ("bonds", ["list", "remove", "clear", "state_dir", "mode 0600", "control socket"]),
+            ("status", ["--config <file>", "--json", "runtime_dir", "MTU"])
         ]
         for (subcommand, phrases) in expectations {
             let help = try GattwayProcess([subcommand, "--help"]).runToCompletion()

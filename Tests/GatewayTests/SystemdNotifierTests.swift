@@ -35,6 +35,32 @@ import TestHarness
         #expect(readiness.controllerStateChanged(.poweredOn) == "STATUS=running")
     }
 
+    @Test func whileUpTheStatusCountsTheConnectedCentrals() {
+        var readiness = ServiceReadiness(controller: "hci0")
+        #expect(readiness.centralsChanged(1) == nil, "nothing before READY=1")
+        #expect(readiness.controllerStateChanged(.poweredOn) == "READY=1\nSTATUS=running, 1 central connected")
+        #expect(readiness.centralsChanged(1) == nil, "no change, no message")
+        #expect(readiness.centralsChanged(3) == "STATUS=running, 3 centrals connected")
+        #expect(readiness.centralsChanged(0) == "STATUS=running")
+    }
+
+    /// Connections coming and going in a burst give one STATUS= at once and then at most one per
+    /// second, the latest.
+    @Test func statusChangesAreRateLimited() async throws {
+        let socket = try NotifySocket()
+        let reporter = ReadinessReporter(systemd: SystemdNotifier(socketPath: socket.path), controller: "hci0")
+        reporter.controllerStateChanged(.poweredOn)
+        #expect(await socket.next(within: .seconds(5)) == "READY=1\nSTATUS=running")
+        let start = ContinuousClock.now
+        for count in [1, 2, 3, 2] { reporter.centralsChanged(count) }
+        #expect(await socket.next(within: .seconds(5)) == "STATUS=running, 2 centrals connected")
+        #expect(ContinuousClock.now - start >= .milliseconds(900), "held back for the rest of the second")
+        #expect(await socket.next(within: .milliseconds(1500)) == nil, "one message for the burst")
+        try await Task.sleep(for: .seconds(1))
+        reporter.centralsChanged(0)
+        #expect(await socket.next(within: .milliseconds(500)) == "STATUS=running", "after a quiet second, at once")
+    }
+
     @Test(arguments: [
         (PeripheralState.unknown, "not up yet"), (.unsupported, "not found"),
         (.unauthorized, "not allowed (needs CAP_NET_ADMIN)"), (.poweredOff, "powered off or blocked by rfkill"),
