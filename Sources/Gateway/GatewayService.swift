@@ -178,7 +178,7 @@ public struct GatewayService: Service {
             logger.info("control socket \(socket.path)")
             return socket
         } catch {
-            logger.error("\(error); running without a control socket")
+            logger.warning("\(error); running without a control socket")
             return nil
         }
     }
