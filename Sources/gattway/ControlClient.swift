@@ -16,6 +16,8 @@ enum ControlClient {
     /// How long an answer may take; the service answers from its event loop at once.
     static let timeoutSeconds = 10
 
+    /// Sends `request` for the service of `config` (its `state_dir` goes with it, see
+    /// `ControlRequest.stateDirectory`).
     static func ask(_ request: ControlRequest, config: GatewayConfig) -> Outcome {
         let path = ControlSocket.path(runtimeDirectory: config.runtimeDirectory)
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -29,6 +31,8 @@ enum ControlClient {
             if code == ENOENT || code == ECONNREFUSED { return .notRunning(path: path) }
             return .failed("cannot reach gattway on \(path): \(String(cString: strerror(code)))")
         }
+        var request = request
+        request.stateDirectory = config.stateDirectory
         let line = ControlLine.encode(request)
         let sent = line.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         guard sent == line.count else { return .failed("cannot send to gattway on \(path): \(String(cString: strerror(errno)))") }

@@ -65,6 +65,19 @@ struct ControlSocketEndToEndTests {
         #expect(text.stdout.contains("\(phone.address) MTU 247, security none; door/open notify"), "\(text.stdout)")
         #expect(text.stdout.contains("open: door/open = true"), "\(text.stdout)")
 
+        // Another configuration with the same runtime_dir is refused, never answered for.
+        let other = rig.directory.appendingPathComponent("other.yaml").path
+        try "state_dir: \(rig.directory.path)/other\nruntime_dir: \(rig.directory.path)/run\n"
+            .write(toFile: other, atomically: true, encoding: .utf8)
+        for command in [["status"], ["bonds", "list"]] {
+            let refused = try await Self.gattway(command + ["--config", other])
+            #expect(refused.status == 1)
+            #expect(
+                refused.stderr.contains(
+                    "the gattway answering here serves state_dir \(rig.directory.path)/state, not \(rig.directory.path)/other"),
+                "\(refused.stderr)")
+        }
+
         try await phone.expect("disconnect")
         #expect(await notify.next(within: .seconds(10)) == "STATUS=running")
         #expect(rig.stop() == 0)

@@ -390,12 +390,14 @@ struct CLITests {
 
     // MARK: gattway bonds
 
-    /// A configuration whose state directory is a fresh temporary one, holding two bonds.
+    /// A configuration whose state directory is a fresh temporary one, holding two bonds, and
+    /// whose runtime directory no gattway runs in: the commands work on the file.
     private func configWithBonds() throws -> (config: String, store: BondStore, keys: [String]) {
         let state = try temporaryDirectory("bonds").path
         let config = try temporaryFile(
             """
             state_dir: \(state)
+            runtime_dir: \(state)/run
             services:
               - uuid: 181A
                 characteristics:

@@ -3,7 +3,7 @@ import FoundationEssentials
 /// One request on the control socket: a JSON object on one line (`ControlSocket`).
 ///
 ///     {"command":"status"}
-///     {"command":"bonds.remove","address":"AA:BB:CC:DD:EE:FF"}
+///     {"command":"bonds.remove","address":"AA:BB:CC:DD:EE:FF","stateDirectory":"/var/lib/gattway"}
 public struct ControlRequest: Codable, Sendable, Equatable {
     public enum Command: String, Codable, Sendable {
         case status
@@ -15,10 +15,15 @@ public struct ControlRequest: Codable, Sendable, Equatable {
     public var command: Command
     /// `bonds.remove`: the central's address, `AA:BB:CC:DD:EE:FF`.
     public var address: String?
+    /// The `state_dir` of the configuration the caller read, when it read one: a service serving
+    /// another one refuses, so two gattways sharing a `runtime_dir` cannot be mistaken for each
+    /// other.
+    public var stateDirectory: String?
 
-    public init(_ command: Command, address: String? = nil) {
+    public init(_ command: Command, address: String? = nil, stateDirectory: String? = nil) {
         self.command = command
         self.address = address
+        self.stateDirectory = stateDirectory
     }
 }
 

@@ -13,6 +13,11 @@ struct GatewayControl: Sendable {
     let pipeline: ValuePipeline
 
     func answer(_ request: ControlRequest) async -> ControlResponse {
+        if let asked = request.stateDirectory, asked != config.stateDirectory {
+            return .failure(
+                "the gattway answering here serves state_dir \(config.stateDirectory), not \(asked): "
+                    + "give each gattway its own runtime_dir")
+        }
         switch request.command {
         case .status:
             return ControlResponse(status: await status())
