@@ -16,6 +16,8 @@ public enum ConfigDefaults {
     public static let ioCapabilities = IOCapabilities.noInputNoOutput
     public static let allowLegacy = false
     public static let stateDirectory = "/var/lib/gattway"
+    /// systemd's `RuntimeDirectory=gattway`.
+    public static let runtimeDirectory = "/run/gattway"
     public static let gpioBackend = GPIOBackendKind.libgpiod
     public static let simulatedChipLabelPrefix = "gattway-sim"
     public static let constantLevel = false

@@ -118,6 +118,11 @@ public enum ConfigReference {
         Entry(
             key: "state_dir", type: "path", defaultValue: D.stateDirectory,
             meaning: "Persisted counters, bonds (mode 0600), the BTHome encryption counter and the MQTT outbox."),
+        Entry(
+            key: "runtime_dir", type: "path", defaultValue: D.runtimeDirectory,
+            meaning:
+                "Where the running service listens on `control.sock` (mode 0600) for `gattway status` and `gattway bonds`; the unit's `RuntimeDirectory=gattway`."
+        ),
 
         Entry(key: "gpio", type: "mapping", defaultValue: none, meaning: "Where sensor lines come from."),
         Entry(

@@ -53,7 +53,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     private nonisolated(unsafe) var thread = pthread_t()
     private static let wakeToken: UInt64 = 0
 
-    private init() {
+    /// Internal, not private: a test stalls a loop of its own, not the one every test shares.
+    init() {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         wakeDescriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         precondition(epoll >= 0 && wakeDescriptor >= 0, "the event loop cannot start: \(String(cString: strerror(errno)))")

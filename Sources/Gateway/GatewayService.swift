@@ -94,10 +94,16 @@ public struct GatewayService: Service {
         }
         logger.notice("gattway running", metadata: ["device": "\(config.device.id)"])
         let readiness = ReadinessReporter(systemd: systemd, controller: "\(hostConfiguration.transport)")
+        let control = GatewayControl(
+            config: config, layout: layout, host: host, peripheral: binding.peripheral, pipeline: pipeline)
+        let controlSocket = Self.openControlSocket(config.runtimeDirectory, control: control, logger: logger)
+        controlSocket?.start()
 
         // The host runs beside the group: its shutdown wait is bounded below, so a controller caught
         // mid-command cannot hold the exit.
         let hostTask = Task(executorPreference: EventLoop.shared) { await host.run() }
+        let watchdog = watchdogInterval.map { ServiceWatchdog(interval: $0, systemd: systemd) }
+        watchdog?.start()
         await withTaskGroup(of: Void.self) { group in
             for runner in runners {
                 let forwarder = SensorForwarder(
@@ -113,15 +119,9 @@ public struct GatewayService: Service {
             }
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
             group.addTask { [readinessGrace] in await readiness.expireGrace(after: readinessGrace) }
-            if let interval = watchdogInterval {
-                let watchdog = ServiceWatchdog(
-                    interval: interval, probes: [{ await host.ping() }, { await pipeline.ping() }],
-                    systemd: systemd)
-                group.addTask { await watchdog.run() }
-            }
             group.addTask {
                 await Self.follow(
-                    host.events, pipeline: pipeline, mirror: mirror,
+                    host.events, host: host, pipeline: pipeline, mirror: mirror,
                     confirmWith: config.bluetooth.security.confirmWith,
                     readiness: readiness, logger: logger)
             }
@@ -132,6 +132,7 @@ public struct GatewayService: Service {
             // cancellation ends the wait the same way.
             try? await gracefulShutdown()
             systemd.stopping()
+            watchdog?.stop()
             logger.notice("gattway stopping")
             // Centrals first (no new ones, then a clean disconnect for each), then MQTT says
             // offline and flushes, then the controller closes and the sensors release their lines.
@@ -142,6 +143,7 @@ public struct GatewayService: Service {
                     try? await host.disconnect(central)
                 }
             }
+            await controlSocket?.stop()
             await mirror?.stop()
             await pipeline.finish()
             await bthome?.finish()
@@ -168,12 +170,26 @@ public struct GatewayService: Service {
         }
     }
 
+    /// The control socket in `runtimeDirectory`, or nil (logged) when it cannot be made: the
+    /// gateway runs without it, and `gattway status`/`bonds` say nothing answers.
+    private static func openControlSocket(_ runtimeDirectory: String, control: GatewayControl, logger: Logger) -> ControlSocket? {
+        do {
+            let socket = try ControlSocket(runtimeDirectory: runtimeDirectory, handler: control.answer)
+            logger.info("control socket \(socket.path)")
+            return socket
+        } catch {
+            logger.warning("\(error); running without a control socket")
+            return nil
+        }
+    }
+
     /// Logs the host's events, tells the pipeline (for MQTT's
     /// `state`) when advertising starts and stops, publishes a pairing's random passkey or
     /// Numeric Comparison number on MQTT, and tells systemd how the controller is doing
-    /// (`ServiceReadiness`: READY=1 at the first power-on, when the services are published).
+    /// (`ServiceReadiness`: READY=1 at the first power-on, when the services are published; the
+    /// number of connected centrals in STATUS=).
     private static func follow(
-        _ events: AsyncStream<HostEvent>, pipeline: ValuePipeline,
+        _ events: AsyncStream<HostEvent>, host: PeripheralHost, pipeline: ValuePipeline,
         mirror: MirrorRunner?, confirmWith: String?,
         readiness: ReadinessReporter, logger: Logger
     ) async {
@@ -184,8 +200,10 @@ public struct GatewayService: Service {
                 readiness.controllerStateChanged(state)
             case .connected(let central):
                 logger.info("central connected", metadata: ["central": "\(central)"])
+                readiness.centralsChanged(await host.connectedCentrals.count)
             case .disconnected(let central, let reason):
                 logger.info("central disconnected", metadata: ["central": "\(central)", "reason": "\(reason)"])
+                readiness.centralsChanged(await host.connectedCentrals.count)
             case .advertisingStarted:
                 logger.info("advertising")
                 await pipeline.advertisingChanged(true)

@@ -1,4 +1,5 @@
 import BluetoothGATT
+import EventLoop
 import Synchronization
 
 /// What gattway tells systemd about itself, decided from the controller's state and the time
@@ -9,12 +10,14 @@ import Synchronization
 /// service killed for never reporting ready (`TimeoutStartSec=`). So READY=1 comes as soon as the
 /// controller is up, or when the start-up grace runs out without it; from then on `STATUS=` says
 /// whether Bluetooth is degraded, and says so again whenever the controller goes or comes back
-/// (the host retries it for as long as the service runs).
+/// (the host retries it for as long as the service runs). While up, it also says how many
+/// centrals are connected.
 struct ServiceReadiness: Sendable {
     /// The controller as configured (`hci0`, `tcp:127.0.0.1:18820`), for the status line.
     let controller: String
     private var isReady = false
     private var state = PeripheralState.unknown
+    private var centrals = 0
 
     init(controller: String) {
         self.controller = controller
@@ -32,6 +35,13 @@ struct ServiceReadiness: Sendable {
         return (newState == .poweredOn) != wasUp ? "STATUS=\(status)" : nil
     }
 
+    /// The number of connected centrals changed; returns the new status once ready.
+    mutating func centralsChanged(_ count: Int) -> String? {
+        guard count != centrals else { return nil }
+        centrals = count
+        return isReady ? "STATUS=\(status)" : nil
+    }
+
     /// The start-up grace ran out; returns READY=1 with the degraded status when the controller
     /// did not come up in time.
     mutating func graceExpired() -> String? {
@@ -40,9 +50,15 @@ struct ServiceReadiness: Sendable {
         return "READY=1\nSTATUS=\(status)"
     }
 
-    /// `running`, or what is degraded and what still runs.
+    /// `running` (with the connected centrals), or what is degraded and what still runs.
     var status: String {
-        if state == .poweredOn { return "running" }
+        if state == .poweredOn {
+            return switch centrals {
+            case 0: "running"
+            case 1: "running, 1 central connected"
+            default: "running, \(centrals) centrals connected"
+            }
+        }
         let why: String =
             switch state {
             case .unsupported: "not found"
@@ -56,10 +72,22 @@ struct ServiceReadiness: Sendable {
 }
 
 /// `ServiceReadiness` shared by the task that follows the host's events and the one that waits
-/// out the start-up grace; sends what it decides to systemd.
+/// out the start-up grace; sends what it decides to systemd. Status changes of connections are
+/// sent at most once per `minimumStatusInterval` (the latest one, when the interval is over): a
+/// burst of centrals coming and going must not flood systemd.
 final class ReadinessReporter: Sendable {
+    static let minimumStatusInterval = Duration.seconds(1)
+
     private let systemd: SystemdNotifier
     private let readiness: Mutex<ServiceReadiness>
+    private let sending = Mutex(Sending())
+
+    private struct Sending {
+        var last: ContinuousClock.Instant?
+        /// Sends the status when the interval is over, while one waits (made at the first).
+        var deferred: EventLoop.Timer?
+        var waiting = false
+    }
 
     init(systemd: SystemdNotifier, controller: String) {
         self.systemd = systemd
@@ -67,12 +95,42 @@ final class ReadinessReporter: Sendable {
     }
 
     func controllerStateChanged(_ state: PeripheralState) {
-        if let message = readiness.withLock({ $0.controllerStateChanged(state) }) { systemd.send(message) }
+        if let message = readiness.withLock({ $0.controllerStateChanged(state) }) { send(message) }
+    }
+
+    func centralsChanged(_ count: Int) {
+        guard readiness.withLock({ $0.centralsChanged(count) }) != nil else { return }
+        let now = ContinuousClock.now
+        let sendsNow = sending.withLock { sending in
+            if let last = sending.last, now - last < Self.minimumStatusInterval {
+                if !sending.waiting {
+                    sending.waiting = true
+                    if sending.deferred == nil {
+                        sending.deferred = EventLoop.shared.makeTimer { [weak self] in self?.sendDeferredStatus() }
+                    }
+                    sending.deferred?.arm(after: Self.minimumStatusInterval - (now - last))
+                }
+                return false
+            }
+            sending.last = now
+            return true
+        }
+        if sendsNow { systemd.send("STATUS=" + readiness.withLock { $0.status }) }
     }
 
     /// Waits `grace`, then reports ready (degraded) unless the controller came up meanwhile.
     func expireGrace(after grace: Duration) async {
         guard (try? await Task.sleep(for: grace)) != nil else { return }
-        if let message = readiness.withLock({ $0.graceExpired() }) { systemd.send(message) }
+        if let message = readiness.withLock({ $0.graceExpired() }) { send(message) }
+    }
+
+    private func sendDeferredStatus() {
+        sending.withLock { $0.waiting = false }
+        send("STATUS=" + readiness.withLock { $0.status })
+    }
+
+    private func send(_ message: String) {
+        sending.withLock { $0.last = ContinuousClock.now }
+        systemd.send(message)
     }
 }

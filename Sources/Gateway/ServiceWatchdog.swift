@@ -1,16 +1,31 @@
+import EventLoop
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// systemd's watchdog (`WatchdogSec=`): WATCHDOG=1 every half period, sent only after each of
-/// `probes` answered — one call into each actor that does the gateway's work (the host, the value
-/// pipeline). A timer alone would keep beating while the work is stuck; this beats only while
-/// the work's own executors take new jobs, so a hung actor stops the beat and systemd restarts
-/// the service.
-public struct ServiceWatchdog: Sendable {
-    let interval: Duration
-    let probes: [@Sendable () async -> Void]
-    let systemd: SystemdNotifier
+/// systemd's watchdog (`WatchdogSec=`): WATCHDOG=1 every half period, sent by a timer of the event
+/// loop that does the gateway's work (every descriptor handler, timer and actor of the event
+/// path runs on that one thread). A timer on a thread of its own would keep beating while the
+/// work is stuck; this one fires only when the loop comes back to its timers, so a loop blocked
+/// in a handler, or spinning in one, stops the beat and systemd restarts the service.
+public final class ServiceWatchdog: Sendable {
+    private let interval: Duration
+    private let systemd: SystemdNotifier
+    private let timer: EventLoop.Timer
+
+    /// Beats on `loop` (the process's: `EventLoop.shared`) once `start()` is called.
+    public init(interval: Duration, systemd: SystemdNotifier, loop: EventLoop = .shared) {
+        self.interval = interval
+        self.systemd = systemd
+        // The timer's body re-arms it through this box: the timer cannot name itself when made.
+        let rearm = TimerBox()
+        timer = loop.makeTimer {
+            systemd.send("WATCHDOG=1")
+            rearm.timer?.arm(after: interval)
+        }
+        rearm.timer = timer
+    }
 
     /// Half of `WATCHDOG_USEC`, when systemd asks this process (`WATCHDOG_PID` absent or ours)
     /// for keep-alives; nil otherwise.
@@ -20,12 +35,13 @@ public struct ServiceWatchdog: Sendable {
         return .microseconds(microseconds / 2)
     }
 
-    /// Beats until cancelled.
-    func run() async {
-        while !Task.isCancelled {
-            guard (try? await Task.sleep(for: interval)) != nil else { return }
-            for probe in probes { await probe() }
-            systemd.send("WATCHDOG=1")
-        }
-    }
+    /// The first beat after one interval, then one every interval while the loop turns.
+    public func start() { timer.arm(after: interval) }
+
+    public func stop() { timer.disarm() }
+}
+
+/// The watchdog's timer, set once right after it is made, read by its own body on the loop.
+private final class TimerBox: @unchecked Sendable {
+    weak var timer: EventLoop.Timer?
 }

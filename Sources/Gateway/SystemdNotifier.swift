@@ -25,7 +25,8 @@ public struct SystemdNotifier: Sendable {
     public func stopping() { send("STOPPING=1") }
 
     /// Sends one datagram; returns whether systemd's socket took it. Failures are not errors for
-    /// the service: readiness is a courtesy to the supervisor.
+    /// the service: readiness is a courtesy to the supervisor. Never blocks (a full socket drops
+    /// the message): the watchdog sends from the event loop.
     @discardableResult
     public func send(_ message: String) -> Bool {
         guard let socketPath, socketPath.utf8.count < 108 else { return false }
@@ -44,7 +45,7 @@ public struct SystemdNotifier: Sendable {
         let bytes = Array(message.utf8)
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                sendto(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL), socketAddress, length)
+                sendto(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT), socketAddress, length)
             }
         }
         return sent == bytes.count

@@ -2,25 +2,42 @@ import ArgumentParser
 import BluetoothCore
 import BluetoothSMP
 import Config
+import Gateway
 
-/// `gattway bonds list|remove ADDRESS|clear`: the bonded centrals in the state directory's
-/// `bonds.json`. Keys are never printed. The running service keeps its bonds in memory and
-/// rewrites the file when a central pairs, so change bonds while the service is stopped
-/// (`systemctl stop gattway`) or restart it afterwards.
+/// `gattway bonds list|remove ADDRESS|clear`: the bonded centrals. Keys are never printed. While
+/// the service runs it holds the bonds (in memory and in `bonds.json`), so the command asks it on
+/// its control socket; only when nothing answers there does it read and write the state
+/// directory's `bonds.json` itself.
 struct BondsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bonds",
         abstract: "List or remove the bonded centrals.",
         discussion: """
-            Bonds live in bonds.json in the configuration's state_dir (mode 0600). Stop the service \
-            before removing bonds, or restart it afterwards: it keeps its bonds in memory.
+            Bonds live in bonds.json in the configuration's state_dir (mode 0600). While the \
+            service runs, the command asks it on its control socket (in runtime_dir), so a \
+            removed bond is gone from its memory and its file at once; when it is not running, \
+            the command edits the file.
             """,
         subcommands: [List.self, Remove.self, Clear.self],
         defaultSubcommand: List.self)
 
-    /// The bond store of the configuration's state directory.
-    static func store(_ file: ConfigFileOption) throws -> BondStore {
-        BondStore(directory: try loadConfigOrExit(file.config).config.stateDirectory)
+    /// Asks the running service; nil when it is not running (the caller then uses the file). A
+    /// service that runs but cannot be asked, or refuses, is an error: editing the file under it
+    /// would be undone.
+    static func askService(_ request: ControlRequest, config: GatewayConfig) throws -> ControlResponse? {
+        switch ControlClient.ask(request, config: config) {
+        case .answered(let response):
+            if let error = response.error {
+                printToStandardError(error)
+                throw ExitCode(1)
+            }
+            return response
+        case .notRunning:
+            return nil
+        case .failed(let message):
+            printToStandardError(message)
+            throw ExitCode(1)
+        }
     }
 
     static func run<T>(_ body: () throws(BondStore.Error) -> T) throws -> T {
@@ -39,12 +56,20 @@ struct BondsCommand: ParsableCommand {
         @OptionGroup var file: ConfigFileOption
 
         func run() throws {
-            let store = try BondsCommand.store(file)
-            let registry = try BondsCommand.run { () throws(BondStore.Error) -> BondRegistry in try store.load() }
-            if registry.bonds.isEmpty {
+            let config = try loadConfigOrExit(file.config).config
+            let store = BondStore(directory: config.stateDirectory)
+            let bonds: [String]
+            if let response = try BondsCommand.askService(ControlRequest(.bondsList), config: config) {
+                bonds = response.bonds ?? []
+            } else {
+                bonds = try BondsCommand.run { () throws(BondStore.Error) -> [String] in
+                    try store.load().bonds.map(\.description)
+                }
+            }
+            if bonds.isEmpty {
                 print("no bonded centrals in \(store.path)")
             }
-            for bond in registry.bonds { print(bond.description) }
+            for bond in bonds { print(bond) }
         }
     }
 
@@ -64,7 +89,12 @@ struct BondsCommand: ParsableCommand {
         }
 
         func run() throws {
-            let store = try BondsCommand.store(file)
+            let config = try loadConfigOrExit(file.config).config
+            if try BondsCommand.askService(ControlRequest(.bondsRemove, address: address), config: config) != nil {
+                print("removed the bond of \(address)")
+                return
+            }
+            let store = BondStore(directory: config.stateDirectory)
             // The address type is not typed on the command line: public first, then random.
             let candidates = [BluetoothAddress.Kind.public, .random].compactMap { BluetoothAddress(address, kind: $0) }
             let removed = try BondsCommand.run { () throws(BondStore.Error) -> Bool in
@@ -85,7 +115,12 @@ struct BondsCommand: ParsableCommand {
         @OptionGroup var file: ConfigFileOption
 
         func run() throws {
-            let store = try BondsCommand.store(file)
+            let config = try loadConfigOrExit(file.config).config
+            if let response = try BondsCommand.askService(ControlRequest(.bondsClear), config: config) {
+                print("removed \(response.removed ?? 0) bonds")
+                return
+            }
+            let store = BondStore(directory: config.stateDirectory)
             let count = try BondsCommand.run { () throws(BondStore.Error) -> Int in
                 let count = try store.load().bonds.count
                 try store.clear()

@@ -8,6 +8,6 @@ struct Gattway: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             RunCommand.self, CheckCommand.self, LinesCommand.self, DemoCommand.self,
-            ConfigReferenceCommand.self, BondsCommand.self
+            ConfigReferenceCommand.self, BondsCommand.self, StatusCommand.self
         ])
 }

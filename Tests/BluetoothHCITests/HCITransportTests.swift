@@ -204,19 +204,35 @@ struct HCITransportTests {
         }
     }
 
-    static let explanations: [(Int32, HCITransportError.Kind, String)] = [
-        (EPERM, .permissionDenied, "CAP_NET_ADMIN"),
-        (EBUSY, .busy, "bluetoothd"),
-        (EUSERS, .busy, "another program holds hci3 through the HCI user channel"),
-        (ERFKILL, .rfkillBlocked, "rfkill unblock bluetooth"),
-        (ENODEV, .notFound, "no such adapter hci3")
+    /// The errno values as the kernel returns them (include/uapi/asm-generic/errno-base.h and
+    /// errno.h, the same on x86_64 and arm64), not the C library's names for them: a mistaken
+    /// constant on either side would fail here. EBUSY means two things: on HCIDEVDOWN, another
+    /// socket holds the user channel (the VM stage produces it for real); on bind, the adapter is
+    /// up (bluetoothd).
+    static let explanations: [(Int32, UserChannel.Step, HCITransportError.Kind, String)] = [
+        // EPERM
+        (1, .binding, .permissionDenied, "opening the user channel on hci3 failed: permission denied (EPERM); gattway needs CAP_NET_ADMIN"),
+        // EBUSY on bind, then on HCIDEVDOWN
+        (16, .binding, .busy, "opening the user channel on hci3 failed: hci3 is in use (EBUSY); bluetoothd or another program holds it"),
+        (
+            16, .bringingDown, .busy,
+            "bringing hci3 down failed: another program holds hci3 through the HCI user channel (EBUSY), and only one can. Stop it"
+        ),
+        // EUSERS
+        (
+            87, .binding, .busy,
+            "opening the user channel on hci3 failed: another program holds hci3 through the HCI user channel (EUSERS), and only one can"
+        ),
+        // ERFKILL
+        (132, .binding, .rfkillBlocked, "hci3 is blocked by rfkill (ERFKILL); unblock it with `rfkill unblock bluetooth`"),
+        // ENODEV
+        (19, .bringingDown, .notFound, "bringing hci3 down failed: no such adapter hci3 (ENODEV)")
     ]
 
     @Test(arguments: explanations)
-    func userChannelErrnosAreExplained(code: Int32, kind: HCITransportError.Kind, hint: String) {
-        let error = UserChannel.explain(code, adapter: "hci3", step: "opening the user channel on hci3")
+    func userChannelErrnosAreExplained(code: Int32, step: UserChannel.Step, kind: HCITransportError.Kind, message: String) {
+        let error = UserChannel.explain(code, adapter: 3, step: step)
         #expect(error.kind == kind)
-        #expect(error.message.contains(hint))
-        #expect(error.message.hasPrefix("opening the user channel on hci3 failed"))
+        #expect(error.message.contains(message), "\(error.message)")
     }
 }

@@ -31,14 +31,16 @@ final class GatewayRig: @unchecked Sendable {
     let transport: Transport
     /// The name phones scan for (the configuration's local name).
     let advertisedName: String
-    /// The configuration file as written: the given text plus `state_dir`.
+    /// The configuration file as written: the given text plus `state_dir` and `runtime_dir`.
     let configPath: String
-    /// A fresh directory per rig: gattway's `state_dir` (the configuration file sits beside it).
+    /// A fresh directory per rig: gattway's `state_dir` and `runtime_dir` are in it (and the
+    /// configuration file).
     let directory: URL
     let broker: Broker?
     private(set) var gattway: GattwayProcess
-    /// `gattway run`'s arguments, for `restartGattway`.
+    /// `gattway run`'s arguments and environment, for `restartGattway`.
     private let runArguments: [String]
+    private let runEnvironment: [String: String]
     /// The log of the gattway processes `restartGattway` stopped.
     private var earlierLog = ""
     /// `--hci` as passed: `tcp:127.0.0.1:PORT`, or `hciN` with the vhci transport.
@@ -48,12 +50,13 @@ final class GatewayRig: @unchecked Sendable {
     private var stopped = false
     private let lock = NSLock()
 
-    /// Writes `config` (which must not set `state_dir`; the rig adds it) and starts everything;
-    /// returns once gattway's log says it is advertising. `broker`: a private mosquitto, passed
-    /// with `--mqtt`. `arguments` are added to `gattway run`'s.
+    /// Writes `config` (which must not set `state_dir` or `runtime_dir`; the rig adds them) and
+    /// starts everything; returns once gattway's log says it is advertising. `broker`: a private
+    /// mosquitto, passed with `--mqtt`. `arguments` are added to `gattway run`'s, `environment`
+    /// to its environment.
     init(
         config: String, advertisedName: String, broker withBroker: Bool = false,
-        arguments: [String] = ["--log-level", "info"]
+        arguments: [String] = ["--log-level", "info"], environment: [String: String] = [:]
     ) async throws {
         transport = try Transport.fromEnvironment()
         self.advertisedName = advertisedName
@@ -61,7 +64,9 @@ final class GatewayRig: @unchecked Sendable {
         let stateDirectory = directory.appendingPathComponent("state")
         try FileManager.default.createDirectory(at: stateDirectory, withIntermediateDirectories: true)
         let file = directory.appendingPathComponent("gattway.yaml")
-        try (config + "\nstate_dir: \(stateDirectory.path)\n").write(to: file, atomically: true, encoding: .utf8)
+        let runtimeDirectory = directory.appendingPathComponent("run").path
+        try (config + "\nstate_dir: \(stateDirectory.path)\nruntime_dir: \(runtimeDirectory)\n")
+            .write(to: file, atomically: true, encoding: .utf8)
         configPath = file.path
 
         controller = try await Self.startController(port: 0, transport: transport)
@@ -70,7 +75,8 @@ final class GatewayRig: @unchecked Sendable {
         var all = ["run", "--config", configPath, "--hci", hci] + arguments
         if let broker { all += ["--mqtt", "mqtt://127.0.0.1:\(broker.port)"] }
         runArguments = all
-        gattway = GattwayProcess(all)
+        runEnvironment = environment
+        gattway = GattwayProcess(all, environment: environment)
         try gattway.start()
         try waitForAdvertising(since: 0, timeout: 60)
     }
@@ -177,7 +183,7 @@ final class GatewayRig: @unchecked Sendable {
             throw TestFailure("gattway did not stop within 5 s of SIGTERM:\n\(log(since: mark))")
         }
         earlierLog = log
-        gattway = GattwayProcess(runArguments)
+        gattway = GattwayProcess(runArguments, environment: runEnvironment)
         try gattway.start()
         try waitForAdvertising(since: mark, timeout: 60)
     }

@@ -248,7 +248,7 @@ struct CLITests {
     @Test func helpDescribesEverySubcommandAndOption() throws {
         let root = try GattwayProcess(["--help"]).runToCompletion()
         #expect(root.status == 0)
-        for subcommand in ["run", "check", "lines", "demo", "config-reference", "bonds"] {
+        for subcommand in ["run", "check", "lines", "demo", "config-reference", "bonds", "status"] {
             #expect(root.stdout.contains("  \(subcommand) "), "gattway --help lists \(subcommand)")
         }
         #expect(root.stdout.contains("--version"))
@@ -276,7 +276,8 @@ struct CLITests {
                 ]
             ),
             ("config-reference", ["Markdown table"]),
-            ("bonds", ["list", "remove", "clear", "state_dir", "mode 0600"])
+            ("bonds", ["list", "remove", "clear", "state_dir", "mode 0600", "control socket"]),
+            ("status", ["--config <file>", "--json", "runtime_dir", "MTU"])
         ]
         for (subcommand, phrases) in expectations {
             let help = try GattwayProcess([subcommand, "--help"]).runToCompletion()
@@ -288,7 +289,7 @@ struct CLITests {
     }
 
     /// Under systemd's watchdog (`WATCHDOG_USEC`) the running service sends WATCHDOG=1 every half
-    /// period (the beat's dependence on the working actors: ServiceWatchdogTests).
+    /// period (that the beat stops with the event loop: ServiceWatchdogTests).
     @Test func runBeatsForSystemdsWatchdog() async throws {
         let notify = try NotifySocket()
         let path = try temporaryFile(
@@ -389,12 +390,14 @@ struct CLITests {
 
     // MARK: gattway bonds
 
-    /// A configuration whose state directory is a fresh temporary one, holding two bonds.
+    /// A configuration whose state directory is a fresh temporary one, holding two bonds, and
+    /// whose runtime directory no gattway runs in: the commands work on the file.
     private func configWithBonds() throws -> (config: String, store: BondStore, keys: [String]) {
         let state = try temporaryDirectory("bonds").path
         let config = try temporaryFile(
             """
             state_dir: \(state)
+            runtime_dir: \(state)/run
             services:
               - uuid: 181A
                 characteristics:

@@ -1,4 +1,7 @@
 import BluetoothGATT
+@testable import EventLoop
+import Glibc
+import Synchronization
 import Testing
 import TestHarness
 @testable import Gateway
@@ -32,6 +35,32 @@ import TestHarness
         #expect(readiness.controllerStateChanged(.poweredOn) == "STATUS=running")
     }
 
+    @Test func whileUpTheStatusCountsTheConnectedCentrals() {
+        var readiness = ServiceReadiness(controller: "hci0")
+        #expect(readiness.centralsChanged(1) == nil, "nothing before READY=1")
+        #expect(readiness.controllerStateChanged(.poweredOn) == "READY=1\nSTATUS=running, 1 central connected")
+        #expect(readiness.centralsChanged(1) == nil, "no change, no message")
+        #expect(readiness.centralsChanged(3) == "STATUS=running, 3 centrals connected")
+        #expect(readiness.centralsChanged(0) == "STATUS=running")
+    }
+
+    /// Connections coming and going in a burst give one STATUS= at once and then at most one per
+    /// second, the latest.
+    @Test func statusChangesAreRateLimited() async throws {
+        let socket = try NotifySocket()
+        let reporter = ReadinessReporter(systemd: SystemdNotifier(socketPath: socket.path), controller: "hci0")
+        reporter.controllerStateChanged(.poweredOn)
+        #expect(await socket.next(within: .seconds(5)) == "READY=1\nSTATUS=running")
+        let start = ContinuousClock.now
+        for count in [1, 2, 3, 2] { reporter.centralsChanged(count) }
+        #expect(await socket.next(within: .seconds(5)) == "STATUS=running, 2 centrals connected")
+        #expect(ContinuousClock.now - start >= .milliseconds(900), "held back for the rest of the second")
+        #expect(await socket.next(within: .milliseconds(1500)) == nil, "one message for the burst")
+        try await Task.sleep(for: .seconds(1))
+        reporter.centralsChanged(0)
+        #expect(await socket.next(within: .milliseconds(500)) == "STATUS=running", "after a quiet second, at once")
+    }
+
     @Test(arguments: [
         (PeripheralState.unknown, "not up yet"), (.unsupported, "not found"),
         (.unauthorized, "not allowed (needs CAP_NET_ADMIN)"), (.poweredOff, "powered off or blocked by rfkill"),
@@ -47,7 +76,7 @@ import TestHarness
     }
 }
 
-/// WATCHDOG=1 only while the actors doing the work answer (`ServiceWatchdog`).
+/// WATCHDOG=1 only while the event loop doing the work turns (`ServiceWatchdog`).
 @Suite struct ServiceWatchdogTests {
     @Test func theIntervalIsHalfOfWhatSystemdAsksForThisProcess() {
         #expect(ServiceWatchdog.interval(environment: ["WATCHDOG_USEC": "30000000"], pid: 42) == .seconds(15))
@@ -59,45 +88,29 @@ import TestHarness
         #expect(ServiceWatchdog.interval(environment: ["WATCHDOG_USEC": "0"], pid: 42) == nil)
     }
 
-    @Test func itBeatsWhileTheWorkAnswers() async throws {
+    /// The beat comes from the loop that runs the work: while a handler holds the loop's thread
+    /// (here a closure that sleeps on it, as a hung handler would block), no WATCHDOG=1 arrives;
+    /// once the loop turns again, the beat comes back. A loop of the test's own, so freezing it
+    /// stalls no other test.
+    @Test func aFrozenLoopStopsTheBeat() async throws {
         let socket = try NotifySocket()
+        let loop = EventLoop()
         let watchdog = ServiceWatchdog(
-            interval: .milliseconds(50), probes: [{}, {}],
-            systemd: SystemdNotifier(socketPath: socket.path))
-        let task = Task { await watchdog.run() }
-        defer { task.cancel() }
-        // Generous waits: on a loaded machine the beat's own tasks wait for a thread too.
+            interval: .milliseconds(50), systemd: SystemdNotifier(socketPath: socket.path), loop: loop)
+        watchdog.start()
+        defer { watchdog.stop() }
+        // Generous waits: on a loaded machine the loop's thread waits for a core too.
+        #expect(await socket.next(within: .seconds(20)) == "WATCHDOG=1", "beats while the loop turns")
         #expect(await socket.next(within: .seconds(20)) == "WATCHDOG=1")
-        #expect(await socket.next(within: .seconds(20)) == "WATCHDOG=1")
-    }
 
-    /// A probe that never answers (the actor it calls is stuck) stops the beat, although the
-    /// watchdog's own timer keeps running.
-    @Test func aStuckActorStopsTheBeat() async throws {
-        let socket = try NotifySocket()
-        let stuck = StuckActor()
-        let watchdog = ServiceWatchdog(
-            interval: .milliseconds(50), probes: [{ await stuck.answer() }],
-            systemd: SystemdNotifier(socketPath: socket.path))
-        let task = Task { await watchdog.run() }
-        #expect(await socket.next(within: .seconds(1)) == nil, "no WATCHDOG=1 while the actor is stuck")
-        await stuck.release()
-        #expect(await socket.next(within: .seconds(20)) == "WATCHDOG=1", "and it beats again once the actor answers")
-        task.cancel()
-    }
-}
-
-/// An actor whose `answer()` waits until `release()`, like one whose executor is stuck.
-private actor StuckActor {
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-    private var released = false
-    func answer() async {
-        guard !released else { return }
-        await withCheckedContinuation { waiting.append($0) }
-    }
-    func release() {
-        released = true
-        for continuation in waiting { continuation.resume() }
-        waiting = []
+        let frozen = Mutex(true)
+        loop.execute {
+            while frozen.withLock({ $0 }) { usleep(10_000) }
+        }
+        // A beat already sent before the freeze took the thread may still be queued.
+        while await socket.next(within: .milliseconds(200)) != nil {}
+        #expect(await socket.next(within: .seconds(1)) == nil, "no WATCHDOG=1 for 1 s (20 periods) while the loop is frozen")
+        frozen.withLock { $0 = false }
+        #expect(await socket.next(within: .seconds(20)) == "WATCHDOG=1", "and it beats again once the loop turns")
     }
 }

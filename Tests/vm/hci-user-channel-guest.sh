@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs inside hci-user-channel-tests.sh's VM (root, hci_vhci loaded, GATTWAY_VHCI=1,
 # GATTWAY_E2E_TRANSPORT=vhci): the Swift suites UserChannelEndToEndTests and
-# ExecutableEndToEndTests from the prebuilt test bundle given as $1 (gattway sits beside it).
-# Exit 0 only when both suites ran and passed.
+# ExecutableEndToEndTests, then UserChannelHeldElsewhereTests (a second process holds the user
+# channel: gattway's explanation), from the prebuilt test bundle given as $1 (gattway
+# sits beside it). Exit 0 only when every suite ran and passed.
 set -uo pipefail
 swift_tests=$1
 
@@ -16,7 +17,7 @@ export TMPDIR
 # One suite at a time: each attaches its own vhci controller, and the recovery test expects its
 # reattached controller to get its adapter's index back, which another suite's adapter could take.
 status=0
-for suite in UserChannelEndToEndTests ExecutableEndToEndTests; do
+for suite in UserChannelEndToEndTests ExecutableEndToEndTests UserChannelHeldElsewhereTests; do
     log=$TMPDIR/$suite.log
     "$swift_tests" --testing-library swift-testing --filter "$suite" >"$log" 2>&1
     suite_status=$?

@@ -12,6 +12,10 @@
 #                             everything, eight phones at once with one killed mid prepared
 #                             write, and the vhci controller detached and attached again (the
 #                             kernel adapter disappears and reappears) under the running gattway.
+#   UserChannelHeldElsewhereTests  another process holds hciN's user channel
+#                             (Tests/harness/hold_user_channel.py): the kernel refuses gattway
+#                             (EBUSY on HCIDEVDOWN), it says another program holds the adapter,
+#                             runs degraded, and opens hciN once the holder exits.
 #
 # Python with Bumble: GATTWAY_PYTHON, else <repo>/.venv/bin/python3 (deploy/dev/install-deps.sh).
 # The Swift test bundle and the gattway executable are built first when missing.

@@ -25,7 +25,6 @@ enum UserChannel {
     static let hciDeviceDown = UInt(1 << 30 | MemoryLayout<Int32>.size << 16 | 0x48 << 8 | 202)
 
     static func open(adapter: UInt16) throws(HCITransportError) -> Int32 {
-        let name = "hci\(adapter)"
         let descriptor = socket(
             AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
             BTPROTO_HCI)
@@ -42,7 +41,7 @@ enum UserChannel {
         if ioctl(descriptor, hciDeviceDown, Int32(adapter)) < 0 {
             let code = errno
             Glibc.close(descriptor)
-            throw explain(code, adapter: name, step: "bringing \(name) down")
+            throw explain(code, adapter: adapter, step: .bringingDown)
         }
         var address = sockaddr_hci()
         address.hci_family = sa_family_t(AF_BLUETOOTH)
@@ -56,44 +55,62 @@ enum UserChannel {
         guard result == 0 else {
             let code = errno
             Glibc.close(descriptor)
-            throw explain(code, adapter: name, step: "opening the user channel on \(name)")
+            throw explain(code, adapter: adapter, step: .binding)
         }
         return descriptor
     }
 
+    /// The two system calls of opening an adapter, which give the same errno different meanings.
+    enum Step {
+        /// HCIDEVDOWN.
+        case bringingDown
+        /// bind with HCI_CHANNEL_USER.
+        case binding
+    }
+
     /// The user-facing reason for a failed HCIDEVDOWN or bind, by errno.
-    static func explain(_ code: Int32, adapter: String, step: String) -> HCITransportError {
-        switch code {
-        case EPERM, EACCES:
-            HCITransportError(
+    static func explain(_ code: Int32, adapter: UInt16, step: Step) -> HCITransportError {
+        let name = "hci\(adapter)"
+        let failed =
+            switch step {
+            case .bringingDown: "bringing \(name) down failed"
+            case .binding: "opening the user channel on \(name) failed"
+            }
+        switch (code, step) {
+        case (EPERM, _), (EACCES, _):
+            return HCITransportError(
                 .permissionDenied,
-                "\(step) failed: permission denied (EPERM); gattway needs CAP_NET_ADMIN "
+                "\(failed): permission denied (EPERM); gattway needs CAP_NET_ADMIN "
                     + "(run it as root or grant it: AmbientCapabilities=CAP_NET_ADMIN)")
-        case EBUSY, EALREADY:
-            HCITransportError(
+        case (EBUSY, .bringingDown), (EUSERS, _):
+            // One socket at a time may hold an adapter's user channel. While one does, the kernel
+            // refuses HCIDEVDOWN with EBUSY (hci_dev_close checks HCI_USER_CHANNEL first, and
+            // nothing else there answers EBUSY); the bind itself says EUSERS, or EBUSY when the
+            // holder has brought the adapter up (hci_sock_bind checks HCI_UP first).
+            let errnoName = code == EUSERS ? "EUSERS" : "EBUSY"
+            return HCITransportError(
                 .busy,
-                "\(step) failed: \(adapter) is in use (EBUSY); bluetoothd or another program holds "
-                    + "it. Stop it (systemctl stop bluetooth) or exclude \(adapter) from it, then retry")
-        case EUSERS:
-            // The kernel lets one socket at a time hold an adapter's user channel
-            // (hci_sock_bind sets HCI_USER_CHANNEL or fails with EUSERS).
-            HCITransportError(
-                .busy,
-                "\(step) failed: another program holds \(adapter) through the HCI user channel "
-                    + "(EUSERS), and only one can. Stop it (another gattway, or a tool such as "
+                "\(failed): another program holds \(name) through the HCI user channel "
+                    + "(\(errnoName)), and only one can. Stop it (another gattway, or a tool such as "
                     + "btproxy or a Bumble controller bridge), or give gattway another adapter")
-        case ERFKILL:
-            HCITransportError(
+        case (EBUSY, .binding), (EALREADY, _):
+            return HCITransportError(
+                .busy,
+                "\(failed): \(name) is in use (EBUSY); bluetoothd or another program holds "
+                    + "it. Stop it (systemctl stop bluetooth) or exclude \(name) from it, then retry")
+        case (ERFKILL, _):
+            return HCITransportError(
                 .rfkillBlocked,
-                "\(step) failed: \(adapter) is blocked by rfkill (ERFKILL); unblock it with "
-                    + "`rfkill unblock bluetooth`")
-        case ENODEV, ENXIO:
-            HCITransportError(
+                "\(failed): \(name) is blocked by rfkill (ERFKILL); unblock it with "
+                    + "`rfkill unblock bluetooth` (systemd-rfkill restores a block at every boot "
+                    + "until it is lifted)")
+        case (ENODEV, _), (ENXIO, _):
+            return HCITransportError(
                 .notFound,
-                "\(step) failed: no such adapter \(adapter) (ENODEV); list adapters with "
+                "\(failed): no such adapter \(name) (ENODEV); list adapters with "
                     + "`ls /sys/class/bluetooth`")
         default:
-            HCITransportError(.unavailable, "\(step) failed: \(systemErrorText(code)) (errno \(code))")
+            return HCITransportError(.unavailable, "\(failed): \(systemErrorText(code)) (errno \(code))")
         }
     }
 }

@@ -36,7 +36,8 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
     /// The host this binding serves, for disconnections and latency requests.
     func attach(_ host: PeripheralHost) { link.attach(host) }
 
-    static func centralID(_ central: Central) -> CentralID {
+    /// The id the peripheral and its events give `central`.
+    public static func centralID(_ central: Central) -> CentralID {
         CentralID(UInt16(truncatingIfNeeded: central.connectionID))
     }
 

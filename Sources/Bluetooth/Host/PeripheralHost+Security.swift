@@ -33,7 +33,7 @@ extension PeripheralHost {
     /// Monotonic time for the Security Manager (its timeout and back-off).
     var securityNow: Duration { ContinuousClock.now - securityClockOrigin }
 
-    /// The bonds the host knows now (for tests and the program; `gattway bonds` reads the file).
+    /// The bonds the host knows now (for tests and `gattway bonds`, through the control socket).
     public var bonds: BondRegistry { securityManager.bonds }
 
     // MARK: Connections

@@ -349,9 +349,6 @@ public actor PeripheralHost {
         try await executeChecked(.disconnect(handle: central.handle, reason: .remoteUserTerminated))
     }
 
-    /// Returns at once: the watchdog's proof that this actor still takes new work.
-    public func ping() {}
-
     /// The centrals connected now, in connection order.
     public var connectedCentrals: [Central] {
         connections.values.map(\.central).sorted { $0.connectionID < $1.connectionID }

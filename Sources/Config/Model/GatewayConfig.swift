@@ -9,6 +9,8 @@ public struct GatewayConfig: Sendable, Hashable {
     public var bluetooth: BluetoothConfig
     /// Where counters, bonds and the MQTT outbox are persisted.
     public var stateDirectory: String
+    /// Where the running service's control socket is (`control.sock`).
+    public var runtimeDirectory: String
     public var gpio: GPIOConfig
     public var sensors: [SensorConfig]
     public var services: [ServiceConfig]
@@ -17,12 +19,13 @@ public struct GatewayConfig: Sendable, Hashable {
 
     public init(
         device: DeviceConfig, bluetooth: BluetoothConfig, stateDirectory: String,
-        gpio: GPIOConfig, sensors: [SensorConfig], services: [ServiceConfig],
+        runtimeDirectory: String = ConfigDefaults.runtimeDirectory, gpio: GPIOConfig, sensors: [SensorConfig], services: [ServiceConfig],
         mqtt: MQTTConfig?
     ) {
         self.device = device
         self.bluetooth = bluetooth
         self.stateDirectory = stateDirectory
+        self.runtimeDirectory = runtimeDirectory
         self.gpio = gpio
         self.sensors = sensors
         self.services = services

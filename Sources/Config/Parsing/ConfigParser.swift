@@ -16,6 +16,7 @@ struct ConfigParser {
         let device = parseDevice(top?["device"]?.mapping("device"))
         let bluetooth = parseBluetooth(top?["bluetooth"]?.mapping("bluetooth"), device: device)
         let stateDirectory = top?["state_dir"]?.nonEmptyString() ?? D.stateDirectory
+        let runtimeDirectory = top?["runtime_dir"]?.nonEmptyString() ?? D.runtimeDirectory
         let gpio = parseGPIO(top?["gpio"]?.mapping("gpio"))
         let mqtt = top?["mqtt"]?.mapping(
             "mqtt",
@@ -66,7 +67,7 @@ struct ConfigParser {
         }
         return GatewayConfig(
             device: device, bluetooth: bluetooth, stateDirectory: stateDirectory,
-            gpio: gpio, sensors: sensors, services: services, mqtt: mqtt)
+            runtimeDirectory: runtimeDirectory, gpio: gpio, sensors: sensors, services: services, mqtt: mqtt)
     }
 
     /// An output no writable characteristic carries can never change from its initial level.

@@ -207,9 +207,6 @@ public actor ValuePipeline {
         drain()
     }
 
-    /// Returns at once: the watchdog's proof that this actor still takes new work.
-    public func ping() {}
-
     /// A sensor's running total of lost GPIO events, for the `state` counters
     /// (`<sensor>.lost_events`, and `lost_events` over all sensors).
     public func lostEvents(sensor: String, total: Int) {

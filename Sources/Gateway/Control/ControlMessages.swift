@@ -1,0 +1,121 @@
+import FoundationEssentials
+
+/// One request on the control socket: a JSON object on one line (`ControlSocket`).
+///
+///     {"command":"status"}
+///     {"command":"bonds.remove","address":"AA:BB:CC:DD:EE:FF","stateDirectory":"/var/lib/gattway"}
+public struct ControlRequest: Codable, Sendable, Equatable {
+    public enum Command: String, Codable, Sendable {
+        case status
+        case bondsList = "bonds.list"
+        case bondsRemove = "bonds.remove"
+        case bondsClear = "bonds.clear"
+    }
+
+    public var command: Command
+    /// `bonds.remove`: the central's address, `AA:BB:CC:DD:EE:FF`.
+    public var address: String?
+    /// The `state_dir` of the configuration the caller read, when it read one: a service serving
+    /// another one refuses, so two gattways sharing a `runtime_dir` cannot be mistaken for each
+    /// other.
+    public var stateDirectory: String?
+
+    public init(_ command: Command, address: String? = nil, stateDirectory: String? = nil) {
+        self.command = command
+        self.address = address
+        self.stateDirectory = stateDirectory
+    }
+}
+
+/// The answer to one request, one JSON object on one line: `error` when it failed, otherwise the
+/// fields of its command.
+public struct ControlResponse: Codable, Sendable, Equatable {
+    public var error: String?
+    public var status: GatewayStatus?
+    /// `bonds.list`: each bond as `gattway bonds list` prints it (never keys).
+    public var bonds: [String]?
+    /// `bonds.remove` and `bonds.clear`: how many bonds were forgotten.
+    public var removed: Int?
+
+    public init(error: String? = nil, status: GatewayStatus? = nil, bonds: [String]? = nil, removed: Int? = nil) {
+        self.error = error
+        self.status = status
+        self.bonds = bonds
+        self.removed = removed
+    }
+
+    public static func failure(_ message: String) -> ControlResponse { ControlResponse(error: message) }
+}
+
+/// What `gattway status` shows: the controller, the connected centrals, the sensors' current
+/// values and the notify counters.
+public struct GatewayStatus: Codable, Sendable, Equatable {
+    public struct Central: Codable, Sendable, Equatable {
+        public var address: String
+        public var mtu: Int
+        /// `none`, `encrypted` or `authenticated`.
+        public var security: String
+        /// The link runs on a bond's key.
+        public var bonded: Bool
+        /// `<service>/<characteristic> notify|indicate`, in database order.
+        public var subscriptions: [String]
+    }
+
+    public struct Value: Codable, Sendable, Equatable {
+        /// `<service>/<characteristic>`.
+        public var characteristic: String
+        /// The value as MQTT shows it (`ValueJSON.literal`); nil before the first reading.
+        public var value: String?
+    }
+
+    public struct Sensor: Codable, Sendable, Equatable {
+        public var id: String
+        public var values: [Value]
+    }
+
+    /// `bluetooth.transport` (or `--hci`), e.g. `hci0`.
+    public var controller: String
+    /// `poweredOn`, `poweredOff`, `resetting`, `unsupported`, `unauthorized` or `unknown`.
+    public var state: String
+    public var advertising: Bool
+    public var centrals: [Central]
+    public var sensors: [Sensor]
+    /// The value pipeline's counters, as on MQTT's `state` topic.
+    public var counters: [String: Int]
+
+    /// The status as `gattway status` prints it: one line per fact.
+    public var text: String {
+        var lines = ["controller \(controller): \(state)\(advertising ? ", advertising" : "")"]
+        lines.append(centrals.isEmpty ? "no centrals connected" : "\(centrals.count) connected:")
+        for central in centrals {
+            let bonded = central.bonded ? ", bonded" : ""
+            let subscriptions =
+                central.subscriptions.isEmpty ? "no subscriptions" : central.subscriptions.joined(separator: ", ")
+            lines.append("  \(central.address) MTU \(central.mtu), security \(central.security)\(bonded); \(subscriptions)")
+        }
+        if !sensors.isEmpty { lines.append("sensors:") }
+        for sensor in sensors {
+            let values = sensor.values.map { "\($0.characteristic) = \($0.value ?? "no value yet")" }
+            lines.append("  \(sensor.id): " + (values.isEmpty ? "on no characteristic" : values.joined(separator: ", ")))
+        }
+        let totals = ["sent", "coalesced", "suppressed", "dropped", "waiting", "lost_events"]
+        lines.append("counters: " + totals.map { "\($0) \(counters[$0] ?? 0)" }.joined(separator: ", "))
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// The control socket's framing: one JSON object per line, no newline inside (JSON escapes those
+/// in strings), keys sorted so the same answer reads the same.
+public enum ControlLine {
+    public static func encode(_ message: some Encodable) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding these plain structs cannot fail.
+        return Array((try? encoder.encode(message)) ?? Data("{}".utf8)) + [UInt8(ascii: "\n")]
+    }
+
+    /// One line without its newline.
+    public static func decode<Message: Decodable>(_ type: Message.Type, from line: some Collection<UInt8>) throws -> Message {
+        try JSONDecoder().decode(type, from: Data(line))
+    }
+}

@@ -1,0 +1,208 @@
+import EventLoop
+import FoundationEssentials
+import Glibc
+
+/// The running service's control socket: a Unix stream socket (`<runtime_dir>/control.sock`,
+/// mode 0600: only its owner and root may connect) where `gattway status`, `gattway bonds` and
+/// `gattway reload` reach the service. Requests and answers are JSON objects, one per line
+/// (`ControlLine`); a connection may send any number of requests and gets the answers in order.
+///
+/// It lives on the event loop (the listening socket and every connection are watched
+/// descriptors, all non-blocking), so it adds no thread; requests are answered by `handler`,
+/// which may await the gateway's actors.
+public final class ControlSocket: @unchecked Sendable {
+    public enum Error: Swift.Error, CustomStringConvertible {
+        case failed(String, path: String, errno: Int32)
+        case taken(path: String)
+
+        public var description: String {
+            switch self {
+            case let .failed(step, path, code): "control socket \(path): \(step) failed: \(String(cString: strerror(code)))"
+            case let .taken(path): "control socket \(path): another gattway answers there"
+            }
+        }
+    }
+
+    public static func path(runtimeDirectory: String) -> String { runtimeDirectory + "/control.sock" }
+
+    /// The longest request line taken; a longer one ends its connection.
+    static let maximumLineLength = 64 * 1024
+
+    public let path: String
+    private let loop: EventLoop
+    private let handler: @Sendable (ControlRequest) async -> ControlResponse
+    // Confined to the loop's thread.
+    private let descriptor: Int32
+    private var watch: EventLoop.Watch?
+    private var connections: [Int32: Connection] = [:]
+
+    /// Creates the runtime directory (0700) when missing and listens on its `control.sock`. A
+    /// stale socket (a process that died without removing it) is replaced; one where another
+    /// gattway answers is not (`Error.taken`).
+    public init(
+        runtimeDirectory: String, loop: EventLoop = .shared,
+        handler: @escaping @Sendable (ControlRequest) async -> ControlResponse
+    ) throws(Error) {
+        path = Self.path(runtimeDirectory: runtimeDirectory)
+        self.loop = loop
+        self.handler = handler
+        guard path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else {
+            throw .failed("bind", path: path, errno: ENAMETOOLONG)
+        }
+        if mkdir(runtimeDirectory, 0o700) != 0, errno != EEXIST {
+            throw .failed("mkdir", path: runtimeDirectory, errno: errno)
+        }
+        if Self.answers(path) { throw .taken(path: path) }
+        unlink(path)
+        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw .failed("socket", path: path, errno: errno) }
+        // bind creates the file with the umask's mode; connecting needs write permission on it,
+        // and listen comes only after chmod, so nobody else connects in between.
+        let failure: (String, Int32)? =
+            if Self.withAddress(path, { bind(descriptor, $0, $1) }) != 0 {
+                ("bind", errno)
+            } else if chmod(path, 0o600) != 0 {
+                ("chmod", errno)
+            } else if listen(descriptor, 16) != 0 {
+                ("listen", errno)
+            } else {
+                nil
+            }
+        if let (step, code) = failure {
+            close(descriptor)
+            throw .failed(step, path: path, errno: code)
+        }
+    }
+
+    /// Starts taking connections on the loop.
+    public func start() {
+        loop.execute { [self] in
+            watch = loop.watch(descriptor) { [self] _ in acceptAll() }
+        }
+    }
+
+    /// Closes every connection and the socket, and removes its file.
+    public func stop() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute { [self] in
+                for connection in connections.values { end(connection) }
+                if let watch { loop.unwatch(watch) }
+                watch = nil
+                close(descriptor)
+                unlink(path)
+                done.resume()
+            }
+        }
+    }
+
+    // MARK: On the loop
+
+    /// Confined to the loop's thread (handlers and `loop.execute` bodies).
+    private final class Connection: @unchecked Sendable {
+        let descriptor: Int32
+        var watch: EventLoop.Watch?
+        var received: [UInt8] = []
+        /// Requests waiting while an earlier one of this connection is answered.
+        var queued: [[UInt8]] = []
+        var answering = false
+        var ended = false
+
+        init(descriptor: Int32) { self.descriptor = descriptor }
+    }
+
+    private func acceptAll() {
+        while true {
+            let client = accept(descriptor, nil, nil)
+            guard client >= 0 else { return }
+            // accept4's flags are not visible to Swift: set both on the new descriptor.
+            _ = fcntl(client, F_SETFL, O_NONBLOCK)
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            let connection = Connection(descriptor: client)
+            connections[client] = connection
+            connection.watch = loop.watch(client) { [self] readiness in receive(on: connection, readiness) }
+        }
+    }
+
+    private func receive(on connection: Connection, _ readiness: EventLoop.Readiness) {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = read(connection.descriptor, &buffer, buffer.count)
+        if count < 0, errno == EAGAIN || errno == EINTR { return }
+        guard count > 0 else { return end(connection) }
+        connection.received += buffer[..<count]
+        while let newline = connection.received.firstIndex(of: UInt8(ascii: "\n")) {
+            connection.queued.append(Array(connection.received[..<newline]))
+            connection.received.removeSubrange(...newline)
+        }
+        guard connection.received.count <= Self.maximumLineLength else { return end(connection) }
+        answerNext(on: connection)
+    }
+
+    /// Answers the oldest queued request, then the next, one at a time so answers keep order.
+    private func answerNext(on connection: Connection) {
+        guard !connection.answering, !connection.ended, !connection.queued.isEmpty else { return }
+        let line = connection.queued.removeFirst()
+        connection.answering = true
+        let request: ControlRequest
+        do {
+            request = try ControlLine.decode(ControlRequest.self, from: line)
+        } catch {
+            return send(.failure("not a request: \(Self.describe(error))"), on: connection)
+        }
+        Task(executorPreference: loop) { [self, handler] in
+            let response = await handler(request)
+            loop.execute { [self] in send(response, on: connection) }
+        }
+    }
+
+    /// Writes the whole answer at once; a client that does not read its answers (the socket's
+    /// buffer full) is disconnected rather than waited for on the loop.
+    private func send(_ response: ControlResponse, on connection: Connection) {
+        connection.answering = false
+        guard !connection.ended else { return }
+        let bytes = ControlLine.encode(response)
+        let written = bytes.withUnsafeBytes { Glibc.send(connection.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard written == bytes.count else { return end(connection) }
+        answerNext(on: connection)
+    }
+
+    private func end(_ connection: Connection) {
+        guard !connection.ended else { return }
+        connection.ended = true
+        if let watch = connection.watch { loop.unwatch(watch) }
+        close(connection.descriptor)
+        connections[connection.descriptor] = nil
+    }
+
+    // MARK: Helpers
+
+    /// Whether a process accepts connections on `path` now.
+    static func answers(_ path: String) -> Bool {
+        let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard probe >= 0 else { return false }
+        defer { close(probe) }
+        return withAddress(path) { connect(probe, $0, $1) } == 0
+    }
+
+    /// Calls `body` with `path` as a `sockaddr_un`.
+    public static func withAddress(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+    }
+
+    private static func describe(_ error: any Swift.Error) -> String {
+        switch error {
+        case DecodingError.dataCorrupted(let context) where !context.codingPath.isEmpty:
+            "unknown \(context.codingPath.map(\.stringValue).joined(separator: ".")) (commands: "
+                + "status, bonds.list, bonds.remove, bonds.clear)"
+        case DecodingError.dataCorrupted: "not JSON"
+        case DecodingError.keyNotFound(let key, _): "\"\(key.stringValue)\" is missing"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            "\(context.codingPath.map(\.stringValue).joined(separator: ".")) has the wrong type"
+        default: "\(error)"
+        }
+    }
+}

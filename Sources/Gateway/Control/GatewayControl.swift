@@ -1,0 +1,99 @@
+import BluetoothCore
+import BluetoothGATT
+import BluetoothHost
+import Config
+import Values
+
+/// Answers the control socket's requests from the running gateway's parts.
+struct GatewayControl: Sendable {
+    let config: GatewayConfig
+    let layout: GATTLayout
+    let host: PeripheralHost
+    let peripheral: Peripheral
+    let pipeline: ValuePipeline
+
+    func answer(_ request: ControlRequest) async -> ControlResponse {
+        if let asked = request.stateDirectory, asked != config.stateDirectory {
+            return .failure(
+                "the gattway answering here serves state_dir \(config.stateDirectory), not \(asked): "
+                    + "give each gattway its own runtime_dir")
+        }
+        switch request.command {
+        case .status:
+            return ControlResponse(status: await status())
+        case .bondsList:
+            return ControlResponse(bonds: await host.bonds.bonds.map(\.description))
+        case .bondsRemove:
+            guard let text = request.address else { return .failure("bonds.remove needs an address") }
+            guard BluetoothAddress(text) != nil else {
+                return .failure("\(text) is not a Bluetooth address (AA:BB:CC:DD:EE:FF)")
+            }
+            // The address type is not given: public first, then random (as the files' fallback).
+            do {
+                for kind in [BluetoothAddress.Kind.public, .random] {
+                    if let address = BluetoothAddress(text, kind: kind), try await host.removeBond(address) {
+                        return ControlResponse(removed: 1)
+                    }
+                }
+            } catch {
+                return .failure(error.description)
+            }
+            return .failure("no bond for \(text)")
+        case .bondsClear:
+            do {
+                return ControlResponse(removed: try await host.removeAllBonds())
+            } catch {
+                return .failure(error.description)
+            }
+        }
+    }
+
+    func status() async -> GatewayStatus {
+        var refsByClientConfiguration: [UInt16: CharacteristicRef] = [:]
+        for ref in layout.characteristics.keys {
+            if let handle = await pipeline.publishedCharacteristic(ref)?.clientConfigurationHandle {
+                refsByClientConfiguration[handle] = ref
+            }
+        }
+        var centrals: [GatewayStatus.Central] = []
+        for (central, security) in await host.connectedLinks {
+            let id = GATTPeripheralBinding.centralID(central)
+            let subscriptions = (await peripheral.clientConfigurations(of: id) ?? [:]).compactMap { handle, bits in
+                refsByClientConfiguration[handle].map { ref in (ref, bits) }
+            }
+            centrals.append(
+                GatewayStatus.Central(
+                    address: "\(central.address)",
+                    mtu: (await peripheral.maximumUpdateValueLength(for: id) ?? 20) + 3,
+                    security: MirrorMapping.linkSecurity(security).rawValue, bonded: security.isBonded,
+                    subscriptions: subscriptions.sorted { $0.0 < $1.0 }.map { ref, bits in
+                        "\(ref) " + (bits & 0x0002 != 0 ? "indicate" : "notify")
+                    }))
+        }
+        var sensors: [GatewayStatus.Sensor] = []
+        for sensor in config.sensors {
+            var values: [GatewayStatus.Value] = []
+            for characteristic in layout.characteristics.values.sorted(by: { $0.ref < $1.ref }) {
+                guard case .sensor(let id, _) = characteristic.config.source, id == sensor.id else { continue }
+                let bytes = await pipeline.currentBytes(characteristic.ref)
+                values.append(
+                    GatewayStatus.Value(
+                        characteristic: characteristic.ref.path,
+                        value: bytes.map { ValueJSON.literal($0, encoding: characteristic.config.encoding) }))
+            }
+            sensors.append(GatewayStatus.Sensor(id: sensor.id, values: values))
+        }
+        return GatewayStatus(
+            controller: "\(config.bluetooth.transport)", state: await host.state.rawValue,
+            advertising: await host.isAdvertising, centrals: centrals, sensors: sensors,
+            counters: await pipeline.counters)
+    }
+}
+
+extension ValuePipeline {
+    /// The counters of the `state` topic's status event now.
+    var counters: [String: Int] {
+        guard case .status(_, _, let counters) = status else { return [:] }
+        return counters
+    }
+}
