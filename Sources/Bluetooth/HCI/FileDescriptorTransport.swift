@@ -47,7 +47,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
 
     /// On the loop's thread: reads what the descriptor has; ends the transport on an error.
     private func ready(_ readiness: EventLoop.Readiness) {
-        guard readAvailable() else { return }
+        guard readAvailable(untilEmpty: readiness.isFailure) else { return }
         // An error or hang-up the read did not report would come back at once: end here.
         if readiness.isFailure {
             fail("\(spec) reports an error or hang-up (epoll events 0x\(String(readiness.rawValue, radix: 16)))")
@@ -110,8 +110,11 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         var value: EventLoop.Watch?
     }
 
-    /// Reads until the descriptor has nothing more; false when the transport closed or failed.
-    private func readAvailable() -> Bool {
+    /// Reads what the descriptor has; false when the transport closed or failed. A read that
+    /// filled less than the buffer took everything there was, so it stops there, sparing the read
+    /// that would only find the descriptor empty (epoll calls again for what arrives later);
+    /// `untilEmpty` reads on until the descriptor says so, for the end of a failing link.
+    private func readAvailable(untilEmpty: Bool) -> Bool {
         while true {
             guard lock.withLock({ _ in !isClosed }) else { return false }
             let count = readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
@@ -124,6 +127,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
                     return false
                 }
                 for packet in packets { continuation.yield(packet) }
+                if count < readBuffer.count, !untilEmpty { return true }
                 continue
             }
             if count == 0 {
