@@ -84,21 +84,24 @@ let package = Package(
             name: "BluetoothSMP",
             dependencies: ["BluetoothCore", "StateFile", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/Bluetooth/SMP", swiftSettings: swiftSettings),
+        // The HCI codec: packets, commands, events, H4 framing, the transport's interface and
+        // spec. Pure, so the configuration can name a transport without linking libbluetooth.
         .target(
-            name: "BluetoothHCI",
-            dependencies: [
-                "EventLoop", "BluetoothCore", "CBlueZ",
-                .product(name: "Logging", package: "swift-log")
-            ],
+            name: "BluetoothHCI", dependencies: ["BluetoothCore"],
             path: "Sources/Bluetooth/HCI", swiftSettings: swiftSettings),
+        // The transports behind `HCITransportSpec.open()`: user channel, TCP, Unix, serial. The
+        // only target that sees BlueZ.
+        .target(
+            name: "BluetoothHCITransport", dependencies: ["EventLoop", "BluetoothHCI", "CBlueZ"],
+            path: "Sources/Bluetooth/HCITransport", swiftSettings: swiftSettings),
         .target(
             name: "BluetoothL2CAP", dependencies: ["BluetoothCore", "BluetoothHCI"],
             path: "Sources/Bluetooth/L2CAP", swiftSettings: swiftSettings),
         .target(
             name: "BluetoothHost",
             dependencies: [
-                "EventLoop", "BluetoothCore", "BluetoothHCI", "BluetoothL2CAP", "BluetoothATT",
-                "BluetoothGATT", "BluetoothSMP", "StateFile", .product(name: "Logging", package: "swift-log")
+                "EventLoop", "BluetoothCore", "BluetoothHCI", "BluetoothHCITransport", "BluetoothL2CAP",
+                "BluetoothATT", "BluetoothGATT", "BluetoothSMP", "StateFile", .product(name: "Logging", package: "swift-log")
             ],
             path: "Sources/Bluetooth/Host", swiftSettings: swiftSettings),
 
@@ -171,8 +174,11 @@ let package = Package(
             name: "BluetoothSMPTests", dependencies: ["BluetoothSMP", "TestHarness", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/BluetoothSMPTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothHCITests", dependencies: ["BluetoothHCI"],
+            name: "BluetoothHCITests", dependencies: ["BluetoothHCI", "BluetoothCore"],
             path: "Tests/BluetoothHCITests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BluetoothHCITransportTests", dependencies: ["BluetoothHCITransport", "BluetoothHCI", "BluetoothCore"],
+            path: "Tests/BluetoothHCITransportTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "BluetoothL2CAPTests", dependencies: ["BluetoothL2CAP"],
             path: "Tests/BluetoothL2CAPTests", swiftSettings: swiftSettings),
