@@ -142,10 +142,20 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ],
             path: "Sources/Gateway", swiftSettings: swiftSettings),
+        // Development only: the helper processes of `gattway demo` (mosquitto, Bumble's virtual
+        // controller and phone from Tests/harness) and the way the tests start theirs. Not part of
+        // the service the `Gateway` library builds; the executable carries it for `gattway demo`.
+        .target(
+            name: "DevelopmentHarness",
+            dependencies: [
+                "BluetoothCore", "MQTT", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ],
+            path: "Sources/DevelopmentHarness", swiftSettings: swiftSettings),
         .executableTarget(
             name: "gattway",
             dependencies: [
-                "Gateway", "Config", "GPIO", "BluetoothSMP", "BluetoothCore",
+                "Gateway", "DevelopmentHarness", "Config", "GPIO", "BluetoothSMP", "BluetoothCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
