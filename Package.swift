@@ -166,7 +166,8 @@ let package = Package(
         // The end-to-end harness shared by the test targets: Bumble's virtual controller and phones,
         // mosquitto, and the built `gattway` executable as child processes.
         .target(
-            name: "TestHarness", dependencies: ["BluetoothCore", "MQTT", .product(name: "Logging", package: "swift-log")],
+            name: "TestHarness",
+            dependencies: ["DevelopmentHarness", "BluetoothCore", "MQTT", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestHarness", swiftSettings: swiftSettings),
         .testTarget(
             name: "EventLoopTests", dependencies: ["EventLoop"],
