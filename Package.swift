@@ -136,7 +136,8 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "EventLoop", "Config", "BluetoothHost", "BluetoothGATT", "BluetoothSMP", "GPIO", "Sensors",
+                "EventLoop", "Config", "BluetoothCore", "BluetoothATT", "BluetoothGATT", "BluetoothL2CAP",
+                "BluetoothSMP", "BluetoothHost", "GPIO", "Sensors",
                 "Values", "Notify", "MQTT", "StateFile",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
@@ -155,7 +156,7 @@ let package = Package(
         .executableTarget(
             name: "gattway",
             dependencies: [
-                "Gateway", "DevelopmentHarness", "Config", "GPIO", "BluetoothSMP", "BluetoothCore",
+                "Gateway", "DevelopmentHarness", "Config", "GPIO", "BluetoothSMP", "BluetoothCore", "BluetoothHCI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
@@ -176,13 +177,14 @@ let package = Package(
             name: "BluetoothCoreTests", dependencies: ["BluetoothCore"],
             path: "Tests/BluetoothCoreTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothATTTests", dependencies: ["BluetoothATT"],
+            name: "BluetoothATTTests", dependencies: ["BluetoothATT", "BluetoothCore"],
             path: "Tests/BluetoothATTTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT", "TestHarness"],
+            name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT", "BluetoothCore", "TestHarness"],
             path: "Tests/BluetoothGATTTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothSMPTests", dependencies: ["BluetoothSMP", "TestHarness", .product(name: "Crypto", package: "swift-crypto")],
+            name: "BluetoothSMPTests",
+            dependencies: ["BluetoothSMP", "BluetoothCore", "TestHarness", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/BluetoothSMPTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "BluetoothHCITests", dependencies: ["BluetoothHCI", "BluetoothCore"],
@@ -191,10 +193,14 @@ let package = Package(
             name: "BluetoothHCITransportTests", dependencies: ["BluetoothHCITransport", "BluetoothHCI", "BluetoothCore"],
             path: "Tests/BluetoothHCITransportTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothL2CAPTests", dependencies: ["BluetoothL2CAP"],
+            name: "BluetoothL2CAPTests", dependencies: ["BluetoothL2CAP", "BluetoothHCI", "BluetoothCore"],
             path: "Tests/BluetoothL2CAPTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothHostTests", dependencies: ["BluetoothHost", "EventLoop", "BluetoothGATT", "BluetoothATT", "BluetoothSMP", "TestHarness"],
+            name: "BluetoothHostTests",
+            dependencies: [
+                "BluetoothHost", "EventLoop", "BluetoothCore", "BluetoothHCI", "BluetoothL2CAP", "BluetoothATT",
+                "BluetoothGATT", "BluetoothSMP", "TestHarness", .product(name: "Logging", package: "swift-log")
+            ],
             path: "Tests/BluetoothHostTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "GPIOTests", dependencies: ["GPIO", "EventLoop", "TestHarness"],
@@ -206,10 +212,10 @@ let package = Package(
             name: "ValuesTests", dependencies: ["Values", "BluetoothCore"],
             path: "Tests/ValuesTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "NotifyTests", dependencies: ["Notify"],
+            name: "NotifyTests", dependencies: ["Notify", "Values"],
             path: "Tests/NotifyTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "MQTTTests", dependencies: ["MQTT", "MQTTWillProbe", "TestHarness"],
+            name: "MQTTTests", dependencies: ["MQTT", "MQTTWillProbe", "TestHarness", .product(name: "Logging", package: "swift-log")],
             path: "Tests/MQTTTests", swiftSettings: swiftSettings),
         // Child process the MQTT tests SIGKILL to see the Last Will.
         .executableTarget(
@@ -227,12 +233,12 @@ let package = Package(
             name: "YAMLTests", dependencies: ["YAML"],
             path: "Tests/YAMLTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "ConfigTests", dependencies: ["Config", "TestHarness", "Values"],
+            name: "ConfigTests", dependencies: ["Config", "BluetoothCore", "BluetoothHCI", "Values", "Notify", "TestHarness"],
             path: "Tests/ConfigTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "EventLoop", "Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify",
+                "EventLoop", "Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify", "BluetoothHost",
                 "BluetoothGATT", "BluetoothCore", "BluetoothSMP", "MQTT", "TestHarness",
                 .product(name: "Logging", package: "swift-log")
             ],

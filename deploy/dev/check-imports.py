@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""Every module a Swift target imports is one it declares in Package.swift.
+
+SwiftPM lets a target import any module built before it, declared or not, so an undeclared
+import builds today and breaks when the graph changes (or links a library the target's layer
+must not see). `make lint` runs this; it prints each undeclared import and exits 1.
+"""
+import pathlib
+import re
+import sys
+
+# The toolchain's own modules, available to every target.
+TOOLCHAIN = {"Darwin", "Dispatch", "Foundation", "FoundationEssentials", "Glibc", "Musl",
+             "Synchronization", "Testing", "XCTest", "_Concurrency"}
+
+root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+manifest = (root / "Package.swift").read_text()
+target = re.compile(r'\.(?:target|testTarget|executableTarget)\(\s*name:\s*"(\w+)"(.*?)path:\s*"([^"]+)"', re.S)
+import_line = re.compile(
+    r"^(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|fileprivate|private)\s+)?"
+    r"import\s+(?:(?:struct|class|enum|protocol|typealias|func|var|let)\s+)?(\w+)")
+undeclared = 0
+for name, arguments, path in target.findall(manifest):
+    declared = set()
+    if "dependencies:" in arguments:
+        dependencies = arguments.split("dependencies:", 1)[1]
+        declared = set(re.findall(r'\.product\(name:\s*"(\w+)"', dependencies))
+        declared |= set(re.findall(r'(?<![:\w])\s*"(\w+)"', re.sub(r'package:\s*"[^"]*"', "", dependencies)))
+    for source in sorted((root / path).rglob("*.swift")):
+        for number, line in enumerate(source.read_text().splitlines(), 1):
+            match = import_line.match(line)
+            if match and match[1] not in declared | TOOLCHAIN | {name}:
+                print(f"{source.relative_to(root)}:{number}: target {name} imports {match[1]}, "
+                      "which its dependencies in Package.swift do not list")
+                undeclared += 1
+sys.exit(1 if undeclared else 0)
