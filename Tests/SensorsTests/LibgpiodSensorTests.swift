@@ -29,7 +29,7 @@ struct LibgpiodSensorTests {
                 kind: .binary(
                     BinarySettings(
                         line: LineSelector("SIM0", chip: "gattway-sim")))), backend: backend)
-        let (delivered, deliver) = AsyncStream.makeStream(of: SensorValue.self)
+        let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
         let task = Task { try await door.run(delivering: { deliver.yield($0) }) }
         var values = delivered.makeAsyncIterator()
         #expect(await values.next()?.bool == false)
@@ -51,7 +51,7 @@ struct LibgpiodSensorTests {
                 kind: .output(
                     OutputSensorSettings(
                         line: LineSelector("SIM7", chip: "gattway-sim")))), backend: backend)
-        let (delivered, deliver) = AsyncStream.makeStream(of: SensorValue.self)
+        let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
         let task = Task { try await relay.run(delivering: { deliver.yield($0) }) }
         var values = delivered.makeAsyncIterator()
         #expect(await values.next()?.bool == false)
