@@ -24,14 +24,14 @@ public actor SensorRunner {
     /// The consumer while `run` runs.
     private var deliver: (@Sendable (SensorSample) -> Void)?
     /// Wakes the runner at the sensor's deadline.
-    private let timer: EventLoop.Timer
+    private let timer: DeadlineTimer
 
     /// Requests the sensor's lines at once, so a missing or busy line fails here.
     public init(spec: SensorSpec, backend: any GPIOBackend) throws {
         name = spec.name
         self.backend = backend
         let wake = WakeTarget()
-        timer = EventLoop.shared.makeTimer { wake.runner?.onLoop { $0.step() } }
+        timer = DeadlineTimer { _ in wake.runner?.onLoop { $0.step() } }
         core = try SensorCore(spec: spec, backend: backend, onReadable: { wake.stepOnLoop() })
         wake.runner = self
     }
@@ -49,7 +49,7 @@ public actor SensorRunner {
     public func run(delivering deliver: @escaping @Sendable (SensorSample) -> Void) async throws {
         self.deliver = deliver
         defer {
-            timer.disarm()
+            timer.cancel()
             core.stop()
             self.deliver = nil
         }
@@ -65,19 +65,16 @@ public actor SensorRunner {
     private func step() {
         guard deliver != nil else { return }
         publish(core.step(now: backend.now()))
-        armTimer()
+        scheduleDeadline()
     }
 
-    /// Arms the timer for the sensor's deadline, on the backend's clock: the simulator's virtual
-    /// clock may run apart from the loop's, so a wake-up before the deadline steps nothing and
-    /// arms again for what is left.
-    private func armTimer() {
-        guard let deadline = core.deadline else {
-            timer.disarm()
-            return
-        }
+    /// Schedules the timer for the sensor's deadline, which is on the backend's clock: the
+    /// simulator's virtual clock may run apart from the loop's, so a wake-up before the deadline
+    /// steps nothing and schedules again for what is left.
+    private func scheduleDeadline() {
+        guard let deadline = core.deadline else { return }
         let now = backend.now()
-        timer.arm(at: EventLoop.now() + (deadline > now ? deadline - now : 0))
+        timer.schedule(at: EventLoop.now() + (deadline > now ? deadline - now : 0))
     }
 
     private func publish(_ new: [SensorSample]) {
