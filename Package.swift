@@ -19,7 +19,7 @@ let package = Package(
     products: [
         .executable(name: "gattway", targets: ["gattway"]),
         // For the benchmark package (Tests/Benchmarks: GPIOBenchmark).
-        .library(name: "GPIO", targets: ["GPIO"]),
+        .library(name: "GPIO", targets: ["GPIO", "GPIOLibgpiod"]),
         .library(name: "Sensors", targets: ["Sensors"]),
         // The GATT server as a library, for the benchmark package in Tests/Benchmarks and the
         // fuzz package.
@@ -106,10 +106,15 @@ let package = Package(
             path: "Sources/Bluetooth/Host", swiftSettings: swiftSettings),
 
         // MARK: Sensors side.
+        // Lines by name, edge events, the backend interface and the simulator: no C library, so
+        // the layers above can use its types without linking libgpiod.
         .target(
-            name: "GPIO",
-            dependencies: ["EventLoop", "CGPIODShim", .product(name: "Logging", package: "swift-log")],
+            name: "GPIO", dependencies: ["EventLoop"],
             path: "Sources/GPIO", swiftSettings: swiftSettings),
+        // The libgpiod backend: the only target that sees libgpiod (through CGPIODShim).
+        .target(
+            name: "GPIOLibgpiod", dependencies: ["GPIO", "EventLoop", "CGPIODShim"],
+            path: "Sources/GPIOLibgpiod", swiftSettings: swiftSettings),
         .target(
             name: "Sensors",
             dependencies: ["EventLoop", "GPIO", "StateFile", .product(name: "Logging", package: "swift-log")],
@@ -137,7 +142,7 @@ let package = Package(
             name: "Gateway",
             dependencies: [
                 "EventLoop", "Config", "BluetoothCore", "BluetoothATT", "BluetoothGATT", "BluetoothL2CAP",
-                "BluetoothSMP", "BluetoothHost", "GPIO", "Sensors",
+                "BluetoothSMP", "BluetoothHost", "GPIO", "GPIOLibgpiod", "Sensors",
                 "Values", "Notify", "MQTT", "StateFile",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
@@ -156,7 +161,7 @@ let package = Package(
         .executableTarget(
             name: "gattway",
             dependencies: [
-                "Gateway", "DevelopmentHarness", "Config", "GPIO", "BluetoothSMP", "BluetoothCore", "BluetoothHCI",
+                "Gateway", "DevelopmentHarness", "Config", "GPIO", "GPIOLibgpiod", "BluetoothSMP", "BluetoothCore", "BluetoothHCI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
@@ -206,7 +211,10 @@ let package = Package(
             name: "GPIOTests", dependencies: ["GPIO", "EventLoop", "TestHarness"],
             path: "Tests/GPIOTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "SensorsTests", dependencies: ["Sensors", "GPIO", "EventLoop", "TestHarness"],
+            name: "GPIOLibgpiodTests", dependencies: ["GPIOLibgpiod", "GPIO", "EventLoop", "TestHarness"],
+            path: "Tests/GPIOLibgpiodTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SensorsTests", dependencies: ["Sensors", "GPIO", "GPIOLibgpiod", "EventLoop", "TestHarness"],
             path: "Tests/SensorsTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "ValuesTests", dependencies: ["Values", "BluetoothCore"],

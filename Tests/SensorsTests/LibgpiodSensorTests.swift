@@ -1,10 +1,11 @@
 import EventLoop
 import Foundation
 import GPIO
+import GPIOLibgpiod
 import Testing
 @testable import Sensors
 
-/// Sensors end to end on the kernel's gpio-sim (see `LibgpiodBackendTests` in GPIOTests for the
+/// Sensors end to end on the kernel's gpio-sim (see `LibgpiodBackendTests` in GPIOLibgpiodTests for the
 /// chip the VM harness creates).
 @Suite(
     .enabled(

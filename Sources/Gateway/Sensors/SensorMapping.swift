@@ -1,5 +1,6 @@
 import Config
 import GPIO
+import GPIOLibgpiod
 import Sensors
 
 /// Maps the configuration's GPIO and sensor sections onto the GPIO and Sensors layers' own

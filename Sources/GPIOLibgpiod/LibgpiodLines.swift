@@ -1,6 +1,7 @@
 import CGPIODShim
 import Dispatch
 import EventLoop
+import GPIO
 import FoundationEssentials
 import Glibc
 
