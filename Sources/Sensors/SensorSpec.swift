@@ -44,7 +44,7 @@ public enum SensorKind: Sendable, Equatable {
 }
 
 /// Per-sensor filters.
-public enum SensorFilter: Sendable, Equatable {
+public enum SensorFilter: Sendable, Hashable {
     /// Ignore contact bounce shorter than this (on the line: kernel or software debounce).
     case debounce(Duration)
     /// Swap high and low (on the line: active-low).

@@ -95,7 +95,7 @@ struct ValidConfigTests {
             sensors[0]
                 == SensorConfig(
                     id: "door", kind: .binary(door, holdTime: .milliseconds(100)),
-                    filters: [.invert, .delayOff(.seconds(2))], bthome: false))
+                    filters: [.invert, .delayedOff(.seconds(2))], bthome: false))
         let wind = InputLineConfig(
             line: LineReference(name: "GPIO22", chip: nil), bias: .asIs, activeLow: false,
             debounce: .zero)

@@ -1,3 +1,5 @@
+import Sensors
+
 public struct GPIOConfig: Sendable, Hashable {
     public var backend: GPIOBackendKind
     /// The simulated chips; empty unless `backend` is `simulated`.
@@ -49,7 +51,7 @@ public enum LineGenerator: Sendable, Hashable {
     /// Each step holds a level for a duration; the list restarts when `repeats`.
     case steps([LevelStep], repeats: Bool)
     /// Answers a host start signal with a DHT22 or DHT11 frame carrying these readings.
-    case dht(DHTModel, temperature: Double, humidity: Double)
+    case dht(DHTSettings.Model, temperature: Double, humidity: Double)
     /// Answers a pulse on the `trigger` line (same chip) with an echo for `distance` metres.
     case hcsr04(distance: Double, trigger: String)
     /// Levels another program sends as datagrams to a Unix socket at `path`.

@@ -1,3 +1,5 @@
+import Sensors
+
 extension ConfigParser {
     // MARK: gpio
 
@@ -191,7 +193,7 @@ extension ConfigParser {
         case .rate:
             kind = input("line").map {
                 .rate(
-                    $0, window: window(D.rateWindow), per: m["per"]?.choice(RateUnit.self) ?? D.ratePer,
+                    $0, window: window(D.rateWindow), per: m["per"]?.choice(RateSettings.Per.self) ?? D.ratePer,
                     scale: m["scale"]?.number() ?? D.rateScale)
             }
         case .pulseWidth:
@@ -205,7 +207,7 @@ extension ConfigParser {
                 echo.map { .distance(trigger: trigger, echo: $0, interval: interval, timeout: timeout) }
             }
         case .dht22, .dht11:
-            let model: DHTModel = kindName == .dht22 ? .dht22 : .dht11
+            let model: DHTSettings.Model = kindName == .dht22 ? .dht22 : .dht11
             let interval = m["interval"]?.duration(in: D.dhtMinimumInterval...(.seconds(3600))) ?? D.dhtInterval
             kind = line("line").map { .dht(model, line: $0, interval: interval) }
         case .rotaryEncoder:
@@ -266,12 +268,12 @@ extension ConfigParser {
         }
     }
 
-    private func parseFilters(_ node: ConfigNode, kind: SensorKindName) -> [SensorFilterConfig] {
+    private func parseFilters(_ node: ConfigNode, kind: SensorKindName) -> [SensorFilter] {
         if kind == .output {
             node.report("an output has no filters")
             return []
         }
-        return node.list()?.compactMap { item -> SensorFilterConfig? in
+        return node.list()?.compactMap { item -> SensorFilter? in
             guard let m = item.mapping("sensors[].filters[]") else { return nil }
             guard m.order.count == 1, let key = m.order.first else {
                 if m.order.count > 1 {
@@ -296,11 +298,11 @@ extension ConfigParser {
                 guard let flag = value.bool() else { return nil }
                 if !flag { value.report("write invert: true, or leave the filter out") }
                 return flag ? .invert : nil
-            case "delay_on": return value.duration().map(SensorFilterConfig.delayOn)
-            case "delay_off": return value.duration().map(SensorFilterConfig.delayOff)
-            case "moving_average": return value.integer(in: 2...1000).map(SensorFilterConfig.movingAverage)
-            case "offset": return value.number().map(SensorFilterConfig.offset)
-            case "scale": return value.number().map(SensorFilterConfig.scale)
+            case "delay_on": return value.duration().map(SensorFilter.delayedOn)
+            case "delay_off": return value.duration().map(SensorFilter.delayedOff)
+            case "moving_average": return value.integer(in: 2...1000).map(SensorFilter.movingAverage)
+            case "offset": return value.number().map(SensorFilter.offset)
+            case "scale": return value.number().map(SensorFilter.scale)
             default: return nil
             }
         } ?? []

@@ -47,7 +47,7 @@ public enum SensorMapping {
         func lineFilters(_ input: InputLineConfig) -> [SensorFilter] {
             (input.activeLow ? [.invert] : []) + (input.debounce > .zero ? [.debounce(input.debounce)] : [])
         }
-        let valueFilters = sensor.filters.map(filter)
+        let valueFilters = sensor.filters
         let kind: SensorKind
         var filters: [SensorFilter] = []
         switch sensor.kind {
@@ -64,7 +64,7 @@ public enum SensorMapping {
             kind = .rate(
                 RateSettings(
                     line: selector(input.line), bias: bias(input.bias),
-                    per: per == .minute ? .minute : .second, window: window, scale: scale))
+                    per: per, window: window, scale: scale))
             filters = lineFilters(input)
         case .pulseWidth(let input, let window):
             kind = .pulseWidth(
@@ -81,7 +81,7 @@ public enum SensorMapping {
         case .dht(let model, let line, let interval):
             kind = .dht(
                 DHTSettings(
-                    model: model == .dht22 ? .dht22 : .dht11, line: selector(line),
+                    model: model, line: selector(line),
                     interval: interval))
         case .rotaryEncoder(let a, let b, let transitionsPerStep, let wrap):
             kind = .rotaryEncoder(
@@ -111,17 +111,6 @@ public enum SensorMapping {
         case .disabled: .disabled
         case .pullUp: .pullUp
         case .pullDown: .pullDown
-        }
-    }
-
-    static func filter(_ filter: SensorFilterConfig) -> SensorFilter {
-        switch filter {
-        case .invert: .invert
-        case .delayOn(let duration): .delayedOn(duration)
-        case .delayOff(let duration): .delayedOff(duration)
-        case .movingAverage(let count): .movingAverage(count)
-        case .offset(let amount): .offset(amount)
-        case .scale(let factor): .scale(factor)
         }
     }
 }

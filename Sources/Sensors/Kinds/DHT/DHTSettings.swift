@@ -1,7 +1,7 @@
 import GPIO
 
 public struct DHTSettings: Sendable, Equatable {
-    public enum Model: String, Sendable, Equatable { case dht22, dht11 }
+    public enum Model: String, Sendable, Hashable, CaseIterable { case dht22, dht11 }
 
     public var model: Model
     public var line: LineSelector

@@ -1,7 +1,7 @@
 import GPIO
 
 public struct RateSettings: Sendable, Equatable {
-    public enum Per: String, Sendable, Equatable { case second, minute }
+    public enum Per: String, Sendable, Hashable, CaseIterable { case second, minute }
 
     public var line: LineSelector
     public var bias: GPIOBias
