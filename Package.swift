@@ -136,7 +136,7 @@ let package = Package(
         // libyaml's event parser, wrapped once: YAML text in, nodes with their lines out.
         .target(name: "YAML", dependencies: ["CYAML"], path: "Sources/YAML", swiftSettings: swiftSettings),
         .target(
-            name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "Values", "Notify", "Sensors", "YAML"],
+            name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "Values", "Notify", "GPIO", "Sensors", "YAML"],
             path: "Sources/Config", swiftSettings: swiftSettings),
         .target(
             name: "Gateway",

@@ -1,3 +1,4 @@
+import GPIO
 import Sensors
 
 extension ConfigParser {
@@ -37,7 +38,7 @@ extension ConfigParser {
         }
         // An HC-SR04 generator answers pulses on a trigger line of its own chip.
         for (path, line) in zip(linePaths, lines) {
-            if case .hcsr04(_, let trigger) = line.generator, seen[trigger] == nil {
+            if case .hcsr04(let trigger, _) = line.generator, seen[trigger] == nil {
                 context.error(
                     path.key("generator").key("trigger"), line: nil,
                     "no line \"\(trigger)\" on this chip"
@@ -63,12 +64,12 @@ extension ConfigParser {
         }
     }
 
-    private func parseGenerator(_ m: ConfigMapping) -> LineGenerator? {
+    private func parseGenerator(_ m: ConfigMapping) -> SignalGenerator? {
         guard let kind = m.required("type")?.choice(GeneratorKind.self) else { return nil }
         rejectSettings(of: m, allowed: ["type"] + kind.settings, listed: kind.settings, kindName: kind.rawValue)
         switch kind {
         case .constant:
-            return .constant(level: m["level"].flatMap(lineLevel) ?? D.constantLevel)
+            return .constant(m["level"].flatMap(lineLevel) ?? D.constantLevel)
         case .square:
             guard let period = m.required("period")?.duration(in: .microseconds(1)...(.seconds(3600))) else {
                 return nil
@@ -83,28 +84,29 @@ extension ConfigParser {
                     "\(DurationText.format(width)) is not shorter than the period "
                         + "of \(ConfigNode.formatNumber(rate)) Hz")
             }
-            return .pulses(rate: rate, width: width)
+            return .pulses(perSecond: rate, width: width)
         case .steps:
             let steps =
-                m.required("steps")?.list()?.compactMap { item -> LevelStep? in
+                m.required("steps")?.list()?.compactMap { item -> SignalGenerator.Step? in
                     guard let step = item.mapping("gpio.chips[].lines[].generator.steps[]"),
                         let level = step.required("level").flatMap(lineLevel),
                         let duration = step.required("duration")?.duration()
                     else { return nil }
-                    return LevelStep(level: level, duration: duration)
+                    return SignalGenerator.Step(level, duration)
                 } ?? []
             if steps.isEmpty, let node = m["steps"], case .sequence = node.node.content {
                 node.report("needs at least one step")
             }
             return .steps(steps, repeats: m["repeat"]?.bool() ?? D.stepsRepeat)
         case .dht22, .dht11:
-            return .dht(
-                kind == .dht22 ? .dht22 : .dht11,
-                temperature: m["temperature"]?.number(in: -40...80) ?? D.dhtTemperature,
-                humidity: m["humidity"]?.number(in: 0...100) ?? D.dhtHumidity)
+            let temperature = m["temperature"]?.number(in: -40...80) ?? D.dhtTemperature
+            let humidity = m["humidity"]?.number(in: 0...100) ?? D.dhtHumidity
+            return kind == .dht22
+                ? .dht22(humidity: humidity, temperature: temperature)
+                : .dht11(humidity: humidity, temperature: temperature)
         case .hcsr04:
             guard let trigger = m.required("trigger")?.nonEmptyString() else { return nil }
-            return .hcsr04(distance: m["distance"]?.number(in: 0.02...4) ?? D.hcsr04Distance, trigger: trigger)
+            return .hcsr04(trigger: trigger, distanceMeters: m["distance"]?.number(in: 0.02...4) ?? D.hcsr04Distance)
         case .socket:
             guard let node = m.required("path"), let path = node.nonEmptyString() else { return nil }
             // sockaddr_un's sun_path holds 108 bytes with the terminating NUL.

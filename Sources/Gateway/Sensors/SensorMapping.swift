@@ -18,22 +18,8 @@ public enum SensorMapping {
             SimulatedChipConfig(
                 label: chip.label,
                 lines: chip.lines.map { line in
-                    SimulatedLineConfig(name: line.name, generator: line.generator.map(signalGenerator))
+                    SimulatedLineConfig(name: line.name, generator: line.generator)
                 })
-        }
-    }
-
-    static func signalGenerator(_ generator: LineGenerator) -> SignalGenerator {
-        switch generator {
-        case .constant(let level): .constant(level)
-        case .square(let period, let duty): .square(period: period, duty: duty)
-        case .pulses(let rate, let width): .pulses(perSecond: rate, width: width)
-        case .steps(let steps, let repeats):
-            .steps(steps.map { SignalGenerator.Step($0.level, $0.duration) }, repeats: repeats)
-        case .dht(.dht22, let temperature, let humidity): .dht22(humidity: humidity, temperature: temperature)
-        case .dht(.dht11, let temperature, let humidity): .dht11(humidity: humidity, temperature: temperature)
-        case .hcsr04(let distance, let trigger): .hcsr04(trigger: trigger, distanceMeters: distance)
-        case .socket(let path): .socket(path: path)
         }
     }
 
