@@ -26,6 +26,7 @@ lint:
 	$(SWIFT) format lint --strict --recursive Sources Tests
 	@if grep -rnE '^(@_[a-zA-Z]+ )?import +([a-z]+ +)?Foundation([ .]|$$)' Sources --include='*.swift'; then \
 		echo "lint: the lines above import Foundation; Sources import FoundationEssentials only"; exit 1; fi
+	python3 deploy/dev/check-imports.py
 
 format:
 	$(SWIFT) format format --in-place --recursive Sources Tests

@@ -19,7 +19,7 @@ let package = Package(
     products: [
         .executable(name: "gattway", targets: ["gattway"]),
         // For the benchmark package (Tests/Benchmarks: GPIOBenchmark).
-        .library(name: "GPIO", targets: ["GPIO"]),
+        .library(name: "GPIO", targets: ["GPIO", "GPIOLibgpiod"]),
         .library(name: "Sensors", targets: ["Sensors"]),
         // The GATT server as a library, for the benchmark package in Tests/Benchmarks and the
         // fuzz package.
@@ -84,29 +84,37 @@ let package = Package(
             name: "BluetoothSMP",
             dependencies: ["BluetoothCore", "StateFile", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/Bluetooth/SMP", swiftSettings: swiftSettings),
+        // The HCI codec: packets, commands, events, H4 framing, the transport's interface and
+        // spec. Pure, so the configuration can name a transport without linking libbluetooth.
         .target(
-            name: "BluetoothHCI",
-            dependencies: [
-                "EventLoop", "BluetoothCore", "CBlueZ",
-                .product(name: "Logging", package: "swift-log")
-            ],
+            name: "BluetoothHCI", dependencies: ["BluetoothCore"],
             path: "Sources/Bluetooth/HCI", swiftSettings: swiftSettings),
+        // The transports behind `HCITransportSpec.open()`: user channel, TCP, Unix, serial. The
+        // only target that sees BlueZ.
+        .target(
+            name: "BluetoothHCITransport", dependencies: ["EventLoop", "BluetoothHCI", "CBlueZ"],
+            path: "Sources/Bluetooth/HCITransport", swiftSettings: swiftSettings),
         .target(
             name: "BluetoothL2CAP", dependencies: ["BluetoothCore", "BluetoothHCI"],
             path: "Sources/Bluetooth/L2CAP", swiftSettings: swiftSettings),
         .target(
             name: "BluetoothHost",
             dependencies: [
-                "EventLoop", "BluetoothCore", "BluetoothHCI", "BluetoothL2CAP", "BluetoothATT",
-                "BluetoothGATT", "BluetoothSMP", "StateFile", .product(name: "Logging", package: "swift-log")
+                "EventLoop", "BluetoothCore", "BluetoothHCI", "BluetoothHCITransport", "BluetoothL2CAP",
+                "BluetoothATT", "BluetoothGATT", "BluetoothSMP", "StateFile", .product(name: "Logging", package: "swift-log")
             ],
             path: "Sources/Bluetooth/Host", swiftSettings: swiftSettings),
 
         // MARK: Sensors side.
+        // Lines by name, edge events, the backend interface and the simulator: no C library, so
+        // the layers above can use its types without linking libgpiod.
         .target(
-            name: "GPIO",
-            dependencies: ["EventLoop", "CGPIODShim", .product(name: "Logging", package: "swift-log")],
+            name: "GPIO", dependencies: ["EventLoop"],
             path: "Sources/GPIO", swiftSettings: swiftSettings),
+        // The libgpiod backend: the only target that sees libgpiod (through CGPIODShim).
+        .target(
+            name: "GPIOLibgpiod", dependencies: ["GPIO", "EventLoop", "CGPIODShim"],
+            path: "Sources/GPIOLibgpiod", swiftSettings: swiftSettings),
         .target(
             name: "Sensors",
             dependencies: ["EventLoop", "GPIO", "StateFile", .product(name: "Logging", package: "swift-log")],
@@ -128,21 +136,32 @@ let package = Package(
         // libyaml's event parser, wrapped once: YAML text in, nodes with their lines out.
         .target(name: "YAML", dependencies: ["CYAML"], path: "Sources/YAML", swiftSettings: swiftSettings),
         .target(
-            name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "Values", "Notify", "YAML"],
+            name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "Values", "Notify", "GPIO", "Sensors", "YAML"],
             path: "Sources/Config", swiftSettings: swiftSettings),
         .target(
             name: "Gateway",
             dependencies: [
-                "EventLoop", "Config", "BluetoothHost", "BluetoothGATT", "BluetoothSMP", "GPIO", "Sensors",
+                "EventLoop", "Config", "BluetoothCore", "BluetoothATT", "BluetoothGATT", "BluetoothL2CAP",
+                "BluetoothSMP", "BluetoothHost", "GPIO", "GPIOLibgpiod", "Sensors",
                 "Values", "Notify", "MQTT", "StateFile",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ],
             path: "Sources/Gateway", swiftSettings: swiftSettings),
+        // Development only: the helper processes of `gattway demo` (mosquitto, Bumble's virtual
+        // controller and phone from Tests/harness) and the way the tests start theirs. Not part of
+        // the service the `Gateway` library builds; the executable carries it for `gattway demo`.
+        .target(
+            name: "DevelopmentHarness",
+            dependencies: [
+                "BluetoothCore", "MQTT", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ],
+            path: "Sources/DevelopmentHarness", swiftSettings: swiftSettings),
         .executableTarget(
             name: "gattway",
             dependencies: [
-                "Gateway", "Config", "GPIO", "BluetoothSMP", "BluetoothCore",
+                "Gateway", "DevelopmentHarness", "Config", "GPIO", "GPIOLibgpiod", "BluetoothSMP", "BluetoothCore", "BluetoothHCI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
@@ -153,7 +172,8 @@ let package = Package(
         // The end-to-end harness shared by the test targets: Bumble's virtual controller and phones,
         // mosquitto, and the built `gattway` executable as child processes.
         .target(
-            name: "TestHarness", dependencies: ["BluetoothCore", "MQTT", .product(name: "Logging", package: "swift-log")],
+            name: "TestHarness",
+            dependencies: ["DevelopmentHarness", "BluetoothCore", "MQTT", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestHarness", swiftSettings: swiftSettings),
         .testTarget(
             name: "EventLoopTests", dependencies: ["EventLoop"],
@@ -162,37 +182,48 @@ let package = Package(
             name: "BluetoothCoreTests", dependencies: ["BluetoothCore"],
             path: "Tests/BluetoothCoreTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothATTTests", dependencies: ["BluetoothATT"],
+            name: "BluetoothATTTests", dependencies: ["BluetoothATT", "BluetoothCore"],
             path: "Tests/BluetoothATTTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT", "TestHarness"],
+            name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT", "BluetoothCore", "TestHarness"],
             path: "Tests/BluetoothGATTTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothSMPTests", dependencies: ["BluetoothSMP", "TestHarness", .product(name: "Crypto", package: "swift-crypto")],
+            name: "BluetoothSMPTests",
+            dependencies: ["BluetoothSMP", "BluetoothCore", "TestHarness", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/BluetoothSMPTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothHCITests", dependencies: ["BluetoothHCI"],
+            name: "BluetoothHCITests", dependencies: ["BluetoothHCI", "BluetoothCore"],
             path: "Tests/BluetoothHCITests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothL2CAPTests", dependencies: ["BluetoothL2CAP"],
+            name: "BluetoothHCITransportTests", dependencies: ["BluetoothHCITransport", "BluetoothHCI", "BluetoothCore"],
+            path: "Tests/BluetoothHCITransportTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BluetoothL2CAPTests", dependencies: ["BluetoothL2CAP", "BluetoothHCI", "BluetoothCore"],
             path: "Tests/BluetoothL2CAPTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothHostTests", dependencies: ["BluetoothHost", "EventLoop", "BluetoothGATT", "BluetoothATT", "BluetoothSMP", "TestHarness"],
+            name: "BluetoothHostTests",
+            dependencies: [
+                "BluetoothHost", "EventLoop", "BluetoothCore", "BluetoothHCI", "BluetoothL2CAP", "BluetoothATT",
+                "BluetoothGATT", "BluetoothSMP", "TestHarness", .product(name: "Logging", package: "swift-log")
+            ],
             path: "Tests/BluetoothHostTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "GPIOTests", dependencies: ["GPIO", "EventLoop", "TestHarness"],
             path: "Tests/GPIOTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "SensorsTests", dependencies: ["Sensors", "GPIO", "EventLoop", "TestHarness"],
+            name: "GPIOLibgpiodTests", dependencies: ["GPIOLibgpiod", "GPIO", "EventLoop", "TestHarness"],
+            path: "Tests/GPIOLibgpiodTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SensorsTests", dependencies: ["Sensors", "GPIO", "GPIOLibgpiod", "EventLoop", "TestHarness"],
             path: "Tests/SensorsTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "ValuesTests", dependencies: ["Values", "BluetoothCore"],
             path: "Tests/ValuesTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "NotifyTests", dependencies: ["Notify"],
+            name: "NotifyTests", dependencies: ["Notify", "Values"],
             path: "Tests/NotifyTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "MQTTTests", dependencies: ["MQTT", "MQTTWillProbe", "TestHarness"],
+            name: "MQTTTests", dependencies: ["MQTT", "MQTTWillProbe", "TestHarness", .product(name: "Logging", package: "swift-log")],
             path: "Tests/MQTTTests", swiftSettings: swiftSettings),
         // Child process the MQTT tests SIGKILL to see the Last Will.
         .executableTarget(
@@ -210,12 +241,12 @@ let package = Package(
             name: "YAMLTests", dependencies: ["YAML"],
             path: "Tests/YAMLTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "ConfigTests", dependencies: ["Config", "TestHarness", "Values"],
+            name: "ConfigTests", dependencies: ["Config", "BluetoothCore", "BluetoothHCI", "Values", "Notify", "TestHarness"],
             path: "Tests/ConfigTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "EventLoop", "Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify",
+                "EventLoop", "Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify", "BluetoothHost",
                 "BluetoothGATT", "BluetoothCore", "BluetoothSMP", "MQTT", "TestHarness",
                 .product(name: "Logging", package: "swift-log")
             ],

@@ -1,4 +1,5 @@
 import BluetoothHCI
+import Sensors
 
 /// Every default of the configuration, in one place. The parser applies these and
 /// `ConfigReference` prints them, so the documentation cannot drift from the behaviour.
@@ -32,7 +33,7 @@ public enum ConfigDefaults {
     public static let holdTime = Duration.zero
     public static let rateWindow = Duration.seconds(10)
     public static let pulseWidthWindow = Duration.seconds(1)
-    public static let ratePer = RateUnit.second
+    public static let ratePer = RateSettings.Per.second
     public static let rateScale = 1.0
     public static let distanceInterval = Duration.seconds(1)
     public static let distanceTimeout = Duration.milliseconds(40)

@@ -7,18 +7,18 @@
 /// exact number lost. Without them (libgpiod v1) the only evidence is an impossible sequence:
 /// two rising (or two falling) edges in a row on a line watched for both edges mean at least one
 /// edge in between was lost; each such pair counts as one.
-struct LossDetector {
-    enum Mode { case sequenceNumbers, edgeAlternation }
+package struct LossDetector {
+    package enum Mode { case sequenceNumbers, edgeAlternation }
 
-    let mode: Mode
+    package let mode: Mode
     /// Kernel sequence numbers of a request start at 1.
     private var lastSequence: UInt64 = 0
     private var lastEdge: Edge?
 
-    init(mode: Mode) { self.mode = mode }
+    package init(mode: Mode) { self.mode = mode }
 
     /// Returns how many events are missing right before `event`.
-    mutating func missing(before event: EdgeEvent) -> Int {
+    package mutating func missing(before event: EdgeEvent) -> Int {
         switch mode {
         case .sequenceNumbers:
             defer { lastSequence = event.sequence }
@@ -34,21 +34,21 @@ struct LossDetector {
 /// Debounce in software with the kernel's semantics (gpiolib-cdev): a new level is reported
 /// only once it has held for the whole period, stamped at the end of that period; bounces
 /// shorter than the period never produce events.
-struct SoftwareDebouncer {
-    let periodNs: UInt64
-    private(set) var stableLevel: Bool
+package struct SoftwareDebouncer {
+    package let periodNs: UInt64
+    package private(set) var stableLevel: Bool
     private var pending: (level: Bool, since: UInt64)?
 
-    init(periodNs: UInt64, initialLevel: Bool) {
+    package init(periodNs: UInt64, initialLevel: Bool) {
         self.periodNs = periodNs
         self.stableLevel = initialLevel
     }
 
     /// When the pending level (if any) becomes stable unless another edge arrives first.
-    var deadline: UInt64? { pending.map { $0.since + periodNs } }
+    package var deadline: UInt64? { pending.map { $0.since + periodNs } }
 
     /// Feeds one raw edge; returns the debounced edge confirmed by it, if any.
-    mutating func feed(_ edge: Edge, at time: UInt64) -> (Edge, UInt64)? {
+    package mutating func feed(_ edge: Edge, at time: UInt64) -> (Edge, UInt64)? {
         let confirmed = flush(through: time)
         if edge.level != stableLevel {
             pending = (edge.level, time)
@@ -59,7 +59,7 @@ struct SoftwareDebouncer {
     }
 
     /// Confirms the pending level if it has held for the period by `time`.
-    mutating func flush(through time: UInt64) -> (Edge, UInt64)? {
+    package mutating func flush(through time: UInt64) -> (Edge, UInt64)? {
         guard let pending, time >= pending.since + periodNs else { return nil }
         self.pending = nil
         stableLevel = pending.level
@@ -69,18 +69,18 @@ struct SoftwareDebouncer {
 
 /// A bounded FIFO of edge events that overwrites the oldest when full, like the kernel's
 /// per-request kfifo; overwritten events are counted.
-struct EdgeEventRing {
-    let capacity: Int
+package struct EdgeEventRing {
+    package let capacity: Int
     private var storage: [EdgeEvent] = []
     private var head = 0
-    private(set) var overwritten = 0
+    package private(set) var overwritten = 0
 
-    init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = max(1, capacity)
         storage.reserveCapacity(self.capacity)
     }
 
-    mutating func append(_ event: EdgeEvent) {
+    package mutating func append(_ event: EdgeEvent) {
         if storage.count - head == capacity {
             head += 1
             overwritten += 1
@@ -90,7 +90,7 @@ struct EdgeEventRing {
     }
 
     /// Removes and returns everything buffered, oldest first.
-    mutating func drain() -> [EdgeEvent] {
+    package mutating func drain() -> [EdgeEvent] {
         let events = Array(storage[head...])
         storage.removeAll(keepingCapacity: true)
         head = 0
@@ -98,7 +98,7 @@ struct EdgeEventRing {
     }
 
     /// Returns and resets the overwritten count.
-    mutating func takeOverwritten() -> Int {
+    package mutating func takeOverwritten() -> Int {
         defer { overwritten = 0 }
         return overwritten
     }

@@ -15,7 +15,7 @@ public enum GPIOBias: String, Sendable, Equatable, CaseIterable {
 public enum EdgeDetection: String, Sendable, Equatable, CaseIterable {
     case none, rising, falling, both
 
-    func accepts(_ edge: Edge) -> Bool {
+    package func accepts(_ edge: Edge) -> Bool {
         switch self {
         case .none: false
         case .both: true
@@ -106,7 +106,7 @@ public struct InputSettings: Sendable, Equatable {
     /// a burst (a DHT frame is 84 edges) easily overflows.
     public static let defaultEventBufferSize = 64
 
-    var effectiveBufferSize: Int { eventBufferSize > 0 ? eventBufferSize : Self.defaultEventBufferSize }
+    package var effectiveBufferSize: Int { eventBufferSize > 0 ? eventBufferSize : Self.defaultEventBufferSize }
 }
 
 /// How an output line is requested.

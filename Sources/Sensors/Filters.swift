@@ -33,13 +33,13 @@ struct FilterChain {
     }
 
     /// Passes a reading taken at `time` through every stage; nil when a stage holds it back.
-    mutating func apply(_ reading: SensorValue.Reading, at time: UInt64) -> SensorValue.Reading? {
+    mutating func apply(_ reading: SensorSample.Reading, at time: UInt64) -> SensorSample.Reading? {
         apply(reading, at: time, from: 0)
     }
 
     /// Releases readings whose delay has expired by `time`, each through the remaining stages.
-    mutating func tick(at time: UInt64) -> [SensorValue.Reading] {
-        var released: [SensorValue.Reading] = []
+    mutating func tick(at time: UInt64) -> [SensorSample.Reading] {
+        var released: [SensorSample.Reading] = []
         for index in stages.indices {
             guard case let .delayed(target, delay, _, pending?) = stages[index], pending <= time else { continue }
             stages[index] = .delayed(target: target, delayNs: delay, reported: target, pending: nil)
@@ -48,7 +48,7 @@ struct FilterChain {
         return released
     }
 
-    private mutating func apply(_ reading: SensorValue.Reading, at time: UInt64, from start: Int) -> SensorValue.Reading? {
+    private mutating func apply(_ reading: SensorSample.Reading, at time: UInt64, from start: Int) -> SensorSample.Reading? {
         var reading = reading
         for index in stages.indices where index >= start {
             switch (stages[index], reading) {

@@ -3,12 +3,12 @@ import GPIO
 /// One reading an engine produced, before filtering and naming.
 struct Emission {
     var channel: String
-    var reading: SensorValue.Reading
+    var reading: SensorSample.Reading
     var unit: String
     var time: UInt64
 
     static let valueChannel = "value"
-    static let lostEventsChannel = SensorValue.lostEventsChannel
+    static let lostEventsChannel = SensorSample.lostEventsChannel
 }
 
 /// The kind-specific part of a sensor: owns its lines and turns edge events and time into
@@ -121,12 +121,12 @@ final class SensorCore {
         return earliest
     }
 
-    func start(at now: UInt64) throws -> [SensorValue] {
+    func start(at now: UInt64) throws -> [SensorSample] {
         finish(try engine.start(at: now))
     }
 
     /// Reads every pending event and runs every deadline up to `now`, in time order.
-    func step(now: UInt64) -> [SensorValue] {
+    func step(now: UInt64) -> [SensorSample] {
         var out: [Emission] = []
         var events = pendingEvents
         pendingEvents = []  // unique, so appending below reuses its storage
@@ -156,7 +156,7 @@ final class SensorCore {
             events.sort { $0.event.timestampNs < $1.event.timestampNs }  // stable: keeps per-line order
         }
         var next = 0
-        var values: [SensorValue] = []
+        var values: [SensorSample] = []
         finish(out, into: &values)
         while true {
             if let due = deadline, due <= now, next == events.count || events[next].event.timestampNs > due {
@@ -171,14 +171,14 @@ final class SensorCore {
         }
     }
 
-    func write(_ value: Bool, at now: UInt64) throws -> [SensorValue] {
+    func write(_ value: Bool, at now: UInt64) throws -> [SensorSample] {
         finish(try engine.write(value, at: now))
     }
 
     func stop() { engine.stop() }
 
-    private func tickFilters(at time: UInt64) -> [SensorValue] {
-        var values: [SensorValue] = []
+    private func tickFilters(at time: UInt64) -> [SensorSample] {
+        var values: [SensorSample] = []
         for channel in chains.keys.sorted() {
             for reading in chains[channel]!.tick(at: time) {
                 values.append(value(channel: channel, reading: reading, unit: units[channel] ?? "", time: time))
@@ -189,14 +189,14 @@ final class SensorCore {
 
     private var units: [String: String] = [:]
 
-    private func finish(_ emissions: [Emission]) -> [SensorValue] {
-        var values: [SensorValue] = []
+    private func finish(_ emissions: [Emission]) -> [SensorSample] {
+        var values: [SensorSample] = []
         finish(emissions, into: &values)
         return values
     }
 
     /// Filters the emissions into values appended to `values` (no array of their own per event).
-    private func finish(_ emissions: [Emission], into values: inout [SensorValue]) {
+    private func finish(_ emissions: [Emission], into values: inout [SensorSample]) {
         for emission in emissions {
             let unit = emission.channel == Emission.valueChannel ? (spec.unit ?? emission.unit) : emission.unit
             guard emission.channel != Emission.lostEventsChannel else {
@@ -212,8 +212,8 @@ final class SensorCore {
         }
     }
 
-    private func value(channel: String, reading: SensorValue.Reading, unit: String, time: UInt64) -> SensorValue {
-        SensorValue(sensor: spec.name, channel: channel, reading: reading, unit: unit, timestampNs: time)
+    private func value(channel: String, reading: SensorSample.Reading, unit: String, time: UInt64) -> SensorSample {
+        SensorSample(sensor: spec.name, channel: channel, reading: reading, unit: unit, timestampNs: time)
     }
 }
 

@@ -20,24 +20,24 @@ public actor SensorRunner {
     public nonisolated let name: String
     private let backend: any GPIOBackend
     private let core: SensorCore
-    private var latestValues: [String: SensorValue] = [:]
+    private var latestValues: [String: SensorSample] = [:]
     /// The consumer while `run` runs.
-    private var deliver: (@Sendable (SensorValue) -> Void)?
+    private var deliver: (@Sendable (SensorSample) -> Void)?
     /// Wakes the runner at the sensor's deadline.
-    private let timer: EventLoop.Timer
+    private let timer: DeadlineTimer
 
     /// Requests the sensor's lines at once, so a missing or busy line fails here.
     public init(spec: SensorSpec, backend: any GPIOBackend) throws {
         name = spec.name
         self.backend = backend
         let wake = WakeTarget()
-        timer = EventLoop.shared.makeTimer { wake.runner?.onLoop { $0.step() } }
+        timer = DeadlineTimer { _ in wake.runner?.onLoop { $0.step() } }
         core = try SensorCore(spec: spec, backend: backend, onReadable: { wake.stepOnLoop() })
         wake.runner = self
     }
 
     /// The latest value of each channel.
-    public func latest() -> [String: SensorValue] { latestValues }
+    public func latest() -> [String: SensorSample] { latestValues }
 
     /// Drives an output sensor.
     public func write(_ value: Bool) throws {
@@ -46,10 +46,10 @@ public actor SensorRunner {
 
     /// Reads the sensor, handing every value to `deliver` in order, on the event loop and
     /// isolated to this runner, until the surrounding task is cancelled; then releases its lines.
-    public func run(delivering deliver: @escaping @Sendable (SensorValue) -> Void) async throws {
+    public func run(delivering deliver: @escaping @Sendable (SensorSample) -> Void) async throws {
         self.deliver = deliver
         defer {
-            timer.disarm()
+            timer.cancel()
             core.stop()
             self.deliver = nil
         }
@@ -65,22 +65,19 @@ public actor SensorRunner {
     private func step() {
         guard deliver != nil else { return }
         publish(core.step(now: backend.now()))
-        armTimer()
+        scheduleDeadline()
     }
 
-    /// Arms the timer for the sensor's deadline, on the backend's clock: the simulator's virtual
-    /// clock may run apart from the loop's, so a wake-up before the deadline steps nothing and
-    /// arms again for what is left.
-    private func armTimer() {
-        guard let deadline = core.deadline else {
-            timer.disarm()
-            return
-        }
+    /// Schedules the timer for the sensor's deadline, which is on the backend's clock: the
+    /// simulator's virtual clock may run apart from the loop's, so a wake-up before the deadline
+    /// steps nothing and schedules again for what is left.
+    private func scheduleDeadline() {
+        guard let deadline = core.deadline else { return }
         let now = backend.now()
-        timer.arm(at: EventLoop.now() + (deadline > now ? deadline - now : 0))
+        timer.schedule(at: EventLoop.now() + (deadline > now ? deadline - now : 0))
     }
 
-    private func publish(_ new: [SensorValue]) {
+    private func publish(_ new: [SensorSample]) {
         for value in new {
             latestValues[value.channel] = value
             deliver?(value)
@@ -122,14 +119,14 @@ public final class SimulatedSensorDriver {
     }
 
     /// Starts every sensor; returns their initial values.
-    public func start() throws -> [SensorValue] {
+    public func start() throws -> [SensorSample] {
         try cores.flatMap { try $0.start(at: backend.now()) }
     }
 
     /// Advances virtual time by `duration`, returning every value produced, in order per sensor.
-    public func run(for duration: Duration) -> [SensorValue] {
+    public func run(for duration: Duration) -> [SensorSample] {
         let end = backend.now() + duration.nanoseconds
-        var values: [SensorValue] = []
+        var values: [SensorSample] = []
         repeat {
             let now = backend.now()
             let due = cores.compactMap(\.deadline).min() ?? .max
@@ -141,7 +138,7 @@ public final class SimulatedSensorDriver {
     }
 
     /// Writes to the output sensor named `sensor`.
-    public func write(_ sensor: String, _ value: Bool) throws -> [SensorValue] {
+    public func write(_ sensor: String, _ value: Bool) throws -> [SensorSample] {
         guard let core = cores.first(where: { $0.spec.name == sensor }) else {
             throw SensorError.unknownSensor(sensor)
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Config
+import DevelopmentHarness
 import Gateway
 import Logging
 import ServiceLifecycle

@@ -78,14 +78,15 @@ struct SimulatedLineInventory: LineInventory {
         return nil
     }
 
-    private func describe(_ generator: LineGenerator) -> String {
+    private func describe(_ generator: SignalGenerator) -> String {
         switch generator {
         case .constant(let level): "constant \(level ? 1 : 0)"
         case .square(let period, let duty): "square period \(DurationText.format(period)) duty \(duty)"
         case .pulses(let rate, let width): "pulses \(rate) Hz width \(DurationText.format(width))"
         case .steps(let steps, let repeats): "steps ×\(steps.count)\(repeats ? " repeating" : "")"
-        case .dht(let model, let temperature, let humidity): "\(model.rawValue) \(temperature) °C \(humidity) %"
-        case .hcsr04(let distance, let trigger): "hcsr04 \(distance) m (trigger \(trigger))"
+        case .dht22(let humidity, let temperature, _): "dht22 \(temperature) °C \(humidity) %"
+        case .dht11(let humidity, let temperature, _): "dht11 \(temperature) °C \(humidity) %"
+        case .hcsr04(let trigger, let distance): "hcsr04 \(distance) m (trigger \(trigger))"
         case .socket(let path): "levels sent to \(path)"
         }
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Config
 import GPIO
+import GPIOLibgpiod
 
 struct LinesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

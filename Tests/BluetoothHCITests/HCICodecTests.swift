@@ -1,4 +1,5 @@
 import BluetoothCore
+import Foundation
 import Testing
 
 @testable import BluetoothHCI

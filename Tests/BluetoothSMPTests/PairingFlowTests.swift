@@ -86,18 +86,18 @@ import Testing
 
         let outcome = try Self.finish(manager, central)
         #expect(outcome.identity == central.identity)
-        #expect(outcome.security == LinkSecurity(keySize: 16, authenticated: false, secureConnections: true, bonded: true))
+        #expect(outcome.security == LinkEncryption(keySize: 16, authenticated: false, secureConnections: true, bonded: true))
         let bond = try #require(outcome.bond)
         #expect(bond.longTermKey.key.bytes == central.ltk)
         #expect(bond.longTermKey.ediv == 0 && bond.longTermKey.rand == 0)
         #expect(bond.peerIdentityResolvingKey == central.identityResolvingKey)
         #expect(bond.localIdentityResolvingKey != nil)
         #expect(manager.bonds.bonds == [bond])
-        #expect(manager.linkSecurity(on: Self.handle)?.bonded == true)
+        #expect(manager.linkEncryption(on: Self.handle)?.bonded == true)
         #expect(!manager.isPairing(on: Self.handle))
         #expect(manager.nextDeadline == nil)
         _ = manager.encryptionChanged(on: Self.handle, enabled: false, now: .seconds(2))
-        #expect(manager.linkSecurity(on: Self.handle) == nil)
+        #expect(manager.linkEncryption(on: Self.handle) == nil)
     }
 
     /// Runs a whole Just Works pairing and returns the outcome.
@@ -541,14 +541,14 @@ import Testing
         #expect(rpa.isResolvablePrivate)
         manager.connectionOpened(0x41, peer: rpa, local: Self.gatewayAddress)
         #expect(manager.bond(on: 0x41)?.clientConfigurations == [0x002A: 0x0001])
-        #expect(manager.linkSecurity(on: 0x41) == nil)
+        #expect(manager.linkEncryption(on: 0x41) == nil)
         #expect(manager.longTermKeyRequest(on: 0x41, ediv: 1, rand: 0) == nil)
         let key = try #require(manager.longTermKeyRequest(on: 0x41, ediv: 0, rand: 0))
         #expect(key.key.bytes == central.ltk)
         #expect(manager.encryptionChanged(on: 0x41, enabled: true, now: .zero).isEmpty)
         #expect(
-            manager.linkSecurity(on: 0x41)
-                == LinkSecurity(
+            manager.linkEncryption(on: 0x41)
+                == LinkEncryption(
                     keySize: 16, authenticated: false,
                     secureConnections: true, bonded: true))
         #expect(manager.setClientConfiguration(0x0002, handle: 0x002A, on: 0x41))

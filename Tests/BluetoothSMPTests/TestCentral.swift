@@ -199,7 +199,7 @@ final class Gateway {
     func setClientConfiguration(_ value: UInt16, handle attribute: UInt16, on handle: UInt16) -> Bool {
         manager.setClientConfiguration(value, handle: attribute, on: handle)
     }
-    func linkSecurity(on handle: UInt16) -> LinkSecurity? { manager.linkSecurity(on: handle) }
+    func linkEncryption(on handle: UInt16) -> LinkEncryption? { manager.linkEncryption(on: handle) }
     func bond(on handle: UInt16) -> Bond? { manager.bond(on: handle) }
     func isPairing(on handle: UInt16) -> Bool { manager.isPairing(on: handle) }
 }

@@ -95,7 +95,7 @@ struct ValidConfigTests {
             sensors[0]
                 == SensorConfig(
                     id: "door", kind: .binary(door, holdTime: .milliseconds(100)),
-                    filters: [.invert, .delayOff(.seconds(2))], bthome: false))
+                    filters: [.invert, .delayedOff(.seconds(2))], bthome: false))
         let wind = InputLineConfig(
             line: LineReference(name: "GPIO22", chip: nil), bias: .asIs, activeLow: false,
             debounce: .zero)
@@ -302,10 +302,10 @@ struct ValidConfigTests {
         #expect(chip.name == "gpiochip0" && chip.label == "bench")
         #expect(
             chip.lines.map(\.generator) == [
-                .constant(level: true), .square(period: .milliseconds(20), duty: 0.25),
-                .pulses(rate: 100, width: .milliseconds(5)),
-                .steps([LevelStep(level: true, duration: .seconds(1))], repeats: false),
-                .dht(.dht11, temperature: 21.5, humidity: 60), nil, .hcsr04(distance: 0.5, trigger: "T"),
+                .constant(true), .square(period: .milliseconds(20), duty: 0.25),
+                .pulses(perSecond: 100, width: .milliseconds(5)),
+                .steps([.init(true, .seconds(1))], repeats: false),
+                .dht11(humidity: 60, temperature: 21.5), nil, .hcsr04(trigger: "T", distanceMeters: 0.5),
                 .socket(path: "/run/gattway/door.socket")
             ])
     }

@@ -35,16 +35,16 @@ struct BTHomeBroadcastTests {
           - {id: pulses, kind: counter, line: PULSES}
         """
 
-    static func value(_ sensor: String, _ channel: String, _ reading: Sensors.SensorValue.Reading) -> Sensors.SensorValue {
-        Sensors.SensorValue(sensor: sensor, channel: channel, reading: reading, unit: "", timestampNs: 0)
+    static func value(_ sensor: String, _ channel: String, _ reading: SensorSample.Reading) -> SensorSample {
+        SensorSample(sensor: sensor, channel: channel, reading: reading, unit: "", timestampNs: 0)
     }
 
-    static func value(_ sensor: String, _ reading: Sensors.SensorValue.Reading) -> Sensors.SensorValue {
+    static func value(_ sensor: String, _ reading: SensorSample.Reading) -> SensorSample {
         value(sensor, "value", reading)
     }
 
     /// `record` outside the expectation macros, which cannot call mutating members.
-    func record(_ broadcast: inout BTHomeBroadcast, _ value: Sensors.SensorValue) -> Bool {
+    func record(_ broadcast: inout BTHomeBroadcast, _ value: SensorSample) -> Bool {
         broadcast.record(value)
     }
 

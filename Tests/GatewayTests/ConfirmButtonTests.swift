@@ -6,16 +6,16 @@ import Testing
 /// The confirm button counts a press only from a seen release, so a button held (or a line
 /// stuck active) at start, or after a failed reading, confirms nothing.
 struct ConfirmButtonTests {
-    static func level(_ pressed: Bool) -> SensorValue {
-        SensorValue(sensor: "pair", channel: "value", reading: .bool(pressed), unit: "", timestampNs: 0)
+    static func level(_ pressed: Bool) -> SensorSample {
+        SensorSample(sensor: "pair", channel: "value", reading: .bool(pressed), unit: "", timestampNs: 0)
     }
 
-    static let failed = SensorValue(sensor: "pair", channel: "value", reading: .failure(.timeout), unit: "", timestampNs: 0)
-    static let lostEvents = SensorValue(sensor: "pair", channel: "lost_events", reading: .number(3), unit: "", timestampNs: 0)
+    static let failed = SensorSample(sensor: "pair", channel: "value", reading: .failure(.timeout), unit: "", timestampNs: 0)
+    static let lostEvents = SensorSample(sensor: "pair", channel: "lost_events", reading: .number(3), unit: "", timestampNs: 0)
 
     @Test func onlyAReleaseThenPressCounts() {
         var button = ConfirmButton()
-        let sequence: [(SensorValue, Bool)] = [
+        let sequence: [(SensorSample, Bool)] = [
             (Self.level(true), false),  // held at start
             (Self.level(true), false),
             (Self.level(false), false),

@@ -21,9 +21,9 @@ import Testing
 
     /// Runs `core` from deadline to deadline (at most 1 ms at a time) for `duration`, as
     /// `SimulatedSensorDriver` does, but on any backend wrapping `sim`.
-    func run(_ core: SensorCore, on sim: SimulatedBackend, for duration: Duration) -> [SensorValue] {
+    func run(_ core: SensorCore, on sim: SimulatedBackend, for duration: Duration) -> [SensorSample] {
         let end = sim.now() + duration.nanoseconds
-        var values: [SensorValue] = []
+        var values: [SensorSample] = []
         while sim.now() < end {
             let next = min(core.deadline ?? .max, end, sim.now() + 1_000_000)
             if next > sim.now() { sim.advance(to: next) }

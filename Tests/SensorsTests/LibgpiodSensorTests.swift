@@ -1,10 +1,11 @@
 import EventLoop
 import Foundation
 import GPIO
+import GPIOLibgpiod
 import Testing
 @testable import Sensors
 
-/// Sensors end to end on the kernel's gpio-sim (see `LibgpiodBackendTests` in GPIOTests for the
+/// Sensors end to end on the kernel's gpio-sim (see `LibgpiodBackendTests` in GPIOLibgpiodTests for the
 /// chip the VM harness creates).
 @Suite(
     .enabled(
@@ -29,7 +30,7 @@ struct LibgpiodSensorTests {
                 kind: .binary(
                     BinarySettings(
                         line: LineSelector("SIM0", chip: "gattway-sim")))), backend: backend)
-        let (delivered, deliver) = AsyncStream.makeStream(of: SensorValue.self)
+        let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
         let task = Task { try await door.run(delivering: { deliver.yield($0) }) }
         var values = delivered.makeAsyncIterator()
         #expect(await values.next()?.bool == false)
@@ -51,7 +52,7 @@ struct LibgpiodSensorTests {
                 kind: .output(
                     OutputSensorSettings(
                         line: LineSelector("SIM7", chip: "gattway-sim")))), backend: backend)
-        let (delivered, deliver) = AsyncStream.makeStream(of: SensorValue.self)
+        let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
         let task = Task { try await relay.run(delivering: { deliver.yield($0) }) }
         var values = delivered.makeAsyncIterator()
         #expect(await values.next()?.bool == false)

@@ -12,13 +12,13 @@ import TestHarness
     func drive(
         _ lines: [SimulatedLineConfig], _ sensors: [SensorSpec],
         maxStep: Duration = .milliseconds(1)
-    ) throws -> (SimulatedBackend, SimulatedSensorDriver, [SensorValue]) {
+    ) throws -> (SimulatedBackend, SimulatedSensorDriver, [SensorSample]) {
         let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "sensors", lines: lines)], startNs: Self.start)
         let driver = try SimulatedSensorDriver(backend: sim, sensors: sensors, maxStep: maxStep)
         return (sim, driver, try driver.start())
     }
 
-    func seconds(_ value: SensorValue) -> Double { Double(value.timestampNs - Self.start) / 1e9 }
+    func seconds(_ value: SensorSample) -> Double { Double(value.timestampNs - Self.start) / 1e9 }
 
     // MARK: binary
 

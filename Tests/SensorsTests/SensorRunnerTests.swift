@@ -16,7 +16,7 @@ import Testing
         let runner = try SensorRunner(
             spec: SensorSpec(name: "door", kind: .binary(BinarySettings(line: LineSelector("DOOR")))),
             backend: sim)
-        let (delivered, deliver) = AsyncStream.makeStream(of: SensorValue.self)
+        let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
         let task = Task { try await runner.run(delivering: { deliver.yield($0) }) }
         var values = delivered.makeAsyncIterator()
         #expect(await values.next()?.bool == false)
@@ -37,7 +37,7 @@ import Testing
         let runner = try SensorRunner(
             spec: SensorSpec(name: "led", kind: .output(OutputSensorSettings(line: LineSelector("LED")))),
             backend: sim)
-        let (delivered, deliver) = AsyncStream.makeStream(of: SensorValue.self)
+        let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
         let task = Task { try await runner.run(delivering: { deliver.yield($0) }) }
         var values = delivered.makeAsyncIterator()
         #expect(await values.next()?.bool == false)

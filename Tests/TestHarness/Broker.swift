@@ -1,3 +1,4 @@
+import DevelopmentHarness
 import Foundation
 
 /// A real mosquitto on a free loopback port with a generated configuration. Stopped (SIGTERM,

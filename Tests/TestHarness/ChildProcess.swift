@@ -1,3 +1,4 @@
+import DevelopmentHarness
 import Foundation
 
 /// A command run as a child process with its output captured: how the tests run a program
@@ -178,44 +179,4 @@ public func builtExecutable(_ name: String) throws -> String {
         throw TestFailure("\(name) is not built next to the test binary (\(path)); run `swift build --build-tests`")
     }
     return path
-}
-
-/// Starts `command` (the executable's path first) with an empty signal mask and default signal
-/// handlers: Foundation's `Process` passes on the test runner's blocked signals, and a child would
-/// then never see SIGTERM. `environment` replaces the test's own when given, `ownProcessGroup`
-/// makes it the leader of a new group (as a shell starts a job), `files` sets up its descriptors.
-public func spawnWithDefaultSignals(
-    _ command: [String], environment: [String: String]? = nil, ownProcessGroup: Bool = false,
-    files: (inout posix_spawn_file_actions_t) -> Void
-) throws -> pid_t {
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var empty = sigset_t()
-    sigemptyset(&empty)
-    posix_spawnattr_setsigmask(&attributes, &empty)
-    var all = sigset_t()
-    sigfillset(&all)
-    posix_spawnattr_setsigdefault(&attributes, &all)
-    var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
-    if ownProcessGroup {
-        posix_spawnattr_setpgroup(&attributes, 0)
-        flags |= POSIX_SPAWN_SETPGROUP
-    }
-    posix_spawnattr_setflags(&attributes, Int16(flags))
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    files(&actions)
-    let argv = command.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
-    defer { envp?.forEach { free($0) } }
-    var pid: pid_t = 0
-    let rc =
-        envp == nil
-        ? posix_spawn(&pid, command[0], &actions, &attributes, argv, environ)
-        : posix_spawn(&pid, command[0], &actions, &attributes, argv, &envp!)
-    guard rc == 0 else { throw TestFailure("cannot start \(command[0]): \(String(cString: strerror(rc)))") }
-    return pid
 }

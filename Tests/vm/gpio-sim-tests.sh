@@ -47,7 +47,7 @@ if [[ -f $d13root/.gattway-root-complete ]]; then
     v2_binary=$v2_dir/shim-test-v2
     # debian13.sh's bundle, if it was built after the last change to the GPIO layer here.
     bundle=$d13build/debug/gattwayPackageTests.xctest
-    newer=$(cd "$repo" && find Sources/CGPIODShim Sources/GPIO Sources/Sensors Tests/GPIOTests Tests/SensorsTests \
+    newer=$(cd "$repo" && find Sources/CGPIODShim Sources/GPIO Sources/GPIOLibgpiod Sources/Sensors Tests/GPIOTests Tests/GPIOLibgpiodTests Tests/SensorsTests \
         -newer "$bundle" -print -quit 2>/dev/null || echo missing)
     if [[ -x $bundle && -z $newer ]]; then
         v2_build=$d13build

@@ -18,7 +18,7 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
     private let link: HostPeripheralLink
     private let lock = Mutex(())
     /// Wakes the peripheral at its ATT transaction deadline; on the loop, the peripheral's executor.
-    private let expiryTimer: EventLoop.Timer
+    private let expiryTimer: DeadlineTimer
     /// The address behind each `CentralID`, recorded before the peripheral hears of the central,
     /// so whatever handles its events can name it. Kept after a disconnection (the events of a
     /// central that has gone still name it) until the connection handle is reused.
@@ -28,8 +28,12 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
         link = HostPeripheralLink()
         let peripheral = Peripheral(configuration: configuration, link: link)
         self.peripheral = peripheral
-        expiryTimer = EventLoop.shared.makeTimer {
-            peripheral.onLoop { $0.expireTransactions() }
+        expiryTimer = DeadlineTimer { timer in
+            let next = peripheral.onLoop { peripheral in
+                peripheral.expireTransactions()
+                return peripheral.nextTransactionDeadline
+            }
+            timer.schedule(after: next.map { $0 - ContinuousClock.now })
         }
     }
 
@@ -93,7 +97,7 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
     /// Wakes the peripheral at its next ATT transaction deadline (an unconfirmed indication).
     private nonisolated(nonsending) func armTransactionTimer() async {
         guard let deadline = await peripheral.nextTransactionDeadline else { return }
-        expiryTimer.arm(after: deadline - ContinuousClock.now)
+        expiryTimer.schedule(after: deadline - ContinuousClock.now)
     }
 }
 

@@ -211,7 +211,7 @@ extension PeripheralHost {
     /// a bonded central's subscriptions once its link runs on the bond's key.
     private func updateSecurity(of connection: ConnectionState) async {
         let central = connection.central
-        let smp = securityManager.linkSecurity(on: central.handle)
+        let smp = securityManager.linkEncryption(on: central.handle)
         let security = BluetoothGATT.LinkSecurity(
             isEncrypted: smp != nil, isAuthenticated: smp?.authenticated ?? false,
             encryptionKeySize: Int(smp?.keySize ?? 0), isBonded: smp?.bonded ?? false,

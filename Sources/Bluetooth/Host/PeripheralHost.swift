@@ -1,6 +1,7 @@
 import BluetoothCore
 import BluetoothGATT
 import BluetoothHCI
+import BluetoothHCITransport
 import BluetoothL2CAP
 import BluetoothSMP
 import EventLoop

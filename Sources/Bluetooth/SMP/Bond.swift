@@ -2,7 +2,7 @@ import BluetoothCore
 
 /// What protects an encrypted link: the answer to "may this peer read an `authenticated`
 /// characteristic?".
-public struct LinkSecurity: Hashable, Sendable {
+public struct LinkEncryption: Hashable, Sendable {
     /// Encryption key size in octets (7...16).
     public var keySize: UInt8
     /// The key came from an authenticated (MITM-protected) association model.
@@ -83,8 +83,8 @@ public struct Bond: Hashable, Sendable, CustomStringConvertible, CustomDebugStri
         self.clientConfigurations = clientConfigurations
     }
 
-    public var security: LinkSecurity {
-        LinkSecurity(
+    public var security: LinkEncryption {
+        LinkEncryption(
             keySize: longTermKey.keySize, authenticated: longTermKey.authenticated,
             secureConnections: longTermKey.secureConnections, bonded: true)
     }

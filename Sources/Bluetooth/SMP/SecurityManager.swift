@@ -19,7 +19,7 @@ import BluetoothCore
 ///   `key.littleEndianBytes`, or send the Negative Reply when it returns nil.
 /// - `encryptionChanged(on:enabled:now:)` on HCI Encryption Change (and Key Refresh Complete
 ///   with `enabled: true`): this starts key distribution of a pairing in progress;
-///   `linkSecurity(on:)` then says what the link is protected by (for ATT permission checks).
+///   `linkEncryption(on:)` then says what the link is protected by (for ATT permission checks).
 /// - `requestSecurity(on:authenticated:now:)` when a GATT access needs more security than the
 ///   link has: sends a Security Request so the central pairs or encrypts.
 /// - `nextDeadline` / `expireTimers(now:)`: the 30 s SMP timeout (Vol 3 Part H 3.4). Schedule a
@@ -54,7 +54,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
         /// The key handed to the controller in the last LTK reply, in effect once encryption is on.
         var pendingKey: LongTermKey?
         var pendingKeyBonded = false
-        var security: LinkSecurity?
+        var security: LinkEncryption?
         /// The identity of the bond this link paired into or encrypted with: a central may
         /// distribute an identity address other than the address it connected from.
         var bondIdentity: BluetoothAddress?
@@ -89,10 +89,10 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
     }
 
     /// What the encrypted link `handle` is protected by; nil while it is not encrypted.
-    public func linkSecurity(on handle: ConnectionHandle) -> LinkSecurity? { links[handle]?.security }
+    public func linkEncryption(on handle: ConnectionHandle) -> LinkEncryption? { links[handle]?.security }
 
     /// The bond of the central on `handle` (its identity or resolved private address), if any.
-    /// Restore its subscriptions only once `linkSecurity(on:)?.bonded` is true: an address alone
+    /// Restore its subscriptions only once `linkEncryption(on:)?.bonded` is true: an address alone
     /// can be spoofed, the bonded key cannot.
     public func bond(on handle: ConnectionHandle) -> Bond? {
         guard let link = links[handle] else { return nil }
@@ -208,7 +208,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
             links[handle]?.security = nil
             return []
         }
-        links[handle]?.security = LinkSecurity(
+        links[handle]?.security = LinkEncryption(
             keySize: key.keySize, authenticated: key.authenticated,
             secureConnections: key.secureConnections, bonded: link.pendingKeyBonded)
         guard var session = link.session, session.phase == .awaitingEncryption else { return [] }
@@ -304,7 +304,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
         }
         backoff.recordSuccess(link.peer)
         backoff.recordSuccess(identity)
-        let security = LinkSecurity(
+        let security = LinkEncryption(
             keySize: keys.encryption.keySize, authenticated: keys.encryption.authenticated,
             secureConnections: keys.encryption.secureConnections, bonded: bond != nil)
         links[handle]?.security = security
@@ -391,7 +391,7 @@ public struct PairingOutcome: Hashable, Sendable, CustomStringConvertible {
     public var peer: BluetoothAddress
     /// Its identity address (the same as `peer` when it distributed none).
     public var identity: BluetoothAddress
-    public var security: LinkSecurity
+    public var security: LinkEncryption
     public var bond: Bond?
 
     public var description: String {

@@ -1,13 +1,15 @@
+import Sensors
+
 public struct SensorConfig: Sendable, Hashable {
     /// Unique; characteristics name it in `source: {sensor: id}`.
     public var id: String
     public var kind: SensorKindConfig
     /// Applied in order to the sensor's value.
-    public var filters: [SensorFilterConfig]
+    public var filters: [SensorFilter]
     /// Also broadcast the sensor's readings as BTHome v2 service data (UUID 0xFCD2).
     public var bthome: Bool
 
-    public init(id: String, kind: SensorKindConfig, filters: [SensorFilterConfig], bthome: Bool) {
+    public init(id: String, kind: SensorKindConfig, filters: [SensorFilter], bthome: Bool) {
         self.id = id
         self.kind = kind
         self.filters = filters
@@ -52,11 +54,6 @@ public enum LineBias: String, Sendable, Hashable, CaseIterable {
     case pullDown = "pull_down"
 }
 
-public enum RateUnit: String, Sendable, Hashable, CaseIterable {
-    case second
-    case minute
-}
-
 /// What a sensor measures, with its kind-specific settings.
 public enum SensorKindConfig: Sendable, Hashable {
     /// Button, door contact, PIR: 1 while active. A change must last `holdTime` to count.
@@ -64,13 +61,13 @@ public enum SensorKindConfig: Sendable, Hashable {
     /// Counts pulses; the total persists in the state directory.
     case counter(InputLineConfig)
     /// Pulses per second or minute over a sliding `window`, multiplied by `scale`.
-    case rate(InputLineConfig, window: Duration, per: RateUnit, scale: Double)
+    case rate(InputLineConfig, window: Duration, per: RateSettings.Per, scale: Double)
     /// High time and duty cycle, averaged over `window`.
     case pulseWidth(InputLineConfig, window: Duration)
     /// HC-SR04: a pulse on `trigger`, distance in metres from the echo's high time.
     case distance(trigger: LineReference, echo: InputLineConfig, interval: Duration, timeout: Duration)
     /// DHT22 / DHT11 temperature (°C) and humidity (%), read every `interval`.
-    case dht(DHTModel, line: LineReference, interval: Duration)
+    case dht(DHTSettings.Model, line: LineReference, interval: Duration)
     /// Quadrature encoder: one step per `transitionsPerStep` quadrature transitions; steps wrap
     /// into 0..<wrap when set.
     case rotaryEncoder(a: InputLineConfig, b: InputLineConfig, transitionsPerStep: Int, wrap: Int?)
@@ -114,25 +111,6 @@ public enum SensorKindConfig: Sendable, Hashable {
         case .rotaryEncoder(let a, let b, _, _): [a.line, b.line]
         }
     }
-}
-
-public enum DHTModel: String, Sendable, Hashable, CaseIterable {
-    case dht22
-    case dht11
-}
-
-/// A per-sensor value filter, applied in configuration order.
-public enum SensorFilterConfig: Sendable, Hashable {
-    /// Binary sensors: swap 0 and 1.
-    case invert
-    /// Binary sensors: report 1 only after the input has been active this long.
-    case delayOn(Duration)
-    /// Binary sensors: report 0 only after the input has been inactive this long.
-    case delayOff(Duration)
-    /// The mean of the last N values.
-    case movingAverage(Int)
-    case offset(Double)
-    case scale(Double)
 }
 
 /// Which of a sensor's values a characteristic carries.

@@ -1,3 +1,6 @@
+import GPIO
+import Sensors
+
 extension ConfigParser {
     // MARK: gpio
 
@@ -35,7 +38,7 @@ extension ConfigParser {
         }
         // An HC-SR04 generator answers pulses on a trigger line of its own chip.
         for (path, line) in zip(linePaths, lines) {
-            if case .hcsr04(_, let trigger) = line.generator, seen[trigger] == nil {
+            if case .hcsr04(let trigger, _) = line.generator, seen[trigger] == nil {
                 context.error(
                     path.key("generator").key("trigger"), line: nil,
                     "no line \"\(trigger)\" on this chip"
@@ -61,12 +64,12 @@ extension ConfigParser {
         }
     }
 
-    private func parseGenerator(_ m: ConfigMapping) -> LineGenerator? {
+    private func parseGenerator(_ m: ConfigMapping) -> SignalGenerator? {
         guard let kind = m.required("type")?.choice(GeneratorKind.self) else { return nil }
         rejectSettings(of: m, allowed: ["type"] + kind.settings, listed: kind.settings, kindName: kind.rawValue)
         switch kind {
         case .constant:
-            return .constant(level: m["level"].flatMap(lineLevel) ?? D.constantLevel)
+            return .constant(m["level"].flatMap(lineLevel) ?? D.constantLevel)
         case .square:
             guard let period = m.required("period")?.duration(in: .microseconds(1)...(.seconds(3600))) else {
                 return nil
@@ -81,28 +84,29 @@ extension ConfigParser {
                     "\(DurationText.format(width)) is not shorter than the period "
                         + "of \(ConfigNode.formatNumber(rate)) Hz")
             }
-            return .pulses(rate: rate, width: width)
+            return .pulses(perSecond: rate, width: width)
         case .steps:
             let steps =
-                m.required("steps")?.list()?.compactMap { item -> LevelStep? in
+                m.required("steps")?.list()?.compactMap { item -> SignalGenerator.Step? in
                     guard let step = item.mapping("gpio.chips[].lines[].generator.steps[]"),
                         let level = step.required("level").flatMap(lineLevel),
                         let duration = step.required("duration")?.duration()
                     else { return nil }
-                    return LevelStep(level: level, duration: duration)
+                    return SignalGenerator.Step(level, duration)
                 } ?? []
             if steps.isEmpty, let node = m["steps"], case .sequence = node.node.content {
                 node.report("needs at least one step")
             }
             return .steps(steps, repeats: m["repeat"]?.bool() ?? D.stepsRepeat)
         case .dht22, .dht11:
-            return .dht(
-                kind == .dht22 ? .dht22 : .dht11,
-                temperature: m["temperature"]?.number(in: -40...80) ?? D.dhtTemperature,
-                humidity: m["humidity"]?.number(in: 0...100) ?? D.dhtHumidity)
+            let temperature = m["temperature"]?.number(in: -40...80) ?? D.dhtTemperature
+            let humidity = m["humidity"]?.number(in: 0...100) ?? D.dhtHumidity
+            return kind == .dht22
+                ? .dht22(humidity: humidity, temperature: temperature)
+                : .dht11(humidity: humidity, temperature: temperature)
         case .hcsr04:
             guard let trigger = m.required("trigger")?.nonEmptyString() else { return nil }
-            return .hcsr04(distance: m["distance"]?.number(in: 0.02...4) ?? D.hcsr04Distance, trigger: trigger)
+            return .hcsr04(trigger: trigger, distanceMeters: m["distance"]?.number(in: 0.02...4) ?? D.hcsr04Distance)
         case .socket:
             guard let node = m.required("path"), let path = node.nonEmptyString() else { return nil }
             // sockaddr_un's sun_path holds 108 bytes with the terminating NUL.
@@ -191,7 +195,7 @@ extension ConfigParser {
         case .rate:
             kind = input("line").map {
                 .rate(
-                    $0, window: window(D.rateWindow), per: m["per"]?.choice(RateUnit.self) ?? D.ratePer,
+                    $0, window: window(D.rateWindow), per: m["per"]?.choice(RateSettings.Per.self) ?? D.ratePer,
                     scale: m["scale"]?.number() ?? D.rateScale)
             }
         case .pulseWidth:
@@ -205,7 +209,7 @@ extension ConfigParser {
                 echo.map { .distance(trigger: trigger, echo: $0, interval: interval, timeout: timeout) }
             }
         case .dht22, .dht11:
-            let model: DHTModel = kindName == .dht22 ? .dht22 : .dht11
+            let model: DHTSettings.Model = kindName == .dht22 ? .dht22 : .dht11
             let interval = m["interval"]?.duration(in: D.dhtMinimumInterval...(.seconds(3600))) ?? D.dhtInterval
             kind = line("line").map { .dht(model, line: $0, interval: interval) }
         case .rotaryEncoder:
@@ -266,12 +270,12 @@ extension ConfigParser {
         }
     }
 
-    private func parseFilters(_ node: ConfigNode, kind: SensorKindName) -> [SensorFilterConfig] {
+    private func parseFilters(_ node: ConfigNode, kind: SensorKindName) -> [SensorFilter] {
         if kind == .output {
             node.report("an output has no filters")
             return []
         }
-        return node.list()?.compactMap { item -> SensorFilterConfig? in
+        return node.list()?.compactMap { item -> SensorFilter? in
             guard let m = item.mapping("sensors[].filters[]") else { return nil }
             guard m.order.count == 1, let key = m.order.first else {
                 if m.order.count > 1 {
@@ -296,11 +300,11 @@ extension ConfigParser {
                 guard let flag = value.bool() else { return nil }
                 if !flag { value.report("write invert: true, or leave the filter out") }
                 return flag ? .invert : nil
-            case "delay_on": return value.duration().map(SensorFilterConfig.delayOn)
-            case "delay_off": return value.duration().map(SensorFilterConfig.delayOff)
-            case "moving_average": return value.integer(in: 2...1000).map(SensorFilterConfig.movingAverage)
-            case "offset": return value.number().map(SensorFilterConfig.offset)
-            case "scale": return value.number().map(SensorFilterConfig.scale)
+            case "delay_on": return value.duration().map(SensorFilter.delayedOn)
+            case "delay_off": return value.duration().map(SensorFilter.delayedOff)
+            case "moving_average": return value.integer(in: 2...1000).map(SensorFilter.movingAverage)
+            case "offset": return value.number().map(SensorFilter.offset)
+            case "scale": return value.number().map(SensorFilter.scale)
             default: return nil
             }
         } ?? []

@@ -27,7 +27,7 @@ public struct SimulatedLineConfig: Sendable, Equatable {
 
 /// What drives a simulated input line. Levels are physical (before active-low). Periodic
 /// generators start at the simulator's start time.
-public enum SignalGenerator: Sendable, Equatable {
+public enum SignalGenerator: Sendable, Hashable {
     /// A fixed level.
     case constant(Bool)
     /// High for `duty` (0...1) of every `period`, starting high.
@@ -55,7 +55,7 @@ public enum SignalGenerator: Sendable, Equatable {
     case socket(path: String)
 
     /// One level of a `steps` generator.
-    public struct Step: Sendable, Equatable {
+    public struct Step: Sendable, Hashable {
         public var level: Bool
         public var duration: Duration
 

@@ -22,7 +22,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     private var generatedThrough: UInt64
     private var nextRequestID: UInt64 = 1
     private let clock: Clock
-    private var timer: EventLoop.Timer?
+    private var timer: DeadlineTimer?
     /// The time periodic generators start from (their first cycle begins here).
     public let originNs: UInt64
 
@@ -34,7 +34,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         generatedThrough = origin
         chipStates = chips.map { SimulatedChip(config: $0, origin: origin) }
         if clock == .realTime {
-            timer = EventLoop.shared.makeTimer { [weak self] in self?.realTimeWake() }
+            timer = DeadlineTimer { [weak self] _ in self?.realTimeWake() }
         }
     }
 
@@ -89,11 +89,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
                 if let due = chipStates[c].lines[l].input?.debouncer?.deadline { next = min(next ?? due, due) }
             }
         }
-        guard let next else {
-            timer.disarm()
-            return
-        }
-        timer.arm(at: max(next, EventLoop.now() + 1_000_000))
+        timer.schedule(at: next.map { max($0, EventLoop.now() + 1_000_000) })
     }
 
     /// Generates edges up to `time`; returns the readable callbacks to run outside the lock.

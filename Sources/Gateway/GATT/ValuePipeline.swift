@@ -187,7 +187,7 @@ public actor ValuePipeline {
 
     /// A sensor reading: becomes the value of every characteristic carrying it. Synchronous: a
     /// sensor's runner hands its readings over on the event loop, where this actor runs.
-    public func sensorValue(_ reading: Sensors.SensorValue) {
+    public func sensorValue(_ reading: SensorSample) {
         guard let refs = sensorRoutes[SensorRoute(sensor: reading.sensor, channel: reading.channel)] else { return }
         let value: Values.SensorValue
         switch reading.reading {

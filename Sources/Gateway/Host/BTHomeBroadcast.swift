@@ -57,7 +57,7 @@ public struct BTHomeBroadcast: Sendable {
     }
 
     /// Keeps `value` if it is a broadcast reading; true when what is advertised changes.
-    public mutating func record(_ value: Sensors.SensorValue) -> Bool {
+    public mutating func record(_ value: SensorSample) -> Bool {
         let route = Route(sensor: value.sensor, channel: value.channel)
         guard let object = routes.first(where: { $0.route == route })?.object else { return false }
         let adapted: Values.SensorValue
@@ -157,7 +157,7 @@ public actor BTHomeAdvertiser {
     /// A sensor reading; the advertising data follows when it is a broadcast one that changed.
     /// Synchronous, on the event loop where the reading was made: the update itself (at most one a
     /// `minimumInterval`) runs as a task.
-    public func reading(_ value: Sensors.SensorValue) {
+    public func reading(_ value: SensorSample) {
         guard broadcast.record(value) else { return }
         scheduleRefresh()
     }

@@ -9,7 +9,7 @@ struct ConfirmButton {
     private var released = false
 
     /// Whether `value`, the next value of the button's sensor, is a press.
-    mutating func isPress(_ value: SensorValue) -> Bool {
+    mutating func isPress(_ value: SensorSample) -> Bool {
         guard value.channel == SensorReading.value.rawValue else { return false }
         guard let pressed = value.bool else {
             released = false

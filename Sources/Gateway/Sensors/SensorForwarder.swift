@@ -35,12 +35,12 @@ actor SensorForwarder {
     }
 
     /// The runner's consumer (`SensorRunner.run(delivering:)`), called on the event loop.
-    nonisolated func deliver(_ value: SensorValue) {
+    nonisolated func deliver(_ value: SensorSample) {
         onLoop(with: value) { $0.forward($1) }
     }
 
-    private func forward(_ value: SensorValue) {
-        if value.channel == SensorValue.lostEventsChannel, let number = value.number {
+    private func forward(_ value: SensorSample) {
+        if value.channel == SensorSample.lostEventsChannel, let number = value.number {
             let total = Int(number)
             if let line = lostEvents.record(total: total, at: .now) { logger.warning("\(line)") }
             pipeline.onLoop(with: (sensor, total)) { $0.lostEvents(sensor: $1.0, total: $1.1) }

@@ -1,5 +1,6 @@
 import Config
 import GPIO
+import GPIOLibgpiod
 import Sensors
 
 /// Maps the configuration's GPIO and sensor sections onto the GPIO and Sensors layers' own
@@ -17,22 +18,8 @@ public enum SensorMapping {
             SimulatedChipConfig(
                 label: chip.label,
                 lines: chip.lines.map { line in
-                    SimulatedLineConfig(name: line.name, generator: line.generator.map(signalGenerator))
+                    SimulatedLineConfig(name: line.name, generator: line.generator)
                 })
-        }
-    }
-
-    static func signalGenerator(_ generator: LineGenerator) -> SignalGenerator {
-        switch generator {
-        case .constant(let level): .constant(level)
-        case .square(let period, let duty): .square(period: period, duty: duty)
-        case .pulses(let rate, let width): .pulses(perSecond: rate, width: width)
-        case .steps(let steps, let repeats):
-            .steps(steps.map { SignalGenerator.Step($0.level, $0.duration) }, repeats: repeats)
-        case .dht(.dht22, let temperature, let humidity): .dht22(humidity: humidity, temperature: temperature)
-        case .dht(.dht11, let temperature, let humidity): .dht11(humidity: humidity, temperature: temperature)
-        case .hcsr04(let distance, let trigger): .hcsr04(trigger: trigger, distanceMeters: distance)
-        case .socket(let path): .socket(path: path)
         }
     }
 
@@ -46,7 +33,7 @@ public enum SensorMapping {
         func lineFilters(_ input: InputLineConfig) -> [SensorFilter] {
             (input.activeLow ? [.invert] : []) + (input.debounce > .zero ? [.debounce(input.debounce)] : [])
         }
-        let valueFilters = sensor.filters.map(filter)
+        let valueFilters = sensor.filters
         let kind: SensorKind
         var filters: [SensorFilter] = []
         switch sensor.kind {
@@ -63,7 +50,7 @@ public enum SensorMapping {
             kind = .rate(
                 RateSettings(
                     line: selector(input.line), bias: bias(input.bias),
-                    per: per == .minute ? .minute : .second, window: window, scale: scale))
+                    per: per, window: window, scale: scale))
             filters = lineFilters(input)
         case .pulseWidth(let input, let window):
             kind = .pulseWidth(
@@ -80,7 +67,7 @@ public enum SensorMapping {
         case .dht(let model, let line, let interval):
             kind = .dht(
                 DHTSettings(
-                    model: model == .dht22 ? .dht22 : .dht11, line: selector(line),
+                    model: model, line: selector(line),
                     interval: interval))
         case .rotaryEncoder(let a, let b, let transitionsPerStep, let wrap):
             kind = .rotaryEncoder(
@@ -110,17 +97,6 @@ public enum SensorMapping {
         case .disabled: .disabled
         case .pullUp: .pullUp
         case .pullDown: .pullDown
-        }
-    }
-
-    static func filter(_ filter: SensorFilterConfig) -> SensorFilter {
-        switch filter {
-        case .invert: .invert
-        case .delayOn(let duration): .delayedOn(duration)
-        case .delayOff(let duration): .delayedOff(duration)
-        case .movingAverage(let count): .movingAverage(count)
-        case .offset(let amount): .offset(amount)
-        case .scale(let factor): .scale(factor)
         }
     }
 }

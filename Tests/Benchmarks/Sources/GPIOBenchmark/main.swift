@@ -37,14 +37,14 @@ func chip(_ rate: Int) -> [SimulatedChipConfig] {
 do {
     let sim = SimulatedBackend(chips: chip(hertz), clock: .realTime)
     let runner = try SensorRunner(spec: counterSpec(buffer: 16_384, report: .milliseconds(100)), backend: sim)
-    let (values, deliver) = AsyncStream.makeStream(of: SensorValue.self, bufferingPolicy: .bufferingNewest(100_000))
+    let (values, deliver) = AsyncStream.makeStream(of: SensorSample.self, bufferingPolicy: .bufferingNewest(100_000))
     let task = Task {
         defer { deliver.finish() }
         try await runner.run(delivering: { deliver.yield($0) })
     }
     let consumer = Task {
         var checked = 0, mismatches = 0, lost = 0
-        var last: SensorValue?
+        var last: SensorSample?
         var offset: UInt64?
         for await value in values.dropFirst() {  // the first is the total before any read
             if value.channel == "lost_events" { lost = Int(value.number ?? 0); continue }

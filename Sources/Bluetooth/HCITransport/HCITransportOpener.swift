@@ -1,3 +1,4 @@
+import BluetoothHCI
 import CBlueZ
 import Glibc
 

@@ -1,3 +1,4 @@
+import BluetoothHCI
 import Synchronization
 import EventLoop
 import FoundationEssentials

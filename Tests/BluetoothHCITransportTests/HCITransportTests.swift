@@ -3,7 +3,9 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import BluetoothHCI
+import BluetoothHCI
+
+@testable import BluetoothHCITransport
 
 /// Transports over real descriptors: a Unix socket, TCP, a pseudo-terminal standing in for a
 /// UART. The bytes are H4, split however the test chooses.

@@ -1,6 +1,7 @@
 import CGPIODShim
 import Dispatch
 import EventLoop
+import GPIO
 import FoundationEssentials
 import Glibc
 
@@ -17,7 +18,7 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
     // Guarded by `chip.lock` (which also serialises every libgpiod call on this chip).
     private var request: OpaquePointer?
     private var watch: EventLoop.Watch?
-    private var debounceTimer: EventLoop.Timer?
+    private var debounceTimer: DeadlineTimer?
     private var ring: EdgeEventRing
     private var loss: LossDetector?
     private var debouncer: SoftwareDebouncer?
@@ -47,7 +48,7 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
         if softwareDebounce {
             let initial = gw_line_request_get_value(request) == 1
             debouncer = SoftwareDebouncer(periodNs: settings.debounce.nanoseconds, initialLevel: initial)
-            debounceTimer = loop.makeTimer { [weak self] in self?.flushDebounce() }
+            debounceTimer = DeadlineTimer(loop: loop) { [weak self] _ in self?.flushDebounce() }
         }
         watch = loop.watch(gw_line_request_fd(request)) { [weak self] _ in self?.drainKernel() }
     }
@@ -95,14 +96,15 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
     }
 
     private func scheduleDebounceLocked() {
-        guard let debounceTimer, let deadline = debouncer?.deadline else { return }
-        debounceTimer.arm(at: deadline)
+        debounceTimer?.schedule(at: debouncer?.deadline)
     }
 
     /// Runs on the loop's thread when a pending debounced level has held for the period.
     private func flushDebounce() {
         let notify: Bool = chip.lock.withLock { _ in
-            guard request != nil, let (edge, at) = debouncer?.flush(through: EventLoop.now()) else { return false }
+            guard request != nil else { return false }
+            defer { scheduleDebounceLocked() }
+            guard let (edge, at) = debouncer?.flush(through: EventLoop.now()) else { return false }
             return emit(edge, at: at, kernelSequence: 0)
         }
         if notify { onReadable() }
@@ -135,7 +137,7 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
     func release() {
         let taken: (EventLoop.Watch?, LineRequest)? = chip.lock.withLock { _ in
             guard let request else { return nil }
-            debounceTimer?.disarm()
+            debounceTimer?.cancel()
             debounceTimer = nil
             defer { (self.watch, self.request) = (nil, nil) }
             return (watch, LineRequest(pointer: request))

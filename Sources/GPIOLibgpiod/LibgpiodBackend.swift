@@ -1,6 +1,7 @@
 import Synchronization
 import CGPIODShim
 import EventLoop
+import GPIO
 import FoundationEssentials
 import Glibc
 

@@ -1,5 +1,5 @@
 /// What sensors produce: small Sendable values streamed to the GATT and MQTT sides.
-public struct SensorValue: Sendable, Equatable {
+public struct SensorSample: Sendable, Equatable {
     public enum Reading: Sendable, Equatable {
         case number(Double)
         case bool(Bool)

@@ -2,13 +2,10 @@
 import Glibc
 #endif
 
-/// A helper process of `gattway demo` (mosquitto, the virtual controller, the phone), started with
-/// every signal unblocked and at its default action. A Swift process running a ServiceGroup blocks
-/// SIGTERM and SIGINT (they arrive through dispatch sources), and a signal mask survives exec: a
-/// child started with Foundation's `Process` inherits it and never sees the SIGTERM that should
-/// stop it. Each child gets a process group of its own: Ctrl-C in the terminal signals the
-/// foreground group, and the helpers must stay up until the gateway has stopped in order (a
-/// broker or controller vanishing first would make it log losses on the way out).
+/// A helper process of `gattway demo` (mosquitto, the virtual controller, the phone), started
+/// through `spawnWithDefaultSignals`, in a process group of its own: Ctrl-C in the terminal
+/// signals the foreground group, and the helpers must stay up until the gateway has stopped in
+/// order (a broker or controller vanishing first would make it log losses on the way out).
 final class DemoChild: @unchecked Sendable {
     let pid: pid_t
     /// The child's stdin (write end) and stdout (read end), when started with `pipes`; -1 when not.
@@ -16,22 +13,6 @@ final class DemoChild: @unchecked Sendable {
     let output: Int32
 
     init(executable: String, arguments: [String], pipes: Bool = false) throws {
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
         // [read, write] ends, close-on-exec: the child gets only the dup2'ed copies.
         var toChild: [Int32] = [-1, -1]
         var fromChild: [Int32] = [-1, -1]
@@ -40,16 +21,17 @@ final class DemoChild: @unchecked Sendable {
                 throw DemoFailure("cannot make pipes for \(executable): \(String(cString: strerror(errno)))")
             }
             for descriptor in toChild + fromChild { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
-            posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
-            posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
         }
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let status = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-        guard status == 0 else {
+        let pid: pid_t
+        do {
+            pid = try spawnWithDefaultSignals([executable] + arguments, ownProcessGroup: true) { actions in
+                guard pipes else { return }
+                posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
+                posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+            }
+        } catch {
             for descriptor in toChild + fromChild where descriptor >= 0 { close(descriptor) }
-            throw DemoFailure("\(executable) did not start: \(String(cString: strerror(status)))")
+            throw error
         }
         self.pid = pid
         // The parent keeps only its own ends, so each side sees end of file when the other goes.

@@ -1,6 +1,7 @@
 import Synchronization
 import CGPIODShim
 import FoundationEssentials
+import GPIO
 import Glibc
 
 /// An open GPIO chip: the only owner of a `gw_chip` pointer.

@@ -1,7 +1,10 @@
 import EventLoop
 import Foundation
+import TestHarness
 import Testing
-@testable import GPIO
+import GPIO
+
+@testable import GPIOLibgpiod
 
 /// The gpio-sim chip the VM harness creates: label `gattway-sim`, lines `SIM0`…`SIM7`.
 /// Inputs are driven by writing `pull-up`/`pull-down` to `$GATTWAY_GPIOSIM_SYSFS/sim_gpio<k>/pull`;
@@ -21,38 +24,6 @@ enum GPIOSim {
     static func level(_ offset: Int) throws -> Bool {
         try String(contentsOfFile: "\(sysfs!)/sim_gpio\(offset)/value", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines) == "1"
-    }
-}
-
-/// Turns `onReadable` callbacks into something a test can await, with a timeout: the kernel
-/// delivers edges asynchronously, so these tests wait (briefly) where the simulator's do not.
-final class ReadableSignal: Sendable {
-    let stream: AsyncStream<Void>
-    let continuation: AsyncStream<Void>.Continuation
-
-    init() { (stream, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1)) }
-
-    var callback: @Sendable () -> Void {
-        let continuation = continuation
-        return { continuation.yield() }
-    }
-
-    /// Waits until the line signalled readable, or fails after `timeout`.
-    func wait(timeout: Duration = .seconds(5)) async -> Bool {
-        let stream = stream
-        return await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                var iterator = stream.makeAsyncIterator()
-                return await iterator.next() != nil
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
     }
 }
 

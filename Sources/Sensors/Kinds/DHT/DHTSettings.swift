@@ -1,0 +1,16 @@
+import GPIO
+
+public struct DHTSettings: Sendable, Equatable {
+    public enum Model: String, Sendable, Hashable, CaseIterable { case dht22, dht11 }
+
+    public var model: Model
+    public var line: LineSelector
+    /// Time between reads; never less than 2 s, the sensor's own limit.
+    public var interval: Duration
+
+    public init(model: Model, line: LineSelector, interval: Duration = .seconds(10)) {
+        self.model = model
+        self.line = line
+        self.interval = interval
+    }
+}

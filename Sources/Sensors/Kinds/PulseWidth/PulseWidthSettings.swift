@@ -1,0 +1,14 @@
+import GPIO
+
+public struct PulseWidthSettings: Sendable, Equatable {
+    public var line: LineSelector
+    public var bias: GPIOBias
+    /// Averages of the cycles completed in each interval are reported.
+    public var reportInterval: Duration
+
+    public init(line: LineSelector, bias: GPIOBias = .asIs, reportInterval: Duration = .seconds(1)) {
+        self.line = line
+        self.bias = bias
+        self.reportInterval = reportInterval
+    }
+}
