@@ -86,7 +86,7 @@ import Testing
                 indicateCCCD: 0x0001,  // notify bits on an indicate-only characteristic
                 notify.valueHandle: 0x0001,  // not a CCCD (the database changed since)
                 0x0F00: 0x0002  // no such attribute
-            ], for: central)
+            ], for: central, now: .now)
         #expect(server.takeOutput() == [.event(.subscribed(central, notify))])
         #expect(server.snapshot(of: central)?.clientConfigurations == [notifyCCCD: 0x0001])
         // The restored subscription is live: an update reaches the central.
@@ -98,5 +98,40 @@ import Testing
                     [0x1B, UInt8(notify.valueHandle & 0xFF), UInt8(notify.valueHandle >> 8), 0x09],
                     to: central)
             ])
+    }
+
+    /// A bond made on another database (gattway restarted with another layout): its CCCD handles
+    /// may belong to other characteristics now, so only the Service Changed subscription (the GATT
+    /// service's handles, 0x0008-0x000F, never move) comes back, and the central is told every
+    /// handle changed (Vol 3 Part G 2.5.2) so that it discovers again.
+    @Test func aBondFromAnotherDatabaseKeepsOnlyServiceChangedAndIsToldEveryHandleChanged() throws {
+        let (server, published) = try Self.server()
+        let notify = published.characteristics[1]
+        let central = CentralID(4)
+        server.connect(central)
+        _ = server.takeOutput()
+        let serviceChangedValue: UInt16 = 0x000A
+        let serviceChangedCCCD: UInt16 = 0x000B
+        let notifyCCCD = try #require(notify.clientConfigurationHandle)
+        server.addTransmitCredits(1, now: .now)
+        server.restoreClientConfigurations(
+            [serviceChangedCCCD: 0x0002, notifyCCCD: 0x0001], for: central, databaseChanged: true, now: .now)
+        let output = server.takeOutput()
+        #expect(output.count == 2)
+        if case .event(.subscribed(central, let characteristic)) = output.first {
+            #expect(characteristic.uuid == .serviceChanged)
+        } else {
+            Issue.record("no subscribed event for Service Changed: \(output)")
+        }
+        #expect(output.last == .send([0x1D, UInt8(serviceChangedValue), 0x00, 0x01, 0x00, 0xFF, 0xFF], to: central))
+        #expect(server.snapshot(of: central)?.clientConfigurations == [serviceChangedCCCD: 0x0002])
+
+        // Without the Service Changed subscription there is nothing to indicate, and nothing comes back.
+        let other = CentralID(5)
+        server.connect(other)
+        _ = server.takeOutput()
+        server.restoreClientConfigurations([notifyCCCD: 0x0001], for: other, databaseChanged: true, now: .now)
+        #expect(server.takeOutput().isEmpty)
+        #expect(server.snapshot(of: other)?.clientConfigurations == [:])
     }
 }

@@ -18,8 +18,8 @@ struct HostSecurityTests {
     static let key = SecretKey(mostSignificantFirst: (0..<16).map { UInt8(0xC0 + $0) })
 
     /// A state directory holding one bond for `phone` (Secure Connections key, EDIV = Rand = 0)
-    /// with two subscriptions.
-    static func stateDirectoryWithBond() throws -> (String, BondStore) {
+    /// with two subscriptions, made on a database with `databaseHash`.
+    static func stateDirectoryWithBond(databaseHash: [UInt8]? = nil) throws -> (String, BondStore) {
         let directory = try temporaryDirectory("host-security").path
         let store = BondStore(directory: directory)
         try store.save(
@@ -27,9 +27,28 @@ struct HostSecurityTests {
                 Bond(
                     identity: phone,
                     longTermKey: LongTermKey(key: key, keySize: 16, authenticated: true, secureConnections: true),
-                    clientConfigurations: [12: 1, 15: 2])
+                    clientConfigurations: [12: 1, 15: 2], databaseHash: databaseHash)
             ]))
         return (directory, store)
+    }
+
+    /// The bond file's Database Hash once the host wrote `expected` (it saves right after the
+    /// server restored the subscriptions), or what it holds after two seconds.
+    static func storedHash(_ store: BondStore, expected: [UInt8] = Array(repeating: 0x22, count: 16)) async throws -> [UInt8]? {
+        for _ in 0..<200 {
+            if try store.load().bonds.first?.databaseHash == expected { return expected }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return try store.load().bonds.first?.databaseHash
+    }
+
+    /// Connects the bonded `phone` and has it encrypt with its key; returns its `restored` event.
+    static func encryptBonded(_ rig: PeripheralHostTests.Rig, _ controller: FakeController) async throws -> ServerEvent? {
+        _ = try await connect(rig, controller)
+        controller.inject(.event(.le(.longTermKeyRequest(handle: 0x40, rand: 0, ediv: 0))))
+        _ = await command(controller, .leLongTermKeyRequestReply)
+        controller.inject(.event(.encryptionChange(status: .success, handle: 0x40, enabled: true)))
+        return await rig.server.events.first(matching: { if case .restored = $0 { true } else { false } })
     }
 
     /// The first command with `opcode` the host sends.
@@ -76,7 +95,7 @@ struct HostSecurityTests {
                         isBonded: true), central))
         #expect(
             await rig.server.events.first(matching: { if case .restored = $0 { true } else { false } })
-                == .restored([12: 1, 15: 2], central))
+                == .restored([12: 1, 15: 2], central, databaseChanged: false))
 
         // The central unsubscribes from one and subscribes to another: the bond file follows.
         rig.server.setClientConfigurations([12: 1, 18: 1], for: central)
@@ -116,12 +135,51 @@ struct HostSecurityTests {
                 == .leLongTermKeyRequestReply(handle: 0x41, littleEndianKey: Self.key.littleEndianBytes))
         controller.inject(.event(.encryptionChange(status: .success, handle: 0x41, enabled: true)))
         guard
-            case .restored(let restored, let central) = await rig.server.events.first(matching: {
+            case .restored(let restored, let central, _) = await rig.server.events.first(matching: {
                 if case .restored = $0 { true } else { false }
             })
         else { return }
         #expect(restored == [12: 1])
         #expect(central.address == address)
+    }
+
+    /// gattway restarted with another layout: the bond's CCCD handles may now belong to other
+    /// characteristics, so the server is told the database changed (it indicates Service Changed
+    /// instead of restoring them), and the bond then records the hash the central knows now.
+    @Test func aBondMadeOnAnotherDatabaseIsToldItChangedAndRecordsTheNewHash() async throws {
+        let old = Array(repeating: UInt8(0x11), count: 16)
+        let (directory, store) = try Self.stateDirectoryWithBond(databaseHash: old)
+        let controller = FakeController()
+        let rig = try PeripheralHostTests.start([controller], stateDirectory: directory)
+        defer { rig.task.cancel() }
+        let current = Array(repeating: UInt8(0x22), count: 16)
+        rig.server.setDatabaseHash(current)
+        guard case .restored(let configurations, _, let changed) = try await Self.encryptBonded(rig, controller) else {
+            Issue.record("nothing restored")
+            return
+        }
+        #expect(changed)
+        #expect(configurations == [12: 1, 15: 2], "the server picks what survives a change")
+        #expect(try await Self.storedHash(store) == current)
+    }
+
+    @Test func aBondMadeOnTheSameDatabaseGetsItsSubscriptionsAndABondWithoutAHashRecordsOne() async throws {
+        let current = Array(repeating: UInt8(0x22), count: 16)
+        for stored in [current, nil] {
+            let (directory, store) = try Self.stateDirectoryWithBond(databaseHash: stored)
+            let controller = FakeController()
+            let rig = try PeripheralHostTests.start([controller], stateDirectory: directory)
+            defer { rig.task.cancel() }
+            rig.server.setDatabaseHash(current)
+            let restored = try await Self.encryptBonded(rig, controller)
+            guard case .restored(let configurations, _, let changed) = restored else {
+                Issue.record("nothing restored")
+                return
+            }
+            #expect(!changed)
+            #expect(configurations == [12: 1, 15: 2])
+            #expect(try await Self.storedHash(store) == current)
+        }
     }
 
     @Test func anUnknownKeyGetsTheNegativeReplyAndTheLinkStaysUnencrypted() async throws {

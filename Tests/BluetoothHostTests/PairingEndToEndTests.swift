@@ -409,6 +409,64 @@ struct PairingEndToEndTests {
         #expect((received["values"] as? [[String: Any]])?.first?["value"] as? String == "42")
     }
 
+    /// What a phone with privacy does: it pairs from its identity (a static random address),
+    /// distributes its IRK, and comes back from a resolvable private address generated from that
+    /// IRK. gattway resolves it to the bond, asks it to encrypt with the bond's key, and restores
+    /// its subscription; nobody pairs again.
+    @Test func aBondedPhoneReconnectsFromAResolvablePrivateAddressAndFindsItsSubscription() async throws {
+        let running = try await Self.start()
+        defer { running.stop() }
+        let phone = try await running.connectedPhone()
+        try await phone.expect("pair", ["io": "no_input_no_output"])
+        let pairedEvent = try await running.events.first { if case .paired = $0 { true } else { false } }
+        guard case .paired(let first, let identity, bonded: true) = pairedEvent else {
+            Issue.record("not bonded: \(pairedEvent)")
+            return
+        }
+        try await phone.expect("discover")
+        let notify = try #require(running.published.characteristic(Self.notifyUUID))
+        try await phone.expect("subscribe", ["handle": Int(notify.valueHandle)])
+        try await phone.expect("read", ["handle": Int(notify.valueHandle)])
+        let cccd = try #require(notify.clientConfigurationHandle)
+        #expect(await running.host.bonds.bonds.first?.clientConfigurations == [cccd: 1])
+        try await phone.expect("disconnect")
+        _ = try await running.events.first { if case .disconnected = $0 { true } else { false } }
+
+        let privateAddress = try await phone.expect("private_address")
+        let text = try #require(privateAddress.string("address"))
+        let rpa = try #require(BluetoothAddress(String(text.prefix(17)), kind: .random))
+        #expect(rpa.isResolvablePrivate, "\(rpa) is a resolvable private address")
+        #expect(rpa != identity && rpa != first.address)
+        let storedIRK = try #require(try running.bondFile()["bonds"] as? [[String: Any]]).first?["peerIdentityResolvingKey"] as? String
+        #expect(storedIRK != nil, "the phone distributed its IRK")
+
+        try await running.connect(phone)
+        let reconnected = try await running.events.first {
+            if case .connected(let central) = $0, central != first { true } else { false }
+        }
+        guard case .connected(let central) = reconnected else { return }
+        #expect(central.address == rpa, "the central connected from its resolvable private address")
+        let bondedAgain = try await running.events.first {
+            if case .securityChanged(central, let security) = $0, security.isBonded { true } else { false }
+        }
+        #expect(
+            bondedAgain
+                == .securityChanged(
+                    central,
+                    LinkSecurity(
+                        isEncrypted: true, isAuthenticated: false, encryptionKeySize: 16, isBonded: true)))
+        #expect(running.log.text.contains("\(central) is bonded (\(identity))"), "resolved to the bond's identity")
+        let pairings = running.events.all.filter { if case .paired = $0 { true } else { false } }
+        #expect(pairings.count == 1, "the reconnection did not pair again")
+
+        try await phone.expect("listen", ["handle": Int(notify.valueHandle)])
+        let centralID = CentralID(UInt16(truncatingIfNeeded: central.connectionID))
+        #expect(await running.peripheral.clientConfigurations(of: centralID) == [cccd: 1])
+        #expect(try await running.peripheral.updateValue([0x43], for: notify))
+        let received = try await phone.expect("notifications", ["count": 1])
+        #expect((received["values"] as? [[String: Any]])?.first?["value"] as? String == "43")
+    }
+
     @Test func aSecondUnpairedPhoneCannotWriteTheOutput() async throws {
         let running = try await Self.start()
         defer { running.stop() }

@@ -19,7 +19,7 @@ enum ServerEvent: Equatable, Sendable {
     case pdu([UInt8], Central)
     case credits(Int)
     case security(LinkSecurity, Central)
-    case restored([UInt16: UInt16], Central)
+    case restored([UInt16: UInt16], Central, databaseChanged: Bool)
 }
 
 /// An ATT server that records the host's calls and answers an Exchange MTU Request with 517.
@@ -32,6 +32,7 @@ final class RecordingServer: ATTServer, @unchecked Sendable {
     private let lock = NSLock()
     private var bearers: [Central: ATTBearer] = [:]
     private var cccds: [Central: [UInt16: UInt16]] = [:]
+    private var hash: [UInt8] = Array(repeating: 0xAB, count: 16)
 
     init() { (events, continuation) = AsyncStream.makeStream(of: ServerEvent.self) }
 
@@ -54,9 +55,14 @@ final class RecordingServer: ATTServer, @unchecked Sendable {
     nonisolated(nonsending) func securityChanged(_ security: LinkSecurity, for central: Central) async {
         continuation.yield(.security(security, central))
     }
-    nonisolated(nonsending) func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: Central) async {
-        continuation.yield(.restored(clientConfigurations, central))
+    nonisolated(nonsending) func restoreSubscriptions(
+        _ clientConfigurations: [UInt16: UInt16], for central: Central, databaseChanged: Bool
+    ) async {
+        continuation.yield(.restored(clientConfigurations, central, databaseChanged: databaseChanged))
     }
+    nonisolated(nonsending) func databaseHash() async -> [UInt8] { lock.withLock { hash } }
+    /// What `databaseHash()` answers.
+    func setDatabaseHash(_ value: [UInt8]) { lock.withLock { hash = value } }
     nonisolated(nonsending) func clientConfigurations(of central: Central) async -> [UInt16: UInt16] {
         lock.withLock { cccds[central] ?? [:] }
     }

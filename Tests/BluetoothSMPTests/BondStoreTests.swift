@@ -11,7 +11,10 @@ import TestHarness
     static let appendixRPA = BluetoothAddress("70:81:94:0D:FB:AA", kind: .random)!
 
     static let ltkBytes = hex("6986791169d7cd23980522b594750a38")
-    static func bond(_ address: String = "C0:11:22:33:44:55", irk: SecretKey? = appendixIRK) -> Bond {
+    static let databaseHash = hex("f1b2c3d4e5f60718293a4b5c6d7e8f90")
+    static func bond(
+        _ address: String = "C0:11:22:33:44:55", irk: SecretKey? = appendixIRK, databaseHash: [UInt8]? = databaseHash
+    ) -> Bond {
         Bond(
             identity: BluetoothAddress(address, kind: .random)!,
             longTermKey: LongTermKey(
@@ -20,7 +23,7 @@ import TestHarness
             peerIdentityResolvingKey: irk,
             localIdentityResolvingKey: SecretKey(mostSignificantFirst: hex("00112233445566778899aabbccddeeff")),
             peerSigningKey: SecretKey(mostSignificantFirst: hex("fedcba98765432100123456789abcdef")),
-            clientConfigurations: [0x002A: 0x0001, 0x0031: 0x0002])
+            clientConfigurations: [0x002A: 0x0001, 0x0031: 0x0002], databaseHash: databaseHash)
     }
 
     static func mode(_ path: String) throws -> Int {
@@ -63,6 +66,16 @@ import TestHarness
         #expect(!stranger)
     }
 
+    @Test func theDatabaseHashFollowsTheBond() {
+        var registry = BondRegistry([Self.bond(databaseHash: nil)])
+        let newHash = hex("00112233445566778899aabbccddeeff")
+        let set = registry.setDatabaseHash(newHash, for: Self.appendixRPA)
+        #expect(set)
+        #expect(registry.bonds[0].databaseHash == newHash)
+        let stranger = registry.setDatabaseHash(newHash, for: BluetoothAddress("11:22:33:44:55:66")!)
+        #expect(!stranger)
+    }
+
     @Test func roundTripsThroughAFileOfMode0600() throws {
         let scratch = try temporaryDirectory("bonds")
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -70,7 +83,8 @@ import TestHarness
         let store = BondStore(directory: directory)
         #expect(try store.load().bonds.isEmpty)  // No file yet.
 
-        let saved = BondRegistry([Self.bond(), Self.bond("C0:00:00:00:00:03", irk: nil)])
+        // One bond with the Database Hash it last saw, one from a file written before it was kept.
+        let saved = BondRegistry([Self.bond(), Self.bond("C0:00:00:00:00:03", irk: nil, databaseHash: nil)])
         try store.save(saved)
         #expect(try Self.mode(store.path) == 0o600)
         #expect(try Self.mode(directory) == 0o700)

@@ -200,6 +200,15 @@ class Phone:
         self.peer = Peer(self.connection)
         return {"handle": self.connection.handle}
 
+    async def private_address(self):
+        # As a phone with privacy does between connections: a new resolvable private address
+        # from the IRK it distributed when pairing (Core Vol 6 Part B 1.3.2.2), set in the
+        # controller (Bumble's own update_rpa sends the old address) and used by the next connect.
+        address = hci.Address.generate_private_address(self.device.irk)
+        await self.device.send_sync_command(hci.HCI_LE_Set_Random_Address_Command(random_address=address))
+        self.device.random_address = address
+        return {"address": str(address), "irk": self.device.irk.hex()}
+
     def on_security_request(self, connection):
         # As a phone does: a peripheral it has keys for gets encryption with them. Without keys a
         # phone would ask its user to pair; this one leaves pairing to the test.
@@ -388,7 +397,7 @@ async def main() -> None:
             "notifications": phone.notifications, "signal": phone.signal, "smp": phone.smp_pdu,
             "pair": phone.pair, "passkey": phone.enter_passkey, "pairing": phone.pairing,
             "encrypt": phone.encrypt, "security": phone.security, "listen": phone.listen,
-            "disconnect": phone.disconnect,
+            "disconnect": phone.disconnect, "private_address": phone.private_address,
         }
         reader = asyncio.StreamReader()
         await asyncio.get_running_loop().connect_read_pipe(

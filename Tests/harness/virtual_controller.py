@@ -27,6 +27,10 @@ Number Of Completed Packets of its connections to that central, as a radio would
 stops acknowledging: the host's credits for that connection stop returning. "resume" releases
 them.
 
+With --host-address, every host on a socket gets a controller with that public address, as an
+adapter keeps its address when its host restarts (a central that bonded with it then finds it
+again); one such host at a time.
+
 With --vhci, one more controller on the same link is attached to the Linux kernel through
 /dev/vhci (module hci_vhci): the kernel registers it as adapter hciN, which gattway then opens
 through the HCI user channel, while phones reach the link over TCP or Unix as usual.
@@ -348,7 +352,7 @@ class HostConnection:
     def __init__(self, server: "VirtualControllerServer", reader, writer, index: int):
         self.reader = reader
         self.writer = writer
-        address = server.address_for(index)
+        address = server.host_address or server.address_for(index)
         self.controller = HarnessController(
             f"controller{index}", server.link, address, server.acl_length, server.acl_count,
             server.credit_delay)
@@ -414,8 +418,9 @@ class VhciConnection:
 
 
 class VirtualControllerServer:
-    def __init__(self, acl_length, acl_count, credit_delay, zero_public_address):
+    def __init__(self, acl_length, acl_count, credit_delay, zero_public_address, host_address=None):
         self.link = HarnessLink()
+        self.host_address = host_address
         self.acl_length = acl_length
         self.acl_count = acl_count
         self.credit_delay = credit_delay
@@ -430,6 +435,11 @@ class VirtualControllerServer:
 
     async def accept(self, reader, writer) -> None:
         self.count += 1
+        if self.host_address is not None and self.connections:
+            log.error("a second host connected while --host-address gives every host %s; refused",
+                      self.host_address)
+            writer.close()
+            return
         sock = writer.get_extra_info("socket")
         if sock is not None and sock.family in (2, 10):
             import socket
@@ -452,6 +462,8 @@ async def main() -> None:
                         help="delay before a fragment's Number Of Completed Packets")
     parser.add_argument("--zero-public-address", action="store_true",
                         help="controllers report public address 00:00:00:00:00:00")
+    parser.add_argument("--host-address", metavar="ADDRESS",
+                        help="public address of the controller of every socket host (one at a time)")
     parser.add_argument("--exit-with-stdin", action="store_true",
                         help="exit when stdin closes (tests: the controller dies with its parent)")
     parser.add_argument("--vhci", metavar="PATH",
@@ -464,7 +476,7 @@ async def main() -> None:
         parser.error("give --tcp-port and/or --unix")
 
     server = VirtualControllerServer(args.acl_length, args.acl_count, args.credit_delay_ms / 1000.0,
-                                     args.zero_public_address)
+                                     args.zero_public_address, args.host_address)
     listeners = []
     ready = []
     if args.tcp_port is not None:

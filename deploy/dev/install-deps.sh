@@ -10,15 +10,16 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 venv="$root/.venv"
 bumble_version="0.0.236"
 bthome_ble_version="3.25.0"
+bleak_version="3.1.0"
 
 apt_packages=(
     pkg-config libbluetooth-dev libgpiod-dev gpiod libmosquitto-dev libyaml-dev
     mosquitto mosquitto-clients openssl python3-venv
 )
 # What the test command's extra stages use (Debian 13 build, VM kernel tests, .deb tests, the
-# arm64 package under qemu-user).
+# arm64 package under qemu-user, BlueZ as the central in the VM).
 if [[ "${1:-}" == "--test" ]]; then
-    apt_packages+=(debootstrap qemu-system-x86 qemu-user-static binfmt-support file dpkg-dev binutils e2fsprogs gcc make)
+    apt_packages+=(debootstrap qemu-system-x86 qemu-user-static binfmt-support file dpkg-dev binutils e2fsprogs gcc make bluez)
 fi
 
 missing=()
@@ -52,4 +53,9 @@ if ! "$venv/bin/python3" -c "import bumble, cryptography, bthome_ble" 2>/dev/nul
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check "bumble==$bumble_version" cryptography \
         "bthome-ble==$bthome_ble_version"
+fi
+# The BlueZ stage's central (Tests/vm/bluez_central.py): bleak, as Home Assistant uses it.
+if [[ "${1:-}" == "--test" ]] && ! "$venv/bin/python3" -c "import bleak" 2>/dev/null; then
+    echo "install-deps: installing bleak==$bleak_version into $venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "bleak==$bleak_version"
 fi

@@ -242,8 +242,25 @@ public final class GATTServer {
     /// bonded devices). Each CCCD that becomes non-zero emits `subscribed`. A handle that is no
     /// longer a CCCD (the database changed) or bits the characteristic does not offer are
     /// skipped; the host calls this once the link is encrypted with the bond's key.
-    public func restoreClientConfigurations(_ configurations: [UInt16: UInt16], for id: CentralID) {
+    ///
+    /// `databaseChanged`: the database is not the one the central last saw (its bond recorded
+    /// another Database Hash; gattway restarted with another layout). Its other CCCD handles may
+    /// now belong to other characteristics, so only its Service Changed subscription comes back
+    /// (the GATT service's handles never move), and it gets a Service Changed indication over
+    /// every handle (Vol 3 Part G 2.5.2: a bonded client is told of changes made while it was
+    /// disconnected), after which it discovers again and subscribes anew.
+    public func restoreClientConfigurations(
+        _ configurations: [UInt16: UInt16], for id: CentralID, databaseChanged: Bool = false,
+        now: ContinuousClock.Instant
+    ) {
         guard let central = centrals[id], !central.isClosed else { return }
+        if databaseChanged {
+            let serviceChangedCCCD = serviceChanged.clientConfigurationHandle
+            let kept = configurations.filter { $0.key == serviceChangedCCCD }
+            restoreClientConfigurations(kept, for: id, now: now)
+            tellDatabaseChanged(0x0001...0xFFFF, to: central, now: now)
+            return
+        }
         for handle in configurations.keys.sorted() {
             let bits = configurations[handle]!
             guard bits != 0, let attribute = database.attribute(at: handle),
@@ -387,26 +404,26 @@ public final class GATTServer {
     /// Changed indication to those that enabled it, and change-unawareness to those that enabled
     /// robust caching (Vol 3 Part G 2.5.2.1).
     private func databaseChanged(_ range: ClosedRange<UInt16>, now: ContinuousClock.Instant) {
+        for id in orderedCentralIDs {
+            tellDatabaseChanged(range, to: centrals[id]!, now: now)
+        }
+    }
+
+    private func tellDatabaseChanged(_ range: ClosedRange<UInt16>, to central: CentralState, now: ContinuousClock.Instant) {
+        guard !central.isClosed else { return }
+        if central.clientSupportedFeatures & ClientFeatures.robustCaching != 0 {
+            central.isChangeAware = false
+            central.sentOutOfSync = false
+        }
+        guard let cccd = serviceChanged.clientConfigurationHandle,
+            central.clientConfigurations[cccd, default: 0] & 0x0002 != 0
+        else { return }
         var value = ByteWriter(capacity: 4)
         value.write(range.lowerBound)
         value.write(range.upperBound)
-        for id in orderedCentralIDs {
-            let central = centrals[id]!
-            guard !central.isClosed else { continue }
-            if central.clientSupportedFeatures & ClientFeatures.robustCaching != 0 {
-                central.isChangeAware = false
-                central.sentOutOfSync = false
-            }
-            if let cccd = serviceChanged.clientConfigurationHandle,
-                central.clientConfigurations[cccd, default: 0] & 0x0002 != 0
-            {
-                central.indicationQueue.append(
-                    QueuedIndication(
-                        handle: serviceChanged.valueHandle,
-                        value: value.bytes, isServiceChanged: true))
-                pumpIndications(central, now: now)
-            }
-        }
+        central.indicationQueue.append(
+            QueuedIndication(handle: serviceChanged.valueHandle, value: value.bytes, isServiceChanged: true))
+        pumpIndications(central, now: now)
     }
 
     // MARK: The built-in services

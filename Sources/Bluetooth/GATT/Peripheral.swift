@@ -203,11 +203,18 @@ public actor Peripheral {
 
     /// A bonded central's subscriptions from its bond, once its link is encrypted with the
     /// bond's key: they come back (with `subscribed` events) without the central writing its
-    /// CCCDs again.
-    public func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: CentralID) {
-        server.restoreClientConfigurations(clientConfigurations, for: central)
+    /// CCCDs again. With `databaseChanged` (the bond recorded another Database Hash) only its
+    /// Service Changed subscription comes back and it is told every handle changed.
+    public func restoreSubscriptions(
+        _ clientConfigurations: [UInt16: UInt16], for central: CentralID, databaseChanged: Bool = false
+    ) {
+        server.restoreClientConfigurations(
+            clientConfigurations, for: central, databaseChanged: databaseChanged, now: now())
         flush()
     }
+
+    /// The Database Hash as the characteristic carries it, for the host to keep with bonds.
+    public var databaseHash: [UInt8] { server.databaseHash }
 
     /// The central's CCCD values now (handle → bits, non-zero only), for the host to persist a
     /// bonded central's subscriptions; nil when it is not connected.

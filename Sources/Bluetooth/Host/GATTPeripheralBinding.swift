@@ -85,9 +85,16 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
         await peripheral.securityChanged(security, for: Self.centralID(central))
     }
 
-    public nonisolated(nonsending) func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: Central) async {
-        await peripheral.restoreSubscriptions(clientConfigurations, for: Self.centralID(central))
+    public nonisolated(nonsending) func restoreSubscriptions(
+        _ clientConfigurations: [UInt16: UInt16], for central: Central, databaseChanged: Bool
+    ) async {
+        await peripheral.restoreSubscriptions(
+            clientConfigurations, for: Self.centralID(central), databaseChanged: databaseChanged)
         await armTransactionTimer()
+    }
+
+    public nonisolated(nonsending) func databaseHash() async -> [UInt8] {
+        await peripheral.databaseHash
     }
 
     public nonisolated(nonsending) func clientConfigurations(of central: Central) async -> [UInt16: UInt16] {

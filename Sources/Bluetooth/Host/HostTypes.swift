@@ -77,7 +77,12 @@ public protocol ATTServer: AnyObject, Sendable {
     nonisolated(nonsending) func securityChanged(_ security: BluetoothGATT.LinkSecurity, for central: Central) async
     /// A bonded central's CCCD values (handle → bits) from its bond, once its link is encrypted
     /// with the bond's key: its subscriptions come back without it writing the CCCDs again.
-    nonisolated(nonsending) func restoreSubscriptions(_ clientConfigurations: [UInt16: UInt16], for central: Central) async
+    /// `databaseChanged`: the bond recorded another `databaseHash` than the server's now, so the
+    /// stored handles are stale: the server tells the central every handle changed instead.
+    nonisolated(nonsending) func restoreSubscriptions(
+        _ clientConfigurations: [UInt16: UInt16], for central: Central, databaseChanged: Bool) async
+    /// The Database Hash (Vol 3 Part G 7.3) of the attribute database now, kept with each bond.
+    nonisolated(nonsending) func databaseHash() async -> [UInt8]
     /// The central's CCCD values now (non-zero only), which the host persists in its bond.
     nonisolated(nonsending) func clientConfigurations(of central: Central) async -> [UInt16: UInt16]
     /// `count` update PDUs sent to `central` have left the controller (called just before the

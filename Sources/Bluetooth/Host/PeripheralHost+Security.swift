@@ -225,14 +225,27 @@ extension PeripheralHost {
             logger.info("\(central): link \(Self.describe(security))")
         }
         await server.securityChanged(security, for: central)
-        if security.isBonded, !before.isBonded, let bond = securityManager.bond(on: central.handle),
-            !bond.clientConfigurations.isEmpty
-        {
-            logger.info("\(central): restoring \(bond.clientConfigurations.count) subscriptions of its bond")
-            await server.restoreSubscriptions(bond.clientConfigurations, for: central)
+        if security.isBonded, !before.isBonded, let bond = securityManager.bond(on: central.handle) {
+            await restoreBond(bond, of: central)
         }
         // After the restore, so whoever sees the event finds the subscriptions in place.
         eventSink.yield(.securityChanged(central, security))
+    }
+
+    /// A bonded link: the central's subscriptions come back, unless the database changed since
+    /// it last saw it (a restart with another layout), when it is told so instead; either way
+    /// its bond then records the Database Hash it knows now.
+    private func restoreBond(_ bond: Bond, of central: Central) async {
+        let hash = await server.databaseHash()
+        let changed = bond.databaseHash.map { $0 != hash } ?? false
+        if changed {
+            logger.info("\(central): the attribute database changed since it last saw it; indicating Service Changed")
+            await server.restoreSubscriptions(bond.clientConfigurations, for: central, databaseChanged: true)
+        } else if !bond.clientConfigurations.isEmpty {
+            logger.info("\(central): restoring \(bond.clientConfigurations.count) subscriptions of its bond")
+            await server.restoreSubscriptions(bond.clientConfigurations, for: central, databaseChanged: false)
+        }
+        if securityManager.setDatabaseHash(hash, on: central.handle) { saveBonds() }
     }
 
     static func describe(_ security: BluetoothGATT.LinkSecurity) -> String {

@@ -67,12 +67,16 @@ public struct Bond: Hashable, Sendable, CustomStringConvertible, CustomDebugStri
     public var localSigningKey: SecretKey?
     /// CCCD attribute handle → value (0x0001 notify, 0x0002 indicate).
     public var clientConfigurations: [UInt16: UInt16]
+    /// The Database Hash of the attribute database this central last saw on a bonded link (nil
+    /// for a bond stored before gattway kept it): a different hash on reconnection means its
+    /// attribute cache and its `clientConfigurations` handles are stale.
+    public var databaseHash: [UInt8]?
 
     public init(
         identity: BluetoothAddress, longTermKey: LongTermKey,
         peerIdentityResolvingKey: SecretKey? = nil, localIdentityResolvingKey: SecretKey? = nil,
         peerSigningKey: SecretKey? = nil, localSigningKey: SecretKey? = nil,
-        clientConfigurations: [UInt16: UInt16] = [:]
+        clientConfigurations: [UInt16: UInt16] = [:], databaseHash: [UInt8]? = nil
     ) {
         self.identity = identity
         self.longTermKey = longTermKey
@@ -81,6 +85,7 @@ public struct Bond: Hashable, Sendable, CustomStringConvertible, CustomDebugStri
         self.peerSigningKey = peerSigningKey
         self.localSigningKey = localSigningKey
         self.clientConfigurations = clientConfigurations
+        self.databaseHash = databaseHash
     }
 
     public var security: LinkEncryption {
@@ -152,6 +157,16 @@ public struct BondRegistry: Hashable, Sendable, CustomStringConvertible, CustomD
 
     public var description: String { "\(bonds.count) bonds: " + bonds.map(\.description).joined(separator: "; ") }
     public var debugDescription: String { description }
+
+    /// Records the Database Hash a bonded central now knows; false when `address` has no bond.
+    @discardableResult
+    public mutating func setDatabaseHash(_ hash: [UInt8], for address: BluetoothAddress) -> Bool {
+        guard let bond = bond(for: address), let index = bonds.firstIndex(where: { $0.identity == bond.identity }) else {
+            return false
+        }
+        bonds[index].databaseHash = hash
+        return true
+    }
 
     /// Records a CCCD write of a bonded central; false when `address` has no bond.
     @discardableResult

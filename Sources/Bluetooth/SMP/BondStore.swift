@@ -150,6 +150,8 @@ private struct StoredBond: Codable {
     var localSigningKey: String?
     /// CCCD attribute handle (decimal, as JSON keys are strings) → value.
     var clientConfigurations: [String: UInt16]
+    /// Hex as the characteristic carries it; absent in files written before gattway kept it.
+    var databaseHash: String?
 
     init(_ bond: Bond) {
         address = bond.identity.description
@@ -165,6 +167,7 @@ private struct StoredBond: Codable {
         peerSigningKey = bond.peerSigningKey?.bytes.hexString
         localSigningKey = bond.localSigningKey?.bytes.hexString
         clientConfigurations = Dictionary(uniqueKeysWithValues: bond.clientConfigurations.map { (String($0.key), $0.value) })
+        databaseHash = bond.databaseHash?.hexString
     }
 
     var bond: Bond? {
@@ -185,6 +188,8 @@ private struct StoredBond: Codable {
         let optionalKeys = [peerIdentityResolvingKey, localIdentityResolvingKey, peerSigningKey, localSigningKey]
         let parsed = optionalKeys.map { $0.map(Self.key) }
         guard !parsed.contains(where: { $0 == .some(nil) }) else { return nil }
+        let hash = databaseHash.map { [UInt8](hexString: $0) }
+        guard hash != .some(nil) else { return nil }
         return Bond(
             identity: identity,
             longTermKey: LongTermKey(
@@ -192,7 +197,7 @@ private struct StoredBond: Codable {
                 authenticated: authenticated, secureConnections: secureConnections),
             peerIdentityResolvingKey: parsed[0] ?? nil, localIdentityResolvingKey: parsed[1] ?? nil,
             peerSigningKey: parsed[2] ?? nil, localSigningKey: parsed[3] ?? nil,
-            clientConfigurations: configurations)
+            clientConfigurations: configurations, databaseHash: hash ?? nil)
     }
 
     private static func key(_ text: String) -> SecretKey? { SecretKey(hexString: text) }

@@ -255,6 +255,15 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
 
     /// Records a CCCD write on `handle` if the link is encrypted with a bonded key (a spoofed
     /// address must not rewrite a bond); true when the bonds changed (the host then persists them).
+    /// Records the Database Hash the central on `handle` now knows, on a link encrypted with its
+    /// bond's key; true when the bond changed (then persist `bonds`).
+    public mutating func setDatabaseHash(_ hash: [UInt8], on handle: ConnectionHandle) -> Bool {
+        guard let link = links[handle], link.security?.bonded == true, let bond = bond(on: handle) else { return false }
+        let before = bonds
+        bonds.setDatabaseHash(hash, for: bond.identity)
+        return bonds != before
+    }
+
     public mutating func setClientConfiguration(_ value: UInt16, handle attribute: UInt16, on handle: ConnectionHandle) -> Bool {
         guard let link = links[handle], link.security?.bonded == true, let bond = bond(on: handle) else { return false }
         let before = bonds
