@@ -5,7 +5,7 @@ import Foundation
 /// then SIGKILL) by `stop()` and on deinit, so no broker outlives its test.
 public final class Broker: @unchecked Sendable {
     public static let executable = "/usr/sbin/mosquitto"
-    public let port: Int
+    public private(set) var port: Int
     public let directory: URL
     private let configuration: URL
     private var pid: pid_t?
@@ -20,18 +20,27 @@ public final class Broker: @unchecked Sendable {
         directory = try temporaryDirectory("broker")
         configuration = directory.appendingPathComponent("mosquitto.conf")
         let persistence = persistent ? "persistence true\npersistence_location \(directory.path)/" : "persistence false"
-        let text = """
-            per_listener_settings true
-            \(persistence)
-            log_dest stderr
-            log_type error
-            user root
-            listener \(port) 127.0.0.1
-            \(extra)
+        // A free port is free only when it was looked at: another process (a test running in
+        // parallel) may take it before mosquitto binds it. Then another port is tried.
+        for attempt in 1...5 {
+            let text = """
+                per_listener_settings true
+                \(persistence)
+                log_dest stderr
+                log_type error
+                user root
+                listener \(port) 127.0.0.1
+                \(extra)
 
-            """
-        try text.write(to: configuration, atomically: true, encoding: .utf8)
-        try start()
+                """
+            try text.write(to: configuration, atomically: true, encoding: .utf8)
+            do {
+                try start()
+                return
+            } catch let failure as TestFailure where failure.description.contains("Address already in use") && attempt < 5 {
+                port = try freeLoopbackPort()
+            }
+        }
     }
 
     public func start() throws {
