@@ -26,7 +26,7 @@ func sampleConfiguration(discovery: String? = "homeassistant") -> MirrorConfigur
                     kind: .switch, name: "Relay", deviceClass: "outlet")),
             MirrorCharacteristic(id: remote, sourceTopic: "weather/outside"),
             MirrorCharacteristic(id: blob, payloadStyle: .raw)
-        ], discoveryPrefix: discovery)
+        ], discoveryPrefix: discovery, softwareVersion: "1.2.3")
 }
 
 func published(_ actions: [MirrorAction]) -> [String] {
@@ -326,7 +326,7 @@ struct MirrorTests {
                     MirrorCharacteristic(
                         id: door, homeAssistant: HomeAssistantEntity(kind: .binarySensor, name: "Door", deviceClass: "door"),
                         heartbeat: .seconds(300))
-                ])
+                ], softwareVersion: "1.2.3")
         ).discoveryMessages
         #expect(messages[0].topic == "homeassistant/binary_sensor/gattway_pi/io_door/config")
         #expect(
@@ -335,25 +335,29 @@ struct MirrorTests {
     }
 
     @Test(arguments: [
-        (MirrorConfiguration(deviceID: "a/b", characteristics: []), "device id 'a/b' contains '/'"),
+        (MirrorConfiguration(deviceID: "a/b", characteristics: [], softwareVersion: "1"), "device id 'a/b' contains '/'"),
         (
-            MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: .init(service: "s", characteristic: "#"))]),
+            MirrorConfiguration(
+                deviceID: "pi", characteristics: [MirrorCharacteristic(id: .init(service: "s", characteristic: "#"))], softwareVersion: "1"),
             "characteristic name in s '#' contains '#'"
         ),
         (
             MirrorConfiguration(
-                deviceID: "pi", characteristics: [MirrorCharacteristic(id: .init(service: "centrals", characteristic: "x"))]),
+                deviceID: "pi", characteristics: [MirrorCharacteristic(id: .init(service: "centrals", characteristic: "x"))],
+                softwareVersion: "1"),
             "service name 'centrals' is reserved"
         ),
         (
-            MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: relay), MirrorCharacteristic(id: relay)]),
+            MirrorConfiguration(
+                deviceID: "pi", characteristics: [MirrorCharacteristic(id: relay), MirrorCharacteristic(id: relay)], softwareVersion: "1"),
             "characteristic io/relay appears twice"
         ),
         (
-            MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: relay, sourceTopic: "a/+/b")]),
+            MirrorConfiguration(
+                deviceID: "pi", characteristics: [MirrorCharacteristic(id: relay, sourceTopic: "a/+/b")], softwareVersion: "1"),
             "source topic of io/relay 'a/+/b'"
         ),
-        (MirrorConfiguration(baseTopic: "", deviceID: "pi", characteristics: []), "base topic")
+        (MirrorConfiguration(baseTopic: "", deviceID: "pi", characteristics: [], softwareVersion: "1"), "base topic")
     ])
     func invalidNamesAreRejectedClearly(configuration: MirrorConfiguration, message: String) {
         #expect {
