@@ -30,6 +30,7 @@ struct RunningService {
                 host: "127.0.0.1", port: port, clientID: "gattway-\(UUID().uuidString.prefix(8))",
                 backoff: MQTTBackoff(initial: .milliseconds(100), maximum: .milliseconds(500))),
             mirror: configuration, stateDirectory: stateDirectory, logger: testLogger, now: now,
+            birthDelay: { .zero },
             onSet: onSet ?? { id, payload in
                 await recorder.set(id, payload)
                 return .accepted
@@ -88,16 +89,14 @@ struct BrokerTests {
         let service = running.service
 
         #expect(try await watcher.next(on: "gattway/pi1/availability").string == "online")
-        let discovery = try await watcher.messages(on: "homeassistant/switch/gattway_pi1/io_relay/config", count: 1)
+        let discovery = try await watcher.messages(on: "homeassistant/device/gattway_pi1/config", count: 1)
         #expect(discovery[0].string.contains(#""command_topic":"gattway/pi1/io/relay/set""#))
-        _ = try await watcher.next(on: "homeassistant/sensor/gattway_pi1/env_temperature/config")
-        _ = try await watcher.next(on: "homeassistant/sensor/gattway_pi1/connected_centrals/config")
         _ = try await watcher.next(on: "gattway/pi1/state")  // initial state
 
         await service.handle(.peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["reads": 1])))
         #expect(
             try await watcher.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":1}}"#)
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":1}}"#)
 
         await service.handle(.centralConnected(MirrorCentral(address: phone, mtu: 185, security: .encrypted, since: t0)))
         #expect(
@@ -105,7 +104,8 @@ struct BrokerTests {
                 == #"{"address":"AA:BB:CC:DD:EE:01","mtu":185,"security":"encrypted","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#)
         #expect(
             try await watcher.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"counters":{"reads":1}}"#)
+                == #"{"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"counters":{"reads":1}}"#
+        )
 
         await service.handle(.subscribed(temperature, central: phone, kind: .notify))
         #expect(
@@ -146,7 +146,7 @@ struct BrokerTests {
         #expect(try await late.next(on: "gattway/pi1/io/relay").string == #"{"value":false,"ts":"2027-01-15T08:00:00.250Z"}"#)
         #expect(
             try await late.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":1}}"#)
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":1}}"#)
         #expect(try await late.next(on: "gattway/pi1/env/temperature/subscribers").string == #"{"centrals":[]}"#)
         #expect(await late.received(on: "gattway/pi1/centrals/\(phone)").isEmpty)
         #expect(await late.received(on: "gattway/pi1/io/relay/written").isEmpty)
@@ -205,7 +205,7 @@ struct BrokerTests {
         let recorder = GatewayRecorder()
         let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"), recorder: recorder)
         _ = try await watcher.next(on: "gattway/pi1/availability")
-        _ = try await watcher.next(on: "homeassistant/sensor/gattway_pi1/connected_centrals/config")
+        _ = try await watcher.next(on: "homeassistant/device/gattway_pi1/config")
 
         try await watcher.publish(MQTTMessage(topic: "weather/outside", text: "3.5", retain: true))
         await running.service.handle(.subscribed(remote, central: phone, kind: .notify))
@@ -216,8 +216,40 @@ struct BrokerTests {
         try await watcher.publish(MQTTMessage(topic: "homeassistant/status", text: "online"))
         _ = try await watcher.next(on: "homeassistant/status")
         #expect(
-            try await watcher.next(on: "homeassistant/sensor/gattway_pi1/connected_centrals/config").string
+            try await watcher.next(on: "homeassistant/device/gattway_pi1/config").string
                 .contains(#""entity_category":"diagnostic""#))
+        await running.stop()
+        await watcher.stop()
+    }
+
+    /// The first connection migrates gattway 0.1.0's per-entity documents (migrate payload,
+    /// device document, cleared) and remembers it in the state directory, so the next run
+    /// publishes the device document alone; a per-entity document still retained for this device
+    /// is cleared.
+    @Test func discoveryMigrationHappensOnceAndStaleDocumentsAreCleared() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let stateDirectory = try temporaryDirectory("state")
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["homeassistant/#"])
+        let old = "homeassistant/sensor/gattway_pi1/connected_centrals/config"
+        let removed = "homeassistant/sensor/gattway_pi1/env_humidity/config"
+        try await watcher.publish(MQTTMessage(topic: removed, text: #"{"name":"humidity"}"#, retain: true))
+        _ = try await watcher.next(on: removed)
+
+        var running = try RunningService(port: broker.port, stateDirectory: stateDirectory)
+        #expect(try await watcher.next(on: old).string == #"{"migrate_discovery":true}"#)
+        _ = try await watcher.next(on: "homeassistant/device/gattway_pi1/config")
+        #expect(try await watcher.next(on: old).payload.isEmpty)
+        #expect(try await watcher.next(on: removed).payload.isEmpty, "the removed sensor's document is cleared")
+        await running.stop()
+        #expect(
+            FileManager.default.contents(atPath: stateDirectory.appendingPathComponent("homeassistant-discovery").path)
+                == Data("device\n".utf8))
+
+        running = try RunningService(port: broker.port, stateDirectory: stateDirectory)
+        _ = try await watcher.next(on: "homeassistant/device/gattway_pi1/config")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(await watcher.received(on: old).isEmpty, "no second migration")
         await running.stop()
         await watcher.stop()
     }

@@ -139,7 +139,7 @@ public enum MirrorMapping {
 
     /// What a binary input is, from the words of its sensor id and characteristic name
     /// (`door`, `front_window`, `pir`, ...); nil when they do not say.
-    static func binaryDeviceClass(_ names: [String]) -> String? {
+    public static func binaryDeviceClass(_ names: [String]) -> String? {
         let words = Set(names.flatMap { $0.lowercased().split(whereSeparator: { !$0.isLetter }).map(String.init) })
         let classes: [(words: [String], deviceClass: String)] = [
             (["door", "contact", "reed"], "door"), (["window"], "window"),
