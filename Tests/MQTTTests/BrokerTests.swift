@@ -23,6 +23,7 @@ struct RunningService {
         port: Int, stateDirectory: URL, configuration: MirrorConfiguration = sampleConfiguration(),
         recorder: GatewayRecorder = GatewayRecorder(),
         now: @escaping @Sendable () -> Date = { t1 },
+        birthDelay: @escaping @Sendable () -> Duration = { .zero },
         onSet: MQTTMirrorService.SetHandler? = nil
     ) throws {
         let service = try MQTTMirrorService(
@@ -30,7 +31,7 @@ struct RunningService {
                 host: "127.0.0.1", port: port, clientID: "gattway-\(UUID().uuidString.prefix(8))",
                 backoff: MQTTBackoff(initial: .milliseconds(100), maximum: .milliseconds(500))),
             mirror: configuration, stateDirectory: stateDirectory, logger: testLogger, now: now,
-            birthDelay: { .zero },
+            birthDelay: birthDelay,
             onSet: onSet ?? { id, payload in
                 await recorder.set(id, payload)
                 return .accepted
@@ -218,6 +219,24 @@ struct BrokerTests {
         #expect(
             try await watcher.next(on: "homeassistant/device/gattway_pi1/config").string
                 .contains(#""entity_category":"diagnostic""#))
+        await running.stop()
+        await watcher.stop()
+    }
+
+    /// Home Assistant's birth message is answered with the device document after the delay,
+    /// not at once (many gateways hear the same birth message).
+    @Test func birthMessageRepublishesDiscoveryAfterTheDelay() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["homeassistant/#"])
+        let running = try RunningService(
+            port: broker.port, stateDirectory: try temporaryDirectory("state"), birthDelay: { .milliseconds(800) })
+        _ = try await watcher.next(on: "homeassistant/device/gattway_pi1/config")
+        try await watcher.publish(MQTTMessage(topic: "homeassistant/status", text: "online"))
+        _ = try await watcher.next(on: "homeassistant/status")
+        let heard = ContinuousClock.now
+        _ = try await watcher.next(on: "homeassistant/device/gattway_pi1/config")
+        #expect(ContinuousClock.now - heard >= .milliseconds(700))
         await running.stop()
         await watcher.stop()
     }
