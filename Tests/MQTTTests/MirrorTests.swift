@@ -337,7 +337,8 @@ struct MirrorTests {
 
     /// Until the migration is remembered, the first discovery moves gattway 0.1.0's per-entity
     /// entities (those marked announcedPerEntity, and the connected-centrals sensor): migrate
-    /// payload on each old topic, the device document, then each old topic cleared.
+    /// payload on each old topic and the topic cleared, then the device document (a message on
+    /// an old topic after it would reach the new entity, which has the old discovery id).
     @Test func migrationFromPerEntityTopicsIsPublishedInOrder() throws {
         var configuration = sampleConfiguration()
         configuration.characteristics[0].homeAssistant?.announcedPerEntity = true
@@ -347,10 +348,10 @@ struct MirrorTests {
         #expect(
             discovery.map { "\($0.retain ? "retained " : "")\($0.topic) \($0.string.prefix(26))" } == [
                 #"retained homeassistant/sensor/gattway_pi1/env_temperature/config {"migrate_discovery":true}"#,
-                #"retained homeassistant/sensor/gattway_pi1/connected_centrals/config {"migrate_discovery":true}"#,
-                #"retained homeassistant/device/gattway_pi1/config {"dev":{"identifiers":["ga"#,
                 "retained homeassistant/sensor/gattway_pi1/env_temperature/config ",
-                "retained homeassistant/sensor/gattway_pi1/connected_centrals/config "
+                #"retained homeassistant/sensor/gattway_pi1/connected_centrals/config {"migrate_discovery":true}"#,
+                "retained homeassistant/sensor/gattway_pi1/connected_centrals/config ",
+                #"retained homeassistant/device/gattway_pi1/config {"dev":{"identifiers":["ga"#
             ])
         mirror.discoveryMigrationPending = false
         #expect(
@@ -360,7 +361,8 @@ struct MirrorTests {
     }
 
     /// Whatever per-entity document is still retained for this device (a sensor removed from the
-    /// configuration while gattway 0.1.0 announced it) is cleared; the device's own topic, other
+    /// configuration while gattway 0.1.0 announced it) is cleared; the device's own topic, the
+    /// topics of its components (the migration clears those, before the device document), other
     /// devices' topics, empty payloads and live (not retained) messages are not.
     @Test func stalePerEntityDocumentsAreCleared() throws {
         let mirror = try Mirror(configuration: sampleConfiguration())
@@ -371,6 +373,8 @@ struct MirrorTests {
         #expect(mirror.route(MQTTMessage(topic: stale, payload: [], retain: true)) == .ignored)
         #expect(mirror.route(MQTTMessage(topic: "homeassistant/sensor/gattway_pi2/x/config", text: "{}", retain: true)) == .ignored)
         #expect(mirror.route(MQTTMessage(topic: "homeassistant/device/gattway_pi1/config", text: "{}", retain: true)) == .ignored)
+        let current = "homeassistant/switch/gattway_pi1/io_relay/config"
+        #expect(mirror.route(MQTTMessage(topic: current, text: "{}", retain: true)) == .ignored, "a component's own: migrated")
     }
 
     /// A characteristic left out of the configuration is a component left out of the document,

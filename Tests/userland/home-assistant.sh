@@ -26,8 +26,8 @@ cache=${GATTWAY_CACHE:-$HOME/.cache/gattway}
 mirror=${GATTWAY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 root=$cache/home-assistant-root
 # Pinned, so a run tests what the last one did; device discovery needs 2024.11 or later.
-readonly HA_VERSION=2026.2.3 PAHO_VERSION=2.1.0
-stamp_text="trixie python3 python3-venv python3-dev build-essential homeassistant==$HA_VERSION paho-mqtt==$PAHO_VERSION"
+readonly HA_VERSION=2026.2.3
+stamp_text="trixie python3 python3-venv python3-dev build-essential homeassistant==$HA_VERSION frontend mqtt"
 readonly BROKER_PORT=18931 CONTROLLER_PORT=18932
 
 # --- Preconditions -------------------------------------------------------------------------
@@ -69,6 +69,11 @@ in_root() { # in_root COMMAND...: runs in the root with a clean environment
     chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 PATH=/opt/ha-venv/bin:/usr/bin:/bin \
         PIP_CERT=/etc/ssl/certs/host-ca-certificates.crt PIP_DISABLE_PIP_VERSION_CHECK=1 "$@"
 }
+# In the background, `exec in_root ...` would not do (a function); this replaces the subshell, so
+# `$!` is the command itself and the cleanup's kill reaches it.
+exec_in_root() {
+    exec chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 PATH=/opt/ha-venv/bin:/usr/bin:/bin "$@"
+}
 
 # --- The cached root with Home Assistant -----------------------------------------------------
 mkdir -p "$cache"
@@ -90,8 +95,10 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$stamp_text" ]]; then
     cp /etc/ssl/certs/ca-certificates.crt "$root.partial/etc/ssl/certs/host-ca-certificates.crt"
     cp /etc/resolv.conf "$root.partial/etc/resolv.conf"
     mount -t proc proc "$root.partial/proc"
+    cp "$repo/Tests/userland/home_assistant_requirements.py" "$root.partial/root/"
     if ! root=$root.partial in_root /bin/sh -c \
-        "python3 -m venv /opt/ha-venv && pip install homeassistant==$HA_VERSION paho-mqtt==$PAHO_VERSION" \
+        "python3 -m venv /opt/ha-venv && pip install homeassistant==$HA_VERSION &&
+         pip install \$(python3 /root/home_assistant_requirements.py frontend mqtt)" \
         >"$cache/home-assistant-pip.log" 2>&1; then
         umount "$root.partial/proc"
         tail -n 20 "$cache/home-assistant-pip.log"
@@ -112,7 +119,7 @@ gattway=$(cd "$repo" && swift build -j 1 --show-bin-path)/gattway
 
 # --- Broker and Home Assistant ---------------------------------------------------------------
 printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$BROKER_PORT" >"$work/mosquitto.conf"
-mosquitto -c "$work/mosquitto.conf" >"$work/mosquitto.log" 2>&1 &
+mosquitto -c "$work/mosquitto.conf" >"$work/mosquitto.log" 2>&1 9>&- &
 pids+=($!)
 
 config=$root/tmp/ha-config
@@ -150,7 +157,7 @@ mosquitto_pub -p "$BROKER_PORT" -r -t homeassistant/sensor/gattway_ha/connected_
     "{\"name\":\"Connected centrals\",\"unique_id\":\"gattway_ha_connected_centrals\",\"state_topic\":\"gattway/ha/state\",\"value_template\":\"{{ value_json.centrals | length }}\",\"entity_category\":\"diagnostic\",\"icon\":\"mdi:cellphone-link\",$legacy_availability,$legacy_device}"
 
 say "starting Home Assistant $HA_VERSION"
-in_root hass --config /tmp/ha-config --skip-pip --log-file /tmp/ha-config/home-assistant.log >"$work/hass.out" 2>&1 &
+exec_in_root hass --config /tmp/ha-config --skip-pip --log-file /tmp/ha-config/home-assistant.log >"$work/hass.out" 2>&1 9>&- &
 pids+=($!)
 if ! in_root python3 /tmp/home_assistant_check.py legacy "$token" "$BROKER_PORT"; then
     tail -n 30 "$config/home-assistant.log" || true
@@ -158,14 +165,17 @@ if ! in_root python3 /tmp/home_assistant_check.py legacy "$token" "$BROKER_PORT"
 fi
 
 # --- gattway with every sensor kind ---------------------------------------------------------
+# The controller exits when its stdin closes: the write end stays open in this script alone.
+mkfifo "$work/controller.stdin"
 "$repo/.venv/bin/python3" "$repo/Tests/harness/virtual_controller.py" --tcp-port "$CONTROLLER_PORT" --exit-with-stdin \
-    < <(sleep 100000) >"$work/controller.log" 2>&1 &
+    <"$work/controller.stdin" >"$work/controller.log" 2>&1 9>&- &
 pids+=($!)
+exec 8>"$work/controller.stdin"
 sed -e "s/@CONTROLLER_PORT@/$CONTROLLER_PORT/; s/@BROKER_PORT@/$BROKER_PORT/; s#@STATE@#$work/state#" \
     "$repo/Tests/userland/home-assistant.yaml" >"$work/gattway.yaml"
 "$gattway" check --config "$work/gattway.yaml" >/dev/null || fail "gattway check refused the test configuration"
 sleep 1
-"$gattway" run --config "$work/gattway.yaml" >"$work/gattway.log" 2>&1 &
+"$gattway" run --config "$work/gattway.yaml" >"$work/gattway.log" 2>&1 9>&- &
 gattway_pid=$!
 pids+=($gattway_pid)
 

@@ -5,8 +5,11 @@
 ///
 /// gattway 0.1.0 announced each entity on its own topic (`<prefix>/<kind>/gattway_<dev>/<object>/config`).
 /// Those entities keep their entity ids through Home Assistant's migration: `{"migrate_discovery": true}`
-/// on each old topic (Home Assistant unloads the entity and keeps it in its registry), then the
-/// device document (with the same `unique_id`s), then the old topic cleared.
+/// on each old topic (Home Assistant unloads the entity and keeps it in its registry), the old
+/// topic cleared, then the device document (same `unique_id`s). The component keys are the old
+/// object ids, so Home Assistant gives a component the old entity's discovery id
+/// (`gattway_<dev> <object>`), which is why the old topic is cleared before the document: a
+/// message there afterwards reaches the new entity, and Home Assistant warns of a conflict.
 struct HomeAssistantDiscovery {
     let configuration: MirrorConfiguration
     let topics: MirrorTopics
@@ -28,27 +31,38 @@ struct HomeAssistantDiscovery {
     }
 
     /// Whether `topic` is one of the per-entity topics (`perEntityTopicFilter`).
-    func isPerEntityTopic(_ topic: String) -> Bool {
+    private func isPerEntityTopic(_ topic: String) -> Bool {
         guard let prefix = configuration.discoveryPrefix, topic.hasPrefix(prefix + "/") else { return false }
         let levels = topic.dropFirst(prefix.count + 1).split(separator: "/", omittingEmptySubsequences: false)
         return levels.count == 4 && levels[1] == node && levels[3] == "config" && levels[0] != "device"
     }
 
-    /// The device document, preceded by the migration of `migrating`'s per-entity topics (each
-    /// gets the migrate payload before the document and is cleared after it).
+    /// The device document, preceded when `migrating` by the migration of the per-entity topics
+    /// gattway 0.1.0 used for these entities (each gets the migrate payload, then is cleared).
     func messages(migrating: Bool) -> [MQTTMessage] {
         guard let deviceTopic else { return [] }
         let document = MQTTMessage(topic: deviceTopic, payload: deviceDocument.bytes, retain: true)
         guard migrating else { return [document] }
-        let old = perEntityTopics
-        return old.map { MQTTMessage(topic: $0, payload: Self.migratePayload, retain: true) } + [document]
-            + old.map { MQTTMessage(topic: $0, payload: [], retain: true) }
+        let old = perEntityTopics(components.filter(\.announcedPerEntity))
+        return old.flatMap {
+            [
+                MQTTMessage(topic: $0, payload: Self.migratePayload, retain: true),
+                MQTTMessage(topic: $0, payload: [], retain: true)
+            ]
+        } + [document]
     }
 
-    /// Topics gattway 0.1.0 published for the entities of this configuration.
-    var perEntityTopics: [String] {
+    /// The per-entity topics with the discovery ids of `components`.
+    private func perEntityTopics(_ components: [Component]) -> [String] {
         guard let prefix = configuration.discoveryPrefix else { return [] }
-        return components.filter(\.announcedPerEntity).map { "\(prefix)/\($0.platform)/\(node)/\($0.id)/config" }
+        return components.map { "\(prefix)/\($0.platform)/\(node)/\($0.id)/config" }
+    }
+
+    /// A per-entity document still retained on `topic` is stale and is cleared, unless it has the
+    /// discovery id of one of the document's components: that one was cleared by the migration,
+    /// and clearing it again would reach the component's entity.
+    func isStalePerEntityTopic(_ topic: String) -> Bool {
+        isPerEntityTopic(topic) && !perEntityTopics(components).contains(topic)
     }
 
     var deviceDocument: JSONText {

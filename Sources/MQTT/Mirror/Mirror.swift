@@ -243,7 +243,7 @@ public struct Mirror: Sendable {
         if message.topic == homeAssistantStatusTopic, message.payload == Array("online".utf8) {
             return .homeAssistantOnline
         }
-        if message.retain, !message.payload.isEmpty, discovery.isPerEntityTopic(message.topic) {
+        if message.retain, !message.payload.isEmpty, discovery.isStalePerEntityTopic(message.topic) {
             return .stalePerEntityDiscovery(message.topic)
         }
         return .ignored

@@ -268,8 +268,9 @@ public enum MirrorInbound: Sendable, Equatable {
     case sourceValue([MirrorCharacteristicID], payload: [UInt8])
     /// Home Assistant restarted: discovery must be published again.
     case homeAssistantOnline
-    /// A per-entity discovery document of gattway 0.1.0 still retained on this topic (an entity
-    /// migrated or removed since): to clear, so Home Assistant drops what is left of it.
+    /// A per-entity discovery document of gattway 0.1.0 still retained on this topic for an
+    /// entity the device document does not have (a sensor removed since): to clear, so Home
+    /// Assistant removes the entity.
     case stalePerEntityDiscovery(String)
     /// Not a topic the gateway accepts writes on.
     case ignored
