@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import Testing
 import TestHarness
@@ -223,6 +224,26 @@ struct BrokerTests {
         await watcher.stop()
     }
 
+    /// The state topic says how long gattway has run and how deep the outbox is, as of each
+    /// publication.
+    @Test func stateCarriesUptimeAndOutboxDepth() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let clock = Mutex(t0)
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#"])
+        let running = try RunningService(
+            port: broker.port, stateDirectory: try temporaryDirectory("state"), configuration: sampleConfiguration(discovery: nil),
+            now: { clock.withLock { $0 } })
+        _ = try await watcher.next(on: "gattway/pi1/state")
+        clock.withLock { $0 = t0 + 3605.9 }
+        await running.service.handle(.peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true)))
+        #expect(
+            try await watcher.next(on: "gattway/pi1/state").string
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":3605,"outbox":0,"counters":{}}"#)
+        await running.stop()
+        await watcher.stop()
+    }
+
     /// Home Assistant's birth message is answered with the device document after the delay,
     /// not at once (many gateways hear the same birth message).
     @Test func birthMessageRepublishesDiscoveryAfterTheDelay() async throws {
@@ -263,7 +284,19 @@ struct BrokerTests {
         await running.stop()
         #expect(
             FileManager.default.contents(atPath: stateDirectory.appendingPathComponent("homeassistant-discovery").path)
-                == Data("device\n".utf8))
+                == Data(
+                    """
+                    device
+                    sensor connected_centrals
+                    sensor controller_state
+                    sensor env_temperature
+                    switch io_relay
+                    sensor mqtt_outbox
+                    sensor notifications_sent
+                    sensor uptime
+                    sensor values_dropped
+
+                    """.utf8))
 
         running = try RunningService(port: broker.port, stateDirectory: stateDirectory)
         _ = try await watcher.next(on: "homeassistant/device/gattway_pi1/config")

@@ -275,8 +275,8 @@ struct MirrorTests {
 
     static let diagnosticComponents =
         #""connected_centrals":{"p":"sensor","name":"Connected centrals","unique_id":"gattway_pi1_connected_centrals","state_topic":"gattway/pi1/state","value_template":"{{ value_json.centrals | length }}","entity_category":"diagnostic","icon":"mdi:cellphone-link"},"#
-        + #""notifications_sent":{"p":"sensor","name":"Notifications sent","unique_id":"gattway_pi1_notifications_sent","state_topic":"gattway/pi1/state","value_template":"{{ value_json.counters.sent }}","entity_category":"diagnostic","state_class":"total_increasing","icon":"mdi:bell-ring-outline"},"#
-        + #""values_dropped":{"p":"sensor","name":"Values dropped","unique_id":"gattway_pi1_values_dropped","state_topic":"gattway/pi1/state","value_template":"{{ value_json.counters.dropped }}","entity_category":"diagnostic","state_class":"total_increasing","icon":"mdi:delete-alert-outline"},"#
+        + #""notifications_sent":{"p":"sensor","name":"Notifications sent","unique_id":"gattway_pi1_notifications_sent","state_topic":"gattway/pi1/state","value_template":"{{ value_json.counters.get('sent', 0) }}","entity_category":"diagnostic","state_class":"total_increasing","icon":"mdi:bell-ring-outline"},"#
+        + #""values_dropped":{"p":"sensor","name":"Values dropped","unique_id":"gattway_pi1_values_dropped","state_topic":"gattway/pi1/state","value_template":"{{ value_json.counters.get('dropped', 0) }}","entity_category":"diagnostic","state_class":"total_increasing","icon":"mdi:delete-alert-outline"},"#
         + #""mqtt_outbox":{"p":"sensor","name":"MQTT outbox","unique_id":"gattway_pi1_mqtt_outbox","state_topic":"gattway/pi1/state","value_template":"{{ value_json.outbox }}","entity_category":"diagnostic","state_class":"measurement","icon":"mdi:tray-full"},"#
         + #""uptime":{"p":"sensor","name":"Uptime","unique_id":"gattway_pi1_uptime","state_topic":"gattway/pi1/state","value_template":"{{ value_json.uptime }}","entity_category":"diagnostic","device_class":"duration","unit_of_measurement":"s","state_class":"total_increasing"},"#
         + #""controller_state":{"p":"sensor","name":"Controller state","unique_id":"gattway_pi1_controller_state","state_topic":"gattway/pi1/state","value_template":"{{ value_json.state }}","entity_category":"diagnostic","icon":"mdi:bluetooth-settings"}"#
@@ -343,7 +343,7 @@ struct MirrorTests {
         var configuration = sampleConfiguration()
         configuration.characteristics[0].homeAssistant?.announcedPerEntity = true
         var mirror = try Mirror(configuration: configuration)
-        mirror.discoveryMigrationPending = true
+        #expect(mirror.publishedComponents == nil, "no record: migrate")
         let discovery = mirror.retainedSnapshot.filter { $0.topic.hasPrefix("homeassistant/") }
         #expect(
             discovery.map { "\($0.retain ? "retained " : "")\($0.topic) \($0.string.prefix(26))" } == [
@@ -353,7 +353,7 @@ struct MirrorTests {
                 "retained homeassistant/sensor/gattway_pi1/connected_centrals/config ",
                 #"retained homeassistant/device/gattway_pi1/config {"dev":{"identifiers":["ga"#
             ])
-        mirror.discoveryMigrationPending = false
+        mirror.publishedComponents = mirror.componentsToRemember
         #expect(
             mirror.retainedSnapshot.filter { $0.topic.hasPrefix("homeassistant/") }.map(\.topic) == [
                 "homeassistant/device/gattway_pi1/config"
@@ -377,14 +377,22 @@ struct MirrorTests {
         #expect(mirror.route(MQTTMessage(topic: current, text: "{}", retain: true)) == .ignored, "a component's own: migrated")
     }
 
-    /// A characteristic left out of the configuration is a component left out of the document,
-    /// which Home Assistant takes as the entity's removal.
-    @Test func aRemovedCharacteristicLeavesTheDocument() throws {
+    /// A characteristic left out of the configuration after a document carried it is published
+    /// as `{"p": <platform>}` under its key, which is how Home Assistant removes the entity; it
+    /// stays remembered, so the removal goes out again whenever discovery does.
+    @Test func aRemovedCharacteristicIsPublishedAsARemoval() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration())
+        let remembered = mirror.componentsToRemember
+        #expect(remembered.contains(HomeAssistantComponent(platform: "sensor", id: "env_temperature")))
+        #expect(remembered.count == 8, "two characteristics, six diagnostics")
         var configuration = sampleConfiguration()
         configuration.characteristics.removeFirst()
-        let document = try Mirror(configuration: configuration).discoveryMessages[0].string
-        #expect(!document.contains("env_temperature"))
-        #expect(document.contains(#""io_relay":{"#))
+        mirror = try Mirror(configuration: configuration)
+        mirror.publishedComponents = remembered
+        let document = mirror.discoveryMessages[0].string
+        #expect(document.contains(#""controller_state":{"#))
+        #expect(document.contains(#","env_temperature":{"p":"sensor"}},"availability_topic""#), "after the components")
+        #expect(mirror.componentsToRemember == remembered)
     }
 
     /// Home Assistant marks a sensor unavailable after three heartbeats without a value; a

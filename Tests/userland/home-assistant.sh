@@ -153,6 +153,8 @@ legacy_device='"device":{"identifiers":["gattway_ha"],"name":"gattway HA","manuf
 legacy_availability='"availability_topic":"gattway/ha/availability","payload_available":"online","payload_not_available":"offline"'
 mosquitto_pub -p "$BROKER_PORT" -r -t homeassistant/binary_sensor/gattway_ha/gateway_door/config -m \
     "{\"name\":\"door\",\"unique_id\":\"gattway_ha_gateway_door\",\"state_topic\":\"gattway/ha/gateway/door\",\"value_template\":\"{{ 'ON' if value_json.value else 'OFF' }}\",$legacy_availability,$legacy_device}"
+mosquitto_pub -p "$BROKER_PORT" -r -t homeassistant/binary_sensor/gattway_ha/gateway_window/config -m \
+    "{\"name\":\"window\",\"unique_id\":\"gattway_ha_gateway_window\",\"state_topic\":\"gattway/ha/gateway/window\",\"value_template\":\"{{ 'ON' if value_json.value else 'OFF' }}\",$legacy_availability,$legacy_device}"
 mosquitto_pub -p "$BROKER_PORT" -r -t homeassistant/sensor/gattway_ha/connected_centrals/config -m \
     "{\"name\":\"Connected centrals\",\"unique_id\":\"gattway_ha_connected_centrals\",\"state_topic\":\"gattway/ha/state\",\"value_template\":\"{{ value_json.centrals | length }}\",\"entity_category\":\"diagnostic\",\"icon\":\"mdi:cellphone-link\",$legacy_availability,$legacy_device}"
 
@@ -183,6 +185,20 @@ set +e
 in_root python3 /tmp/home_assistant_check.py check "$token" "$BROKER_PORT" "$gattway_pid"
 status=$?
 set -e
+wait "$gattway_pid" || true
+
+# The knob taken out of the configuration: its entity must go, the rest come back.
+if [[ $status -eq 0 ]]; then
+    sed '/^      - uuid: 6E400005-B5A3-F393-E0A9-E50E24DC0001$/,/^      - uuid:/{/^      - uuid: 6E400006/!d}' \
+        "$work/gattway.yaml" >"$work/gattway-without-knob.yaml"
+    ! grep -q 'sensor: knob' "$work/gattway-without-knob.yaml" || fail "the knob is still in the reduced configuration"
+    "$gattway" run --config "$work/gattway-without-knob.yaml" >"$work/gattway-2.log" 2>&1 9>&- &
+    pids+=($!)
+    set +e
+    in_root python3 /tmp/home_assistant_check.py removed "$token" "$BROKER_PORT"
+    status=$?
+    set -e
+fi
 
 # Home Assistant's own words on what it was given.
 problems=$(grep -E '(WARNING|ERROR)' "$config/home-assistant.log" | grep -iE 'mqtt|gattway|discovery' || true)

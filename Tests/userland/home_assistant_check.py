@@ -5,8 +5,10 @@ come with it). Phases, each its own command:
 
   legacy  TOKEN PORT          after gattway 0.1.0's per-entity documents are retained: waits for
                               their entity and renames it (binary_sensor.front_door), as a user would
-  check   TOKEN PORT PID      the device, entities, states and commands; then stops gattway (PID)
-                              and waits for every entity to become unavailable
+  check   TOKEN PORT PID      the device, entities, states and commands; the entity of a sensor
+                              removed during the upgrade is gone; then stops gattway (PID) and
+                              waits for every entity to become unavailable
+  removed TOKEN PORT          gattway runs again without the knob: its entity is gone, the others stay
 
 Exit status 0 when everything holds; each failure is printed as "FAIL: ..." naming what differs.
 """
@@ -24,6 +26,9 @@ import paho.mqtt.client as mqtt
 HA = "http://127.0.0.1:18123"
 DEVICE_TOPIC = "homeassistant/device/gattway_ha/config"
 LEGACY_UNIQUE_ID = "gattway_ha_gateway_door"
+# gattway 0.1.0 announced a window sensor that the configuration no longer has.
+REMOVED_LEGACY_UNIQUE_ID = "gattway_ha_gateway_window"
+KNOB_UNIQUE_ID = "gattway_ha_gateway_knob"
 RENAMED = "binary_sensor.front_door"
 failures = []
 
@@ -122,7 +127,7 @@ async def legacy(token, port):
 
         async def present():
             entities = await ha.entities()
-            return LEGACY_UNIQUE_ID in entities, sorted(entities)
+            return {LEGACY_UNIQUE_ID, REMOVED_LEGACY_UNIQUE_ID} <= set(entities), sorted(entities)
 
         if await eventually("gattway 0.1.0's door entity", present, 60):
             entity = (await ha.entities())[LEGACY_UNIQUE_ID]
@@ -180,6 +185,10 @@ async def check(token, port, gattway_pid):
                 fail(f"device {device}")
         if entities.get(LEGACY_UNIQUE_ID, {}).get("entity_id") != RENAMED:
             fail(f"the migrated door entity is {entities.get(LEGACY_UNIQUE_ID, {}).get('entity_id')}, not {RENAMED}")
+        async def removed_sensor_gone():
+            return REMOVED_LEGACY_UNIQUE_ID not in await ha.entities(), "still in the entity registry"
+
+        await eventually("the entity of a sensor removed during the upgrade is removed", removed_sensor_gone, 20)
         duplicates = [e["entity_id"] for e in entities.values() if e["entity_id"].endswith("_2")]
         if duplicates:
             fail(f"duplicate entities after the migration: {duplicates}")
@@ -264,10 +273,35 @@ async def check(token, port, gattway_pid):
     broker.client.loop_stop()
 
 
+async def removed(token, port):
+    async with aiohttp.ClientSession() as session:
+        ha = HomeAssistant(session, token)
+        await ha.connect()
+
+        async def knob_gone():
+            entities = await ha.entities()
+            return KNOB_UNIQUE_ID not in entities, "the knob's entity is still in the entity registry"
+
+        await eventually("a characteristic removed from the configuration loses its entity", knob_gone, 30)
+        temperature = (await ha.entities()).get("gattway_ha_environment_temperature")
+        if temperature is None:
+            fail("the other entities went too")
+        else:
+
+            async def back():
+                state = (await ha.state(temperature["entity_id"]))["state"]
+                return state not in ("unavailable", "unknown"), f"state {state!r}"
+
+            await eventually(f"{temperature['entity_id']} available again", back, 30)
+        print("knob removed from the configuration: its entity is gone, the others are back", flush=True)
+
+
 if __name__ == "__main__":
     phase, token, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
     if phase == "legacy":
         asyncio.run(legacy(token, port))
-    else:
+    elif phase == "check":
         asyncio.run(check(token, port, int(sys.argv[4])))
+    else:
+        asyncio.run(removed(token, port))
     sys.exit(1 if failures else 0)

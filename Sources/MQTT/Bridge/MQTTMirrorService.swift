@@ -25,8 +25,9 @@ public actor MQTTMirrorService {
     private var inFlight: [Int32: UInt64] = [:]
     private let started: Date
     private let birthDelay: @Sendable () -> Duration
-    /// Written once the migration from per-entity discovery has been published
-    /// (`<state_dir>/homeassistant-discovery`, content `device`).
+    /// The components of the published device documents (`<state_dir>/homeassistant-discovery`:
+    /// a line `device`, then `<platform> <id>` per component); its absence means gattway 0.1.0's
+    /// per-entity discovery is still to migrate.
     private let discoveryStatePath: String
 
     /// The last connection failure (nil once connected).
@@ -54,8 +55,7 @@ public actor MQTTMirrorService {
         var mirror = try Mirror(configuration: mirror)
         let discoveryStatePath = stateDirectory.appendingPathComponent("homeassistant-discovery").path
         do {
-            mirror.discoveryMigrationPending =
-                try mirror.configuration.discoveryPrefix != nil && StateFile.readValue(discoveryStatePath) == nil
+            mirror.publishedComponents = try StateFile.readValue(discoveryStatePath).map(Self.components)
         } catch {
             throw MQTTError.invalidConfiguration("\(error)")
         }
@@ -133,7 +133,7 @@ public actor MQTTMirrorService {
             if outbox.count > 0 { logger.info("MQTT delivering \(outbox.count) queued event(s)") }
             for entry in outbox.pending { send(entry) }
             for message in mirror.retainedSnapshot { publish(message) }
-            if mirror.discoveryMigrationPending { rememberDiscoveryMigrated() }
+            rememberPublishedComponents()
 
         case .disconnected(let id, _):
             if connection == id {
@@ -184,17 +184,31 @@ public actor MQTTMirrorService {
         for message in mirror.discoveryMessages { publish(message) }
     }
 
-    /// The migration went out with this connection's discovery: later connections publish the
-    /// device document alone. Not remembered, it is published again next time, which Home
-    /// Assistant takes as a no-op.
-    private func rememberDiscoveryMigrated() {
+    /// Records the components this connection's discovery published (after a migration, the
+    /// first record). Should writing fail, the next connection publishes the same again, which
+    /// Home Assistant takes as it is.
+    private func rememberPublishedComponents() {
+        let components = mirror.componentsToRemember
+        guard mirror.configuration.discoveryPrefix != nil, components != mirror.publishedComponents else { return }
+        let text = (["device"] + components.sorted().map { "\($0.platform) \($0.id)" }).joined(separator: "\n") + "\n"
         do {
-            try StateFile.write(Array("device\n".utf8), to: discoveryStatePath, mode: 0o644)
-            mirror.discoveryMigrationPending = false
-            logger.info("Home Assistant discovery migrated from per-entity topics to one device document")
+            try StateFile.write(Array(text.utf8), to: discoveryStatePath, mode: 0o644)
+            if mirror.publishedComponents == nil {
+                logger.info("Home Assistant discovery migrated from per-entity topics to one device document")
+            }
+            mirror.publishedComponents = components
         } catch {
-            logger.error("could not remember the Home Assistant discovery migration: \(error)")
+            logger.error("could not record the Home Assistant discovery published: \(error)")
         }
+    }
+
+    /// The components in the state file's text (lines after `device`).
+    static func components(_ text: String) -> Set<HomeAssistantComponent> {
+        Set(
+            text.split(separator: "\n").dropFirst().compactMap { line in
+                let fields = line.split(separator: " ")
+                return fields.count == 2 ? HomeAssistantComponent(platform: String(fields[0]), id: String(fields[1])) : nil
+            })
     }
 
     // MARK: Sending

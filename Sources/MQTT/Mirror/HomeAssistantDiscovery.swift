@@ -13,6 +13,10 @@
 struct HomeAssistantDiscovery {
     let configuration: MirrorConfiguration
     let topics: MirrorTopics
+    /// Components of earlier documents; those the configuration no longer has are published as
+    /// `{"p": <platform>}`, which is how Home Assistant removes a component's entity (leaving it
+    /// out does not).
+    var published: Set<HomeAssistantComponent> = []
 
     static let supportURL = "https://github.com/gattway/gattway"
     static let migratePayload = Array(#"{"migrate_discovery":true}"#.utf8)
@@ -83,8 +87,20 @@ struct HomeAssistantDiscovery {
                         ("support_url", .string(Self.supportURL))
                     ])
                 ),
-                ("cmps", .object(components.map { ($0.id, .object($0.members)) }))
+                ("cmps", .object(components.map { ($0.id, .object($0.members)) } + removals))
             ] + availability)
+    }
+
+    /// What the configuration has: the components to remember once published.
+    var current: Set<HomeAssistantComponent> {
+        Set(components.map { HomeAssistantComponent(platform: $0.platform, id: $0.id) })
+    }
+
+    private var removals: [(String, JSONText)] {
+        let ids = Set(components.map(\.id))
+        return published.filter { !ids.contains($0.id) }.sorted { $0.id < $1.id }.map {
+            ($0.id, .object([("p", .string($0.platform))]))
+        }
     }
 
     struct Component {
@@ -168,10 +184,10 @@ struct HomeAssistantDiscovery {
                 "connected_centrals", "Connected centrals", "{{ value_json.centrals | length }}",
                 [("icon", .string("mdi:cellphone-link"))], announcedPerEntity: true),
             sensor(
-                "notifications_sent", "Notifications sent", "{{ value_json.counters.sent }}",
+                "notifications_sent", "Notifications sent", "{{ value_json.counters.get('sent', 0) }}",
                 [("state_class", .string("total_increasing")), ("icon", .string("mdi:bell-ring-outline"))]),
             sensor(
-                "values_dropped", "Values dropped", "{{ value_json.counters.dropped }}",
+                "values_dropped", "Values dropped", "{{ value_json.counters.get('dropped', 0) }}",
                 [("state_class", .string("total_increasing")), ("icon", .string("mdi:delete-alert-outline"))]),
             sensor(
                 "mqtt_outbox", "MQTT outbox", "{{ value_json.outbox }}",

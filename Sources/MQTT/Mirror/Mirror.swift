@@ -15,10 +15,10 @@ public struct Mirror: Sendable {
     private var subscribers: [MirrorCharacteristicID: [(address: String, kind: MirrorSubscriptionKind)]] = [:]
     /// Last value payload per characteristic (re-published on reconnect).
     private var values: [MirrorCharacteristicID: [UInt8]] = [:]
-    /// Whether Home Assistant may still hold entities announced per entity by gattway 0.1.0, to
-    /// migrate with the next discovery (the service remembers in its state directory that it
-    /// published the migration).
-    public var discoveryMigrationPending = false
+    /// The components earlier device documents carried (the service keeps them in its state
+    /// directory); nil when there is no record: gattway 0.1.0's per-entity discovery may still be
+    /// in place, and the next discovery migrates it.
+    public var publishedComponents: Set<HomeAssistantComponent>?
     /// When each value topic was last published, by a value or a heartbeat.
     private var lastPublished: [MirrorCharacteristicID: Date] = [:]
     /// The characteristics with a heartbeat, and its length in seconds.
@@ -76,10 +76,10 @@ public struct Mirror: Sendable {
     }
 
     /// Everything retained, in publishing order: availability, discovery (with the migration
-    /// from per-entity topics while `discoveryMigrationPending`), state, values (when retained),
-    /// subscriber lists, connected centrals.
+    /// from per-entity topics while there is no record of `publishedComponents`), state, values
+    /// (when retained), subscriber lists, connected centrals.
     public var retainedSnapshot: [MQTTMessage] {
-        var result = [onlineMessage] + discovery.messages(migrating: discoveryMigrationPending) + [stateMessage]
+        var result = [onlineMessage] + discovery.messages(migrating: publishedComponents == nil) + [stateMessage]
         for characteristic in configuration.characteristics where configuration.retainValues {
             if let payload = values[characteristic.id] { result.append(valueMessage(characteristic.id, payload)) }
         }
@@ -93,7 +93,15 @@ public struct Mirror: Sendable {
     /// The Home Assistant device document alone (what Home Assistant's birth message asks for).
     public var discoveryMessages: [MQTTMessage] { discovery.messages(migrating: false) }
 
-    private var discovery: HomeAssistantDiscovery { HomeAssistantDiscovery(configuration: configuration, topics: topics) }
+    /// What to remember once discovery is published: every component published so far (those
+    /// removed stay, so their removal is published again should Home Assistant have missed it).
+    public var componentsToRemember: Set<HomeAssistantComponent> {
+        (publishedComponents ?? []).union(discovery.current)
+    }
+
+    private var discovery: HomeAssistantDiscovery {
+        HomeAssistantDiscovery(configuration: configuration, topics: topics, published: publishedComponents ?? [])
+    }
 
     // MARK: Gateway events
 

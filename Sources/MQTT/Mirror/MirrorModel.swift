@@ -104,6 +104,21 @@ public struct HomeAssistantEntity: Sendable, Equatable {
     }
 }
 
+/// A component of the Home Assistant device document, as gattway remembers having published it.
+public struct HomeAssistantComponent: Sendable, Hashable, Comparable {
+    /// `sensor`, `binary_sensor`, `switch`, `text`, `number`.
+    public var platform: String
+    /// The key under `cmps`: `<service>_<characteristic>`, or a diagnostic's name.
+    public var id: String
+
+    public init(platform: String, id: String) {
+        self.platform = platform
+        self.id = id
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { (lhs.id, lhs.platform) < (rhs.id, rhs.platform) }
+}
+
 public struct MirrorCharacteristic: Sendable, Equatable {
     public var id: MirrorCharacteristicID
     public var payloadStyle: MirrorPayloadStyle
