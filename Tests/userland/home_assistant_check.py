@@ -203,10 +203,14 @@ async def check(token, port, gattway_pid):
                 fail(f"{unique_id} is {entity_id}, expected a {component['p']}")
             if component.get("enabled_by_default") is False:
                 continue
-            state = await ha.state(entity_id)
-            if state is None:
-                fail(f"{entity_id} has no state")
+
+            async def available():
+                state = await ha.state(entity_id)
+                return state is not None and state["state"] != "unavailable", f"state {state}"
+
+            if not await eventually(f"{entity_id} available", available, 20):
                 continue
+            state = await ha.state(entity_id)
             attributes = state["attributes"]
             for key in ("device_class", "unit_of_measurement", "state_class"):
                 if attributes.get(key) != component.get(key):
