@@ -1,7 +1,7 @@
 /// Home Assistant MQTT discovery for the mirror: one retained device document
 /// (`<prefix>/device/gattway_<dev>/config`) carrying the device, the origin and one component per
-/// entity, so Home Assistant shows one device with all of them, and drops an entity whose
-/// component is left out.
+/// entity, so Home Assistant shows one device with all of them; a component published before
+/// and no longer configured goes out as `{"p": <platform>}`, which removes its entity.
 ///
 /// gattway 0.1.0 announced each entity on its own topic (`<prefix>/<kind>/gattway_<dev>/<object>/config`).
 /// Those entities keep their entity ids through Home Assistant's migration: `{"migrate_discovery": true}`
