@@ -262,7 +262,7 @@ struct BrokerTests {
         await watcher.stop()
     }
 
-    /// The first connection migrates gattway 0.1.0's per-entity documents (migrate payload,
+    /// The first connection migrates the per-entity documents (migrate payload,
     /// device document, cleared) and remembers it in the state directory, so the next run
     /// publishes the device document alone; a per-entity document still retained for this device
     /// is cleared.

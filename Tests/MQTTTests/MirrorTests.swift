@@ -335,7 +335,7 @@ struct MirrorTests {
             ), "the override wins over three heartbeats (60 s)")
     }
 
-    /// Until the migration is remembered, the first discovery moves gattway 0.1.0's per-entity
+    /// Until the migration is remembered, the first discovery moves the per-entity
     /// entities (those marked announcedPerEntity, and the connected-centrals sensor): migrate
     /// payload on each old topic and the topic cleared, then the device document (a message on
     /// an old topic after it would reach the new entity, which has the old discovery id).
@@ -361,7 +361,7 @@ struct MirrorTests {
     }
 
     /// Whatever per-entity document is still retained for this device (a sensor removed from the
-    /// configuration while gattway 0.1.0 announced it) is cleared; the device's own topic, the
+    /// configuration while earlier gattway versions announced it) is cleared; the device's own topic, the
     /// topics of its components (the migration clears those, before the device document), other
     /// devices' topics, empty payloads and live (not retained) messages are not.
     @Test func stalePerEntityDocumentsAreCleared() throws {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a Home Assistant user sees of gattway, proven with a real Home Assistant (from PyPI,
-# headless) on a private mosquitto: gattway 0.1.0's per-entity discovery is migrated (a renamed
+# headless) on a private mosquitto: the per-entity discovery is migrated (a renamed
 # entity keeps its entity id), every entity of a configuration using every sensor kind appears on
 # one device with the announced domain, device class, unit and state class, states equal what
 # gattway publishes, a switch, a text and a number set in Home Assistant reach gattway, stopping
@@ -147,7 +147,7 @@ EOF
 cp "$repo/Tests/userland/home_assistant_setup.py" "$repo/Tests/userland/home_assistant_check.py" "$root/tmp/"
 token=$(in_root python3 /tmp/home_assistant_setup.py /tmp/ha-config "$BROKER_PORT")
 
-# gattway 0.1.0's per-entity documents, retained before Home Assistant starts (an installation
+# the per-entity documents, retained before Home Assistant starts (an installation
 # upgraded from it).
 legacy_device='"device":{"identifiers":["gattway_ha"],"name":"gattway HA","manufacturer":"gattway","model":"BLE GATT gateway"}'
 legacy_availability='"availability_topic":"gattway/ha/availability","payload_available":"online","payload_not_available":"offline"'
@@ -163,7 +163,7 @@ exec_in_root hass --config /tmp/ha-config --skip-pip --log-file /tmp/ha-config/h
 pids+=($!)
 if ! in_root python3 /tmp/home_assistant_check.py legacy "$token" "$BROKER_PORT"; then
     tail -n 30 "$config/home-assistant.log" || true
-    fail "Home Assistant did not take gattway 0.1.0's per-entity discovery"
+    fail "Home Assistant did not take the per-entity discovery"
 fi
 
 # --- gattway with every sensor kind ---------------------------------------------------------

@@ -3,7 +3,7 @@
 Run by Tests/userland/home-assistant.sh with Home Assistant's own Python (aiohttp and paho-mqtt
 come with it). Phases, each its own command:
 
-  legacy  TOKEN PORT          after gattway 0.1.0's per-entity documents are retained: waits for
+  legacy  TOKEN PORT          after the per-entity documents are retained: waits for
                               their entity and renames it (binary_sensor.front_door), as a user would
   check   TOKEN PORT PID      the device, entities, states and commands; the entity of a sensor
                               removed during the upgrade is gone; then stops gattway (PID) and
@@ -26,7 +26,7 @@ import paho.mqtt.client as mqtt
 HA = "http://127.0.0.1:18123"
 DEVICE_TOPIC = "homeassistant/device/gattway_ha/config"
 LEGACY_UNIQUE_ID = "gattway_ha_gateway_door"
-# gattway 0.1.0 announced a window sensor that the configuration no longer has.
+# earlier gattway versions announced a window sensor that the configuration no longer has.
 REMOVED_LEGACY_UNIQUE_ID = "gattway_ha_gateway_window"
 KNOB_UNIQUE_ID = "gattway_ha_gateway_knob"
 RENAMED = "binary_sensor.front_door"
@@ -129,7 +129,7 @@ async def legacy(token, port):
             entities = await ha.entities()
             return {LEGACY_UNIQUE_ID, REMOVED_LEGACY_UNIQUE_ID} <= set(entities), sorted(entities)
 
-        if await eventually("gattway 0.1.0's door entity", present, 60):
+        if await eventually("the per-entity door entity", present, 60):
             entity = (await ha.entities())[LEGACY_UNIQUE_ID]
             await ha.command(
                 {"type": "config/entity_registry/update", "entity_id": entity["entity_id"], "new_entity_id": RENAMED}

@@ -26,7 +26,7 @@ public actor MQTTMirrorService {
     private let started: Date
     private let birthDelay: @Sendable () -> Duration
     /// The components of the published device documents (`<state_dir>/homeassistant-discovery`:
-    /// a line `device`, then `<platform> <id>` per component); its absence means gattway 0.1.0's
+    /// a line `device`, then `<platform> <id>` per component); its absence means the
     /// per-entity discovery is still to migrate.
     private let discoveryStatePath: String
 

@@ -3,7 +3,7 @@
 /// entity, so Home Assistant shows one device with all of them; a component published before
 /// and no longer configured goes out as `{"p": <platform>}`, which removes its entity.
 ///
-/// gattway 0.1.0 announced each entity on its own topic (`<prefix>/<kind>/gattway_<dev>/<object>/config`).
+/// earlier gattway versions announced each entity on its own topic (`<prefix>/<kind>/gattway_<dev>/<object>/config`).
 /// Those entities keep their entity ids through Home Assistant's migration: `{"migrate_discovery": true}`
 /// on each old topic (Home Assistant unloads the entity and keeps it in its registry), the old
 /// topic cleared, then the device document (same `unique_id`s). The component keys are the old
@@ -28,7 +28,7 @@ struct HomeAssistantDiscovery {
         configuration.discoveryPrefix.map { "\($0)/device/\(node)/config" }
     }
 
-    /// The per-entity topics of gattway 0.1.0, with this configuration: `<prefix>/+/gattway_<dev>/+/config`
+    /// The per-entity topics of earlier gattway versions, with this configuration: `<prefix>/+/gattway_<dev>/+/config`
     /// matches every one, including those of sensors removed since.
     var perEntityTopicFilter: String? {
         configuration.discoveryPrefix.map { "\($0)/+/\(node)/+/config" }
@@ -42,7 +42,7 @@ struct HomeAssistantDiscovery {
     }
 
     /// The device document, preceded when `migrating` by the migration of the per-entity topics
-    /// gattway 0.1.0 used for these entities (each gets the migrate payload, then is cleared).
+    /// earlier gattway versions used for these entities (each gets the migrate payload, then is cleared).
     func messages(migrating: Bool) -> [MQTTMessage] {
         guard let deviceTopic else { return [] }
         let document = MQTTMessage(topic: deviceTopic, payload: deviceDocument.bytes, retain: true)

@@ -16,7 +16,7 @@ public struct Mirror: Sendable {
     /// Last value payload per characteristic (re-published on reconnect).
     private var values: [MirrorCharacteristicID: [UInt8]] = [:]
     /// The components earlier device documents carried (the service keeps them in its state
-    /// directory); nil when there is no record: gattway 0.1.0's per-entity discovery may still be
+    /// directory); nil when there is no record: the per-entity discovery may still be
     /// in place, and the next discovery migrates it.
     public var publishedComponents: Set<HomeAssistantComponent>?
     /// When each value topic was last published, by a value or a heartbeat.
@@ -66,7 +66,7 @@ public struct Mirror: Sendable {
 
     /// Topics to subscribe to on every (clean-session) connection: exactly the `/set` topics, the
     /// active source topics, Home Assistant's status topic and the per-entity discovery topics
-    /// of gattway 0.1.0 (whatever is still retained there is cleared).
+    /// of earlier gattway versions (whatever is still retained there is cleared).
     public var inboundSubscriptions: [String] {
         var result = configuration.characteristics.filter(\.acceptsSet).map { topics.set($0.id) }
         result += activeSourceTopics.sorted()

@@ -80,7 +80,7 @@ public struct HomeAssistantEntity: Sendable, Equatable {
     public var range: NumberRange?
     /// `text` entities: the longest text, in bytes (the characteristic's maximum length).
     public var maxLength: Int?
-    /// gattway 0.1.0 announced this entity on its own topic
+    /// earlier gattway versions announced this entity on its own topic
     /// (`<prefix>/<kind>/gattway_<dev>/<object>/config`), so it is migrated from there.
     public var announcedPerEntity: Bool
 
@@ -283,7 +283,7 @@ public enum MirrorInbound: Sendable, Equatable {
     case sourceValue([MirrorCharacteristicID], payload: [UInt8])
     /// Home Assistant restarted: discovery must be published again.
     case homeAssistantOnline
-    /// A per-entity discovery document of gattway 0.1.0 still retained on this topic for an
+    /// A per-entity discovery document of earlier gattway versions still retained on this topic for an
     /// entity the device document does not have (a sensor removed since): to clear, so Home
     /// Assistant removes the entity.
     case stalePerEntityDiscovery(String)
