@@ -215,6 +215,11 @@ async def check(token, port, gattway_pid):
             for key in ("device_class", "unit_of_measurement", "state_class"):
                 if attributes.get(key) != component.get(key):
                     fail(f"{entity_id} {key} = {attributes.get(key)!r}, announced {component.get(key)!r}")
+            # A number's range and step, a text's length: what the user may enter.
+            limits = {"number": ("min", "max", "step"), "text": ("max",)}.get(component["p"], ())
+            for key in limits:
+                if attributes.get(key) != component[key]:
+                    fail(f"{entity_id} {key} = {attributes.get(key)!r}, announced {component[key]!r}")
             print(f"{entity_id:45} {state['state']:>12} {attributes.get('unit_of_measurement') or ''}", flush=True)
 
         # States equal what gattway publishes (values move, so each is compared until they meet).
