@@ -374,6 +374,34 @@ public enum ConfigReference {
             key: "services[].characteristics[].notify.on_subscribe", type: "bool",
             defaultValue: "by source: sensor `true`, others `false`",
             meaning: "A central that subscribes gets the current value (if any) at once, not with the next value."),
+        Entry(
+            key: "services[].characteristics[].homeassistant", type: "mapping", defaultValue: none,
+            meaning:
+                "Changes to the Home Assistant entity announced for this characteristic (needs `mqtt`; see docs/home-assistant.md for what each characteristic becomes)."
+        ),
+        Entry(
+            key: "services[].characteristics[].homeassistant.device_class", type: "string",
+            defaultValue: "from the sensor", meaning: "A device class Home Assistant has for the entity's domain."),
+        Entry(
+            key: "services[].characteristics[].homeassistant.state_class", type: "string",
+            defaultValue: "`measurement`; `total_increasing` for counters",
+            meaning: "Sensors: `measurement`, `measurement_angle`, `total` or `total_increasing`."),
+        Entry(
+            key: "services[].characteristics[].homeassistant.unit", type: "string", defaultValue: "from `unit`",
+            meaning: "Unit of measurement shown (as Home Assistant writes it, e.g. `L/min`)."),
+        Entry(
+            key: "services[].characteristics[].homeassistant.icon", type: "string", defaultValue: none,
+            meaning: "Icon, as in `mdi:water-pump`."),
+        Entry(
+            key: "services[].characteristics[].homeassistant.expire_after", type: "duration 1s-7d",
+            defaultValue: "3 × `notify.max_interval`",
+            meaning: "Sensors and binary sensors: unavailable after this long without a value."),
+        Entry(
+            key: "services[].characteristics[].homeassistant.name", type: "string", defaultValue: "the characteristic's name",
+            meaning: "Entity name (Home Assistant puts the device name in front)."),
+        Entry(
+            key: "services[].characteristics[].homeassistant.enabled", type: "bool", defaultValue: "true",
+            meaning: "false: the entity is created disabled."),
 
         Entry(key: "mqtt", type: "mapping", defaultValue: "absent: no MQTT", meaning: "The MQTT mirror."),
         Entry(

@@ -97,6 +97,12 @@ public struct ValueEncoding: Sendable, Hashable {
         return scaled(range.lowerBound)...scaled(range.upperBound)
     }
 
+    /// An integer format's raw value as the decimal it stands for, as JSON prints it
+    /// (`-32768` at exponent -2 is `-327.68`).
+    public func decimalText(raw: Int64) -> String {
+        DecimalNumber(significand: raw, exponent: Int(exponent)).description
+    }
+
     public func encode(_ value: SensorValue) throws(ValueError) -> [UInt8] {
         switch (format, value) {
         case (.bool, .bool(let flag)):

@@ -269,6 +269,123 @@ struct BrokenConfigTests {
                 #"services[0].characteristics[0] (line 4): missing required key "format" (it may be left out only for 2A6E, 2A6F, 2A6D, 2A70, 2A71, 2A72, 2A73, 2A74, 2A75, 2A76, 2A77, 2A78, 2A79, 2A7A, 2A7B, 2AFB)"#
             ]),
         Case(
+            name: "Home Assistant device class the entity's domain does not have",
+            yaml: sensorsAndService + """
+
+                services:
+                  - uuid: 181A
+                    characteristics:
+                      - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                        format: bool
+                        source: {sensor: door}
+                        homeassistant: {device_class: dor}
+                mqtt:
+                  url: mqtt://localhost
+                """,
+            expected: [
+                #"services[0].characteristics[0].homeassistant.device_class (line 20): "dor" is not a binary_sensor device class; did you mean "door"? (see Home Assistant's binary_sensor device classes)"#
+            ]),
+        Case(
+            name: "Home Assistant state class on a binary sensor",
+            yaml: sensorsAndService + """
+
+                services:
+                  - uuid: 181A
+                    characteristics:
+                      - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                        format: bool
+                        source: {sensor: door}
+                        homeassistant: {state_class: measurement}
+                mqtt:
+                  url: mqtt://localhost
+                """,
+            expected: [
+                #"services[0].characteristics[0].homeassistant.state_class (line 20): only sensor entities take a state_class (this one is a binary_sensor)"#
+            ]),
+        Case(
+            name: "Home Assistant state class misspelt",
+            yaml: sensorsAndService + """
+
+                services:
+                  - uuid: 181A
+                    characteristics:
+                      - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                        format: uint32
+                        source: {sensor: temp}
+                        homeassistant: {state_class: total_increase}
+                mqtt:
+                  url: mqtt://localhost
+                """,
+            expected: [
+                #"services[0].characteristics[0].homeassistant.state_class (line 20): "total_increase" is not a state class; did you mean "total_increasing"? (state classes: measurement, measurement_angle, total, total_increasing)"#
+            ]),
+        Case(
+            name: "Home Assistant settings without the mqtt section",
+            yaml: sensorsAndService + """
+
+                services:
+                  - uuid: 181A
+                    characteristics:
+                      - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                        format: bool
+                        source: {sensor: door}
+                        homeassistant: {name: Door}
+                """,
+            expected: [
+                #"services[0].characteristics[0].homeassistant (line 20): Home Assistant entities come through MQTT discovery; add the mqtt section"#
+            ]),
+        Case(
+            name: "Home Assistant settings on a characteristic without an entity",
+            yaml: sensorsAndService + """
+
+                services:
+                  - uuid: 181A
+                    characteristics:
+                      - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                        format: uint8
+                        source: {static: 1}
+                        homeassistant: {name: Fixed}
+                mqtt:
+                  url: mqtt://localhost
+                """,
+            expected: [
+                #"services[0].characteristics[0].homeassistant (line 20): this characteristic gets no Home Assistant entity (only sensor sources and writable written values of a text, number or bool format do)"#
+            ]),
+        Case(
+            name: "Home Assistant icon without the mdi: prefix",
+            yaml: sensorsAndService + """
+
+                services:
+                  - uuid: 181A
+                    characteristics:
+                      - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                        format: uint32
+                        source: {sensor: temp}
+                        homeassistant: {icon: thermometer}
+                mqtt:
+                  url: mqtt://localhost
+                """,
+            expected: [
+                #"services[0].characteristics[0].homeassistant.icon (line 20): "thermometer" is not an icon name (icons are written as in mdi:thermometer)"#
+            ]),
+        Case(
+            name: "Home Assistant expire_after on a switch-like entity",
+            yaml: sensorsAndService + """
+
+                services:
+                  - uuid: 181A
+                    characteristics:
+                      - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                        format: bool
+                        source: {written: false}
+                        homeassistant: {expire_after: 10s, enabled: false}
+                mqtt:
+                  url: mqtt://localhost
+                """,
+            expected: [
+                #"services[0].characteristics[0].homeassistant.expire_after (line 20): only sensor and binary_sensor entities expire (this one is a switch)"#
+            ]),
+        Case(
             name: "MQTT source without an mqtt section",
             yaml: """
                 services:

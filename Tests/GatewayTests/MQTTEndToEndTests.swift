@@ -68,7 +68,7 @@ struct MQTTEndToEndTests {
         // controller ("resetting"), not advertising, and nobody is connected.
         let state = await watcher.first { $0.topic == "gattway/e2e/state" && $0.text?.contains(#""sent":0"#) == true }
         #expect(
-            state?.text?.hasPrefix(#"{"state":"resetting","advertising":false,"centrals":[],"counters":{"#) == true,
+            state?.text?.hasPrefix(#"{"state":"resetting","advertising":false,"centrals":[],"uptime":"#) == true,
             "\(state?.text ?? "no state")")
 
         gateway.signal(SIGTERM)

@@ -39,15 +39,117 @@ struct MirrorBridgeTests {
         let byName = Dictionary(uniqueKeysWithValues: mirror.characteristics.map { ($0.id.description, $0) })
         #expect(
             byName["environment/temperature"]?.homeAssistant
-                == HomeAssistantEntity(kind: .sensor, name: "temperature", deviceClass: "temperature", unit: "°C"))
-        #expect(byName["gateway/door"]?.homeAssistant == HomeAssistantEntity(kind: .binarySensor, name: "door"))
-        #expect(byName["gateway/relay"]?.homeAssistant == HomeAssistantEntity(kind: .switch, name: "relay"))
-        #expect(byName["gateway/level"]?.homeAssistant?.deviceClass == "distance")
-        #expect(byName["gateway/label"]?.homeAssistant == nil)
+                == HomeAssistantEntity(
+                    kind: .sensor, name: "temperature", deviceClass: "temperature", unit: "°C", stateClass: "measurement",
+                    displayPrecision: 2, announcedPerEntity: true))
+        #expect(
+            byName["gateway/door"]?.homeAssistant
+                == HomeAssistantEntity(kind: .binarySensor, name: "door", deviceClass: "door", announcedPerEntity: true))
+        #expect(
+            byName["gateway/relay"]?.homeAssistant
+                == HomeAssistantEntity(kind: .switch, name: "relay", deviceClass: "outlet", announcedPerEntity: true))
+        #expect(
+            byName["gateway/level"]?.homeAssistant
+                == HomeAssistantEntity(
+                    kind: .sensor, name: "level", deviceClass: "distance", unit: "m", stateClass: "measurement",
+                    displayPrecision: 3, announcedPerEntity: true))
+        #expect(byName["gateway/flow"]?.homeAssistant?.displayPrecision == nil, "a float carries no fixed precision")
+        #expect(byName["gateway/label"]?.homeAssistant == HomeAssistantEntity(kind: .text, name: "label", maxLength: 32))
         #expect(byName["environment/temperature"]?.heartbeat == .seconds(30), "notify.max_interval")
         #expect(byName["environment/humidity"]?.heartbeat == nil)
         #expect(byName["gateway/label"]?.acceptsSet == true)
         #expect(try Mirror(configuration: mirror).inboundSubscriptions.contains("gattway/demo/gateway/relay/set"))
+    }
+
+    /// A counter sums as `total_increasing`, a writable number gets its format's range in steps of
+    /// its resolution, a written bool is a switch, and `homeassistant:` wins over all of it.
+    @Test func entitiesFollowWhatEachCharacteristicIs() throws {
+        let yaml = """
+            gpio:
+              backend: simulated
+              chips:
+                - lines:
+                    - name: GPIO5
+                    - name: GPIO6
+            sensors:
+              - id: water
+                kind: counter
+                line: GPIO5
+              - id: hall_pir
+                kind: binary
+                line: GPIO6
+            services:
+              - uuid: 181A
+                name: s
+                characteristics:
+                  - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                    name: water
+                    format: uint32
+                    source: {sensor: water}
+                  - uuid: 6E400003-B5A3-F393-E0A9-E50E24DC0001
+                    name: water_litres
+                    format: uint32
+                    exponent: -1
+                    source: {sensor: water}
+                    homeassistant:
+                      device_class: water
+                      state_class: total
+                      unit: L
+                      icon: mdi:water
+                      expire_after: 90s
+                      name: Water
+                      enabled: false
+                  - uuid: 6E400004-B5A3-F393-E0A9-E50E24DC0001
+                    name: hall
+                    format: bool
+                    source: {sensor: hall_pir}
+                  - uuid: 6E400005-B5A3-F393-E0A9-E50E24DC0001
+                    name: setpoint
+                    format: sint16
+                    exponent: -1
+                    unit: celsius
+                    properties: [read, write]
+                    source: {written: 20}
+                  - uuid: 6E400006-B5A3-F393-E0A9-E50E24DC0001
+                    name: heating
+                    format: bool
+                    properties: [read, write]
+                    source: {written: false}
+                  - uuid: 6E400007-B5A3-F393-E0A9-E50E24DC0001
+                    name: fixed
+                    format: uint8
+                    source: {static: 1}
+            mqtt:
+              url: mqtt://127.0.0.1:1883
+            """
+        let config = try ConfigLoader.load(yaml: yaml).config
+        let mirror = MirrorMapping.mirrorConfiguration(config, mqtt: try #require(config.mqtt), layout: GATTLayout(config: config))
+        let entity = Dictionary(uniqueKeysWithValues: mirror.characteristics.map { ($0.id.characteristic, $0.homeAssistant) })
+        #expect(
+            entity["water"]
+                == HomeAssistantEntity(
+                    kind: .sensor, name: "water", stateClass: "total_increasing", displayPrecision: 0, announcedPerEntity: true))
+        #expect(
+            entity["water_litres"]
+                == HomeAssistantEntity(
+                    kind: .sensor, name: "Water", deviceClass: "water", unit: "L", stateClass: "total", displayPrecision: 1,
+                    icon: "mdi:water", expireAfter: 90, enabled: false, announcedPerEntity: true))
+        #expect(entity["hall"]??.deviceClass == "motion", "pir in the sensor id")
+        #expect(
+            entity["setpoint"]
+                == HomeAssistantEntity(
+                    kind: .number, name: "setpoint", deviceClass: "temperature", unit: "°C",
+                    range: .init(min: "-3276.8", max: "3276.7", step: "0.1")))
+        #expect(entity["heating"] == HomeAssistantEntity(kind: .switch, name: "heating", deviceClass: "switch"))
+        #expect(entity["fixed"] == .some(nil))
+    }
+
+    @Test(arguments: [
+        (["front_door", "contact"], "door"), (["garage_door"], "garage_door"), (["window"], "window"),
+        (["pir"], "motion"), (["hall", "motion"], "motion"), (["leak"], "moisture"), (["button"], nil)
+    ])
+    func binaryDeviceClassFromNames(names: [String], deviceClass: String?) {
+        #expect(MirrorMapping.binaryDeviceClass(names) == deviceClass)
     }
 
     /// Characteristics in each kind of number format, fed by MQTT source topics.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import Testing
 import TestHarness
@@ -23,6 +24,7 @@ struct RunningService {
         port: Int, stateDirectory: URL, configuration: MirrorConfiguration = sampleConfiguration(),
         recorder: GatewayRecorder = GatewayRecorder(),
         now: @escaping @Sendable () -> Date = { t1 },
+        birthDelay: @escaping @Sendable () -> Duration = { .zero },
         onSet: MQTTMirrorService.SetHandler? = nil
     ) throws {
         let service = try MQTTMirrorService(
@@ -30,6 +32,7 @@ struct RunningService {
                 host: "127.0.0.1", port: port, clientID: "gattway-\(UUID().uuidString.prefix(8))",
                 backoff: MQTTBackoff(initial: .milliseconds(100), maximum: .milliseconds(500))),
             mirror: configuration, stateDirectory: stateDirectory, logger: testLogger, now: now,
+            birthDelay: birthDelay,
             onSet: onSet ?? { id, payload in
                 await recorder.set(id, payload)
                 return .accepted
@@ -88,16 +91,14 @@ struct BrokerTests {
         let service = running.service
 
         #expect(try await watcher.next(on: "gattway/pi1/availability").string == "online")
-        let discovery = try await watcher.messages(on: "homeassistant/switch/gattway_pi1/io_relay/config", count: 1)
+        let discovery = try await watcher.messages(on: "homeassistant/device/gattway_pi1/config", count: 1)
         #expect(discovery[0].string.contains(#""command_topic":"gattway/pi1/io/relay/set""#))
-        _ = try await watcher.next(on: "homeassistant/sensor/gattway_pi1/env_temperature/config")
-        _ = try await watcher.next(on: "homeassistant/sensor/gattway_pi1/connected_centrals/config")
         _ = try await watcher.next(on: "gattway/pi1/state")  // initial state
 
         await service.handle(.peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["reads": 1])))
         #expect(
             try await watcher.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":1}}"#)
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":1}}"#)
 
         await service.handle(.centralConnected(MirrorCentral(address: phone, mtu: 185, security: .encrypted, since: t0)))
         #expect(
@@ -105,7 +106,8 @@ struct BrokerTests {
                 == #"{"address":"AA:BB:CC:DD:EE:01","mtu":185,"security":"encrypted","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#)
         #expect(
             try await watcher.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"counters":{"reads":1}}"#)
+                == #"{"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"counters":{"reads":1}}"#
+        )
 
         await service.handle(.subscribed(temperature, central: phone, kind: .notify))
         #expect(
@@ -146,7 +148,7 @@ struct BrokerTests {
         #expect(try await late.next(on: "gattway/pi1/io/relay").string == #"{"value":false,"ts":"2027-01-15T08:00:00.250Z"}"#)
         #expect(
             try await late.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":1}}"#)
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":1}}"#)
         #expect(try await late.next(on: "gattway/pi1/env/temperature/subscribers").string == #"{"centrals":[]}"#)
         #expect(await late.received(on: "gattway/pi1/centrals/\(phone)").isEmpty)
         #expect(await late.received(on: "gattway/pi1/io/relay/written").isEmpty)
@@ -205,7 +207,7 @@ struct BrokerTests {
         let recorder = GatewayRecorder()
         let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"), recorder: recorder)
         _ = try await watcher.next(on: "gattway/pi1/availability")
-        _ = try await watcher.next(on: "homeassistant/sensor/gattway_pi1/connected_centrals/config")
+        _ = try await watcher.next(on: "homeassistant/device/gattway_pi1/config")
 
         try await watcher.publish(MQTTMessage(topic: "weather/outside", text: "3.5", retain: true))
         await running.service.handle(.subscribed(remote, central: phone, kind: .notify))
@@ -216,8 +218,90 @@ struct BrokerTests {
         try await watcher.publish(MQTTMessage(topic: "homeassistant/status", text: "online"))
         _ = try await watcher.next(on: "homeassistant/status")
         #expect(
-            try await watcher.next(on: "homeassistant/sensor/gattway_pi1/connected_centrals/config").string
+            try await watcher.next(on: "homeassistant/device/gattway_pi1/config").string
                 .contains(#""entity_category":"diagnostic""#))
+        await running.stop()
+        await watcher.stop()
+    }
+
+    /// The state topic says how long gattway has run and how deep the outbox is, as of each
+    /// publication.
+    @Test func stateCarriesUptimeAndOutboxDepth() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let clock = Mutex(t0)
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#"])
+        let running = try RunningService(
+            port: broker.port, stateDirectory: try temporaryDirectory("state"), configuration: sampleConfiguration(discovery: nil),
+            now: { clock.withLock { $0 } })
+        _ = try await watcher.next(on: "gattway/pi1/state")
+        clock.withLock { $0 = t0 + 3605.9 }
+        await running.service.handle(.peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true)))
+        #expect(
+            try await watcher.next(on: "gattway/pi1/state").string
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":3605,"outbox":0,"counters":{}}"#)
+        await running.stop()
+        await watcher.stop()
+    }
+
+    /// Home Assistant's birth message is answered with the device document after the delay,
+    /// not at once (many gateways hear the same birth message).
+    @Test func birthMessageRepublishesDiscoveryAfterTheDelay() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["homeassistant/#"])
+        let running = try RunningService(
+            port: broker.port, stateDirectory: try temporaryDirectory("state"), birthDelay: { .milliseconds(800) })
+        _ = try await watcher.next(on: "homeassistant/device/gattway_pi1/config")
+        try await watcher.publish(MQTTMessage(topic: "homeassistant/status", text: "online"))
+        _ = try await watcher.next(on: "homeassistant/status")
+        let heard = ContinuousClock.now
+        _ = try await watcher.next(on: "homeassistant/device/gattway_pi1/config")
+        #expect(ContinuousClock.now - heard >= .milliseconds(700))
+        await running.stop()
+        await watcher.stop()
+    }
+
+    /// The first connection migrates the per-entity documents (migrate payload,
+    /// device document, cleared) and remembers it in the state directory, so the next run
+    /// publishes the device document alone; a per-entity document still retained for this device
+    /// is cleared.
+    @Test func discoveryMigrationHappensOnceAndStaleDocumentsAreCleared() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let stateDirectory = try temporaryDirectory("state")
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["homeassistant/#"])
+        let old = "homeassistant/sensor/gattway_pi1/connected_centrals/config"
+        let removed = "homeassistant/sensor/gattway_pi1/env_humidity/config"
+        try await watcher.publish(MQTTMessage(topic: removed, text: #"{"name":"humidity"}"#, retain: true))
+        _ = try await watcher.next(on: removed)
+
+        var running = try RunningService(port: broker.port, stateDirectory: stateDirectory)
+        #expect(try await watcher.next(on: old).string == #"{"migrate_discovery":true}"#)
+        _ = try await watcher.next(on: "homeassistant/device/gattway_pi1/config")
+        #expect(try await watcher.next(on: old).payload.isEmpty)
+        #expect(try await watcher.next(on: removed).payload.isEmpty, "the removed sensor's document is cleared")
+        await running.stop()
+        #expect(
+            FileManager.default.contents(atPath: stateDirectory.appendingPathComponent("homeassistant-discovery").path)
+                == Data(
+                    """
+                    device
+                    sensor connected_centrals
+                    sensor controller_state
+                    sensor env_temperature
+                    switch io_relay
+                    sensor mqtt_outbox
+                    sensor notifications_sent
+                    sensor uptime
+                    sensor values_dropped
+
+                    """.utf8))
+
+        running = try RunningService(port: broker.port, stateDirectory: stateDirectory)
+        _ = try await watcher.next(on: "homeassistant/device/gattway_pi1/config")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(await watcher.received(on: old).isEmpty, "no second migration")
         await running.stop()
         await watcher.stop()
     }

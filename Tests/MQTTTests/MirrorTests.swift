@@ -19,14 +19,15 @@ func sampleConfiguration(discovery: String? = "homeassistant") -> MirrorConfigur
             MirrorCharacteristic(
                 id: temperature,
                 homeAssistant: HomeAssistantEntity(
-                    kind: .sensor, name: "Temperature", deviceClass: "temperature", unit: "°C")),
+                    kind: .sensor, name: "Temperature", deviceClass: "temperature", unit: "°C",
+                    stateClass: "measurement", displayPrecision: 2)),
             MirrorCharacteristic(
                 id: relay, acceptsSet: true,
                 homeAssistant: HomeAssistantEntity(
                     kind: .switch, name: "Relay", deviceClass: "outlet")),
             MirrorCharacteristic(id: remote, sourceTopic: "weather/outside"),
             MirrorCharacteristic(id: blob, payloadStyle: .raw)
-        ], discoveryPrefix: discovery)
+        ], discoveryPrefix: discovery, softwareVersion: "1.2.3")
 }
 
 func published(_ actions: [MirrorAction]) -> [String] {
@@ -157,13 +158,13 @@ struct MirrorTests {
                     .peripheralState(
                         MirrorPeripheralState(
                             state: "poweredOn", advertising: true, counters: ["writes": 2, "reads": 5])))) == [
-                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":5,"writes":2}}"#
+                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2}}"#
                 ])
         #expect(
             published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0))))
                 == [
                     #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":23,"security":"none","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#,
-                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"counters":{"reads":5,"writes":2}}"#
+                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2}}"#
                 ])
         // An MTU/security update republishes the central only.
         #expect(
@@ -184,7 +185,7 @@ struct MirrorTests {
             published(mirror.apply(.centralDisconnected(address: phone))) == [
                 #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[]}"#,
                 "durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 ",
-                #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"counters":{"reads":5,"writes":2}}"#
+                #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2}}"#
             ])
     }
 
@@ -245,7 +246,8 @@ struct MirrorTests {
         }
         #expect(mirror.route(MQTTMessage(topic: "homeassistant/status", text: "online")) == .homeAssistantOnline)
         #expect(mirror.route(MQTTMessage(topic: "homeassistant/status", text: "offline")) == .ignored)
-        #expect(mirror.inboundSubscriptions == ["gattway/pi1/io/relay/set", "homeassistant/status"])
+        #expect(
+            mirror.inboundSubscriptions == ["gattway/pi1/io/relay/set", "homeassistant/status", "homeassistant/+/gattway_pi1/+/config"])
     }
 
     @Test func rejectionNamesTopicAndReason() throws {
@@ -271,29 +273,126 @@ struct MirrorTests {
         #expect(mirror.lastWill == MQTTWill(topic: "gattway/pi1/availability", payload: Array("offline".utf8)))
     }
 
-    @Test func homeAssistantDiscoveryDocuments() throws {
+    static let diagnosticComponents =
+        #""connected_centrals":{"p":"sensor","name":"Connected centrals","unique_id":"gattway_pi1_connected_centrals","state_topic":"gattway/pi1/state","value_template":"{{ value_json.centrals | length }}","entity_category":"diagnostic","icon":"mdi:cellphone-link"},"#
+        + #""notifications_sent":{"p":"sensor","name":"Notifications sent","unique_id":"gattway_pi1_notifications_sent","state_topic":"gattway/pi1/state","value_template":"{{ value_json.counters.get('sent', 0) }}","entity_category":"diagnostic","state_class":"total_increasing","icon":"mdi:bell-ring-outline"},"#
+        + #""values_dropped":{"p":"sensor","name":"Values dropped","unique_id":"gattway_pi1_values_dropped","state_topic":"gattway/pi1/state","value_template":"{{ value_json.counters.get('dropped', 0) }}","entity_category":"diagnostic","state_class":"total_increasing","icon":"mdi:delete-alert-outline"},"#
+        + #""mqtt_outbox":{"p":"sensor","name":"MQTT outbox","unique_id":"gattway_pi1_mqtt_outbox","state_topic":"gattway/pi1/state","value_template":"{{ value_json.outbox }}","entity_category":"diagnostic","state_class":"measurement","icon":"mdi:tray-full"},"#
+        + #""uptime":{"p":"sensor","name":"Uptime","unique_id":"gattway_pi1_uptime","state_topic":"gattway/pi1/state","value_template":"{{ value_json.uptime }}","entity_category":"diagnostic","device_class":"duration","unit_of_measurement":"s","state_class":"total_increasing"},"#
+        + #""controller_state":{"p":"sensor","name":"Controller state","unique_id":"gattway_pi1_controller_state","state_topic":"gattway/pi1/state","value_template":"{{ value_json.state }}","entity_category":"diagnostic","icon":"mdi:bluetooth-settings"}"#
+
+    /// One retained device document: the device with gattway's version, the origin, one
+    /// component per entity and the shared availability.
+    @Test func homeAssistantDeviceDocument() throws {
         let messages = try Mirror(configuration: sampleConfiguration()).discoveryMessages
-        #expect(
-            messages.map(\.topic) == [
-                "homeassistant/sensor/gattway_pi1/env_temperature/config",
-                "homeassistant/switch/gattway_pi1/io_relay/config",
-                "homeassistant/sensor/gattway_pi1/connected_centrals/config"
-            ])
-        #expect(messages.allSatisfy { $0.retain })
-        let availability =
-            #""availability_topic":"gattway/pi1/availability","payload_available":"online","payload_not_available":"offline","device":{"identifiers":["gattway_pi1"],"name":"Garden Pi","manufacturer":"gattway","model":"BLE GATT gateway"}}"#
+        #expect(messages.map(\.topic) == ["homeassistant/device/gattway_pi1/config"])
+        #expect(messages[0].retain)
         #expect(
             messages[0].string
-                == #"{"name":"Temperature","unique_id":"gattway_pi1_env_temperature","state_topic":"gattway/pi1/env/temperature","value_template":"{{ value_json.value }}","device_class":"temperature","unit_of_measurement":"°C","#
-                + availability)
+                == #"{"dev":{"identifiers":["gattway_pi1"],"name":"Garden Pi","manufacturer":"gattway","model":"BLE GATT gateway","sw_version":"1.2.3"},"o":{"name":"gattway","sw_version":"1.2.3","support_url":"https://github.com/gattway/gattway"},"cmps":{"#
+                + #""env_temperature":{"p":"sensor","name":"Temperature","unique_id":"gattway_pi1_env_temperature","state_topic":"gattway/pi1/env/temperature","value_template":"{{ value_json.value }}","device_class":"temperature","unit_of_measurement":"°C","state_class":"measurement","suggested_display_precision":2},"#
+                + #""io_relay":{"p":"switch","name":"Relay","unique_id":"gattway_pi1_io_relay","state_topic":"gattway/pi1/io/relay","value_template":"{{ 'true' if value_json.value else 'false' }}","device_class":"outlet","command_topic":"gattway/pi1/io/relay/set","payload_on":"true","payload_off":"false","state_on":"true","state_off":"false"},"#
+                + Self.diagnosticComponents
+                + #"},"availability_topic":"gattway/pi1/availability","payload_available":"online","payload_not_available":"offline"}"#)
+    }
+
+    /// A writable text is a `text` entity whose edits reach `/set` as JSON; a writable number a
+    /// `number` entity with its format's range; a disabled entity says so; overrides of icon and
+    /// expiry are carried.
+    @Test func textNumberAndOverridesInTheComponents() throws {
+        let label = MirrorCharacteristicID(service: "io", characteristic: "label")
+        let setpoint = MirrorCharacteristicID(service: "io", characteristic: "setpoint")
+        let door = MirrorCharacteristicID(service: "io", characteristic: "door")
+        let document = try Mirror(
+            configuration: MirrorConfiguration(
+                deviceID: "pi1",
+                characteristics: [
+                    MirrorCharacteristic(
+                        id: label, acceptsSet: true, homeAssistant: HomeAssistantEntity(kind: .text, name: "Label", maxLength: 32)),
+                    MirrorCharacteristic(
+                        id: setpoint, acceptsSet: true,
+                        homeAssistant: HomeAssistantEntity(
+                            kind: .number, name: "Setpoint", deviceClass: "temperature", unit: "°C",
+                            enabled: false, range: .init(min: "-3276.8", max: "3276.7", step: "0.1"))),
+                    MirrorCharacteristic(
+                        id: door,
+                        homeAssistant: HomeAssistantEntity(
+                            kind: .binarySensor, name: "Door", deviceClass: "door", icon: "mdi:door", expireAfter: 90),
+                        heartbeat: .seconds(20))
+                ], softwareVersion: "1.2.3")
+        ).discoveryMessages[0].string
         #expect(
-            messages[1].string
-                == #"{"name":"Relay","unique_id":"gattway_pi1_io_relay","state_topic":"gattway/pi1/io/relay","value_template":"{{ 'true' if value_json.value else 'false' }}","device_class":"outlet","command_topic":"gattway/pi1/io/relay/set","payload_on":"true","payload_off":"false","state_on":"true","state_off":"false","#
-                + availability)
+            document.contains(
+                #""io_label":{"p":"text","name":"Label","unique_id":"gattway_pi1_io_label","state_topic":"gattway/pi1/io/label","value_template":"{{ value_json.value }}","command_topic":"gattway/pi1/io/label/set","command_template":"{{ value | to_json }}","max":32},"#
+            ))
         #expect(
-            messages[2].string
-                == #"{"name":"Connected centrals","unique_id":"gattway_pi1_connected_centrals","state_topic":"gattway/pi1/state","value_template":"{{ value_json.centrals | length }}","entity_category":"diagnostic","icon":"mdi:cellphone-link","#
-                + availability)
+            document.contains(
+                #""io_setpoint":{"p":"number","name":"Setpoint","unique_id":"gattway_pi1_io_setpoint","state_topic":"gattway/pi1/io/setpoint","value_template":"{{ value_json.value }}","device_class":"temperature","unit_of_measurement":"°C","command_topic":"gattway/pi1/io/setpoint/set","min":-3276.8,"max":3276.7,"step":0.1,"mode":"box","enabled_by_default":false},"#
+            ))
+        #expect(
+            document.contains(
+                #""io_door":{"p":"binary_sensor","name":"Door","unique_id":"gattway_pi1_io_door","state_topic":"gattway/pi1/io/door","value_template":"{{ 'ON' if value_json.value else 'OFF' }}","device_class":"door","icon":"mdi:door","expire_after":90},"#
+            ), "the override wins over three heartbeats (60 s)")
+    }
+
+    /// Until the migration is remembered, the first discovery moves the per-entity
+    /// entities (those marked announcedPerEntity, and the connected-centrals sensor): migrate
+    /// payload on each old topic and the topic cleared, then the device document (a message on
+    /// an old topic after it would reach the new entity, which has the old discovery id).
+    @Test func migrationFromPerEntityTopicsIsPublishedInOrder() throws {
+        var configuration = sampleConfiguration()
+        configuration.characteristics[0].homeAssistant?.announcedPerEntity = true
+        var mirror = try Mirror(configuration: configuration)
+        #expect(mirror.publishedComponents == nil, "no record: migrate")
+        let discovery = mirror.retainedSnapshot.filter { $0.topic.hasPrefix("homeassistant/") }
+        #expect(
+            discovery.map { "\($0.retain ? "retained " : "")\($0.topic) \($0.string.prefix(26))" } == [
+                #"retained homeassistant/sensor/gattway_pi1/env_temperature/config {"migrate_discovery":true}"#,
+                "retained homeassistant/sensor/gattway_pi1/env_temperature/config ",
+                #"retained homeassistant/sensor/gattway_pi1/connected_centrals/config {"migrate_discovery":true}"#,
+                "retained homeassistant/sensor/gattway_pi1/connected_centrals/config ",
+                #"retained homeassistant/device/gattway_pi1/config {"dev":{"identifiers":["ga"#
+            ])
+        mirror.publishedComponents = mirror.componentsToRemember
+        #expect(
+            mirror.retainedSnapshot.filter { $0.topic.hasPrefix("homeassistant/") }.map(\.topic) == [
+                "homeassistant/device/gattway_pi1/config"
+            ])
+    }
+
+    /// Whatever per-entity document is still retained for this device (a sensor removed from the
+    /// configuration while earlier gattway versions announced it) is cleared; the device's own topic, the
+    /// topics of its components (the migration clears those, before the device document), other
+    /// devices' topics, empty payloads and live (not retained) messages are not.
+    @Test func stalePerEntityDocumentsAreCleared() throws {
+        let mirror = try Mirror(configuration: sampleConfiguration())
+        #expect(mirror.inboundSubscriptions.last == "homeassistant/+/gattway_pi1/+/config")
+        let stale = "homeassistant/binary_sensor/gattway_pi1/io_window/config"
+        #expect(mirror.route(MQTTMessage(topic: stale, text: "{}", retain: true)) == .stalePerEntityDiscovery(stale))
+        #expect(mirror.route(MQTTMessage(topic: stale, text: "{}", retain: false)) == .ignored)
+        #expect(mirror.route(MQTTMessage(topic: stale, payload: [], retain: true)) == .ignored)
+        #expect(mirror.route(MQTTMessage(topic: "homeassistant/sensor/gattway_pi2/x/config", text: "{}", retain: true)) == .ignored)
+        #expect(mirror.route(MQTTMessage(topic: "homeassistant/device/gattway_pi1/config", text: "{}", retain: true)) == .ignored)
+        let current = "homeassistant/switch/gattway_pi1/io_relay/config"
+        #expect(mirror.route(MQTTMessage(topic: current, text: "{}", retain: true)) == .ignored, "a component's own: migrated")
+    }
+
+    /// A characteristic left out of the configuration after a document carried it is published
+    /// as `{"p": <platform>}` under its key, which is how Home Assistant removes the entity; it
+    /// stays remembered, so the removal goes out again whenever discovery does.
+    @Test func aRemovedCharacteristicIsPublishedAsARemoval() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration())
+        let remembered = mirror.componentsToRemember
+        #expect(remembered.contains(HomeAssistantComponent(platform: "sensor", id: "env_temperature")))
+        #expect(remembered.count == 8, "two characteristics, six diagnostics")
+        var configuration = sampleConfiguration()
+        configuration.characteristics.removeFirst()
+        mirror = try Mirror(configuration: configuration)
+        mirror.publishedComponents = remembered
+        let document = mirror.discoveryMessages[0].string
+        #expect(document.contains(#""controller_state":{"#))
+        #expect(document.contains(#","env_temperature":{"p":"sensor"}},"availability_topic""#), "after the components")
+        #expect(mirror.componentsToRemember == remembered)
     }
 
     /// Home Assistant marks a sensor unavailable after three heartbeats without a value; a
@@ -302,10 +401,9 @@ struct MirrorTests {
         var configuration = sampleConfiguration()
         configuration.characteristics[0].heartbeat = .seconds(20)
         configuration.characteristics[1].heartbeat = .seconds(20)
-        let messages = try Mirror(configuration: configuration).discoveryMessages
-        #expect(messages[0].string.contains(#""unit_of_measurement":"°C","expire_after":60,"availability_topic""#))
-        #expect(!messages[1].string.contains("expire_after"), "switch")
-        #expect(!messages[2].string.contains("expire_after"), "connected centrals")
+        let document = try Mirror(configuration: configuration).discoveryMessages[0].string
+        #expect(document.contains(#""suggested_display_precision":2,"expire_after":60},"#))
+        #expect(document.components(separatedBy: "expire_after").count == 2, "not the switch, not the diagnostics")
         #expect(try !Mirror(configuration: sampleConfiguration()).discoveryMessages[0].string.contains("expire_after"))
     }
 
@@ -317,43 +415,30 @@ struct MirrorTests {
         #expect(HomeAssistantDiscovery.expireAfter(heartbeat) == seconds)
     }
 
-    @Test func binarySensorMapsBooleanToOnOff() throws {
-        let door = MirrorCharacteristicID(service: "io", characteristic: "door")
-        let messages = try Mirror(
-            configuration: MirrorConfiguration(
-                deviceID: "pi",
-                characteristics: [
-                    MirrorCharacteristic(
-                        id: door, homeAssistant: HomeAssistantEntity(kind: .binarySensor, name: "Door", deviceClass: "door"),
-                        heartbeat: .seconds(300))
-                ])
-        ).discoveryMessages
-        #expect(messages[0].topic == "homeassistant/binary_sensor/gattway_pi/io_door/config")
-        #expect(
-            messages[0].string.contains(
-                #""value_template":"{{ 'ON' if value_json.value else 'OFF' }}","device_class":"door","expire_after":900,"#))
-    }
-
     @Test(arguments: [
-        (MirrorConfiguration(deviceID: "a/b", characteristics: []), "device id 'a/b' contains '/'"),
+        (MirrorConfiguration(deviceID: "a/b", characteristics: [], softwareVersion: "1"), "device id 'a/b' contains '/'"),
         (
-            MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: .init(service: "s", characteristic: "#"))]),
+            MirrorConfiguration(
+                deviceID: "pi", characteristics: [MirrorCharacteristic(id: .init(service: "s", characteristic: "#"))], softwareVersion: "1"),
             "characteristic name in s '#' contains '#'"
         ),
         (
             MirrorConfiguration(
-                deviceID: "pi", characteristics: [MirrorCharacteristic(id: .init(service: "centrals", characteristic: "x"))]),
+                deviceID: "pi", characteristics: [MirrorCharacteristic(id: .init(service: "centrals", characteristic: "x"))],
+                softwareVersion: "1"),
             "service name 'centrals' is reserved"
         ),
         (
-            MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: relay), MirrorCharacteristic(id: relay)]),
+            MirrorConfiguration(
+                deviceID: "pi", characteristics: [MirrorCharacteristic(id: relay), MirrorCharacteristic(id: relay)], softwareVersion: "1"),
             "characteristic io/relay appears twice"
         ),
         (
-            MirrorConfiguration(deviceID: "pi", characteristics: [MirrorCharacteristic(id: relay, sourceTopic: "a/+/b")]),
+            MirrorConfiguration(
+                deviceID: "pi", characteristics: [MirrorCharacteristic(id: relay, sourceTopic: "a/+/b")], softwareVersion: "1"),
             "source topic of io/relay 'a/+/b'"
         ),
-        (MirrorConfiguration(baseTopic: "", deviceID: "pi", characteristics: []), "base topic")
+        (MirrorConfiguration(baseTopic: "", deviceID: "pi", characteristics: [], softwareVersion: "1"), "base topic")
     ])
     func invalidNamesAreRejectedClearly(configuration: MirrorConfiguration, message: String) {
         #expect {

@@ -11,7 +11,7 @@ guard arguments.count == 3, let port = Int(arguments[1]) else {
 }
 let service = try MQTTMirrorService(
     client: MQTTClientConfiguration(host: "127.0.0.1", port: port, clientID: "will-probe", keepalive: .seconds(5)),
-    mirror: MirrorConfiguration(deviceID: "probe", characteristics: [], discoveryPrefix: nil),
+    mirror: MirrorConfiguration(deviceID: "probe", characteristics: [], discoveryPrefix: nil, softwareVersion: "1"),
     stateDirectory: URL(fileURLWithPath: arguments[2]), logger: Logger(label: "will-probe"),
     onSet: { _, _ in .rejected(reason: "read-only") }, onSourceValue: { _, _ in })
 await service.run()

@@ -35,11 +35,14 @@ public struct CharacteristicConfig: Sendable, Hashable {
     public var source: ValueSource
     public var descriptors: [DescriptorConfig]
     public var notify: NotifyPolicy
+    /// `homeassistant:`: changes to the Home Assistant entity gattway announces for it.
+    public var homeAssistant: HomeAssistantOverride?
 
     public init(
         uuid: BluetoothUUID, name: String?, properties: CharacteristicProperties,
         permissions: AttributePermissions, encoding: ValueEncoding, unit: GATTUnit?,
-        source: ValueSource, descriptors: [DescriptorConfig], notify: NotifyPolicy
+        source: ValueSource, descriptors: [DescriptorConfig], notify: NotifyPolicy,
+        homeAssistant: HomeAssistantOverride? = nil
     ) {
         self.uuid = uuid
         self.name = name
@@ -50,6 +53,7 @@ public struct CharacteristicConfig: Sendable, Hashable {
         self.source = source
         self.descriptors = descriptors
         self.notify = notify
+        self.homeAssistant = homeAssistant
     }
 }
 

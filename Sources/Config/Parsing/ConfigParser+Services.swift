@@ -79,10 +79,74 @@ extension ConfigParser {
         }
 
         guard let uuid, let encoding, let source else { return nil }
-        return CharacteristicConfig(
+        var characteristic = CharacteristicConfig(
             uuid: uuid, name: name, properties: properties, permissions: permissions,
             encoding: encoding, unit: unit, source: source, descriptors: descriptors,
             notify: notify)
+        if let node = m["homeassistant"] {
+            characteristic.homeAssistant = parseHomeAssistant(
+                node, domain: HomeAssistantDomain.of(characteristic, sensor: sensor), references: references)
+        }
+        return characteristic
+    }
+
+    /// `homeassistant:`, checked against the entity the characteristic becomes: its device
+    /// class must be one Home Assistant has for that domain, a state class goes with sensors.
+    private func parseHomeAssistant(
+        _ node: ConfigNode, domain: HomeAssistantDomain?, references: References
+    ) -> HomeAssistantOverride? {
+        guard let m = node.mapping("services[].characteristics[].homeassistant") else { return nil }
+        guard references.mqttConfigured else {
+            return node.fail("Home Assistant entities come through MQTT discovery; add the mqtt section")
+        }
+        guard let domain else {
+            return node.fail(
+                "this characteristic gets no Home Assistant entity (only sensor sources and writable "
+                    + "written values of a text, number or bool format do)")
+        }
+        var result = HomeAssistantOverride()
+        if let value = m["device_class"], let text = value.nonEmptyString() {
+            let classes = domain.deviceClasses
+            if classes.contains(text) {
+                result.deviceClass = text
+            } else if classes.isEmpty {
+                value.report("a \(domain.rawValue) entity takes no device_class")
+            } else {
+                value.report(
+                    "\"\(text)\" is not a \(domain.rawValue) device class\(Suggestion.hint(for: text, among: classes))"
+                        + " (see Home Assistant's \(domain.rawValue) device classes)")
+            }
+        }
+        if let value = m["state_class"], let text = value.nonEmptyString() {
+            let classes = HomeAssistantDomain.stateClasses
+            if domain != .sensor {
+                value.report("only sensor entities take a state_class (this one is a \(domain.rawValue))")
+            } else if classes.contains(text) {
+                result.stateClass = text
+            } else {
+                value.report(
+                    "\"\(text)\" is not a state class\(Suggestion.hint(for: text, among: classes)) "
+                        + "(state classes: \(classes.joined(separator: ", ")))")
+            }
+        }
+        result.unit = m["unit"]?.nonEmptyString()
+        if let value = m["icon"], let text = value.nonEmptyString() {
+            if text.hasPrefix("mdi:"), text.count > 4 {
+                result.icon = text
+            } else {
+                value.report("\(value.shown) is not an icon name (icons are written as in mdi:thermometer)")
+            }
+        }
+        if let value = m["expire_after"] {
+            if domain == .sensor || domain == .binarySensor {
+                result.expireAfter = value.duration(in: .seconds(1)...(.seconds(86_400 * 7)))
+            } else {
+                value.report("only sensor and binary_sensor entities expire (this one is a \(domain.rawValue))")
+            }
+        }
+        result.name = m["name"]?.nonEmptyString()
+        result.enabled = m["enabled"]?.bool()
+        return result
     }
 
     /// A UUID, or the name of an Environmental Sensing characteristic (`temperature`), whose

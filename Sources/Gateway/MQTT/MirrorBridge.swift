@@ -35,7 +35,7 @@ public enum MirrorMapping {
             deviceName: config.device.name, characteristics: characteristics,
             discoveryPrefix: mqtt.discoveryPrefix,
             valueQoS: MQTTQoS(rawValue: Int32(mqtt.qos)) ?? .atLeastOnce,
-            retainValues: mqtt.retain)
+            retainValues: mqtt.retain, softwareVersion: GattwayVersion.current)
     }
 
     public static func clientConfiguration(_ mqtt: MQTTConfig) -> MQTTClientConfiguration {
@@ -61,25 +61,105 @@ public enum MirrorMapping {
         return MirrorCharacteristicID(service: characteristic.serviceName, characteristic: characteristic.name)
     }
 
-    /// Sensors as sensors (with device class and unit), binary inputs as binary sensors, outputs
-    /// as switches; characteristics not backed by a sensor get no entity.
+    /// The entity for a characteristic (`HomeAssistantDomain.of`), with what gattway knows of it
+    /// (device class, unit, state class, display precision, a number's range, a text's length)
+    /// and the configuration's `homeassistant:` changes on top.
     static func entity(_ characteristic: GATTLayout.Characteristic, config: GatewayConfig) -> HomeAssistantEntity? {
-        guard case .sensor(let id, let reading) = characteristic.config.source, let sensor = config.sensor(id: id)
-        else { return nil }
-        let unit = characteristic.config.unit.map(\.symbol).flatMap { $0.isEmpty ? nil : $0 }
-        switch sensor.kind {
-        case .output: return HomeAssistantEntity(kind: .switch, name: characteristic.name)
-        case .binary: return HomeAssistantEntity(kind: .binarySensor, name: characteristic.name)
-        default:
-            let deviceClass: String? =
-                switch reading {
-                case .temperature: "temperature"
-                case .humidity: "humidity"
-                case .value where characteristic.config.unit == .metre: "distance"
-                default: nil
-                }
-            return HomeAssistantEntity(kind: .sensor, name: characteristic.name, deviceClass: deviceClass, unit: unit)
+        let settings = characteristic.config
+        var sensor: SensorConfig?
+        var reading = SensorReading.value
+        if case .sensor(let id, let sensorReading) = settings.source {
+            sensor = config.sensor(id: id)
+            reading = sensorReading
         }
+        guard let domain = HomeAssistantDomain.of(settings, sensor: sensor),
+            let kind = HomeAssistantEntity.Kind(rawValue: domain.rawValue)
+        else { return nil }
+        let changes = settings.homeAssistant ?? HomeAssistantOverride()
+        let unit = changes.unit ?? settings.unit.map(\.symbol).flatMap { $0.isEmpty ? nil : $0 }
+        var entity = HomeAssistantEntity(
+            kind: kind, name: changes.name ?? characteristic.name, unit: unit, icon: changes.icon,
+            enabled: changes.enabled ?? true, announcedPerEntity: sensor != nil)
+        let encoding = settings.encoding
+        switch domain {
+        case .sensor:
+            entity.deviceClass = changes.deviceClass ?? measuredDeviceClass(reading: reading, unit: settings.unit)
+            entity.stateClass = changes.stateClass ?? (sensor.map(isTotal) == true ? "total_increasing" : "measurement")
+            if encoding.format.integerRange != nil { entity.displayPrecision = max(0, -Int(encoding.exponent)) }
+        case .binarySensor:
+            entity.deviceClass = changes.deviceClass ?? binaryDeviceClass([sensor?.id ?? "", characteristic.name])
+        case .switch:
+            entity.deviceClass = changes.deviceClass ?? (sensor == nil ? "switch" : "outlet")
+        case .number:
+            entity.deviceClass = changes.deviceClass ?? measuredDeviceClass(reading: reading, unit: settings.unit)
+            entity.range = numberRange(encoding)
+        case .text:
+            entity.maxLength = encoding.maximumLength
+        }
+        entity.expireAfter = changes.expireAfter.map {
+            let (seconds, attoseconds) = $0.components
+            return seconds + (attoseconds > 0 ? 1 : 0)
+        }
+        return entity
+    }
+
+    /// Counters only grow (a restart from a lower total is a reset): Home Assistant sums them
+    /// as `total_increasing`.
+    private static func isTotal(_ sensor: SensorConfig) -> Bool {
+        if case .counter = sensor.kind { return true }
+        return false
+    }
+
+    /// The device class Home Assistant has for what the value measures, when the reading or
+    /// the unit says it.
+    static func measuredDeviceClass(reading: SensorReading, unit: GATTUnit?) -> String? {
+        switch reading {
+        case .temperature: return "temperature"
+        case .humidity: return "humidity"
+        case .highTime: return "duration"
+        case .dutyCycle: return nil
+        case .value: break
+        }
+        return switch unit {
+        case .metre: "distance"
+        case .celsius, .kelvin, .fahrenheit: "temperature"
+        case .second, .minute, .hour, .day: "duration"
+        case .volt: "voltage"
+        case .ampere: "current"
+        case .watt: "power"
+        case .kilowattHour: "energy"
+        case .pascal, .bar, .millimetreOfMercury: "pressure"
+        case .lux: "illuminance"
+        case .hertz: "frequency"
+        case .kilogram: "weight"
+        case .decibel: "sound_pressure"
+        default: nil
+        }
+    }
+
+    /// What a binary input is, from the words of its sensor id and characteristic name
+    /// (`door`, `front_window`, `pir`, ...); nil when they do not say.
+    public static func binaryDeviceClass(_ names: [String]) -> String? {
+        let words = Set(names.flatMap { $0.lowercased().split(whereSeparator: { !$0.isLetter }).map(String.init) })
+        let classes: [(words: [String], deviceClass: String)] = [
+            (["door", "contact", "reed"], "door"), (["window"], "window"),
+            (["pir", "motion", "movement"], "motion"), (["occupancy", "presence"], "occupancy"),
+            (["smoke"], "smoke"), (["leak", "water", "flood", "moisture"], "moisture"),
+            (["vibration"], "vibration"), (["tamper"], "tamper"), (["gas"], "gas")
+        ]
+        if words.contains("garage") { return "garage_door" }
+        return classes.first { !words.isDisjoint(with: $0.words) }?.deviceClass
+    }
+
+    /// An integer format's whole range in steps of its resolution; a float format's
+    /// ±1,000,000,000 in steps of 0.001 (the finest Home Assistant takes).
+    static func numberRange(_ encoding: ValueEncoding) -> HomeAssistantEntity.NumberRange {
+        guard let range = encoding.format.integerRange else {
+            return HomeAssistantEntity.NumberRange(min: "-1000000000", max: "1000000000", step: "0.001")
+        }
+        return HomeAssistantEntity.NumberRange(
+            min: encoding.decimalText(raw: range.lowerBound), max: encoding.decimalText(raw: range.upperBound),
+            step: encoding.decimalText(raw: 1))
     }
 
     /// `none`, `encrypted`, or `authenticated` (encrypted with a MITM-protected key).

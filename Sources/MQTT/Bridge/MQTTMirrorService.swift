@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Logging
+import StateFile
 
 /// Runs the MQTT mirror: owns the client, the topic model and the persistent outbox.
 ///
@@ -22,6 +23,12 @@ public actor MQTTMirrorService {
     private var connection: MQTTConnectionID?
     /// Message id of the live connection → outbox sequence number awaiting its PUBACK.
     private var inFlight: [Int32: UInt64] = [:]
+    private let started: Date
+    private let birthDelay: @Sendable () -> Duration
+    /// The components of the published device documents (`<state_dir>/homeassistant-discovery`:
+    /// a line `device`, then `<platform> <id>` per component); its absence means the
+    /// per-entity discovery is still to migrate.
+    private let discoveryStatePath: String
 
     /// The last connection failure (nil once connected).
     public private(set) var lastError: MQTTError?
@@ -34,14 +41,24 @@ public actor MQTTMirrorService {
     /// - Parameters:
     ///   - client: broker settings; the Last Will is set here to `offline` on the availability topic.
     ///   - stateDirectory: where the outbox journal lives (`outbox.jsonl`).
-    ///   - now: the clock for `/error` timestamps and heartbeats.
+    ///   - now: the clock for `/error` timestamps, heartbeats and the uptime.
+    ///   - birthDelay: how long to wait after Home Assistant's birth message before publishing
+    ///     discovery again; random within 5 s by default, so gateways that all hear the same
+    ///     birth message do not answer at once.
     public init(
         client configuration: MQTTClientConfiguration, mirror: MirrorConfiguration,
         stateDirectory: URL, outboxCapacity: Int = 10_000, logger: Logger,
         now: @escaping @Sendable () -> Date = { Date() },
+        birthDelay: @escaping @Sendable () -> Duration = { .milliseconds(Int.random(in: 0...5000)) },
         onSet: @escaping SetHandler, onSourceValue: @escaping SourceHandler
     ) throws {
-        let mirror = try Mirror(configuration: mirror)
+        var mirror = try Mirror(configuration: mirror)
+        let discoveryStatePath = stateDirectory.appendingPathComponent("homeassistant-discovery").path
+        do {
+            mirror.publishedComponents = try StateFile.readValue(discoveryStatePath).map(Self.components)
+        } catch {
+            throw MQTTError.invalidConfiguration("\(error)")
+        }
         var configuration = configuration
         configuration.will = mirror.lastWill
         self.client = try MQTTClient(configuration: configuration, logger: logger)
@@ -49,6 +66,9 @@ public actor MQTTMirrorService {
         self.outbox = try MQTTOutbox(directory: stateDirectory, capacity: outboxCapacity, logger: logger)
         self.logger = logger
         self.now = now
+        self.started = now()
+        self.discoveryStatePath = discoveryStatePath
+        self.birthDelay = birthDelay
         self.onSet = onSet
         self.onSourceValue = onSourceValue
     }
@@ -76,6 +96,12 @@ public actor MQTTMirrorService {
 
     /// A gateway event: updates the mirror and publishes what it implies.
     public func handle(_ event: MirrorEvent) {
+        var event = event
+        if case .peripheralState(var state) = event {
+            state.uptime = Int(now().timeIntervalSince(started))
+            state.outbox = outbox.count
+            event = .peripheralState(state)
+        }
         for action in mirror.apply(event) {
             perform(action)
         }
@@ -107,6 +133,7 @@ public actor MQTTMirrorService {
             if outbox.count > 0 { logger.info("MQTT delivering \(outbox.count) queued event(s)") }
             for entry in outbox.pending { send(entry) }
             for message in mirror.retainedSnapshot { publish(message) }
+            rememberPublishedComponents()
 
         case .disconnected(let id, _):
             if connection == id {
@@ -139,11 +166,49 @@ public actor MQTTMirrorService {
         case .sourceValue(let ids, let payload):
             await onSourceValue(ids, payload)
         case .homeAssistantOnline:
-            logger.info("Home Assistant came online: re-publishing discovery")
-            for message in mirror.discoveryMessages { publish(message) }
+            let delay = birthDelay()
+            logger.info("Home Assistant came online: re-publishing discovery in \(delay)")
+            Task {
+                guard (try? await Task.sleep(for: delay)) != nil else { return }
+                await self.publishDiscovery()
+            }
+        case .stalePerEntityDiscovery(let topic):
+            logger.info("clearing the per-entity Home Assistant discovery left on \(topic)")
+            publish(MQTTMessage(topic: topic, payload: [], retain: true))
         case .ignored:
             break
         }
+    }
+
+    private func publishDiscovery() {
+        for message in mirror.discoveryMessages { publish(message) }
+    }
+
+    /// Records the components this connection's discovery published (after a migration, the
+    /// first record). Should writing fail, the next connection publishes the same again, which
+    /// Home Assistant takes as it is.
+    private func rememberPublishedComponents() {
+        let components = mirror.componentsToRemember
+        guard mirror.configuration.discoveryPrefix != nil, components != mirror.publishedComponents else { return }
+        let text = (["device"] + components.sorted().map { "\($0.platform) \($0.id)" }).joined(separator: "\n") + "\n"
+        do {
+            try StateFile.write(Array(text.utf8), to: discoveryStatePath, mode: 0o644)
+            if mirror.publishedComponents == nil {
+                logger.info("Home Assistant discovery migrated from per-entity topics to one device document")
+            }
+            mirror.publishedComponents = components
+        } catch {
+            logger.error("could not record the Home Assistant discovery published: \(error)")
+        }
+    }
+
+    /// The components in the state file's text (lines after `device`).
+    static func components(_ text: String) -> Set<HomeAssistantComponent> {
+        Set(
+            text.split(separator: "\n").dropFirst().compactMap { line in
+                let fields = line.split(separator: " ")
+                return fields.count == 2 ? HomeAssistantComponent(platform: String(fields[0]), id: String(fields[1])) : nil
+            })
     }
 
     // MARK: Sending

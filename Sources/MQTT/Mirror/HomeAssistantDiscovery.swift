@@ -1,56 +1,207 @@
-/// Home Assistant MQTT discovery documents for the mirror
-/// (`<prefix>/<component>/<node>/<object>/config`, retained).
+/// Home Assistant MQTT discovery for the mirror: one retained device document
+/// (`<prefix>/device/gattway_<dev>/config`) carrying the device, the origin and one component per
+/// entity, so Home Assistant shows one device with all of them; a component published before
+/// and no longer configured goes out as `{"p": <platform>}`, which removes its entity.
+///
+/// earlier gattway versions announced each entity on its own topic (`<prefix>/<kind>/gattway_<dev>/<object>/config`).
+/// Those entities keep their entity ids through Home Assistant's migration: `{"migrate_discovery": true}`
+/// on each old topic (Home Assistant unloads the entity and keeps it in its registry), the old
+/// topic cleared, then the device document (same `unique_id`s). The component keys are the old
+/// object ids, so Home Assistant gives a component the old entity's discovery id
+/// (`gattway_<dev> <object>`), which is why the old topic is cleared before the document: a
+/// message there afterwards reaches the new entity, and Home Assistant warns of a conflict.
 struct HomeAssistantDiscovery {
     let configuration: MirrorConfiguration
     let topics: MirrorTopics
+    /// Components of earlier documents; those the configuration no longer has are published as
+    /// `{"p": <platform>}`, which is how Home Assistant removes a component's entity (leaving it
+    /// out does not).
+    var published: Set<HomeAssistantComponent> = []
 
-    var messages: [MQTTMessage] {
-        guard let prefix = configuration.discoveryPrefix else { return [] }
-        let node = "gattway_\(Self.identifier(configuration.deviceID))"
-        var result: [MQTTMessage] = []
-        for characteristic in configuration.characteristics {
-            guard let entity = characteristic.homeAssistant else { continue }
-            let object = Self.identifier("\(characteristic.id.service)_\(characteristic.id.characteristic)")
-            var members: [(String, JSONText)] = [
-                ("name", .string(entity.name)),
-                ("unique_id", .string("\(node)_\(object)")),
-                ("state_topic", .string(topics.value(characteristic.id)))
-            ]
-            if let template = Self.valueTemplate(entity.kind, characteristic.payloadStyle) {
-                members.append(("value_template", .string(template)))
-            }
-            if let deviceClass = entity.deviceClass { members.append(("device_class", .string(deviceClass))) }
-            if let unit = entity.unit { members.append(("unit_of_measurement", .string(unit))) }
-            if let heartbeat = characteristic.heartbeat, entity.kind != .switch {
-                members.append(("expire_after", .integer(Self.expireAfter(heartbeat))))
-            }
-            if entity.kind == .switch {
-                members += [
-                    ("command_topic", .string(topics.set(characteristic.id))),
-                    ("payload_on", .string("true")), ("payload_off", .string("false")),
-                    ("state_on", .string("true")), ("state_off", .string("false"))
-                ]
-            }
-            members += availability + [("device", device(node))]
-            result.append(
-                MQTTMessage(
-                    topic: "\(prefix)/\(entity.kind.rawValue)/\(node)/\(object)/config",
-                    payload: JSONText.object(members).bytes, retain: true))
-        }
-        let diagnostic: [(String, JSONText)] =
+    static let supportURL = "https://github.com/gattway/gattway"
+    static let migratePayload = Array(#"{"migrate_discovery":true}"#.utf8)
+
+    /// `gattway_<dev>`: the device's identifier and the node level of its topics.
+    var node: String { "gattway_\(Self.identifier(configuration.deviceID))" }
+
+    var deviceTopic: String? {
+        configuration.discoveryPrefix.map { "\($0)/device/\(node)/config" }
+    }
+
+    /// The per-entity topics of earlier gattway versions, with this configuration: `<prefix>/+/gattway_<dev>/+/config`
+    /// matches every one, including those of sensors removed since.
+    var perEntityTopicFilter: String? {
+        configuration.discoveryPrefix.map { "\($0)/+/\(node)/+/config" }
+    }
+
+    /// Whether `topic` is one of the per-entity topics (`perEntityTopicFilter`).
+    private func isPerEntityTopic(_ topic: String) -> Bool {
+        guard let prefix = configuration.discoveryPrefix, topic.hasPrefix(prefix + "/") else { return false }
+        let levels = topic.dropFirst(prefix.count + 1).split(separator: "/", omittingEmptySubsequences: false)
+        return levels.count == 4 && levels[1] == node && levels[3] == "config" && levels[0] != "device"
+    }
+
+    /// The device document, preceded when `migrating` by the migration of the per-entity topics
+    /// earlier gattway versions used for these entities (each gets the migrate payload, then is cleared).
+    func messages(migrating: Bool) -> [MQTTMessage] {
+        guard let deviceTopic else { return [] }
+        let document = MQTTMessage(topic: deviceTopic, payload: deviceDocument.bytes, retain: true)
+        guard migrating else { return [document] }
+        let old = perEntityTopics(components.filter(\.announcedPerEntity))
+        return old.flatMap {
             [
-                ("name", .string("Connected centrals")),
-                ("unique_id", .string("\(node)_connected_centrals")),
-                ("state_topic", .string(topics.state)),
-                ("value_template", .string("{{ value_json.centrals | length }}")),
-                ("entity_category", .string("diagnostic")),
-                ("icon", .string("mdi:cellphone-link"))
-            ] + availability + [("device", device(node))]
-        result.append(
-            MQTTMessage(
-                topic: "\(prefix)/sensor/\(node)/connected_centrals/config",
-                payload: JSONText.object(diagnostic).bytes, retain: true))
-        return result
+                MQTTMessage(topic: $0, payload: Self.migratePayload, retain: true),
+                MQTTMessage(topic: $0, payload: [], retain: true)
+            ]
+        } + [document]
+    }
+
+    /// The per-entity topics with the discovery ids of `components`.
+    private func perEntityTopics(_ components: [Component]) -> [String] {
+        guard let prefix = configuration.discoveryPrefix else { return [] }
+        return components.map { "\(prefix)/\($0.platform)/\(node)/\($0.id)/config" }
+    }
+
+    /// A per-entity document still retained on `topic` is stale and is cleared, unless it has the
+    /// discovery id of one of the document's components: that one was cleared by the migration,
+    /// and clearing it again would reach the component's entity.
+    func isStalePerEntityTopic(_ topic: String) -> Bool {
+        isPerEntityTopic(topic) && !perEntityTopics(components).contains(topic)
+    }
+
+    var deviceDocument: JSONText {
+        .object(
+            [
+                (
+                    "dev",
+                    .object([
+                        ("identifiers", .array([.string(node)])), ("name", .string(configuration.deviceName)),
+                        ("manufacturer", .string("gattway")), ("model", .string("BLE GATT gateway")),
+                        ("sw_version", .string(configuration.softwareVersion))
+                    ])
+                ),
+                (
+                    "o",
+                    .object([
+                        ("name", .string("gattway")), ("sw_version", .string(configuration.softwareVersion)),
+                        ("support_url", .string(Self.supportURL))
+                    ])
+                ),
+                ("cmps", .object(components.map { ($0.id, .object($0.members)) } + removals))
+            ] + availability)
+    }
+
+    /// What the configuration has: the components to remember once published.
+    var current: Set<HomeAssistantComponent> {
+        Set(components.map { HomeAssistantComponent(platform: $0.platform, id: $0.id) })
+    }
+
+    private var removals: [(String, JSONText)] {
+        let ids = Set(components.map(\.id))
+        return published.filter { !ids.contains($0.id) }.sorted { $0.id < $1.id }.map {
+            ($0.id, .object([("p", .string($0.platform))]))
+        }
+    }
+
+    struct Component {
+        let id: String
+        let platform: String
+        let members: [(String, JSONText)]
+        let announcedPerEntity: Bool
+    }
+
+    var components: [Component] {
+        configuration.characteristics.compactMap(component) + diagnostics
+    }
+
+    private func component(_ characteristic: MirrorCharacteristic) -> Component? {
+        guard let entity = characteristic.homeAssistant else { return nil }
+        let object = Self.identifier("\(characteristic.id.service)_\(characteristic.id.characteristic)")
+        var members: [(String, JSONText)] = [
+            ("p", .string(entity.kind.rawValue)), ("name", .string(entity.name)),
+            ("unique_id", .string("\(node)_\(object)")), ("state_topic", .string(topics.value(characteristic.id)))
+        ]
+        if let template = Self.valueTemplate(entity.kind, characteristic.payloadStyle) {
+            members.append(("value_template", .string(template)))
+        }
+        if let deviceClass = entity.deviceClass { members.append(("device_class", .string(deviceClass))) }
+        if let unit = entity.unit { members.append(("unit_of_measurement", .string(unit))) }
+        if let stateClass = entity.stateClass { members.append(("state_class", .string(stateClass))) }
+        if let precision = entity.displayPrecision {
+            members.append(("suggested_display_precision", .integer(Int64(precision))))
+        }
+        if let icon = entity.icon { members.append(("icon", .string(icon))) }
+        if entity.kind == .sensor || entity.kind == .binarySensor,
+            let expireAfter = entity.expireAfter ?? characteristic.heartbeat.map(Self.expireAfter)
+        {
+            members.append(("expire_after", .integer(expireAfter)))
+        }
+        switch entity.kind {
+        case .sensor, .binarySensor: break
+        case .switch:
+            members += [
+                ("command_topic", .string(topics.set(characteristic.id))),
+                ("payload_on", .string("true")), ("payload_off", .string("false")),
+                ("state_on", .string("true")), ("state_off", .string("false"))
+            ]
+        case .text:
+            // Home Assistant sends the text as it is; `/set` takes JSON.
+            members += [
+                ("command_topic", .string(topics.set(characteristic.id))),
+                ("command_template", .string("{{ value | to_json }}"))
+            ]
+            if let maxLength = entity.maxLength { members.append(("max", .integer(Int64(maxLength)))) }
+        case .number:
+            members.append(("command_topic", .string(topics.set(characteristic.id))))
+            if let range = entity.range {
+                members += [("min", .literal(range.min)), ("max", .literal(range.max)), ("step", .literal(range.step))]
+            }
+            members.append(("mode", .string("box")))
+        }
+        if !entity.enabled { members.append(("enabled_by_default", .bool(false))) }
+        return Component(
+            id: object, platform: entity.kind.rawValue, members: members,
+            announcedPerEntity: entity.announcedPerEntity)
+    }
+
+    /// The gateway's own state, from the `state` topic (published on every change and every
+    /// minute), as diagnostic sensors.
+    private var diagnostics: [Component] {
+        func sensor(
+            _ id: String, _ name: String, _ template: String, _ extra: [(String, JSONText)], announcedPerEntity: Bool = false
+        ) -> Component {
+            Component(
+                id: id, platform: "sensor",
+                members: [
+                    ("p", .string("sensor")), ("name", .string(name)), ("unique_id", .string("\(node)_\(id)")),
+                    ("state_topic", .string(topics.state)), ("value_template", .string(template)),
+                    ("entity_category", .string("diagnostic"))
+                ] + extra,
+                announcedPerEntity: announcedPerEntity)
+        }
+        return [
+            sensor(
+                "connected_centrals", "Connected centrals", "{{ value_json.centrals | length }}",
+                [("icon", .string("mdi:cellphone-link"))], announcedPerEntity: true),
+            sensor(
+                "notifications_sent", "Notifications sent", "{{ value_json.counters.get('sent', 0) }}",
+                [("state_class", .string("total_increasing")), ("icon", .string("mdi:bell-ring-outline"))]),
+            sensor(
+                "values_dropped", "Values dropped", "{{ value_json.counters.get('dropped', 0) }}",
+                [("state_class", .string("total_increasing")), ("icon", .string("mdi:delete-alert-outline"))]),
+            sensor(
+                "mqtt_outbox", "MQTT outbox", "{{ value_json.outbox }}",
+                [("state_class", .string("measurement")), ("icon", .string("mdi:tray-full"))]),
+            sensor(
+                "uptime", "Uptime", "{{ value_json.uptime }}",
+                [
+                    ("device_class", .string("duration")), ("unit_of_measurement", .string("s")),
+                    ("state_class", .string("total_increasing"))
+                ]),
+            sensor(
+                "controller_state", "Controller state", "{{ value_json.state }}",
+                [("icon", .string("mdi:bluetooth-settings"))])
+        ]
     }
 
     private var availability: [(String, JSONText)] {
@@ -60,19 +211,12 @@ struct HomeAssistantDiscovery {
         ]
     }
 
-    private func device(_ node: String) -> JSONText {
-        .object([
-            ("identifiers", .array([.string(node)])), ("name", .string(configuration.deviceName)),
-            ("manufacturer", .string("gattway")), ("model", .string("BLE GATT gateway"))
-        ])
-    }
-
     /// JSON-style values carry `{"value": ...}`; binary sensors and switches map the boolean to
     /// the state strings Home Assistant compares against.
     private static func valueTemplate(_ kind: HomeAssistantEntity.Kind, _ style: MirrorPayloadStyle) -> String? {
         guard style == .json else { return nil }
         return switch kind {
-        case .sensor: "{{ value_json.value }}"
+        case .sensor, .text, .number: "{{ value_json.value }}"
         case .binarySensor: "{{ 'ON' if value_json.value else 'OFF' }}"
         case .switch: "{{ 'true' if value_json.value else 'false' }}"
         }

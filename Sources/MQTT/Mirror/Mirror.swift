@@ -15,6 +15,10 @@ public struct Mirror: Sendable {
     private var subscribers: [MirrorCharacteristicID: [(address: String, kind: MirrorSubscriptionKind)]] = [:]
     /// Last value payload per characteristic (re-published on reconnect).
     private var values: [MirrorCharacteristicID: [UInt8]] = [:]
+    /// The components earlier device documents carried (the service keeps them in its state
+    /// directory); nil when there is no record: the per-entity discovery may still be
+    /// in place, and the next discovery migrates it.
+    public var publishedComponents: Set<HomeAssistantComponent>?
     /// When each value topic was last published, by a value or a heartbeat.
     private var lastPublished: [MirrorCharacteristicID: Date] = [:]
     /// The characteristics with a heartbeat, and its length in seconds.
@@ -61,18 +65,21 @@ public struct Mirror: Sendable {
     public var offlineMessage: MQTTMessage { MQTTMessage(topic: topics.availability, text: "offline", retain: true) }
 
     /// Topics to subscribe to on every (clean-session) connection: exactly the `/set` topics, the
-    /// active source topics and Home Assistant's status topic.
+    /// active source topics, Home Assistant's status topic and the per-entity discovery topics
+    /// of earlier gattway versions (whatever is still retained there is cleared).
     public var inboundSubscriptions: [String] {
         var result = configuration.characteristics.filter(\.acceptsSet).map { topics.set($0.id) }
         result += activeSourceTopics.sorted()
         if let status = homeAssistantStatusTopic { result.append(status) }
+        if let filter = discovery.perEntityTopicFilter { result.append(filter) }
         return result
     }
 
-    /// Everything retained, in publishing order: availability, discovery, state, values (when
-    /// retained), subscriber lists, connected centrals.
+    /// Everything retained, in publishing order: availability, discovery (with the migration
+    /// from per-entity topics while there is no record of `publishedComponents`), state, values
+    /// (when retained), subscriber lists, connected centrals.
     public var retainedSnapshot: [MQTTMessage] {
-        var result = [onlineMessage] + discoveryMessages + [stateMessage]
+        var result = [onlineMessage] + discovery.messages(migrating: publishedComponents == nil) + [stateMessage]
         for characteristic in configuration.characteristics where configuration.retainValues {
             if let payload = values[characteristic.id] { result.append(valueMessage(characteristic.id, payload)) }
         }
@@ -83,8 +90,17 @@ public struct Mirror: Sendable {
         return result
     }
 
-    public var discoveryMessages: [MQTTMessage] {
-        HomeAssistantDiscovery(configuration: configuration, topics: topics).messages
+    /// The Home Assistant device document alone (what Home Assistant's birth message asks for).
+    public var discoveryMessages: [MQTTMessage] { discovery.messages(migrating: false) }
+
+    /// What to remember once discovery is published: every component published so far (those
+    /// removed stay, so their removal is published again should Home Assistant have missed it).
+    public var componentsToRemember: Set<HomeAssistantComponent> {
+        (publishedComponents ?? []).union(discovery.current)
+    }
+
+    private var discovery: HomeAssistantDiscovery {
+        HomeAssistantDiscovery(configuration: configuration, topics: topics, published: publishedComponents ?? [])
     }
 
     // MARK: Gateway events
@@ -235,6 +251,9 @@ public struct Mirror: Sendable {
         if message.topic == homeAssistantStatusTopic, message.payload == Array("online".utf8) {
             return .homeAssistantOnline
         }
+        if message.retain, !message.payload.isEmpty, discovery.isStalePerEntityTopic(message.topic) {
+            return .stalePerEntityDiscovery(message.topic)
+        }
         return .ignored
     }
 
@@ -262,6 +281,7 @@ public struct Mirror: Sendable {
             ("state", .string(peripheral.state)),
             ("advertising", .bool(peripheral.advertising)),
             ("centrals", .array(orderedCentrals.map { .string($0.address) })),
+            ("uptime", .integer(Int64(peripheral.uptime))), ("outbox", .integer(Int64(peripheral.outbox))),
             ("counters", .object(peripheral.counters.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) }))
         ])
         return MQTTMessage(topic: topics.state, payload: payload.bytes, retain: true)

@@ -35,11 +35,29 @@ public struct MirrorValue: Sendable, Equatable {
 
 /// Home Assistant entity announced for a characteristic through MQTT discovery.
 public struct HomeAssistantEntity: Sendable, Equatable {
-    public enum Kind: String, Sendable, Equatable {
+    public enum Kind: String, Sendable, Equatable, CaseIterable {
         case sensor
         case binarySensor = "binary_sensor"
         /// An output: state from the value topic, commands to the `/set` topic.
         case `switch`
+        /// A writable utf8 characteristic: text from the value topic, edits to `/set`.
+        case text
+        /// A writable numeric characteristic: within the format's range, in steps of its
+        /// resolution.
+        case number
+    }
+
+    /// What a `number` entity may be set to, as JSON numbers.
+    public struct NumberRange: Sendable, Equatable {
+        public var min: String
+        public var max: String
+        public var step: String
+
+        public init(min: String, max: String, step: String) {
+            self.min = min
+            self.max = max
+            self.step = step
+        }
     }
 
     public var kind: Kind
@@ -47,13 +65,58 @@ public struct HomeAssistantEntity: Sendable, Equatable {
     /// Home Assistant device class (`temperature`, `motion`, `outlet`, ...).
     public var deviceClass: String?
     public var unit: String?
+    /// `measurement`, `total` or `total_increasing` (sensors): what gives long-term statistics.
+    public var stateClass: String?
+    /// Decimal places Home Assistant shows (`suggested_display_precision`).
+    public var displayPrecision: Int?
+    /// `mdi:...`.
+    public var icon: String?
+    /// Seconds without a value before the entity shows unavailable; overrides the default of
+    /// three heartbeats.
+    public var expireAfter: Int64?
+    /// false: the entity is created disabled.
+    public var enabled: Bool
+    /// `number` entities.
+    public var range: NumberRange?
+    /// `text` entities: the longest text, in bytes (the characteristic's maximum length).
+    public var maxLength: Int?
+    /// earlier gattway versions announced this entity on its own topic
+    /// (`<prefix>/<kind>/gattway_<dev>/<object>/config`), so it is migrated from there.
+    public var announcedPerEntity: Bool
 
-    public init(kind: Kind, name: String, deviceClass: String? = nil, unit: String? = nil) {
+    public init(
+        kind: Kind, name: String, deviceClass: String? = nil, unit: String? = nil, stateClass: String? = nil,
+        displayPrecision: Int? = nil, icon: String? = nil, expireAfter: Int64? = nil, enabled: Bool = true,
+        range: NumberRange? = nil, maxLength: Int? = nil, announcedPerEntity: Bool = false
+    ) {
         self.kind = kind
         self.name = name
         self.deviceClass = deviceClass
         self.unit = unit
+        self.stateClass = stateClass
+        self.displayPrecision = displayPrecision
+        self.icon = icon
+        self.expireAfter = expireAfter
+        self.enabled = enabled
+        self.range = range
+        self.maxLength = maxLength
+        self.announcedPerEntity = announcedPerEntity
     }
+}
+
+/// A component of the Home Assistant device document, as gattway remembers having published it.
+public struct HomeAssistantComponent: Sendable, Hashable, Comparable {
+    /// `sensor`, `binary_sensor`, `switch`, `text`, `number`.
+    public var platform: String
+    /// The key under `cmps`: `<service>_<characteristic>`, or a diagnostic's name.
+    public var id: String
+
+    public init(platform: String, id: String) {
+        self.platform = platform
+        self.id = id
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { (lhs.id, lhs.platform) < (rhs.id, rhs.platform) }
 }
 
 public struct MirrorCharacteristic: Sendable, Equatable {
@@ -99,11 +162,13 @@ public struct MirrorConfiguration: Sendable, Equatable {
     /// Whether value publications are retained (`mqtt.retain`); only retained values are
     /// re-published on reconnection.
     public var retainValues: Bool
+    /// gattway's version, on the Home Assistant device and as the discovery's origin.
+    public var softwareVersion: String
 
     public init(
         baseTopic: String = "gattway", deviceID: String, deviceName: String? = nil,
         characteristics: [MirrorCharacteristic], discoveryPrefix: String? = "homeassistant",
-        valueQoS: MQTTQoS = .atLeastOnce, retainValues: Bool = true
+        valueQoS: MQTTQoS = .atLeastOnce, retainValues: Bool = true, softwareVersion: String
     ) {
         self.baseTopic = baseTopic
         self.deviceID = deviceID
@@ -112,6 +177,7 @@ public struct MirrorConfiguration: Sendable, Equatable {
         self.discoveryPrefix = discoveryPrefix
         self.valueQoS = valueQoS
         self.retainValues = retainValues
+        self.softwareVersion = softwareVersion
     }
 }
 
@@ -163,11 +229,17 @@ public struct MirrorPeripheralState: Sendable, Equatable {
     public var advertising: Bool
     /// Named counters (reads, writes, notifications, ...), rendered with keys sorted.
     public var counters: [String: Int]
+    /// Seconds since the gateway started; the MQTT service sets it when it publishes.
+    public var uptime: Int
+    /// Events waiting in the MQTT outbox; the MQTT service sets it when it publishes.
+    public var outbox: Int
 
-    public init(state: String, advertising: Bool, counters: [String: Int] = [:]) {
+    public init(state: String, advertising: Bool, counters: [String: Int] = [:], uptime: Int = 0, outbox: Int = 0) {
         self.state = state
         self.advertising = advertising
         self.counters = counters
+        self.uptime = uptime
+        self.outbox = outbox
     }
 }
 
@@ -211,6 +283,10 @@ public enum MirrorInbound: Sendable, Equatable {
     case sourceValue([MirrorCharacteristicID], payload: [UInt8])
     /// Home Assistant restarted: discovery must be published again.
     case homeAssistantOnline
+    /// A per-entity discovery document of earlier gattway versions still retained on this topic for an
+    /// entity the device document does not have (a sensor removed since): to clear, so Home
+    /// Assistant removes the entity.
+    case stalePerEntityDiscovery(String)
     /// Not a topic the gateway accepts writes on.
     case ignored
 }
