@@ -73,9 +73,15 @@ public final class BTHomeScanner: @unchecked Sendable {
         process.standardError = FileHandle.standardError
         try process.run()
         reader = LineReader(output.fileHandleForReading)
-        guard let line = await reader.next(), line.contains("\"ready\": true") else {
-            throw Harness.Unavailable(description: "the BTHome scanner did not start")
+        // Lines before "ready" (none are expected) are kept for the error, not taken for failure.
+        var before: [String] = []
+        while let line = await reader.next() {
+            if line.contains("\"ready\": true") { return }
+            before.append(line)
         }
+        let state = process.isRunning ? "still running" : "exited (status \(process.terminationStatus), reason \(process.terminationReason.rawValue))"
+        throw TestFailure(
+            "the BTHome scanner did not start: its output ended, the process \(state); it printed: \(before)")
     }
 
     /// The next accepted advertisement for which `matches` holds (earlier ones are passed over);
