@@ -79,7 +79,9 @@ public final class BTHomeScanner: @unchecked Sendable {
             if line.contains("\"ready\": true") { return }
             before.append(line)
         }
-        let state = process.isRunning ? "still running" : "exited (status \(process.terminationStatus), reason \(process.terminationReason.rawValue))"
+        let state =
+            process.isRunning
+            ? "still running" : "exited (status \(process.terminationStatus), reason \(process.terminationReason.rawValue))"
         throw TestFailure(
             "the BTHome scanner did not start: its output ended, the process \(state); it printed: \(before)")
     }
