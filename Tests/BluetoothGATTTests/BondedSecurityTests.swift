@@ -94,7 +94,7 @@ import Testing
         #expect(try server.updateValue([0x09], for: notify, now: .now))
         #expect(
             server.takeOutput() == [
-                .send(
+                .sendUpdate(
                     [0x1B, UInt8(notify.valueHandle & 0xFF), UInt8(notify.valueHandle >> 8), 0x09],
                     to: central)
             ])
@@ -123,7 +123,7 @@ import Testing
         } else {
             Issue.record("no subscribed event for Service Changed: \(output)")
         }
-        #expect(output.last == .send([0x1D, UInt8(serviceChangedValue), 0x00, 0x01, 0x00, 0xFF, 0xFF], to: central))
+        #expect(output.last == .sendUpdate([0x1D, UInt8(serviceChangedValue), 0x00, 0x01, 0x00, 0xFF, 0xFF], to: central))
         #expect(server.snapshot(of: central)?.clientConfigurations == [serviceChangedCCCD: 0x0002])
 
         // Without the Service Changed subscription there is nothing to indicate, and nothing comes back.

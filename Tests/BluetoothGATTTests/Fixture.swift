@@ -131,7 +131,7 @@ extension GATTServer {
         var events: [GATTServerEvent] = []
         for item in output {
             switch item {
-            case let .send(pdu, _): sent.append(pdu.hexString)
+            case let .send(pdu, _), let .sendUpdate(pdu, _): sent.append(pdu.hexString)
             case let .event(event): events.append(event)
             }
         }

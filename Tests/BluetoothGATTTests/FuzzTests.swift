@@ -76,10 +76,16 @@ private struct Fuzzer {
         server.receive(pdu, from: central, now: now)
         var answers: [[UInt8]] = []
         for item in server.takeOutput() {
-            guard case let .send(bytes, to) = item, to == central, let opcode = bytes.first,
-                opcode != 0x1B, opcode != 0x1D
-            else { continue }
-            answers.append(bytes)
+            switch item {
+            case let .send(bytes, to):
+                // Updates are marked as such: a response never carries an update's opcode.
+                if [0x1B, 0x1D].contains(bytes.first) { Issue.record("update \(bytes.hexString) sent as a response") }
+                if to == central { answers.append(bytes) }
+            case let .sendUpdate(bytes, _):
+                if ![0x1B, 0x1D].contains(bytes.first) { Issue.record("\(bytes.hexString) sent as an update") }
+            case .event:
+                break
+            }
         }
         let expectsAnswer = !pdu.isEmpty && ATTOpcode.isRequest(pdu[0]) && !closedBefore && !state.isClosed
         if expectsAnswer {

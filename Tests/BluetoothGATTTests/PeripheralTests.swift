@@ -7,11 +7,12 @@ import Testing
 /// The host side of the seam, in memory: records what the peripheral asks of the link.
 final class MemoryLink: PeripheralLink, @unchecked Sendable {
     private let lock = NSLock()
-    private var _sent: [(CentralID, [UInt8])] = []
+    private var _sent: [(central: CentralID, pdu: [UInt8], isUpdate: Bool)] = []
     private var _timedOut: [CentralID] = []
     private var _latency: [(ConnectionLatency, CentralID)] = []
 
-    func send(_ pdu: [UInt8], to central: CentralID) { locked { _sent.append((central, pdu)) } }
+    func send(_ pdu: [UInt8], to central: CentralID) { locked { _sent.append((central, pdu, false)) } }
+    func sendUpdate(_ pdu: [UInt8], to central: CentralID) { locked { _sent.append((central, pdu, true)) } }
     func disconnectAfterTransactionTimeout(_ central: CentralID) { locked { _timedOut.append(central) } }
     func requestConnectionLatency(_ latency: ConnectionLatency, for central: CentralID) {
         locked { _latency.append((latency, central)) }
@@ -19,10 +20,19 @@ final class MemoryLink: PeripheralLink, @unchecked Sendable {
 
     /// PDUs sent since the last call, as hex, per central.
     func takeSent(to central: CentralID) -> [String] {
+        let (responses, updates) = takeSentByKind(to: central)
+        return (responses + updates).sorted { $0.index < $1.index }.map(\.hex)
+    }
+
+    /// PDUs sent since the last call, as hex, split into those sent as responses (`send`) and
+    /// those sent as updates (`sendUpdate`), each with its place in the order sent.
+    func takeSentByKind(to central: CentralID) -> (responses: [(index: Int, hex: String)], updates: [(index: Int, hex: String)]) {
         locked {
-            let mine = _sent.filter { $0.0 == central }.map { $0.1.hexString }
-            _sent.removeAll { $0.0 == central }
-            return mine
+            let mine = _sent.enumerated().filter { $0.element.central == central }
+            _sent.removeAll { $0.central == central }
+            let responses = mine.filter { !$0.element.isUpdate }.map { ($0.offset, $0.element.pdu.hexString) }
+            let updates = mine.filter { $0.element.isUpdate }.map { ($0.offset, $0.element.pdu.hexString) }
+            return (responses, updates)
         }
     }
     var timedOut: [CentralID] { locked { _timedOut } }
@@ -245,6 +255,35 @@ struct EventReader {
         // The bearer is dead: nothing more is answered.
         await peripheral.receive([0x0A, 0x03, 0x00], from: central)
         #expect(link.takeSent(to: central).isEmpty)
+    }
+
+    /// The server says which PDUs are updates (they spent a transmit credit the host must count
+    /// back): notifications and indications, Service Changed among them; responses are not.
+    @Test func notificationsAndIndicationsReachTheLinkAsUpdatesAndResponsesDoNot() async throws {
+        let (peripheral, _) = await makePeripheral()
+        let service = try await peripheral.add(Self.sensor)
+        let temperature = try #require(service.characteristic(BluetoothUUID(0x2A6E)))
+        let humidity = try #require(service.characteristic(BluetoothUUID(0x2A6F)))
+        await peripheral.centralConnected(central)
+        await peripheral.receive([0x12] + le(temperature.clientConfigurationHandle!) + [0x01, 0x00], from: central)
+        await peripheral.receive([0x12] + le(humidity.clientConfigurationHandle!) + [0x02, 0x00], from: central)
+        await peripheral.receive([0x12, 0x0B, 0x00, 0x02, 0x00], from: central)
+        await peripheral.transmitRoomFreed(10)
+        #expect(try await peripheral.updateValue([1], for: temperature) == true)
+        #expect(try await peripheral.updateValue([2], for: humidity) == true)
+        await peripheral.receive([0x1E], from: central)
+        await peripheral.receive([0x0A] + le(temperature.valueHandle), from: central)
+        let added = try await peripheral.add(GATTService(uuid: BluetoothUUID(0x180F), characteristics: []))
+        #expect(added.handles == 23...23)
+
+        let sent = link.takeSentByKind(to: central)
+        #expect(sent.responses.map(\.hex) == ["13", "13", "13", "0b" + String(repeating: "5a", count: 22)])
+        #expect(
+            sent.updates.map(\.hex) == [
+                "1b" + le(temperature.valueHandle).hexString + "01",
+                "1d" + le(humidity.valueHandle).hexString + "02",
+                "1d0a00" + "1700" + "1700"
+            ])
     }
 
     @Test func addingAndRemovingServicesIndicatesServiceChanged() async throws {

@@ -12,6 +12,7 @@ final class RecordingLink: PeripheralLink, @unchecked Sendable {
     private var sent: [(CentralID, [UInt8])] = []
 
     func send(_ pdu: [UInt8], to central: CentralID) { lock.withLock { sent.append((central, pdu)) } }
+    func sendUpdate(_ pdu: [UInt8], to central: CentralID) { lock.withLock { sent.append((central, pdu)) } }
     func disconnectAfterTransactionTimeout(_ central: CentralID) {}
     func requestConnectionLatency(_ latency: ConnectionLatency, for central: CentralID) {}
 

@@ -201,7 +201,7 @@ public final class GATTServer {
             transmitCredits -= 1
             central.updatesInFlight += 1
             let length = min(value.count, central.maximumUpdateValueLength)
-            send(
+            sendUpdate(
                 .handleValueNotification(handle: characteristic.valueHandle, value: Array(value.prefix(length))),
                 to: central)
         }
@@ -329,6 +329,11 @@ public final class GATTServer {
         output.append(.send(pdu.encoded, to: central.id))
     }
 
+    /// A notification or indication, which took a transmit credit.
+    func sendUpdate(_ pdu: ATTPDU, to central: CentralState) {
+        output.append(.sendUpdate(pdu.encoded, to: central.id))
+    }
+
     func expireTransaction(of central: CentralState, now: ContinuousClock.Instant) {
         guard !central.isClosed, let outstanding = central.outstandingIndication, outstanding.deadline <= now else { return }
         central.isClosed = true
@@ -374,7 +379,7 @@ public final class GATTServer {
             handle: next.handle, isServiceChanged: next.isServiceChanged,
             deadline: now + configuration.transactionTimeout)
         let length = min(next.value.count, central.maximumUpdateValueLength)
-        send(.handleValueIndication(handle: next.handle, value: Array(next.value.prefix(length))), to: central)
+        sendUpdate(.handleValueIndication(handle: next.handle, value: Array(next.value.prefix(length))), to: central)
     }
 
     /// Delivers the one ready event an earlier refused `updateValue` is owed, once there is room.

@@ -142,7 +142,11 @@ public enum GATTServerEvent: Hashable, Sendable {
 
 /// What the server produced, in order: PDUs for the host to transmit, and events.
 public enum GATTServerOutput: Hashable, Sendable {
+    /// A response (or error response) to the central's request: sent outside the transmit credits.
     case send([UInt8], to: CentralID)
+    /// A Handle Value Notification or Indication: it spent one of the server's transmit credits,
+    /// which come back when the controller reports it delivered (or the link drops it).
+    case sendUpdate([UInt8], to: CentralID)
     case event(GATTServerEvent)
 }
 

@@ -48,6 +48,9 @@ public enum PeripheralEvent: Hashable, Sendable {
 public protocol PeripheralLink: Sendable {
     /// Transmit one ATT PDU on the central's ATT fixed channel (L2CAP CID 0x0004).
     func send(_ pdu: [UInt8], to central: CentralID)
+    /// Transmit a notification or indication, which spent one of the server's transmit credits:
+    /// the host reports it back with `updatesDelivered` and `transmitRoomFreed`.
+    func sendUpdate(_ pdu: [UInt8], to central: CentralID)
     /// The ATT bearer is dead (an indication went unconfirmed for 30 s): disconnect the central.
     func disconnectAfterTransactionTimeout(_ central: CentralID)
     /// The program's latency wish for a central, to turn into a connection parameter request.
@@ -265,6 +268,8 @@ public actor Peripheral {
             switch item {
             case let .send(pdu, central):
                 link.send(pdu, to: central)
+            case let .sendUpdate(pdu, central):
+                link.sendUpdate(pdu, to: central)
             case let .event(.subscribed(central, characteristic)):
                 continuation.yield(.subscribed(central, characteristic))
             case let .event(.unsubscribed(central, characteristic)):

@@ -119,13 +119,11 @@ final class HostPeripheralLink: PeripheralLink, @unchecked Sendable {
     func unregister(_ id: CentralID) { _ = lock.withLock { _ in bearers.removeValue(forKey: id) } }
 
     func send(_ pdu: [UInt8], to central: CentralID) {
-        guard let bearer = lock.withLock({ _ in bearers[central] }) else { return }
-        // Notifications and indications spend the transmit credits the server counts.
-        if let opcode = pdu.first, [0x1B, 0x1D, 0x23].contains(opcode) {
-            bearer.sendUpdate(pdu)
-        } else {
-            bearer.send(pdu)
-        }
+        lock.withLock { _ in bearers[central] }?.send(pdu)
+    }
+
+    func sendUpdate(_ pdu: [UInt8], to central: CentralID) {
+        lock.withLock { _ in bearers[central] }?.sendUpdate(pdu)
     }
 
     private func target(_ central: CentralID) -> (Central, PeripheralHost)? {

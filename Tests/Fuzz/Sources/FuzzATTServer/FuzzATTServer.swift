@@ -89,10 +89,8 @@ private final class Session {
         guard let before = server.snapshot(of: central) else { fatalError("\(central) is not connected") }
         server.receive(pdu, from: central, now: now)
         let answers = server.takeOutput().compactMap { output -> [UInt8]? in
-            // Notifications and indications (0x1B, 0x1D) are server-initiated, not answers.
-            guard case let .send(bytes, to) = output, to == central, let opcode = bytes.first,
-                opcode != 0x1B, opcode != 0x1D
-            else { return nil }
+            // Notifications and indications come as `.sendUpdate`: server-initiated, not answers.
+            guard case let .send(bytes, to) = output, to == central else { return nil }
             return bytes
         }
         let after = server.snapshot(of: central)
