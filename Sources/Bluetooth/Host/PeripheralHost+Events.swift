@@ -6,11 +6,11 @@ import BluetoothL2CAP
 extension PeripheralHost {
     /// Runs follow-up commands off the event path: the event loop must keep reading, since the
     /// answers to those commands arrive through it. Cancelled when the session ends.
-    func spawn(_ body: @escaping @Sendable () async -> Void) {
+    func spawn(_ body: @escaping @Sendable (isolated PeripheralHost) async -> Void) {
         let id = nextSessionTaskID
         nextSessionTaskID += 1
         sessionTasks[id] = Task {
-            await body()
+            await body(self)
             self.sessionTaskFinished(id)
         }
     }
@@ -36,17 +36,11 @@ extension PeripheralHost {
     private func handle(_ event: HCIEvent) async -> String? {
         switch event {
         case .commandComplete(_, let opcode, let returnParameters):
-            if let pending = pendingCommand, pending.opcode == opcode {
-                finishCommand(
-                    token: pending.token,
-                    with: .success(HCICommandResult(returnParameters: returnParameters)))
-            } else if opcode == .reset {
+            if !commands.commandComplete(opcode, returnParameters: returnParameters), opcode == .reset {
                 return "the controller reset itself"
             }
         case .commandStatus(let status, _, let opcode):
-            if let pending = pendingCommand, pending.opcode == opcode {
-                finishCommand(token: pending.token, with: .success(HCICommandResult(status: status)))
-            }
+            _ = commands.commandStatus(opcode, status: status)
         case .hardwareError(let code):
             return "hardware error 0x\([code].hexString)"
         case .numberOfCompletedPackets(let entries):
@@ -109,7 +103,7 @@ extension PeripheralHost {
         case .advertisingSetTerminated(let status, _, _, _):
             // The set stopped because a central connected (or it timed out); the Connection
             // Complete event restarts it.
-            if status == .success { markAdvertisingStopped() }
+            if status == .success { advertiser.markStopped() }
         case .unknown:
             break
         }
@@ -132,7 +126,7 @@ extension PeripheralHost {
             bearer: ATTBearer(central: central, transmitter: transmitter))
         connections[event.handle] = connection
         // A controller stops advertising when a central connects (legacy and extended alike).
-        markAdvertisingStopped()
+        advertiser.markStopped()
         logger.info("central \(central) connected (\(connections.count) connected); interval \(Double(event.interval) * 1.25) ms")
         eventSink.yield(.connected(central))
         await server.centralConnected(connection.bearer)
@@ -140,9 +134,9 @@ extension PeripheralHost {
         askForPreferredParameters(
             connection, interval: event.interval, latency: event.latency,
             supervisionTimeout: event.supervisionTimeout)
-        spawn {
-            await self.readvertise()
-            await self.requestFasterLink(for: central)
+        spawn { host in
+            await host.readvertise()
+            await host.requestFasterLink(for: central)
         }
     }
 
@@ -173,7 +167,7 @@ extension PeripheralHost {
         guard let info = controller else { return }
         if info.canSetDataLength {
             do {
-                let result = try await execute(.leSetDataLength(handle: central.handle, txOctets: 251, txTime: 2120))
+                let result = try await commands.execute(.leSetDataLength(handle: central.handle, txOctets: 251, txTime: 2120))
                 if result.status != .success {
                     logger.info("\(central): data length extension refused: \(result.status)")
                 }
@@ -183,7 +177,7 @@ extension PeripheralHost {
         }
         if info.canSet2MPHY {
             do {
-                let result = try await execute(.leSetPHY2M(handle: central.handle))
+                let result = try await commands.execute(.leSetPHY2M(handle: central.handle))
                 if result.status != .success {
                     logger.info("\(central): 2M PHY refused: \(result.status)")
                 }
@@ -201,7 +195,7 @@ extension PeripheralHost {
         eventSink.yield(.disconnected(connection.central, reason: reason))
         await server.centralDisconnected(connection.central)
         if dropped > 0 { await server.transmitCreditsAvailable(dropped) }
-        spawn { await self.readvertise() }
+        spawn { host in await host.readvertise() }
     }
 
     private func handle(_ acl: HCIACLPacket) async {

@@ -83,11 +83,11 @@ extension PeripheralHost {
             logger.info("\(central) asked to encrypt with a key gattway does not have; refusing")
             command = .leLongTermKeyRequestNegativeReply(handle: handle)
         }
-        spawn {
+        spawn { host in
             do {
-                try await self.executeChecked(command)
+                try await host.commands.executeChecked(command)
             } catch {
-                self.logger.warning("\(central): \(command.opcode) failed: \(error)")
+                host.logger.warning("\(central): \(command.opcode) failed: \(error)")
             }
         }
     }

@@ -24,7 +24,7 @@ public actor PeripheralHost {
     let openTransport: @Sendable (HCITransportSpec) throws -> any HCITransport
 
     public internal(set) var state: PeripheralState = .unknown
-    public internal(set) var isAdvertising = false
+    public var isAdvertising: Bool { advertiser.isAdvertising }
     /// The controller's facts from the last bring-up.
     public internal(set) var controller: ControllerInfo?
     /// Every event, in order. One consumer.
@@ -32,16 +32,11 @@ public actor PeripheralHost {
     let eventSink: AsyncStream<HostEvent>.Continuation
 
     let transmitter = LinkTransmitter()
-    var transport: (any HCITransport)?
+    /// One HCI command at a time, to the controller of the session under way.
+    let commands: HCICommandChannel
     var connections: [UInt16: ConnectionState] = [:]
     var nextConnectionID: UInt64 = 1
-    var advertisingSettings: AdvertisingSettings?
-    var currentPayload: AdvertisingPayload?
-    // The command channel: one command in flight at a time (the slot), its waiter and timer.
-    var commandSlotBusy = false
-    var commandSlotWaiters: [CheckedContinuation<Void, Never>] = []
-    var pendingCommand: PendingCommand?
-    var nextCommandToken: UInt64 = 0
+    let advertiser: Advertiser
     var sessionTasks: [UInt64: Task<Void, Never>] = [:]
     var nextSessionTaskID: UInt64 = 0
     var grantedTransmitCredits = false
@@ -53,8 +48,6 @@ public actor PeripheralHost {
     let securityClockOrigin = ContinuousClock.now
     /// Wakes the Security Manager at its earliest deadline (made at the first one).
     var securityTimer: EventLoop.Timer?
-    /// Times out the command in flight (made at the first command).
-    var commandTimer: EventLoop.Timer?
     /// Connections whose pairing shows a Numeric Comparison value and waits for the user.
     var awaitingConfirmation: Set<UInt16> = []
 
@@ -68,9 +61,12 @@ public actor PeripheralHost {
         self.server = server
         self.logger = logger
         self.openTransport = openTransport
-        advertisingSettings = configuration.advertising
+        commands = HCICommandChannel(timeout: configuration.commandTimeout)
         (securityManager, bondStore) = Self.loadSecurity(configuration, logger: logger)
         (events, eventSink) = AsyncStream.makeStream(of: HostEvent.self, bufferingPolicy: .bufferingNewest(1024))
+        advertiser = Advertiser(
+            settings: configuration.advertising, commands: commands, maxCentrals: configuration.maxCentrals,
+            eventSink: eventSink, logger: logger)
     }
 
     /// Runs the host until the calling task is cancelled; then closes the controller and returns.
@@ -136,7 +132,7 @@ public actor PeripheralHost {
     /// One controller session: bring-up, advertising, then events until the link breaks.
     /// Returns why it ended.
     private func session(on transport: any HCITransport) async -> String {
-        self.transport = transport
+        commands.open(transport)
         // Children return why the session must end, or nil when they finished fine.
         return await withTaskGroup(of: String?.self) { group in
             group.addTask { await self.readPackets(from: transport) }
@@ -174,20 +170,14 @@ public actor PeripheralHost {
 
     /// Forgets the session: pending commands fail, every central is disconnected for the server.
     private func tearDownSession() async {
-        transport = nil
+        commands.close()
         securityTimer?.disarm()
         for handle in connections.keys { securityManager.connectionClosed(handle) }
         for task in sessionTasks.values { task.cancel() }
         sessionTasks = [:]
         controller = nil
-        currentPayload = nil
-        if let pending = pendingCommand {
-            pendingCommand = nil
-            commandTimer?.disarm()
-            pending.continuation.resume(throwing: HostError("the controller was lost"))
-        }
+        advertiser.sessionEnded()
         let dropped = transmitter.stop()
-        isAdvertising = false
         let lost = connections.values.map(\.central).sorted { $0.connectionID < $1.connectionID }
         connections = [:]
         for central in lost {
@@ -205,76 +195,6 @@ public actor PeripheralHost {
         await server.hostStateChanged(newState)
     }
 
-    // MARK: Commands
-
-    /// Sends a command and waits for its Command Complete or Command Status, one command at a
-    /// time; gives up after `configuration.commandTimeout`.
-    @discardableResult
-    func execute(_ command: HCICommand) async throws -> HCICommandResult {
-        if commandSlotBusy {
-            await withCheckedContinuation { commandSlotWaiters.append($0) }
-        } else {
-            commandSlotBusy = true
-        }
-        defer {
-            if commandSlotWaiters.isEmpty {
-                commandSlotBusy = false
-            } else {
-                commandSlotWaiters.removeFirst().resume()
-            }
-        }
-        try Task.checkCancellation()
-        guard let transport else { throw HostError("no controller") }
-        nextCommandToken += 1
-        let token = nextCommandToken
-        let timeout = configuration.commandTimeout
-        return try await withCheckedThrowingContinuation { continuation in
-            pendingCommand = PendingCommand(
-                opcode: command.opcode, token: token,
-                continuation: continuation)
-            do {
-                try transport.send(.command(command))
-            } catch {
-                finishCommand(token: token, with: .failure(error))
-                return
-            }
-            if commandTimer == nil {
-                // Runs on the loop, the host's executor.
-                commandTimer = EventLoop.shared.makeTimer { [weak self] in
-                    self?.onLoop { $0.commandTimedOut() }
-                }
-            }
-            commandTimer?.arm(after: timeout)
-        }
-    }
-
-    /// Resolves the command in flight if it is still the one `token` names.
-    func finishCommand(token: UInt64, with result: Result<HCICommandResult, any Error>) {
-        guard let pending = pendingCommand, pending.token == token else { return }
-        pendingCommand = nil
-        commandTimer?.disarm()
-        pending.continuation.resume(with: result)
-    }
-
-    /// The command in flight was not answered within `configuration.commandTimeout`.
-    func commandTimedOut() {
-        guard let pending = pendingCommand else { return }
-        finishCommand(
-            token: pending.token,
-            with: .failure(
-                HostError("\(pending.opcode) not answered within \(configuration.commandTimeout)")))
-    }
-
-    /// Like `execute`, but a non-success status throws.
-    @discardableResult
-    func executeChecked(_ command: HCICommand) async throws -> [UInt8] {
-        let result = try await execute(command)
-        guard result.status == .success else {
-            throw HostError("\(command.opcode) failed: \(result.status)")
-        }
-        return result.body
-    }
-
     // MARK: The program-facing surface
 
     // Do not await these from `ATTServer` callbacks: the host calls those from its event loop,
@@ -285,9 +205,7 @@ public actor PeripheralHost {
         guard state == .poweredOn else {
             throw HostError("cannot advertise while the peripheral is \(state)")
         }
-        advertisingSettings = settings
-        if isAdvertising { try await disableAdvertising() }
-        try await configureAndEnableAdvertising()
+        try await advertiser.start(settings, on: controller, connected: connections.count)
     }
 
     /// Replaces the advertised data (keeping interval and kind) without stopping: while advertising,
@@ -296,37 +214,14 @@ public actor PeripheralHost {
     /// data); later (re)starts use them too. For data that changes at run time, such as sensor
     /// values broadcast as service data. Fields that do not fit are logged when that changes.
     public func updateAdvertisingData(_ settings: AdvertisingSettings) async throws {
-        guard advertisingSettings != nil else {
-            throw HostError("not advertising: nothing to update (start advertising first)")
-        }
-        advertisingSettings = settings
-        guard state == .poweredOn, let info = controller, currentPayload != nil else { return }
-        let payload = AdvertisingPayload(settings: settings, txPower: info.advertisingTxPower)
-        if payload.notFitted != currentPayload?.notFitted {
-            for field in payload.notFitted {
-                logger.warning("advertising: \(field) does not fit in 31 bytes of advertising and scan response data")
-            }
-        }
-        guard payload != currentPayload else { return }
-        if info.usesExtendedAdvertising {
-            try await executeChecked(.leSetExtendedAdvertisingData(handle: Self.advertisingHandle, payload.advertisingData))
-            try await executeChecked(
-                .leSetExtendedScanResponseData(
-                    handle: Self.advertisingHandle,
-                    payload.scanResponseData))
-        } else {
-            try await executeChecked(.leSetAdvertisingData(payload.advertisingData))
-            try await executeChecked(.leSetScanResponseData(payload.scanResponseData))
-        }
-        currentPayload = payload
+        try await advertiser.update(settings, on: state == .poweredOn ? controller : nil)
     }
 
     public func stopAdvertising() async throws {
         guard state == .poweredOn else {
             throw HostError("cannot stop advertising while the peripheral is \(state)")
         }
-        advertisingSettings = nil
-        try await disableAdvertising()
+        try await advertiser.stop(on: controller)
     }
 
     /// Asks a central for connection parameters matching `latency`; the central decides.
@@ -347,18 +242,11 @@ public actor PeripheralHost {
         guard let connection = connections[central.handle], connection.central == central else {
             throw HostError("\(central) is not connected")
         }
-        try await executeChecked(.disconnect(handle: central.handle, reason: .remoteUserTerminated))
+        try await commands.executeChecked(.disconnect(handle: central.handle, reason: .remoteUserTerminated))
     }
 
     /// The centrals connected now, in connection order.
     public var connectedCentrals: [Central] {
         connections.values.map(\.central).sorted { $0.connectionID < $1.connectionID }
     }
-}
-
-/// The command waiting for its Command Complete or Command Status.
-struct PendingCommand {
-    let opcode: HCIOpcode
-    let token: UInt64
-    let continuation: CheckedContinuation<HCICommandResult, any Error>
 }
