@@ -106,7 +106,7 @@ final class HCICommandChannel {
         if timer == nil {
             // The timer runs on the loop, the executor of the host that owns this channel and
             // the only place the channel is used.
-            nonisolated(unsafe) weak var channel = self
+            nonisolated(unsafe) weak let channel = self
             timer = EventLoop.shared.makeTimer {
                 precondition(EventLoop.shared.inLoop, "the command timer ran off the event loop")
                 channel?.timedOut()

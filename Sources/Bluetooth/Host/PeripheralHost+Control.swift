@@ -8,23 +8,18 @@ import BluetoothSMP
 extension PeripheralHost {
     /// Each connected central with its link's security, in connection order.
     public var connectedLinks: [(central: Central, security: BluetoothGATT.LinkSecurity)] {
-        connections.values.sorted { $0.central.connectionID < $1.central.connectionID }.map { ($0.central, $0.security) }
+        connections.inOrder.map { ($0.central, $0.security) }
     }
 
     /// Forgets the bond of `address` (identity, or a private address its IRK resolves); false
     /// when there is none. A central connected on that bond's key keeps its link until it
     /// disconnects; it must pair again to encrypt the next one.
     public func removeBond(_ address: BluetoothAddress) throws(BondStore.Error) -> Bool {
-        guard securityManager.removeBond(address) else { return false }
-        try bondStore?.save(securityManager.bonds)
-        return true
+        try security.removeBond(address)
     }
 
     /// Forgets every bond; returns how many there were.
     public func removeAllBonds() throws(BondStore.Error) -> Int {
-        let count = securityManager.bonds.bonds.count
-        securityManager.removeAllBonds()
-        try bondStore?.save(securityManager.bonds)
-        return count
+        try security.removeAllBonds()
     }
 }

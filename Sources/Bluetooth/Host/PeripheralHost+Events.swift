@@ -58,9 +58,11 @@ extension PeripheralHost {
             }
             await disconnected(handle: handle, reason: reason)
         case .encryptionChange(let status, let handle, let enabled):
-            await encryptionChanged(handle: handle, status: status, enabled: enabled)
+            guard let connection = connections[handle] else { return nil }
+            await security.encryptionChanged(of: connection, status: status, enabled: enabled)
         case .encryptionKeyRefreshComplete(let status, let handle):
-            await encryptionChanged(handle: handle, status: status, enabled: true)
+            guard let connection = connections[handle] else { return nil }
+            await security.encryptionChanged(of: connection, status: status, enabled: true)
         case .le(let meta):
             await handle(meta)
         case .unknown(let code, _):
@@ -118,19 +120,15 @@ extension PeripheralHost {
             logger.warning("ignoring a central-role connection (handle \(event.handle)); gattway is a peripheral")
             return
         }
-        let central = Central(connectionID: nextConnectionID, handle: event.handle, address: event.peerAddress)
-        nextConnectionID += 1
         transmitter.open(event.handle)
-        let connection = ConnectionState(
-            central: central,
-            bearer: ATTBearer(central: central, transmitter: transmitter))
-        connections[event.handle] = connection
+        let connection = connections.open(handle: event.handle, peer: event.peerAddress, transmitter: transmitter)
+        let central = connection.central
         // A controller stops advertising when a central connects (legacy and extended alike).
         advertiser.markStopped()
         logger.info("central \(central) connected (\(connections.count) connected); interval \(Double(event.interval) * 1.25) ms")
         eventSink.yield(.connected(central))
         await server.centralConnected(connection.bearer)
-        await securityConnectionOpened(connection)
+        await security.connectionOpened(connection, local: controller?.address ?? .zero)
         askForPreferredParameters(
             connection, interval: event.interval, latency: event.latency,
             supervisionTimeout: event.supervisionTimeout)
@@ -188,9 +186,9 @@ extension PeripheralHost {
     }
 
     private func disconnected(handle: UInt16, reason: HCIStatus) async {
-        guard let connection = connections.removeValue(forKey: handle) else { return }
+        guard let connection = connections.remove(handle) else { return }
         let dropped = transmitter.close(handle)
-        securityConnectionClosed(handle)
+        security.connectionClosed(handle)
         logger.info("central \(connection.central) disconnected: \(reason) (\(connections.count) connected)")
         eventSink.yield(.disconnected(connection.central, reason: reason))
         await server.centralDisconnected(connection.central)
@@ -213,7 +211,7 @@ extension PeripheralHost {
         switch frame.channel {
         case L2CAPChannel.att:
             await server.received(frame.payload, from: central)
-            await persistSubscriptions(of: connection)
+            await security.persistSubscriptions(of: connection)
         case L2CAPChannel.leSignaling:
             switch connection.signaling.receive(frame.payload) {
             case .reply(let bytes):
@@ -229,7 +227,7 @@ extension PeripheralHost {
                 break
             }
         case L2CAPChannel.securityManager:
-            await securityPDU(frame.payload, from: connection)
+            await security.received(frame.payload, from: connection)
         default:
             logger.warning(
                 "\(central): dropped \(frame.payload.count) bytes for unsupported L2CAP channel 0x\(String(frame.channel, radix: 16))")

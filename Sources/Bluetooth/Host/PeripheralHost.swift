@@ -34,22 +34,13 @@ public actor PeripheralHost {
     let transmitter = LinkTransmitter()
     /// One HCI command at a time, to the controller of the session under way.
     let commands: HCICommandChannel
-    var connections: [UInt16: ConnectionState] = [:]
-    var nextConnectionID: UInt64 = 1
+    let connections = ConnectionTable()
     let advertiser: Advertiser
     var sessionTasks: [UInt64: Task<Void, Never>] = [:]
     var nextSessionTaskID: UInt64 = 0
     var grantedTransmitCredits = false
-    // Pairing and bonds: the Security Manager (pure), the bond file it is persisted to (nil when
-    // the stored file could not be read: it is left alone and bonds live in memory only), the
-    // origin of its monotonic time, and the timer for its SMP timeout.
-    var securityManager: SecurityManager
-    let bondStore: BondStore?
-    let securityClockOrigin = ContinuousClock.now
-    /// Wakes the Security Manager at its earliest deadline (made at the first one).
-    var securityTimer: EventLoop.Timer?
-    /// Connections whose pairing shows a Numeric Comparison value and waits for the user.
-    var awaitingConfirmation: Set<UInt16> = []
+    /// Pairing, encryption and bonds.
+    let security: SecurityCoordinator
 
     public init(
         configuration: HostConfiguration, server: any ATTServer, logger: Logger,
@@ -62,10 +53,12 @@ public actor PeripheralHost {
         self.logger = logger
         self.openTransport = openTransport
         commands = HCICommandChannel(timeout: configuration.commandTimeout)
-        (securityManager, bondStore) = Self.loadSecurity(configuration, logger: logger)
         (events, eventSink) = AsyncStream.makeStream(of: HostEvent.self, bufferingPolicy: .bufferingNewest(1024))
         advertiser = Advertiser(
             settings: configuration.advertising, commands: commands, maxCentrals: configuration.maxCentrals,
+            eventSink: eventSink, logger: logger)
+        security = SecurityCoordinator(
+            configuration: configuration, server: server, transmitter: transmitter, connections: connections,
             eventSink: eventSink, logger: logger)
     }
 
@@ -171,15 +164,13 @@ public actor PeripheralHost {
     /// Forgets the session: pending commands fail, every central is disconnected for the server.
     private func tearDownSession() async {
         commands.close()
-        securityTimer?.disarm()
-        for handle in connections.keys { securityManager.connectionClosed(handle) }
+        security.sessionEnded(closing: connections.inOrder.map(\.central.handle))
         for task in sessionTasks.values { task.cancel() }
         sessionTasks = [:]
         controller = nil
         advertiser.sessionEnded()
         let dropped = transmitter.stop()
-        let lost = connections.values.map(\.central).sorted { $0.connectionID < $1.connectionID }
-        connections = [:]
+        let lost = connections.removeAll().map(\.central)
         for central in lost {
             eventSink.yield(.disconnected(central, reason: .hardwareFailure))
             await server.centralDisconnected(central)
@@ -247,6 +238,6 @@ public actor PeripheralHost {
 
     /// The centrals connected now, in connection order.
     public var connectedCentrals: [Central] {
-        connections.values.map(\.central).sorted { $0.connectionID < $1.connectionID }
+        connections.inOrder.map(\.central)
     }
 }

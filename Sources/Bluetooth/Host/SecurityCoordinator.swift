@@ -1,0 +1,327 @@
+import BluetoothCore
+import BluetoothGATT
+import BluetoothHCI
+import BluetoothL2CAP
+import BluetoothSMP
+import EventLoop
+import Logging
+
+/// The Security Manager on L2CAP CID 0x0006 and the HCI side of encryption: SMP PDUs in and
+/// out, LE Long Term Key Request → Reply / Negative Reply, Encryption Change and Key Refresh →
+/// the GATT server's link security, bonds persisted in the state directory (keys and the CCCD
+/// values of bonded centrals), Numeric Comparison waiting for the user, and the SMP timeout timer.
+///
+/// Owned by `PeripheralHost` and used only on its executor, the event loop.
+///
+/// Secrets stay out of logs and events: `SecretKey`/`LongTermKey` print redacted, and a passkey
+/// fixed by the configuration is never logged or reported (only a random one, which the user must
+/// see to type it).
+final class SecurityCoordinator {
+    private let configuration: HostConfiguration
+    private let server: any ATTServer
+    private let transmitter: LinkTransmitter
+    private let connections: ConnectionTable
+    private let eventSink: AsyncStream<HostEvent>.Continuation
+    private let logger: Logger
+    /// The pairing state machine (pure) with the bonds.
+    private var manager: SecurityManager
+    /// The bond file; nil when the stored file could not be read (it is left alone and bonds
+    /// live in memory only).
+    private let bondStore: BondStore?
+    /// The origin of the Security Manager's monotonic time.
+    private let clockOrigin = ContinuousClock.now
+    /// Wakes the Security Manager at its earliest deadline (made at the first one).
+    private var timer: EventLoop.Timer?
+    /// Connections whose pairing shows a Numeric Comparison value and waits for the user.
+    private var awaitingConfirmation: Set<UInt16> = []
+
+    init(
+        configuration: HostConfiguration, server: any ATTServer, transmitter: LinkTransmitter,
+        connections: ConnectionTable, eventSink: AsyncStream<HostEvent>.Continuation, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.server = server
+        self.transmitter = transmitter
+        self.connections = connections
+        self.eventSink = eventSink
+        self.logger = logger
+        (manager, bondStore) = Self.loadSecurity(configuration, logger: logger)
+    }
+
+    /// The Security Manager with the stored bonds, and the store to persist them to. A bond file
+    /// that cannot be read is reported and left untouched (no store): pairing still works, bonds
+    /// then last until the service stops, and nothing already stored is overwritten.
+    private static func loadSecurity(_ configuration: HostConfiguration, logger: Logger) -> (SecurityManager, BondStore?) {
+        let store = BondStore(directory: configuration.stateDirectory)
+        do {
+            let bonds = try store.load()
+            if !bonds.bonds.isEmpty { logger.info("\(bonds.bonds.count) bonded centrals in \(store.path)") }
+            return (SecurityManager(configuration: configuration.security, bonds: bonds), store)
+        } catch {
+            logger.error("\(error); bonds are kept in memory only until the file is fixed or removed")
+            return (SecurityManager(configuration: configuration.security), nil)
+        }
+    }
+
+    /// Monotonic time for the Security Manager (its timeout and back-off).
+    private var now: Duration { ContinuousClock.now - clockOrigin }
+
+    var bonds: BondRegistry { manager.bonds }
+
+    // MARK: Connections
+
+    /// A bonded central (by its identity address, or a resolvable private address its IRK
+    /// resolves) is asked at once to encrypt with its key (Security Request), so its restored
+    /// subscriptions deliver without it first touching a protected attribute. A central without a
+    /// bond is not asked to pair: it pairs when an attribute answers that it must.
+    nonisolated(nonsending) func connectionOpened(_ connection: ConnectionState, local: BluetoothAddress) async {
+        let central = connection.central
+        manager.connectionOpened(central.handle, peer: central.address, local: local)
+        await updateSecurity(of: connection)
+        if let bond = manager.bond(on: central.handle) {
+            logger.info("\(central) is bonded (\(bond.identity)); asking it to encrypt")
+            await perform(
+                manager.requestSecurity(
+                    on: central.handle,
+                    authenticated: bond.longTermKey.authenticated,
+                    now: now))
+        }
+    }
+
+    func connectionClosed(_ handle: UInt16) {
+        manager.connectionClosed(handle)
+        awaitingConfirmation.remove(handle)
+        armTimer()
+    }
+
+    /// The controller is gone with every connection on it.
+    func sessionEnded(closing handles: [UInt16]) {
+        timer?.disarm()
+        for handle in handles { manager.connectionClosed(handle) }
+    }
+
+    // MARK: Inbound
+
+    /// One SDU of the Security Manager channel.
+    nonisolated(nonsending) func received(_ payload: [UInt8], from connection: ConnectionState) async {
+        await perform(manager.receive(payload, on: connection.central.handle, now: now))
+    }
+
+    /// HCI LE Long Term Key Request: the Reply with the key of the pairing under way or of the
+    /// central's bond, else the Negative Reply (the controller then refuses encryption).
+    func longTermKeyReply(to central: Central, rand: UInt64, ediv: UInt16) -> HCICommand {
+        let handle = central.handle
+        if let key = manager.longTermKeyRequest(on: handle, ediv: ediv, rand: rand) {
+            return .leLongTermKeyRequestReply(handle: handle, littleEndianKey: key.key.littleEndianBytes)
+        }
+        logger.info("\(central) asked to encrypt with a key gattway does not have; refusing")
+        return .leLongTermKeyRequestNegativeReply(handle: handle)
+    }
+
+    /// HCI Encryption Change or Encryption Key Refresh Complete.
+    nonisolated(nonsending) func encryptionChanged(of connection: ConnectionState, status: HCIStatus, enabled: Bool) async {
+        if status != .success {
+            logger.info("\(connection.central): encryption failed: \(status)")
+        }
+        let actions = manager.encryptionChanged(
+            on: connection.central.handle, enabled: status == .success && enabled, now: now)
+        await perform(actions)
+        await updateSecurity(of: connection)
+    }
+
+    /// After an ATT PDU from a bonded central on its bonded key: its CCCD values go to its bond
+    /// (and the bond file) when they changed, so its subscriptions survive reconnection.
+    nonisolated(nonsending) func persistSubscriptions(of connection: ConnectionState) async {
+        let handle = connection.central.handle
+        guard connection.security.isBonded, let bond = manager.bond(on: handle) else { return }
+        let current = await server.clientConfigurations(of: connection.central)
+        guard current != bond.clientConfigurations else { return }
+        var changed = false
+        for attribute in Set(current.keys).union(bond.clientConfigurations.keys).sorted() {
+            changed =
+                manager.setClientConfiguration(current[attribute] ?? 0, handle: attribute, on: handle)
+                || changed
+        }
+        if changed { saveBonds() }
+    }
+
+    // MARK: The user
+
+    /// See `PeripheralHost.confirmNumericComparison`.
+    nonisolated(nonsending) func confirmNumericComparison() async {
+        let waiting = awaitingConfirmation.sorted()
+        awaitingConfirmation = []
+        switch waiting.count {
+        case 0:
+            logger.info("a pairing confirmation was pressed, but no pairing waits for one")
+        case 1:
+            await perform(manager.confirmNumericComparison(on: waiting[0], accepted: true, now: now))
+        default:
+            logger.warning("\(waiting.count) pairings wait for a confirmation at once; refusing them all")
+            for handle in waiting {
+                await perform(manager.confirmNumericComparison(on: handle, accepted: false, now: now))
+            }
+        }
+    }
+
+    /// See `PeripheralHost.removeBond`.
+    func removeBond(_ address: BluetoothAddress) throws(BondStore.Error) -> Bool {
+        guard manager.removeBond(address) else { return false }
+        try bondStore?.save(manager.bonds)
+        return true
+    }
+
+    /// See `PeripheralHost.removeAllBonds`.
+    func removeAllBonds() throws(BondStore.Error) -> Int {
+        let count = manager.bonds.bonds.count
+        manager.removeAllBonds()
+        try bondStore?.save(manager.bonds)
+        return count
+    }
+
+    // MARK: Actions
+
+    /// Sends the Security Manager's PDUs and acts on its events, in order.
+    private nonisolated(nonsending) func perform(_ actions: [SecurityManager.Action]) async {
+        for action in actions {
+            switch action {
+            case .send(let handle, let pdu):
+                transmitter.send(L2CAPFrame(channel: L2CAPChannel.securityManager, payload: pdu.encoded), on: handle)
+            case .event(let event):
+                await report(event)
+            }
+        }
+        armTimer()
+    }
+
+    private nonisolated(nonsending) func report(_ event: SecurityEvent) async {
+        switch event {
+        case .displayPasskey(let handle, let peer, let passkey):
+            guard let central = connections[handle]?.central else { return }
+            if configuration.security.fixedPasskey != nil {
+                logger.notice("pairing with \(peer): enter the configured passkey on the device")
+                eventSink.yield(.passkeyDisplayed(central, passkey: nil))
+            } else {
+                logger.notice("\(event)")
+                eventSink.yield(.passkeyDisplayed(central, passkey: passkey))
+            }
+        case .passkeyRequested(let handle, let peer):
+            // The central shows a passkey for the user to type on gattway, which has no keyboard
+            // (a fixed passkey cannot match the central's random one).
+            logger.warning(
+                """
+                pairing with \(peer) needs a passkey typed on gattway, which has no input; refusing \
+                (use io_capabilities display_only, no_input_no_output, or display_yes_no with confirm_with)
+                """)
+            await perform(manager.enterPasskey(nil, on: handle, now: now))
+        case .numericComparison(let handle, let peer, let value):
+            guard let central = connections[handle]?.central else { return }
+            guard configuration.confirmsNumericComparison else {
+                // Accepting unseen would claim MITM protection nobody checked.
+                logger.warning(
+                    """
+                    pairing with \(peer) asks to confirm a number, and nothing is configured to confirm \
+                    it (bluetooth.security.confirm_with); refusing
+                    """)
+                await perform(manager.confirmNumericComparison(on: handle, accepted: false, now: now))
+                return
+            }
+            awaitingConfirmation.insert(handle)
+            logger.notice("\(event)")
+            eventSink.yield(.numericComparison(central, number: value))
+        case .pairingComplete(let handle, let outcome):
+            awaitingConfirmation.remove(handle)
+            logger.notice("\(event)")
+            if outcome.bond != nil { saveBonds() }
+            guard let connection = connections[handle] else { return }
+            eventSink.yield(.paired(connection.central, identity: outcome.identity, bonded: outcome.bond != nil))
+            await updateSecurity(of: connection)
+        case .pairingFailed(let handle, _, let failure):
+            awaitingConfirmation.remove(handle)
+            logger.notice("\(event)")
+            guard let central = connections[handle]?.central else { return }
+            eventSink.yield(.pairingFailed(central, reason: failure.description))
+        }
+    }
+
+    /// Tells the GATT server (and the program) what the link is protected by now, and brings back
+    /// a bonded central's subscriptions once its link runs on the bond's key.
+    private nonisolated(nonsending) func updateSecurity(of connection: ConnectionState) async {
+        let central = connection.central
+        let smp = manager.linkEncryption(on: central.handle)
+        let security = BluetoothGATT.LinkSecurity(
+            isEncrypted: smp != nil, isAuthenticated: smp?.authenticated ?? false,
+            encryptionKeySize: Int(smp?.keySize ?? 0), isBonded: smp?.bonded ?? false,
+            bondExists: manager.bond(on: central.handle) != nil)
+        let before = connection.security
+        guard security != before else { return }
+        connection.security = security
+        if security.isEncrypted != before.isEncrypted || security.isBonded != before.isBonded
+            || security.isAuthenticated != before.isAuthenticated
+        {
+            logger.info("\(central): link \(Self.describe(security))")
+        }
+        await server.securityChanged(security, for: central)
+        if security.isBonded, !before.isBonded, let bond = manager.bond(on: central.handle) {
+            await restoreBond(bond, of: central)
+        }
+        // After the restore, so whoever sees the event finds the subscriptions in place.
+        eventSink.yield(.securityChanged(central, security))
+    }
+
+    /// A bonded link: the central's subscriptions come back, unless the database changed since
+    /// it last saw it (a restart with another layout), when it is told so instead; either way
+    /// its bond then records the Database Hash it knows now.
+    private nonisolated(nonsending) func restoreBond(_ bond: Bond, of central: Central) async {
+        let hash = await server.databaseHash()
+        let changed = bond.databaseHash.map { $0 != hash } ?? false
+        if changed {
+            logger.info("\(central): the attribute database changed since it last saw it; indicating Service Changed")
+            await server.restoreSubscriptions(bond.clientConfigurations, for: central, databaseChanged: true)
+        } else if !bond.clientConfigurations.isEmpty {
+            logger.info("\(central): restoring \(bond.clientConfigurations.count) subscriptions of its bond")
+            await server.restoreSubscriptions(bond.clientConfigurations, for: central, databaseChanged: false)
+        }
+        if manager.setDatabaseHash(hash, on: central.handle) { saveBonds() }
+    }
+
+    static func describe(_ security: BluetoothGATT.LinkSecurity) -> String {
+        guard security.isEncrypted else { return "not encrypted" }
+        return "encrypted (\(security.encryptionKeySize)-byte key, "
+            + (security.isAuthenticated ? "authenticated" : "unauthenticated")
+            + (security.isBonded ? ", bonded)" : ", not bonded)")
+    }
+
+    private func saveBonds() {
+        guard let bondStore else { return }
+        do {
+            try bondStore.save(manager.bonds)
+        } catch {
+            logger.error("\(error)")
+        }
+    }
+
+    // MARK: The SMP timeout
+
+    /// One timer for the Security Manager's earliest deadline (no polling).
+    private func armTimer() {
+        guard let deadline = manager.nextDeadline else {
+            timer?.disarm()
+            return
+        }
+        if timer == nil {
+            // Its work awaits the GATT server, so it runs as a task on the loop (one per deadline
+            // reached): the executor of the host that owns this coordinator, the only place it is
+            // used.
+            nonisolated(unsafe) weak let coordinator = self
+            timer = EventLoop.shared.makeTimer {
+                Task(executorPreference: EventLoop.shared) { await coordinator?.deadlineReached() }
+            }
+        }
+        timer?.arm(after: deadline - now)
+    }
+
+    private nonisolated(nonsending) func deadlineReached() async {
+        await perform(manager.expireTimers(now: now))
+    }
+}
