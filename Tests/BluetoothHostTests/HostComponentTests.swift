@@ -1,0 +1,183 @@
+import BluetoothCore
+import BluetoothHCI
+import EventLoop
+import Logging
+import Synchronization
+import Testing
+
+@testable import BluetoothHost
+
+/// A controller that records the commands it is sent and, when told to, answers each with a
+/// successful Command Complete on the loop's next turn, as a controller's event would arrive.
+final class CommandRecorder: HCITransport, @unchecked Sendable {
+    let spec = HCITransportSpec.tcp(host: "recorder", port: 1)
+    let incoming = AsyncThrowingStream<HCIPacket, any Error> { _ in }
+    private let state = Mutex<(sent: [HCICommand], answer: (@Sendable (HCIOpcode) -> Void)?)>(([], nil))
+
+    var sent: [HCIOpcode] { state.withLock { $0.sent.map(\.opcode) } }
+
+    func answer(with reply: @escaping @Sendable (HCIOpcode) -> Void) { state.withLock { $0.answer = reply } }
+
+    func send(_ packet: HCIPacket) throws(HCITransportError) {
+        guard case .command(let command) = packet else { return }
+        let reply = state.withLock {
+            $0.sent.append(command)
+            return $0.answer
+        }
+        if let reply { EventLoop.shared.execute { reply(command.opcode) } }
+    }
+
+    func close() {}
+}
+
+/// Owns a command channel and an advertiser on the event loop, as `PeripheralHost` does.
+actor HostComponentBench {
+    nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
+
+    let transport = CommandRecorder()
+    let channel: HCICommandChannel
+    let advertiser: Advertiser
+    nonisolated let events: AsyncStream<HostEvent>
+
+    init(timeout: Duration = .seconds(5), settings: AdvertisingSettings? = nil, maxCentrals: Int = 1) {
+        channel = HCICommandChannel(timeout: timeout)
+        let (events, sink) = AsyncStream.makeStream(of: HostEvent.self)
+        self.events = events
+        advertiser = Advertiser(
+            settings: settings, commands: channel, maxCentrals: maxCentrals, eventSink: sink,
+            logger: Logger(label: "test"))
+    }
+
+    func open(answering: Bool) {
+        channel.open(transport)
+        guard answering else { return }
+        transport.answer { [weak self] opcode in
+            self?.onLoop(with: opcode) { bench, opcode in
+                _ = bench.channel.commandComplete(opcode, returnParameters: [0x00])
+            }
+        }
+    }
+
+    func execute(_ command: HCICommand) async throws -> HCICommandResult { try await channel.execute(command) }
+    func complete(_ opcode: HCIOpcode, _ parameters: [UInt8]) -> Bool {
+        channel.commandComplete(opcode, returnParameters: parameters)
+    }
+    func status(_ opcode: HCIOpcode, _ status: HCIStatus) -> Bool { channel.commandStatus(opcode, status: status) }
+    func close() { channel.close() }
+
+    func startAdvertising(_ settings: AdvertisingSettings, on info: ControllerInfo, connected: Int) async throws {
+        try await advertiser.start(settings, on: info, connected: connected)
+    }
+    func enableAdvertising(on info: ControllerInfo, connected: Int) async throws {
+        try await advertiser.enable(on: info, connected: connected)
+    }
+    func updateAdvertising(_ settings: AdvertisingSettings, on info: ControllerInfo) async throws {
+        try await advertiser.update(settings, on: info)
+    }
+    func advertisingStopped() { advertiser.markStopped() }
+    var isAdvertising: Bool { advertiser.isAdvertising }
+}
+
+/// Waits (bounded) until `condition` holds.
+private func eventually(_ condition: @Sendable () async -> Bool) async throws {
+    for _ in 0..<500 {
+        if await condition() { return }
+        try await Task.sleep(for: .milliseconds(2))
+    }
+    Issue.record("condition not met within a second")
+}
+
+@Suite(.timeLimit(.minutes(1))) struct HCICommandChannelTests {
+    @Test func commandsGoOneAtATimeAndOnlyTheirOwnAnswerResolvesThem() async throws {
+        let bench = HostComponentBench()
+        await bench.open(answering: false)
+        let first = Task { try await bench.execute(.reset) }
+        try await eventually { bench.transport.sent == [.reset] }
+        let second = Task { try await bench.execute(.readLocalVersion) }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(bench.transport.sent == [.reset], "the second command waits for the slot")
+
+        #expect(await bench.complete(.readLocalVersion, [0x00]) == false, "no such command in flight")
+        #expect(await bench.complete(.reset, [0x00]) == true)
+        #expect(try await first.value.status == .success)
+        try await eventually { bench.transport.sent == [.reset, .readLocalVersion] }
+        #expect(await bench.status(.readLocalVersion, .unknownCommand) == true)
+        #expect(try await second.value.status == .unknownCommand)
+        #expect(await bench.status(.readLocalVersion, .success) == false, "answered once")
+    }
+
+    @Test func anUnansweredCommandFailsAfterTheTimeout() async throws {
+        let bench = HostComponentBench(timeout: .milliseconds(50))
+        await bench.open(answering: false)
+        await #expect(throws: HostError("\(HCIOpcode.reset) not answered within 0.05 seconds")) {
+            try await bench.execute(.reset)
+        }
+    }
+
+    @Test func closingFailsTheCommandInFlightAndLaterOnes() async throws {
+        let bench = HostComponentBench()
+        await bench.open(answering: false)
+        let inFlight = Task { try await bench.execute(.reset) }
+        try await eventually { bench.transport.sent == [.reset] }
+        await bench.close()
+        await #expect(throws: HostError("the controller was lost")) { try await inFlight.value }
+        await #expect(throws: HostError("no controller")) { try await bench.execute(.reset) }
+    }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct AdvertiserTests {
+    static let info = ControllerInfo(
+        version: try! LocalVersion(body: [0x0D, 0x00, 0x00, 0x0D, 0xFF, 0xFF, 0x00, 0x00]),
+        publicAddress: BluetoothAddress("F0:00:00:00:00:01")!, address: BluetoothAddress("F0:00:00:00:00:01")!,
+        commands: try! SupportedCommands(body: [UInt8](repeating: 0, count: 64)),
+        leFeatures: try! LEFeatures(body: [UInt8](repeating: 0, count: 8)),
+        buffers: ACLBufferSize(dataLength: 27, packetCount: 4))
+    static let settings = AdvertisingSettings(localName: "gattway")
+
+    @Test func startsLegacyAdvertisingAndReportsStartAndStopOnce() async throws {
+        let bench = HostComponentBench(maxCentrals: 1)
+        await bench.open(answering: true)
+        try await bench.startAdvertising(Self.settings, on: Self.info, connected: 0)
+        #expect(
+            bench.transport.sent == [
+                .leSetAdvertisingParameters, .leSetAdvertisingData, .leSetScanResponseData, .leSetAdvertisingEnable
+            ])
+        #expect(await bench.isAdvertising)
+        await bench.advertisingStopped()
+        await bench.advertisingStopped()
+        #expect(await bench.isAdvertising == false)
+
+        var events = bench.events.makeAsyncIterator()
+        let payload = AdvertisingPayload(settings: Self.settings, txPower: nil)
+        #expect(await events.next() == .advertisingStarted(payload, extended: false))
+        #expect(await events.next() == .advertisingStopped)
+        // Only one stop: the next event is the start below.
+        try await bench.enableAdvertising(on: Self.info, connected: 0)
+        #expect(await events.next() == .advertisingStarted(payload, extended: false))
+    }
+
+    @Test func doesNotAdvertiseWithMaxCentralsConnected() async throws {
+        let bench = HostComponentBench(maxCentrals: 2)
+        await bench.open(answering: true)
+        try await bench.startAdvertising(Self.settings, on: Self.info, connected: 2)
+        #expect(bench.transport.sent == [.leSetAdvertisingParameters, .leSetAdvertisingData, .leSetScanResponseData])
+        #expect(await bench.isAdvertising == false)
+        try await bench.enableAdvertising(on: Self.info, connected: 1)
+        #expect(bench.transport.sent.last == .leSetAdvertisingEnable)
+        #expect(await bench.isAdvertising)
+    }
+
+    @Test func updatingSendsTheDataOnlyWhenItChanged() async throws {
+        let bench = HostComponentBench()
+        await bench.open(answering: true)
+        await #expect(throws: HostError("not advertising: nothing to update (start advertising first)")) {
+            try await bench.updateAdvertising(Self.settings, on: Self.info)
+        }
+        try await bench.startAdvertising(Self.settings, on: Self.info, connected: 0)
+        let configured = bench.transport.sent.count
+        try await bench.updateAdvertising(Self.settings, on: Self.info)
+        #expect(bench.transport.sent.count == configured, "the same data is not sent again")
+        try await bench.updateAdvertising(AdvertisingSettings(localName: "other"), on: Self.info)
+        #expect(bench.transport.sent.dropFirst(configured) == [.leSetAdvertisingData, .leSetScanResponseData])
+    }
+}
