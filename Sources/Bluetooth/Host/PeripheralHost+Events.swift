@@ -78,28 +78,11 @@ extension PeripheralHost {
         case .connectionComplete(let event):
             await connected(event)
         case .connectionUpdateComplete(let status, let handle, let interval, let latency, let timeout):
-            guard let central = connections[handle]?.central else { return }
-            if status == .success {
-                logger.info("\(central): interval \(Double(interval) * 1.25) ms, latency \(latency), timeout \(Int(timeout) * 10) ms")
-                eventSink.yield(
-                    .connectionParametersChanged(
-                        central, interval: interval, latency: latency,
-                        supervisionTimeout: timeout))
-            } else {
-                logger.info("\(central): connection update failed: \(status)")
-            }
+            connections.connectionUpdated(handle, status: status, interval: interval, latency: latency, supervisionTimeout: timeout)
         case .dataLengthChange(let handle, let txOctets, _, let rxOctets, _):
-            guard let central = connections[handle]?.central else { return }
-            logger.info("\(central): data length \(txOctets) bytes out, \(rxOctets) in")
-            eventSink.yield(.dataLengthChanged(central, maxTxOctets: txOctets, maxRxOctets: rxOctets))
+            connections.dataLengthChanged(handle, txOctets: txOctets, rxOctets: rxOctets)
         case .phyUpdateComplete(let status, let handle, let tx, let rx):
-            guard let central = connections[handle]?.central else { return }
-            if status == .success {
-                logger.info("\(central): PHY \(tx == 2 ? "2M" : "\(tx)") out, \(rx == 2 ? "2M" : "\(rx)") in")
-                eventSink.yield(.phyChanged(central, txPHY: tx, rxPHY: rx))
-            } else {
-                logger.info("\(central): PHY update refused: \(status); staying on the current PHY")
-            }
+            connections.phyUpdated(handle, status: status, tx: tx, rx: rx)
         case .longTermKeyRequest(let handle, let rand, let ediv):
             longTermKeyRequested(handle: handle, rand: rand, ediv: ediv)
         case .advertisingSetTerminated(let status, _, _, _):
@@ -121,7 +104,7 @@ extension PeripheralHost {
             return
         }
         transmitter.open(event.handle)
-        let connection = connections.open(handle: event.handle, peer: event.peerAddress, transmitter: transmitter)
+        let connection = connections.open(handle: event.handle, peer: event.peerAddress)
         let central = connection.central
         // A controller stops advertising when a central connects (legacy and extended alike).
         advertiser.markStopped()
@@ -129,59 +112,12 @@ extension PeripheralHost {
         eventSink.yield(.connected(central))
         await server.centralConnected(connection.bearer)
         await security.connectionOpened(connection, local: controller?.address ?? .zero)
-        askForPreferredParameters(
+        connections.askForPreferredParameters(
             connection, interval: event.interval, latency: event.latency,
             supervisionTimeout: event.supervisionTimeout)
         spawn { host in
             await host.readvertise()
-            await host.requestFasterLink(for: central)
-        }
-    }
-
-    /// Asks the central for the configured connection parameters when the connection it made
-    /// does not meet them (an interval outside the range, another latency or supervision
-    /// timeout), with an L2CAP Connection Parameter Update Request (Vol 3 Part A 4.20); the
-    /// central decides, and an accepted request ends in an LE Connection Update Complete.
-    private func askForPreferredParameters(
-        _ connection: ConnectionState, interval: UInt16, latency: UInt16,
-        supervisionTimeout: UInt16
-    ) {
-        guard let wish = configuration.preferredConnection,
-            !(wish.intervalMin...wish.intervalMax).contains(interval) || latency != wish.latency
-                || supervisionTimeout != wish.supervisionTimeout
-        else { return }
-        let central = connection.central
-        let asked =
-            "interval \(Double(wish.intervalMin) * 1.25)–\(Double(wish.intervalMax) * 1.25) ms, "
-            + "latency \(wish.latency), timeout \(Int(wish.supervisionTimeout) * 10) ms"
-        logger.info("asking \(central) for the configured connection parameters: \(asked)")
-        let request = connection.signaling.requestParameterUpdate(wish)
-        transmitter.send(L2CAPFrame(channel: L2CAPChannel.leSignaling, payload: request), on: central.handle)
-    }
-
-    /// Asks for Data Length Extension and the 2M PHY where the controller supports them. A
-    /// refusal or a command never answered (bounded by the command timeout) changes nothing.
-    private func requestFasterLink(for central: Central) async {
-        guard let info = controller else { return }
-        if info.canSetDataLength {
-            do {
-                let result = try await commands.execute(.leSetDataLength(handle: central.handle, txOctets: 251, txTime: 2120))
-                if result.status != .success {
-                    logger.info("\(central): data length extension refused: \(result.status)")
-                }
-            } catch {
-                logger.info("\(central): data length extension not available: \(error)")
-            }
-        }
-        if info.canSet2MPHY {
-            do {
-                let result = try await commands.execute(.leSetPHY2M(handle: central.handle))
-                if result.status != .success {
-                    logger.info("\(central): 2M PHY refused: \(result.status)")
-                }
-            } catch {
-                logger.info("\(central): 2M PHY not available: \(error)")
-            }
+            await host.connections.requestFasterLink(for: central, on: host.controller)
         }
     }
 
@@ -213,19 +149,7 @@ extension PeripheralHost {
             await server.received(frame.payload, from: central)
             await security.persistSubscriptions(of: connection)
         case L2CAPChannel.leSignaling:
-            switch connection.signaling.receive(frame.payload) {
-            case .reply(let bytes):
-                transmitter.send(L2CAPFrame(channel: L2CAPChannel.leSignaling, payload: bytes), on: central.handle)
-            case .parameterUpdateAnswered(let accepted):
-                logger.info("\(central) \(accepted ? "accepted" : "rejected") the connection parameter request")
-                eventSink.yield(.connectionParameterUpdateAnswered(central, accepted: accepted))
-            case .rejected(let identifier):
-                logger.info("\(central) rejected signaling command \(identifier)")
-            case .malformed(let count):
-                logger.warning("\(central): dropped a malformed \(count)-byte signaling packet")
-            case .ignored:
-                break
-            }
+            connections.signalingReceived(frame.payload, from: connection)
         case L2CAPChannel.securityManager:
             await security.received(frame.payload, from: connection)
         default:

@@ -34,7 +34,7 @@ public actor PeripheralHost {
     let transmitter = LinkTransmitter()
     /// One HCI command at a time, to the controller of the session under way.
     let commands: HCICommandChannel
-    let connections = ConnectionTable()
+    let connections: ConnectionTable
     let advertiser: Advertiser
     var sessionTasks: [UInt64: Task<Void, Never>] = [:]
     var nextSessionTaskID: UInt64 = 0
@@ -54,6 +54,9 @@ public actor PeripheralHost {
         self.openTransport = openTransport
         commands = HCICommandChannel(timeout: configuration.commandTimeout)
         (events, eventSink) = AsyncStream.makeStream(of: HostEvent.self, bufferingPolicy: .bufferingNewest(1024))
+        connections = ConnectionTable(
+            transmitter: transmitter, commands: commands, preferredParameters: configuration.preferredConnection,
+            eventSink: eventSink, logger: logger)
         advertiser = Advertiser(
             settings: configuration.advertising, commands: commands, maxCentrals: configuration.maxCentrals,
             eventSink: eventSink, logger: logger)
@@ -223,9 +226,7 @@ public actor PeripheralHost {
         guard let connection = connections[central.handle], connection.central == central else {
             throw HostError("\(central) is not connected")
         }
-        let request = connection.signaling.requestParameterUpdate(latency.parameters)
-        logger.info("asking \(central) for \(latency) latency")
-        transmitter.send(L2CAPFrame(channel: L2CAPChannel.leSignaling, payload: request), on: central.handle)
+        connections.requestLatency(latency, on: connection)
     }
 
     /// Disconnects a central (reason: remote user terminated, as the peripheral ending it).
