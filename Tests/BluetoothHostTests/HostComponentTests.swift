@@ -1,5 +1,6 @@
 import BluetoothCore
 import BluetoothHCI
+import BluetoothL2CAP
 import EventLoop
 import Logging
 import Synchronization
@@ -7,18 +8,22 @@ import Testing
 
 @testable import BluetoothHost
 
-/// A controller that records the commands it is sent and, when told to, answers each with a
-/// successful Command Complete on the loop's next turn, as a controller's event would arrive.
+/// A controller that records the commands and ACL data it is sent and, when told to, answers each
+/// command with a successful Command Complete on the loop's next turn, as a controller's event
+/// would arrive.
 final class CommandRecorder: HCITransport, @unchecked Sendable {
     let spec = HCITransportSpec.tcp(host: "recorder", port: 1)
     let incoming = AsyncThrowingStream<HCIPacket, any Error> { _ in }
-    private let state = Mutex<(sent: [HCICommand], answer: (@Sendable (HCIOpcode) -> Void)?)>(([], nil))
+    private let state = Mutex<(sent: [HCICommand], acl: [HCIACLPacket], answer: (@Sendable (HCIOpcode) -> Void)?)>(
+        ([], [], nil))
 
     var sent: [HCIOpcode] { state.withLock { $0.sent.map(\.opcode) } }
+    var aclSent: [HCIACLPacket] { state.withLock { $0.acl } }
 
     func answer(with reply: @escaping @Sendable (HCIOpcode) -> Void) { state.withLock { $0.answer = reply } }
 
     func send(_ packet: HCIPacket) throws(HCITransportError) {
+        if case .acl(let acl) = packet { state.withLock { $0.acl.append(acl) } }
         guard case .command(let command) = packet else { return }
         let reply = state.withLock {
             $0.sent.append(command)
@@ -179,5 +184,65 @@ private func eventually(_ condition: @Sendable () async -> Bool) async throws {
         #expect(bench.transport.sent.count == configured, "the same data is not sent again")
         try await bench.updateAdvertising(AdvertisingSettings(localName: "other"), on: Self.info)
         #expect(bench.transport.sent.dropFirst(configured) == [.leSetAdvertisingData, .leSetScanResponseData])
+    }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct ConnectionTableTests {
+    let transport = CommandRecorder()
+    let transmitter = LinkTransmitter()
+    let events: AsyncStream<HostEvent>
+    let table: ConnectionTable
+    /// 30–50 ms, no latency, 4 s supervision timeout.
+    static let preferred = ConnectionParameters(intervalMin: 24, intervalMax: 40, latency: 0, supervisionTimeout: 400)
+
+    init() {
+        let (events, sink) = AsyncStream.makeStream(of: HostEvent.self)
+        self.events = events
+        table = ConnectionTable(
+            transmitter: transmitter, commands: HCICommandChannel(timeout: .seconds(1)),
+            preferredParameters: Self.preferred, eventSink: sink, logger: Logger(label: "test"))
+        transmitter.start(transport: transport, buffers: ACLBufferSize(dataLength: 27, packetCount: 4))
+    }
+
+    /// The LE signaling payloads sent on `handle` (single-fragment frames: header, then payload).
+    func signalingSent(on handle: UInt16) -> [[UInt8]] {
+        transport.aclSent.filter { $0.handle == handle && $0.data[2] == 0x05 && $0.data[3] == 0x00 }.map { Array($0.data.dropFirst(4)) }
+    }
+
+    @Test func centralsGetIncreasingConnectionIDsAndAreListedInConnectionOrder() {
+        let peer = BluetoothAddress("C0:00:00:00:00:01")!
+        let first = table.open(handle: 0x40, peer: peer)
+        let second = table.open(handle: 0x41, peer: peer)
+        #expect(table.remove(0x40) === first)
+        let third = table.open(handle: 0x40, peer: peer)
+        #expect([first, second, third].map(\.central.connectionID) == [1, 2, 3])
+        #expect(table[0x40] === third)
+        #expect(table.inOrder.map(\.central.connectionID) == [2, 3])
+        #expect(table.removeAll().map(\.central.connectionID) == [2, 3])
+        #expect(table.count == 0)
+    }
+
+    @Test func asksForThePreferredParametersOnlyWhenTheConnectionMissesThem() async {
+        let peer = BluetoothAddress("C0:00:00:00:00:01")!
+        let suiting = table.open(handle: 0x40, peer: peer)
+        transmitter.open(0x40)
+        table.askForPreferredParameters(suiting, interval: 30, latency: 0, supervisionTimeout: 400)
+        #expect(signalingSent(on: 0x40).isEmpty)
+
+        let missing = table.open(handle: 0x41, peer: peer)
+        transmitter.open(0x41)
+        table.askForPreferredParameters(missing, interval: 6, latency: 0, supervisionTimeout: 400)
+        let requests = signalingSent(on: 0x41)
+        // Connection Parameter Update Request (Vol 3 Part A 4.20): code 0x12, 8 bytes of parameters.
+        #expect(requests.count == 1)
+        let request = requests.first ?? []
+        #expect(Array(request.prefix(1)) == [0x12])
+        #expect(Array(request.dropFirst(4)) == [24, 0, 40, 0, 0, 0, 0x90, 0x01])
+
+        // The central's answer (accepted) becomes an event.
+        let identifier = request.count > 1 ? request[1] : 0
+        table.signalingReceived([0x13, identifier, 0x02, 0x00, 0x00, 0x00], from: missing)
+        var iterator = events.makeAsyncIterator()
+        #expect(await iterator.next() == .connectionParameterUpdateAnswered(missing.central, accepted: true))
     }
 }
