@@ -1,6 +1,7 @@
 import BluetoothCore
 import BluetoothHCI
 import BluetoothL2CAP
+import BluetoothSMP
 import EventLoop
 import Logging
 import Synchronization
@@ -244,5 +245,50 @@ private func eventually(_ condition: @Sendable () async -> Bool) async throws {
         table.signalingReceived([0x13, identifier, 0x02, 0x00, 0x00, 0x00], from: missing)
         var iterator = events.makeAsyncIterator()
         #expect(await iterator.next() == .connectionParameterUpdateAnswered(missing.central, accepted: true))
+    }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct SecurityCoordinatorTests {
+    let directory: String
+    let store: BondStore
+    let table: ConnectionTable
+    let coordinator: SecurityCoordinator
+
+    init() throws {
+        (directory, store) = try HostSecurityTests.stateDirectoryWithBond()
+        let transmitter = LinkTransmitter()
+        let (_, sink) = AsyncStream.makeStream(of: HostEvent.self)
+        let logger = Logger(label: "test")
+        table = ConnectionTable(
+            transmitter: transmitter, commands: HCICommandChannel(timeout: .seconds(1)), preferredParameters: nil,
+            eventSink: sink, logger: logger)
+        coordinator = SecurityCoordinator(
+            configuration: HostConfiguration(transport: .tcp(host: "fake", port: 1), stateDirectory: directory, advertising: nil),
+            server: RecordingServer(), transmitter: transmitter, connections: table, eventSink: sink, logger: logger)
+    }
+
+    @Test func theBondsKeyAnswersItsCentralAndAnyOtherKeyGetsTheNegativeReply() async throws {
+        let bonded = table.open(handle: 0x40, peer: HostSecurityTests.phone)
+        await coordinator.connectionOpened(bonded, local: BluetoothAddress("F0:00:00:00:00:01")!)
+        #expect(
+            coordinator.longTermKeyReply(to: bonded.central, rand: 0, ediv: 0)
+                == .leLongTermKeyRequestReply(handle: 0x40, littleEndianKey: HostSecurityTests.key.littleEndianBytes))
+        #expect(
+            coordinator.longTermKeyReply(to: bonded.central, rand: 0x1122, ediv: 7)
+                == .leLongTermKeyRequestNegativeReply(handle: 0x40))
+
+        let stranger = table.open(handle: 0x41, peer: BluetoothAddress("D0:99:99:99:99:99", kind: .random)!)
+        await coordinator.connectionOpened(stranger, local: BluetoothAddress("F0:00:00:00:00:01")!)
+        #expect(
+            coordinator.longTermKeyReply(to: stranger.central, rand: 0, ediv: 0)
+                == .leLongTermKeyRequestNegativeReply(handle: 0x41))
+    }
+
+    @Test func removingABondForgetsItInMemoryAndInTheFile() throws {
+        #expect(coordinator.bonds.bonds.count == 1)
+        #expect(try coordinator.removeBond(HostSecurityTests.phone) == true)
+        #expect(try coordinator.removeBond(HostSecurityTests.phone) == false)
+        #expect(coordinator.bonds.bonds.isEmpty)
+        #expect(try store.load().bonds.isEmpty)
     }
 }
