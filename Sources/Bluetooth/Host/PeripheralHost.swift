@@ -2,8 +2,6 @@ import BluetoothCore
 import BluetoothGATT
 import BluetoothHCI
 import BluetoothHCITransport
-import BluetoothL2CAP
-import BluetoothSMP
 import EventLoop
 import Logging
 
@@ -31,16 +29,23 @@ public actor PeripheralHost {
     public nonisolated let events: AsyncStream<HostEvent>
     let eventSink: AsyncStream<HostEvent>.Continuation
 
+    // The components, each with one job and its own state, called only on the host's executor
+    // (docs/architecture.md, "The host's components").
+    /// ACL out, with flow control per connection.
     let transmitter = LinkTransmitter()
     /// One HCI command at a time, to the controller of the session under way.
     let commands: HCICommandChannel
+    /// The connected centrals, LE signaling, the links' parameters, data length and PHY.
     let connections: ConnectionTable
+    /// Legacy or extended advertising.
     let advertiser: Advertiser
+    /// Pairing, encryption and bonds.
+    let security: SecurityCoordinator
+
+    /// Follow-up commands run off the event path, cancelled when the session ends.
     var sessionTasks: [UInt64: Task<Void, Never>] = [:]
     var nextSessionTaskID: UInt64 = 0
     var grantedTransmitCredits = false
-    /// Pairing, encryption and bonds.
-    let security: SecurityCoordinator
 
     public init(
         configuration: HostConfiguration, server: any ATTServer, logger: Logger,
