@@ -1,0 +1,53 @@
+/// What differs between the running configuration and a reloaded one (`gattway reload`, SIGHUP),
+/// grouped by how the running service takes it: sensors are restarted one by one, everything else
+/// is named by its section so the reload can say what it applied and what waits for a restart.
+public struct ConfigChanges: Sendable, Equatable {
+    /// Sensors only in the new configuration, in its order.
+    public var sensorsAdded: [String] = []
+    /// Sensors only in the old configuration, in its order.
+    public var sensorsRemoved: [String] = []
+    /// Sensors in both whose settings differ (kind, lines, filters, `bthome`), in the new order.
+    public var sensorsChanged: [String] = []
+    /// The top-level sections that differ and that a sensor restart does not cover, in file
+    /// order: `device`, `bluetooth`, `state_dir`, `runtime_dir`, `gpio`, `services`, `mqtt`.
+    public var sections: [String] = []
+
+    public init(
+        sensorsAdded: [String] = [], sensorsRemoved: [String] = [], sensorsChanged: [String] = [],
+        sections: [String] = []
+    ) {
+        self.sensorsAdded = sensorsAdded
+        self.sensorsRemoved = sensorsRemoved
+        self.sensorsChanged = sensorsChanged
+        self.sections = sections
+    }
+
+    public var isEmpty: Bool {
+        sensorsAdded.isEmpty && sensorsRemoved.isEmpty && sensorsChanged.isEmpty && sections.isEmpty
+    }
+
+    public static func between(_ old: GatewayConfig, _ new: GatewayConfig) -> ConfigChanges {
+        var changes = ConfigChanges()
+        let oldSensors = Dictionary(old.sensors.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let newIDs = Set(new.sensors.map(\.id))
+        for sensor in new.sensors {
+            if let before = oldSensors[sensor.id] {
+                if before != sensor { changes.sensorsChanged.append(sensor.id) }
+            } else {
+                changes.sensorsAdded.append(sensor.id)
+            }
+        }
+        changes.sensorsRemoved = old.sensors.map(\.id).filter { !newIDs.contains($0) }
+        let sections: [(String, Bool)] = [
+            ("device", old.device != new.device),
+            ("bluetooth", old.bluetooth != new.bluetooth),
+            ("state_dir", old.stateDirectory != new.stateDirectory),
+            ("runtime_dir", old.runtimeDirectory != new.runtimeDirectory),
+            ("gpio", old.gpio != new.gpio),
+            ("services", old.services != new.services),
+            ("mqtt", old.mqtt != new.mqtt)
+        ]
+        changes.sections = sections.filter(\.1).map(\.0)
+        return changes
+    }
+}
