@@ -8,22 +8,29 @@ public struct ConfigChanges: Sendable, Equatable {
     public var sensorsRemoved: [String] = []
     /// Sensors in both whose settings differ (kind, lines, filters, `bthome`), in the new order.
     public var sensorsChanged: [String] = []
-    /// The top-level sections that differ and that a sensor restart does not cover, in file
-    /// order: `device`, `bluetooth`, `state_dir`, `runtime_dir`, `gpio`, `services`, `mqtt`.
+    /// Characteristics (`<service>/<characteristic>`, names or UUIDs, in database order) whose
+    /// `notify` policy alone differs, when the services are otherwise the same.
+    public var notifyPolicies: [String] = []
+    /// The top-level sections that differ and that a sensor restart or a notify policy does not
+    /// cover, in file order: `device`, `bluetooth`, `state_dir`, `runtime_dir`, `gpio`,
+    /// `services` (a service or characteristic added, removed or changed beyond its policy),
+    /// `mqtt`.
     public var sections: [String] = []
 
     public init(
         sensorsAdded: [String] = [], sensorsRemoved: [String] = [], sensorsChanged: [String] = [],
-        sections: [String] = []
+        notifyPolicies: [String] = [], sections: [String] = []
     ) {
         self.sensorsAdded = sensorsAdded
         self.sensorsRemoved = sensorsRemoved
         self.sensorsChanged = sensorsChanged
+        self.notifyPolicies = notifyPolicies
         self.sections = sections
     }
 
     public var isEmpty: Bool {
-        sensorsAdded.isEmpty && sensorsRemoved.isEmpty && sensorsChanged.isEmpty && sections.isEmpty
+        sensorsAdded.isEmpty && sensorsRemoved.isEmpty && sensorsChanged.isEmpty && notifyPolicies.isEmpty
+            && sections.isEmpty
     }
 
     public static func between(_ old: GatewayConfig, _ new: GatewayConfig) -> ConfigChanges {
@@ -38,16 +45,35 @@ public struct ConfigChanges: Sendable, Equatable {
             }
         }
         changes.sensorsRemoved = old.sensors.map(\.id).filter { !newIDs.contains($0) }
+        let policiesOnly = Self.withoutPolicies(old.services) == Self.withoutPolicies(new.services)
+        if policiesOnly {
+            for (before, after) in zip(old.services, new.services) {
+                for (was, now) in zip(before.characteristics, after.characteristics) where was.notify != now.notify {
+                    changes.notifyPolicies.append("\(after.name ?? after.uuid.description)/\(now.name ?? now.uuid.description)")
+                }
+            }
+        }
         let sections: [(String, Bool)] = [
             ("device", old.device != new.device),
             ("bluetooth", old.bluetooth != new.bluetooth),
             ("state_dir", old.stateDirectory != new.stateDirectory),
             ("runtime_dir", old.runtimeDirectory != new.runtimeDirectory),
             ("gpio", old.gpio != new.gpio),
-            ("services", old.services != new.services),
+            ("services", !policiesOnly),
             ("mqtt", old.mqtt != new.mqtt)
         ]
         changes.sections = sections.filter(\.1).map(\.0)
         return changes
+    }
+
+    /// The services with every characteristic's notify policy set to the same one.
+    private static func withoutPolicies(_ services: [ServiceConfig]) -> [ServiceConfig] {
+        services.map { service in
+            var service = service
+            for index in service.characteristics.indices {
+                service.characteristics[index].notify = .immediate
+            }
+            return service
+        }
     }
 }

@@ -55,6 +55,15 @@ struct ConfigChangesTests {
         Case(
             label: "a notify policy",
             edits: [("format: bool, source: {sensor: door}", "format: bool, source: {sensor: door}, notify: {min_interval: 2s}")],
+            expected: ConfigChanges(notifyPolicies: ["6E400001-B5A3-F393-E0A9-E50E24DC0016/6E400002-B5A3-F393-E0A9-E50E24DC0016"])),
+        Case(
+            label: "a notify policy and a characteristic's name",
+            edits: [
+                ("format: bool, source: {sensor: door}", "name: door, format: bool, source: {sensor: door}, notify: {min_interval: 2s}")
+            ],
+            expected: ConfigChanges(sections: ["services"])),
+        Case(
+            label: "a characteristic's UUID", edits: [("6E400003-B5A3", "6E400005-B5A3")],
             expected: ConfigChanges(sections: ["services"])),
         Case(
             label: "mqtt added", edits: [("", "\nmqtt: {url: \"mqtt://127.0.0.1:1883\"}")],

@@ -13,10 +13,12 @@ struct ReloadEndToEndTests {
     static let pulsesUUID = "6E400004-B5A3-F393-E0A9-E50E24DC0016"
 
     /// A door contact held at 1 (`open`) and a pulse counter at 20 Hz (`pulses`), each in its
-    /// own service. `openSensor` and `doorCharacteristic` are the YAML the tests change.
+    /// own service. `openSensor`, `doorCharacteristic` and `pulsesNotify` (the pulses
+    /// characteristic's notify policy) are the YAML the tests change.
     static func config(
         openSensor: String = "{id: open, kind: binary, line: GPIO17}",
-        doorCharacteristic: String = "{uuid: \(doorUUID), name: open, format: bool, source: {sensor: open}}"
+        doorCharacteristic: String = "{uuid: \(doorUUID), name: open, format: bool, source: {sensor: open}}",
+        pulsesNotify: String = "{}"
     ) -> String {
         """
         device: {name: reload}
@@ -39,7 +41,7 @@ struct ReloadEndToEndTests {
           - uuid: 6E400003-B5A3-F393-E0A9-E50E24DC0016
             name: meter
             characteristics:
-              - {uuid: \(pulsesUUID), name: pulses, format: uint32, source: {sensor: pulses}}
+              - {uuid: \(pulsesUUID), name: pulses, format: uint32, source: {sensor: pulses}, notify: \(pulsesNotify)}
         """
     }
 
@@ -95,6 +97,17 @@ struct ReloadEndToEndTests {
         let meterValues = try await Self.notifications(meterPhone, meterHandle, count: 5, seconds: 5)
         #expect(meterValues.count == 5, "the meter's phone keeps its notifications")
 
+        // The pulses' notify policy changes in place: 20 Hz become one a second, same connection.
+        try Self.rewrite(
+            rig,
+            Self.config(
+                openSensor: "{id: open, kind: binary, line: GPIO17, active_low: true}", pulsesNotify: "{min_interval: 1s}"))
+        let policy = try await Self.gattway(["reload", "--config", rig.configPath])
+        #expect(policy.stdout == "configuration reloaded\n  applied: notify policy of meter/pulses\n", "\(policy)")
+        _ = try await Self.notifications(meterPhone, meterHandle, count: 1000, seconds: 1)
+        let slowed = try await Self.notifications(meterPhone, meterHandle, count: 1000, seconds: 4)
+        #expect((2...5).contains(slowed.count), "at most one a second over 4 s: \(slowed.count)")
+
         let status = try await Self.gattway(["status", "--config", rig.configPath])
         #expect(status.stdout.contains("2 connected:"), "\(status.stdout)")
         #expect(status.stdout.contains("open: door/open = false"), "\(status.stdout)")
@@ -106,8 +119,9 @@ struct ReloadEndToEndTests {
     }
 
     /// SIGHUP with an invalid file: every error logged as `gattway check` prints it, nothing
-    /// changes. Then a file that changes a service and a sensor: the sensor applies, the service
-    /// is refused as needing a restart, and the phone stays connected with its notifications.
+    /// changes. Then a file that changes a service (a characteristic's UUID) and a sensor: the
+    /// sensor applies, the service is refused as needing a restart, and the phone stays connected
+    /// with its notifications.
     @Test func sighupRejectsAnInvalidFileAndRefusesAServiceChangeButAppliesTheRest() async throws {
         let rig = try await GatewayRig(config: Self.config(), advertisedName: "reload")
         defer { rig.stop() }
@@ -150,7 +164,7 @@ struct ReloadEndToEndTests {
             rig,
             Self.config(
                 openSensor: "{id: open, kind: binary, line: GPIO17, active_low: true}",
-                doorCharacteristic: "{uuid: \(Self.doorUUID), name: open, format: bool, source: {sensor: open}, notify: {min_interval: 1s}}"
+                doorCharacteristic: "{uuid: 6E400005-B5A3-F393-E0A9-E50E24DC0016, name: open, format: bool, source: {sensor: open}}"
             ))
         mark = rig.logMark
         rig.gattway.signal(SIGHUP)

@@ -11,8 +11,9 @@ import Sensors
 /// A reload validates the whole file first: an invalid one changes nothing and every error is
 /// logged. A valid one is compared with the running configuration (`ConfigChanges`): sensors
 /// added, removed or changed are started, stopped or restarted (their lines released before they
-/// are requested again); every other section that changed is reported as needing a restart and
-/// keeps running as it was, so `config` is the file's sensors on the running rest.
+/// are requested again), and changed notify policies (the services otherwise the same) go to the
+/// pipeline; every other section that changed is reported as needing a restart and keeps running
+/// as it was, so `config` is the file's sensors and policies on the running rest.
 actor RunningConfiguration {
     nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
 
@@ -130,6 +131,11 @@ actor RunningConfiguration {
             }
             running.sensors.append(sensor)
         }
+        if !changes.notifyPolicies.isEmpty, let pipeline = sinks?.pipeline {
+            await pipeline.changeNotifyPolicies(loaded.config.services)
+            running.services = loaded.config.services
+            report.applied += changes.notifyPolicies.map { "notify policy of \($0)" }
+        }
         config = running
         report.needsRestart = changes.sections.map(Self.restartMessage)
         return report
@@ -139,8 +145,8 @@ actor RunningConfiguration {
     static func restartMessage(_ section: String) -> String {
         switch section {
         case "services":
-            "services changed: restart gattway to apply them (the GATT services, their characteristics and "
-                + "notify policies run as before)"
+            "services changed: restart gattway to apply them (the GATT services and their characteristics "
+                + "run as before)"
         default: "\(section) changed: restart gattway to apply it"
         }
     }
