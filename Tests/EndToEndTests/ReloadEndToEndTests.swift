@@ -13,12 +13,13 @@ struct ReloadEndToEndTests {
     static let pulsesUUID = "6E400004-B5A3-F393-E0A9-E50E24DC0016"
 
     /// A door contact held at 1 (`open`) and a pulse counter at 20 Hz (`pulses`), each in its
-    /// own service. `openSensor`, `doorCharacteristic` and `pulsesNotify` (the pulses
-    /// characteristic's notify policy) are the YAML the tests change.
+    /// own service; a spare line. `openSensor`, `doorCharacteristic`, `pulsesNotify` (the pulses
+    /// characteristic's notify policy) and `extraSensors` (after the two) are the YAML the tests
+    /// change.
     static func config(
         openSensor: String = "{id: open, kind: binary, line: GPIO17}",
         doorCharacteristic: String = "{uuid: \(doorUUID), name: open, format: bool, source: {sensor: open}}",
-        pulsesNotify: String = "{}"
+        pulsesNotify: String = "{}", extraSensors: String = ""
     ) -> String {
         """
         device: {name: reload}
@@ -30,9 +31,10 @@ struct ReloadEndToEndTests {
             - lines:
                 - {name: GPIO17, generator: {type: constant, level: 1}}
                 - {name: PULSES, generator: {type: pulses, rate: 20}}
+                - {name: SPARE, generator: {type: constant, level: 0}}
         sensors:
           - \(openSensor)
-          - {id: pulses, kind: counter, line: PULSES}
+          - {id: pulses, kind: counter, line: PULSES}\(extraSensors)
         services:
           - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0016
             name: door
@@ -108,9 +110,23 @@ struct ReloadEndToEndTests {
         let slowed = try await Self.notifications(meterPhone, meterHandle, count: 1000, seconds: 4)
         #expect((2...5).contains(slowed.count), "at most one a second over 4 s: \(slowed.count)")
 
+        // A sensor added, removed (its line released) and added again.
+        let inverted = "{id: open, kind: binary, line: GPIO17, active_low: true}"
+        let spare = "\n  - {id: spare, kind: binary, line: SPARE}"
+        for (extra, expected) in [
+            (spare, "configuration reloaded\n  applied: sensor spare started\n"),
+            ("", "configuration reloaded\n  applied: sensor spare stopped\n"),
+            (spare, "configuration reloaded\n  applied: sensor spare started\n")
+        ] {
+            try Self.rewrite(rig, Self.config(openSensor: inverted, pulsesNotify: "{min_interval: 1s}", extraSensors: extra))
+            let result = try await Self.gattway(["reload", "--config", rig.configPath])
+            #expect(result.status == 0 && result.stdout == expected, "\(result)")
+        }
+
         let status = try await Self.gattway(["status", "--config", rig.configPath])
         #expect(status.stdout.contains("2 connected:"), "\(status.stdout)")
         #expect(status.stdout.contains("open: door/open = false"), "\(status.stdout)")
+        #expect(status.stdout.contains("spare: on no characteristic"), "\(status.stdout)")
 
         #expect(rig.stop() == 0)
         let stopped = try await Self.gattway(["reload", "--config", rig.configPath])
