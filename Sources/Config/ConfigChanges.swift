@@ -13,8 +13,8 @@ public struct ConfigChanges: Sendable, Equatable {
     public var notifyPolicies: [String] = []
     /// The top-level sections that differ and that a sensor restart or a notify policy does not
     /// cover, in file order: `device`, `bluetooth`, `state_dir`, `runtime_dir`, `gpio`,
-    /// `services` (a service or characteristic added, removed or changed beyond its policy),
-    /// `mqtt`.
+    /// `sensors[].bthome` (which sensors the BTHome broadcast carries), `services` (a service or
+    /// characteristic added, removed or changed beyond its policy), `mqtt`.
     public var sections: [String] = []
 
     public init(
@@ -59,11 +59,18 @@ public struct ConfigChanges: Sendable, Equatable {
             ("state_dir", old.stateDirectory != new.stateDirectory),
             ("runtime_dir", old.runtimeDirectory != new.runtimeDirectory),
             ("gpio", old.gpio != new.gpio),
+            // The BTHome broadcast's objects are fixed when it starts.
+            ("sensors[].bthome", Self.broadcast(old) != Self.broadcast(new)),
             ("services", !policiesOnly),
             ("mqtt", old.mqtt != new.mqtt)
         ]
         changes.sections = sections.filter(\.1).map(\.0)
         return changes
+    }
+
+    /// The sensors with `bthome: true`, each as `id:kind`.
+    private static func broadcast(_ config: GatewayConfig) -> [String] {
+        config.sensors.filter(\.bthome).map { "\($0.id):\($0.kind.name)" }
     }
 
     /// The services with every characteristic's notify policy set to the same one.

@@ -23,7 +23,7 @@ import UnixSignals
 /// (encrypted with `bluetooth.bthome.key_file`'s key, its counter in `state_dir`).
 public struct GatewayService: Service {
     private let config: GatewayConfig
-    /// Reads the configuration file again for a reload; nil: there is no file (`gattway demo`).
+    /// Reads the configuration file again for a reload; nil for `gattway demo`, which does not reload.
     private let reloadConfig: (@Sendable () throws(ConfigError) -> LoadedConfig)?
     private let logger: Logger
     private let systemd: SystemdNotifier

@@ -33,7 +33,7 @@ struct RunCommand: AsyncParsableCommand {
 
 /// The one path from a loaded configuration to a running gateway (`run` and `demo`). A failure
 /// to start (a missing GPIO line, an unwritable state directory) is printed and exits with 1.
-/// `reloadConfig` reads the file again for a reload (nil: `demo`, which has none).
+/// `reloadConfig` reads the file again for a reload (nil: `demo`, which does not reload).
 func runGateway(
     _ loaded: LoadedConfig, runtime: RuntimeOptions, companions: [any Service] = [],
     reloadConfig: (@Sendable () throws(ConfigError) -> LoadedConfig)? = nil

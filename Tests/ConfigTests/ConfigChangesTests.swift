@@ -66,6 +66,10 @@ struct ConfigChangesTests {
             label: "a characteristic's UUID", edits: [("6E400003-B5A3", "6E400005-B5A3")],
             expected: ConfigChanges(sections: ["services"])),
         Case(
+            label: "a sensor broadcast over BTHome",
+            edits: [("{id: door, kind: binary, line: GPIO17}", "{id: door, kind: binary, line: GPIO17, bthome: true}")],
+            expected: ConfigChanges(sensorsChanged: ["door"], sections: ["sensors[].bthome"])),
+        Case(
             label: "mqtt added", edits: [("", "\nmqtt: {url: \"mqtt://127.0.0.1:1883\"}")],
             expected: ConfigChanges(sections: ["mqtt"])),
         Case(

@@ -32,7 +32,7 @@ actor RunningConfiguration {
 
     private(set) var config: GatewayConfig
     /// Reads and validates the configuration file again, with the command line's overrides
-    /// applied; nil when the gateway runs from no file (`gattway demo`).
+    /// applied; nil for `gattway demo`, which does not reload.
     private let load: (@Sendable () throws(ConfigError) -> LoadedConfig)?
     private let backend: any GPIOBackend
     private let logger: Logger
@@ -94,7 +94,7 @@ actor RunningConfiguration {
 
     private func reloadUnlogged() async -> ReloadReport {
         guard let load else {
-            return ReloadReport(errors: ["gattway runs from no configuration file here (gattway demo): nothing to reload"])
+            return ReloadReport(errors: ["gattway demo does not reload its configuration: stop it and start it again"])
         }
         let loaded: LoadedConfig
         do {
