@@ -6,7 +6,8 @@ public struct ConfigChanges: Sendable, Equatable {
     public var sensorsAdded: [String] = []
     /// Sensors only in the old configuration, in its order.
     public var sensorsRemoved: [String] = []
-    /// Sensors in both whose settings differ (kind, lines, filters, `bthome`), in the new order.
+    /// Sensors in both whose settings differ (kind, lines, filters; `bthome` is the broadcast's,
+    /// `sensors[].bthome` in `sections`), in the new order.
     public var sensorsChanged: [String] = []
     /// Characteristics (`<service>/<characteristic>`, names or UUIDs, in database order) whose
     /// `notify` policy alone differs, when the services are otherwise the same.
@@ -39,7 +40,9 @@ public struct ConfigChanges: Sendable, Equatable {
         let newIDs = Set(new.sensors.map(\.id))
         for sensor in new.sensors {
             if let before = oldSensors[sensor.id] {
-                if before != sensor { changes.sensorsChanged.append(sensor.id) }
+                if Self.withoutBroadcast(before) != Self.withoutBroadcast(sensor) {
+                    changes.sensorsChanged.append(sensor.id)
+                }
             } else {
                 changes.sensorsAdded.append(sensor.id)
             }
@@ -66,6 +69,13 @@ public struct ConfigChanges: Sendable, Equatable {
         ]
         changes.sections = sections.filter(\.1).map(\.0)
         return changes
+    }
+
+    /// `sensor` as its runner sees it: `bthome` concerns the broadcast only.
+    private static func withoutBroadcast(_ sensor: SensorConfig) -> SensorConfig {
+        var sensor = sensor
+        sensor.bthome = false
+        return sensor
     }
 
     /// The sensors with `bthome: true`, each as `id:kind`.

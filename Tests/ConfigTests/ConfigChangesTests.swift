@@ -68,7 +68,7 @@ struct ConfigChangesTests {
         Case(
             label: "a sensor broadcast over BTHome",
             edits: [("{id: door, kind: binary, line: GPIO17}", "{id: door, kind: binary, line: GPIO17, bthome: true}")],
-            expected: ConfigChanges(sensorsChanged: ["door"], sections: ["sensors[].bthome"])),
+            expected: ConfigChanges(sections: ["sensors[].bthome"])),
         Case(
             label: "mqtt added", edits: [("", "\nmqtt: {url: \"mqtt://127.0.0.1:1883\"}")],
             expected: ConfigChanges(sections: ["mqtt"])),

@@ -122,6 +122,18 @@ struct ReloadEndToEndTests {
             let result = try await Self.gattway(["reload", "--config", rig.configPath])
             #expect(result.status == 0 && result.stdout == expected, "\(result)")
         }
+        // The BTHome broadcast's sensors wait for a restart, at every reload until then.
+        try Self.rewrite(
+            rig,
+            Self.config(
+                openSensor: inverted, pulsesNotify: "{min_interval: 1s}",
+                extraSensors: "\n  - {id: spare, kind: binary, line: SPARE, bthome: true}"))
+        for _ in 0..<2 {
+            let result = try await Self.gattway(["reload", "--config", rig.configPath])
+            #expect(
+                result.stdout == "configuration reloaded\n  not applied: sensors[].bthome changed: restart gattway to apply it\n",
+                "\(result)")
+        }
 
         let status = try await Self.gattway(["status", "--config", rig.configPath])
         #expect(status.stdout.contains("2 connected:"), "\(status.stdout)")

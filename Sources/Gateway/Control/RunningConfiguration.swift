@@ -116,9 +116,12 @@ actor RunningConfiguration {
         var running = config
         running.sensors = []
         let restarted = Set(changes.sensorsChanged)
-        for sensor in loaded.config.sensors {
-            let isNew = changes.sensorsAdded.contains(sensor.id) || restarted.contains(sensor.id)
-            if isNew {
+        let broadcasting = Set(config.sensors.filter(\.bthome).map(\.id))
+        for var sensor in loaded.config.sensors {
+            // The broadcast keeps its sensors until a restart (`sensors[].bthome`), so the running
+            // configuration keeps its flags and the next reload still reports the difference.
+            sensor.bthome = broadcasting.contains(sensor.id)
+            if changes.sensorsAdded.contains(sensor.id) || restarted.contains(sensor.id) {
                 do {
                     sensors[sensor.id] = RunningSensor(runner: try Self.runner(sensor, config: running, backend: backend))
                 } catch {
