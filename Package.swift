@@ -145,7 +145,8 @@ let package = Package(
                 "BluetoothSMP", "BluetoothHost", "GPIO", "GPIOLibgpiod", "Sensors",
                 "Values", "Notify", "MQTT", "StateFile",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle")
             ],
             path: "Sources/Gateway", swiftSettings: swiftSettings),
         // Development only: the helper processes of `gattway demo` (mosquitto, Bumble's virtual

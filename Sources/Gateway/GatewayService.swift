@@ -11,9 +11,11 @@ import Logging
 import MQTT
 import Sensors
 import ServiceLifecycle
+import UnixSignals
 
 /// The running gateway: started by `gattway run` (and `gattway demo`) inside a `ServiceGroup`
-/// that turns SIGTERM and SIGINT into a graceful shutdown.
+/// that turns SIGTERM and SIGINT into a graceful shutdown. SIGHUP, like `gattway reload`, reads
+/// the configuration file again (`RunningConfiguration.reload`).
 ///
 /// It wires the layers: GPIO backend → one `SensorRunner` per sensor → its `SensorForwarder` →
 /// `ValuePipeline` (GATT values, notifications) → `MQTTMirrorService` when the configuration has
@@ -21,6 +23,8 @@ import ServiceLifecycle
 /// (encrypted with `bluetooth.bthome.key_file`'s key, its counter in `state_dir`).
 public struct GatewayService: Service {
     private let config: GatewayConfig
+    /// Reads the configuration file again for a reload; nil for `gattway demo`, which does not reload.
+    private let reloadConfig: (@Sendable () throws(ConfigError) -> LoadedConfig)?
     private let logger: Logger
     private let systemd: SystemdNotifier
     private let statisticsInterval: Duration
@@ -32,11 +36,13 @@ public struct GatewayService: Service {
     /// itself ready without it (degraded; see `ServiceReadiness`). `watchdogInterval`: how often
     /// to send WATCHDOG=1 (nil: systemd asked for none).
     public init(
-        config: GatewayConfig, logger: Logger, systemd: SystemdNotifier,
+        config: GatewayConfig, reloadConfig: (@Sendable () throws(ConfigError) -> LoadedConfig)? = nil,
+        logger: Logger, systemd: SystemdNotifier,
         statisticsInterval: Duration = .seconds(60), readinessGrace: Duration = .seconds(10),
         watchdogInterval: Duration? = ServiceWatchdog.interval(environment: ProcessInfo.processInfo.environment)
     ) {
         self.config = config
+        self.reloadConfig = reloadConfig
         self.logger = logger
         self.systemd = systemd
         self.statisticsInterval = statisticsInterval
@@ -54,19 +60,10 @@ public struct GatewayService: Service {
         for line in ConfigSummary.lines(config) {
             logger.info("\(line)")
         }
-        let backend = GPIOBackendSelection.make(config.gpio)
-        let runners = try config.sensors.map { sensor in
-            do {
-                return try SensorRunner(
-                    spec: SensorMapping.spec(
-                        sensor, gpio: config.gpio,
-                        stateDirectory: config.stateDirectory),
-                    backend: backend)
-            } catch {
-                throw GatewayError.sensor(sensor.id, "\(error)")
-            }
-        }
-        let runnersByName = Dictionary(uniqueKeysWithValues: runners.map { ($0.name, $0) })
+        // Trapped before anything can take a while: SIGHUP's default action ends the process.
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        let running = try RunningConfiguration(
+            config: config, load: reloadConfig, backend: GPIOBackendSelection.make(config.gpio), logger: logger)
         let layout = GATTLayout(config: config)
         let binding = GATTPeripheralBinding(configuration: layout.serverConfiguration)
         let hostConfiguration = try HostMapping.configuration(config)
@@ -82,7 +79,7 @@ public struct GatewayService: Service {
             layout: layout, peripheral: binding.peripheral,
             publishesEvents: config.mqtt != nil, logger: logger,
             driveOutput: { sensor, level in
-                guard let runner = runnersByName[sensor] else { return }
+                guard let runner = await running.runner(sensor) else { return }
                 try await runner.write(level)
             })
         let mirror = try config.mqtt.map { mqtt in
@@ -95,7 +92,7 @@ public struct GatewayService: Service {
         logger.notice("gattway running", metadata: ["device": "\(config.device.id)"])
         let readiness = ReadinessReporter(systemd: systemd, controller: "\(hostConfiguration.transport)")
         let control = GatewayControl(
-            config: config, layout: layout, host: host, peripheral: binding.peripheral, pipeline: pipeline)
+            running: running, layout: layout, host: host, peripheral: binding.peripheral, pipeline: pipeline)
         let controlSocket = Self.openControlSocket(config.runtimeDirectory, control: control, logger: logger)
         controlSocket?.start()
 
@@ -104,20 +101,15 @@ public struct GatewayService: Service {
         let hostTask = Task(executorPreference: EventLoop.shared) { await host.run() }
         let watchdog = watchdogInterval.map { ServiceWatchdog(interval: $0, systemd: systemd) }
         watchdog?.start()
+        await running.launch(into: RunningConfiguration.Sinks(pipeline: pipeline, bthome: bthome, host: host))
         await withTaskGroup(of: Void.self) { group in
-            for runner in runners {
-                let forwarder = SensorForwarder(
-                    sensor: runner.name, pipeline: pipeline, bthome: bthome, host: host,
-                    confirms: runner.name == config.bluetooth.security.confirmWith, logger: logger)
-                group.addTask {
-                    do {
-                        try await runner.run(delivering: forwarder.deliver)
-                    } catch {
-                        logger.error("sensor stopped", metadata: ["sensor": "\(runner.name)", "error": "\(error)"])
-                    }
+            group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
+            group.addTask {
+                for await _ in hangups {
+                    logger.notice("SIGHUP: reloading the configuration")
+                    _ = await running.reload()
                 }
             }
-            group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
             group.addTask { [readinessGrace] in await readiness.expireGrace(after: readinessGrace) }
             group.addTask {
                 await Self.follow(
@@ -147,6 +139,7 @@ public struct GatewayService: Service {
             await mirror?.stop()
             await pipeline.finish()
             await bthome?.finish()
+            await running.stopAll()
             hostTask.cancel()
             await Self.awaitAtMost(.milliseconds(500)) { await hostTask.value }
             group.cancelAll()
@@ -224,12 +217,13 @@ public struct GatewayService: Service {
     }
 
     /// Runs the gateway (and `companions`, such as the demo's MQTT view) until SIGTERM or SIGINT,
-    /// then returns.
+    /// then returns; SIGHUP reloads the configuration with `reloadConfig`.
     public static func runUntilSignalled(
-        config: GatewayConfig, logger: Logger, systemd: SystemdNotifier,
-        companions: [any Service] = []
+        config: GatewayConfig, reloadConfig: (@Sendable () throws(ConfigError) -> LoadedConfig)? = nil,
+        logger: Logger, systemd: SystemdNotifier, companions: [any Service] = []
     ) async throws {
-        let services = [GatewayService(config: config, logger: logger, systemd: systemd)] + companions
+        let services =
+            [GatewayService(config: config, reloadConfig: reloadConfig, logger: logger, systemd: systemd)] + companions
         let group = ServiceGroup(
             configuration: .init(
                 services: services.map { .init(service: $0) },

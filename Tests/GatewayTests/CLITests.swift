@@ -248,7 +248,7 @@ struct CLITests {
     @Test func helpDescribesEverySubcommandAndOption() throws {
         let root = try GattwayProcess(["--help"]).runToCompletion()
         #expect(root.status == 0)
-        for subcommand in ["run", "check", "lines", "demo", "config-reference", "bonds", "status"] {
+        for subcommand in ["run", "check", "lines", "demo", "config-reference", "bonds", "status", "reload"] {
             #expect(root.stdout.contains("  \(subcommand) "), "gattway --help lists \(subcommand)")
         }
         #expect(root.stdout.contains("--version"))
@@ -277,7 +277,8 @@ struct CLITests {
             ),
             ("config-reference", ["Markdown table"]),
             ("bonds", ["list", "remove", "clear", "state_dir", "mode 0600", "control socket"]),
-            ("status", ["--config <file>", "--json", "runtime_dir", "MTU"])
+            ("status", ["--config <file>", "--json", "runtime_dir", "MTU"]),
+            ("reload", ["--config <file>", "SIGHUP", "not asked", "restart"])
         ]
         for (subcommand, phrases) in expectations {
             let help = try GattwayProcess([subcommand, "--help"]).runToCompletion()

@@ -287,8 +287,9 @@ check "systemd-analyze security exposure ${exposure:-?} ≤ $max_exposure" \
 check "gattway.service: only CAP_NET_ADMIN, ambient and bounding" \
     bash -c 'grep -qx "AmbientCapabilities=CAP_NET_ADMIN" "$0" && grep -qx "CapabilityBoundingSet=CAP_NET_ADMIN" "$0"' \
     "$root/usr/lib/systemd/system/gattway.service"
-check "gattway.service: watchdog, control socket directory, ordered after the Pi's adapter set-up" \
+check "gattway.service: watchdog, control socket directory, reload, ordered after the Pi's adapter set-up" \
     bash -c 'grep -qx "WatchdogSec=30s" "$0" && grep -qx "RuntimeDirectory=gattway" "$0" \
+        && grep -qx "ExecReload=/usr/bin/gattway reload --config /etc/gattway/gattway.yaml" "$0" \
         && grep -qx "RuntimeDirectoryMode=0700" "$0" \
         && grep -qE "^After=.* hciuart\.service bthelper@hci0\.service( |$)" "$0" && ! grep -qE "^(Wants|Requires)=.*bthelper" "$0"' \
     "$root/usr/lib/systemd/system/gattway.service"

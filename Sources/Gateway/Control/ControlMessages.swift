@@ -10,6 +10,7 @@ public struct ControlRequest: Codable, Sendable, Equatable {
         case bondsList = "bonds.list"
         case bondsRemove = "bonds.remove"
         case bondsClear = "bonds.clear"
+        case reload
     }
 
     public var command: Command
@@ -36,12 +37,18 @@ public struct ControlResponse: Codable, Sendable, Equatable {
     public var bonds: [String]?
     /// `bonds.remove` and `bonds.clear`: how many bonds were forgotten.
     public var removed: Int?
+    /// `reload`: what the reload did.
+    public var reload: ReloadReport?
 
-    public init(error: String? = nil, status: GatewayStatus? = nil, bonds: [String]? = nil, removed: Int? = nil) {
+    public init(
+        error: String? = nil, status: GatewayStatus? = nil, bonds: [String]? = nil, removed: Int? = nil,
+        reload: ReloadReport? = nil
+    ) {
         self.error = error
         self.status = status
         self.bonds = bonds
         self.removed = removed
+        self.reload = reload
     }
 
     public static func failure(_ message: String) -> ControlResponse { ControlResponse(error: message) }
@@ -101,6 +108,40 @@ public struct GatewayStatus: Codable, Sendable, Equatable {
         let totals = ["sent", "coalesced", "suppressed", "dropped", "waiting", "lost_events"]
         lines.append("counters: " + totals.map { "\($0) \(counters[$0] ?? 0)" }.joined(separator: ", "))
         return lines.joined(separator: "\n")
+    }
+}
+
+/// What a reload (`gattway reload`, SIGHUP) did with the configuration file.
+public struct ReloadReport: Codable, Sendable, Equatable {
+    /// When the file was rejected, `gattway check`'s report of it, line by line (the file and
+    /// the number of errors, then each error with its YAML path and line): the running
+    /// configuration stays as it was. Empty when the file was valid.
+    public var errors: [String]
+    /// What changed and runs now, one line each (`sensor door restarted`).
+    public var applied: [String]
+    /// What changed but could not be applied (a sensor whose line is missing or busy): it does
+    /// not run, and the next reload tries it again.
+    public var failed: [String]
+    /// What changed but runs as before until gattway restarts, one line each.
+    public var needsRestart: [String]
+
+    public init(errors: [String] = [], applied: [String] = [], failed: [String] = [], needsRestart: [String] = []) {
+        self.errors = errors
+        self.applied = applied
+        self.failed = failed
+        self.needsRestart = needsRestart
+    }
+
+    public var rejected: Bool { !errors.isEmpty }
+
+    /// The report as `gattway reload` prints it and the service logs it.
+    public var lines: [String] {
+        if rejected {
+            return ["configuration rejected, the running one stays:"] + errors
+        }
+        if applied.isEmpty && failed.isEmpty && needsRestart.isEmpty { return ["configuration unchanged"] }
+        return ["configuration reloaded"] + applied.map { "  applied: \($0)" } + failed.map { "  failed: \($0)" }
+            + needsRestart.map { "  not applied: \($0)" }
     }
 }
 

@@ -6,13 +6,14 @@ import Values
 
 /// Answers the control socket's requests from the running gateway's parts.
 struct GatewayControl: Sendable {
-    let config: GatewayConfig
+    let running: RunningConfiguration
     let layout: GATTLayout
     let host: PeripheralHost
     let peripheral: Peripheral
     let pipeline: ValuePipeline
 
     func answer(_ request: ControlRequest) async -> ControlResponse {
+        let config = await running.config
         if let asked = request.stateDirectory, asked != config.stateDirectory {
             return .failure(
                 "the gattway answering here serves state_dir \(config.stateDirectory), not \(asked): "
@@ -20,7 +21,9 @@ struct GatewayControl: Sendable {
         }
         switch request.command {
         case .status:
-            return ControlResponse(status: await status())
+            return ControlResponse(status: await status(config))
+        case .reload:
+            return ControlResponse(reload: await running.reload())
         case .bondsList:
             return ControlResponse(bonds: await host.bonds.bonds.map(\.description))
         case .bondsRemove:
@@ -48,7 +51,7 @@ struct GatewayControl: Sendable {
         }
     }
 
-    func status() async -> GatewayStatus {
+    func status(_ config: GatewayConfig) async -> GatewayStatus {
         var refsByClientConfiguration: [UInt16: CharacteristicRef] = [:]
         for ref in layout.characteristics.keys {
             if let handle = await pipeline.publishedCharacteristic(ref)?.clientConfigurationHandle {

@@ -306,6 +306,16 @@ public actor ValuePipeline {
     /// Accepted trigger descriptor writes, to hand back to `handle(_:)` (the `run` loop does).
     public nonisolated var triggerChanges: AsyncStream<TriggerChange> { values.triggerChanges }
 
+    /// A reload's notify policies, from `services` laid out as this pipeline's (`ConfigChanges`
+    /// found only policies changed): every subscriber gets each characteristic's new policy from
+    /// its next value on, on its connection as it is.
+    public func changeNotifyPolicies(_ services: [ServiceConfig]) {
+        for ref in layout.characteristics.keys {
+            engine.configure(ref, policy: services[ref.service].characteristics[ref.characteristic].notify)
+        }
+        advance()
+    }
+
     /// Handles the engine's deadlines up to now (the timer calls this; tests call it after moving
     /// their clock).
     public func advance() {

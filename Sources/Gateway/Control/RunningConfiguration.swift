@@ -1,0 +1,183 @@
+import BluetoothHost
+import Config
+import EventLoop
+import GPIO
+import Logging
+import Sensors
+
+/// The configuration the gateway runs now, and the sensors it runs from it: what a reload
+/// (`gattway reload`, SIGHUP) reads the file again for and changes.
+///
+/// A reload validates the whole file first: an invalid one changes nothing and every error is
+/// logged. A valid one is compared with the running configuration (`ConfigChanges`): sensors
+/// added, removed or changed are started, stopped or restarted (their lines released before they
+/// are requested again), and changed notify policies (the services otherwise the same) go to the
+/// pipeline; every other section that changed is reported as needing a restart and keeps running
+/// as it was, so `config` is the file's sensors and policies on the running rest.
+actor RunningConfiguration {
+    nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
+
+    /// Where each reading of a sensor goes (`SensorForwarder`).
+    struct Sinks: Sendable {
+        let pipeline: ValuePipeline
+        let bthome: BTHomeAdvertiser?
+        let host: PeripheralHost
+    }
+
+    private struct RunningSensor {
+        let runner: SensorRunner
+        /// Set once the sensors are launched; ends (and has released the lines) when cancelled.
+        var task: Task<Void, Never>?
+    }
+
+    private(set) var config: GatewayConfig
+    /// Reads and validates the configuration file again, with the command line's overrides
+    /// applied; nil for `gattway demo`, which does not reload.
+    private let load: (@Sendable () throws(ConfigError) -> LoadedConfig)?
+    private let backend: any GPIOBackend
+    private let logger: Logger
+    private var sensors: [String: RunningSensor] = [:]
+    private var sinks: Sinks?
+    /// The reload under way: a reload awaits the one before it, since each suspends while
+    /// sensors stop and would otherwise compare against a configuration the other is changing.
+    private var latestReload: Task<ReloadReport, Never>?
+
+    /// Requests every sensor's lines, so a missing or busy line fails the start here.
+    init(
+        config: GatewayConfig, load: (@Sendable () throws(ConfigError) -> LoadedConfig)?,
+        backend: any GPIOBackend, logger: Logger
+    ) throws(GatewayError) {
+        self.config = config
+        self.load = load
+        self.backend = backend
+        self.logger = logger
+        for sensor in config.sensors {
+            do {
+                sensors[sensor.id] = RunningSensor(runner: try Self.runner(sensor, config: config, backend: backend))
+            } catch {
+                throw GatewayError.sensor(sensor.id, "\(error)")
+            }
+        }
+    }
+
+    /// The runner of sensor `id`, while it runs.
+    func runner(_ id: String) -> SensorRunner? { sensors[id]?.runner }
+
+    /// Starts reading every sensor into `sinks`.
+    func launch(into sinks: Sinks) {
+        self.sinks = sinks
+        for id in sensors.keys { launch(id) }
+    }
+
+    /// Stops every sensor and waits until their lines are released.
+    func stopAll() async {
+        sinks = nil
+        for id in Array(sensors.keys) { await stop(id) }
+    }
+
+    /// Reads the configuration file again and applies what changed; the report says what was
+    /// applied, what waits for a restart, or, for an invalid file, every error. Each line of it
+    /// is logged.
+    func reload() async -> ReloadReport {
+        let previous = latestReload
+        let reload = Task {
+            _ = await previous?.value
+            return await reloadUnlogged()
+        }
+        latestReload = reload
+        let report = await reload.value
+        for line in report.lines {
+            if report.rejected { logger.error("\(line)") } else { logger.notice("\(line)") }
+        }
+        return report
+    }
+
+    private func reloadUnlogged() async -> ReloadReport {
+        guard let load else {
+            return ReloadReport(errors: ["gattway demo does not reload its configuration: stop it and start it again"])
+        }
+        let loaded: LoadedConfig
+        do {
+            loaded = try load()
+        } catch {
+            return ReloadReport(errors: error.description.split(separator: "\n").map(String.init))
+        }
+        for warning in loaded.warnings {
+            logger.warning("configuration: \(warning)")
+        }
+        let changes = ConfigChanges.between(config, loaded.config)
+        var report = ReloadReport()
+        for id in changes.sensorsRemoved + changes.sensorsChanged {
+            await stop(id)
+        }
+        for id in changes.sensorsRemoved {
+            report.applied.append("sensor \(id) stopped")
+        }
+        var running = config
+        running.sensors = []
+        let restarted = Set(changes.sensorsChanged)
+        let broadcasting = Set(config.sensors.filter(\.bthome).map(\.id))
+        for var sensor in loaded.config.sensors {
+            // The broadcast keeps its sensors until a restart (`sensors[].bthome`), so the running
+            // configuration keeps its flags and the next reload still reports the difference.
+            sensor.bthome = broadcasting.contains(sensor.id)
+            if changes.sensorsAdded.contains(sensor.id) || restarted.contains(sensor.id) {
+                do {
+                    sensors[sensor.id] = RunningSensor(runner: try Self.runner(sensor, config: running, backend: backend))
+                } catch {
+                    // Left out of the running configuration, so the next reload tries it again.
+                    report.failed.append("sensor \(sensor.id) could not start: \(error)")
+                    continue
+                }
+                launch(sensor.id)
+                report.applied.append("sensor \(sensor.id) \(restarted.contains(sensor.id) ? "restarted" : "started")")
+            }
+            running.sensors.append(sensor)
+        }
+        if !changes.notifyPolicies.isEmpty, let pipeline = sinks?.pipeline {
+            await pipeline.changeNotifyPolicies(loaded.config.services)
+            running.services = loaded.config.services
+            report.applied += changes.notifyPolicies.map { "notify policy of \($0)" }
+        }
+        config = running
+        report.needsRestart = changes.sections.map(Self.restartMessage)
+        return report
+    }
+
+    /// What the report says of a section a reload does not apply.
+    static func restartMessage(_ section: String) -> String {
+        switch section {
+        case "services":
+            "services changed: restart gattway to apply them (the GATT services and their characteristics "
+                + "run as before)"
+        default: "\(section) changed: restart gattway to apply it"
+        }
+    }
+
+    private static func runner(_ sensor: SensorConfig, config: GatewayConfig, backend: any GPIOBackend) throws -> SensorRunner {
+        try SensorRunner(
+            spec: SensorMapping.spec(sensor, gpio: config.gpio, stateDirectory: config.stateDirectory),
+            backend: backend)
+    }
+
+    private func launch(_ id: String) {
+        guard let sinks, let runner = sensors[id]?.runner else { return }
+        let forwarder = SensorForwarder(
+            sensor: id, pipeline: sinks.pipeline, bthome: sinks.bthome, host: sinks.host,
+            confirms: id == config.bluetooth.security.confirmWith, logger: logger)
+        let logger = logger
+        sensors[id]?.task = Task(executorPreference: EventLoop.shared) {
+            do {
+                try await runner.run(delivering: forwarder.deliver)
+            } catch {
+                logger.error("sensor stopped", metadata: ["sensor": "\(id)", "error": "\(error)"])
+            }
+        }
+    }
+
+    private func stop(_ id: String) async {
+        guard let sensor = sensors.removeValue(forKey: id) else { return }
+        sensor.task?.cancel()
+        await sensor.task?.value
+    }
+}

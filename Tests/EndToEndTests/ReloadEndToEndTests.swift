@@ -1,0 +1,210 @@
+import Foundation
+import Testing
+import TestHarness
+
+/// Reloading the configuration of a running `gattway run` with phones connected, through
+/// `gattway reload` and SIGHUP: a changed sensor is restarted and its subscribers get its new
+/// value, a phone on another sensor keeps its connection and notifications; an invalid file
+/// changes nothing and every error is logged as `gattway check` prints it; a GATT change is
+/// refused as needing a restart while the rest applies.
+@Suite(.serialized, .timeLimit(.minutes(3)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
+struct ReloadEndToEndTests {
+    static let doorUUID = "6E400002-B5A3-F393-E0A9-E50E24DC0016"
+    static let pulsesUUID = "6E400004-B5A3-F393-E0A9-E50E24DC0016"
+
+    /// A door contact held at 1 (`open`) and a pulse counter at 20 Hz (`pulses`), each in its
+    /// own service; a spare line. `openSensor`, `doorCharacteristic`, `pulsesNotify` (the pulses
+    /// characteristic's notify policy) and `extraSensors` (after the two) are the YAML the tests
+    /// change.
+    static func config(
+        openSensor: String = "{id: open, kind: binary, line: GPIO17}",
+        doorCharacteristic: String = "{uuid: \(doorUUID), name: open, format: bool, source: {sensor: open}}",
+        pulsesNotify: String = "{}", extraSensors: String = ""
+    ) -> String {
+        """
+        device: {name: reload}
+        bluetooth:
+          advertising: {interval: 20ms}
+        gpio:
+          backend: simulated
+          chips:
+            - lines:
+                - {name: GPIO17, generator: {type: constant, level: 1}}
+                - {name: PULSES, generator: {type: pulses, rate: 20}}
+                - {name: SPARE, generator: {type: constant, level: 0}}
+        sensors:
+          - \(openSensor)
+          - {id: pulses, kind: counter, line: PULSES}\(extraSensors)
+        services:
+          - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0016
+            name: door
+            characteristics:
+              - \(doorCharacteristic)
+          - uuid: 6E400003-B5A3-F393-E0A9-E50E24DC0016
+            name: meter
+            characteristics:
+              - {uuid: \(pulsesUUID), name: pulses, format: uint32, source: {sensor: pulses}, notify: \(pulsesNotify)}
+        """
+    }
+
+    /// Replaces the rig's configuration file with `config` (plus its state and runtime dirs).
+    static func rewrite(_ rig: GatewayRig, _ config: String) throws {
+        let directories = try String(contentsOfFile: rig.configPath, encoding: .utf8)
+            .split(separator: "\n").filter { $0.hasPrefix("state_dir: ") || $0.hasPrefix("runtime_dir: ") }
+        try (config + "\n" + directories.joined(separator: "\n") + "\n")
+            .write(toFile: rig.configPath, atomically: true, encoding: .utf8)
+    }
+
+    static func gattway(_ arguments: [String]) async throws -> (status: Int32?, stdout: String, stderr: String) {
+        try await GattwayProcess(arguments).runToCompletion()
+    }
+
+    /// The values of `phone`'s notifications of `handle` within `seconds`.
+    static func notifications(_ phone: Phone, _ handle: Int, count: Int, seconds: Int) async throws -> [String] {
+        let reply = try await phone.expect("notifications", ["count": count, "timeout": seconds, "handle": handle])
+        return (reply.object["values"] as? [[String: Any]] ?? []).compactMap { $0["value"] as? String }
+    }
+
+    /// A phone on each service; the door sensor inverted by `gattway reload`: the door's phone
+    /// gets the new value, the meter's phone keeps counting, both stay connected.
+    @Test func aChangedSensorIsRestartedWhilePhonesStayConnected() async throws {
+        let rig = try await GatewayRig(config: Self.config(), advertisedName: "reload")
+        defer { rig.stop() }
+        let (doorPhone, _) = try await rig.connectedPhone()
+        let doorHandle = try await doorPhone.valueHandle(of: Self.doorUUID)
+        try await doorPhone.expect("subscribe", ["handle": doorHandle])
+        #expect(try await Self.notifications(doorPhone, doorHandle, count: 1, seconds: 5) == ["01"], "the current value")
+        let (meterPhone, _) = try await rig.connectedPhone()
+        let meterHandle = try await meterPhone.valueHandle(of: Self.pulsesUUID)
+        try await meterPhone.expect("subscribe", ["handle": meterHandle])
+        #expect(try await Self.notifications(meterPhone, meterHandle, count: 3, seconds: 5).count == 3)
+
+        let unchanged = try await Self.gattway(["reload", "--config", rig.configPath])
+        #expect(unchanged.status == 0)
+        #expect(unchanged.stdout == "configuration unchanged\n", "\(unchanged)")
+
+        try Self.rewrite(rig, Self.config(openSensor: "{id: open, kind: binary, line: GPIO17, active_low: true}"))
+        // Two at once: one applies the change, the other finds it applied (reloads take turns).
+        async let first = Self.gattway(["reload", "--config", rig.configPath])
+        async let second = Self.gattway(["reload", "--config", rig.configPath])
+        let both = try await [first, second]
+        #expect(both.map(\.status) == [0, 0], "\(both)")
+        #expect(
+            both.map(\.stdout).sorted() == ["configuration reloaded\n  applied: sensor open restarted\n", "configuration unchanged\n"],
+            "\(both)")
+        #expect(rig.log.contains("gattway: configuration reloaded\n"), "the service logs it too")
+        #expect(
+            try await Self.notifications(doorPhone, doorHandle, count: 1, seconds: 5) == ["00"],
+            "the inverted line, from the restarted sensor, notified on the same connection")
+        let meterValues = try await Self.notifications(meterPhone, meterHandle, count: 5, seconds: 5)
+        #expect(meterValues.count == 5, "the meter's phone keeps its notifications")
+
+        // The pulses' notify policy changes in place: 20 Hz become one a second, same connection.
+        try Self.rewrite(
+            rig,
+            Self.config(
+                openSensor: "{id: open, kind: binary, line: GPIO17, active_low: true}", pulsesNotify: "{min_interval: 1s}"))
+        let policy = try await Self.gattway(["reload", "--config", rig.configPath])
+        #expect(policy.stdout == "configuration reloaded\n  applied: notify policy of meter/pulses\n", "\(policy)")
+        _ = try await Self.notifications(meterPhone, meterHandle, count: 1000, seconds: 1)
+        let slowed = try await Self.notifications(meterPhone, meterHandle, count: 1000, seconds: 4)
+        #expect((2...5).contains(slowed.count), "at most one a second over 4 s: \(slowed.count)")
+
+        // A sensor added, removed (its line released) and added again.
+        let inverted = "{id: open, kind: binary, line: GPIO17, active_low: true}"
+        let spare = "\n  - {id: spare, kind: binary, line: SPARE}"
+        for (extra, expected) in [
+            (spare, "configuration reloaded\n  applied: sensor spare started\n"),
+            ("", "configuration reloaded\n  applied: sensor spare stopped\n"),
+            (spare, "configuration reloaded\n  applied: sensor spare started\n")
+        ] {
+            try Self.rewrite(rig, Self.config(openSensor: inverted, pulsesNotify: "{min_interval: 1s}", extraSensors: extra))
+            let result = try await Self.gattway(["reload", "--config", rig.configPath])
+            #expect(result.status == 0 && result.stdout == expected, "\(result)")
+        }
+        // The BTHome broadcast's sensors wait for a restart, at every reload until then.
+        try Self.rewrite(
+            rig,
+            Self.config(
+                openSensor: inverted, pulsesNotify: "{min_interval: 1s}",
+                extraSensors: "\n  - {id: spare, kind: binary, line: SPARE, bthome: true}"))
+        for _ in 0..<2 {
+            let result = try await Self.gattway(["reload", "--config", rig.configPath])
+            #expect(
+                result.stdout == "configuration reloaded\n  not applied: sensors[].bthome changed: restart gattway to apply it\n",
+                "\(result)")
+        }
+
+        let status = try await Self.gattway(["status", "--config", rig.configPath])
+        #expect(status.stdout.contains("2 connected:"), "\(status.stdout)")
+        #expect(status.stdout.contains("open: door/open = false"), "\(status.stdout)")
+        #expect(status.stdout.contains("spare: on no characteristic"), "\(status.stdout)")
+
+        #expect(rig.stop() == 0)
+        let stopped = try await Self.gattway(["reload", "--config", rig.configPath])
+        #expect(stopped.status == 1)
+        #expect(stopped.stderr.contains("gattway is not running (nothing answers on "), "\(stopped.stderr)")
+    }
+
+    /// SIGHUP with an invalid file: every error logged as `gattway check` prints it, nothing
+    /// changes. Then a file that changes a service (a characteristic's UUID) and a sensor: the
+    /// sensor applies, the service is refused as needing a restart, and the phone stays connected
+    /// with its notifications.
+    @Test func sighupRejectsAnInvalidFileAndRefusesAServiceChangeButAppliesTheRest() async throws {
+        let rig = try await GatewayRig(config: Self.config(), advertisedName: "reload")
+        defer { rig.stop() }
+        let (phone, _) = try await rig.connectedPhone()
+        let handle = try await phone.valueHandle(of: Self.pulsesUUID)
+        try await phone.expect("subscribe", ["handle": handle])
+        #expect(try await Self.notifications(phone, handle, count: 3, seconds: 5).count == 3)
+        // `gattway status` reads a valid file for the runtime_dir.
+        let valid = rig.directory.appendingPathComponent("valid.yaml").path
+        try FileManager.default.copyItem(atPath: rig.configPath, toPath: valid)
+
+        try Self.rewrite(
+            rig,
+            Self.config(
+                openSensor: "{id: open, kind: binray, line: GPIO17}",
+                doorCharacteristic: "{uuid: \(Self.doorUUID), format: bool, source: {sensor: open}, notify: {min_interval: -1s}}"
+            ))
+        let check = try await Self.gattway(["check", "--config", rig.configPath])
+        #expect(check.status == 1)
+        let errors = check.stderr.split(separator: "\n").map(String.init)
+        #expect(errors.first?.hasSuffix("errors") == true && errors.count >= 3, "two errors or more: \(check.stderr)")
+        let viaCommand = try await Self.gattway(["reload", "--config", rig.configPath])
+        #expect(viaCommand.status == 1)
+        #expect(viaCommand.stderr == check.stderr, "reload checks the file first, as check does")
+
+        var mark = rig.logMark
+        rig.gattway.signal(SIGHUP)
+        #expect(rig.waitForLog("gattway: \(errors.last ?? "")\n", since: mark, timeout: 10), "\(rig.log(since: mark))")
+        let rejection = rig.log(since: mark)
+        #expect(rejection.contains("ERROR gattway: configuration rejected, the running one stays:\n"), "\(rejection)")
+        for line in errors {
+            #expect(rejection.contains("gattway: \(line)\n"), "logged: \(line)\n\(rejection)")
+        }
+        #expect(!rejection.contains("applied:"))
+        let status = try await Self.gattway(["status", "--config", valid, "--json"])
+        #expect(status.stdout.contains("\"characteristic\":\"door/open\",\"value\":\"true\""), "\(status.stdout)")
+        #expect(try await Self.notifications(phone, handle, count: 3, seconds: 5).count == 3)
+
+        try Self.rewrite(
+            rig,
+            Self.config(
+                openSensor: "{id: open, kind: binary, line: GPIO17, active_low: true}",
+                doorCharacteristic: "{uuid: 6E400005-B5A3-F393-E0A9-E50E24DC0016, name: open, format: bool, source: {sensor: open}}"
+            ))
+        mark = rig.logMark
+        rig.gattway.signal(SIGHUP)
+        #expect(
+            rig.waitForLog("not applied: services changed: restart gattway to apply them", since: mark, timeout: 10),
+            "\(rig.log(since: mark))")
+        let applied = rig.log(since: mark)
+        #expect(applied.contains("gattway: SIGHUP: reloading the configuration\n"))
+        #expect(applied.contains("gattway: configuration reloaded\n"))
+        #expect(applied.contains("gattway:   applied: sensor open restarted\n"), "\(applied)")
+        #expect(try await Self.notifications(phone, handle, count: 3, seconds: 5).count == 3, "still connected, still notified")
+        let after = try await Self.gattway(["status", "--config", rig.configPath])
+        #expect(after.stdout.contains("1 connected:") && after.stdout.contains("open: door/open = false"), "\(after.stdout)")
+    }
+}
