@@ -80,8 +80,9 @@ public struct BondStore: Sendable {
     }
 
     /// `gattway bonds remove ADDRESS`: drops the bond of `address` (identity, or a private
-    /// address one of the IRKs resolves); false when there was none. The running service keeps
-    /// its bonds in memory, so the CLI should act while it is stopped (or the service reloads).
+    /// address one of the IRKs resolves); false when there was none. On the file: the CLI calls
+    /// it only when no running service answers on the control socket (a running one removes the
+    /// bond from its memory and rewrites the file itself).
     @discardableResult
     public func remove(_ address: BluetoothAddress) throws(Error) -> Bool {
         var registry = try load()
