@@ -162,7 +162,8 @@ let package = Package(
         .executableTarget(
             name: "gattway",
             dependencies: [
-                "Gateway", "DevelopmentHarness", "Config", "GPIO", "GPIOLibgpiod", "BluetoothSMP", "BluetoothCore", "BluetoothHCI",
+                "Gateway", "DevelopmentHarness", "EventLoop", "Config", "GPIO", "GPIOLibgpiod", "BluetoothSMP", "BluetoothCore",
+                "BluetoothHCI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")

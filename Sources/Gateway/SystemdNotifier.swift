@@ -1,8 +1,5 @@
-#if canImport(Glibc)
+import EventLoop
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Tells systemd about readiness and status (`sd_notify(3)`'s protocol: one datagram of
 /// newline-separated `KEY=value` assignments to the socket named by `$NOTIFY_SOCKET`).
@@ -29,24 +26,14 @@ public struct SystemdNotifier: Sendable {
     /// the message): the watchdog sends from the event loop.
     @discardableResult
     public func send(_ message: String) -> Bool {
-        guard let socketPath, socketPath.utf8.count < 108 else { return false }
+        guard let socketPath, socketPath.utf8.count <= UnixSocketAddress.maximumPathLength else { return false }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
 
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        var pathBytes = Array(socketPath.utf8)
-        if pathBytes.first == UInt8(ascii: "@") { pathBytes[0] = 0 }
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            buffer.copyBytes(from: pathBytes)
-        }
-        let length = socklen_t(MemoryLayout.offset(of: \sockaddr_un.sun_path)! + pathBytes.count)
         let bytes = Array(message.utf8)
-        let sent = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                sendto(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT), socketAddress, length)
-            }
+        let sent = UnixSocketAddress.with(socketPath) { address, length in
+            sendto(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT), address, length)
         }
         return sent == bytes.count
     }

@@ -1,4 +1,5 @@
 import Config
+import EventLoop
 import Gateway
 import Glibc
 
@@ -26,7 +27,7 @@ enum ControlClient {
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard ControlSocket.withAddress(path, { connect(descriptor, $0, $1) }) == 0 else {
+        guard UnixSocketAddress.with(path, { connect(descriptor, $0, $1) }) == 0 else {
             let code = errno
             if code == ENOENT || code == ECONNREFUSED { return .notRunning(path: path) }
             return .failed("cannot reach gattway on \(path): \(String(cString: strerror(code)))")

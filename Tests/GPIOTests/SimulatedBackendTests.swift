@@ -316,15 +316,8 @@ final class CallCounter: @unchecked Sendable {
     func send(_ text: String, to path: String) throws {
         let sender = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(sender) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
-        let sent = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
-                Array(text.utf8).withUnsafeBytes {
-                    sendto(sender, $0.baseAddress, $0.count, 0, target, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
+        let sent = UnixSocketAddress.with(path) { target, length in
+            Array(text.utf8).withUnsafeBytes { sendto(sender, $0.baseAddress, $0.count, 0, target, length) }
         }
         #expect(sent == text.utf8.count, "sendto \(path): \(String(cString: strerror(errno)))")
     }

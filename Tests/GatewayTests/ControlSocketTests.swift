@@ -1,3 +1,4 @@
+import EventLoop
 import Foundation
 import Gateway
 import Testing
@@ -12,7 +13,7 @@ import TestHarness
         defer { close(descriptor) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        try #require(ControlSocket.withAddress(path) { connect(descriptor, $0, $1) } == 0, "connect: errno \(errno)")
+        try #require(UnixSocketAddress.with(path) { connect(descriptor, $0, $1) } == 0, "connect: errno \(errno)")
         _ = Array(text.utf8).withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         var received = ""
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -67,7 +68,7 @@ import TestHarness
         let directory = try temporaryDirectory("control").path
         let path = ControlSocket.path(runtimeDirectory: directory)
         let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        #expect(ControlSocket.withAddress(path) { bind(stale, $0, $1) } == 0)
+        #expect(UnixSocketAddress.with(path) { bind(stale, $0, $1) } == 0)
         close(stale)  // bound, never listening, closed: the file stays
         let control = try ControlSocket(runtimeDirectory: directory) { _ in ControlResponse(removed: 7) }
         control.start()

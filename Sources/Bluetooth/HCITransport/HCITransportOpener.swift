@@ -1,4 +1,5 @@
 import BluetoothHCI
+import EventLoop
 import CBlueZ
 import Glibc
 
@@ -157,26 +158,15 @@ enum StreamSocket {
     }
 
     static func connectUnix(path: String) throws(HCITransportError) -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        let pathBytes = Array(path.utf8)
-        guard pathBytes.count < capacity else {
-            throw HCITransportError(.notFound, "unix:\(path): the path is longer than \(capacity - 1) bytes")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: pathBytes)
-            raw[pathBytes.count] = 0
+        guard path.utf8.count <= UnixSocketAddress.maximumPathLength else {
+            throw HCITransportError(
+                .notFound, "unix:\(path): the path is longer than \(UnixSocketAddress.maximumPathLength) bytes")
         }
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else {
             throw HCITransportError(.unavailable, "cannot create a Unix socket: \(systemErrorText(errno))")
         }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        let result = UnixSocketAddress.with(path) { connect(descriptor, $0, $1) }
         guard result == 0 else {
             let code = errno
             Glibc.close(descriptor)

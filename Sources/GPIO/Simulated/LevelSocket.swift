@@ -19,27 +19,16 @@ final class LevelSocket: @unchecked Sendable {
     init(path: String, deliver: @escaping @Sendable (UnsafeBufferPointer<UInt8>) -> Void) throws(GPIOError) {
         self.path = path
         self.deliver = deliver
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.utf8.count < capacity else {
+        guard path.utf8.count <= UnixSocketAddress.maximumPathLength else {
             throw .system(
                 operation: "binding the simulated line socket", target: path, errno: ENAMETOOLONG,
-                message: "the path is longer than a Unix socket's \(capacity - 1) bytes")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { bytes in
-            bytes.copyBytes(from: path.utf8)
-            bytes[path.utf8.count] = 0
+                message: "the path is longer than a Unix socket's \(UnixSocketAddress.maximumPathLength) bytes")
         }
         let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw Self.failure("creating a socket for", path) }
         var status = stat()
         if lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK { unlink(path) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        let bound = UnixSocketAddress.with(path) { bind(descriptor, $0, $1) }
         guard bound == 0 else {
             let error = Self.failure("binding the simulated line socket", path)
             Glibc.close(descriptor)

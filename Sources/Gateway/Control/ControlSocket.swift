@@ -46,7 +46,7 @@ public final class ControlSocket: @unchecked Sendable {
         path = Self.path(runtimeDirectory: runtimeDirectory)
         self.loop = loop
         self.handler = handler
-        guard path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else {
+        guard path.utf8.count <= UnixSocketAddress.maximumPathLength else {
             throw .failed("bind", path: path, errno: ENAMETOOLONG)
         }
         if mkdir(runtimeDirectory, 0o700) != 0, errno != EEXIST {
@@ -59,7 +59,7 @@ public final class ControlSocket: @unchecked Sendable {
         // bind creates the file with the umask's mode; connecting needs write permission on it,
         // and listen comes only after chmod, so nobody else connects in between.
         let failure: (String, Int32)? =
-            if Self.withAddress(path, { bind(descriptor, $0, $1) }) != 0 {
+            if UnixSocketAddress.with(path, { bind(descriptor, $0, $1) }) != 0 {
                 ("bind", errno)
             } else if chmod(path, 0o600) != 0 {
                 ("chmod", errno)
@@ -180,17 +180,7 @@ public final class ControlSocket: @unchecked Sendable {
         let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard probe >= 0 else { return false }
         defer { close(probe) }
-        return withAddress(path) { connect(probe, $0, $1) } == 0
-    }
-
-    /// Calls `body` with `path` as a `sockaddr_un`.
-    public static func withAddress(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        return UnixSocketAddress.with(path) { connect(probe, $0, $1) } == 0
     }
 
     private static func describe(_ error: any Swift.Error) -> String {
