@@ -53,15 +53,11 @@ final class TestSubscriber: Sendable {
     }
 
     func messages(on topic: String, count: Int, timeout: Duration = .seconds(5)) async throws -> [MQTTMessage] {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if let messages = await inbox.take(topic: topic, count: count) { return messages }
-            guard ContinuousClock.now < deadline else {
-                let got = await inbox.count(topic: topic)
-                throw TestFailure("expected \(count) message(s) on \(topic) within \(timeout), got \(got)")
-            }
-            await inbox.waitForChange(until: deadline)
+        if let messages = await inbox.take(topic: topic, count: count, until: ContinuousClock.now + timeout) {
+            return messages
         }
+        let got = await inbox.count(topic: topic)
+        throw TestFailure("expected \(count) message(s) on \(topic) within \(timeout), got \(got)")
     }
 
     func publish(_ message: MQTTMessage) async throws {
@@ -91,7 +87,19 @@ private actor Inbox {
 
     func setConnection(_ connection: MQTTConnectionID) { self.connection = connection }
 
-    func take(topic: String, count: Int) -> [MQTTMessage]? {
+    /// The first `count` messages on `topic`, waiting until `deadline` for them. Checking and
+    /// waiting happen in one turn on the actor, so a message arriving in between still wakes the
+    /// waiter (checking in one call and waiting in another lost that wake-up, and the caller then
+    /// slept until the next message, whatever its topic).
+    func take(topic: String, count: Int, until deadline: ContinuousClock.Instant) async -> [MQTTMessage]? {
+        while true {
+            if let messages = take(topic: topic, count: count) { return messages }
+            guard ContinuousClock.now < deadline else { return nil }
+            await waitForChange(until: deadline)
+        }
+    }
+
+    private func take(topic: String, count: Int) -> [MQTTMessage]? {
         let indices = messages.indices.filter { messages[$0].topic == topic }
         guard indices.count >= count else { return nil }
         let taken = indices.prefix(count).map { messages[$0] }
@@ -103,7 +111,7 @@ private actor Inbox {
     func count(topic: String) -> Int { messages.filter { $0.topic == topic }.count }
 
     /// Suspends until a message arrives or `deadline` passes.
-    func waitForChange(until deadline: ContinuousClock.Instant) async {
+    private func waitForChange(until deadline: ContinuousClock.Instant) async {
         let timer = Task { [weak self] in
             try? await Task.sleep(until: deadline)
             await self?.wakeAll()
