@@ -243,7 +243,7 @@ let package = Package(
             name: "YAMLTests", dependencies: ["YAML"],
             path: "Tests/YAMLTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "ConfigTests", dependencies: ["Config", "BluetoothCore", "BluetoothHCI", "Values", "Notify", "TestHarness"],
+            name: "ConfigTests", dependencies: ["Config", "BluetoothCore", "BluetoothHCI", "Values", "Notify", "Sensors", "TestHarness"],
             path: "Tests/ConfigTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "GatewayTests",

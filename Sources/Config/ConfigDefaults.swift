@@ -31,6 +31,8 @@ public enum ConfigDefaults {
     public static let activeLow = false
     public static let debounce = Duration.zero
     public static let holdTime = Duration.zero
+    public static let pressDoublePressWindow = PressSettings.defaultDoublePressWindow
+    public static let pressLongPressTime = PressSettings.defaultLongPressTime
     public static let rateWindow = Duration.seconds(10)
     public static let pulseWidthWindow = Duration.seconds(1)
     public static let ratePer = RateSettings.Per.second
@@ -51,6 +53,11 @@ public enum ConfigDefaults {
     public static let exponent: Int8 = 0
     public static let notifyMinInterval = Duration.zero
     public static let notifyOnChange = true
+    /// `notify.on_change` for a characteristic carrying `reading`: false for events (two single
+    /// presses in a row are two presses), true otherwise.
+    public static func notifyOnChange(for source: ValueSource) -> Bool {
+        if case .sensor(_, let reading) = source, reading.isEvent { false } else { notifyOnChange }
+    }
     public static let mqttBaseTopic = "gattway"
     public static let mqttQoS = 1
     public static let mqttRetain = true
@@ -76,7 +83,7 @@ public enum ConfigDefaults {
     /// topic is followed only while a central is subscribed, so the value held may be stale
     /// while the broker's retained message brings the current one right after the subscription.
     public static func notifyOnSubscribe(for source: ValueSource) -> Bool {
-        if case .sensor = source { true } else { false }
+        if case .sensor(_, let reading) = source { !reading.isEvent } else { false }
     }
 
     /// `characteristics[].properties` when not set, by value source.

@@ -211,6 +211,17 @@ public enum ConfigReference {
             key: "sensors[].hold_time", type: "duration", defaultValue: d(D.holdTime),
             meaning: "`binary`: a change must last this long to count."),
         Entry(
+            key: "sensors[].press", type: "mapping", defaultValue: "no presses",
+            meaning: "`binary`: tell single, double and long presses apart, as the `press` reading "
+                + "(see [sensors](sensors.md#button-presses)); `press: {}` takes the defaults."),
+        Entry(
+            key: "sensors[].press.double_press_window", type: "duration 0s-2s", defaultValue: d(D.pressDoublePressWindow),
+            meaning: "A second press this soon after a release is a double press; a single press is told "
+                + "this long after its release (0s: no double presses, single told at the release)."),
+        Entry(
+            key: "sensors[].press.long_press_time", type: "duration 100ms-10s", defaultValue: d(D.pressLongPressTime),
+            meaning: "Held this long, a press is a long press (told at once); longer than `debounce`."),
+        Entry(
             key: "sensors[].window", type: "duration",
             defaultValue: "\(d(D.rateWindow)) (`rate`), \(d(D.pulseWidthWindow)) (`pulse_width`)",
             meaning: "`rate`: sliding window the rate is measured over; `pulse_width`: averaging period."),
@@ -331,7 +342,9 @@ public enum ConfigReference {
         Entry(
             key: "services[].characteristics[].source.reading", type: "enum",
             defaultValue: "the sensor's first: `temperature` (dht), `duty_cycle` (pulse_width), else `value`",
-            meaning: "With `sensor`: `value`, `temperature`, `humidity`, `duty_cycle`, `high_time`."),
+            meaning: "With `sensor`: `value`, `temperature`, `humidity`, `duty_cycle`, `high_time`, `press` "
+                + "(a `binary` sensor with `press`: one value per press, 1 single, 2 double, 4 long; an integer format "
+                + "without exponent, such as `uint8`)."),
         Entry(
             key: "services[].characteristics[].source.mqtt", type: "topic", defaultValue: none,
             meaning: "The latest payload on this MQTT topic (subscribed while a central is)."),
@@ -368,11 +381,12 @@ public enum ConfigReference {
             key: "services[].characteristics[].notify.delta", type: "number or `N%`", defaultValue: "any change",
             meaning: "Numeric formats: ignore smaller changes (absolute, or percent of the last sent)."),
         Entry(
-            key: "services[].characteristics[].notify.on_change", type: "bool", defaultValue: String(D.notifyOnChange),
+            key: "services[].characteristics[].notify.on_change", type: "bool",
+            defaultValue: "\(D.notifyOnChange) (`false` for a `press` reading: each press counts)",
             meaning: "Skip a value whose bytes equal the last one sent (false: send every update)."),
         Entry(
             key: "services[].characteristics[].notify.on_subscribe", type: "bool",
-            defaultValue: "by source: sensor `true`, others `false`",
+            defaultValue: "by source: sensor `true` (not a `press` reading), others `false`",
             meaning: "A central that subscribes gets the current value (if any) at once, not with the next value."),
         Entry(
             key: "services[].characteristics[].homeassistant", type: "mapping", defaultValue: none,

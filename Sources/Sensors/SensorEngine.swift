@@ -9,6 +9,7 @@ struct Emission {
 
     static let valueChannel = "value"
     static let lostEventsChannel = SensorSample.lostEventsChannel
+    static let pressChannel = SensorSample.pressChannel
 }
 
 /// The kind-specific part of a sensor: owns its lines and turns edge events and time into
@@ -199,7 +200,8 @@ final class SensorCore {
     private func finish(_ emissions: [Emission], into values: inout [SensorSample]) {
         for emission in emissions {
             let unit = emission.channel == Emission.valueChannel ? (spec.unit ?? emission.unit) : emission.unit
-            guard emission.channel != Emission.lostEventsChannel else {
+            // Lost-event totals and press events are counts and codes: no filter applies to them.
+            guard emission.channel != Emission.lostEventsChannel, emission.channel != Emission.pressChannel else {
                 values.append(value(channel: emission.channel, reading: emission.reading, unit: unit, time: emission.time))
                 continue
             }

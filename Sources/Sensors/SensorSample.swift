@@ -10,13 +10,16 @@ public struct SensorSample: Sendable, Equatable {
     /// The sensor's configured name.
     public var sensor: String
     /// Which of the sensor's quantities this is: `value` for single-valued kinds, `temperature`
-    /// and `humidity` for DHT, `high_time` and `duty_cycle` for pulse width, and `lost_events`
+    /// and `humidity` for DHT, `high_time` and `duty_cycle` for pulse width, `press` (a
+    /// `PressEvent` code, one value per press) for a binary sensor with press settings, and `lost_events`
     /// (running total) for any sensor whose edge events overflowed a buffer.
     public var channel: String
     public var reading: Reading
 
     /// The channel carrying the running total of lost edge events.
     public static let lostEventsChannel = "lost_events"
+    /// The channel of a binary sensor's presses: each value is one press's `PressEvent` code.
+    public static let pressChannel = "press"
     /// Unit symbol, e.g. `°C`, `%`, `m`, `1/s`; empty for booleans and counts.
     public var unit: String
     /// Monotonic time (ns) the reading refers to: the edge or the measurement that produced it.

@@ -94,7 +94,7 @@ struct ValidConfigTests {
         #expect(
             sensors[0]
                 == SensorConfig(
-                    id: "door", kind: .binary(door, holdTime: .milliseconds(100)),
+                    id: "door", kind: .binary(door, holdTime: .milliseconds(100), press: nil),
                     filters: [.invert, .delayedOff(.seconds(2))], bthome: false))
         let wind = InputLineConfig(
             line: LineReference(name: "GPIO22", chip: nil), bias: .asIs, activeLow: false,

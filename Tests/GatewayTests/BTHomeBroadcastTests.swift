@@ -150,6 +150,36 @@ struct BTHomeBroadcastTests {
         #expect(settings.passiveServiceData?.data == [0x40, 0x00, 0x00, 0x03, 0xA0, 0x0F])
     }
 
+    /// Presses as button events (0x3A): every button in every packet, in configuration order
+    /// (receivers number buttons by it), the press in the next packet only, "no event" (0x00)
+    /// after it; the same press again is a new event.
+    @Test func pressesAreButtonEventsSentOnce() throws {
+        let config = try Self.config(
+            """
+              - {id: left, kind: binary, line: DOOR, press: {}, bthome: true}
+              - {id: right, kind: binary, line: PWM, press: {}, bthome: true}
+            """)
+        var broadcast = try #require(BTHomeBroadcast(config: config))
+        #expect(record(&broadcast, Self.value("left", .bool(false))))
+        #expect(record(&broadcast, Self.value("right", .bool(false))))
+        func objects(_ packetID: UInt8) -> [UInt8] {
+            Array(
+                broadcast.settings(base: AdvertisingSettings(), packetID: packetID, encryption: nil).settings.passiveServiceData?.data
+                    .dropFirst(3) ?? [])
+        }
+        // generic boolean ×2, then a button each, no event yet.
+        #expect(objects(0) == [0x0F, 0x00, 0x0F, 0x00, 0x3A, 0x00, 0x3A, 0x00])
+        #expect(record(&broadcast, Self.value("right", "press", .number(Double(PressEvent.double.rawValue)))))
+        #expect(objects(1) == [0x0F, 0x00, 0x0F, 0x00, 0x3A, 0x00, 0x3A, 0x02], "the second button's double press")
+        broadcast.eventsSent()
+        #expect(objects(2) == [0x0F, 0x00, 0x0F, 0x00, 0x3A, 0x00, 0x3A, 0x00], "sent once")
+        #expect(record(&broadcast, Self.value("left", "press", .number(Double(PressEvent.long.rawValue)))))
+        #expect(objects(3) == [0x0F, 0x00, 0x0F, 0x00, 0x3A, 0x04, 0x3A, 0x00])
+        broadcast.eventsSent()
+        #expect(record(&broadcast, Self.value("left", "press", .number(Double(PressEvent.long.rawValue)))), "a second long press")
+        #expect(objects(4) == [0x0F, 0x00, 0x0F, 0x00, 0x3A, 0x04, 0x3A, 0x00])
+    }
+
     @Test func noBroadcastSensorsNoBroadcast() throws {
         #expect(BTHomeBroadcast(config: try Self.config(Self.climateAndDoor.replacingOccurrences(of: ", bthome: true", with: ""))) == nil)
     }

@@ -61,6 +61,54 @@ struct MirrorBridgeTests {
         #expect(try Mirror(configuration: mirror).inboundSubscriptions.contains("gattway/demo/gateway/relay/set"))
     }
 
+    /// A binary sensor with `press`: its `press` reading is an `event` entity (a button) with the
+    /// presses it tells apart, under the codes the characteristic carries, and an event on MQTT
+    /// (not retained); its level stays a binary sensor.
+    @Test func pressesBecomeAnEventEntity() throws {
+        func mirror(_ press: String) throws -> [String: MirrorCharacteristic] {
+            let yaml = """
+                gpio:
+                  backend: simulated
+                  chips:
+                    - lines:
+                        - name: BTN
+                sensors:
+                  - {id: button, kind: binary, line: BTN, press: \(press)}
+                services:
+                  - uuid: 181A
+                    characteristics:
+                      - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                        name: presses
+                        format: uint8
+                        source: {sensor: button, reading: press}
+                      - uuid: 6E400003-B5A3-F393-E0A9-E50E24DC0001
+                        name: pressed
+                        format: bool
+                        source: {sensor: button}
+                mqtt:
+                  url: mqtt://127.0.0.1:1883
+                """
+            let config = try ConfigLoader.load(yaml: yaml).config
+            let mirror = MirrorMapping.mirrorConfiguration(config, mqtt: try #require(config.mqtt), layout: GATTLayout(config: config))
+            return Dictionary(uniqueKeysWithValues: mirror.characteristics.map { ($0.id.characteristic, $0) })
+        }
+        let characteristics = try mirror("{}")
+        #expect(
+            characteristics["presses"]?.homeAssistant
+                == HomeAssistantEntity(
+                    kind: .event, name: "presses", deviceClass: "button",
+                    eventTypes: [
+                        .init(code: 1, name: "single_press", triggerType: "button_short_press"),
+                        .init(code: 2, name: "double_press", triggerType: "button_double_press"),
+                        .init(code: 4, name: "long_press", triggerType: "button_long_press")
+                    ], announcedPerEntity: true))
+        #expect(characteristics["presses"]?.isEvent == true)
+        #expect(characteristics["pressed"]?.isEvent == false)
+        #expect(characteristics["pressed"]?.homeAssistant?.kind == .binarySensor)
+        let noDouble = try mirror("{double_press_window: 0s}")
+        #expect(noDouble["presses"]?.homeAssistant?.eventTypes.map(\.name) == ["single_press", "long_press"])
+    }
+
     /// A counter sums as `total_increasing`, a writable number gets its format's range in steps of
     /// its resolution, a written bool is a switch, and `homeassistant:` wins over all of it.
     @Test func entitiesFollowWhatEachCharacteristicIs() throws {

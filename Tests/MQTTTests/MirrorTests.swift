@@ -335,6 +335,62 @@ struct MirrorTests {
             ), "the override wins over three heartbeats (60 s)")
     }
 
+    static let pressEvents = [
+        HomeAssistantEntity.EventType(code: 1, name: "single_press", triggerType: "button_short_press"),
+        HomeAssistantEntity.EventType(code: 2, name: "double_press", triggerType: "button_double_press"),
+        HomeAssistantEntity.EventType(code: 4, name: "long_press", triggerType: "button_long_press")
+    ]
+
+    /// A button's presses: an `event` entity whose template turns `{"value": <code>}` into
+    /// `{"event_type": ...}`, and a device trigger per press; the values are not retained (a
+    /// retained press would fire again whenever something subscribes) nor re-published.
+    @Test func buttonPressesAreAnEventEntityWithDeviceTriggers() throws {
+        let button = MirrorCharacteristicID(service: "io", characteristic: "button")
+        var mirror = try Mirror(
+            configuration: MirrorConfiguration(
+                deviceID: "pi1",
+                characteristics: [
+                    MirrorCharacteristic(
+                        id: button,
+                        homeAssistant: HomeAssistantEntity(
+                            kind: .event, name: "Button", deviceClass: "button", eventTypes: Self.pressEvents),
+                        isEvent: true)
+                ], softwareVersion: "1.2.3"))
+        let document = mirror.discoveryMessages[0].string
+        let template = "{1: 'single_press', 2: 'double_press', 4: 'long_press'}.get(value_json.value, '')"
+        #expect(
+            document.contains(
+                #""io_button":{"p":"event","name":"Button","unique_id":"gattway_pi1_io_button","state_topic":"gattway/pi1/io/button","event_types":["single_press","double_press","long_press"],"value_template":"{\"event_type\": \"{{ "#
+                    + template + #" }}\"}","device_class":"button"},"#), "\(document)")
+        for (type, event) in [
+            ("button_short_press", "single_press"), ("button_double_press", "double_press"), ("button_long_press", "long_press")
+        ] {
+            #expect(
+                document.contains(
+                    #""io_button_\#(event)":{"p":"device_automation","automation_type":"trigger","topic":"gattway/pi1/io/button","type":"\#(type)","subtype":"Button","payload":"\#(event)","value_template":"{{ "#
+                        + template + #" }}"}"#), "\(event)")
+        }
+        let press = mirror.apply(.valueChanged(button, value: MirrorValue(json: "2"), raw: [2], at: t0))
+        #expect(published(press) == [#"gattway/pi1/io/button {"value":2,"ts":"2027-01-15T08:00:00.250Z"}"#])
+        #expect(!mirror.retainedSnapshot.map(\.topic).contains("gattway/pi1/io/button"))
+    }
+
+    /// A raw payload is the code's byte, which Home Assistant's templates cannot read: no event.
+    @Test func rawButtonPressesGetNoEventEntity() throws {
+        let button = MirrorCharacteristicID(service: "io", characteristic: "button")
+        let document = try Mirror(
+            configuration: MirrorConfiguration(
+                deviceID: "pi1",
+                characteristics: [
+                    MirrorCharacteristic(
+                        id: button, payloadStyle: .raw,
+                        homeAssistant: HomeAssistantEntity(kind: .event, name: "Button", eventTypes: Self.pressEvents),
+                        isEvent: true)
+                ], softwareVersion: "1.2.3")
+        ).discoveryMessages[0].string
+        #expect(!document.contains("io_button"))
+    }
+
     /// Until the migration is remembered, the first discovery moves the per-entity
     /// entities (those marked announcedPerEntity, and the connected-centrals sensor): migrate
     /// payload on each old topic and the topic cleared, then the device document (a message on

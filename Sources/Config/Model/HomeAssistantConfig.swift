@@ -7,14 +7,18 @@ public enum HomeAssistantDomain: String, Sendable, Hashable, CaseIterable {
     case `switch`
     case text
     case number
+    /// A button's presses (a `press` reading): Home Assistant's `event` entity.
+    case event
 
-    /// Sensors as sensors, binary inputs as binary sensors, outputs as switches; what centrals
+    /// Sensors as sensors, binary inputs as binary sensors, a button's presses as events, outputs
+    /// as switches; what centrals
     /// write as text, number or switch after its format; nil for characteristics without an
     /// entity (fixed values, MQTT-sourced values, bytes).
     public static func of(_ characteristic: CharacteristicConfig, sensor: SensorConfig?) -> HomeAssistantDomain? {
         switch characteristic.source {
-        case .sensor:
+        case .sensor(_, let reading):
             guard let sensor else { return nil }
+            if reading == .press { return .event }
             switch sensor.kind {
             case .output: return .switch
             case .binary: return .binarySensor
@@ -32,6 +36,9 @@ public enum HomeAssistantDomain: String, Sendable, Hashable, CaseIterable {
         }
     }
 
+    /// The domain's name after "a" or "an", as messages write it.
+    public var withArticle: String { self == .event ? "an event" : "a \(rawValue)" }
+
     /// Home Assistant's device classes for the domain (Home Assistant 2026.2).
     public var deviceClasses: [String] {
         switch self {
@@ -45,6 +52,7 @@ public enum HomeAssistantDomain: String, Sendable, Hashable, CaseIterable {
                 "window"
             ]
         case .switch: ["outlet", "switch"]
+        case .event: ["button", "doorbell", "motion"]
         case .text: []
         }
     }

@@ -56,8 +56,9 @@ public enum LineBias: String, Sendable, Hashable, CaseIterable {
 
 /// What a sensor measures, with its kind-specific settings.
 public enum SensorKindConfig: Sendable, Hashable {
-    /// Button, door contact, PIR: 1 while active. A change must last `holdTime` to count.
-    case binary(InputLineConfig, holdTime: Duration)
+    /// Button, door contact, PIR: 1 while active. A change must last `holdTime` to count. With
+    /// `press`, each press too (the `press` reading).
+    case binary(InputLineConfig, holdTime: Duration, press: PressSettings?)
     /// Counts pulses; the total persists in the state directory.
     case counter(InputLineConfig)
     /// Pulses per second or minute over a sliding `window`, multiplied by `scale`.
@@ -97,6 +98,7 @@ public enum SensorKindConfig: Sendable, Hashable {
         switch self {
         case .dht: [.temperature, .humidity]
         case .pulseWidth: [.dutyCycle, .highTime]
+        case .binary(_, _, .some): [.value, .press]
         default: [.value]
         }
     }
@@ -104,7 +106,7 @@ public enum SensorKindConfig: Sendable, Hashable {
     /// Every line the sensor uses.
     public var lines: [LineReference] {
         switch self {
-        case .binary(let input, _), .counter(let input), .rate(let input, _, _, _), .pulseWidth(let input, _):
+        case .binary(let input, _, _), .counter(let input), .rate(let input, _, _, _), .pulseWidth(let input, _):
             [input.line]
         case .distance(let trigger, let echo, _, _): [trigger, echo.line]
         case .dht(_, let line, _), .output(let line, _, _): [line]
@@ -125,4 +127,11 @@ public enum SensorReading: String, Sendable, Hashable, CaseIterable {
     case dutyCycle = "duty_cycle"
     /// `pulse_width`, seconds.
     case highTime = "high_time"
+    /// A `binary` sensor with `press` settings: one value per press, its `PressEvent` code
+    /// (1 single, 2 double, 4 long).
+    case press
+
+    /// Each value is a momentary event, not a state: sent once, never repeated (no heartbeat,
+    /// not re-sent to a central that subscribes, not retained on MQTT).
+    public var isEvent: Bool { self == .press }
 }

@@ -147,7 +147,7 @@ extension ConfigParser {
 
         var settings: [String] {
             switch self {
-            case .binary: Self.input + ["hold_time"]
+            case .binary: Self.input + ["hold_time", "press"]
             case .counter: Self.input
             case .rate: Self.input + ["window", "per", "scale"]
             case .pulseWidth: Self.input + ["window"]
@@ -189,7 +189,10 @@ extension ConfigParser {
         let kind: SensorKindConfig?
         switch kindName {
         case .binary:
-            kind = input("line").map { .binary($0, holdTime: m["hold_time"]?.duration() ?? D.holdTime) }
+            let press = m["press"].flatMap { parsePress($0, debounce: m["debounce"]) }
+            kind = input("line").map {
+                .binary($0, holdTime: m["hold_time"]?.duration() ?? D.holdTime, press: press)
+            }
         case .counter:
             kind = input("line").map { .counter($0) }
         case .rate:
@@ -246,6 +249,20 @@ extension ConfigParser {
         }
         guard let id, let kind else { return nil }
         return SensorConfig(id: id, kind: kind, filters: filters, bthome: bthome)
+    }
+
+    /// `press:` of a binary sensor: a long press must outlast the debounce, or no press could
+    /// be shorter than a long one.
+    private func parsePress(_ node: ConfigNode, debounce: ConfigNode?) -> PressSettings? {
+        guard let m = node.mapping("sensors[].press") else { return nil }
+        let window = m["double_press_window"]?.duration(in: .zero...(.seconds(2))) ?? D.pressDoublePressWindow
+        let long = m["long_press_time"]?.duration(in: .milliseconds(100)...(.seconds(10))) ?? D.pressLongPressTime
+        if let node = debounce, let debounce = DurationText.parse(node.node.scalar ?? ""), long <= debounce {
+            (m["long_press_time"] ?? node).report(
+                "long_press_time (\(DurationText.format(long))) must be longer than debounce "
+                    + "(\(DurationText.format(debounce))): every press would be a long one")
+        }
+        return PressSettings(doublePressWindow: window, longPressTime: long)
     }
 
     /// With the simulated backend the lines are known: each must exist on a configured chip.

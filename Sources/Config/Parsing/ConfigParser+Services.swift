@@ -72,6 +72,13 @@ extension ConfigParser {
             m["notify"]?.mapping("services[].characteristics[].notify"),
             properties: properties, encoding: encoding, source: source)
         checkSourceAgainstProperties(m, source: source, properties: properties)
+        if case .sensor(_, let reading) = source, reading.isEvent, let encoding,
+            encoding.format.integerRange == nil || encoding.exponent != 0
+        {
+            (m["format"] ?? m["exponent"] ?? m.node).report(
+                "a \(reading.rawValue) reading is an event code (1 single, 2 double, 4 long): "
+                    + "give an integer format without exponent, such as uint8")
+        }
         if let sensor, !sensor.kind.isOutput, properties.isWritable {
             (m["properties"] ?? m.node).report(
                 "sensor \"\(sensor.id)\" is an input (\(sensor.kind.name)); "
@@ -110,17 +117,17 @@ extension ConfigParser {
             if classes.contains(text) {
                 result.deviceClass = text
             } else if classes.isEmpty {
-                value.report("a \(domain.rawValue) entity takes no device_class")
+                value.report("\(domain.withArticle) entity takes no device_class")
             } else {
                 value.report(
-                    "\"\(text)\" is not a \(domain.rawValue) device class\(Suggestion.hint(for: text, among: classes))"
+                    "\"\(text)\" is not \(domain.withArticle) device class\(Suggestion.hint(for: text, among: classes))"
                         + " (see Home Assistant's \(domain.rawValue) device classes)")
             }
         }
         if let value = m["state_class"], let text = value.nonEmptyString() {
             let classes = HomeAssistantDomain.stateClasses
             if domain != .sensor {
-                value.report("only sensor entities take a state_class (this one is a \(domain.rawValue))")
+                value.report("only sensor entities take a state_class (this one is \(domain.withArticle))")
             } else if classes.contains(text) {
                 result.stateClass = text
             } else {
@@ -141,7 +148,7 @@ extension ConfigParser {
             if domain == .sensor || domain == .binarySensor {
                 result.expireAfter = value.duration(in: .seconds(1)...(.seconds(86_400 * 7)))
             } else {
-                value.report("only sensor and binary_sensor entities expire (this one is a \(domain.rawValue))")
+                value.report("only sensor and binary_sensor entities expire (this one is \(domain.withArticle))")
             }
         }
         result.name = m["name"]?.nonEmptyString()
@@ -346,13 +353,19 @@ extension ConfigParser {
                 node.report("delta needs a numeric format (format is \(encoding.format.rawValue))")
             }
         }
-        let onChange = m?["on_change"]?.bool() ?? ConfigDefaults.notifyOnChange
+        let onChange = m?["on_change"]?.bool() ?? source.map(ConfigDefaults.notifyOnChange(for:)) ?? D.notifyOnChange
         // Without a valid source the characteristic is refused anyway.
         let onSubscribe =
             m?["on_subscribe"]?.bool() ?? source.map(ConfigDefaults.notifyOnSubscribe(for:)) ?? false
         if let m {
             if !properties.isSubscribable {
                 m.node.report("a notify policy needs the notify or indicate property")
+            }
+            if case .sensor(_, let reading) = source, reading.isEvent {
+                // A heartbeat or a delta would send a press again, or drop one.
+                for key in ["max_interval", "delta"] {
+                    m[key]?.report("a \(reading.rawValue) reading is an event, sent once per event; it takes no \(key)")
+                }
             }
             if let maxInterval, maxInterval < minInterval {
                 m["max_interval"]?.report(

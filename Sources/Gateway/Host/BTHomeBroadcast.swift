@@ -13,8 +13,13 @@ import Values
 /// the advertising data's 31 bytes.
 ///
 /// Which BTHome object a reading becomes: DHT temperature (0x02, 0.01 °C) and humidity (0x03,
-/// 0.01 %), binary sensors as generic boolean (0x0F), counters as count (0x3E, uint32), distance
-/// (0x40, mm). Other kinds have no BTHome object and are reported by `unsupported`.
+/// 0.01 %), binary sensors as generic boolean (0x0F) and, with `press`, their presses as button
+/// events (0x3A), counters as count (0x3E, uint32), distance (0x40, mm). Other kinds have no
+/// BTHome object and are reported by `unsupported`.
+///
+/// A button object is in every packet, in configuration order (receivers number the buttons of a
+/// device by their order in the packet): a press goes out in the next packet (a new packet id, so
+/// receivers take it once) and the packets after it carry "no event" (0x00) until the next press.
 public struct BTHomeBroadcast: Sendable {
     struct Route: Hashable, Sendable {
         let sensor: String
@@ -44,12 +49,16 @@ public struct BTHomeBroadcast: Sendable {
         self.routes = routes
         self.unsupported = unsupported
         key = config.bluetooth.bthome.key
+        for (route, object) in routes where object == .button {
+            latest[Route(sensor: route.sensor, channel: route.channel)] = BTHomeMeasurement(button: .none)
+        }
     }
 
     static func objects(for kind: SensorKindConfig) -> [(reading: SensorReading, object: BTHomeObject)] {
         switch kind {
         case .dht: [(.temperature, .temperature), (.humidity, .humidity)]
-        case .binary: [(.value, .genericBoolean)]
+        case .binary(_, _, nil): [(.value, .genericBoolean)]
+        case .binary(_, _, .some): [(.value, .genericBoolean), (.press, .button)]
         case .counter: [(.value, .count32)]
         case .distance: [(.value, .distance)]
         case .rate, .pulseWidth, .rotaryEncoder, .output: []
@@ -70,6 +79,14 @@ public struct BTHomeBroadcast: Sendable {
         guard latest[route] != measurement else { return false }
         latest[route] = measurement
         return true
+    }
+
+    /// After a packet went out: its button events are not sent again, the next packets say "no
+    /// event" until the next press.
+    public mutating func eventsSent() {
+        for (route, object) in routes where object == .button {
+            latest[route] = BTHomeMeasurement(button: .none)
+        }
     }
 
     /// `base` with the BTHome packet of the newest values as its passive service data: packet id
@@ -187,6 +204,7 @@ public actor BTHomeAdvertiser {
         }
         unsentReason = nil
         let (settings, leftOut) = broadcast.settings(base: base, packetID: packetID, encryption: encryption)
+        broadcast.eventsSent()
         packetID &+= 1
         if leftOut != self.leftOut {
             self.leftOut = leftOut

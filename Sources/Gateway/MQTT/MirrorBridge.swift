@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import Logging
 import MQTT
+import Sensors
 import Values
 
 /// The configuration's MQTT settings as the MQTT layer takes them.
@@ -19,16 +20,18 @@ public enum MirrorMapping {
         let characteristics = layout.characteristics.values.sorted { $0.ref < $1.ref }.map { characteristic -> MirrorCharacteristic in
             var sourceTopic: String?
             var acceptsSet = true
+            var isEvent = false
             switch characteristic.config.source {
             case .mqtt(let topic): sourceTopic = topic
             case .fixed: acceptsSet = false
-            case .sensor, .written: break
+            case .sensor(_, let reading): isEvent = reading.isEvent
+            case .written: break
             }
             return MirrorCharacteristic(
                 id: id(characteristic.ref, layout: layout),
                 payloadStyle: mqtt.payload == .raw ? .raw : .json, acceptsSet: acceptsSet,
                 sourceTopic: sourceTopic, homeAssistant: entity(characteristic, config: config),
-                heartbeat: characteristic.config.notify.maxInterval)
+                heartbeat: characteristic.config.notify.maxInterval, isEvent: isEvent)
         }
         return MirrorConfiguration(
             baseTopic: mqtt.baseTopic, deviceID: config.device.id,
@@ -95,12 +98,32 @@ public enum MirrorMapping {
             entity.range = numberRange(encoding)
         case .text:
             entity.maxLength = encoding.maximumLength
+        case .event:
+            entity.deviceClass = changes.deviceClass ?? "button"
+            entity.eventTypes = pressEvents(sensor).map {
+                HomeAssistantEntity.EventType(code: Int($0.rawValue), name: $0.eventType, triggerType: triggerType($0))
+            }
         }
         entity.expireAfter = changes.expireAfter.map {
             let (seconds, attoseconds) = $0.components
             return seconds + (attoseconds > 0 ? 1 : 0)
         }
         return entity
+    }
+
+    /// The presses a binary sensor tells apart (`press:`).
+    private static func pressEvents(_ sensor: SensorConfig?) -> [PressEvent] {
+        guard case .binary(_, _, let press?) = sensor?.kind else { return [] }
+        return press.events
+    }
+
+    /// Home Assistant's device trigger type for a press.
+    private static func triggerType(_ press: PressEvent) -> String {
+        switch press {
+        case .single: "button_short_press"
+        case .double: "button_double_press"
+        case .long: "button_long_press"
+        }
     }
 
     /// Counters only grow (a restart from a lower total is a reset): Home Assistant sums them
@@ -117,7 +140,7 @@ public enum MirrorMapping {
         case .temperature: return "temperature"
         case .humidity: return "humidity"
         case .highTime: return "duration"
-        case .dutyCycle: return nil
+        case .dutyCycle, .press: return nil
         case .value: break
         }
         return switch unit {

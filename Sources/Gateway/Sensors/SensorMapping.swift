@@ -37,8 +37,9 @@ public enum SensorMapping {
         let kind: SensorKind
         var filters: [SensorFilter] = []
         switch sensor.kind {
-        case .binary(let input, let holdTime):
-            kind = .binary(BinarySettings(line: selector(input.line), bias: bias(input.bias), holdTime: holdTime))
+        case .binary(let input, let holdTime, let press):
+            kind = .binary(
+                BinarySettings(line: selector(input.line), bias: bias(input.bias), holdTime: holdTime, press: press))
             filters = lineFilters(input)
         case .counter(let input):
             kind = .counter(

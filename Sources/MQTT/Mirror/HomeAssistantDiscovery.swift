@@ -111,17 +111,31 @@ struct HomeAssistantDiscovery {
     }
 
     var components: [Component] {
-        configuration.characteristics.compactMap(component) + diagnostics
+        configuration.characteristics.flatMap { characteristic -> [Component] in
+            guard let component = component(characteristic) else { return [] }
+            return [component] + deviceTriggers(characteristic)
+        } + diagnostics
+    }
+
+    private func objectID(_ id: MirrorCharacteristicID) -> String {
+        Self.identifier("\(id.service)_\(id.characteristic)")
     }
 
     private func component(_ characteristic: MirrorCharacteristic) -> Component? {
         guard let entity = characteristic.homeAssistant else { return nil }
-        let object = Self.identifier("\(characteristic.id.service)_\(characteristic.id.characteristic)")
+        // A raw payload is the event code's byte, which no template of Home Assistant reads.
+        if entity.kind == .event, characteristic.payloadStyle != .json { return nil }
+        let object = objectID(characteristic.id)
         var members: [(String, JSONText)] = [
             ("p", .string(entity.kind.rawValue)), ("name", .string(entity.name)),
             ("unique_id", .string("\(node)_\(object)")), ("state_topic", .string(topics.value(characteristic.id)))
         ]
-        if let template = Self.valueTemplate(entity.kind, characteristic.payloadStyle) {
+        if entity.kind == .event {
+            members += [
+                ("event_types", .array(entity.eventTypes.map { .string($0.name) })),
+                ("value_template", .string(#"{"event_type": "{{ "# + Self.eventName(entity.eventTypes) + #" }}"}"#))
+            ]
+        } else if let template = Self.valueTemplate(entity.kind, characteristic.payloadStyle) {
             members.append(("value_template", .string(template)))
         }
         if let deviceClass = entity.deviceClass { members.append(("device_class", .string(deviceClass))) }
@@ -137,7 +151,7 @@ struct HomeAssistantDiscovery {
             members.append(("expire_after", .integer(expireAfter)))
         }
         switch entity.kind {
-        case .sensor, .binarySensor: break
+        case .sensor, .binarySensor, .event: break
         case .switch:
             members += [
                 ("command_topic", .string(topics.set(characteristic.id))),
@@ -162,6 +176,32 @@ struct HomeAssistantDiscovery {
         return Component(
             id: object, platform: entity.kind.rawValue, members: members,
             announcedPerEntity: entity.announcedPerEntity)
+    }
+
+    /// An event entity's events as device triggers too (`device_automation`, one per event
+    /// type), which automations pick from the device's triggers: `type` says the press
+    /// (`button_short_press`, ...), `subtype` the button (the entity's name).
+    private func deviceTriggers(_ characteristic: MirrorCharacteristic) -> [Component] {
+        guard let entity = characteristic.homeAssistant, entity.kind == .event, characteristic.payloadStyle == .json
+        else { return [] }
+        let object = objectID(characteristic.id)
+        return entity.eventTypes.map { event in
+            Component(
+                id: "\(object)_\(event.name)", platform: "device_automation",
+                members: [
+                    ("p", .string("device_automation")), ("automation_type", .string("trigger")),
+                    ("topic", .string(topics.value(characteristic.id))),
+                    ("type", .string(event.triggerType)), ("subtype", .string(entity.name)),
+                    ("payload", .string(event.name)),
+                    ("value_template", .string("{{ " + Self.eventName(entity.eventTypes) + " }}"))
+                ],
+                announcedPerEntity: false)
+        }
+    }
+
+    /// A Jinja expression naming the event whose code `{"value": <code>}` carries.
+    private static func eventName(_ events: [HomeAssistantEntity.EventType]) -> String {
+        "{" + events.map { "\($0.code): '\($0.name)'" }.joined(separator: ", ") + "}.get(value_json.value, '')"
     }
 
     /// The gateway's own state, from the `state` topic (published on every change and every
@@ -219,6 +259,7 @@ struct HomeAssistantDiscovery {
         case .sensor, .text, .number: "{{ value_json.value }}"
         case .binarySensor: "{{ 'ON' if value_json.value else 'OFF' }}"
         case .switch: "{{ 'true' if value_json.value else 'false' }}"
+        case .event: nil  // built from the event types
         }
     }
 

@@ -80,7 +80,7 @@ public struct Mirror: Sendable {
     /// (when retained), subscriber lists, connected centrals.
     public var retainedSnapshot: [MQTTMessage] {
         var result = [onlineMessage] + discovery.messages(migrating: publishedComponents == nil) + [stateMessage]
-        for characteristic in configuration.characteristics where configuration.retainValues {
+        for characteristic in configuration.characteristics where configuration.retainValues && !characteristic.isEvent {
             if let payload = values[characteristic.id] { result.append(valueMessage(characteristic.id, payload)) }
         }
         for characteristic in configuration.characteristics where subscribers[characteristic.id] != nil {
@@ -290,7 +290,7 @@ public struct Mirror: Sendable {
     private func valueMessage(_ id: MirrorCharacteristicID, _ payload: [UInt8]) -> MQTTMessage {
         MQTTMessage(
             topic: topics.value(id), payload: payload, qos: configuration.valueQoS,
-            retain: configuration.retainValues)
+            retain: configuration.retainValues && characteristics[id]?.isEvent != true)
     }
 
     private func centralMessage(_ central: MirrorCentral) -> MQTTMessage {

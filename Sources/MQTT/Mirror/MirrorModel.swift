@@ -45,6 +45,23 @@ public struct HomeAssistantEntity: Sendable, Equatable {
         /// A writable numeric characteristic: within the format's range, in steps of its
         /// resolution.
         case number
+        /// A button's presses: each value an event code (`eventTypes`), also offered as device
+        /// triggers.
+        case event
+    }
+
+    /// An event code a value carries and Home Assistant's name for it (`single_press`, ...).
+    public struct EventType: Sendable, Equatable {
+        public var code: Int
+        public var name: String
+        /// The device trigger's `type` (`button_short_press`, ...).
+        public var triggerType: String
+
+        public init(code: Int, name: String, triggerType: String) {
+            self.code = code
+            self.name = name
+            self.triggerType = triggerType
+        }
     }
 
     /// What a `number` entity may be set to, as JSON numbers.
@@ -80,6 +97,8 @@ public struct HomeAssistantEntity: Sendable, Equatable {
     public var range: NumberRange?
     /// `text` entities: the longest text, in bytes (the characteristic's maximum length).
     public var maxLength: Int?
+    /// `event` entities: the events a value may be.
+    public var eventTypes: [EventType]
     /// earlier gattway versions announced this entity on its own topic
     /// (`<prefix>/<kind>/gattway_<dev>/<object>/config`), so it is migrated from there.
     public var announcedPerEntity: Bool
@@ -87,7 +106,8 @@ public struct HomeAssistantEntity: Sendable, Equatable {
     public init(
         kind: Kind, name: String, deviceClass: String? = nil, unit: String? = nil, stateClass: String? = nil,
         displayPrecision: Int? = nil, icon: String? = nil, expireAfter: Int64? = nil, enabled: Bool = true,
-        range: NumberRange? = nil, maxLength: Int? = nil, announcedPerEntity: Bool = false
+        range: NumberRange? = nil, maxLength: Int? = nil, eventTypes: [EventType] = [],
+        announcedPerEntity: Bool = false
     ) {
         self.kind = kind
         self.name = name
@@ -100,6 +120,7 @@ public struct HomeAssistantEntity: Sendable, Equatable {
         self.enabled = enabled
         self.range = range
         self.maxLength = maxLength
+        self.eventTypes = eventTypes
         self.announcedPerEntity = announcedPerEntity
     }
 }
@@ -132,11 +153,15 @@ public struct MirrorCharacteristic: Sendable, Equatable {
     /// again when nothing was published on its topic for this long, and Home Assistant marks a
     /// sensor unavailable after three heartbeats without one (`expire_after`).
     public var heartbeat: Duration?
+    /// Each value is a momentary event (a button press), not a state: never retained, so
+    /// nobody subscribing later (Home Assistant's device triggers at a restart) takes an old
+    /// press for a new one, and not published again on reconnection.
+    public var isEvent: Bool
 
     public init(
         id: MirrorCharacteristicID, payloadStyle: MirrorPayloadStyle = .json,
         acceptsSet: Bool = false, sourceTopic: String? = nil,
-        homeAssistant: HomeAssistantEntity? = nil, heartbeat: Duration? = nil
+        homeAssistant: HomeAssistantEntity? = nil, heartbeat: Duration? = nil, isEvent: Bool = false
     ) {
         self.id = id
         self.payloadStyle = payloadStyle
@@ -144,6 +169,7 @@ public struct MirrorCharacteristic: Sendable, Equatable {
         self.sourceTopic = sourceTopic
         self.homeAssistant = homeAssistant
         self.heartbeat = heartbeat
+        self.isEvent = isEvent
     }
 }
 
