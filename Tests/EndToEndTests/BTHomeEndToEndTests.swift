@@ -109,4 +109,50 @@ struct BTHomeEndToEndTests {
         #expect(counter > lastCounter, "the counter went from \(lastCounter) to \(counter) across the restart")
         print("BTHome encryption counter: \(lastCounter) before the restart, \(counter) after")
     }
+
+    /// A button pressed once, twice quickly, then held (again and again, two seconds apart):
+    /// bthome-ble fires `press`, `double_press`, `long_press`, each once — the packets after an
+    /// event say "no event", and each packet has a new id.
+    @Test func buttonPressesFireBTHomeEventsOnce() async throws {
+        let config = """
+            device: {name: bthome-button-e2e}
+            bluetooth:
+              advertising: {interval: 20ms}
+            gpio:
+              backend: simulated
+              chips:
+                - lines:
+                    - name: BUTTON
+                      generator:
+                        type: steps
+                        steps:
+                          - {level: 0, duration: 1500ms}
+                          - {level: 1, duration: 100ms}
+                          - {level: 0, duration: 2s}
+                          - {level: 1, duration: 80ms}
+                          - {level: 0, duration: 100ms}
+                          - {level: 1, duration: 80ms}
+                          - {level: 0, duration: 2s}
+                          - {level: 1, duration: 1200ms}
+                          - {level: 0, duration: 1500ms}
+            sensors:
+              - {id: button, kind: binary, line: BUTTON, debounce: 10ms, press: {}, bthome: true}
+            """
+        let rig = try await GatewayRig(config: config, advertisedName: "bthome-button-e2e")
+        defer { rig.stop() }
+        let scanner = try await BTHomeScanner(controllerPort: rig.controller.tcpPort)
+        defer { scanner.stop() }
+        let press = try #require(
+            try await scanner.packet(within: .seconds(40), where: { $0.events["button"] == "press" }),
+            "no press event:\n\(rig.log)")
+        var events: [String] = []
+        var packetIDs = [press.packetID]
+        while events.count < 2, let packet = try await scanner.packet(within: .seconds(15)) {
+            packetIDs.append(packet.packetID)
+            if let event = packet.events["button"] { events.append(event) }
+        }
+        #expect(events == ["double_press", "long_press"], "after the press, in \(packetIDs.count) packets")
+        #expect(packetIDs.count > 3, "packets without an event came between (the level changes)")
+        #expect(zip(packetIDs, packetIDs.dropFirst()).allSatisfy { $0 != $1 }, "\(packetIDs)")
+    }
 }

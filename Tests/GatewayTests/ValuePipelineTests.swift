@@ -186,6 +186,39 @@ struct ValuePipelineTests {
         }
     }
 
+    /// A button's presses on a uint8 characteristic: every press is notified, the same press
+    /// twice too, and a central that subscribes later is not sent the last press as a new one;
+    /// a read gets the last press's code.
+    @Test func everyPressIsNotifiedOnce() async throws {
+        var fixture = try await PipelineFixture(
+            yaml: """
+                device: {name: presses}
+                gpio:
+                  backend: simulated
+                  chips:
+                    - lines:
+                        - name: BTN
+                sensors:
+                  - {id: button, kind: binary, line: BTN, press: {}}
+                services:
+                  - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+                    name: io
+                    characteristics:
+                      - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                        name: button
+                        format: uint8
+                        source: {sensor: button, reading: press}
+                """)
+        await fixture.peripheral.transmitRoomFreed(1000)
+        #expect(await fixture.subscribe(alice, to: "io/button").isEmpty)
+        for code in [1.0, 1, 2, 4] {
+            await fixture.pipeline.sensorValue(reading("button", SensorSample.pressChannel, code))
+        }
+        #expect(await fixture.notifications(alice, on: "io/button") == [[1], [1], [2], [4]])
+        #expect(await fixture.subscribe(bob, to: "io/button").isEmpty, "no old press on subscribing")
+        #expect(await fixture.pipeline.currentBytes(fixture.ref("io/button")) == [4])
+    }
+
     /// Without an MQTT mirror nobody reads the pipeline's events, so none are kept: a fast sensor
     /// costs no memory for a reader that never comes. (With one, the fixture's default, the same
     /// values all arrive as events.)
