@@ -5,7 +5,8 @@ come with it). Phases, each its own command:
 
   legacy  TOKEN PORT          after the per-entity documents are retained: waits for
                               their entity and renames it (binary_sensor.front_door), as a user would
-  check   TOKEN PORT PID      the device, entities, states and commands; the entity of a sensor
+  check   TOKEN PORT PID      the device, entities, states and commands; the button's presses fire
+                              its event entity and its device triggers; the entity of a sensor
                               removed during the upgrade is gone; then stops gattway (PID) and
                               waits for every entity to become unavailable
   removed TOKEN PORT          gattway runs again without the knob: its entity is gone, the others stay
@@ -30,6 +31,8 @@ LEGACY_UNIQUE_ID = "gattway_ha_gateway_door"
 REMOVED_LEGACY_UNIQUE_ID = "gattway_ha_gateway_window"
 KNOB_UNIQUE_ID = "gattway_ha_gateway_knob"
 RENAMED = "binary_sensor.front_door"
+BUTTON_UNIQUE_ID = "gattway_ha_gateway_button"
+PRESSES = ["single_press", "double_press", "long_press"]
 failures = []
 
 
@@ -164,8 +167,10 @@ async def check(token, port, gattway_pid):
         if DEVICE_TOPIC not in broker.latest:
             raise SystemExit(f"FAIL: no device document on {DEVICE_TOPIC}")
         document = json.loads(broker.latest[DEVICE_TOPIC])
-        components = {c["unique_id"]: c for c in document["cmps"].values()}
-        print(f"device document: {len(components)} components", flush=True)
+        # Entities have a unique id; device triggers (device_automation) are not entities.
+        components = {c["unique_id"]: c for c in document["cmps"].values() if c["p"] != "device_automation"}
+        triggers = [c for c in document["cmps"].values() if c["p"] == "device_automation"]
+        print(f"device document: {len(components)} entities, {len(triggers)} device triggers", flush=True)
 
         async def all_there():
             entities = await ha.entities()
@@ -224,7 +229,7 @@ async def check(token, port, gattway_pid):
 
         # States equal what gattway publishes (values move, so each is compared until they meet).
         for unique_id, component in components.items():
-            if component["state_topic"].endswith("/state") or unique_id not in entities:
+            if component["state_topic"].endswith("/state") or unique_id not in entities or component["p"] == "event":
                 continue
             entity_id = entities[unique_id]["entity_id"]
 
@@ -234,6 +239,8 @@ async def check(token, port, gattway_pid):
                 return same(component["p"], state, expected_state(component, value)), f"HA {state!r}, MQTT {value!r}"
 
             await eventually(f"{entity_id} shows what gattway publishes", equal, 20)
+
+        await presses(ha, entities, components, triggers, next(iter(devices), None))
 
         # Commands from Home Assistant reach gattway: its value topics follow.
         by_platform = {}
@@ -280,6 +287,61 @@ async def check(token, port, gattway_pid):
             await eventually(f"{entity_id} unavailable after gattway stopped", unavailable, 20)
         print("gattway stopped: every entity unavailable", flush=True)
     broker.client.loop_stop()
+
+
+async def presses(ha, entities, components, triggers, device_id):
+    """The simulated button is pressed once, twice quickly, then held, over and over: its event
+    entity takes each press as its event_type (state: the time of the last one), and the device's
+    triggers (as an automation would use them) fire for each."""
+    button = components.get(BUTTON_UNIQUE_ID)
+    if button is None or BUTTON_UNIQUE_ID not in entities:
+        fail(f"no event entity for the button: {sorted(components)}")
+        return
+    entity_id = entities[BUTTON_UNIQUE_ID]["entity_id"]
+    if not entity_id.startswith("event.") or button.get("event_types") != PRESSES:
+        fail(f"the button is {entity_id} with {button.get('event_types')}")
+    listed = await ha.command({"type": "device_automation/trigger/list", "device_id": device_id})
+    mqtt_triggers = [t for t in listed if t.get("domain") == "mqtt"]
+    wanted = {(c["type"], c["subtype"]) for c in triggers}
+    if {(t["type"], t["subtype"]) for t in mqtt_triggers} != wanted or len(wanted) != 3:
+        fail(f"device triggers {mqtt_triggers}, announced {sorted(wanted)}")
+    # Each trigger subscribed as an automation would have it, on a websocket of its own.
+    fired = []
+    async with aiohttp.ClientSession() as session:
+        listener = HomeAssistant(session, ha.token)
+        await listener.connect()
+        by_id = {}
+        for trigger in mqtt_triggers:
+            message_id = listener.next_id
+            by_id[message_id] = trigger["type"]
+            listener.next_id += 1
+            config = {key: value for key, value in trigger.items() if key != "metadata"}
+            await listener.ws.send_json({"id": message_id, "type": "subscribe_trigger", "trigger": config})
+
+        async def listen():
+            while True:
+                message = await listener.ws.receive_json()
+                if message.get("type") == "event" and message.get("id") in by_id:
+                    fired.append(by_id[message["id"]])
+                elif message.get("type") == "result" and not message.get("success"):
+                    fail(f"subscribe_trigger: {message}")
+
+        listening = asyncio.create_task(listen())
+        seen = []
+        last = None
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline and not (set(PRESSES) <= set(seen) and len(set(fired)) == 3):
+            state = await ha.state(entity_id)
+            if state and state["state"] not in ("unknown", "unavailable") and state["state"] != last:
+                last = state["state"]
+                seen.append(state["attributes"].get("event_type"))
+            await asyncio.sleep(0.2)
+        listening.cancel()
+    if not set(PRESSES) <= set(seen):
+        fail(f"{entity_id} took the events {seen}, expected each of {PRESSES}")
+    if set(fired) != {"button_short_press", "button_double_press", "button_long_press"}:
+        fail(f"the device triggers fired {fired}")
+    print(f"{entity_id}: events {seen}; device triggers fired {fired}", flush=True)
 
 
 async def removed(token, port):
