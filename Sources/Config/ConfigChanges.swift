@@ -78,9 +78,12 @@ public struct ConfigChanges: Sendable, Equatable {
         return sensor
     }
 
-    /// The sensors with `bthome: true`, each as `id:kind`.
+    /// The sensors with `bthome: true`, each as `id:kind:readings` (a button's presses are an
+    /// object of their own).
     private static func broadcast(_ config: GatewayConfig) -> [String] {
-        config.sensors.filter(\.bthome).map { "\($0.id):\($0.kind.name)" }
+        config.sensors.filter(\.bthome).map {
+            "\($0.id):\($0.kind.name):\($0.kind.readings.map(\.rawValue).joined(separator: ","))"
+        }
     }
 
     /// The services with every characteristic's notify policy set to the same one.

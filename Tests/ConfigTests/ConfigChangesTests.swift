@@ -102,6 +102,18 @@ struct ConfigChangesTests {
         #expect(ConfigChanges.between(old, new).isEmpty == (example.expected == ConfigChanges()))
     }
 
+    /// Presses added to a broadcast sensor add a button object to the broadcast, which is fixed
+    /// until a restart; the sensor itself restarts.
+    @Test func pressesOfABroadcastSensorChangeTheBroadcast() throws {
+        let broadcast = Self.base.replacingOccurrences(
+            of: "{id: door, kind: binary, line: GPIO17}", with: "{id: door, kind: binary, line: GPIO17, bthome: true}")
+        let old = try ConfigLoader.load(yaml: broadcast).config
+        let new = try ConfigLoader.load(
+            yaml: broadcast.replacingOccurrences(of: "bthome: true}", with: "bthome: true, press: {}}")
+        ).config
+        #expect(ConfigChanges.between(old, new) == ConfigChanges(sensorsChanged: ["door"], sections: ["sensors[].bthome"]))
+    }
+
     @Test func aSensorRemovedAndAddedBackAreBothSeenInReverse() throws {
         let old = try ConfigLoader.load(yaml: Self.base).config
         var new = old
