@@ -32,7 +32,7 @@ struct CLITests {
     @Test func checkSummaryNamesTransportSensorsAndMQTT() throws {
         let result = try GattwayProcess(["check", "--config", "deploy/config/demo.yaml"]).runToCompletion()
         #expect(result.stdout.contains("transport tcp:127.0.0.1:18820"))
-        #expect(result.stdout.contains("6 sensors on simulated:"))
+        #expect(result.stdout.contains("7 sensors on simulated:"))
         #expect(result.stdout.contains("door: binary on GPIO17"))
         #expect(result.stdout.contains("mqtt mqtt://127.0.0.1:18830 as gattway-demo"))
         #expect(result.stderr.contains("warning: services[1].characteristics[4].permissions"))
@@ -366,7 +366,7 @@ struct CLITests {
         let result = try GattwayProcess(["lines", "--config", "deploy/config/demo.yaml"]).runToCompletion()
         #expect(result.status == 0)
         let lines = result.stdout.split(separator: "\n").map(String.init)
-        #expect(lines.first == "gpiochip0 [gattway-sim0] 8 lines")
+        #expect(lines.first == "gpiochip0 [gattway-sim0] 9 lines")
         #expect(
             lines.contains {
                 $0.contains("GPIO17") && $0.contains("input") && $0.contains("used by \"gattway (door)\"")

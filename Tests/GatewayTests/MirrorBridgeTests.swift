@@ -34,7 +34,7 @@ struct MirrorBridgeTests {
         #expect(
             mirror.characteristics.map(\.id.description) == [
                 "environment/temperature", "environment/humidity", "gateway/door", "gateway/flow", "gateway/level",
-                "gateway/knob", "gateway/relay", "gateway/label"
+                "gateway/knob", "gateway/relay", "gateway/label", "gateway/button"
             ])
         let byName = Dictionary(uniqueKeysWithValues: mirror.characteristics.map { ($0.id.description, $0) })
         #expect(
@@ -53,6 +53,8 @@ struct MirrorBridgeTests {
                 == HomeAssistantEntity(
                     kind: .sensor, name: "level", deviceClass: "distance", unit: "m", stateClass: "measurement",
                     displayPrecision: 3, announcedPerEntity: true))
+        #expect(byName["gateway/button"]?.homeAssistant?.kind == .event)
+        #expect(byName["gateway/button"]?.isEvent == true)
         #expect(byName["gateway/flow"]?.homeAssistant?.displayPrecision == nil, "a float carries no fixed precision")
         #expect(byName["gateway/label"]?.homeAssistant == HomeAssistantEntity(kind: .text, name: "label", maxLength: 32))
         #expect(byName["environment/temperature"]?.heartbeat == .seconds(30), "notify.max_interval")

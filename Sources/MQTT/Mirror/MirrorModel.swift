@@ -127,7 +127,7 @@ public struct HomeAssistantEntity: Sendable, Equatable {
 
 /// A component of the Home Assistant device document, as gattway remembers having published it.
 public struct HomeAssistantComponent: Sendable, Hashable, Comparable {
-    /// `sensor`, `binary_sensor`, `switch`, `text`, `number`.
+    /// `sensor`, `binary_sensor`, `switch`, `text`, `number`, `event`, `device_automation` (a device trigger).
     public var platform: String
     /// The key under `cmps`: `<service>_<characteristic>`, or a diagnostic's name.
     public var id: String
