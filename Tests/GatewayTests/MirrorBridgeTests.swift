@@ -103,7 +103,7 @@ struct MirrorBridgeTests {
                         .init(code: 1, name: "single_press", triggerType: "button_short_press"),
                         .init(code: 2, name: "double_press", triggerType: "button_double_press"),
                         .init(code: 4, name: "long_press", triggerType: "button_long_press")
-                    ], announcedPerEntity: true))
+                    ]), "no per-entity topic to migrate from")
         #expect(characteristics["presses"]?.isEvent == true)
         #expect(characteristics["pressed"]?.isEvent == false)
         #expect(characteristics["pressed"]?.homeAssistant?.kind == .binarySensor)

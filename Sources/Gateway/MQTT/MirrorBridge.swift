@@ -82,7 +82,9 @@ public enum MirrorMapping {
         let unit = changes.unit ?? settings.unit.map(\.symbol).flatMap { $0.isEmpty ? nil : $0 }
         var entity = HomeAssistantEntity(
             kind: kind, name: changes.name ?? characteristic.name, unit: unit, icon: changes.icon,
-            enabled: changes.enabled ?? true, announcedPerEntity: sensor != nil)
+            // Earlier gattway versions announced sensors' entities on their own topics; presses
+            // had none, so there is nothing to migrate.
+            enabled: changes.enabled ?? true, announcedPerEntity: sensor != nil && domain != .event)
         let encoding = settings.encoding
         switch domain {
         case .sensor:
