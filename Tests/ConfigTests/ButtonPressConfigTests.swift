@@ -143,6 +143,12 @@ struct ButtonPressConfigTests {
             yaml: yaml(characteristic: pressCharacteristic + "\n        homeassistant: {device_class: door}"),
             expected: [
                 #"services[0].characteristics[0].homeassistant.device_class (line 18): "door" is not an event device class (see Home Assistant's event device classes)"#
+            ]),
+        Case(
+            name: "press event with a unit",
+            yaml: yaml(characteristic: pressCharacteristic + "\n        homeassistant: {unit: presses}"),
+            expected: [
+                #"services[0].characteristics[0].homeassistant.unit (line 18): an event entity shows no unit (its state is the time of the last event)"#
             ])
     ]
 

@@ -82,6 +82,7 @@ struct MirrorBridgeTests {
                       - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
                         name: presses
                         format: uint8
+                        unit: hertz              # a Presentation Format unit, not Home Assistant's
                         source: {sensor: button, reading: press}
                       - uuid: 6E400003-B5A3-F393-E0A9-E50E24DC0001
                         name: pressed

@@ -136,7 +136,13 @@ extension ConfigParser {
                         + "(state classes: \(classes.joined(separator: ", ")))")
             }
         }
-        result.unit = m["unit"]?.nonEmptyString()
+        if let value = m["unit"], let text = value.nonEmptyString() {
+            if domain == .event {
+                value.report("an event entity shows no unit (its state is the time of the last event)")
+            } else {
+                result.unit = text
+            }
+        }
         if let value = m["icon"], let text = value.nonEmptyString() {
             if text.hasPrefix("mdi:"), text.count > 4 {
                 result.icon = text

@@ -101,6 +101,7 @@ public enum MirrorMapping {
         case .text:
             entity.maxLength = encoding.maximumLength
         case .event:
+            entity.unit = nil  // its state is the time of the last event
             entity.deviceClass = changes.deviceClass ?? "button"
             entity.eventTypes = pressEvents(sensor).map {
                 HomeAssistantEntity.EventType(code: Int($0.rawValue), name: $0.eventType, triggerType: triggerType($0))
