@@ -52,6 +52,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     private let wakeDescriptor: Int32
     private nonisolated(unsafe) var thread = pthread_t()
     private static let wakeToken: UInt64 = 0
+    /// How many turns of queued jobs may run before the descriptors are polled.
+    private static let turnsBetweenPolls = 8
 
     /// Internal, not private: a test stalls a loop of its own, not the one every test shares.
     init() {
@@ -249,6 +251,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         var batch: [UnownedJob] = []
         var batchClosures: [@Sendable () -> Void] = []
         var due: [@Sendable () -> Void] = []
+        var turnsWithoutPolling = 0
         while true {
             // The jobs and closures queued so far, then the timers that are due, until none is left.
             lock.lock()
@@ -280,6 +283,15 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
                 due.removeAll(keepingCapacity: true)
                 continue
             }
+            // Jobs the last turn queued (a task resumed by a descriptor's handler, typically) run
+            // next without asking the kernel first: an `epoll_wait` that finds nothing is a system
+            // call per hop, several per event. The descriptors are still polled every few turns, so a
+            // chain of jobs that keeps queueing more cannot keep their events waiting.
+            if busy && turnsWithoutPolling < Self.turnsBetweenPolls {
+                turnsWithoutPolling += 1
+                continue
+            }
+            turnsWithoutPolling = 0
             // Rounded up to the millisecond epoll_wait counts in: a timer is never early.
             let timeout = busy ? 0 : next == .max ? -1 : Int32(clamping: (next - now + 999_999) / 1_000_000)
             let count = epoll_wait(epoll, &events, Int32(events.count), timeout)

@@ -194,14 +194,16 @@ struct H4FramerTests {
 
     @Test func wholeStreamAtOnce() throws {
         var framer = H4Framer()
-        #expect(try framer.push(Self.stream) == Self.packets)
+        var out: [HCIPacket] = []
+        try framer.push(Self.stream, into: &out)
+        #expect(out == Self.packets)
         #expect(framer.pendingByteCount == 0)
     }
 
     @Test func oneByteAtATime() throws {
         var framer = H4Framer()
         var out: [HCIPacket] = []
-        for byte in Self.stream { out += try framer.push([byte]) }
+        for byte in Self.stream { try framer.push([byte], into: &out) }
         #expect(out == Self.packets)
     }
 
@@ -213,7 +215,7 @@ struct H4FramerTests {
         var start = 0
         while start < stream.count {
             let end = min(start + chunk, stream.count)
-            out += try framer.push(stream[start..<end])
+            try framer.push(stream[start..<end], into: &out)
             start = end
         }
         #expect(out == Self.packets)
@@ -222,13 +224,15 @@ struct H4FramerTests {
 
     @Test func unknownIndicatorThrows() {
         var framer = H4Framer()
-        #expect(throws: HCIDecodingError.unknownPacketType(0x09)) { try framer.push([0x09, 0x00]) }
+        var out: [HCIPacket] = []
+        #expect(throws: HCIDecodingError.unknownPacketType(0x09)) { try framer.push([0x09, 0x00], into: &out) }
     }
 
     @Test func malformedPacketIsReportedAndTheStreamGoesOn() throws {
         var framer = H4Framer()
         // A Command Complete too short for its opcode, then a valid Hardware Error.
-        let out = try framer.push([0x04, 0x0E, 0x01, 0x01, 0x04, 0x10, 0x01, 0x07])
+        var out: [HCIPacket] = []
+        try framer.push([0x04, 0x0E, 0x01, 0x01, 0x04, 0x10, 0x01, 0x07], into: &out)
         #expect(out.count == 2)
         guard case .malformed(let type, let bytes, _) = out[0] else {
             Issue.record("expected a malformed packet, got \(out[0])")

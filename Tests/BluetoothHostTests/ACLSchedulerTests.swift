@@ -4,6 +4,15 @@ import Testing
 
 @testable import BluetoothHost
 
+extension ACLScheduler {
+    /// Every fragment that may go now, as the transmitter sends them in one flush.
+    mutating func takeSendable() -> [HCIACLPacket] {
+        var packets: [HCIACLPacket] = []
+        while let packet = nextSendable() { packets.append(packet) }
+        return packets
+    }
+}
+
 // Swift Testing's #expect cannot call mutating methods, so results are taken first.
 struct ACLSchedulerTests {
     static let buffers = ACLBufferSize(dataLength: 27, packetCount: 3)

@@ -11,15 +11,16 @@ public struct H4Framer: Sendable {
     /// Bytes held back until the rest of their packet arrives.
     public var pendingByteCount: Int { buffer.count }
 
-    /// Appends `bytes` and returns every packet now complete, in order.
+    /// Appends `bytes` and appends every packet now complete to `packets`, in order (the caller
+    /// keeps that array between reads, so a read allocates no array of its own).
     ///
     /// A packet whose frame is whole but whose content does not decode comes out as
     /// `.malformed`. An unknown indicator byte means the stream is out of step and cannot be trusted again:
     /// that throws, and the caller drops the transport.
-    public mutating func push<Bytes: Sequence>(_ bytes: Bytes) throws(HCIDecodingError) -> [HCIPacket]
-    where Bytes.Element == UInt8 {
+    public mutating func push<Bytes: Sequence>(
+        _ bytes: Bytes, into packets: inout [HCIPacket]
+    ) throws(HCIDecodingError) where Bytes.Element == UInt8 {
         buffer.append(contentsOf: bytes)
-        var packets: [HCIPacket] = []
         var start = 0
         while start < buffer.count {
             guard let type = HCIPacketType(rawValue: buffer[start]) else {
@@ -42,7 +43,6 @@ public struct H4Framer: Sendable {
             }
         }
         buffer.removeFirst(start)
-        return packets
     }
 
     static func headerLength(of type: HCIPacketType) -> Int {

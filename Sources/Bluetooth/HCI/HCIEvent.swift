@@ -45,8 +45,7 @@ public enum HCIEvent: Equatable, Sendable {
                 what: "HCI event 0x\([code].hexString)", declared: length,
                 actual: bytes.count - 2)
         }
-        let parameters = Array(bytes[2...])
-        var reader = ByteReader(parameters)
+        var reader = ByteReader(bytes, offset: 2)
         do {
             switch code {
             case Code.disconnectionComplete:
@@ -69,12 +68,11 @@ public enum HCIEvent: Equatable, Sendable {
             case Code.numberOfCompletedPackets:
                 let count = Int(try reader.readUInt8())
                 // Handles come first, then counts (Vol 4 Part E 7.7.19).
-                var handles: [UInt16] = []
-                for _ in 0..<count { handles.append(try reader.readUInt16() & 0x0FFF) }
+                // One array, filled in two passes: this event comes back for every packet sent.
                 var entries: [CompletedPackets] = []
-                for handle in handles {
-                    entries.append(CompletedPackets(handle: handle, count: try reader.readUInt16()))
-                }
+                entries.reserveCapacity(count)
+                for _ in 0..<count { entries.append(CompletedPackets(handle: try reader.readUInt16() & 0x0FFF, count: 0)) }
+                for index in entries.indices { entries[index].count = try reader.readUInt16() }
                 self = .numberOfCompletedPackets(entries)
             case Code.encryptionChange:
                 self = .encryptionChange(
@@ -88,7 +86,7 @@ public enum HCIEvent: Equatable, Sendable {
             case Code.leMeta:
                 self = .le(try LEMetaEvent(decoding: &reader))
             default:
-                self = .unknown(code: code, parameters: parameters)
+                self = .unknown(code: code, parameters: reader.readRemaining())
             }
         } catch let error as HCIDecodingError {
             throw error

@@ -22,11 +22,28 @@ public enum HCIPacket: Equatable, Sendable {
 
     /// The packet with its H4 indicator byte in front.
     public var h4Bytes: [UInt8] {
+        var bytes: [UInt8] = []
+        appendH4(to: &bytes)
+        return bytes
+    }
+
+    /// Appends the packet, its H4 indicator byte in front, to `buffer`: a transport writes every
+    /// packet from one buffer it keeps, rather than allocating each packet's bytes (an ACL packet
+    /// goes out for every notification).
+    public func appendH4(to buffer: inout [UInt8]) {
         switch self {
-        case .command(let command): [HCIPacketType.command.rawValue] + command.encoded
-        case .acl(let acl): [HCIPacketType.acl.rawValue] + acl.encoded
-        case .event(let event): [HCIPacketType.event.rawValue] + event.encoded
-        case .other(let type, let bytes), .malformed(let type, let bytes, _): [type.rawValue] + bytes
+        case .command(let command):
+            buffer.append(HCIPacketType.command.rawValue)
+            buffer.append(contentsOf: command.encoded)
+        case .acl(let acl):
+            buffer.append(HCIPacketType.acl.rawValue)
+            acl.append(to: &buffer)
+        case .event(let event):
+            buffer.append(HCIPacketType.event.rawValue)
+            buffer.append(contentsOf: event.encoded)
+        case .other(let type, let bytes), .malformed(let type, let bytes, _):
+            buffer.append(type.rawValue)
+            buffer.append(contentsOf: bytes)
         }
     }
 }
@@ -53,11 +70,20 @@ public struct HCIACLPacket: Equatable, Sendable {
     }
 
     public var encoded: [UInt8] {
-        var writer = ByteWriter(capacity: 4 + data.count)
-        writer.write(handle & 0x0FFF | UInt16(boundary.rawValue) << 12)
-        writer.write(UInt16(data.count))
-        writer.write(contentsOf: data)
-        return writer.bytes
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(4 + data.count)
+        append(to: &bytes)
+        return bytes
+    }
+
+    /// Appends the encoded packet to `buffer`.
+    public func append(to buffer: inout [UInt8]) {
+        let header = handle & 0x0FFF | UInt16(boundary.rawValue) << 12
+        buffer.append(UInt8(truncatingIfNeeded: header))
+        buffer.append(UInt8(truncatingIfNeeded: header >> 8))
+        buffer.append(UInt8(truncatingIfNeeded: data.count))
+        buffer.append(UInt8(truncatingIfNeeded: data.count >> 8))
+        buffer.append(contentsOf: data)
     }
 
     public init(decoding bytes: [UInt8]) throws(HCIDecodingError) {

@@ -17,15 +17,18 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     public let spec: HCITransportSpec
     public let incoming: AsyncThrowingStream<HCIPacket, any Error>
 
-    // `lock` guards `isClosed` and writes to `descriptor`.
+    // `lock` guards `isClosed`, `writeBuffer` and writes to `descriptor`.
     private let lock = Mutex(())
     private let descriptor: Int32
     private let loop = EventLoop.shared
     private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
     private var isClosed = false
+    /// Every packet is written from here: one buffer, not an allocation per packet.
+    private var writeBuffer: [UInt8] = []
     private let watch = WatchSlot()
     // Only touched on the loop's thread.
     private var framer = H4Framer()
+    private var framed: [HCIPacket] = []
     /// Large enough for any ACL packet a user channel delivers in one read.
     private var readBuffer = [UInt8](repeating: 0, count: 65_540)
 
@@ -56,8 +59,11 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     }
 
     public func send(_ packet: HCIPacket) throws(HCITransportError) {
-        let bytes = packet.h4Bytes
-        try lock.withLock { _ throws(HCITransportError) in try writeLocked(bytes) }
+        try lock.withLock { _ throws(HCITransportError) in
+            writeBuffer.removeAll(keepingCapacity: true)
+            packet.appendH4(to: &writeBuffer)
+            try writeLocked(writeBuffer)
+        }
     }
 
     /// Under `lock`, so packets from different callers are never interleaved on the descriptor.
@@ -120,14 +126,14 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
             guard lock.withLock({ _ in !isClosed }) else { return false }
             let count = readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count > 0 {
-                let packets: [HCIPacket]
                 do {
-                    packets = try framer.push(readBuffer[0..<count])
+                    try framer.push(readBuffer[0..<count], into: &framed)
                 } catch {
                     fail("\(spec) sent bytes that are not HCI: \(error)")
                     return false
                 }
-                for packet in packets { continuation.yield(packet) }
+                for packet in framed { continuation.yield(packet) }
+                framed.removeAll(keepingCapacity: true)
                 if count < readBuffer.count, !untilEmpty { return true }
                 continue
             }

@@ -13,8 +13,11 @@ public struct ACLScheduler: Sendable {
     public let buffers: ACLBufferSize
 
     public private(set) var freeBuffers: Int
+    /// An encoded L2CAP frame, cut into fragments as buffers free up.
     private struct QueuedFrame {
-        var fragments: [HCIACLPacket]
+        var bytes: [UInt8]
+        /// Where the next fragment starts.
+        var offset = 0
         var isUpdate: Bool
     }
     private var queues: [UInt16: [QueuedFrame]] = [:]
@@ -64,10 +67,7 @@ public struct ACLScheduler: Sendable {
     @discardableResult
     public mutating func enqueue(_ frame: L2CAPFrame, on handle: UInt16, isUpdate: Bool = false) -> Bool {
         guard queues[handle] != nil else { return false }
-        queues[handle]!.append(
-            QueuedFrame(
-                fragments: frame.fragments(handle: handle, maxFragmentLength: buffers.dataLength),
-                isUpdate: isUpdate))
+        queues[handle]!.append(QueuedFrame(bytes: frame.encoded, isUpdate: isUpdate))
         return true
     }
 
@@ -85,13 +85,12 @@ public struct ACLScheduler: Sendable {
         return delivered
     }
 
-    /// The fragments that may go to the controller now, taking buffers for them. Buffers are
-    /// reserved: each connection is guaranteed its share (the buffers split evenly, at least one),
-    /// and one beyond its share may only borrow buffers no other connection's unused share needs.
-    /// So connections whose packets never complete — stalled centrals, however many — hold at
-    /// most their shares, and the others keep theirs.
-    public mutating func takeSendable() -> [HCIACLPacket] {
-        var out: [HCIACLPacket] = []
+    /// The next fragment that may go to the controller now, taking a buffer for it; nil when
+    /// none may (call until nil). Buffers are reserved: each connection is guaranteed its share
+    /// (the buffers split evenly, at least one), and one beyond its share may only borrow buffers
+    /// no other connection's unused share needs. So connections whose packets never complete —
+    /// stalled centrals, however many — hold at most their shares, and the others keep theirs.
+    public mutating func nextSendable() -> HCIACLPacket? {
         var idleTurns = 0
         let share = max(buffers.packetCount / max(order.count, 1), 1)
         while freeBuffers > 0, !order.isEmpty, idleTurns < order.count {
@@ -102,16 +101,19 @@ public struct ACLScheduler: Sendable {
                 idleTurns += 1
                 continue
             }
-            idleTurns = 0
             // Mutated in place through the dictionary, not copied out and back (a copy of the
             // queue would be made for every packet).
-            out.append(queues[handle]![0].fragments.removeFirst())
-            let frameDone = queues[handle]![0].fragments.isEmpty
+            let packet = L2CAPFrame.fragment(
+                of: queues[handle]![0].bytes, from: queues[handle]![0].offset, handle: handle,
+                maxFragmentLength: buffers.dataLength)
+            queues[handle]![0].offset += packet.data.count
+            let frameDone = queues[handle]![0].offset == queues[handle]![0].bytes.count
             inFlight[handle, default: []].append(frameDone && queues[handle]![0].isUpdate)
             if frameDone { queues[handle]!.removeFirst() }
             freeBuffers -= 1
+            return packet
         }
-        return out
+        return nil
     }
 
     /// Within its share, or borrowing only what no other connection's unused share needs.

@@ -4,6 +4,12 @@ import BluetoothL2CAP
 import FoundationEssentials
 import Glibc
 
+/// Update frames a connection's link delivered (from Number Of Completed Packets).
+struct DeliveredUpdates {
+    let handle: UInt16
+    var count: Int
+}
+
 /// The host's ACL transmit path: the flow-control scheduler and the transport it feeds, shared by
 /// the host's event loop (credits, connections) and every bearer (sends, from any thread).
 final class LinkTransmitter: @unchecked Sendable {
@@ -52,26 +58,32 @@ final class LinkTransmitter: @unchecked Sendable {
         }
     }
 
-    /// Credits back from the controller; returns how many update frames are now delivered, per
-    /// connection handle.
-    func completed(_ entries: [HCIEvent.CompletedPackets]) -> [UInt16: Int] {
+    /// Credits back from the controller. `delivered` is set to how many update frames are now
+    /// delivered, per connection handle, in ascending handle order, leaving out handles with none;
+    /// the caller keeps it between calls, so this event (one per packet sent) allocates nothing.
+    func completed(_ entries: [HCIEvent.CompletedPackets], delivered: inout [DeliveredUpdates]) {
+        delivered.removeAll(keepingCapacity: true)
         lock.withLock { _ in
-            guard scheduler != nil else { return [:] }
-            var delivered: [UInt16: Int] = [:]
+            guard scheduler != nil else { return }
             for entry in entries {
-                delivered[entry.handle, default: 0] += scheduler!.completed(Int(entry.count), on: entry.handle)
+                let count = scheduler!.completed(Int(entry.count), on: entry.handle)
+                guard count > 0 else { continue }
+                if let index = delivered.firstIndex(where: { $0.handle == entry.handle }) {
+                    delivered[index].count += count
+                } else {
+                    delivered.append(DeliveredUpdates(handle: entry.handle, count: count))
+                }
             }
             flushLocked()
-            return delivered
         }
+        delivered.sort { $0.handle < $1.handle }
     }
 
     private func flushLocked() {
         guard scheduler != nil, let transport else { return }
         // In place: a copy taken out and put back would share the queues' storage, so the
         // scheduler's first mutation would copy every queue, for every packet.
-        let packets = scheduler!.takeSendable()
-        for packet in packets {
+        while let packet = scheduler!.nextSendable() {
             do {
                 try transport.send(.acl(packet))
             } catch {

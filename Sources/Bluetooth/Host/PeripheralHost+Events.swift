@@ -45,11 +45,14 @@ extension PeripheralHost {
             return "hardware error 0x\([code].hexString)"
         case .numberOfCompletedPackets(let entries):
             // Per central first, so the server sees whose link moved when the room frees.
-            let delivered = transmitter.completed(entries)
-            for (handle, count) in delivered.sorted(by: { $0.key < $1.key }) where count > 0 {
-                if let central = connections[handle]?.central { await server.updatesDelivered(count, to: central) }
+            transmitter.completed(entries, delivered: &deliveredUpdates)
+            var total = 0
+            for delivered in deliveredUpdates {
+                total += delivered.count
+                if let central = connections[delivered.handle]?.central {
+                    await server.updatesDelivered(delivered.count, to: central)
+                }
             }
-            let total = delivered.values.reduce(0, +)
             if total > 0 { await server.transmitCreditsAvailable(total) }
         case .disconnectionComplete(let status, let handle, let reason):
             guard status == .success else {

@@ -46,6 +46,8 @@ public actor PeripheralHost {
     var sessionTasks: [UInt64: Task<Void, Never>] = [:]
     var nextSessionTaskID: UInt64 = 0
     var grantedTransmitCredits = false
+    /// Kept between Number Of Completed Packets events, which come once per packet sent.
+    var deliveredUpdates: [DeliveredUpdates] = []
 
     public init(
         configuration: HostConfiguration, server: any ATTServer, logger: Logger,

@@ -29,20 +29,29 @@ public struct L2CAPFrame: Equatable, Sendable {
     /// Splits this frame into ACL fragments of at most `maxFragmentLength` bytes each
     /// (the controller's ACL buffer length).
     public func fragments(handle: UInt16, maxFragmentLength: Int) -> [HCIACLPacket] {
-        precondition(maxFragmentLength > 0, "the controller's ACL buffer length must be positive")
         let bytes = encoded
         var packets: [HCIACLPacket] = []
-        var start = 0
-        while start < bytes.count {
-            let end = min(start + maxFragmentLength, bytes.count)
-            packets.append(
-                HCIACLPacket(
-                    handle: handle,
-                    boundary: start == 0 ? .firstNonFlushable : .continuing,
-                    data: Array(bytes[start..<end])))
-            start = end
+        var offset = 0
+        while offset < bytes.count {
+            let packet = Self.fragment(of: bytes, from: offset, handle: handle, maxFragmentLength: maxFragmentLength)
+            offset += packet.data.count
+            packets.append(packet)
         }
         return packets
+    }
+
+    /// The ACL fragment of an encoded frame that starts at byte `offset`: at most
+    /// `maxFragmentLength` bytes, marked as the frame's first fragment when `offset` is 0. A frame
+    /// that fits in one fragment is carried as it is, without a copy.
+    public static func fragment(
+        of encoded: [UInt8], from offset: Int, handle: UInt16, maxFragmentLength: Int
+    ) -> HCIACLPacket {
+        precondition(maxFragmentLength > 0, "the controller's ACL buffer length must be positive")
+        let end = min(offset + maxFragmentLength, encoded.count)
+        return HCIACLPacket(
+            handle: handle,
+            boundary: offset == 0 ? .firstNonFlushable : .continuing,
+            data: offset == 0 && end == encoded.count ? encoded : Array(encoded[offset..<end]))
     }
 }
 

@@ -12,7 +12,8 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let readLength = input[0] == 0 ? max(stream.count, 1) : Int(input[0])
 
     var whole = H4Framer()
-    let expected = try? whole.push(stream)
+    var wholePackets: [HCIPacket] = []
+    let expected: [HCIPacket]? = (try? whole.push(stream, into: &wholePackets)) == nil ? nil : wholePackets
 
     var chunked = H4Framer()
     var packets: [HCIPacket] = []
@@ -20,7 +21,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     do {
         while offset < stream.count {
             let end = min(offset + readLength, stream.count)
-            packets += try chunked.push(stream[offset..<end])
+            try chunked.push(stream[offset..<end], into: &packets)
             offset = end
         }
     } catch {
