@@ -70,6 +70,27 @@ private struct Pipe {
         #expect(order.withLock { $0 } == Array(0..<100))
     }
 
+    /// Work queued from the loop runs turn after turn without asking the kernel in between, but
+    /// not for ever: a chain of closures that keeps queueing the next still lets a descriptor that
+    /// became readable have its handler called within a few turns.
+    @Test func queuedWorkThatQueuesMoreDoesNotStarveADescriptor() async {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let chain = QueueingChain(loop: loop, pipe: pipe)
+        let watch = loop.watch(pipe.read) { [chain] _ in
+            var byte: UInt8 = 0
+            while Glibc.read(pipe.read, &byte, 1) == 1 {}
+            chain.handled.store(true, ordering: .sequentiallyConsistent)
+        }
+        let turns = await withCheckedContinuation { (done: CheckedContinuation<Int, Never>) in
+            chain.start(done)
+        }
+        await onTheLoop { [loop] in loop.unwatch(watch) }
+        let handled = chain.handled.load(ordering: .sequentiallyConsistent)
+        #expect(handled)
+        #expect(turns < 100, "the handler waited \(turns) turns of queued work")
+    }
+
     @Test func aWatchedDescriptorCallsItsHandlerOnTheLoopUntilUnwatched() async throws {
         let pipe = Pipe()
         defer { pipe.close() }
@@ -220,5 +241,39 @@ private struct Pipe {
         timer.arm(at: 0)
         var iterator = stream.makeAsyncIterator()
         await iterator.next()
+    }
+}
+
+/// Queues a closure that queues the next, until the watched pipe's handler has run (or a
+/// million turns, a starved descriptor); the byte goes into the pipe once the chain is running.
+private final class QueueingChain: @unchecked Sendable {
+    let handled = Atomic(false)
+    private let loop: EventLoop
+    private let pipe: Pipe
+    // Touched only on the loop's thread.
+    private var turns = 0
+    private var done: CheckedContinuation<Int, Never>?
+
+    init(loop: EventLoop, pipe: Pipe) {
+        self.loop = loop
+        self.pipe = pipe
+    }
+
+    func start(_ done: CheckedContinuation<Int, Never>) {
+        loop.execute { [self] in
+            self.done = done
+            pipe.send(1)
+            step()
+        }
+    }
+
+    private func step() {
+        if handled.load(ordering: .sequentiallyConsistent) || turns >= 1_000_000 {
+            done?.resume(returning: turns)
+            done = nil
+            return
+        }
+        turns += 1
+        loop.execute { [self] in step() }
     }
 }
