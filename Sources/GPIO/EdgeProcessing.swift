@@ -91,7 +91,12 @@ package struct EdgeEventRing {
 
     /// Removes and returns everything buffered, oldest first.
     package mutating func drain() -> [EdgeEvent] {
-        let events = Array(storage[head...])
+        // Copied into an array of their own, not handed over as a slice of the storage: shared,
+        // the storage would be reallocated when emptied and again as it grows back, two
+        // allocations per read of a line instead of this one.
+        var events: [EdgeEvent] = []
+        events.reserveCapacity(storage.count - head)
+        events.append(contentsOf: storage[head...])
         storage.removeAll(keepingCapacity: true)
         head = 0
         return events
