@@ -1,8 +1,8 @@
 import BluetoothHCI
-import Sensors
 
-/// Every default of the configuration, in one place. The parser applies these and
-/// `ConfigReference` prints them, so the documentation cannot drift from the behaviour.
+/// Every default of the configuration outside the sensor kinds, in one place (a kind's own
+/// defaults are in its folder under `Kinds/`). The parser applies these and `ConfigReference`
+/// prints them, so the documentation cannot drift from the behaviour.
 public enum ConfigDefaults {
     public static let deviceName = "gattway"
     /// GAP Appearance "Generic Sensor".
@@ -30,21 +30,6 @@ public enum ConfigDefaults {
     public static let bias = LineBias.asIs
     public static let activeLow = false
     public static let debounce = Duration.zero
-    public static let holdTime = Duration.zero
-    public static let pressDoublePressWindow = PressSettings.defaultDoublePressWindow
-    public static let pressLongPressTime = PressSettings.defaultLongPressTime
-    public static let rateWindow = Duration.seconds(10)
-    public static let pulseWidthWindow = Duration.seconds(1)
-    public static let ratePer = RateSettings.Per.second
-    public static let rateScale = 1.0
-    public static let distanceInterval = Duration.seconds(1)
-    public static let distanceTimeout = Duration.milliseconds(40)
-    public static let dhtInterval = Duration.seconds(10)
-    /// DHT sensors need at least this long between reads.
-    public static let dhtMinimumInterval = Duration.seconds(2)
-    /// Quadrature transitions per step of the usual detented encoders.
-    public static let transitionsPerStep = 4
-    public static let outputInitial = false
     public static let bthome = false
     public static let primary = true
     public static let readPermission = SecurityRequirement.open

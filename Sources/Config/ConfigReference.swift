@@ -27,7 +27,9 @@ public enum ConfigReference {
 
     typealias D = ConfigDefaults
 
-    public static let entries: [Entry] = [
+    public static let entries: [Entry] = beforeSensorKinds + sensorKindEntries + afterSensorKinds
+
+    private static let beforeSensorKinds: [Entry] = [
         Entry(key: "device", type: "mapping", defaultValue: none, meaning: "The gateway itself."),
         Entry(
             key: "device.name", type: "string", defaultValue: D.deviceName,
@@ -191,9 +193,12 @@ public enum ConfigReference {
         Entry(key: "sensors[].id", type: "string", defaultValue: required, meaning: "Unique id; characteristics refer to it."),
         Entry(
             key: "sensors[].kind", type: "enum", defaultValue: required,
-            meaning: "`binary`, `counter`, `rate`, `pulse_width`, `distance`, `dht22`, `dht11`, `rotary_encoder`, `output`."),
+            meaning: SensorKinds.all.map { "`\($0.name)`" }.joined(separator: ", ") + "."),
         Entry(
-            key: "sensors[].line", type: "line name", defaultValue: "required (not `distance`/`rotary_encoder`)",
+            key: "sensors[].line", type: "line name",
+            defaultValue: "required (not "
+                + SensorKinds.all.filter { !$0.settings.contains("line") }.map { "`\($0.name)`" }
+                .joined(separator: "/") + ")",
             meaning: "The line, by name (`GPIO17`)."),
         Entry(
             key: "sensors[].chip", type: "string", defaultValue: "any chip",
@@ -206,56 +211,57 @@ public enum ConfigReference {
             meaning: "The line is active when low."),
         Entry(
             key: "sensors[].debounce", type: "duration", defaultValue: d(D.debounce),
-            meaning: "Inputs: ignore changes shorter than this (0 = off)."),
-        Entry(
-            key: "sensors[].hold_time", type: "duration", defaultValue: d(D.holdTime),
-            meaning: "`binary`: a change must last this long to count."),
-        Entry(
-            key: "sensors[].press", type: "mapping", defaultValue: "no presses",
-            meaning: "`binary`: tell single, double and long presses apart, as the `press` reading "
-                + "(see [sensors](sensors.md#button-presses)); `press: {}` takes the defaults."),
-        Entry(
-            key: "sensors[].press.double_press_window", type: "duration 0s-2s", defaultValue: d(D.pressDoublePressWindow),
-            meaning: "A second press this soon after a release is a double press; a single press is told "
-                + "this long after its release (0s: no double presses, single told at the release)."),
-        Entry(
-            key: "sensors[].press.long_press_time", type: "duration 100ms-10s", defaultValue: d(D.pressLongPressTime),
-            meaning: "Held this long, a press is a long press (told at once); longer than `debounce`."),
-        Entry(
-            key: "sensors[].window", type: "duration",
-            defaultValue: "\(d(D.rateWindow)) (`rate`), \(d(D.pulseWidthWindow)) (`pulse_width`)",
-            meaning: "`rate`: sliding window the rate is measured over; `pulse_width`: averaging period."),
-        Entry(
-            key: "sensors[].per", type: "enum", defaultValue: D.ratePer.rawValue,
-            meaning: "`rate`: pulses per `second` or `minute`."),
-        Entry(
-            key: "sensors[].scale", type: "number", defaultValue: n(D.rateScale),
-            meaning: "`rate`: multiplier from pulses per unit to the value (e.g. L/min per Hz)."),
-        Entry(
-            key: "sensors[].trigger", type: "line name", defaultValue: required,
-            meaning: "`distance`: HC-SR04 trigger (output) line."),
-        Entry(
-            key: "sensors[].echo", type: "line name", defaultValue: required,
-            meaning: "`distance`: HC-SR04 echo (input) line."),
-        Entry(
-            key: "sensors[].interval", type: "duration",
-            defaultValue:
-                "\(d(D.distanceInterval)) (`distance`, at least 60ms), \(d(D.dhtInterval)) (`dht22`/`dht11`, at least \(d(D.dhtMinimumInterval)))",
-            meaning: "`distance`, `dht22`, `dht11`: time between measurements."),
-        Entry(
-            key: "sensors[].timeout", type: "duration", defaultValue: d(D.distanceTimeout),
-            meaning: "`distance`: echo wait before reporting a timeout."),
-        Entry(key: "sensors[].a", type: "line name", defaultValue: required, meaning: "`rotary_encoder`: channel A."),
-        Entry(key: "sensors[].b", type: "line name", defaultValue: required, meaning: "`rotary_encoder`: channel B."),
-        Entry(
-            key: "sensors[].transitions_per_step", type: "1, 2 or 4", defaultValue: String(D.transitionsPerStep),
-            meaning: "`rotary_encoder`: quadrature transitions per reported step (4 for detented encoders)."),
-        Entry(
-            key: "sensors[].wrap", type: "integer ≥ 2", defaultValue: "no wrap",
-            meaning: "`rotary_encoder`: steps count modulo this."),
-        Entry(
-            key: "sensors[].initial", type: "bool", defaultValue: String(D.outputInitial),
-            meaning: "`output`: level driven at start."),
+            meaning: "Inputs: ignore changes shorter than this (0 = off).")
+    ]
+
+    /// The settings of each kind (`Kinds/`), one row per key: where kinds share a key, their
+    /// defaults and meanings are named by kind.
+    private static let sensorKindEntries: [Entry] = {
+        var order: [String] = []
+        var rows: [String: [(kind: String, setting: SensorKindDescription.Setting)]] = [:]
+        for kind in SensorKinds.all {
+            for setting in kind.reference {
+                if rows[setting.key] == nil { order.append(setting.key) }
+                rows[setting.key, default: []].append((kind.name, setting))
+            }
+        }
+        return order.map { key in
+            let rows = rows[key]!
+            let first = rows[0].setting
+            // A nested key (`press.long_press_time`) belongs to its parent's kind already.
+            guard rows.count > 1 || !key.contains(".") else {
+                return Entry(
+                    key: "sensors[].\(key)", type: first.type, defaultValue: first.defaultValue, meaning: first.meaning)
+            }
+            let defaults = grouped(rows.map { ($0.kind, $0.setting.defaultValue) })
+            let meanings = grouped(rows.map { ($0.kind, $0.setting.meaning) })
+            return Entry(
+                key: "sensors[].\(key)", type: first.type,
+                defaultValue: defaults.count == 1
+                    ? defaults[0].value
+                    : defaults.map { "\($0.value) (\($0.kinds.map { "`\($0)`" }.joined(separator: "/")))" }
+                        .joined(separator: ", "),
+                meaning: meanings.map { meaning in
+                    meaning.kinds.map { "`\($0)`" }.joined(separator: ", ") + ": "
+                        + (meaning.value.hasSuffix(".") ? String(meaning.value.dropLast()) : meaning.value)
+                }.joined(separator: "; ") + ".")
+        }
+    }()
+
+    /// The kinds sharing each value, in first-seen order.
+    private static func grouped(_ pairs: [(kind: String, value: String)]) -> [(value: String, kinds: [String])] {
+        var groups: [(value: String, kinds: [String])] = []
+        for (kind, value) in pairs {
+            if let index = groups.firstIndex(where: { $0.value == value }) {
+                groups[index].kinds.append(kind)
+            } else {
+                groups.append((value, [kind]))
+            }
+        }
+        return groups
+    }
+
+    private static let afterSensorKinds: [Entry] = [
         Entry(
             key: "sensors[].bthome", type: "bool", defaultValue: String(D.bthome),
             meaning:

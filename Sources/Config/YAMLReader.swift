@@ -213,11 +213,15 @@ struct ConfigNode {
 
     /// One of the raw values of `E`, with a did-you-mean hint.
     func choice<E: CaseIterable & RawRepresentable>(_ type: E.Type) -> E? where E.RawValue == String {
-        let names = E.allCases.map(\.rawValue)
+        choice(among: E.allCases.map(\.rawValue)).flatMap(E.init(rawValue:))
+    }
+
+    /// One of `names`, with a did-you-mean hint.
+    func choice(among names: [String]) -> String? {
         guard let text = scalarText(expected: "one of \(names.joined(separator: ", "))") else {
             return nil
         }
-        if let value = E(rawValue: text) { return value }
+        if names.contains(text) { return text }
         let hint = Suggestion.closest(to: text, among: names).map { "did you mean \"\($0)\"? " } ?? ""
         return fail("\(shown) is not valid; \(hint)expected one of \(names.joined(separator: ", "))")
     }

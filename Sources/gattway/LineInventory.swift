@@ -70,9 +70,7 @@ struct SimulatedLineInventory: LineInventory {
             where reference.name == lineName
                 && (reference.chip.map { [chip.name, chip.label, "/dev/\(chip.name)"].contains($0) } ?? true)
             {
-                var isOutput = sensor.kind.isOutput
-                if case .distance(let trigger, _, _, _) = sensor.kind, trigger == reference { isOutput = true }
-                return (sensor.id, isOutput ? .output : .input)
+                return (sensor.id, sensor.kind.outputLines.contains(reference) ? .output : .input)
             }
         }
         return nil

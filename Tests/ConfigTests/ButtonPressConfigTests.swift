@@ -45,11 +45,11 @@ struct ButtonPressConfigTests {
 
     @Test func pressSettingsAndTheirDefaultsAreRead() throws {
         let defaults = try ConfigLoader.load(yaml: Self.yaml(characteristic: Self.pressCharacteristic)).config
-        guard case .binary(_, _, let press) = defaults.sensors[0].kind else {
+        guard let button = defaults.sensors[0].kind as? BinarySensorConfig else {
             Issue.record("not a binary sensor")
             return
         }
-        #expect(press == PressSettings(doublePressWindow: .milliseconds(300), longPressTime: .milliseconds(800)))
+        #expect(button.press == PressSettings(doublePressWindow: .milliseconds(300), longPressTime: .milliseconds(800)))
         #expect(defaults.sensors[0].kind.readings == [.value, .press])
 
         let set = try ConfigLoader.load(
@@ -57,8 +57,8 @@ struct ButtonPressConfigTests {
                 press: "press: {double_press_window: 0s, long_press_time: 2s}",
                 characteristic: Self.pressCharacteristic)
         ).config
-        guard case .binary(_, _, let explicit) = set.sensors[0].kind else { return }
-        #expect(explicit == PressSettings(doublePressWindow: .zero, longPressTime: .seconds(2)))
+        guard let explicit = set.sensors[0].kind as? BinarySensorConfig else { return }
+        #expect(explicit.press == PressSettings(doublePressWindow: .zero, longPressTime: .seconds(2)))
     }
 
     /// Each press is sent once: no skipping a press equal to the last one, no old press sent to a

@@ -94,7 +94,7 @@ struct ValidConfigTests {
         #expect(
             sensors[0]
                 == SensorConfig(
-                    id: "door", kind: .binary(door, holdTime: .milliseconds(100), press: nil),
+                    id: "door", kind: BinarySensorConfig(input: door, holdTime: .milliseconds(100), press: nil),
                     filters: [.invert, .delayedOff(.seconds(2))], bthome: false))
         let wind = InputLineConfig(
             line: LineReference(name: "GPIO22", chip: nil), bias: .asIs, activeLow: false,
@@ -102,25 +102,27 @@ struct ValidConfigTests {
         #expect(
             sensors[1]
                 == SensorConfig(
-                    id: "wind", kind: .rate(wind, window: .seconds(3), per: .minute, scale: 0.5),
+                    id: "wind", kind: RateSensorConfig(input: wind, window: .seconds(3), per: .minute, scale: 0.5),
                     filters: [.offset(-1), .scale(2), .movingAverage(4)], bthome: true))
         let echo = InputLineConfig(
             line: LineReference(name: "GPIO24", chip: nil), bias: .asIs, activeLow: false,
             debounce: .zero)
         #expect(
-            sensors[2].kind
-                == .distance(
+            sensors[2].kind as? DistanceSensorConfig
+                == DistanceSensorConfig(
                     trigger: LineReference(name: "GPIO23", chip: nil), echo: echo,
                     interval: .seconds(1), timeout: .milliseconds(40)))
-        #expect(sensors[3].kind == .dht(.dht11, line: LineReference(name: "GPIO4", chip: nil), interval: .seconds(5)))
-        guard case .rotaryEncoder(_, _, let transitions, let wrap) = sensors[4].kind else {
+        #expect(
+            sensors[3].kind as? DHTSensorConfig
+                == DHTSensorConfig(model: .dht11, line: LineReference(name: "GPIO4", chip: nil), interval: .seconds(5)))
+        guard let knob = sensors[4].kind as? RotaryEncoderSensorConfig else {
             Issue.record("knob is not an encoder")
             return
         }
-        #expect(transitions == 4 && wrap == 24)
+        #expect(knob.transitionsPerStep == 4 && knob.wrap == 24)
         #expect(
-            sensors[5].kind
-                == .output(
+            sensors[5].kind as? OutputSensorConfig
+                == OutputSensorConfig(
                     line: LineReference(name: "GPIO26", chip: nil), activeLow: false,
                     initial: true))
     }

@@ -19,11 +19,8 @@ public enum HomeAssistantDomain: String, Sendable, Hashable, CaseIterable {
         case .sensor(_, let reading):
             guard let sensor else { return nil }
             if reading == .press { return .event }
-            switch sensor.kind {
-            case .output: return .switch
-            case .binary: return .binarySensor
-            default: return .sensor
-            }
+            if sensor.kind.isOutput { return .switch }
+            return sensor.kind is BinarySensorConfig ? .binarySensor : .sensor
         case .written:
             guard characteristic.properties.isWritable else { return nil }
             switch characteristic.encoding.format {

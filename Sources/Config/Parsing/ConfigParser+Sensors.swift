@@ -135,112 +135,29 @@ extension ConfigParser {
 
     // MARK: sensors
 
-    enum SensorKindName: String, CaseIterable {
-        case binary, counter, rate
-        case pulseWidth = "pulse_width"
-        case distance, dht22, dht11
-        case rotaryEncoder = "rotary_encoder"
-        case output
-
-        static let common = ["id", "kind", "chip", "filters", "bthome"]
-        private static let input = ["line", "bias", "active_low", "debounce"]
-
-        var settings: [String] {
-            switch self {
-            case .binary: Self.input + ["hold_time", "press"]
-            case .counter: Self.input
-            case .rate: Self.input + ["window", "per", "scale"]
-            case .pulseWidth: Self.input + ["window"]
-            case .distance: ["trigger", "echo", "bias", "interval", "timeout"]
-            case .dht22, .dht11: ["line", "interval"]
-            case .rotaryEncoder: ["a", "b", "bias", "active_low", "debounce", "transitions_per_step", "wrap"]
-            case .output: ["line", "active_low", "initial"]
-            }
-        }
-    }
+    /// The keys every sensor has, whatever its kind.
+    static let commonSensorSettings = ["id", "kind", "chip", "filters", "bthome"]
 
     func parseSensor(_ node: ConfigNode, gpio: GPIOConfig, claims: inout LineClaims) -> SensorConfig? {
         guard let m = node.mapping("sensors[]") else { return nil }
         let id = m.required("id")?.nonEmptyString()
-        guard let kindName = m.required("kind")?.choice(SensorKindName.self) else { return nil }
+        guard let kindNode = m.required("kind"),
+            let definition = kindNode.choice(among: SensorKinds.all.map(\.name)).flatMap(SensorKinds.named)
+        else { return nil }
         rejectSettings(
-            of: m, allowed: SensorKindName.common + kindName.settings, listed: kindName.settings,
-            kindName: kindName.rawValue)
-        let chip = m["chip"]?.nonEmptyString()
-
-        var lines: [(key: String, reference: LineReference)] = []
-        func line(_ key: String) -> LineReference? {
-            guard let reference = m.required(key)?.nonEmptyString().map({ LineReference(name: $0, chip: chip) })
-            else { return nil }
-            lines.append((key, reference))
-            return reference
-        }
-        func input(_ key: String) -> InputLineConfig? {
-            guard let reference = line(key) else { return nil }
-            return InputLineConfig(
-                line: reference, bias: m["bias"]?.choice(LineBias.self) ?? D.bias,
-                activeLow: m["active_low"]?.bool() ?? D.activeLow,
-                debounce: m["debounce"]?.duration(in: .zero...(.seconds(10))) ?? D.debounce)
-        }
-        let window = { (fallback: Duration) in
-            m["window"]?.duration(in: .milliseconds(10)...(.seconds(3600))) ?? fallback
-        }
-
-        let kind: SensorKindConfig?
-        switch kindName {
-        case .binary:
-            let press = m["press"].flatMap { parsePress($0, debounce: m["debounce"]) }
-            kind = input("line").map {
-                .binary($0, holdTime: m["hold_time"]?.duration() ?? D.holdTime, press: press)
-            }
-        case .counter:
-            kind = input("line").map { .counter($0) }
-        case .rate:
-            kind = input("line").map {
-                .rate(
-                    $0, window: window(D.rateWindow), per: m["per"]?.choice(RateSettings.Per.self) ?? D.ratePer,
-                    scale: m["scale"]?.number() ?? D.rateScale)
-            }
-        case .pulseWidth:
-            kind = input("line").map { .pulseWidth($0, window: window(D.pulseWidthWindow)) }
-        case .distance:
-            let trigger = line("trigger")
-            let echo = input("echo")
-            let interval = m["interval"]?.duration(in: .milliseconds(60)...(.seconds(3600))) ?? D.distanceInterval
-            let timeout = m["timeout"]?.duration(in: .milliseconds(1)...(.seconds(1))) ?? D.distanceTimeout
-            kind = trigger.flatMap { trigger in
-                echo.map { .distance(trigger: trigger, echo: $0, interval: interval, timeout: timeout) }
-            }
-        case .dht22, .dht11:
-            let model: DHTSettings.Model = kindName == .dht22 ? .dht22 : .dht11
-            let interval = m["interval"]?.duration(in: D.dhtMinimumInterval...(.seconds(3600))) ?? D.dhtInterval
-            kind = line("line").map { .dht(model, line: $0, interval: interval) }
-        case .rotaryEncoder:
-            let a = input("a"), b = input("b")
-            var transitions = D.transitionsPerStep
-            if let node = m["transitions_per_step"], let value = node.integer() {
-                if [1, 2, 4].contains(value) { transitions = value } else { node.report("must be 1, 2 or 4") }
-            }
-            let wrap = m["wrap"]?.integer(in: 2...Int(Int32.max))
-            kind = a.flatMap { a in
-                b.map { .rotaryEncoder(a: a, b: $0, transitionsPerStep: transitions, wrap: wrap) }
-            }
-        case .output:
-            kind = line("line").map {
-                .output(
-                    line: $0, activeLow: m["active_low"]?.bool() ?? D.activeLow,
-                    initial: m["initial"]?.bool() ?? D.outputInitial)
-            }
-        }
-        let filters = m["filters"].map { parseFilters($0, kind: kindName) } ?? []
+            of: m, allowed: Self.commonSensorSettings + definition.settings, listed: definition.settings,
+            kindName: definition.name)
+        let reader = SensorSettingsReader(mapping: m)
+        let kind = definition.parse(reader)
+        let filters = m["filters"].map { parseFilters($0, kind: definition) } ?? []
         let bthome = m["bthome"]?.bool() ?? D.bthome
-        if bthome, kindName == .output {
+        if bthome, definition.value == .driven {
             m["bthome"]?.report("an output is not broadcast; bthome applies to sensors that measure")
         }
         if gpio.backend == .simulated {
-            checkSimulated(lines, in: m, chips: gpio.simulatedChips)
+            checkSimulated(reader.lines, in: m, chips: gpio.simulatedChips)
         }
-        for (key, reference) in lines {
+        for (key, reference) in reader.lines {
             if let owner = claims.owners[reference] {
                 m[key]?.report("line \(reference) is already used by sensor \"\(owner)\"")
             } else {
@@ -249,20 +166,6 @@ extension ConfigParser {
         }
         guard let id, let kind else { return nil }
         return SensorConfig(id: id, kind: kind, filters: filters, bthome: bthome)
-    }
-
-    /// `press:` of a binary sensor: a long press must outlast the debounce, or no press could
-    /// be shorter than a long one.
-    private func parsePress(_ node: ConfigNode, debounce: ConfigNode?) -> PressSettings? {
-        guard let m = node.mapping("sensors[].press") else { return nil }
-        let window = m["double_press_window"]?.duration(in: .zero...(.seconds(2))) ?? D.pressDoublePressWindow
-        let long = m["long_press_time"]?.duration(in: .milliseconds(100)...(.seconds(10))) ?? D.pressLongPressTime
-        if let node = debounce, let debounce = DurationText.parse(node.node.scalar ?? ""), long <= debounce {
-            (m["long_press_time"] ?? node).report(
-                "long_press_time (\(DurationText.format(long))) must be longer than debounce "
-                    + "(\(DurationText.format(debounce))): every press would be a long one")
-        }
-        return PressSettings(doublePressWindow: window, longPressTime: long)
     }
 
     /// With the simulated backend the lines are known: each must exist on a configured chip.
@@ -287,8 +190,8 @@ extension ConfigParser {
         }
     }
 
-    private func parseFilters(_ node: ConfigNode, kind: SensorKindName) -> [SensorFilter] {
-        if kind == .output {
+    private func parseFilters(_ node: ConfigNode, kind: SensorKindDescription) -> [SensorFilter] {
+        if kind.value == .driven {
             node.report("an output has no filters")
             return []
         }
@@ -308,8 +211,8 @@ extension ConfigParser {
                 item.report("filter \(key) needs a value")
                 return nil
             }
-            if ["invert", "delay_on", "delay_off"].contains(key), kind != .binary {
-                value.report("\(key) applies to binary sensors only (this sensor is \(kind.rawValue))")
+            if ["invert", "delay_on", "delay_off"].contains(key), kind.value != .binary {
+                value.report("\(key) applies to binary sensors only (this sensor is \(kind.name))")
                 return nil
             }
             switch key {

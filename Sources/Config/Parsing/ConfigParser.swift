@@ -96,7 +96,7 @@ struct ConfigParser {
         let path = ConfigPath.root.key("bluetooth").key("security").key("confirm_with")
         let report = { (message: String) in context.error(path, line: nil, message) }
         guard let sensor = references.sensor(id, report: report) else { return }
-        if case .binary = sensor.kind { return }
+        if sensor.kind is BinarySensorConfig { return }
         report("sensor \"\(id)\" is a \(sensor.kind.name) sensor; confirming needs a binary one (a button)")
     }
 

@@ -39,7 +39,7 @@ public struct BTHomeBroadcast: Sendable {
         var routes: [(Route, BTHomeObject)] = []
         var unsupported: [String] = []
         for sensor in config.sensors where sensor.bthome {
-            let objects = Self.objects(for: sensor.kind)
+            let objects = sensor.kind.bthomeObjects
             if objects.isEmpty {
                 unsupported.append("sensor \(sensor.id): a \(sensor.kind.name) sensor has no BTHome object; not broadcast")
             }
@@ -51,17 +51,6 @@ public struct BTHomeBroadcast: Sendable {
         key = config.bluetooth.bthome.key
         for (route, object) in routes where object == .button {
             latest[Route(sensor: route.sensor, channel: route.channel)] = BTHomeMeasurement(button: .none)
-        }
-    }
-
-    static func objects(for kind: SensorKindConfig) -> [(reading: SensorReading, object: BTHomeObject)] {
-        switch kind {
-        case .dht: [(.temperature, .temperature), (.humidity, .humidity)]
-        case .binary(_, _, nil): [(.value, .genericBoolean)]
-        case .binary(_, _, .some): [(.value, .genericBoolean), (.press, .button)]
-        case .counter: [(.value, .count32)]
-        case .distance: [(.value, .distance)]
-        case .rate, .pulseWidth, .rotaryEncoder, .output: []
         }
     }
 

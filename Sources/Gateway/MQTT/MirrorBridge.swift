@@ -89,7 +89,7 @@ public enum MirrorMapping {
         switch domain {
         case .sensor:
             entity.deviceClass = changes.deviceClass ?? measuredDeviceClass(reading: reading, unit: settings.unit)
-            entity.stateClass = changes.stateClass ?? (sensor.map(isTotal) == true ? "total_increasing" : "measurement")
+            entity.stateClass = changes.stateClass ?? (sensor?.kind.isTotal == true ? "total_increasing" : "measurement")
             if encoding.format.integerRange != nil { entity.displayPrecision = max(0, -Int(encoding.exponent)) }
         case .binarySensor:
             entity.deviceClass = changes.deviceClass ?? binaryDeviceClass([sensor?.id ?? "", characteristic.name])
@@ -116,8 +116,7 @@ public enum MirrorMapping {
 
     /// The presses a binary sensor tells apart (`press:`).
     private static func pressEvents(_ sensor: SensorConfig?) -> [PressEvent] {
-        guard case .binary(_, _, let press?) = sensor?.kind else { return [] }
-        return press.events
+        (sensor?.kind as? BinarySensorConfig)?.press?.events ?? []
     }
 
     /// Home Assistant's device trigger type for a press.
@@ -127,13 +126,6 @@ public enum MirrorMapping {
         case .double: "button_double_press"
         case .long: "button_long_press"
         }
-    }
-
-    /// Counters only grow (a restart from a lower total is a reset): Home Assistant sums them
-    /// as `total_increasing`.
-    private static func isTotal(_ sensor: SensorConfig) -> Bool {
-        if case .counter = sensor.kind { return true }
-        return false
     }
 
     /// The device class Home Assistant has for what the value measures, when the reading or

@@ -1,0 +1,46 @@
+import GPIO
+import Sensors
+
+/// A relay or LED, driven by BLE or MQTT writes.
+public struct OutputSensorConfig: SensorKindConfig {
+    public var line: LineReference
+    public var activeLow: Bool
+    public var initial: Bool
+
+    public init(line: LineReference, activeLow: Bool, initial: Bool) {
+        self.line = line
+        self.activeLow = activeLow
+        self.initial = initial
+    }
+
+    public var name: String { "output" }
+    public var lines: [LineReference] { [line] }
+    public var outputLines: [LineReference] { [line] }
+    public var isOutput: Bool { true }
+
+    public func sensorKind(
+        line resolve: (LineReference) -> LineSelector, stateDirectory: String
+    ) -> (
+        kind: SensorKind, lineFilters: [SensorFilter]
+    ) {
+        (.output(OutputSensorSettings(line: resolve(line), initialValue: initial)), activeLow ? [.invert] : [])
+    }
+
+    static let defaultInitial = false
+
+    static let definition = SensorKindDescription(
+        name: "output", settings: ["line", "active_low", "initial"],
+        reference: [
+            .init(
+                key: "initial", type: "bool", defaultValue: String(defaultInitial),
+                meaning: "level driven at start.")
+        ],
+        value: .driven,
+        parse: { reader in
+            reader.line("line").map {
+                OutputSensorConfig(
+                    line: $0, activeLow: reader["active_low"]?.bool() ?? ConfigDefaults.activeLow,
+                    initial: reader["initial"]?.bool() ?? defaultInitial)
+            }
+        })
+}
