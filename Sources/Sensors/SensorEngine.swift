@@ -52,7 +52,7 @@ public enum SensorError: Error, Equatable, CustomStringConvertible {
 }
 
 /// Everything an engine needs from its surroundings.
-struct EngineContext {
+public struct EngineContext {
     let name: String
     let backend: any GPIOBackend
     let filters: [SensorFilter]
@@ -109,7 +109,7 @@ final class SensorCore {
         let context = EngineContext(
             name: spec.name, backend: backend, filters: spec.filters,
             eventBufferSize: spec.eventBufferSize, onReadable: onReadable)
-        engine = try makeEngine(spec.kind, context: context)
+        engine = try spec.kind.makeEngine(context).engine
     }
 
     /// The earliest of the engine's and the filters' deadlines. Asked after every event, so it
@@ -216,18 +216,5 @@ final class SensorCore {
 
     private func value(channel: String, reading: SensorSample.Reading, unit: String, time: UInt64) -> SensorSample {
         SensorSample(sensor: spec.name, channel: channel, reading: reading, unit: unit, timestampNs: time)
-    }
-}
-
-private func makeEngine(_ kind: SensorKind, context: EngineContext) throws -> any SensorEngine {
-    switch kind {
-    case .binary(let s): try BinaryEngine(s, context: context)
-    case .counter(let s): try CounterEngine(s, context: context)
-    case .rate(let s): try RateEngine(s, context: context)
-    case .pulseWidth(let s): try PulseWidthEngine(s, context: context)
-    case .distance(let s): try DistanceEngine(s, context: context)
-    case .dht(let s): DHTEngine(s, context: context)
-    case .rotaryEncoder(let s): try RotaryEncoderEngine(s, context: context)
-    case .output(let s): try OutputEngine(s, context: context)
     }
 }

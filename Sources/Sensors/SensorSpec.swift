@@ -2,7 +2,8 @@
 public struct SensorSpec: Sendable, Equatable {
     /// Unique name; also the file name of persisted state.
     public var name: String
-    public var kind: SensorKind
+    /// What it measures: one of the kinds' settings (`BinarySettings`, `CounterSettings`, …).
+    public var kind: any SensorKindSettings
     /// Applied in order. `debounce` and `invert` act on the GPIO line itself (kernel debounce on
     /// libgpiod v2, software elsewhere; active-low); the others transform the values.
     public var filters: [SensorFilter]
@@ -13,7 +14,7 @@ public struct SensorSpec: Sendable, Equatable {
     public var eventBufferSize: Int
 
     public init(
-        name: String, kind: SensorKind, filters: [SensorFilter] = [], unit: String? = nil,
+        name: String, kind: any SensorKindSettings, filters: [SensorFilter] = [], unit: String? = nil,
         eventBufferSize: Int = 0
     ) {
         self.name = name
@@ -22,25 +23,31 @@ public struct SensorSpec: Sendable, Equatable {
         self.unit = unit
         self.eventBufferSize = eventBufferSize
     }
+
+    public static func == (lhs: SensorSpec, rhs: SensorSpec) -> Bool {
+        lhs.name == rhs.name && lhs.kind.isEqual(to: rhs.kind) && lhs.filters == rhs.filters && lhs.unit == rhs.unit
+            && lhs.eventBufferSize == rhs.eventBufferSize
+    }
 }
 
-public enum SensorKind: Sendable, Equatable {
-    /// Button, door contact, PIR: `value` is the line's state.
-    case binary(BinarySettings)
-    /// Pulses counted; the total survives restarts.
-    case counter(CounterSettings)
-    /// Pulses per second or minute over a sliding window, scaled.
-    case rate(RateSettings)
-    /// High time (s) and duty cycle (%) of a pulse train.
-    case pulseWidth(PulseWidthSettings)
-    /// HC-SR04 ultrasonic distance (m).
-    case distance(DistanceSettings)
-    /// DHT22 / DHT11 temperature (°C) and humidity (%).
-    case dht(DHTSettings)
-    /// Quadrature rotary encoder: position in steps.
-    case rotaryEncoder(RotaryEncoderSettings)
-    /// A relay or LED driven by writes; `value` is the driven state.
-    case output(OutputSensorSettings)
+/// The settings of one sensor kind. Each kind's folder under `Kinds/` holds its settings type,
+/// conforming to this, and the engine `makeEngine` builds; nothing else in this module knows
+/// the kinds. Only this module can build engines: `EngineContext` and `SensorEngineHandle` have
+/// no public initializers.
+public protocol SensorKindSettings: Sendable, Equatable {
+    func makeEngine(_ context: EngineContext) throws -> SensorEngineHandle
+}
+
+extension SensorKindSettings {
+    /// Equal to `other` when it is the same kind with the same settings.
+    func isEqual(to other: any SensorKindSettings) -> Bool {
+        (other as? Self) == self
+    }
+}
+
+/// An engine `SensorKindSettings.makeEngine` built.
+public struct SensorEngineHandle {
+    let engine: any SensorEngine
 }
 
 /// Per-sensor filters.

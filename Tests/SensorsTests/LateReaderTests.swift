@@ -9,7 +9,7 @@ import Testing
 /// really happened, not when the tick making it was due.
 @Suite struct LateReaderTests {
     static let start: UInt64 = 1_000_000_000
-    let spec = SensorSpec(name: "climate", kind: .dht(DHTSettings(model: .dht22, line: LineSelector("DHT"))))
+    let spec = SensorSpec(name: "climate", kind: DHTSettings(model: .dht22, line: LineSelector("DHT")))
 
     func simulator(
         _ lines: [SimulatedLineConfig] = [
@@ -60,9 +60,9 @@ import Testing
         try SensorCore(
             spec: SensorSpec(
                 name: "tank",
-                kind: .distance(
+                kind:
                     DistanceSettings(
-                        trigger: LineSelector("TRIG"), echo: LineSelector("ECHO")))), backend: sim, onReadable: {})
+                        trigger: LineSelector("TRIG"), echo: LineSelector("ECHO"))), backend: sim, onReadable: {})
     }
 
     let hcsr04Lines = [

@@ -27,9 +27,9 @@ struct LibgpiodSensorTests {
         let door = try SensorRunner(
             spec: SensorSpec(
                 name: "door",
-                kind: .binary(
+                kind:
                     BinarySettings(
-                        line: LineSelector("SIM0", chip: "gattway-sim")))), backend: backend)
+                        line: LineSelector("SIM0", chip: "gattway-sim"))), backend: backend)
         let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
         let task = Task { try await door.run(delivering: { deliver.yield($0) }) }
         var values = delivered.makeAsyncIterator()
@@ -49,9 +49,7 @@ struct LibgpiodSensorTests {
         let relay = try SensorRunner(
             spec: SensorSpec(
                 name: "relay",
-                kind: .output(
-                    OutputSensorSettings(
-                        line: LineSelector("SIM7", chip: "gattway-sim")))), backend: backend)
+                kind: OutputSensorSettings(line: LineSelector("SIM7", chip: "gattway-sim"))), backend: backend)
         let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
         let task = Task { try await relay.run(delivering: { deliver.yield($0) }) }
         var values = delivered.makeAsyncIterator()

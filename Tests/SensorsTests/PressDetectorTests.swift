@@ -105,7 +105,7 @@ struct PressDetectorTests {
                 repeats: false))
         let spec = SensorSpec(
             name: "button",
-            kind: .binary(BinarySettings(line: LineSelector("BTN"), press: Self.defaults)),
+            kind: BinarySettings(line: LineSelector("BTN"), press: Self.defaults),
             filters: [.debounce(.milliseconds(10)), .scale(10)])
         let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "sensors", lines: [button])], startNs: 0)
         let driver = try SimulatedSensorDriver(backend: sim, sensors: [spec])

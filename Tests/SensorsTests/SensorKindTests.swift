@@ -29,7 +29,7 @@ import TestHarness
                 [
                     .init(false, .seconds(1)), .init(true, .seconds(2)), .init(false, .seconds(10))
                 ], repeats: false))
-        let (_, driver, initial) = try drive([door], [SensorSpec(name: "door", kind: .binary(BinarySettings(line: LineSelector("DOOR"))))])
+        let (_, driver, initial) = try drive([door], [SensorSpec(name: "door", kind: BinarySettings(line: LineSelector("DOOR")))])
         let values = initial + driver.run(for: .seconds(5))
         #expect(values.map(\.bool) == [false, true, false])
         #expect(values.map(seconds) == [0, 1, 3])
@@ -44,7 +44,7 @@ import TestHarness
                     .init(false, .seconds(1)), .init(true, .milliseconds(200)), .init(false, .milliseconds(1_800)),
                     .init(true, .milliseconds(200)), .init(false, .seconds(60))
                 ], repeats: false))
-        let spec = SensorSpec(name: "pir", kind: .binary(BinarySettings(line: LineSelector("PIR"), holdTime: .seconds(5))))
+        let spec = SensorSpec(name: "pir", kind: BinarySettings(line: LineSelector("PIR"), holdTime: .seconds(5)))
         let (_, driver, initial) = try drive([pir], [spec])
         let values = initial + driver.run(for: .seconds(10))
         #expect(values.map(\.bool) == [false, true, false])
@@ -61,7 +61,7 @@ import TestHarness
                     .init(false, .seconds(3)), .init(true, .seconds(10))
                 ], repeats: false))
         let spec = SensorSpec(
-            name: "button", kind: .binary(BinarySettings(line: LineSelector("BTN"))),
+            name: "button", kind: BinarySettings(line: LineSelector("BTN")),
             filters: [.invert, .debounce(.milliseconds(10)), .delayedOn(.milliseconds(500))])
         let (_, driver, initial) = try drive([button], [spec])
         let values = initial + driver.run(for: .seconds(6))
@@ -77,7 +77,7 @@ import TestHarness
         let directory = try temporaryDirectory("counter").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let meter = SimulatedLineConfig(name: "METER", generator: .pulses(perSecond: 100, width: .milliseconds(1)))
-        let spec = SensorSpec(name: "water", kind: .counter(CounterSettings(line: LineSelector("METER"), stateDirectory: directory)))
+        let spec = SensorSpec(name: "water", kind: CounterSettings(line: LineSelector("METER"), stateDirectory: directory))
 
         let (_, first, initial) = try drive([meter], [spec])
         #expect(initial.map(\.number) == [0])
@@ -96,7 +96,7 @@ import TestHarness
         let directory = try temporaryDirectory("counter").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try "12x\n".write(toFile: directory + "/water.count", atomically: true, encoding: .utf8)
-        let spec = SensorSpec(name: "water", kind: .counter(CounterSettings(line: LineSelector("METER"), stateDirectory: directory)))
+        let spec = SensorSpec(name: "water", kind: CounterSettings(line: LineSelector("METER"), stateDirectory: directory))
         #expect(throws: SensorError.stateFile(path: directory + "/water.count", message: "not a count: \"12x\"")) {
             _ = try drive([SimulatedLineConfig(name: "METER")], [spec])
         }
@@ -105,7 +105,7 @@ import TestHarness
     @Test func lostEventsAreReportedAndStillCounted() throws {
         // 2,000 pulses per second read only every second through a 64-event buffer.
         let meter = SimulatedLineConfig(name: "METER", generator: .pulses(perSecond: 2_000, width: .microseconds(100)))
-        let spec = SensorSpec(name: "fast", kind: .counter(CounterSettings(line: LineSelector("METER"))))
+        let spec = SensorSpec(name: "fast", kind: CounterSettings(line: LineSelector("METER")))
         let (_, driver, _) = try drive([meter], [spec], maxStep: .seconds(1))
         let values = driver.run(for: .milliseconds(3_000) + .microseconds(250))
         let lost = values.filter { $0.channel == "lost_events" }.compactMap(\.number)
@@ -118,7 +118,7 @@ import TestHarness
     @Test(arguments: [1.0, 3.0, 10.0, 97.0, 1_000.0, 2_500.0, 5_000.0])
     func rateIsWithinOnePercent(hertz: Double) throws {
         let line = SimulatedLineConfig(name: "FLOW", generator: .pulses(perSecond: hertz, width: .microseconds(50)))
-        let spec = SensorSpec(name: "flow", kind: .rate(RateSettings(line: LineSelector("FLOW"))))
+        let spec = SensorSpec(name: "flow", kind: RateSettings(line: LineSelector("FLOW")))
         let (_, driver, _) = try drive([line], [spec], maxStep: .milliseconds(10))
         let values = driver.run(for: .seconds(12))
         let rates = values.filter { $0.channel == "value" && $0.timestampNs >= Self.start + 3_000_000_000 }.compactMap(\.number)
@@ -139,10 +139,10 @@ import TestHarness
         let line = SimulatedLineConfig(name: "FLOW", generator: .steps(steps, repeats: false))
         let spec = SensorSpec(
             name: "flow",
-            kind: .rate(
+            kind:
                 RateSettings(
                     line: LineSelector("FLOW"), per: .minute,
-                    window: .seconds(2), scale: 0.5)),
+                    window: .seconds(2), scale: 0.5),
             unit: "l/min")
         let (_, driver, _) = try drive([line], [spec])
         let values = driver.run(for: .seconds(8))
@@ -157,7 +157,7 @@ import TestHarness
             generator: .steps(
                 [.init(true, .milliseconds(1)), .init(false, .milliseconds(99))], repeats: true))
         let spec = SensorSpec(
-            name: "flow", kind: .rate(RateSettings(line: LineSelector("FLOW"), window: .seconds(1))),
+            name: "flow", kind: RateSettings(line: LineSelector("FLOW"), window: .seconds(1)),
             filters: [.scale(2), .offset(1), .movingAverage(2)])
         let (_, driver, _) = try drive([line], [spec])
         let values = driver.run(for: .seconds(3)).compactMap(\.number)
@@ -169,7 +169,7 @@ import TestHarness
 
     @Test func pulseWidthReportsHighTimeAndDutyCycle() throws {
         let line = SimulatedLineConfig(name: "PWM", generator: .square(period: .milliseconds(10), duty: 0.3))
-        let spec = SensorSpec(name: "pwm", kind: .pulseWidth(PulseWidthSettings(line: LineSelector("PWM"))))
+        let spec = SensorSpec(name: "pwm", kind: PulseWidthSettings(line: LineSelector("PWM")))
         let (_, driver, _) = try drive([line], [spec])
         let values = driver.run(for: .seconds(2))
         let high = values.filter { $0.channel == "high_time" }.compactMap(\.number)
@@ -187,7 +187,7 @@ import TestHarness
             SimulatedLineConfig(name: "TRIG"),
             SimulatedLineConfig(name: "ECHO", generator: .hcsr04(trigger: "TRIG", distanceMeters: meters))
         ]
-        let spec = SensorSpec(name: "tank", kind: .distance(DistanceSettings(trigger: LineSelector("TRIG"), echo: LineSelector("ECHO"))))
+        let spec = SensorSpec(name: "tank", kind: DistanceSettings(trigger: LineSelector("TRIG"), echo: LineSelector("ECHO")))
         let (_, driver, _) = try drive(lines, [spec])
         let values = driver.run(for: .milliseconds(3_500))
         #expect(values.count == 4)
@@ -203,7 +203,7 @@ import TestHarness
             SimulatedLineConfig(name: "TRIG"),
             SimulatedLineConfig(name: "ECHO", generator: .hcsr04(trigger: "TRIG", distanceMeters: 6))
         ]
-        let spec = SensorSpec(name: "tank", kind: .distance(DistanceSettings(trigger: LineSelector("TRIG"), echo: LineSelector("ECHO"))))
+        let spec = SensorSpec(name: "tank", kind: DistanceSettings(trigger: LineSelector("TRIG"), echo: LineSelector("ECHO")))
         let (_, driver, _) = try drive(lines, [spec])
         let values = driver.run(for: .milliseconds(1_500))
         #expect(values.map(\.reading) == [.failure(.timeout), .failure(.timeout)])
@@ -215,7 +215,7 @@ import TestHarness
     @Test(arguments: [(55.3, 21.7), (99.9, -12.7), (0.0, 80.0)])
     func dht22DecodesTemperatureAndHumidity(humidity: Double, temperature: Double) throws {
         let line = SimulatedLineConfig(name: "DHT", generator: .dht22(humidity: humidity, temperature: temperature))
-        let spec = SensorSpec(name: "climate", kind: .dht(DHTSettings(model: .dht22, line: LineSelector("DHT"))))
+        let spec = SensorSpec(name: "climate", kind: DHTSettings(model: .dht22, line: LineSelector("DHT")))
         let (_, driver, _) = try drive([line], [spec])
         let values = driver.run(for: .seconds(1))
         #expect(values.map(\.channel) == ["temperature", "humidity"])
@@ -254,7 +254,7 @@ import TestHarness
 
     @Test func dht22ChecksumFailureIsReportedNotDecoded() throws {
         let line = SimulatedLineConfig(name: "DHT", generator: .dht22(humidity: 40, temperature: 20, corruptChecksum: true))
-        let spec = SensorSpec(name: "climate", kind: .dht(DHTSettings(model: .dht22, line: LineSelector("DHT"))))
+        let spec = SensorSpec(name: "climate", kind: DHTSettings(model: .dht22, line: LineSelector("DHT")))
         let (_, driver, _) = try drive([line], [spec])
         let values = driver.run(for: .seconds(1))
         // 40.0 % = 0x0190, 20.0 °C = 0x00C8, sum 0x59, sent as 0x5A.
@@ -264,7 +264,7 @@ import TestHarness
     @Test func dhtIsReadAtMostEveryTwoSeconds() throws {
         let line = SimulatedLineConfig(name: "DHT", generator: .dht22(humidity: 40, temperature: 20))
         let spec = SensorSpec(
-            name: "climate", kind: .dht(DHTSettings(model: .dht22, line: LineSelector("DHT"), interval: .milliseconds(500))))
+            name: "climate", kind: DHTSettings(model: .dht22, line: LineSelector("DHT"), interval: .milliseconds(500)))
         let (_, driver, _) = try drive([line], [spec])
         let reads = driver.run(for: .seconds(9)).filter { $0.channel == "temperature" }
         #expect(reads.count == 5)  // at 0, 2, 4, 6, 8 s
@@ -273,7 +273,7 @@ import TestHarness
 
     @Test func dht11DecodesItsIntegerAndTenthBytes() throws {
         let line = SimulatedLineConfig(name: "DHT", generator: .dht11(humidity: 41, temperature: 23.4))
-        let spec = SensorSpec(name: "climate", kind: .dht(DHTSettings(model: .dht11, line: LineSelector("DHT"))))
+        let spec = SensorSpec(name: "climate", kind: DHTSettings(model: .dht11, line: LineSelector("DHT")))
         let (_, driver, _) = try drive([line], [spec])
         let values = driver.run(for: .seconds(1)).compactMap(\.number)
         #expect(values.count == 2)
@@ -290,7 +290,7 @@ import TestHarness
 
     @Test func encoderCountsStepsBothWaysThroughBounce() throws {
         let (a, b) = QuadratureWaveform.lines(steps: [+1, +1, +1, -1, -1], bounce: true)
-        let spec = SensorSpec(name: "knob", kind: .rotaryEncoder(RotaryEncoderSettings(a: LineSelector("A"), b: LineSelector("B"))))
+        let spec = SensorSpec(name: "knob", kind: RotaryEncoderSettings(a: LineSelector("A"), b: LineSelector("B")))
         let (_, driver, initial) = try drive([a, b], [spec])
         let values = initial + driver.run(for: .seconds(2))
         #expect(values.compactMap(\.number) == [0, 1, 2, 3, 2, 1])
@@ -301,9 +301,9 @@ import TestHarness
         let (a, b) = QuadratureWaveform.lines(steps: [-1, -1, +1, +1, +1], bounce: false)
         let spec = SensorSpec(
             name: "knob",
-            kind: .rotaryEncoder(
+            kind:
                 RotaryEncoderSettings(
-                    a: LineSelector("A"), b: LineSelector("B"), wrap: 0...2)))
+                    a: LineSelector("A"), b: LineSelector("B"), wrap: 0...2))
         let (_, driver, initial) = try drive([a, b], [spec])
         let values = initial + driver.run(for: .seconds(2))
         #expect(values.compactMap(\.number) == [0, 2, 1, 2, 0, 1])
@@ -312,7 +312,7 @@ import TestHarness
     // MARK: output
 
     @Test func outputIsDrivenByWritesAndReadable() throws {
-        let spec = SensorSpec(name: "relay", kind: .output(OutputSensorSettings(line: LineSelector("RELAY"))))
+        let spec = SensorSpec(name: "relay", kind: OutputSensorSettings(line: LineSelector("RELAY")))
         let (sim, driver, initial) = try drive([SimulatedLineConfig(name: "RELAY")], [spec])
         #expect(initial.map(\.bool) == [false])
         #expect(try driver.write("relay", true).map(\.bool) == [true])
@@ -323,13 +323,13 @@ import TestHarness
     }
 
     @Test func onlyOutputsAcceptWrites() throws {
-        let spec = SensorSpec(name: "door", kind: .binary(BinarySettings(line: LineSelector("DOOR"))))
+        let spec = SensorSpec(name: "door", kind: BinarySettings(line: LineSelector("DOOR")))
         let (_, driver, _) = try drive([SimulatedLineConfig(name: "DOOR")], [spec])
         #expect(throws: SensorError.notWritable) { try driver.write("door", true) }
     }
 
     @Test func aMissingLineFailsAtConstructionNamingTheClosest() throws {
-        let spec = SensorSpec(name: "door", kind: .binary(BinarySettings(line: LineSelector("DOR"))))
+        let spec = SensorSpec(name: "door", kind: BinarySettings(line: LineSelector("DOR")))
         #expect(throws: GPIOError.lineNotFound(LineSelector("DOR"), closest: ["DOOR"])) {
             _ = try drive([SimulatedLineConfig(name: "DOOR"), SimulatedLineConfig(name: "LED")], [spec])
         }

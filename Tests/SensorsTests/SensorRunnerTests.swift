@@ -14,7 +14,7 @@ import Testing
                 ], repeats: false))
         let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "runner", lines: [door])])
         let runner = try SensorRunner(
-            spec: SensorSpec(name: "door", kind: .binary(BinarySettings(line: LineSelector("DOOR")))),
+            spec: SensorSpec(name: "door", kind: BinarySettings(line: LineSelector("DOOR"))),
             backend: sim)
         let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
         let task = Task { try await runner.run(delivering: { deliver.yield($0) }) }
@@ -35,7 +35,7 @@ import Testing
     @Test func runnerDrivesOutputs() async throws {
         let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "runner", lines: [SimulatedLineConfig(name: "LED")])])
         let runner = try SensorRunner(
-            spec: SensorSpec(name: "led", kind: .output(OutputSensorSettings(line: LineSelector("LED")))),
+            spec: SensorSpec(name: "led", kind: OutputSensorSettings(line: LineSelector("LED"))),
             backend: sim)
         let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
         let task = Task { try await runner.run(delivering: { deliver.yield($0) }) }

@@ -25,10 +25,10 @@ public protocol SensorKindConfig: Sendable, Hashable {
     /// (`active_low` is `invert`, `debounce` is `debounce`). `line` resolves a line reference
     /// (the configuration's chip names to the simulator's labels); `stateDirectory` is where
     /// state that survives restarts is kept.
-    func sensorKind(
+    func sensorSettings(
         line: (LineReference) -> LineSelector, stateDirectory: String
     ) -> (
-        kind: SensorKind, lineFilters: [SensorFilter]
+        settings: any SensorKindSettings, lineFilters: [SensorFilter]
     )
 }
 

@@ -9,7 +9,7 @@ import Sensors
 /// The configuration names a simulated chip `gpiochipN` *and* gives it a label, while the
 /// simulator knows chips by label only, so line references by chip name or `/dev` path are
 /// rewritten to the label. What each kind's settings become is the kind's own business
-/// (`SensorKindConfig.sensorKind`, in Config's `Kinds/`).
+/// (`SensorKindConfig.sensorSettings`, in Config's `Kinds/`).
 public enum SensorMapping {
     /// The simulator's chips for the configuration's `gpio.chips`.
     public static func simulatedChips(_ config: GPIOConfig) -> [SimulatedChipConfig] {
@@ -25,7 +25,7 @@ public enum SensorMapping {
     /// The Sensors layer's spec for one configured sensor. `gpio` resolves chip names of
     /// simulated chips to their labels.
     public static func spec(_ sensor: SensorConfig, gpio: GPIOConfig, stateDirectory: String) -> SensorSpec {
-        let (kind, lineFilters) = sensor.kind.sensorKind(
+        let (kind, lineFilters) = sensor.kind.sensorSettings(
             line: { LineSelector($0.name, chip: $0.chip.map { chipName($0, gpio: gpio) }) },
             stateDirectory: stateDirectory)
         return SensorSpec(name: sensor.id, kind: kind, filters: lineFilters + sensor.filters)

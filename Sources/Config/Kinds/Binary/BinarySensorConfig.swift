@@ -22,13 +22,13 @@ public struct BinarySensorConfig: SensorKindConfig {
         press == nil ? [(.value, .genericBoolean)] : [(.value, .genericBoolean), (.press, .button)]
     }
 
-    public func sensorKind(
+    public func sensorSettings(
         line: (LineReference) -> LineSelector, stateDirectory: String
     ) -> (
-        kind: SensorKind, lineFilters: [SensorFilter]
+        settings: any SensorKindSettings, lineFilters: [SensorFilter]
     ) {
         let settings = BinarySettings(line: line(input.line), bias: input.gpioBias, holdTime: holdTime, press: press)
-        return (.binary(settings), input.lineFilters)
+        return (settings, input.lineFilters)
     }
 
     static let defaultHoldTime = Duration.zero

@@ -13,13 +13,13 @@ public struct CounterSensorConfig: SensorKindConfig {
     public var isTotal: Bool { true }
     public var bthomeObjects: [(reading: SensorReading, object: BTHomeObject)] { [(.value, .count32)] }
 
-    public func sensorKind(
+    public func sensorSettings(
         line: (LineReference) -> LineSelector, stateDirectory: String
     ) -> (
-        kind: SensorKind, lineFilters: [SensorFilter]
+        settings: any SensorKindSettings, lineFilters: [SensorFilter]
     ) {
         let settings = CounterSettings(line: line(input.line), bias: input.gpioBias, stateDirectory: stateDirectory)
-        return (.counter(settings), input.lineFilters)
+        return (settings, input.lineFilters)
     }
 
     static let definition = SensorKindDescription(

@@ -21,12 +21,12 @@ public struct DHTSensorConfig: SensorKindConfig {
         [(.temperature, .temperature), (.humidity, .humidity)]
     }
 
-    public func sensorKind(
+    public func sensorSettings(
         line resolve: (LineReference) -> LineSelector, stateDirectory: String
     ) -> (
-        kind: SensorKind, lineFilters: [SensorFilter]
+        settings: any SensorKindSettings, lineFilters: [SensorFilter]
     ) {
-        (.dht(DHTSettings(model: model, line: resolve(line), interval: interval)), [])
+        (DHTSettings(model: model, line: resolve(line), interval: interval), [])
     }
 
     static let defaultInterval = Duration.seconds(10)

@@ -21,14 +21,14 @@ public struct DistanceSensorConfig: SensorKindConfig {
     public var outputLines: [LineReference] { [trigger] }
     public var bthomeObjects: [(reading: SensorReading, object: BTHomeObject)] { [(.value, .distance)] }
 
-    public func sensorKind(
+    public func sensorSettings(
         line: (LineReference) -> LineSelector, stateDirectory: String
     ) -> (
-        kind: SensorKind, lineFilters: [SensorFilter]
+        settings: any SensorKindSettings, lineFilters: [SensorFilter]
     ) {
         let settings = DistanceSettings(
             trigger: line(trigger), echo: line(echo.line), interval: interval, timeout: timeout)
-        return (.distance(settings), echo.lineFilters)
+        return (settings, echo.lineFilters)
     }
 
     static let defaultInterval = Duration.seconds(1)

@@ -18,12 +18,12 @@ public struct OutputSensorConfig: SensorKindConfig {
     public var outputLines: [LineReference] { [line] }
     public var isOutput: Bool { true }
 
-    public func sensorKind(
+    public func sensorSettings(
         line resolve: (LineReference) -> LineSelector, stateDirectory: String
     ) -> (
-        kind: SensorKind, lineFilters: [SensorFilter]
+        settings: any SensorKindSettings, lineFilters: [SensorFilter]
     ) {
-        (.output(OutputSensorSettings(line: resolve(line), initialValue: initial)), activeLow ? [.invert] : [])
+        (OutputSensorSettings(line: resolve(line), initialValue: initial), activeLow ? [.invert] : [])
     }
 
     static let defaultInitial = false

@@ -16,13 +16,13 @@ public struct PulseWidthSensorConfig: SensorKindConfig {
     public var lines: [LineReference] { [input.line] }
 
     /// `window` is the Sensors layer's report interval.
-    public func sensorKind(
+    public func sensorSettings(
         line: (LineReference) -> LineSelector, stateDirectory: String
     ) -> (
-        kind: SensorKind, lineFilters: [SensorFilter]
+        settings: any SensorKindSettings, lineFilters: [SensorFilter]
     ) {
         let settings = PulseWidthSettings(line: line(input.line), bias: input.gpioBias, reportInterval: window)
-        return (.pulseWidth(settings), input.lineFilters)
+        return (settings, input.lineFilters)
     }
 
     static let defaultWindow = Duration.seconds(1)

@@ -18,13 +18,13 @@ public struct RateSensorConfig: SensorKindConfig {
     public var name: String { "rate" }
     public var lines: [LineReference] { [input.line] }
 
-    public func sensorKind(
+    public func sensorSettings(
         line: (LineReference) -> LineSelector, stateDirectory: String
     ) -> (
-        kind: SensorKind, lineFilters: [SensorFilter]
+        settings: any SensorKindSettings, lineFilters: [SensorFilter]
     ) {
         let settings = RateSettings(line: line(input.line), bias: input.gpioBias, per: per, window: window, scale: scale)
-        return (.rate(settings), input.lineFilters)
+        return (settings, input.lineFilters)
     }
 
     static let defaultWindow = Duration.seconds(10)

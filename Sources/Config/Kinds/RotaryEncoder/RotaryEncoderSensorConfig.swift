@@ -20,15 +20,15 @@ public struct RotaryEncoderSensorConfig: SensorKindConfig {
     public var lines: [LineReference] { [a.line, b.line] }
 
     /// `wrap: N` is the Sensors layer's range `0...N-1`.
-    public func sensorKind(
+    public func sensorSettings(
         line: (LineReference) -> LineSelector, stateDirectory: String
     ) -> (
-        kind: SensorKind, lineFilters: [SensorFilter]
+        settings: any SensorKindSettings, lineFilters: [SensorFilter]
     ) {
         let settings = RotaryEncoderSettings(
             a: line(a.line), b: line(b.line), bias: a.gpioBias, transitionsPerStep: transitionsPerStep,
             wrap: wrap.map { 0...($0 - 1) })
-        return (.rotaryEncoder(settings), a.lineFilters)
+        return (settings, a.lineFilters)
     }
 
     /// Quadrature transitions per step of the usual detented encoders.

@@ -1,6 +1,6 @@
 import GPIO
 
-public struct BinarySettings: Sendable, Equatable {
+public struct BinarySettings: SensorKindSettings {
     public var line: LineSelector
     public var bias: GPIOBias
     /// An active state is reported inactive only once `holdTime` has passed since it last became
@@ -14,5 +14,9 @@ public struct BinarySettings: Sendable, Equatable {
         self.bias = bias
         self.holdTime = holdTime
         self.press = press
+    }
+
+    public func makeEngine(_ context: EngineContext) throws -> SensorEngineHandle {
+        SensorEngineHandle(engine: try BinaryEngine(self, context: context))
     }
 }

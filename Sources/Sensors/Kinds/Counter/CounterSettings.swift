@@ -1,6 +1,6 @@
 import GPIO
 
-public struct CounterSettings: Sendable, Equatable {
+public struct CounterSettings: SensorKindSettings {
     public var line: LineSelector
     public var bias: GPIOBias
     /// Where `<name>.count` keeps the total across restarts; nil keeps it in memory only.
@@ -19,5 +19,9 @@ public struct CounterSettings: Sendable, Equatable {
         self.stateDirectory = stateDirectory
         self.reportInterval = reportInterval
         self.persistInterval = persistInterval
+    }
+
+    public func makeEngine(_ context: EngineContext) throws -> SensorEngineHandle {
+        SensorEngineHandle(engine: try CounterEngine(self, context: context))
     }
 }

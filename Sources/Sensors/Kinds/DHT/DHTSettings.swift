@@ -1,6 +1,6 @@
 import GPIO
 
-public struct DHTSettings: Sendable, Equatable {
+public struct DHTSettings: SensorKindSettings {
     public enum Model: String, Sendable, Hashable, CaseIterable { case dht22, dht11 }
 
     public var model: Model
@@ -12,5 +12,9 @@ public struct DHTSettings: Sendable, Equatable {
         self.model = model
         self.line = line
         self.interval = interval
+    }
+
+    public func makeEngine(_ context: EngineContext) throws -> SensorEngineHandle {
+        SensorEngineHandle(engine: DHTEngine(self, context: context))
     }
 }

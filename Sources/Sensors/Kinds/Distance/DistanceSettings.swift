@@ -1,6 +1,6 @@
 import GPIO
 
-public struct DistanceSettings: Sendable, Equatable {
+public struct DistanceSettings: SensorKindSettings {
     public var trigger: LineSelector
     public var echo: LineSelector
     /// Time between measurements (at least 60 ms, the HC-SR04's cycle).
@@ -19,5 +19,9 @@ public struct DistanceSettings: Sendable, Equatable {
         self.interval = interval
         self.timeout = timeout
         self.speedOfSound = speedOfSound
+    }
+
+    public func makeEngine(_ context: EngineContext) throws -> SensorEngineHandle {
+        SensorEngineHandle(engine: try DistanceEngine(self, context: context))
     }
 }

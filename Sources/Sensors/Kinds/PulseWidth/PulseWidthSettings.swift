@@ -1,6 +1,6 @@
 import GPIO
 
-public struct PulseWidthSettings: Sendable, Equatable {
+public struct PulseWidthSettings: SensorKindSettings {
     public var line: LineSelector
     public var bias: GPIOBias
     /// Averages of the cycles completed in each interval are reported.
@@ -10,5 +10,9 @@ public struct PulseWidthSettings: Sendable, Equatable {
         self.line = line
         self.bias = bias
         self.reportInterval = reportInterval
+    }
+
+    public func makeEngine(_ context: EngineContext) throws -> SensorEngineHandle {
+        SensorEngineHandle(engine: try PulseWidthEngine(self, context: context))
     }
 }

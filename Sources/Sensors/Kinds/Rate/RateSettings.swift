@@ -1,6 +1,6 @@
 import GPIO
 
-public struct RateSettings: Sendable, Equatable {
+public struct RateSettings: SensorKindSettings {
     public enum Per: String, Sendable, Hashable, CaseIterable { case second, minute }
 
     public var line: LineSelector
@@ -22,5 +22,9 @@ public struct RateSettings: Sendable, Equatable {
         self.window = window
         self.scale = scale
         self.reportInterval = reportInterval
+    }
+
+    public func makeEngine(_ context: EngineContext) throws -> SensorEngineHandle {
+        SensorEngineHandle(engine: try RateEngine(self, context: context))
     }
 }

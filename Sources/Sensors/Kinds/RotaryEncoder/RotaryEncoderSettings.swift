@@ -1,6 +1,6 @@
 import GPIO
 
-public struct RotaryEncoderSettings: Sendable, Equatable {
+public struct RotaryEncoderSettings: SensorKindSettings {
     public var a: LineSelector
     public var b: LineSelector
     public var bias: GPIOBias
@@ -18,5 +18,9 @@ public struct RotaryEncoderSettings: Sendable, Equatable {
         self.bias = bias
         self.transitionsPerStep = transitionsPerStep
         self.wrap = wrap
+    }
+
+    public func makeEngine(_ context: EngineContext) throws -> SensorEngineHandle {
+        SensorEngineHandle(engine: try RotaryEncoderEngine(self, context: context))
     }
 }

@@ -19,7 +19,7 @@ let periodNs = UInt64(1_000_000_000 / hertz)
 
 func counterSpec(buffer: Int, report: Duration) -> SensorSpec {
     SensorSpec(
-        name: "pulses", kind: .counter(CounterSettings(line: LineSelector("PULSES"), reportInterval: report)),
+        name: "pulses", kind: CounterSettings(line: LineSelector("PULSES"), reportInterval: report),
         eventBufferSize: buffer)
 }
 
