@@ -39,7 +39,7 @@ struct SensorKindDescription: Sendable {
 /// The keys of one `sensors[]` item, as a kind's `parse` reads them: the mapping, and lines
 /// recorded as they are read so the parser can check each exists and is used once.
 final class SensorSettingsReader {
-    let mapping: ConfigMapping
+    private let mapping: ConfigMapping
     private let chip: String?
     private(set) var lines: [(key: String, reference: LineReference)] = []
 
