@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Config
@@ -36,5 +37,25 @@ struct SensorKindRegistryTests {
         #expect(window.defaultValue == "10s (`rate`), 1s (`pulse_width`)")
         #expect(window.meaning == "`rate`: sliding window the rate is measured over; `pulse_width`: averaging period.")
         #expect(ConfigReference.entries.filter { $0.key == "sensors[].interval" }.count == 1)
+    }
+
+    /// The kinds table in docs/configuration.md lists every kind with the settings it accepts.
+    @Test func theDocsListEveryKindWithItsSettings() throws {
+        let docs = try String(
+            contentsOf: ValidConfigTests.repositoryRoot.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        var documented: [String: String] = [:]
+        for row in docs.split(separator: "\n") where row.hasPrefix("| `") {
+            let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count == 3, !cells[0].contains("[]") else { continue }
+            for name in cells[0].split(separator: ",") {
+                let name = name.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: ["`"])
+                documented[name] = documented[name] ?? cells[1]  // the kinds table comes first
+            }
+        }
+        for kind in SensorKinds.all {
+            #expect(
+                documented[kind.name] == kind.settings.map { "`\($0)`" }.joined(separator: ", "),
+                "docs/configuration.md's kinds table: \(kind.name)")
+        }
     }
 }
