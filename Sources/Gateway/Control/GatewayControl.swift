@@ -96,7 +96,7 @@ struct GatewayControl: Sendable {
 extension ValuePipeline {
     /// The counters of the `state` topic's status event now.
     var counters: [String: Int] {
-        guard case .status(_, _, let counters) = status else { return [:] }
+        guard case .status(_, _, let counters) = statusEvent else { return [:] }
         return counters
     }
 }

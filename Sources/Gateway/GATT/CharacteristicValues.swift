@@ -7,72 +7,75 @@ import Logging
 import Notify
 import Values
 
-/// Each characteristic's current value and trigger descriptors, served to reads, and the check of
-/// centrals' writes.
+/// The one store of each characteristic's current value (the bytes reads get, what the pipeline
+/// and `gattway status` see), with its trigger descriptors, and the check of centrals' writes.
 ///
-/// The GATT server's request handlers are synchronous and run inside the peripheral actor, so
-/// they cannot await the pipeline actor: they read and write here, under a lock, and accepted
+/// Every characteristic of the layout has its entry from the start, so values that arrive before
+/// the services are published are kept here too; publishing only tells the store each one's value
+/// handle. The GATT server's request handlers are synchronous and run inside the peripheral actor,
+/// so they cannot await the pipeline actor: they read and write here, under a lock, and accepted
 /// writes are handed to the pipeline as `CentralWrite`s through `writes`, accepted trigger
 /// descriptor writes as `TriggerChange`s through `triggerChanges`.
 final class CharacteristicValues: @unchecked Sendable {
     struct Entry {
         let ref: CharacteristicRef
         let encoding: ValueEncoding
-        var bytes: [UInt8]
+        /// Nil until the characteristic has a value (a read gets no bytes then).
+        var bytes: [UInt8]?
         /// The ESS trigger descriptors, when the characteristic has them.
         var triggers: TriggerDescriptors?
     }
 
     private let lock = Mutex(())
     private let logger: Logger
-    // Guarded by `lock`. An array with the positions of value handles beside it, not a dictionary
-    // of entries: a value set in a dictionary goes through its modify accessors, which here cost
-    // three heap allocations per sensor value; an array element is changed in place.
-    private var entries: [Entry] = []
-    private var positions: [UInt16: Int] = [:]
+    // Guarded by `lock`. An array with the positions of refs and value handles beside it, not a
+    // dictionary of entries: a value set in a dictionary goes through its modify accessors, which
+    // here cost three heap allocations per sensor value; an array element is changed in place.
+    private var entries: [Entry]
+    /// Fixed at `init`, so read without the lock.
+    private let positionsByRef: [CharacteristicRef: Int]
+    private var positionsByHandle: [UInt16: Int] = [:]
     private let writeContinuation: AsyncStream<CentralWrite>.Continuation
     let writes: AsyncStream<CentralWrite>
     private let triggerContinuation: AsyncStream<TriggerChange>.Continuation
     let triggerChanges: AsyncStream<TriggerChange>
 
-    init(logger: Logger) {
+    /// An entry, without a value, for every characteristic of `layout`.
+    init(layout: GATTLayout, logger: Logger) {
         self.logger = logger
+        entries = layout.characteristics.keys.sorted().map { ref in
+            Entry(ref: ref, encoding: layout.characteristics[ref]!.config.encoding, bytes: nil, triggers: nil)
+        }
+        positionsByRef = Dictionary(uniqueKeysWithValues: entries.enumerated().map { ($1.ref, $0) })
         (writes, writeContinuation) = AsyncStream.makeStream(of: CentralWrite.self)
         (triggerChanges, triggerContinuation) = AsyncStream.makeStream(of: TriggerChange.self)
     }
 
-    /// `triggerPosition`: where the characteristic's trigger descriptors start in its descriptor
-    /// list, when it has them.
-    func register(
-        _ ref: CharacteristicRef, valueHandle: UInt16, encoding: ValueEncoding, initial: [UInt8],
-        triggerPosition: Int?
-    ) {
-        let entry = Entry(
-            ref: ref, encoding: encoding, bytes: initial,
-            triggers: triggerPosition.map { TriggerDescriptors(firstPosition: $0) })
+    /// `ref` is published at `valueHandle`; `triggerPosition`: where its trigger descriptors start
+    /// in its descriptor list, when it has them. Its value stays.
+    func register(_ ref: CharacteristicRef, valueHandle: UInt16, triggerPosition: Int?) {
+        guard let position = positionsByRef[ref] else { return }
         lock.withLock { _ in
-            if let position = positions[valueHandle] {
-                entries[position] = entry
-            } else {
-                positions[valueHandle] = entries.count
-                entries.append(entry)
-            }
+            positionsByHandle[valueHandle] = position
+            entries[position].triggers = triggerPosition.map { TriggerDescriptors(firstPosition: $0) }
         }
     }
 
-    func set(_ bytes: [UInt8], valueHandle: UInt16) {
-        lock.withLock { _ in
-            if let position = positions[valueHandle] { entries[position].bytes = bytes }
-        }
+    /// `ref`'s value is now `bytes`.
+    func set(_ bytes: [UInt8], of ref: CharacteristicRef) {
+        guard let position = positionsByRef[ref] else { return }
+        lock.withLock { _ in entries[position].bytes = bytes }
     }
 
-    func bytes(valueHandle: UInt16) -> [UInt8]? {
-        lock.withLock { _ in entry(valueHandle)?.bytes }
+    /// `ref`'s current value; nil before it has one.
+    func bytes(of ref: CharacteristicRef) -> [UInt8]? {
+        guard let position = positionsByRef[ref] else { return nil }
+        return lock.withLock { _ in entries[position].bytes }
     }
 
     /// The entry of a value handle. Call with `lock` held.
     private func entry(_ valueHandle: UInt16) -> Entry? {
-        positions[valueHandle].map { entries[$0] }
+        positionsByHandle[valueHandle].map { entries[$0] }
     }
 
     var handlers: GATTRequestHandlers {
@@ -82,7 +85,7 @@ final class CharacteristicValues: @unchecked Sendable {
     private func read(_ request: GATTReadRequest) -> Result<[UInt8], ATTErrorCode> {
         lock.withLock { _ in
             guard let entry = entry(request.characteristic.valueHandle) else { return .failure(.unlikelyError) }
-            guard let descriptor = request.descriptor else { return .success(entry.bytes) }
+            guard let descriptor = request.descriptor else { return .success(entry.bytes ?? []) }
             guard let triggers = entry.triggers else { return .failure(.unlikelyError) }
             return triggers.read(descriptor, encoding: entry.encoding)
         }
@@ -115,7 +118,7 @@ final class CharacteristicValues: @unchecked Sendable {
         guard !updated.isEmpty else { return nil }
         let changes = lock.withLock { _ in
             updated.keys.sorted().compactMap { handle -> TriggerChange? in
-                guard let position = positions[handle] else { return nil }
+                guard let position = positionsByHandle[handle] else { return nil }
                 entries[position].triggers = updated[handle]
                 return TriggerChange(
                     ref: entries[position].ref, central: batch[0].central, triggers: updated[handle]?.triggerSet)
@@ -155,8 +158,9 @@ final class CharacteristicValues: @unchecked Sendable {
                 try batch.map { request throws(ATTErrorCode) -> (UInt16, CentralWrite) in
                     let handle = request.characteristic.valueHandle
                     guard let entry = entry(handle) else { throw .unlikelyError }
-                    guard request.offset <= entry.bytes.count else { throw .invalidOffset }
-                    let bytes = Array(entry.bytes.prefix(request.offset)) + request.value
+                    let current = entry.bytes ?? []
+                    guard request.offset <= current.count else { throw .invalidOffset }
+                    let bytes = Array(current.prefix(request.offset)) + request.value
                     let value: SensorValue
                     do throws(ValueError) {
                         value = try entry.encoding.decode(bytes)
@@ -181,7 +185,7 @@ final class CharacteristicValues: @unchecked Sendable {
         }
         lock.withLock { _ in
             for (handle, write) in accepted {
-                if let position = positions[handle] { entries[position].bytes = write.bytes }
+                if let position = positionsByHandle[handle] { entries[position].bytes = write.bytes }
             }
         }
         for (_, write) in accepted { writeContinuation.yield(write) }

@@ -1,0 +1,152 @@
+import BluetoothGATT
+import EventLoop
+import GPIO
+import Logging
+import Notify
+
+/// Drives the `NotifyEngine` for the gateway: subscriptions, values and the triggers centrals
+/// wrote go in, and every transmission the engine hands out goes to `send`, the link's side.
+/// Owned by the `ValuePipeline` and used only on its executor, the event loop.
+///
+/// Backpressure: when `send` returns false the link is full; the transmission goes back to the
+/// engine's slot for its subscription (unless a newer value took it meanwhile), which keeps only
+/// the newest value, and nothing more is taken for that central until `linkReady()`. Others are
+/// still served, so a stalled central delays nobody else. Time: one `DeadlineTimer`, scheduled for
+/// the engine's `nextDeadline` after every drain; its owner calls `advance()` when it fires.
+///
+/// Triggers: a central's accepted write to an ESS characteristic's trigger descriptors becomes
+/// the triggers of every central subscribed to it, and of those subscribing later.
+final class NotifyDriver {
+    typealias Send = (Transmission<CentralID, CharacteristicRef>) throws -> Bool
+
+    private var engine = NotifyEngine<CentralID, CharacteristicRef>()
+    private let send: Send
+    private let timer: DeadlineTimer?
+    private let clock: @Sendable () -> ContinuousClock.Instant
+    private let origin: ContinuousClock.Instant
+    /// The loop's clock (CLOCK_MONOTONIC, ns) at `origin`: a deadline becomes the same moment on
+    /// the loop every time it is scheduled, so one that has not moved never re-arms the timer.
+    private let loopOrigin: UInt64
+    private let logger: Logger
+    /// Centrals whose `send` returned false since the last `linkReady()`.
+    private var fullCentrals: Set<CentralID> = []
+    /// The triggers centrals wrote, per characteristic (`TriggerDescriptors`).
+    private var serverTriggers: [CharacteristicRef: TriggerSet] = [:]
+
+    /// `timer`: scheduled for the engine's deadlines; nil leaves time to the caller's `advance()`
+    /// (tests, with a manual clock). `send`: puts one update on the link, false when it is full.
+    init(
+        policies: [CharacteristicRef: NotifyPolicy], timer: DeadlineTimer?,
+        clock: @escaping @Sendable () -> ContinuousClock.Instant, logger: Logger, send: @escaping Send
+    ) {
+        for (ref, policy) in policies { engine.configure(ref, policy: policy) }
+        self.timer = timer
+        self.clock = clock
+        origin = clock()
+        loopOrigin = EventLoop.now()
+        self.logger = logger
+        self.send = send
+    }
+
+    /// Since the driver started: the engine's time.
+    private var now: Duration { clock() - origin }
+
+    /// The per-characteristic and per-central counters.
+    var statistics: NotifyStatistics<CentralID, CharacteristicRef> { engine.statistics }
+
+    /// When the engine next has work (relative to the driver's start).
+    var nextDeadline: Duration? { engine.nextDeadline }
+
+    // MARK: Inputs (each followed by `drain()` when its owner is done)
+
+    /// Every subscriber's policy on `ref` from its next value on.
+    func configure(_ ref: CharacteristicRef, policy: NotifyPolicy) {
+        engine.configure(ref, policy: policy)
+    }
+
+    /// `ref`'s new value, judged for every subscriber.
+    func update(_ ref: CharacteristicRef, sample: NotifySample) {
+        engine.update(ref, sample: sample, now: now)
+    }
+
+    /// The characteristic's triggers come first: they judge the current value the subscription
+    /// may start with.
+    func subscribe(_ central: CentralID, to ref: CharacteristicRef, kind: UpdateKind) {
+        if let triggers = serverTriggers[ref] { engine.setTriggers(triggers, for: central, on: ref, now: now) }
+        engine.subscribe(central, to: ref, kind: kind, now: now)
+    }
+
+    func unsubscribe(_ central: CentralID, from ref: CharacteristicRef) {
+        engine.unsubscribe(central, from: ref)
+    }
+
+    func disconnect(_ central: CentralID) {
+        engine.disconnect(central)
+        fullCentrals.remove(central)
+    }
+
+    /// The link has room again (`readyToUpdateSubscribers`): every central is tried again.
+    func linkReady() {
+        fullCentrals = []
+    }
+
+    /// `ref`'s triggers (nil: the configured policy) for every central subscribed to it now and
+    /// later.
+    func setTriggers(_ triggers: TriggerSet?, on ref: CharacteristicRef) {
+        serverTriggers[ref] = triggers
+        for central in engine.subscribers(of: ref).sorted() {
+            engine.setTriggers(triggers, for: central, on: ref, now: now)
+        }
+    }
+
+    /// Handles the engine's deadlines up to now, then drains.
+    func advance() {
+        engine.advance(to: now)
+        drain()
+    }
+
+    /// Stops the timer: nothing is scheduled any more.
+    func stop() {
+        timer?.cancel()
+    }
+
+    // MARK: The link
+
+    /// Hands waiting values to `send` until the link is full or nothing waits, then schedules the
+    /// timer for the engine's next deadline. Synchronous, so nothing else runs in between.
+    func drain() {
+        for central in engine.centralsWithPendingTransmissions.sorted() where !fullCentrals.contains(central) {
+            while !fullCentrals.contains(central), let transmission = engine.nextTransmission(for: central) {
+                guard transmit(transmission) else {
+                    // Back to the engine's slot, where a newer value replaces it.
+                    engine.transmissionRefused(transmission)
+                    break
+                }
+            }
+        }
+        if let timer, let deadline = engine.nextDeadline {
+            timer.schedule(at: loopOrigin + deadline.nanoseconds)
+        }
+    }
+
+    /// Sends one update; false (and the central is full) when the link has no room for it.
+    private func transmit(_ transmission: Transmission<CentralID, CharacteristicRef>) -> Bool {
+        do {
+            if try !send(transmission) {
+                fullCentrals.insert(transmission.central)
+                return false
+            }
+        } catch {
+            logger.warning(
+                "update not sent",
+                metadata: [
+                    "characteristic": "\(transmission.characteristic)",
+                    "central": "\(transmission.central)", "error": "\(error)"
+                ])
+        }
+        // The GATT server queues indications per central behind the unconfirmed one (bounded),
+        // so the engine may hand out the next.
+        if transmission.kind == .indication { engine.indicationConfirmed(by: transmission.central) }
+        return true
+    }
+}

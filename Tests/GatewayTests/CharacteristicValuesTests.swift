@@ -1,0 +1,71 @@
+import BluetoothGATT
+import Config
+import Logging
+import Testing
+import Values
+
+@testable import Gateway
+
+/// The store of current values with the publication beside it: one entry per characteristic from
+/// the start, values kept across publishing, reads and writes by value handle reaching the same
+/// entry the pipeline sets by characteristic.
+@Suite(.timeLimit(.minutes(1)))
+struct CharacteristicValuesTests {
+    let layout: GATTLayout
+    let values: CharacteristicValues
+    let peripheral: Peripheral
+    let publication = GATTPublication()
+    let alice = CentralID(1)
+
+    init() async throws {
+        layout = GATTLayout(config: try ConfigLoader.load(yaml: ValuePipelineTests.yaml).config)
+        values = CharacteristicValues(layout: layout, logger: Logger(label: "test"))
+        peripheral = Peripheral(configuration: .init(deviceName: "store"), link: RecordingLink())
+        await peripheral.updateState(.poweredOn)
+    }
+
+    func ref(_ path: String) -> CharacteristicRef { layout.ref(path)! }
+
+    /// What a central's read gets; nil when it is refused.
+    func read(_ path: String) -> [UInt8]? {
+        try? values.handlers.read(
+            GATTReadRequest(central: alice, characteristic: publication.characteristics[ref(path)]!, offset: 0)
+        ).get()
+    }
+
+    @Test func valuesSetBeforePublishingAreServedAfter() async throws {
+        let temperature = ref("environment/temperature")
+        #expect(values.bytes(of: temperature) == nil, "no value before the sensor's first")
+        values.set([0x66, 0x08], of: temperature)
+        try await publication.publish(layout, on: peripheral, values: values, logger: Logger(label: "test"))
+        #expect(read("environment/temperature") == [0x66, 0x08])
+        #expect(read("gateway/label") == [], "a read before any value gets no bytes")
+        values.set([0x67, 0x08], of: temperature)
+        #expect(read("environment/temperature") == [0x67, 0x08])
+        #expect(values.bytes(of: temperature) == [0x67, 0x08])
+    }
+
+    /// A central's accepted write is the current value at once, in the same entry, and goes to the
+    /// pipeline as a `CentralWrite`; a refused one changes nothing.
+    @Test func writesChangeTheOneEntry() async throws {
+        try await publication.publish(layout, on: peripheral, values: values, logger: Logger(label: "test"))
+        let label = ref("gateway/label")
+        let published = try #require(publication.characteristics[label])
+        #expect(publication.ref(valueHandle: published.valueHandle) == label)
+        values.set(Array("hi".utf8), of: label)
+        var writes = values.writes.makeAsyncIterator()
+        let write = { (bytes: [UInt8], offset: Int) in
+            values.handlers.write([
+                GATTWriteRequest(central: alice, characteristic: published, offset: offset, value: bytes, kind: .request)
+            ])
+        }
+        #expect(write(Array("ho".utf8), 1) == nil, "an offset completes the current value")
+        #expect(values.bytes(of: label) == Array("hho".utf8))
+        #expect(
+            await writes.next()
+                == CentralWrite(ref: label, central: alice, value: .text("hho"), bytes: Array("hho".utf8), kind: .request))
+        #expect(write(Array("x".utf8), 4) == .invalidOffset)
+        #expect(write(Array("much too long".utf8), 0) == .invalidAttributeValueLength)
+        #expect(read("gateway/label") == Array("hho".utf8))
+    }
+}
