@@ -56,6 +56,17 @@ public final class DeadlineTimer: Sendable {
         schedule(at: EventLoop.now() + UInt64(max(nanoseconds, 0)))
     }
 
+    /// `schedule(at:)` for a machine whose time is a `Duration` since `origin`, the loop's clock
+    /// (`EventLoop.now()`) when the machine's time began: a deadline that has not moved is the
+    /// same moment on every call, so it never re-arms the timer (a delay from now would, by the
+    /// nanoseconds between two clock readings).
+    public func schedule(at deadline: Duration?, since origin: UInt64) {
+        guard let deadline else { return }
+        let (seconds, attoseconds) = deadline.components
+        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        schedule(at: origin + UInt64(max(nanoseconds, 0)))
+    }
+
     /// Disarms it: the machine has stopped.
     public func cancel() {
         armedAt.withLock { $0 = nil }

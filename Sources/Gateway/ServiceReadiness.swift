@@ -85,7 +85,7 @@ final class ReadinessReporter: Sendable {
     private struct Sending {
         var last: ContinuousClock.Instant?
         /// Sends the status when the interval is over, while one waits (made at the first).
-        var deferred: EventLoop.Timer?
+        var deferred: DeadlineTimer?
         var waiting = false
     }
 
@@ -106,9 +106,9 @@ final class ReadinessReporter: Sendable {
                 if !sending.waiting {
                     sending.waiting = true
                     if sending.deferred == nil {
-                        sending.deferred = EventLoop.shared.makeTimer { [weak self] in self?.sendDeferredStatus() }
+                        sending.deferred = DeadlineTimer { [weak self] _ in self?.sendDeferredStatus() }
                     }
-                    sending.deferred?.arm(after: Self.minimumStatusInterval - (now - last))
+                    sending.deferred?.schedule(after: Self.minimumStatusInterval - (now - last))
                 }
                 return false
             }

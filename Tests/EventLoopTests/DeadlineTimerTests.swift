@@ -79,6 +79,22 @@ struct DeadlineTimerTests {
         #expect(firedAt < start + 30_000_000_000)
     }
 
+    /// A machine counting time as a `Duration` since an origin on the loop's clock: its deadline
+    /// is that long after the origin, not after the call.
+    @Test func aDeadlineSinceAnOriginIsThatLongAfterIt() async throws {
+        let origin = EventLoop.now()
+        try await Task.sleep(for: .milliseconds(200))
+        let (fired, firedSink) = AsyncStream.makeStream(of: UInt64.self)
+        let timer = DeadlineTimer { _ in firedSink.yield(EventLoop.now()) }
+        let scheduled = EventLoop.now()
+        timer.schedule(at: .milliseconds(250), since: origin)
+        timer.schedule(at: nil, since: origin)
+        var iterator = fired.makeAsyncIterator()
+        let firedAt = await iterator.next()!
+        #expect(firedAt >= origin + 250_000_000)
+        #expect(firedAt < scheduled + 250_000_000, "250 ms after the origin, not after the call")
+    }
+
     @Test func afterFiringTheTimerArmsAgainForALaterDeadline() async {
         // The armed moment is forgotten when the timer fires: a later deadline then arms it.
         let (fired, firedSink) = AsyncStream.makeStream(of: Int.self)

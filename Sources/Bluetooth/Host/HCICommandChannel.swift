@@ -16,8 +16,9 @@ final class HCICommandChannel {
     private var slotWaiters: [CheckedContinuation<Void, Never>] = []
     private var pending: PendingCommand?
     private var nextToken: UInt64 = 0
-    /// Times out the command in flight (made at the first command).
-    private var timer: EventLoop.Timer?
+    /// Times out the command in flight (made at the first command); cancelled when it is
+    /// answered, so each command is timed from its own sending.
+    private var timer: DeadlineTimer?
 
     init(timeout: Duration) {
         self.timeout = timeout
@@ -33,7 +34,7 @@ final class HCICommandChannel {
         transport = nil
         if let pending {
             self.pending = nil
-            timer?.disarm()
+            timer?.cancel()
             pending.continuation.resume(throwing: HostError("the controller was lost"))
         }
     }
@@ -98,7 +99,7 @@ final class HCICommandChannel {
     private func finish(token: UInt64, with result: Result<HCICommandResult, any Error>) {
         guard let pending, pending.token == token else { return }
         self.pending = nil
-        timer?.disarm()
+        timer?.cancel()
         pending.continuation.resume(with: result)
     }
 
@@ -107,12 +108,12 @@ final class HCICommandChannel {
             // The timer runs on the loop, the executor of the host that owns this channel and
             // the only place the channel is used.
             nonisolated(unsafe) weak let channel = self
-            timer = EventLoop.shared.makeTimer {
+            timer = DeadlineTimer { _ in
                 precondition(EventLoop.shared.inLoop, "the command timer ran off the event loop")
                 channel?.timedOut()
             }
         }
-        timer?.arm(after: timeout)
+        timer?.schedule(after: timeout)
     }
 
     /// The command in flight was not answered within `timeout`.

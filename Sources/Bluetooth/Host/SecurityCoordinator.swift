@@ -30,8 +30,10 @@ final class SecurityCoordinator {
     private let bondStore: BondStore?
     /// The origin of the Security Manager's monotonic time.
     private let clockOrigin = ContinuousClock.now
+    /// The loop's clock at `clockOrigin`, for the timer.
+    private let loopOrigin = EventLoop.now()
     /// Wakes the Security Manager at its earliest deadline (made at the first one).
-    private var timer: EventLoop.Timer?
+    private var timer: DeadlineTimer?
     /// Connections whose pairing shows a Numeric Comparison value and waits for the user.
     private var awaitingConfirmation: Set<UInt16> = []
 
@@ -91,12 +93,12 @@ final class SecurityCoordinator {
     func connectionClosed(_ handle: UInt16) {
         manager.connectionClosed(handle)
         awaitingConfirmation.remove(handle)
-        armTimer()
+        scheduleTimer()
     }
 
     /// The controller is gone with every connection on it.
     func sessionEnded(closing handles: [UInt16]) {
-        timer?.disarm()
+        timer?.cancel()
         for handle in handles { manager.connectionClosed(handle) }
     }
 
@@ -191,7 +193,7 @@ final class SecurityCoordinator {
                 await report(event)
             }
         }
-        armTimer()
+        scheduleTimer()
     }
 
     private nonisolated(nonsending) func report(_ event: SecurityEvent) async {
@@ -303,22 +305,19 @@ final class SecurityCoordinator {
 
     // MARK: The SMP timeout
 
-    /// One timer for the Security Manager's earliest deadline (no polling).
-    private func armTimer() {
-        guard let deadline = manager.nextDeadline else {
-            timer?.disarm()
-            return
-        }
+    /// Schedules the timer for the Security Manager's earliest deadline (no polling). A wake-up
+    /// before it (the deadline moved later since the arming) expires nothing and schedules again.
+    private func scheduleTimer() {
+        guard let deadline = manager.nextDeadline else { return }
         if timer == nil {
-            // Its work awaits the GATT server, so it runs as a task on the loop (one per deadline
-            // reached): the executor of the host that owns this coordinator, the only place it is
-            // used.
+            // Its work awaits the GATT server, so it runs as a task on the loop (one per wake-up):
+            // the executor of the host that owns this coordinator, the only place it is used.
             nonisolated(unsafe) weak let coordinator = self
-            timer = EventLoop.shared.makeTimer {
+            timer = DeadlineTimer { _ in
                 Task(executorPreference: EventLoop.shared) { await coordinator?.deadlineReached() }
             }
         }
-        timer?.arm(after: deadline - now)
+        timer?.schedule(at: deadline, since: loopOrigin)
     }
 
     private nonisolated(nonsending) func deadlineReached() async {

@@ -1,6 +1,5 @@
 import BluetoothGATT
 import EventLoop
-import GPIO
 import Logging
 import Notify
 
@@ -124,9 +123,7 @@ final class NotifyDriver {
                 }
             }
         }
-        if let timer, let deadline = engine.nextDeadline {
-            timer.schedule(at: loopOrigin + deadline.nanoseconds)
-        }
+        timer?.schedule(at: engine.nextDeadline, since: loopOrigin)
     }
 
     /// Sends one update; false (and the central is full) when the link has no room for it.
