@@ -92,7 +92,7 @@ public struct GatewayService: Service {
         logger.notice("gattway running", metadata: ["device": "\(config.device.id)"])
         let readiness = ReadinessReporter(systemd: systemd, controller: "\(hostConfiguration.transport)")
         let control = GatewayControl(
-            running: running, layout: layout, host: host, peripheral: binding.peripheral, pipeline: pipeline)
+            running: running, host: host, peripheral: binding.peripheral, pipeline: pipeline)
         let controlSocket = Self.openControlSocket(config.runtimeDirectory, control: control, logger: logger)
         controlSocket?.start()
 

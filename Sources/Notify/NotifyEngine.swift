@@ -155,6 +155,19 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         centralCounters[central] = nil
     }
 
+    /// A characteristic no longer served (a reload changed its service): its subscriptions end
+    /// (values waiting count as dropped), and its value, policy, triggers, overrides and counters
+    /// are forgotten, so a characteristic configured again under the same key starts afresh.
+    public mutating func remove(_ characteristic: Characteristic) {
+        for central in characteristics[characteristic]?.subscribers ?? [] {
+            unsubscribe(central, from: characteristic)
+        }
+        characteristics[characteristic] = nil
+        overrides = overrides.filter { $0.key.characteristic != characteristic }
+        triggers = triggers.filter { $0.key.characteristic != characteristic }
+        characteristicCounters[characteristic] = nil
+    }
+
     // MARK: Values and time
 
     /// A new value of `characteristic`, judged for every subscribed central.

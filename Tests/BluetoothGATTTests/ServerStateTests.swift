@@ -83,6 +83,31 @@ import Testing
         #expect(server.snapshot(of: central)?.clientConfigurations.isEmpty == true)
     }
 
+    /// A reload's changes under one hold: a central that enabled Service Changed gets one
+    /// indication over every handle changed (the battery service's 43–46 removed, a larger
+    /// service added on 43–49), not one per service; a hold with no change sends nothing.
+    @Test func heldServiceChangesAreIndicatedOnceOverEveryHandleChanged() throws {
+        let (server, _, services) = try Fixture.server()
+        server.connect(central)
+        server.addTransmitCredits(10, now: .now)
+        #expect(server.exchange("120b000200").sent == ["13"], "Service Changed indications enabled")
+        server.holdServiceChanged()
+        try server.removeService(services[3].id, now: .now)
+        let fixed = (0..<3).map { index in
+            GATTCharacteristic(
+                uuid: BluetoothUUID(0xCCC1 + UInt16(index)), properties: .read, permissions: .readable, value: .fixed([1]))
+        }
+        let added = try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: fixed), now: .now)
+        #expect(added.handles == 43...49)
+        #expect(server.split(server.takeOutput()).sent.isEmpty, "nothing while held")
+        server.releaseServiceChanged(now: .now)
+        #expect(server.split(server.takeOutput()).sent == ["1d0a00" + "2b00" + "3100"])
+        #expect(server.exchange("1e").sent.isEmpty, "confirmed")
+        server.holdServiceChanged()
+        server.releaseServiceChanged(now: .now)
+        #expect(server.takeOutput().isEmpty)
+    }
+
     @Test func theTransactionTimeoutIsThirtySecondsOfServerTime() throws {
         let (server, _, services) = try Fixture.server()
         let tx = try #require(services[2].characteristic(Fixture.nordicTX))

@@ -51,7 +51,7 @@ struct CharacteristicValuesTests {
         try await publication.publish(layout, on: peripheral, values: values, logger: Logger(label: "test"))
         let label = ref("gateway/label")
         let published = try #require(publication.characteristics[label])
-        #expect(publication.ref(valueHandle: published.valueHandle) == label)
+        #expect(publication.ref(of: published) == label)
         values.set(Array("hi".utf8), of: label)
         var writes = values.writes.makeAsyncIterator()
         let write = { (bytes: [UInt8], offset: Int) in

@@ -137,6 +137,26 @@ struct BackpressureTests {
         #expect(engine.centralsWithPendingTransmissions.isEmpty)
     }
 
+    /// A characteristic a reload stopped serving: its subscribers and waiting value are gone,
+    /// the others' stay, and configured again under the same key it starts without the old
+    /// value (nothing sent on subscribe) or counters.
+    @Test func aRemovedCharacteristicIsForgotten() {
+        var engine = NotifyEngine<String, String>()
+        engine.configure("temp", policy: NotifyPolicy(minInterval: .seconds(1)))
+        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
+        engine.subscribe("A", to: "hum", kind: .notification, now: .zero)
+        engine.update("temp", sample: NotifySample(value: .number(1), bytes: [1]), now: .zero)
+        engine.update("hum", sample: NotifySample(value: .number(2), bytes: [2]), now: .zero)
+        engine.remove("temp")
+        #expect(engine.subscribers(of: "temp").isEmpty)
+        #expect(engine.statistics.perCharacteristic["temp"] == nil)
+        #expect(engine.nextTransmission(for: "A")?.sample.bytes == [2])
+        #expect(engine.nextTransmission(for: "A") == nil, "the removed value waits no more")
+        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
+        #expect(engine.nextTransmission(for: "A") == nil, "no old value on subscribe")
+        #expect(engine.subscribers(of: "temp") == ["A"])
+    }
+
     @Test func countersLogLine() {
         var harness = Harness(policy: NotifyPolicy(minInterval: .seconds(1)))
         harness.subscribe("A")

@@ -104,6 +104,10 @@ public final class GATTServer {
     var output: [GATTServerOutput] = []
     /// The GATT service's Service Changed characteristic.
     let serviceChanged: PublishedCharacteristic
+    /// Between `holdServiceChanged()` and `releaseServiceChanged(now:)`: the handles changed so
+    /// far (nil: none yet), indicated as one change at the release.
+    private var heldChange: ClosedRange<UInt16>?
+    private var holdsServiceChanged = false
 
     public init(configuration: Configuration = Configuration(), handlers: GATTRequestHandlers = .unavailable) {
         self.configuration = configuration
@@ -156,6 +160,21 @@ public final class GATTServer {
         }
         databaseChanged(low...high, now: now)
         return removable
+    }
+
+    /// Holds Service Changed back while several services change (a reload's removals and
+    /// additions): `releaseServiceChanged(now:)` then tells each central once, over every handle
+    /// changed in between, instead of once per service with the database half changed.
+    public func holdServiceChanged() {
+        holdsServiceChanged = true
+    }
+
+    /// Ends `holdServiceChanged()`: one Service Changed over the handles changed since, if any.
+    public func releaseServiceChanged(now: ContinuousClock.Instant) {
+        holdsServiceChanged = false
+        guard let range = heldChange else { return }
+        heldChange = nil
+        databaseChanged(range, now: now)
     }
 
     /// The Database Hash as the characteristic carries it (least significant byte first).
@@ -409,6 +428,10 @@ public final class GATTServer {
     /// Changed indication to those that enabled it, and change-unawareness to those that enabled
     /// robust caching (Vol 3 Part G 2.5.2.1).
     private func databaseChanged(_ range: ClosedRange<UInt16>, now: ContinuousClock.Instant) {
+        if holdsServiceChanged {
+            heldChange = heldChange.map { min($0.lowerBound, range.lowerBound)...max($0.upperBound, range.upperBound) } ?? range
+            return
+        }
         for id in orderedCentralIDs {
             tellDatabaseChanged(range, to: centrals[id]!, now: now)
         }

@@ -145,6 +145,18 @@ public actor Peripheral {
 
     public var services: [PublishedService] { server.services }
 
+    /// Holds Service Changed back until `releaseServiceChanged()`, so the services removed and
+    /// added in between reach each central as one change (`GATTServer.holdServiceChanged`).
+    public func holdServiceChanged() {
+        server.holdServiceChanged()
+    }
+
+    /// One Service Changed indication over every handle changed since `holdServiceChanged()`.
+    public func releaseServiceChanged() {
+        server.releaseServiceChanged(now: now())
+        flush()
+    }
+
     /// Sends a value to subscribed centrals (all, or those in `centrals`). False when the transmit
     /// queue is full: nothing was sent, and one `readyToUpdateSubscribers` follows when room frees.
     public func updateValue(

@@ -7,7 +7,6 @@ import Values
 /// Answers the control socket's requests from the running gateway's parts.
 struct GatewayControl: Sendable {
     let running: RunningConfiguration
-    let layout: GATTLayout
     let host: PeripheralHost
     let peripheral: Peripheral
     let pipeline: ValuePipeline
@@ -52,6 +51,7 @@ struct GatewayControl: Sendable {
     }
 
     func status(_ config: GatewayConfig) async -> GatewayStatus {
+        let layout = await pipeline.layout
         var refsByClientConfiguration: [UInt16: CharacteristicRef] = [:]
         for ref in layout.characteristics.keys {
             if let handle = await pipeline.publishedCharacteristic(ref)?.clientConfigurationHandle {

@@ -114,6 +114,22 @@ actor RunningConfiguration {
             report.applied.append("sensor \(id) stopped")
         }
         var running = config
+        if changes.sections.contains("services"), config.mqtt == nil, let pipeline = sinks?.pipeline {
+            var next = config
+            next.services = loaded.config.services
+            next.sensors = loaded.config.sensors
+            // The sensors that keep running give the new characteristics their values now; the
+            // others give theirs when they start, below.
+            var readings: [SensorSample] = []
+            for sensor in sensors.values { readings += await sensor.runner.latest().values }
+            do {
+                let change = try await pipeline.changeLayout(to: GATTLayout(config: next), currentReadings: readings)
+                running.services = next.services
+                report.applied.append(Self.describe(change))
+            } catch {
+                report.failed.append("services could not be published anew: \(error); restart gattway to apply them")
+            }
+        }
         running.sensors = []
         let restarted = Set(changes.sensorsChanged)
         let broadcasting = Set(config.sensors.filter(\.bthome).map(\.id))
@@ -140,7 +156,8 @@ actor RunningConfiguration {
             report.applied += changes.notifyPolicies.map { "notify policy of \($0)" }
         }
         config = running
-        report.needsRestart = changes.sections.map(Self.restartMessage)
+        report.needsRestart = changes.sections.filter { $0 != "services" || running.services != loaded.config.services }
+            .map(Self.restartMessage)
         return report
     }
 
@@ -148,10 +165,16 @@ actor RunningConfiguration {
     static func restartMessage(_ section: String) -> String {
         switch section {
         case "services":
-            "services changed: restart gattway to apply them (the GATT services and their characteristics "
-                + "run as before)"
+            "services changed: restart gattway to apply them (with an mqtt section the mirror's topics and "
+                + "discovery follow the services; the GATT services and their characteristics run as before)"
         default: "\(section) changed: restart gattway to apply it"
         }
+    }
+
+    /// The report's line for a changed GATT layout.
+    private static func describe(_ change: GATTLayoutChange) -> String {
+        "services: \(change.added.count) published anew, \(change.removed.count) removed, "
+            + "\(change.kept.count) unchanged (Service Changed indicated)"
     }
 
     private static func runner(_ sensor: SensorConfig, config: GatewayConfig, backend: any GPIOBackend) throws -> SensorRunner {

@@ -32,8 +32,8 @@ final class CharacteristicValues: @unchecked Sendable {
     // dictionary of entries: a value set in a dictionary goes through its modify accessors, which
     // here cost three heap allocations per sensor value; an array element is changed in place.
     private var entries: [Entry]
-    /// Fixed at `init`, so read without the lock.
-    private let positionsByRef: [CharacteristicRef: Int]
+    /// Changed only by a reload's layout (`relayout`), on the event loop where every caller runs.
+    private var positionsByRef: [CharacteristicRef: Int]
     private var positionsByHandle: [UInt16: Int] = [:]
     private let writeContinuation: AsyncStream<CentralWrite>.Continuation
     let writes: AsyncStream<CentralWrite>
@@ -49,6 +49,25 @@ final class CharacteristicValues: @unchecked Sendable {
         positionsByRef = Dictionary(uniqueKeysWithValues: entries.enumerated().map { ($1.ref, $0) })
         (writes, writeContinuation) = AsyncStream.makeStream(of: CentralWrite.self)
         (triggerChanges, triggerContinuation) = AsyncStream.makeStream(of: TriggerChange.self)
+    }
+
+    /// A reload's layout: an entry, without a value, for every characteristic of `layout`, except
+    /// those in `kept` (their services stay published), which keep their value, value handle and
+    /// trigger descriptors. The others are published anew (`register`).
+    func relayout(_ layout: GATTLayout, keeping kept: Set<CharacteristicRef>) {
+        lock.withLock { _ in
+            let before = Dictionary(uniqueKeysWithValues: entries.map { ($0.ref, $0) })
+            let handles = Dictionary(uniqueKeysWithValues: positionsByHandle.map { (entries[$1].ref, $0) })
+            entries = layout.characteristics.keys.sorted().map { ref in
+                if kept.contains(ref), let entry = before[ref] { return entry }
+                return Entry(ref: ref, encoding: layout.characteristics[ref]!.config.encoding, bytes: nil, triggers: nil)
+            }
+            positionsByRef = Dictionary(uniqueKeysWithValues: entries.enumerated().map { ($1.ref, $0) })
+            positionsByHandle = [:]
+            for ref in kept {
+                if let handle = handles[ref], let position = positionsByRef[ref] { positionsByHandle[handle] = position }
+            }
+        }
     }
 
     /// `ref` is published at `valueHandle`; `triggerPosition`: where its trigger descriptors start

@@ -90,6 +90,14 @@ public struct GATTLayout: Sendable {
     /// The configured name of service `index`, by which other services include it.
     public func serviceName(_ index: Int) -> String? { config.services[index].name }
 
+    /// The names of the services configured service `index` includes.
+    public func includedServiceNames(_ index: Int) -> [String] { config.services[index].includes }
+
+    /// The characteristics of configured service `index`, in configuration order.
+    public func refs(ofService index: Int) -> [CharacteristicRef] {
+        characteristics.keys.filter { $0.service == index }.sorted()
+    }
+
     /// The service to publish for configured service `index`; `included` gives the published IDs
     /// of the services it includes (published earlier, see `publishingOrder`).
     public func service(_ index: Int, included: (String) -> GATTServiceID?) throws(ValueError) -> GATTService {

@@ -4,35 +4,34 @@ import Logging
 
 /// The layout's services as the peripheral published them: adds them in publishing order, tells
 /// the value store each characteristic's value handle, and answers which published characteristic
-/// a configured one is and back. Owned by the `ValuePipeline` and used only on its executor.
+/// a configured one is and back. A reload's layout replaces the services that changed
+/// (`change`). Owned by the `ValuePipeline` and used only on its executor.
 final class GATTPublication {
     private(set) var characteristics: [CharacteristicRef: PublishedCharacteristic] = [:]
     private var refsByValueHandle: [UInt16: CharacteristicRef] = [:]
+    /// The configured services as published, in publishing order; nil before `publish`.
+    private(set) var services: [PublishedLayoutService]?
 
     var isEmpty: Bool { characteristics.isEmpty }
 
-    /// The configured characteristic published at `valueHandle`.
-    func ref(valueHandle: UInt16) -> CharacteristicRef? { refsByValueHandle[valueHandle] }
+    /// The configured characteristic published as `characteristic`; nil for one a reload removed
+    /// (its events may still be on their way when its handles serve another).
+    func ref(of characteristic: PublishedCharacteristic) -> CharacteristicRef? {
+        guard let ref = refsByValueHandle[characteristic.valueHandle], characteristics[ref] == characteristic else {
+            return nil
+        }
+        return ref
+    }
 
     /// Publishes every service of `layout` on `peripheral`, a service after those it includes, and
     /// registers each characteristic's value handle (and trigger descriptors) with `values`.
     nonisolated(nonsending) func publish(
         _ layout: GATTLayout, on peripheral: Peripheral, values: CharacteristicValues, logger: Logger
     ) async throws {
+        services = []
         var ids: [String: GATTServiceID] = [:]
         for index in layout.publishingOrder {
-            let service = try layout.service(index) { ids[$0] }
-            let publishedService = try await peripheral.add(service)
-            if let name = layout.serviceName(index) { ids[name] = publishedService.id }
-            for (position, characteristic) in publishedService.characteristics.enumerated() {
-                guard let ref = layout.ref(service: index, characteristic: position) else { continue }
-                characteristics[ref] = characteristic
-                refsByValueHandle[characteristic.valueHandle] = ref
-                let triggerPosition = service.characteristics[position].descriptors.firstIndex {
-                    $0.uuid == ESTriggerSetting.descriptorUUID && $0.value == .dynamic
-                }
-                values.register(ref, valueHandle: characteristic.valueHandle, triggerPosition: triggerPosition)
-            }
+            try await publishService(index, of: layout, on: peripheral, values: values, includedIDs: &ids)
         }
         logger.info(
             "services published",
@@ -40,5 +39,53 @@ final class GATTPublication {
                 "services": "\(layout.publishingOrder.count)",
                 "characteristics": "\(characteristics.count)"
             ])
+    }
+
+    /// A reload's layout: the services `change` removes go, those it adds are published (after
+    /// those they include), the kept ones stay as they are. The caller holds Service Changed back
+    /// around this, so the centrals hear of it once.
+    nonisolated(nonsending) func change(
+        to layout: GATTLayout, _ change: GATTLayoutChange, on peripheral: Peripheral, values: CharacteristicValues
+    ) async throws {
+        let keptRefs = Set(change.kept.flatMap(\.refs))
+        for ref in Array(characteristics.keys) where !keptRefs.contains(ref) {
+            if let characteristic = characteristics.removeValue(forKey: ref) {
+                refsByValueHandle[characteristic.valueHandle] = nil
+            }
+        }
+        services = change.kept
+        var ids: [String: GATTServiceID] = [:]
+        for service in change.kept {
+            if let name = layout.serviceName(service.index) { ids[name] = service.published.id }
+        }
+        for service in change.removed {
+            try await peripheral.remove(service.published.id)
+        }
+        for index in change.added {
+            try await publishService(index, of: layout, on: peripheral, values: values, includedIDs: &ids)
+        }
+    }
+
+    /// Publishes configured service `index` and registers its characteristics; `includedIDs` (the
+    /// published services by configured name) gets it too.
+    private nonisolated(nonsending) func publishService(
+        _ index: Int, of layout: GATTLayout, on peripheral: Peripheral, values: CharacteristicValues,
+        includedIDs ids: inout [String: GATTServiceID]
+    ) async throws {
+        let service = try layout.service(index) { ids[$0] }
+        let publishedService = try await peripheral.add(service)
+        if let name = layout.serviceName(index) { ids[name] = publishedService.id }
+        services?.append(
+            PublishedLayoutService(
+                index: index, service: service, published: publishedService, refs: layout.refs(ofService: index)))
+        for (position, characteristic) in publishedService.characteristics.enumerated() {
+            guard let ref = layout.ref(service: index, characteristic: position) else { continue }
+            characteristics[ref] = characteristic
+            refsByValueHandle[characteristic.valueHandle] = ref
+            let triggerPosition = service.characteristics[position].descriptors.firstIndex {
+                $0.uuid == ESTriggerSetting.descriptorUUID && $0.value == .dynamic
+            }
+            values.register(ref, valueHandle: characteristic.valueHandle, triggerPosition: triggerPosition)
+        }
     }
 }

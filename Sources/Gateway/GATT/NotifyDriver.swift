@@ -84,6 +84,13 @@ final class NotifyDriver {
         fullCentrals.remove(central)
     }
 
+    /// A characteristic a reload no longer serves: its subscriptions, value, policy, triggers and
+    /// counters are forgotten.
+    func forget(_ ref: CharacteristicRef) {
+        engine.remove(ref)
+        serverTriggers[ref] = nil
+    }
+
     /// The link has room again (`readyToUpdateSubscribers`): every central is tried again.
     func linkReady() {
         fullCentrals = []

@@ -47,12 +47,13 @@ public actor ValuePipeline {
     /// `advance()` (tests, with a manual clock).
     public enum Timing: Sendable { case realTime, manual }
 
-    public let layout: GATTLayout
+    /// The GATT layout served: the configuration's, or a reload's since (`changeLayout`).
+    public private(set) var layout: GATTLayout
     private let peripheral: Peripheral
     private let logger: Logger
     /// Drives an output sensor's line (`SensorRunner.write`).
     private let driveOutput: @Sendable (String, Bool) async throws -> Void
-    private let router: ValueRouter
+    private var router: ValueRouter
     private let values: CharacteristicValues
     private let publication: GATTPublication
     private let notifier: NotifyDriver
@@ -124,6 +125,62 @@ public actor ValuePipeline {
     func publish() async throws {
         await peripheral.setRequestHandlers(values.handlers)
         try await publication.publish(layout, on: peripheral, values: values, logger: logger)
+    }
+
+    /// A reload's GATT layout (`ConfigChanges` found the services changed). The services that
+    /// changed (`GATTLayoutChange`) are removed and published anew, and every central that enabled
+    /// Service Changed gets one indication over the handles they took; the characteristics of the
+    /// others keep their handles, subscriptions, values and counters. A new characteristic starts
+    /// with its configured value, or its sensor's reading among `currentReadings` (the running
+    /// sensors' latest), or none until its source gives one. Before the services are first
+    /// published (the controller not on yet) `publish()` will publish the new layout; while the
+    /// controller is off after that, nothing changes and this throws.
+    func changeLayout(to newLayout: GATTLayout, currentReadings: [SensorSample]) async throws -> GATTLayoutChange {
+        if publication.services != nil, status.peripheralState != .poweredOn {
+            throw PeripheralError.notPoweredOn(status.peripheralState)
+        }
+        let change = try GATTLayoutChange(from: publication.services ?? [], to: newLayout)
+        let keptRefs = Set(change.kept.flatMap(\.refs))
+        for ref in layout.characteristics.keys where !keptRefs.contains(ref) { notifier.forget(ref) }
+        layout = newLayout
+        router = ValueRouter(layout: newLayout)
+        values.relayout(newLayout, keeping: keptRefs)
+        for (ref, characteristic) in newLayout.characteristics {
+            notifier.configure(ref, policy: characteristic.config.notify)
+        }
+        for (ref, sample) in router.configuredSamples where !keptRefs.contains(ref) {
+            values.set(sample.bytes, of: ref)
+            notifier.update(ref, sample: sample)
+        }
+        for sample in currentReadings {
+            let value: Values.SensorValue
+            switch sample.reading {
+            case .number(let number): value = .number(number)
+            case .bool(let flag): value = .bool(flag)
+            case .failure: continue
+            }
+            for ref in router.characteristics(carrying: sample.sensor, channel: sample.channel) ?? []
+            where !keptRefs.contains(ref) {
+                setValue(value, of: ref)
+            }
+        }
+        guard publication.services != nil else { return change }
+        await peripheral.holdServiceChanged()
+        do {
+            try await publication.change(to: newLayout, change, on: peripheral, values: values)
+        } catch {
+            await peripheral.releaseServiceChanged()
+            throw error
+        }
+        await peripheral.releaseServiceChanged()
+        logger.info(
+            "services changed",
+            metadata: [
+                "kept": "\(change.kept.count)", "removed": "\(change.removed.count)",
+                "published": "\(change.added.count)"
+            ])
+        notifier.drain()
+        return change
     }
 
     /// The published characteristic of `ref` (after `publish()`).
@@ -201,13 +258,13 @@ public actor ValuePipeline {
             notifier.disconnect(central)
             durableContinuation.yield(.centralDisconnected(central))
         case .subscribed(let central, let characteristic):
-            guard let ref = publication.ref(valueHandle: characteristic.valueHandle) else { return }
+            guard let ref = publication.ref(of: characteristic) else { return }
             // The event does not say which the central enabled; notification when offered.
             let kind: UpdateKind = characteristic.properties.contains(.notify) ? .notification : .indication
             notifier.subscribe(central, to: ref, kind: kind)
             durableContinuation.yield(.subscribed(ref, central, kind))
         case .unsubscribed(let central, let characteristic):
-            guard let ref = publication.ref(valueHandle: characteristic.valueHandle) else { return }
+            guard let ref = publication.ref(of: characteristic) else { return }
             notifier.unsubscribe(central, from: ref)
             durableContinuation.yield(.unsubscribed(ref, central))
         case .readyToUpdateSubscribers:
@@ -215,7 +272,7 @@ public actor ValuePipeline {
         case .stateChanged(let state):
             status.peripheralChanged(state)
             eventContinuation.yield(statusEvent)
-            guard state == .poweredOn, publication.isEmpty else { return }
+            guard state == .poweredOn, publication.services == nil else { return }
             do {
                 try await publish()
             } catch {

@@ -1,0 +1,128 @@
+import BluetoothCore
+import BluetoothGATT
+import Config
+import Testing
+import Values
+
+@testable import Gateway
+
+/// A reload's GATT layout on a running pipeline (`ValuePipeline.changeLayout`): a changed service
+/// is removed and published anew under one Service Changed indication; an unchanged one keeps
+/// its handles, its subscribers and their notifications.
+@Suite(.timeLimit(.minutes(1)))
+struct LayoutChangeTests {
+    /// `ValuePipelineTests.yaml` with a static `mode` in `gateway` and a new `extra` service
+    /// carrying the climate sensor's humidity.
+    static let changedYAML = """
+        device: {name: pipeline}
+        gpio:
+          backend: simulated
+          chips:
+            - lines:
+                - name: DHT
+                - name: RELAY
+        sensors:
+          - id: climate
+            kind: dht22
+            line: DHT
+          - id: relay
+            kind: output
+            line: RELAY
+        services:
+          - uuid: 181A
+            name: environment
+            characteristics:
+              - uuid: 2A6E
+                name: temperature
+                source: {sensor: climate, reading: temperature}
+                notify: {min_interval: 250ms}
+          - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+            name: gateway
+            characteristics:
+              - uuid: 6E400006-B5A3-F393-E0A9-E50E24DC0001
+                name: relay
+                format: bool
+                source: {sensor: relay}
+                permissions: {write: open}
+              - uuid: 6E400007-B5A3-F393-E0A9-E50E24DC0001
+                name: label
+                format: utf8
+                max_length: 8
+                properties: [read, write, write_without_response, notify]
+                source: {written: "hi"}
+                permissions: {write: open}
+              - uuid: 6E400008-B5A3-F393-E0A9-E50E24DC0001
+                name: mode
+                format: utf8
+                source: {static: auto}
+          - uuid: 6E400010-B5A3-F393-E0A9-E50E24DC0001
+            name: extra
+            characteristics:
+              - uuid: 2A6F
+                name: humidity
+                source: {sensor: climate, reading: humidity}
+        """
+
+    let alice = CentralID(1)
+    let bob = CentralID(2)
+
+    @Test func aChangedServiceIsPublishedAnewAndTheUnchangedOneKeepsNotifying() async throws {
+        var fixture = try await PipelineFixture(yaml: ValuePipelineTests.yaml)
+        await fixture.peripheral.transmitRoomFreed(1000)
+        await fixture.subscribe(alice, to: "environment/temperature")
+        await fixture.subscribe(bob, to: "gateway/label")
+        for central in [alice, bob] {
+            // Service Changed's CCCD (the GATT service takes handles 8–15).
+            await fixture.peripheral.receive([0x12, 0x0B, 0x00, 0x02, 0x00], from: central)
+            #expect(fixture.link.take(central) == [[0x13]])
+        }
+        let temperature = await fixture.characteristic("environment/temperature")
+        let oldGateway = try #require(
+            await fixture.peripheral.services.first { $0.uuid == BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DC0001") })
+
+        let newConfig = try ConfigLoader.load(yaml: Self.changedYAML).config
+        let change = try await fixture.pipeline.changeLayout(
+            to: GATTLayout(config: newConfig),
+            currentReadings: [reading("climate", "humidity", 45)])
+        #expect((change.kept.count, change.removed.count, change.added.count) == (1, 1, 2))
+        await fixture.pump()
+
+        let services = await fixture.peripheral.services
+        let extra = try #require(services.first { $0.uuid == BluetoothUUID("6E400010-B5A3-F393-E0A9-E50E24DC0001") })
+        let gateway = try #require(services.first { $0.uuid == BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DC0001") })
+        #expect(gateway.characteristics.count == 3)
+        let changed = min(oldGateway.handles.lowerBound, gateway.handles.lowerBound)...extra.handles.upperBound
+        for central in [alice, bob] {
+            #expect(
+                fixture.link.take(central) == [[0x1D, 0x0A, 0x00] + le(changed.lowerBound) + le(changed.upperBound)],
+                "one Service Changed over every handle that changed")
+            await fixture.peripheral.receive([0x1E], from: central)
+        }
+        let layout = await fixture.pipeline.layout
+        #expect(await fixture.pipeline.publishedCharacteristic(layout.ref("environment/temperature")!) == temperature)
+        #expect(await fixture.pipeline.currentBytes(layout.ref("gateway/mode")!) == Array("auto".utf8))
+        #expect(await fixture.pipeline.currentBytes(layout.ref("gateway/label")!) == Array("hi".utf8), "configured again")
+        #expect(
+            await fixture.pipeline.currentBytes(layout.ref("extra/humidity")!) == [0x94, 0x11],
+            "the running sensor's reading, at once")
+
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 21.5))
+        #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2150)])
+        await fixture.pipeline.externalValue(.text("new"), for: layout.ref("gateway/label")!)
+        #expect(fixture.link.take(bob).isEmpty, "bob's label subscription ended with its service")
+        #expect(await fixture.peripheral.clientConfigurations(of: bob) == [0x0B: 0x0002])
+    }
+
+    /// A reload that changes nothing in the GATT services publishes nothing and indicates nothing.
+    @Test func theSameLayoutChangesNothing() async throws {
+        var fixture = try await PipelineFixture(yaml: ValuePipelineTests.yaml)
+        await fixture.peripheral.transmitRoomFreed(10)
+        await fixture.subscribe(alice, to: "environment/temperature")
+        await fixture.peripheral.receive([0x12, 0x0B, 0x00, 0x02, 0x00], from: alice)
+        _ = fixture.link.take(alice)
+        let config = try ConfigLoader.load(yaml: ValuePipelineTests.yaml).config
+        let change = try await fixture.pipeline.changeLayout(to: GATTLayout(config: config), currentReadings: [])
+        #expect(change.isEmpty && change.kept.count == 2)
+        #expect(fixture.link.take(alice).isEmpty)
+    }
+}
