@@ -5,8 +5,9 @@ import TestHarness
 /// Reloading the configuration of a running `gattway run` with phones connected, through
 /// `gattway reload` and SIGHUP: a changed sensor is restarted and its subscribers get its new
 /// value, a phone on another sensor keeps its connection and notifications; an invalid file
-/// changes nothing and every error is logged as `gattway check` prints it; a GATT change is
-/// refused as needing a restart while the rest applies.
+/// changes nothing and every error is logged as `gattway check` prints it; a changed GATT
+/// layout is published anew with Service Changed to the phones that enabled it, now or when a
+/// bonded one comes back.
 @Suite(.serialized, .timeLimit(.minutes(3)), .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct ReloadEndToEndTests {
     static let doorUUID = "6E400002-B5A3-F393-E0A9-E50E24DC0016"
@@ -147,16 +148,29 @@ struct ReloadEndToEndTests {
     }
 
     /// SIGHUP with an invalid file: every error logged as `gattway check` prints it, nothing
-    /// changes. Then a file that changes a service (a characteristic's UUID) and a sensor: the
-    /// sensor applies, the service is refused as needing a restart, and the phone stays connected
-    /// with its notifications.
-    @Test func sighupRejectsAnInvalidFileAndRefusesAServiceChangeButAppliesTheRest() async throws {
+    /// changes. Then a file that changes the door service (its characteristic's UUID) and a
+    /// sensor: the service is published anew; the door's phone, which enabled Service Changed,
+    /// is told which handles changed, rediscovers and reads the new characteristic; the meter's
+    /// phone keeps its connection and notifications; a bonded phone that was away is told every
+    /// handle changed when it comes back, and rediscovers.
+    @Test func sighupRejectsAnInvalidFileThenAppliesAChangedLayout() async throws {
         let rig = try await GatewayRig(config: Self.config(), advertisedName: "reload")
         defer { rig.stop() }
         let (phone, _) = try await rig.connectedPhone()
         let handle = try await phone.valueHandle(of: Self.pulsesUUID)
         try await phone.expect("subscribe", ["handle": handle])
         #expect(try await Self.notifications(phone, handle, count: 3, seconds: 5).count == 3)
+        let (doorPhone, _) = try await rig.connectedPhone()
+        let serviceChanged = try await doorPhone.valueHandle(of: "2A05")
+        try await doorPhone.expect("subscribe", ["handle": serviceChanged, "indicate": true])
+        // The bonded phone enables Service Changed, which its bond keeps, and leaves.
+        let (bonded, _) = try await rig.connectedPhone()
+        #expect(try await bonded.expect("pair", ["io": "no_input_no_output", "mitm": false])["bonded"] as? Bool == true)
+        #expect(try await bonded.valueHandle(of: "2A05") == serviceChanged)
+        try await bonded.expect("subscribe", ["handle": serviceChanged, "indicate": true])
+        try await bonded.expect("listen", ["handle": serviceChanged])
+        #expect(try await Self.waitForBondSubscriptions(rig), "the bond saved its Service Changed subscription")
+        try await bonded.expect("disconnect")
         // `gattway status` reads a valid file for the runtime_dir.
         let valid = rig.directory.appendingPathComponent("valid.yaml").path
         try FileManager.default.copyItem(atPath: rig.configPath, toPath: valid)
@@ -187,24 +201,57 @@ struct ReloadEndToEndTests {
         let status = try await Self.gattway(["status", "--config", valid, "--json"])
         #expect(status.stdout.contains("\"characteristic\":\"door/open\",\"value\":\"true\""), "\(status.stdout)")
         #expect(try await Self.notifications(phone, handle, count: 3, seconds: 5).count == 3)
+        #expect(try await Self.notifications(doorPhone, serviceChanged, count: 1, seconds: 1).isEmpty, "nothing changed")
 
+        let newDoorUUID = "6E400005-B5A3-F393-E0A9-E50E24DC0016"
         try Self.rewrite(
             rig,
             Self.config(
                 openSensor: "{id: open, kind: binary, line: GPIO17, active_low: true}",
-                doorCharacteristic: "{uuid: 6E400005-B5A3-F393-E0A9-E50E24DC0016, name: open, format: bool, source: {sensor: open}}"
+                doorCharacteristic: "{uuid: \(newDoorUUID), name: open, format: bool, source: {sensor: open}}"
             ))
         mark = rig.logMark
         rig.gattway.signal(SIGHUP)
         #expect(
-            rig.waitForLog("not applied: services changed: restart gattway to apply them", since: mark, timeout: 10),
+            rig.waitForLog(
+                "applied: services: 1 published anew, 1 removed, 1 unchanged (Service Changed indicated)\n", since: mark, timeout: 10),
             "\(rig.log(since: mark))")
         let applied = rig.log(since: mark)
         #expect(applied.contains("gattway: SIGHUP: reloading the configuration\n"))
-        #expect(applied.contains("gattway: configuration reloaded\n"))
         #expect(applied.contains("gattway:   applied: sensor open restarted\n"), "\(applied)")
+        #expect(!applied.contains("not applied"), "\(applied)")
+
+        // The door's phone: Service Changed over the door service's handles, not the meter's.
+        let indicated = try await Self.notifications(doorPhone, serviceChanged, count: 1, seconds: 5)
+        let range = try #require(indicated.first.flatMap { [UInt8](hexString: $0) }, "Service Changed indicated")
+        let (first, last) = (Int(range[0]) | Int(range[1]) << 8, Int(range[2]) | Int(range[3]) << 8)
+        #expect(!(first...last).contains(handle), "the meter's handles did not change: \(first)...\(last)")
+        let newDoor = try await doorPhone.valueHandle(of: newDoorUUID)
+        #expect((first...last).contains(newDoor), "\(first)...\(last) covers \(newDoor)")
+        #expect(try await doorPhone.expect("read", ["handle": newDoor]).string("value") == "00", "the inverted line")
+        try await doorPhone.expect("subscribe", ["handle": newDoor])
+        #expect(try await Self.notifications(doorPhone, newDoor, count: 1, seconds: 5) == ["00"], "the current value")
+
+        // The meter's phone: the same connection, the same handle, still notified.
         #expect(try await Self.notifications(phone, handle, count: 3, seconds: 5).count == 3, "still connected, still notified")
         let after = try await Self.gattway(["status", "--config", rig.configPath])
-        #expect(after.stdout.contains("1 connected:") && after.stdout.contains("open: door/open = false"), "\(after.stdout)")
+        #expect(after.stdout.contains("2 connected:") && after.stdout.contains("open: door/open = false"), "\(after.stdout)")
+
+        // The bonded phone comes back: encrypted with its bond, it is told every handle changed.
+        try await rig.connect(bonded)
+        #expect(
+            try await Self.notifications(bonded, serviceChanged, count: 1, seconds: 10) == ["0100ffff"],
+            "Service Changed over every handle, at reconnection")
+        #expect(try await bonded.valueHandle(of: newDoorUUID) == newDoor, "rediscovered")
+    }
+
+    /// Waits until `gattway bonds list` shows a bond with a subscription.
+    static func waitForBondSubscriptions(_ rig: GatewayRig) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            if try await gattway(["bonds", "list", "--config", rig.configPath]).stdout.contains("1 subscriptions") { return true }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return false
     }
 }

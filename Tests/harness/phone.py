@@ -137,8 +137,9 @@ class Phone:
         # On every connection from its first moment: a peripheral's Security Request can arrive
         # right behind the connection, before `device.connect` returns to `connect` below (a
         # listener added there missed it now and then, and the phone then never encrypted).
-        device.on(device.EVENT_CONNECTION, lambda connection: connection.on(
-            connection.EVENT_SECURITY_REQUEST, lambda _: self.on_security_request(connection)))
+        device.on(device.EVENT_CONNECTION, self.on_connection)
+        # Value handles `listen` gave, listened to on every later connection too.
+        self.listened: set[int] = set()
         self.pairing_task: asyncio.Task | None = None
         self.characteristics = {}
         manager = device.l2cap_channel_manager
@@ -208,6 +209,13 @@ class Phone:
         await self.device.send_sync_command(hci.HCI_LE_Set_Random_Address_Command(random_address=address))
         self.device.random_address = address
         return {"address": str(address), "irk": self.device.irk.hex()}
+
+    def on_connection(self, connection):
+        connection.on(connection.EVENT_SECURITY_REQUEST, lambda _: self.on_security_request(connection))
+        # From the connection's first moment as well: a bonded phone's Service Changed indication
+        # comes as soon as the link is encrypted, before a command could listen again.
+        for handle in self.listened:
+            self.add_listener(connection.gatt_client, handle)
 
     def on_security_request(self, connection):
         # As a phone does: a peripheral it has keys for gets encryption with them. Without keys a
@@ -356,12 +364,17 @@ class Phone:
         return await self.security()
 
     async def listen(self, handle):
+        # Kept for later connections, which listen from their first moment (`on_connection`).
+        if handle not in self.listened:
+            self.listened.add(handle)
+            self.add_listener(self.peer.gatt_client, handle)
+        return {}
+
+    def add_listener(self, client, handle):
         def on_value(value, handle=handle):
             self.updates.put_nowait({"handle": handle, "value": bytes(value).hex(), "indication": False})
-        client = self.peer.gatt_client
         client.notification_subscribers.setdefault(handle, set()).add(on_value)
         client.indication_subscribers.setdefault(handle, set()).add(on_value)
-        return {}
 
     async def disconnect(self):
         if self.connection is not None:
