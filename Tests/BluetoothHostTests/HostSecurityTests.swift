@@ -163,6 +163,31 @@ struct HostSecurityTests {
         #expect(try await Self.storedHash(store) == current)
     }
 
+    /// The central told the database changed has not confirmed Service Changed yet: its bond
+    /// keeps the hash it had (were it to leave now, it would be told again when it comes back),
+    /// and records the new one at its first ATT PDU after the confirmation.
+    @Test func theNewHashIsRecordedOnceServiceChangedIsConfirmed() async throws {
+        let old = Array(repeating: UInt8(0x11), count: 16)
+        let (directory, store) = try Self.stateDirectoryWithBond(databaseHash: old)
+        let controller = FakeController()
+        let rig = try PeripheralHostTests.start([controller], stateDirectory: directory)
+        defer { rig.task.cancel() }
+        let current = Array(repeating: UInt8(0x22), count: 16)
+        rig.server.setDatabaseHash(current)
+        rig.server.setAwaitsServiceChangedConfirmation(true)
+        guard case .restored(_, _, true) = try await Self.encryptBonded(rig, controller) else {
+            Issue.record("not told the database changed")
+            return
+        }
+        controller.receive(L2CAPChannel.att, [0x0A, 0x01, 0x00], on: 0x40)
+        _ = await rig.server.events.first(matching: { if case .pdu([0x0A, 0x01, 0x00], _) = $0 { true } else { false } })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(try store.load().bonds.first?.databaseHash == old, "not confirmed yet")
+        rig.server.setAwaitsServiceChangedConfirmation(false)
+        controller.receive(L2CAPChannel.att, [0x1E], on: 0x40)
+        #expect(try await Self.storedHash(store) == current)
+    }
+
     @Test func aBondMadeOnTheSameDatabaseGetsItsSubscriptionsAndABondWithoutAHashRecordsOne() async throws {
         let current = Array(repeating: UInt8(0x22), count: 16)
         for stored in [current, nil] {

@@ -33,6 +33,7 @@ final class RecordingServer: ATTServer, @unchecked Sendable {
     private var bearers: [Central: ATTBearer] = [:]
     private var cccds: [Central: [UInt16: UInt16]] = [:]
     private var hash: [UInt8] = Array(repeating: 0xAB, count: 16)
+    private var awaitsServiceChanged = false
 
     init() { (events, continuation) = AsyncStream.makeStream(of: ServerEvent.self) }
 
@@ -63,6 +64,11 @@ final class RecordingServer: ATTServer, @unchecked Sendable {
     nonisolated(nonsending) func databaseHash() async -> [UInt8] { lock.withLock { hash } }
     /// What `databaseHash()` answers.
     func setDatabaseHash(_ value: [UInt8]) { lock.withLock { hash = value } }
+    nonisolated(nonsending) func awaitsServiceChangedConfirmation(_ central: Central) async -> Bool {
+        lock.withLock { awaitsServiceChanged }
+    }
+    /// What `awaitsServiceChangedConfirmation(_:)` answers, for every central.
+    func setAwaitsServiceChangedConfirmation(_ value: Bool) { lock.withLock { awaitsServiceChanged = value } }
     nonisolated(nonsending) func clientConfigurations(of central: Central) async -> [UInt16: UInt16] {
         lock.withLock { cccds[central] ?? [:] }
     }

@@ -243,6 +243,20 @@ struct ReloadEndToEndTests {
             try await Self.notifications(bonded, serviceChanged, count: 1, seconds: 10) == ["0100ffff"],
             "Service Changed over every handle, at reconnection")
         #expect(try await bonded.valueHandle(of: newDoorUUID) == newDoor, "rediscovered")
+        // It confirmed, so its bond knows the new database: the next time nothing is indicated.
+        try await bonded.expect("disconnect")
+        try await rig.connect(bonded)
+        #expect(try await Self.waitUntilEncrypted(bonded), "encrypted with its bond again")
+        #expect(try await Self.notifications(bonded, serviceChanged, count: 1, seconds: 2).isEmpty, "told once")
+    }
+
+    /// Waits until `phone`'s link is encrypted (at most ten seconds).
+    static func waitUntilEncrypted(_ phone: Phone) async throws -> Bool {
+        for _ in 0..<50 {
+            if try await phone.expect("security")["encrypted"] as? Bool == true { return true }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return false
     }
 
     /// Waits until `gattway bonds list` shows a bond with a subscription.

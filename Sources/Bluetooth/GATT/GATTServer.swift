@@ -301,6 +301,14 @@ public final class GATTServer {
 
     public var connectedCentrals: [CentralID] { orderedCentralIDs }
 
+    /// Whether the central has a Service Changed indication still to confirm (queued or sent):
+    /// until it confirms, it has not learnt of the database's last change.
+    public func awaitsServiceChangedConfirmation(_ id: CentralID) -> Bool {
+        guard let central = centrals[id] else { return false }
+        return central.outstandingIndication?.isServiceChanged == true
+            || central.indicationQueue.contains { $0.isServiceChanged }
+    }
+
     /// The link can take `count` more notification/indication PDUs.
     public func addTransmitCredits(_ count: Int, now: ContinuousClock.Instant) {
         transmitCredits += max(count, 0)

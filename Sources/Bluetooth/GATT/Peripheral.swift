@@ -228,6 +228,12 @@ public actor Peripheral {
         flush()
     }
 
+    /// Whether the central has a Service Changed indication still to confirm; false when it is
+    /// not connected.
+    public func awaitsServiceChangedConfirmation(_ central: CentralID) -> Bool {
+        server.awaitsServiceChangedConfirmation(central)
+    }
+
     /// The Database Hash as the characteristic carries it, for the host to keep with bonds.
     public var databaseHash: [UInt8] { server.databaseHash }
 

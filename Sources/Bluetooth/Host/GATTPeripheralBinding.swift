@@ -97,6 +97,10 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
         await peripheral.databaseHash
     }
 
+    public nonisolated(nonsending) func awaitsServiceChangedConfirmation(_ central: Central) async -> Bool {
+        await peripheral.awaitsServiceChangedConfirmation(Self.centralID(central))
+    }
+
     public nonisolated(nonsending) func clientConfigurations(of central: Central) async -> [UInt16: UInt16] {
         await peripheral.clientConfigurations(of: Self.centralID(central)) ?? [:]
     }

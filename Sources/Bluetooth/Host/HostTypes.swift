@@ -83,6 +83,10 @@ public protocol ATTServer: AnyObject, Sendable {
         _ clientConfigurations: [UInt16: UInt16], for central: Central, databaseChanged: Bool) async
     /// The Database Hash (Vol 3 Part G 7.3) of the attribute database now, kept with each bond.
     nonisolated(nonsending) func databaseHash() async -> [UInt8]
+    /// Whether the central has a Service Changed indication still to confirm: until it has none,
+    /// its bond keeps the Database Hash it had, so a central that leaves before it learns of a
+    /// change (a reload's new layout) is told again when it comes back.
+    nonisolated(nonsending) func awaitsServiceChangedConfirmation(_ central: Central) async -> Bool
     /// The central's CCCD values now (non-zero only), which the host persists in its bond.
     nonisolated(nonsending) func clientConfigurations(of central: Central) async -> [UInt16: UInt16]
     /// `count` update PDUs sent to `central` have left the controller (called just before the
@@ -94,6 +98,8 @@ public protocol ATTServer: AnyObject, Sendable {
 extension ATTServer {
     /// A server that budgets credits only over all centrals ignores per-central deliveries.
     public nonisolated(nonsending) func updatesDelivered(_ count: Int, to central: Central) async {}
+    /// A server that never changes its database never has Service Changed to confirm.
+    public nonisolated(nonsending) func awaitsServiceChangedConfirmation(_ central: Central) async -> Bool { false }
 }
 
 /// Everything the host reports, in order: for logs, tests and the program above.

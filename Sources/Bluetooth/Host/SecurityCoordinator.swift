@@ -132,13 +132,17 @@ final class SecurityCoordinator {
     }
 
     /// After an ATT PDU from a bonded central on its bonded key: its CCCD values go to its bond
-    /// (and the bond file) when they changed, so its subscriptions survive reconnection.
+    /// (and the bond file) when they changed, so its subscriptions survive reconnection, and so
+    /// does the Database Hash once it confirmed Service Changed (`recordDatabaseHash`).
     nonisolated(nonsending) func persistSubscriptions(of connection: ConnectionState) async {
         let handle = connection.central.handle
         guard connection.security.isBonded, let bond = manager.bond(on: handle) else { return }
+        var changed = await recordDatabaseHash(of: connection.central, in: bond)
         let current = await server.clientConfigurations(of: connection.central)
-        guard current != bond.clientConfigurations else { return }
-        var changed = false
+        guard current != bond.clientConfigurations else {
+            if changed { saveBonds() }
+            return
+        }
         for attribute in Set(current.keys).union(bond.clientConfigurations.keys).sorted() {
             changed =
                 manager.setClientConfiguration(current[attribute] ?? 0, handle: attribute, on: handle)
@@ -272,8 +276,8 @@ final class SecurityCoordinator {
     }
 
     /// A bonded link: the central's subscriptions come back, unless the database changed since
-    /// it last saw it (a restart with another layout), when it is told so instead; either way
-    /// its bond then records the Database Hash it knows now.
+    /// it last saw it (a restart or a reload with another layout), when it is told so instead;
+    /// its bond records the Database Hash once it knows the database (`recordDatabaseHash`).
     private nonisolated(nonsending) func restoreBond(_ bond: Bond, of central: Central) async {
         let hash = await server.databaseHash()
         let changed = bond.databaseHash.map { $0 != hash } ?? false
@@ -284,7 +288,17 @@ final class SecurityCoordinator {
             logger.info("\(central): restoring \(bond.clientConfigurations.count) subscriptions of its bond")
             await server.restoreSubscriptions(bond.clientConfigurations, for: central, databaseChanged: false)
         }
-        if manager.setDatabaseHash(hash, on: central.handle) { saveBonds() }
+        if await recordDatabaseHash(of: central, in: bond) { saveBonds() }
+    }
+
+    /// Records the Database Hash in the central's bond when it differs and the central has no
+    /// Service Changed indication left to confirm; true when the bond changed. Until it confirms,
+    /// the bond keeps the hash it had: a central that leaves before it learns of a change is told
+    /// again when it comes back, rather than trusting handles cached from before.
+    private nonisolated(nonsending) func recordDatabaseHash(of central: Central, in bond: Bond) async -> Bool {
+        let hash = await server.databaseHash()
+        guard bond.databaseHash != hash, !(await server.awaitsServiceChangedConfirmation(central)) else { return false }
+        return manager.setDatabaseHash(hash, on: central.handle)
     }
 
     static func describe(_ security: BluetoothGATT.LinkSecurity) -> String {

@@ -114,6 +114,9 @@ actor RunningConfiguration {
             report.applied.append("sensor \(id) stopped")
         }
         var running = config
+        // Reported after the sensors, though applied before those that start: they start on the
+        // new layout, and their first readings reach its characteristics.
+        var servicesReport: String?
         if changes.sections.contains("services"), config.mqtt == nil, let pipeline = sinks?.pipeline {
             var next = config
             next.services = loaded.config.services
@@ -125,7 +128,7 @@ actor RunningConfiguration {
             do {
                 let change = try await pipeline.changeLayout(to: GATTLayout(config: next), currentReadings: readings)
                 running.services = next.services
-                report.applied.append(Self.describe(change))
+                servicesReport = Self.describe(change)
             } catch {
                 report.failed.append("services could not be published anew: \(error); restart gattway to apply them")
             }
@@ -150,6 +153,7 @@ actor RunningConfiguration {
             }
             running.sensors.append(sensor)
         }
+        report.applied += servicesReport.map { [$0] } ?? []
         if !changes.notifyPolicies.isEmpty, let pipeline = sinks?.pipeline {
             await pipeline.changeNotifyPolicies(loaded.config.services)
             running.services = loaded.config.services
