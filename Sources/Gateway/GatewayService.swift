@@ -62,11 +62,13 @@ public struct GatewayService: Service {
         }
         // Trapped before anything can take a while: SIGHUP's default action ends the process.
         let hangups = await UnixSignalsSequence(trapping: .sighup)
+        let hostConfiguration = try HostMapping.configuration(config)
+        let readiness = ReadinessReporter(systemd: systemd, controller: "\(hostConfiguration.transport)")
         let running = try RunningConfiguration(
-            config: config, load: reloadConfig, backend: GPIOBackendSelection.make(config.gpio), logger: logger)
+            config: config, load: reloadConfig, backend: GPIOBackendSelection.make(config.gpio),
+            readiness: readiness, logger: logger)
         let layout = GATTLayout(config: config)
         let binding = GATTPeripheralBinding(configuration: layout.serverConfiguration)
-        let hostConfiguration = try HostMapping.configuration(config)
         let host = PeripheralHost(configuration: hostConfiguration, peripheral: binding, logger: logger)
         let bthome = try BTHomeBroadcast(config: config).map { broadcast in
             BTHomeAdvertiser(
@@ -90,7 +92,6 @@ public struct GatewayService: Service {
                 }, logger: logger)
         }
         logger.notice("gattway running", metadata: ["device": "\(config.device.id)"])
-        let readiness = ReadinessReporter(systemd: systemd, controller: "\(hostConfiguration.transport)")
         let control = GatewayControl(
             running: running, host: host, peripheral: binding.peripheral, pipeline: pipeline)
         let controlSocket = Self.openControlSocket(config.runtimeDirectory, control: control, logger: logger)

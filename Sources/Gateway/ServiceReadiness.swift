@@ -1,5 +1,6 @@
 import BluetoothGATT
 import EventLoop
+import Glibc
 import Synchronization
 
 /// What gattway tells systemd about itself, decided from the controller's state and the time
@@ -11,13 +12,15 @@ import Synchronization
 /// controller is up, or when the start-up grace runs out without it; from then on `STATUS=` says
 /// whether Bluetooth is degraded, and says so again whenever the controller goes or comes back
 /// (the host retries it for as long as the service runs). While up, it also says how many
-/// centrals are connected.
+/// centrals are connected. A reload is bracketed by RELOADING=1 and READY=1 (`sd_notify(3)`), so
+/// `systemctl reload` and `systemctl status` see it begin and end.
 struct ServiceReadiness: Sendable {
     /// The controller as configured (`hci0`, `tcp:127.0.0.1:18820`), for the status line.
     let controller: String
     private var isReady = false
     private var state = PeripheralState.unknown
     private var centrals = 0
+    private var isReloading = false
 
     init(controller: String) {
         self.controller = controller
@@ -47,6 +50,21 @@ struct ServiceReadiness: Sendable {
     mutating func graceExpired() -> String? {
         guard !isReady else { return nil }
         isReady = true
+        return "READY=1\nSTATUS=\(status)"
+    }
+
+    /// A reload begins: RELOADING=1 with when, on CLOCK_MONOTONIC in microseconds (systemd
+    /// matches the reload by it). Nothing before READY=1: systemd is still waiting for the start.
+    mutating func reloadStarted(monotonicMicroseconds: UInt64) -> String? {
+        guard isReady else { return nil }
+        isReloading = true
+        return "RELOADING=1\nMONOTONIC_USEC=\(monotonicMicroseconds)"
+    }
+
+    /// The reload is over (applied or rejected): READY=1 again, with the status.
+    mutating func reloadFinished() -> String? {
+        guard isReloading else { return nil }
+        isReloading = false
         return "READY=1\nSTATUS=\(status)"
     }
 
@@ -122,6 +140,18 @@ final class ReadinessReporter: Sendable {
     func expireGrace(after grace: Duration) async {
         guard (try? await Task.sleep(for: grace)) != nil else { return }
         if let message = readiness.withLock({ $0.graceExpired() }) { send(message) }
+    }
+
+    /// See `ServiceReadiness.reloadStarted`.
+    func reloadStarted() {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let microseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+        if let message = readiness.withLock({ $0.reloadStarted(monotonicMicroseconds: microseconds) }) { send(message) }
+    }
+
+    func reloadFinished() {
+        if let message = readiness.withLock({ $0.reloadFinished() }) { send(message) }
     }
 
     private func sendDeferredStatus() {

@@ -69,7 +69,9 @@ struct ReloadEndToEndTests {
     /// A phone on each service; the door sensor inverted by `gattway reload`: the door's phone
     /// gets the new value, the meter's phone keeps counting, both stay connected.
     @Test func aChangedSensorIsRestartedWhilePhonesStayConnected() async throws {
-        let rig = try await GatewayRig(config: Self.config(), advertisedName: "reload")
+        let notify = try NotifySocket()
+        let rig = try await GatewayRig(
+            config: Self.config(), advertisedName: "reload", environment: ["NOTIFY_SOCKET": notify.path])
         defer { rig.stop() }
         let (doorPhone, _) = try await rig.connectedPhone()
         let doorHandle = try await doorPhone.valueHandle(of: Self.doorUUID)
@@ -83,6 +85,14 @@ struct ReloadEndToEndTests {
         let unchanged = try await Self.gattway(["reload", "--config", rig.configPath])
         #expect(unchanged.status == 0)
         #expect(unchanged.stdout == "configuration unchanged\n", "\(unchanged)")
+        // systemd hears the reload begin, with the time it began, and end.
+        let began = await Self.nextMessage(notify) { $0.hasPrefix("RELOADING=1\n") }
+        let monotonic = try #require(began?.split(separator: "=").last.flatMap { UInt64($0) }, "\(began ?? "none")")
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let microseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+        #expect(monotonic <= microseconds && microseconds - monotonic < 10_000_000, "CLOCK_MONOTONIC in µs: \(monotonic)")
+        #expect(await Self.nextMessage(notify) { $0.hasPrefix("READY=1\n") } == "READY=1\nSTATUS=running, 2 centrals connected")
 
         try Self.rewrite(rig, Self.config(openSensor: "{id: open, kind: binary, line: GPIO17, active_low: true}"))
         // Two at once: one applies the change, the other finds it applied (reloads take turns).
@@ -257,6 +267,16 @@ struct ReloadEndToEndTests {
             try await Task.sleep(for: .milliseconds(200))
         }
         return false
+    }
+
+    /// The next message on `notify` that `matches`, skipping others (status changes), within ten seconds.
+    static func nextMessage(_ notify: NotifySocket, _ matches: (String) -> Bool) async -> String? {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            guard let message = await notify.next(within: deadline - ContinuousClock.now) else { return nil }
+            if matches(message) { return message }
+        }
+        return nil
     }
 
     /// Waits until `gattway bonds list` shows a bond with a subscription.

@@ -44,6 +44,18 @@ import TestHarness
         #expect(readiness.centralsChanged(0) == "STATUS=running")
     }
 
+    /// A reload is bracketed by RELOADING=1 (with its monotonic time) and READY=1 once the
+    /// service is ready; before, systemd still waits for the start and hears nothing of it.
+    @Test func aReloadIsBracketedByReloadingAndReady() {
+        var readiness = ServiceReadiness(controller: "hci0")
+        #expect(readiness.reloadStarted(monotonicMicroseconds: 5) == nil)
+        #expect(readiness.reloadFinished() == nil)
+        _ = readiness.controllerStateChanged(.poweredOn)
+        #expect(readiness.reloadStarted(monotonicMicroseconds: 1_234_567) == "RELOADING=1\nMONOTONIC_USEC=1234567")
+        #expect(readiness.reloadFinished() == "READY=1\nSTATUS=running")
+        #expect(readiness.reloadFinished() == nil, "one READY=1 per reload")
+    }
+
     /// Connections coming and going in a burst give one STATUS= at once and then at most one per
     /// second, the latest.
     @Test func statusChangesAreRateLimited() async throws {

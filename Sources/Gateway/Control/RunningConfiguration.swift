@@ -36,6 +36,8 @@ actor RunningConfiguration {
     private let load: (@Sendable () throws(ConfigError) -> LoadedConfig)?
     private let backend: any GPIOBackend
     private let logger: Logger
+    /// Tells systemd when a reload begins and ends.
+    private let readiness: ReadinessReporter
     private var sensors: [String: RunningSensor] = [:]
     private var sinks: Sinks?
     /// The reload under way: a reload awaits the one before it, since each suspends while
@@ -45,11 +47,12 @@ actor RunningConfiguration {
     /// Requests every sensor's lines, so a missing or busy line fails the start here.
     init(
         config: GatewayConfig, load: (@Sendable () throws(ConfigError) -> LoadedConfig)?,
-        backend: any GPIOBackend, logger: Logger
+        backend: any GPIOBackend, readiness: ReadinessReporter, logger: Logger
     ) throws(GatewayError) {
         self.config = config
         self.load = load
         self.backend = backend
+        self.readiness = readiness
         self.logger = logger
         for sensor in config.sensors {
             do {
@@ -80,9 +83,12 @@ actor RunningConfiguration {
     /// is logged.
     func reload() async -> ReloadReport {
         let previous = latestReload
-        let reload = Task {
+        let reload = Task { [readiness] in
             _ = await previous?.value
-            return await reloadUnlogged()
+            readiness.reloadStarted()
+            let report = await reloadUnlogged()
+            readiness.reloadFinished()
+            return report
         }
         latestReload = reload
         let report = await reload.value
