@@ -87,6 +87,7 @@ public struct GatewayService: Service {
         let mirror = try config.mqtt.map { mqtt in
             try MirrorRunner(
                 config: config, mqtt: mqtt, layout: layout, pipeline: pipeline,
+                peripheral: binding.peripheral, host: host,
                 address: { id in
                     binding.address(of: id).map { "\($0)" } ?? "handle-\(String(id.rawValue, radix: 16))"
                 }, logger: logger)
@@ -102,7 +103,8 @@ public struct GatewayService: Service {
         let hostTask = Task(executorPreference: EventLoop.shared) { await host.run() }
         let watchdog = watchdogInterval.map { ServiceWatchdog(interval: $0, systemd: systemd) }
         watchdog?.start()
-        await running.launch(into: RunningConfiguration.Sinks(pipeline: pipeline, bthome: bthome, host: host))
+        await running.launch(
+            into: RunningConfiguration.Sinks(pipeline: pipeline, bthome: bthome, host: host, mirror: mirror))
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await pipeline.run(statisticsInterval: statisticsInterval) }
             group.addTask {

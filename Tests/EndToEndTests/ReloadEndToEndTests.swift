@@ -269,6 +269,73 @@ struct ReloadEndToEndTests {
         return false
     }
 
+    /// The MQTT mirror follows a reload in place: a new base topic reconnects it (`offline` on the
+    /// old topics), and the new mirror starts from the gateway's state (the door's value, the
+    /// connected phone and its subscription) without the phone reconnecting; then a characteristic
+    /// added to the door service is published anew and mirrored on its own topic.
+    @Test func anMQTTChangeReconnectsTheMirrorWithTheGatewaysState() async throws {
+        func config(base: String, label: String = "") -> String {
+            """
+            device: {name: mqttreload}
+            gpio:
+              backend: simulated
+              chips:
+                - lines:
+                    - {name: GPIO17, generator: {type: constant, level: 1}}
+            sensors:
+              - {id: open, kind: binary, line: GPIO17}
+            services:
+              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0016
+                name: door
+                characteristics:
+                  - {uuid: \(Self.doorUUID), name: open, format: bool, source: {sensor: open}}\(label)
+            mqtt: {url: "mqtt://127.0.0.1:1", base_topic: \(base)}
+            """
+        }
+        let rig = try await GatewayRig(config: config(base: "before"), advertisedName: "mqttreload", broker: true)
+        defer { rig.stop() }
+        let broker = try #require(rig.broker)
+        let watcher = try MQTTWatcher(port: broker.port, filter: "#")
+        defer { Task { await watcher.stop() } }
+        let online = await watcher.first { $0.topic == "before/mqttreload/availability" && $0.text == "online" }
+        try #require(online != nil, "online on MQTT:\n\(rig.log)")
+        let (phone, _) = try await rig.connectedPhone()
+        let handle = try await phone.valueHandle(of: Self.doorUUID)
+        try await phone.expect("subscribe", ["handle": handle])
+        let subscribed = await watcher.first {
+            $0.topic == "before/mqttreload/door/open/subscribers" && $0.text?.contains(phone.address) == true
+        }
+        #expect(subscribed != nil)
+
+        try Self.rewrite(rig, config(base: "after"))
+        let mark = watcher.messages.count
+        let reload = try await Self.gattway(["reload", "--config", rig.configPath])
+        #expect(reload.stdout == "configuration reloaded\n  applied: mqtt: the mirror reconnected with the new settings\n", "\(reload)")
+        let offline = await watcher.first(after: mark) { $0.topic == "before/mqttreload/availability" && $0.text == "offline" }
+        #expect(offline != nil, "the old topics say offline")
+        let reconnected = await watcher.first(after: mark) { $0.topic == "after/mqttreload/availability" && $0.text == "online" }
+        #expect(reconnected != nil, "the new ones online")
+        let value = await watcher.first(after: mark) { $0.topic == "after/mqttreload/door/open" }
+        #expect(value?.text?.contains("\"value\":true") == true, "the door's value, without a new reading: \(value?.text ?? "none")")
+        let central = await watcher.first(after: mark) { $0.topic == "after/mqttreload/centrals/\(phone.address)" }
+        #expect(central != nil, "the connected phone")
+        let subscribers = await watcher.first(after: mark) { $0.topic == "after/mqttreload/door/open/subscribers" }
+        #expect(subscribers?.text?.contains(phone.address) == true, "its subscription: \(subscribers?.text ?? "none")")
+
+        let label = "\n      - {uuid: 6E400009-B5A3-F393-E0A9-E50E24DC0016, name: label, format: utf8, source: {static: hall}}"
+        try Self.rewrite(rig, config(base: "after", label: label))
+        let labelMark = watcher.messages.count
+        let added = try await Self.gattway(["reload", "--config", rig.configPath])
+        #expect(
+            added.stdout == "configuration reloaded\n  applied: services: 1 published anew, 1 removed, 0 unchanged "
+                + "(Service Changed indicated)\n  applied: mqtt: the mirror reconnected for the new services "
+                + "(topics, discovery, heartbeats)\n", "\(added)")
+        let labelValue = await watcher.first(after: labelMark) { $0.topic == "after/mqttreload/door/label" }
+        #expect(labelValue?.text?.contains("hall") == true, "\(labelValue?.text ?? "none")")
+        let status = try await Self.gattway(["status", "--config", rig.configPath])
+        #expect(status.stdout.contains("1 connected:"), "the phone stayed: \(status.stdout)")
+    }
+
     /// The next message on `notify` that `matches`, skipping others (status changes), within ten seconds.
     static func nextMessage(_ notify: NotifySocket, _ matches: (String) -> Bool) async -> String? {
         let deadline = ContinuousClock.now + .seconds(10)

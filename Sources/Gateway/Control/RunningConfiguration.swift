@@ -22,6 +22,8 @@ actor RunningConfiguration {
         let pipeline: ValuePipeline
         let bthome: BTHomeAdvertiser?
         let host: PeripheralHost
+        /// Not a sink of readings: the MQTT mirror a reload replaces.
+        let mirror: MirrorRunner?
     }
 
     private struct RunningSensor {
@@ -123,7 +125,10 @@ actor RunningConfiguration {
         // Reported after the sensors, though applied before those that start: they start on the
         // new layout, and their first readings reach its characteristics.
         var servicesReport: String?
-        if changes.sections.contains("services"), config.mqtt == nil, let pipeline = sinks?.pipeline {
+        // The MQTT mirror follows the services when the file keeps an mqtt section; adding or
+        // removing one waits for a restart, and so do the services with a mirror that stays.
+        let mirrorFollows = sinks?.mirror != nil && loaded.config.mqtt != nil
+        if changes.sections.contains("services"), config.mqtt == nil || mirrorFollows, let pipeline = sinks?.pipeline {
             var next = config
             next.services = loaded.config.services
             next.sensors = loaded.config.sensors
@@ -165,20 +170,35 @@ actor RunningConfiguration {
             running.services = loaded.config.services
             report.applied += changes.notifyPolicies.map { "notify policy of \($0)" }
         }
-        config = running
-        report.needsRestart = changes.sections.filter { $0 != "services" || running.services != loaded.config.services }
-            .map(Self.restartMessage)
-        return report
-    }
-
-    /// What the report says of a section a reload does not apply.
-    static func restartMessage(_ section: String) -> String {
-        switch section {
-        case "services":
-            "services changed: restart gattway to apply them (with an mqtt section the mirror's topics and "
-                + "discovery follow the services; the GATT services and their characteristics run as before)"
-        default: "\(section) changed: restart gattway to apply it"
+        // The mirror's settings, or its topics, discovery and heartbeats (the notify policies'
+        // max_interval) after the services changed.
+        if let mirror = sinks?.mirror, let pipeline = sinks?.pipeline, let before = config.mqtt,
+            let mqtt = loaded.config.mqtt
+        {
+            var next = running
+            next.mqtt = mqtt
+            let layout = await pipeline.layout
+            if mqtt != before
+                || MirrorMapping.mirrorConfiguration(next, mqtt: mqtt, layout: layout)
+                    != MirrorMapping.mirrorConfiguration(config, mqtt: before, layout: GATTLayout(config: config))
+            {
+                do {
+                    try await mirror.replace(config: next, mqtt: mqtt, layout: layout)
+                    running.mqtt = mqtt
+                    report.applied.append(
+                        mqtt != before
+                            ? "mqtt: the mirror reconnected with the new settings"
+                            : "mqtt: the mirror reconnected for the new services (topics, discovery, heartbeats)")
+                } catch {
+                    report.failed.append("mqtt: the new settings did not start (\(error)); the mirror runs with those before")
+                }
+            }
         }
+        config = running
+        let appliedSections = ["services": running.services == loaded.config.services, "mqtt": running.mqtt == loaded.config.mqtt]
+        report.needsRestart = changes.sections.filter { appliedSections[$0] != true }
+            .map { "\($0) changed: restart gattway to apply it" }
+        return report
     }
 
     /// The report's line for a changed GATT layout.

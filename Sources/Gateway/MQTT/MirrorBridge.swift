@@ -220,6 +220,18 @@ public struct MirrorBridge: Sendable {
         self.refs = refs
     }
 
+    /// Whether the characteristic `event` names, if any, is one of this bridge's layout: events
+    /// of the layout before a reload may still be on their way to a mirror made for the new one.
+    public func covers(_ event: PipelineEvent) -> Bool {
+        switch event {
+        case .valueChanged(let ref, _), .subscribed(let ref, _, _), .unsubscribed(let ref, _), .written(let ref, _, _, _),
+            .outputFailed(let ref, _, _):
+            layout.characteristics[ref] != nil
+        case .centralConnected, .mtuChanged, .securityChanged, .centralDisconnected, .status:
+            true
+        }
+    }
+
     public func mirrorEvent(_ event: PipelineEvent, at date: Date) -> MirrorEvent {
         func id(_ ref: CharacteristicRef) -> MirrorCharacteristicID { MirrorMapping.id(ref, layout: layout) }
         func value(_ bytes: [UInt8], of ref: CharacteristicRef) -> MirrorValue {

@@ -1,5 +1,7 @@
 import BluetoothGATT
+import BluetoothHost
 import Config
+import EventLoop
 import FoundationEssentials
 import Logging
 import MQTT
@@ -7,19 +9,51 @@ import MQTT
 /// Runs the MQTT mirror for the gateway: pipeline events in, `/set` and source payloads out
 /// through `MirrorBridge`, and the `state` topic (peripheral state, counters) refreshed with
 /// every change of centrals and every statistics interval.
-final class MirrorRunner: Sendable {
-    let service: MQTTMirrorService
-    let bridge: MirrorBridge
-    let pipeline: ValuePipeline
+///
+/// A reload that changes the `mqtt` section or the services replaces the mirror in place
+/// (`replace`): the old one says `offline` and disconnects, the new one connects with the new
+/// settings and topics and starts from the gateway's state now (values, centrals, subscriptions).
+actor MirrorRunner {
+    private struct Running {
+        let service: MQTTMirrorService
+        let bridge: MirrorBridge
+        let task: Task<Void, Never>
+    }
+
+    private let pipeline: ValuePipeline
+    private let peripheral: Peripheral
+    private let host: PeripheralHost
+    private let address: @Sendable (CentralID) -> String
+    private let logger: Logger
+    private var running: Running?
+    private var mqtt: MQTTConfig
 
     init(
         config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout, pipeline: ValuePipeline,
+        peripheral: Peripheral, host: PeripheralHost,
         address: @escaping @Sendable (CentralID) -> String, logger: Logger
     ) throws {
-        let bridge = MirrorBridge(layout: layout, address: address)
-        self.bridge = bridge
         self.pipeline = pipeline
-        service = try MQTTMirrorService(
+        self.peripheral = peripheral
+        self.host = host
+        self.address = address
+        self.logger = logger
+        self.mqtt = mqtt
+        let (service, bridge) = try Self.make(
+            config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address, logger: logger)
+        running = Running(service: service, bridge: bridge, task: Self.run(service))
+    }
+
+    private static func run(_ service: MQTTMirrorService) -> Task<Void, Never> {
+        Task(executorPreference: EventLoop.shared) { await service.run() }
+    }
+
+    private static func make(
+        config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout, pipeline: ValuePipeline,
+        address: @escaping @Sendable (CentralID) -> String, logger: Logger
+    ) throws -> (MQTTMirrorService, MirrorBridge) {
+        let bridge = MirrorBridge(layout: layout, address: address)
+        let service = try MQTTMirrorService(
             client: MirrorMapping.clientConfiguration(mqtt),
             mirror: MirrorMapping.mirrorConfiguration(config, mqtt: mqtt, layout: layout),
             stateDirectory: URL(fileURLWithPath: config.stateDirectory), outboxCapacity: mqtt.outboxLimit,
@@ -28,27 +62,85 @@ final class MirrorRunner: Sendable {
             onSourceValue: { ids, payload in
                 await bridge.sourceValue(ids, payload: payload, pipeline: pipeline, logger: logger)
             })
+        return (service, bridge)
     }
 
+    /// Hands the pipeline's events to the mirror running at the time, until they end.
     func run() async {
         await withDiscardingTaskGroup { group in
-            group.addTask { await self.service.run() }
-            for stream in [self.pipeline.durableEvents, self.pipeline.events] {
+            for stream in [pipeline.durableEvents, pipeline.events] {
                 group.addTask {
-                    for await event in stream {
-                        await self.service.handle(self.bridge.mirrorEvent(event, at: Date()))
-                    }
+                    for await event in stream { await self.forward(event) }
                 }
             }
         }
     }
 
-    /// Publishes what a pairing asks of the user (`<base>/<dev>/pairing`).
-    func pairing(central: String, prompt: MirrorPairingPrompt) async {
-        await service.handle(.pairing(central: central, prompt: prompt, at: Date()))
+    private func forward(_ event: PipelineEvent) async {
+        // An event of a characteristic a reload removed, still on its way, has no topic.
+        guard let running, running.bridge.covers(event) else { return }
+        await running.service.handle(running.bridge.mirrorEvent(event, at: Date()))
     }
 
+    /// Publishes what a pairing asks of the user (`<base>/<dev>/pairing`).
+    func pairing(central: String, prompt: MirrorPairingPrompt) async {
+        await running?.service.handle(.pairing(central: central, prompt: prompt, at: Date()))
+    }
+
+    /// Replaces the mirror by one for `config` (its `mqtt` section and services) on `layout`.
+    /// The old one stops first (it and the new one share the outbox in the state directory, whose
+    /// queued events the new one delivers); events in between are not published, and what they
+    /// changed reaches the new one with the state it starts from. Should the new one not start,
+    /// the old settings run again and this throws.
+    func replace(config: GatewayConfig, mqtt newMQTT: MQTTConfig, layout: GATTLayout) async throws {
+        await stop()
+        do {
+            try start(config: config, mqtt: newMQTT, layout: layout)
+            mqtt = newMQTT
+        } catch {
+            var previous = config
+            previous.mqtt = mqtt
+            try? start(config: previous, mqtt: mqtt, layout: layout)
+            throw error
+        }
+        await replayState()
+    }
+
+    private func start(config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout) throws {
+        let (service, bridge) = try Self.make(
+            config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address, logger: logger)
+        running = Running(service: service, bridge: bridge, task: Self.run(service))
+    }
+
+    /// Tells a new mirror what the old one had learnt from events: the state and counters, each
+    /// characteristic's value, the connected centrals (MTU, security) and their subscriptions.
+    private func replayState() async {
+        var events: [PipelineEvent] = [await pipeline.statusEvent]
+        let layout = await pipeline.layout
+        var refsByClientConfiguration: [UInt16: CharacteristicRef] = [:]
+        for ref in layout.characteristics.keys.sorted() {
+            if let bytes = await pipeline.currentBytes(ref) { events.append(.valueChanged(ref, bytes)) }
+            if let handle = await pipeline.publishedCharacteristic(ref)?.clientConfigurationHandle {
+                refsByClientConfiguration[handle] = ref
+            }
+        }
+        for (central, security) in await host.connectedLinks {
+            let id = GATTPeripheralBinding.centralID(central)
+            let mtu = (await peripheral.maximumUpdateValueLength(for: id) ?? 20) + 3
+            events += [.centralConnected(id, mtu: mtu), .securityChanged(id, security)]
+            for (handle, bits) in (await peripheral.clientConfigurations(of: id) ?? [:]).sorted(by: { $0.key < $1.key }) {
+                guard let ref = refsByClientConfiguration[handle] else { continue }
+                events.append(.subscribed(ref, id, bits & 0x0001 != 0 ? .notification : .indication))
+            }
+        }
+        for event in events { await forward(event) }
+    }
+
+    /// Says `offline` and disconnects; returns once the client has stopped.
     func stop() async {
-        await service.stop()
+        guard let running else { return }
+        self.running = nil
+        await running.service.stop()
+        await running.task.value
     }
 }
