@@ -10,9 +10,11 @@ struct ReloadCommand: ParsableCommand {
             Checks the file first: an invalid one is reported as `gattway check` reports it and the \
             service is not asked. Otherwise asks the running service on its control socket, as \
             SIGHUP (`systemctl reload gattway`) does: sensors added, removed or changed are \
-            started, stopped or restarted, changed notify policies apply; every other change is listed as waiting for a restart. \
-            Prints what was applied. Exit 1 when the file is invalid, a sensor could not start, \
-            or the service does not answer.
+            started, stopped or restarted; changed GATT services are published anew (Service \
+            Changed to the centrals), notify policies and MQTT settings apply in place, centrals \
+            staying connected; every other change is listed as waiting for a restart. Prints what \
+            was applied. Exit 1 when the file is invalid, a change could not be applied, or the \
+            service does not answer.
             """)
 
     @OptionGroup var file: ConfigFileOption

@@ -11,9 +11,11 @@ import Sensors
 /// A reload validates the whole file first: an invalid one changes nothing and every error is
 /// logged. A valid one is compared with the running configuration (`ConfigChanges`): sensors
 /// added, removed or changed are started, stopped or restarted (their lines released before they
-/// are requested again), and changed notify policies (the services otherwise the same) go to the
-/// pipeline; every other section that changed is reported as needing a restart and keeps running
-/// as it was, so `config` is the file's sensors and policies on the running rest.
+/// are requested again); changed services are published anew (`ValuePipeline.changeLayout`) and
+/// changed notify policies (the services otherwise the same) go to the pipeline; a changed `mqtt`
+/// section, or services that change what the mirror publishes, replace the MQTT mirror
+/// (`MirrorRunner.replace`). Every other section that changed is reported as needing a restart
+/// and keeps running as it was, so `config` is what runs: the file's where applied.
 actor RunningConfiguration {
     nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
 
