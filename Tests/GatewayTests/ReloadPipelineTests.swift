@@ -6,11 +6,12 @@ import Values
 
 @testable import Gateway
 
-/// A reload's GATT layout on a running pipeline (`ValuePipeline.changeLayout`): a changed service
-/// is removed and published anew under one Service Changed indication; an unchanged one keeps
-/// its handles, its subscribers and their notifications.
+/// A reload on a running pipeline. Its GATT layout (`ValuePipeline.changeLayout`): a changed
+/// service is removed and published anew under one Service Changed indication; an unchanged one
+/// keeps its handles, its subscribers and their notifications. Its notify policies
+/// (`changeNotifyPolicies`): a heartbeat added beats on the subscription as it is.
 @Suite(.timeLimit(.minutes(1)))
-struct LayoutChangeTests {
+struct ReloadPipelineTests {
     /// `ValuePipelineTests.yaml` with a static `mode` in `gateway` and a new `extra` service
     /// carrying the climate sensor's humidity.
     static let changedYAML = """
@@ -111,6 +112,28 @@ struct LayoutChangeTests {
         await fixture.pipeline.externalValue(.text("new"), for: layout.ref("gateway/label")!)
         #expect(fixture.link.take(bob).isEmpty, "bob's label subscription ended with its service")
         #expect(await fixture.peripheral.clientConfigurations(of: bob) == [0x0B: 0x0002])
+    }
+
+    /// `max_interval` added by a reload: the subscriber, silent for seconds, gets the current value
+    /// at once (its heartbeat is overdue), then once a second.
+    @Test func aHeartbeatAddedByAReloadBeats() async throws {
+        var fixture = try await PipelineFixture(yaml: ValuePipelineTests.yaml)
+        await fixture.peripheral.transmitRoomFreed(100)
+        await fixture.subscribe(alice, to: "environment/temperature")
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 20))
+        #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2000)])
+        await fixture.advance(by: .seconds(5))
+        #expect(await fixture.notifications(alice, on: "environment/temperature").isEmpty, "no heartbeat configured")
+
+        let yaml = ValuePipelineTests.yaml.replacingOccurrences(
+            of: "notify: {min_interval: 250ms}", with: "notify: {min_interval: 250ms, max_interval: 1s}")
+        #expect(yaml != ValuePipelineTests.yaml)
+        await fixture.pipeline.changeNotifyPolicies(try ConfigLoader.load(yaml: yaml).config.services)
+        #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2000)], "overdue")
+        await fixture.advance(by: .milliseconds(500))
+        #expect(await fixture.notifications(alice, on: "environment/temperature").isEmpty)
+        await fixture.advance(by: .milliseconds(500))
+        #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2000)], "a second later")
     }
 
     /// A reload that changes nothing in the GATT services publishes nothing and indicates nothing.
