@@ -282,13 +282,19 @@ struct ReloadEndToEndTests {
               chips:
                 - lines:
                     - {name: GPIO17, generator: {type: constant, level: 1}}
+                    - name: BTN
+                      generator:
+                        type: steps
+                        steps: [{level: 0, duration: 300ms}, {level: 1, duration: 100ms}, {level: 0, duration: 1h}]
             sensors:
               - {id: open, kind: binary, line: GPIO17}
+              - {id: bell, kind: binary, line: BTN, press: {}}
             services:
               - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0016
                 name: door
                 characteristics:
-                  - {uuid: \(Self.doorUUID), name: open, format: bool, source: {sensor: open}}\(label)
+                  - {uuid: \(Self.doorUUID), name: open, format: bool, source: {sensor: open}}
+                  - {uuid: 6E400008-B5A3-F393-E0A9-E50E24DC0016, name: bell, format: uint8, source: {sensor: bell, reading: press}}\(label)
             mqtt: {url: "mqtt://127.0.0.1:1", base_topic: \(base)}
             """
         }
@@ -306,6 +312,8 @@ struct ReloadEndToEndTests {
             $0.topic == "before/mqttreload/door/open/subscribers" && $0.text?.contains(phone.address) == true
         }
         #expect(subscribed != nil)
+        let pressed = await watcher.first { $0.topic == "before/mqttreload/door/bell" }
+        #expect(pressed != nil, "the bell was pressed once")
 
         try Self.rewrite(rig, config(base: "after"))
         let mark = watcher.messages.count
@@ -321,6 +329,9 @@ struct ReloadEndToEndTests {
         #expect(central != nil, "the connected phone")
         let subscribers = await watcher.first(after: mark) { $0.topic == "after/mqttreload/door/open/subscribers" }
         #expect(subscribers?.text?.contains(phone.address) == true, "its subscription: \(subscribers?.text ?? "none")")
+        #expect(
+            !watcher.messages.dropFirst(mark).contains { $0.topic == "after/mqttreload/door/bell" },
+            "the press, long over, is not published again as a new one")
 
         let label = "\n      - {uuid: 6E400009-B5A3-F393-E0A9-E50E24DC0016, name: label, format: utf8, source: {static: hall}}"
         try Self.rewrite(rig, config(base: "after", label: label))

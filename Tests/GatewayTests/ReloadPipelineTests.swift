@@ -1,6 +1,7 @@
 import BluetoothCore
 import BluetoothGATT
 import Config
+import Sensors
 import Testing
 import Values
 
@@ -134,6 +135,43 @@ struct ReloadPipelineTests {
         #expect(await fixture.notifications(alice, on: "environment/temperature").isEmpty)
         await fixture.advance(by: .milliseconds(500))
         #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2000)], "a second later")
+    }
+
+    /// A characteristic a reload adds on a running button: its state is read at once, but its
+    /// last press is no value of a new characteristic (a press is an event, long over).
+    @Test func aNewCharacteristicGetsTheSensorsStateButNotItsLastPress() async throws {
+        func yaml(_ extra: String) -> String {
+            """
+            device: {name: presses}
+            gpio:
+              backend: simulated
+              chips:
+                - lines:
+                    - name: BTN
+            sensors:
+              - {id: button, kind: binary, line: BTN, press: {}}
+            services:
+              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+                name: io
+                characteristics:
+                  - {uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001, name: button, format: uint8, source: {sensor: button, reading: press}}\(extra)
+            """
+        }
+        let fixture = try await PipelineFixture(yaml: yaml(""))
+        let added = """
+
+                  - {uuid: 6E400003-B5A3-F393-E0A9-E50E24DC0001, name: presses, format: uint8, source: {sensor: button, reading: press}}
+                  - {uuid: 6E400004-B5A3-F393-E0A9-E50E24DC0001, name: held, format: bool, source: {sensor: button}}
+            """
+        let config = try ConfigLoader.load(yaml: yaml(added)).config
+        let readings = [
+            reading("button", SensorSample.pressChannel, 2),
+            SensorSample(sensor: "button", channel: "value", reading: .bool(true), unit: "", timestampNs: 0)
+        ]
+        _ = try await fixture.pipeline.changeLayout(to: GATTLayout(config: config), currentReadings: readings)
+        let layout = await fixture.pipeline.layout
+        #expect(await fixture.pipeline.currentBytes(layout.ref("io/held")!) == [1])
+        #expect(await fixture.pipeline.currentBytes(layout.ref("io/presses")!) == nil)
     }
 
     /// A reload that changes nothing in the GATT services publishes nothing and indicates nothing.

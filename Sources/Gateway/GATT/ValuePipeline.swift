@@ -132,7 +132,7 @@ public actor ValuePipeline {
     /// Service Changed gets one indication over the handles they took; the characteristics of the
     /// others keep their handles, subscriptions, values and counters. A new characteristic starts
     /// with its configured value, or its sensor's reading among `currentReadings` (the running
-    /// sensors' latest), or none until its source gives one. Before the services are first
+    /// sensors' latest; presses excepted), or none until its source gives one. Before the services are first
     /// published (the controller not on yet) `publish()` will publish the new layout; while the
     /// controller is off after that, nothing changes and this throws.
     func changeLayout(to newLayout: GATTLayout, currentReadings: [SensorSample]) async throws -> GATTLayoutChange {
@@ -152,7 +152,8 @@ public actor ValuePipeline {
             values.set(sample.bytes, of: ref)
             notifier.update(ref, sample: sample)
         }
-        for sample in currentReadings {
+        // A press is an event, not a state: the last one is not a new characteristic's value.
+        for sample in currentReadings where SensorReading(rawValue: sample.channel)?.isEvent != true {
             let value: Values.SensorValue
             switch sample.reading {
             case .number(let number): value = .number(number)

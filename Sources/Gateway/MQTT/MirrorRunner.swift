@@ -113,13 +113,20 @@ actor MirrorRunner {
     }
 
     /// Tells a new mirror what the old one had learnt from events: the state and counters, each
-    /// characteristic's value, the connected centrals (MTU, security) and their subscriptions.
+    /// characteristic's value (presses excepted), the connected centrals (MTU, security) and their subscriptions.
     private func replayState() async {
         var events: [PipelineEvent] = [await pipeline.statusEvent]
         let layout = await pipeline.layout
         var refsByClientConfiguration: [UInt16: CharacteristicRef] = [:]
         for ref in layout.characteristics.keys.sorted() {
-            if let bytes = await pipeline.currentBytes(ref) { events.append(.valueChanged(ref, bytes)) }
+            // A press was published when it happened; published again it would be a new one.
+            let isEvent: Bool
+            if case .sensor(_, let reading) = layout.characteristics[ref]?.config.source {
+                isEvent = reading.isEvent
+            } else {
+                isEvent = false
+            }
+            if !isEvent, let bytes = await pipeline.currentBytes(ref) { events.append(.valueChanged(ref, bytes)) }
             if let handle = await pipeline.publishedCharacteristic(ref)?.clientConfigurationHandle {
                 refsByClientConfiguration[handle] = ref
             }
