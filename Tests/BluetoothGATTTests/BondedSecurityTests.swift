@@ -100,6 +100,28 @@ import Testing
             ])
     }
 
+    /// A bonded central's Client Supported Features come back with its bond (Vol 3 Part G 7.2):
+    /// with robust caching and the database changed since, it is change-unaware (2.5.2.1): its
+    /// first request gets Database Out Of Sync, the next is served; with the same database, it
+    /// stays change-aware.
+    @Test func restoredRobustCachingMakesACentralChangeUnawareOfAChangedDatabase() throws {
+        let (server, _) = try Self.server()
+        let central = CentralID(6)
+        server.connect(central)
+        server.restoreClientConfigurations([:], clientSupportedFeatures: 0x01, for: central, databaseChanged: true, now: .now)
+        _ = server.takeOutput()
+        #expect(server.clientSupportedFeatures(of: central) == 0x01)
+        #expect(server.snapshot(of: central)?.isChangeAware == false)
+        #expect(server.exchange("0a0300", from: central).sent == ["010a000012"])
+        #expect(server.exchange("0a0300", from: central).sent == ["0b67617474776179"])
+
+        let unchanged = CentralID(7)
+        server.connect(unchanged)
+        server.restoreClientConfigurations([:], clientSupportedFeatures: 0x01, for: unchanged, now: .now)
+        #expect(server.clientSupportedFeatures(of: unchanged) == 0x01)
+        #expect(server.snapshot(of: unchanged)?.isChangeAware == true)
+    }
+
     /// A bond made on another database (gattway restarted with another layout): its CCCD handles
     /// may belong to other characteristics now, so only the Service Changed subscription (the GATT
     /// service's handles, 0x0008-0x000F, never move) comes back, and the central is told every

@@ -163,6 +163,38 @@ struct HostSecurityTests {
         #expect(try await Self.storedHash(store) == current)
     }
 
+    /// A bonded central's Client Supported Features: those it writes go to its bond, and come back
+    /// to the server with its subscriptions on its next connection.
+    @Test func clientSupportedFeaturesAreKeptWithTheBond() async throws {
+        let current = Array(repeating: UInt8(0x22), count: 16)
+        let (directory, store) = try Self.stateDirectoryWithBond(databaseHash: current)
+        let controller = FakeController()
+        let rig = try PeripheralHostTests.start([controller], stateDirectory: directory)
+        defer { rig.task.cancel() }
+        rig.server.setDatabaseHash(current)
+        guard case .restored = try await Self.encryptBonded(rig, controller) else {
+            Issue.record("nothing restored")
+            return
+        }
+        #expect(rig.server.lastRestoredFeatures == 0, "none written yet")
+        rig.server.setClientSupportedFeatures(0x01)
+        controller.receive(L2CAPChannel.att, [0x12, 0x0D, 0x00, 0x01], on: 0x40)
+        controller.receive(L2CAPChannel.att, [0x0A, 0x01, 0x00], on: 0x40)
+        _ = await rig.server.events.first(matching: { if case .pdu([0x0A, 0x01, 0x00], _) = $0 { true } else { false } })
+        #expect(try store.load().bonds.first?.clientSupportedFeatures == 0x01)
+        rig.task.cancel()
+
+        let again = FakeController()
+        let restarted = try PeripheralHostTests.start([again], stateDirectory: directory)
+        defer { restarted.task.cancel() }
+        restarted.server.setDatabaseHash(current)
+        guard case .restored = try await Self.encryptBonded(restarted, again) else {
+            Issue.record("nothing restored after the restart")
+            return
+        }
+        #expect(restarted.server.lastRestoredFeatures == 0x01)
+    }
+
     /// The central told the database changed has not confirmed Service Changed yet: its bond
     /// keeps the hash it had (were it to leave now, it would be told again when it comes back),
     /// and records the new one at its first ATT PDU after the confirmation.

@@ -34,6 +34,8 @@ final class RecordingServer: ATTServer, @unchecked Sendable {
     private var cccds: [Central: [UInt16: UInt16]] = [:]
     private var hash: [UInt8] = Array(repeating: 0xAB, count: 16)
     private var awaitsServiceChanged = false
+    private var features: UInt8 = 0
+    private var restoredFeatures: UInt8 = 0
 
     init() { (events, continuation) = AsyncStream.makeStream(of: ServerEvent.self) }
 
@@ -57,10 +59,17 @@ final class RecordingServer: ATTServer, @unchecked Sendable {
         continuation.yield(.security(security, central))
     }
     nonisolated(nonsending) func restoreSubscriptions(
-        _ clientConfigurations: [UInt16: UInt16], for central: Central, databaseChanged: Bool
+        _ clientConfigurations: [UInt16: UInt16], clientSupportedFeatures: UInt8, for central: Central,
+        databaseChanged: Bool
     ) async {
+        lock.withLock { restoredFeatures = clientSupportedFeatures }
         continuation.yield(.restored(clientConfigurations, central, databaseChanged: databaseChanged))
     }
+    /// The Client Supported Features the last restore carried.
+    var lastRestoredFeatures: UInt8 { lock.withLock { restoredFeatures } }
+    nonisolated(nonsending) func clientSupportedFeatures(of central: Central) async -> UInt8 { lock.withLock { features } }
+    /// What `clientSupportedFeatures(of:)` answers, for every central.
+    func setClientSupportedFeatures(_ value: UInt8) { lock.withLock { features = value } }
     nonisolated(nonsending) func databaseHash() async -> [UInt8] { lock.withLock { hash } }
     /// What `databaseHash()` answers.
     func setDatabaseHash(_ value: [UInt8]) { lock.withLock { hash = value } }

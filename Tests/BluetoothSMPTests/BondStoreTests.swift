@@ -76,6 +76,23 @@ import TestHarness
         #expect(!stranger)
     }
 
+    /// Client Supported Features follow the bond into the file; a bond without them writes none.
+    @Test func clientSupportedFeaturesFollowTheBond() throws {
+        var registry = BondRegistry([Self.bond(), Self.bond("C0:00:00:00:00:05", irk: nil)])
+        let set = registry.setClientSupportedFeatures(0x01, for: Self.appendixRPA)
+        let stranger = registry.setClientSupportedFeatures(0x01, for: BluetoothAddress("11:22:33:44:55:66")!)
+        #expect(set && !stranger)
+        #expect(registry.bond(for: Self.appendixRPA)?.clientSupportedFeatures == 0x01)
+        #expect(registry.bonds.map(\.clientSupportedFeatures).sorted() == [0, 0x01])
+        let scratch = try temporaryDirectory("bonds")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let store = BondStore(directory: scratch.appendingPathComponent("state").path)
+        try store.save(registry)
+        #expect(try store.load() == registry)
+        let text = try String(contentsOfFile: store.path, encoding: .utf8)
+        #expect(text.components(separatedBy: "clientSupportedFeatures").count == 2, "written once: \(text)")
+    }
+
     @Test func roundTripsThroughAFileOfMode0600() throws {
         let scratch = try temporaryDirectory("bonds")
         defer { try? FileManager.default.removeItem(at: scratch) }

@@ -268,11 +268,17 @@ public final class GATTServer {
     /// (the GATT service's handles never move), and it gets a Service Changed indication over
     /// every handle (Vol 3 Part G 2.5.2: a bonded client is told of changes made while it was
     /// disconnected), after which it discovers again and subscribes anew.
+    ///
+    /// `clientSupportedFeatures`: what the bonded central wrote on an earlier connection (Vol 3
+    /// Part G 7.2: persistent for bonded clients); with robust caching among them it is
+    /// change-unaware after a database change (2.5.2.1) until it catches up.
     public func restoreClientConfigurations(
-        _ configurations: [UInt16: UInt16], for id: CentralID, databaseChanged: Bool = false,
-        now: ContinuousClock.Instant
+        _ configurations: [UInt16: UInt16], clientSupportedFeatures: UInt8 = 0, for id: CentralID,
+        databaseChanged: Bool = false, now: ContinuousClock.Instant
     ) {
         guard let central = centrals[id], !central.isClosed else { return }
+        // Bits once set stay set (7.2), so a restore only adds.
+        central.clientSupportedFeatures |= clientSupportedFeatures & ClientFeatures.all
         if databaseChanged {
             let serviceChangedCCCD = serviceChanged.clientConfigurationHandle
             let kept = configurations.filter { $0.key == serviceChangedCCCD }
@@ -300,6 +306,12 @@ public final class GATTServer {
     }
 
     public var connectedCentrals: [CentralID] { orderedCentralIDs }
+
+    /// The Client Supported Features the central wrote (0 when none, or not connected), for the
+    /// host to keep with a bond.
+    public func clientSupportedFeatures(of id: CentralID) -> UInt8 {
+        centrals[id]?.clientSupportedFeatures ?? 0
+    }
 
     /// Whether the central has a Service Changed indication still to confirm (queued or sent):
     /// until it confirms, it has not learnt of the database's last change.

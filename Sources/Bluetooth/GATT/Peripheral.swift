@@ -220,12 +220,20 @@ public actor Peripheral {
     /// bond's key: they come back (with `subscribed` events) without the central writing its
     /// CCCDs again. With `databaseChanged` (the bond recorded another Database Hash) only its
     /// Service Changed subscription comes back and it is told every handle changed.
+    /// `clientSupportedFeatures` come back too (robust caching: change-unaware after a change).
     public func restoreSubscriptions(
-        _ clientConfigurations: [UInt16: UInt16], for central: CentralID, databaseChanged: Bool = false
+        _ clientConfigurations: [UInt16: UInt16], clientSupportedFeatures: UInt8 = 0, for central: CentralID,
+        databaseChanged: Bool = false
     ) {
         server.restoreClientConfigurations(
-            clientConfigurations, for: central, databaseChanged: databaseChanged, now: now())
+            clientConfigurations, clientSupportedFeatures: clientSupportedFeatures, for: central,
+            databaseChanged: databaseChanged, now: now())
         flush()
+    }
+
+    /// The Client Supported Features the central wrote (0 when none, or not connected).
+    public func clientSupportedFeatures(of central: CentralID) -> UInt8 {
+        server.clientSupportedFeatures(of: central)
     }
 
     /// Whether the central has a Service Changed indication still to confirm; false when it is

@@ -86,15 +86,21 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
     }
 
     public nonisolated(nonsending) func restoreSubscriptions(
-        _ clientConfigurations: [UInt16: UInt16], for central: Central, databaseChanged: Bool
+        _ clientConfigurations: [UInt16: UInt16], clientSupportedFeatures: UInt8, for central: Central,
+        databaseChanged: Bool
     ) async {
         await peripheral.restoreSubscriptions(
-            clientConfigurations, for: Self.centralID(central), databaseChanged: databaseChanged)
+            clientConfigurations, clientSupportedFeatures: clientSupportedFeatures, for: Self.centralID(central),
+            databaseChanged: databaseChanged)
         await armTransactionTimer()
     }
 
     public nonisolated(nonsending) func databaseHash() async -> [UInt8] {
         await peripheral.databaseHash
+    }
+
+    public nonisolated(nonsending) func clientSupportedFeatures(of central: Central) async -> UInt8 {
+        await peripheral.clientSupportedFeatures(of: Self.centralID(central))
     }
 
     public nonisolated(nonsending) func awaitsServiceChangedConfirmation(_ central: Central) async -> Bool {

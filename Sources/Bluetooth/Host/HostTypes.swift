@@ -79,14 +79,19 @@ public protocol ATTServer: AnyObject, Sendable {
     /// with the bond's key: its subscriptions come back without it writing the CCCDs again.
     /// `databaseChanged`: the bond recorded another `databaseHash` than the server's now, so the
     /// stored handles are stale: the server tells the central every handle changed instead.
+    /// `clientSupportedFeatures`: what the central wrote to Client Supported Features on an
+    /// earlier bonded connection.
     nonisolated(nonsending) func restoreSubscriptions(
-        _ clientConfigurations: [UInt16: UInt16], for central: Central, databaseChanged: Bool) async
+        _ clientConfigurations: [UInt16: UInt16], clientSupportedFeatures: UInt8, for central: Central,
+        databaseChanged: Bool) async
     /// The Database Hash (Vol 3 Part G 7.3) of the attribute database now, kept with each bond.
     nonisolated(nonsending) func databaseHash() async -> [UInt8]
     /// Whether the central has a Service Changed indication still to confirm: until it has none,
     /// its bond keeps the Database Hash it had, so a central that leaves before it learns of a
     /// change (a reload's new layout) is told again when it comes back.
     nonisolated(nonsending) func awaitsServiceChangedConfirmation(_ central: Central) async -> Bool
+    /// The central's Client Supported Features now, which the host persists in its bond.
+    nonisolated(nonsending) func clientSupportedFeatures(of central: Central) async -> UInt8
     /// The central's CCCD values now (non-zero only), which the host persists in its bond.
     nonisolated(nonsending) func clientConfigurations(of central: Central) async -> [UInt16: UInt16]
     /// `count` update PDUs sent to `central` have left the controller (called just before the
@@ -98,6 +103,8 @@ public protocol ATTServer: AnyObject, Sendable {
 extension ATTServer {
     /// A server that budgets credits only over all centrals ignores per-central deliveries.
     public nonisolated(nonsending) func updatesDelivered(_ count: Int, to central: Central) async {}
+    /// A server without Client Supported Features has none to persist.
+    public nonisolated(nonsending) func clientSupportedFeatures(of central: Central) async -> UInt8 { 0 }
     /// A server that never changes its database never has Service Changed to confirm.
     public nonisolated(nonsending) func awaitsServiceChangedConfirmation(_ central: Central) async -> Bool { false }
 }

@@ -133,11 +133,16 @@ final class SecurityCoordinator {
 
     /// After an ATT PDU from a bonded central on its bonded key: its CCCD values go to its bond
     /// (and the bond file) when they changed, so its subscriptions survive reconnection, and so
-    /// does the Database Hash once it confirmed Service Changed (`recordDatabaseHash`).
+    /// do its Client Supported Features and the Database Hash once it confirmed Service Changed
+    /// (`recordDatabaseHash`).
     nonisolated(nonsending) func persistSubscriptions(of connection: ConnectionState) async {
         let handle = connection.central.handle
         guard connection.security.isBonded, let bond = manager.bond(on: handle) else { return }
         var changed = await recordDatabaseHash(of: connection.central, in: bond)
+        let features = await server.clientSupportedFeatures(of: connection.central)
+        if features != bond.clientSupportedFeatures {
+            changed = manager.setClientSupportedFeatures(features, on: handle) || changed
+        }
         let current = await server.clientConfigurations(of: connection.central)
         guard current != bond.clientConfigurations else {
             if changed { saveBonds() }
@@ -283,10 +288,14 @@ final class SecurityCoordinator {
         let changed = bond.databaseHash.map { $0 != hash } ?? false
         if changed {
             logger.info("\(central): the attribute database changed since it last saw it; indicating Service Changed")
-            await server.restoreSubscriptions(bond.clientConfigurations, for: central, databaseChanged: true)
-        } else if !bond.clientConfigurations.isEmpty {
+            await server.restoreSubscriptions(
+                bond.clientConfigurations, clientSupportedFeatures: bond.clientSupportedFeatures, for: central,
+                databaseChanged: true)
+        } else if !bond.clientConfigurations.isEmpty || bond.clientSupportedFeatures != 0 {
             logger.info("\(central): restoring \(bond.clientConfigurations.count) subscriptions of its bond")
-            await server.restoreSubscriptions(bond.clientConfigurations, for: central, databaseChanged: false)
+            await server.restoreSubscriptions(
+                bond.clientConfigurations, clientSupportedFeatures: bond.clientSupportedFeatures, for: central,
+                databaseChanged: false)
         }
         if await recordDatabaseHash(of: central, in: bond) { saveBonds() }
     }

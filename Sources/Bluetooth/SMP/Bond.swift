@@ -71,12 +71,16 @@ public struct Bond: Hashable, Sendable, CustomStringConvertible, CustomDebugStri
     /// for a bond stored before gattway kept it): a different hash on reconnection means its
     /// attribute cache and its `clientConfigurations` handles are stale.
     public var databaseHash: [UInt8]?
+    /// The Client Supported Features the central wrote (robust caching and the rest; Vol 3 Part
+    /// G 7.2: persistent across connections for a bonded client), 0 when it wrote none.
+    public var clientSupportedFeatures: UInt8
 
     public init(
         identity: BluetoothAddress, longTermKey: LongTermKey,
         peerIdentityResolvingKey: SecretKey? = nil, localIdentityResolvingKey: SecretKey? = nil,
         peerSigningKey: SecretKey? = nil, localSigningKey: SecretKey? = nil,
-        clientConfigurations: [UInt16: UInt16] = [:], databaseHash: [UInt8]? = nil
+        clientConfigurations: [UInt16: UInt16] = [:], databaseHash: [UInt8]? = nil,
+        clientSupportedFeatures: UInt8 = 0
     ) {
         self.identity = identity
         self.longTermKey = longTermKey
@@ -86,6 +90,7 @@ public struct Bond: Hashable, Sendable, CustomStringConvertible, CustomDebugStri
         self.localSigningKey = localSigningKey
         self.clientConfigurations = clientConfigurations
         self.databaseHash = databaseHash
+        self.clientSupportedFeatures = clientSupportedFeatures
     }
 
     public var security: LinkEncryption {
@@ -165,6 +170,16 @@ public struct BondRegistry: Hashable, Sendable, CustomStringConvertible, CustomD
             return false
         }
         bonds[index].databaseHash = hash
+        return true
+    }
+
+    /// Records the Client Supported Features a bonded central wrote; false when `address` has no bond.
+    @discardableResult
+    public mutating func setClientSupportedFeatures(_ features: UInt8, for address: BluetoothAddress) -> Bool {
+        guard let bond = bond(for: address), let index = bonds.firstIndex(where: { $0.identity == bond.identity }) else {
+            return false
+        }
+        bonds[index].clientSupportedFeatures = features
         return true
     }
 

@@ -153,6 +153,8 @@ private struct StoredBond: Codable {
     var clientConfigurations: [String: UInt16]
     /// Hex as the characteristic carries it; absent in files written before gattway kept it.
     var databaseHash: String?
+    /// Absent when the central wrote none (and in files written before gattway kept it).
+    var clientSupportedFeatures: UInt8?
 
     init(_ bond: Bond) {
         address = bond.identity.description
@@ -169,6 +171,7 @@ private struct StoredBond: Codable {
         localSigningKey = bond.localSigningKey?.bytes.hexString
         clientConfigurations = Dictionary(uniqueKeysWithValues: bond.clientConfigurations.map { (String($0.key), $0.value) })
         databaseHash = bond.databaseHash?.hexString
+        clientSupportedFeatures = bond.clientSupportedFeatures == 0 ? nil : bond.clientSupportedFeatures
     }
 
     var bond: Bond? {
@@ -198,7 +201,8 @@ private struct StoredBond: Codable {
                 authenticated: authenticated, secureConnections: secureConnections),
             peerIdentityResolvingKey: parsed[0] ?? nil, localIdentityResolvingKey: parsed[1] ?? nil,
             peerSigningKey: parsed[2] ?? nil, localSigningKey: parsed[3] ?? nil,
-            clientConfigurations: configurations, databaseHash: hash ?? nil)
+            clientConfigurations: configurations, databaseHash: hash ?? nil,
+            clientSupportedFeatures: clientSupportedFeatures ?? 0)
     }
 
     private static func key(_ text: String) -> SecretKey? { SecretKey(hexString: text) }

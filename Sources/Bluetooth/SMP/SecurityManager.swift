@@ -264,6 +264,15 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
         return bonds != before
     }
 
+    /// Records the Client Supported Features the central on `handle` wrote, on a link encrypted
+    /// with its bond's key; true when the bond changed (then persist `bonds`).
+    public mutating func setClientSupportedFeatures(_ features: UInt8, on handle: ConnectionHandle) -> Bool {
+        guard let link = links[handle], link.security?.bonded == true, let bond = bond(on: handle) else { return false }
+        let before = bonds
+        bonds.setClientSupportedFeatures(features, for: bond.identity)
+        return bonds != before
+    }
+
     public mutating func setClientConfiguration(_ value: UInt16, handle attribute: UInt16, on handle: ConnectionHandle) -> Bool {
         guard let link = links[handle], link.security?.bonded == true, let bond = bond(on: handle) else { return false }
         let before = bonds
