@@ -174,6 +174,43 @@ struct ReloadPipelineTests {
         #expect(await fixture.pipeline.currentBytes(layout.ref("io/presses")!) == nil)
     }
 
+    /// Includes: a service that includes a changed one is published anew too (its Include
+    /// declaration names the other's new handles); one that includes an unchanged one stays.
+    @Test func aServiceIncludingAChangedServiceIsPublishedAnew() async throws {
+        func yaml(main: Int, extra: Int) -> String {
+            """
+            device: {name: includes}
+            gpio: {backend: simulated}
+            services:
+              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0001
+                name: main
+                includes: [extra]
+                characteristics:
+                  - {uuid: 2A19, name: a, format: uint8, source: {static: \(main)}}
+              - uuid: 6E400002-B5A3-F393-E0A9-E50E24DC0001
+                name: extra
+                primary: false
+                characteristics:
+                  - {uuid: 2A29, name: b, format: uint8, source: {static: \(extra)}}
+            """
+        }
+        let fixture = try await PipelineFixture(yaml: yaml(main: 1, extra: 2))
+        let mainChanged = try await fixture.pipeline.changeLayout(
+            to: GATTLayout(config: try ConfigLoader.load(yaml: yaml(main: 3, extra: 2)).config), currentReadings: [])
+        #expect(mainChanged.kept.map(\.index) == [1] && mainChanged.added == [0])
+        let extraChanged = try await fixture.pipeline.changeLayout(
+            to: GATTLayout(config: try ConfigLoader.load(yaml: yaml(main: 3, extra: 4)).config), currentReadings: [])
+        #expect(extraChanged.kept.isEmpty && extraChanged.added == [1, 0], "extra first, then main including it")
+        let services = await fixture.peripheral.services
+        let main = try #require(services.first { $0.characteristics.first?.uuid == BluetoothUUID(0x2A19) })
+        let extra = try #require(services.first { !$0.isPrimary })
+        await fixture.peripheral.centralConnected(CentralID(4))
+        await fixture.peripheral.receive(
+            [0x08] + le(main.handles.lowerBound) + le(main.handles.upperBound) + [0x02, 0x28], from: CentralID(4))
+        let include = try #require(fixture.link.take(CentralID(4)).first)
+        #expect(Array(include[4..<8]) == le(extra.handles.lowerBound) + le(extra.handles.upperBound))
+    }
+
     /// A reload that changes nothing in the GATT services publishes nothing and indicates nothing.
     @Test func theSameLayoutChangesNothing() async throws {
         var fixture = try await PipelineFixture(yaml: ValuePipelineTests.yaml)
