@@ -143,7 +143,7 @@ actor RunningConfiguration {
                 running.services = next.services
                 servicesReport = Self.describe(change)
             } catch {
-                report.failed.append("services could not be published anew: \(error); restart gattway to apply them")
+                report.failed.append("services could not be published anew (\(error)); the next reload tries again")
             }
         }
         running.sensors = []
