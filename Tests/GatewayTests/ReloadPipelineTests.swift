@@ -211,6 +211,23 @@ struct ReloadPipelineTests {
         #expect(Array(include[4..<8]) == le(extra.handles.lowerBound) + le(extra.handles.upperBound))
     }
 
+    /// With the controller down since the services were published, a new layout cannot be
+    /// published: nothing changes (the reload tries again next time).
+    @Test func withTheControllerDownNothingChanges() async throws {
+        var fixture = try await PipelineFixture(yaml: ValuePipelineTests.yaml)
+        await fixture.peripheral.updateState(.poweredOff)
+        // `pump` needs a connection, which a powered-off peripheral refuses.
+        while let event = await fixture.events.next() {
+            await fixture.pipeline.handle(event)
+            if event == .stateChanged(.poweredOff) { break }
+        }
+        let config = try ConfigLoader.load(yaml: Self.changedYAML).config
+        await #expect(throws: PeripheralError.notPoweredOn(.poweredOff)) {
+            try await fixture.pipeline.changeLayout(to: GATTLayout(config: config), currentReadings: [])
+        }
+        #expect(await fixture.pipeline.layout.characteristics.count == 3, "the layout before")
+    }
+
     /// A reload that changes nothing in the GATT services publishes nothing and indicates nothing.
     @Test func theSameLayoutChangesNothing() async throws {
         var fixture = try await PipelineFixture(yaml: ValuePipelineTests.yaml)
