@@ -79,6 +79,8 @@ struct ReloadPipelineTests {
             #expect(fixture.link.take(central) == [[0x13]])
         }
         let temperature = await fixture.characteristic("environment/temperature")
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 20))
+        #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2000)])
         let oldGateway = try #require(
             await fixture.peripheral.services.first { $0.uuid == BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DC0001") })
 
@@ -102,12 +104,14 @@ struct ReloadPipelineTests {
         }
         let layout = await fixture.pipeline.layout
         #expect(await fixture.pipeline.publishedCharacteristic(layout.ref("environment/temperature")!) == temperature)
+        #expect(await fixture.pipeline.currentBytes(layout.ref("environment/temperature")!) == sint16(2000), "its value stays")
         #expect(await fixture.pipeline.currentBytes(layout.ref("gateway/mode")!) == Array("auto".utf8))
         #expect(await fixture.pipeline.currentBytes(layout.ref("gateway/label")!) == Array("hi".utf8), "configured again")
         #expect(
             await fixture.pipeline.currentBytes(layout.ref("extra/humidity")!) == [0x94, 0x11],
             "the running sensor's reading, at once")
 
+        await fixture.advance(by: .milliseconds(250))  // the temperature's min_interval
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 21.5))
         #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2150)])
         await fixture.pipeline.externalValue(.text("new"), for: layout.ref("gateway/label")!)
