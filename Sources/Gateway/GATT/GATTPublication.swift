@@ -12,8 +12,6 @@ final class GATTPublication {
     /// The configured services as published, in publishing order; nil before `publish`.
     private(set) var services: [PublishedLayoutService]?
 
-    var isEmpty: Bool { characteristics.isEmpty }
-
     /// The configured characteristic published as `characteristic`; nil for one a reload removed
     /// (its events may still be on their way when its handles serve another).
     func ref(of characteristic: PublishedCharacteristic) -> CharacteristicRef? {
