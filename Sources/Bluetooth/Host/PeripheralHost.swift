@@ -41,13 +41,14 @@ public actor PeripheralHost {
     let advertiser: Advertiser
     /// Pairing, encryption and bonds.
     let security: SecurityCoordinator
+    /// The links' events and data: connections opening and closing, L2CAP frames to their
+    /// channel, Number Of Completed Packets.
+    let links: LinkDispatcher
 
     /// Follow-up commands run off the event path, cancelled when the session ends.
     var sessionTasks: [UInt64: Task<Void, Never>] = [:]
     var nextSessionTaskID: UInt64 = 0
     var grantedTransmitCredits = false
-    /// Kept between Number Of Completed Packets events, which come once per packet sent.
-    var deliveredUpdates: [DeliveredUpdates] = []
 
     public init(
         configuration: HostConfiguration, server: any ATTServer, logger: Logger,
@@ -70,6 +71,9 @@ public actor PeripheralHost {
         security = SecurityCoordinator(
             configuration: configuration, server: server, transmitter: transmitter, connections: connections,
             eventSink: eventSink, logger: logger)
+        links = LinkDispatcher(
+            server: server, transmitter: transmitter, connections: connections, advertiser: advertiser,
+            security: security, eventSink: eventSink, logger: logger)
     }
 
     /// Runs the host until the calling task is cancelled; then closes the controller and returns.
@@ -174,18 +178,11 @@ public actor PeripheralHost {
     /// Forgets the session: pending commands fail, every central is disconnected for the server.
     private func tearDownSession() async {
         commands.close()
-        security.sessionEnded(closing: connections.inOrder.map(\.central.handle))
         for task in sessionTasks.values { task.cancel() }
         sessionTasks = [:]
         controller = nil
         advertiser.sessionEnded()
-        let dropped = transmitter.stop()
-        let lost = connections.removeAll().map(\.central)
-        for central in lost {
-            eventSink.yield(.disconnected(central, reason: .hardwareFailure))
-            await server.centralDisconnected(central)
-        }
-        if dropped > 0 { await server.transmitCreditsAvailable(dropped) }
+        await links.sessionEnded()
     }
 
     func setState(_ newState: PeripheralState) async {

@@ -1,0 +1,139 @@
+import BluetoothCore
+import BluetoothGATT
+import BluetoothHCI
+import BluetoothL2CAP
+import Logging
+import Testing
+import TestHarness
+
+@testable import BluetoothHost
+
+/// `LinkDispatcher` with the real components around it, a recording controller and server: no
+/// socket, each event handled as the host's reader hands it over.
+@Suite(.timeLimit(.minutes(1))) struct LinkDispatcherTests {
+    let transport = CommandRecorder()
+    let transmitter = LinkTransmitter()
+    let table: ConnectionTable
+    let advertiser: Advertiser
+    let server = RecordingServer()
+    let events: AsyncStream<HostEvent>
+    let links: LinkDispatcher
+    static let local = BluetoothAddress("F0:00:00:00:00:01")!
+    static let peer = BluetoothAddress("D0:99:99:99:99:99", kind: .random)!
+
+    init() throws {
+        let (events, sink) = AsyncStream.makeStream(of: HostEvent.self)
+        self.events = events
+        let logger = Logger(label: "test")
+        let commands = HCICommandChannel(timeout: .seconds(1))
+        table = ConnectionTable(
+            transmitter: transmitter, commands: commands, preferredParameters: nil, eventSink: sink, logger: logger)
+        advertiser = Advertiser(
+            settings: nil, commands: commands, maxCentrals: 2, eventSink: sink, logger: logger)
+        let configuration = HostConfiguration(
+            transport: .tcp(host: "fake", port: 1), stateDirectory: try temporaryDirectory("link-dispatcher").path,
+            advertising: nil)
+        let security = SecurityCoordinator(
+            configuration: configuration, server: server, transmitter: transmitter, connections: table,
+            eventSink: sink, logger: logger)
+        links = LinkDispatcher(
+            server: server, transmitter: transmitter, connections: table, advertiser: advertiser, security: security,
+            eventSink: sink, logger: logger)
+        transmitter.start(transport: transport, buffers: ACLBufferSize(dataLength: 27, packetCount: 4))
+    }
+
+    static func connection(_ handle: UInt16, role: LEConnectionComplete.Role = .peripheral) -> HCIEvent {
+        .le(
+            .connectionComplete(
+                LEConnectionComplete(
+                    status: .success, handle: handle, role: role, peerAddressType: 1, peerAddress: peer, interval: 24,
+                    latency: 0, supervisionTimeout: 400)))
+    }
+
+    /// One L2CAP frame in one ACL packet from the central.
+    static func acl(_ handle: UInt16, channel: UInt16, _ payload: [UInt8]) -> HCIACLPacket {
+        let length = UInt16(payload.count)
+        let header = [UInt8(length & 0xFF), UInt8(length >> 8), UInt8(channel & 0xFF), UInt8(channel >> 8)]
+        return HCIACLPacket(handle: handle, boundary: .firstFlushable, data: header + payload)
+    }
+
+    /// A notification queued for the central on `handle`.
+    func sendUpdate(on handle: UInt16) {
+        transmitter.send(L2CAPFrame(channel: L2CAPChannel.att, payload: [0x1B, 0x03, 0x00, 0x01]), on: handle, isUpdate: true)
+    }
+
+    @Test func aConnectionOpensAcrossTheComponentsAndAsksToReadvertise() async throws {
+        let followUp = await links.handle(Self.connection(0x40), local: Self.local)
+        let central = try #require(table[0x40]?.central)
+        #expect(central.address == Self.peer)
+        #expect(followUp == .readvertiseAndRequestFasterLink(central))
+        var serverEvents = server.events.makeAsyncIterator()
+        #expect(await serverEvents.next() == .connected(central))
+        var hostEvents = events.makeAsyncIterator()
+        #expect(await hostEvents.next() == .connected(central))
+
+        #expect(await links.handle(Self.connection(0x41, role: .central), local: Self.local) == nil)
+        #expect(table.count == 1, "a central-role connection is not a central of ours")
+    }
+
+    @Test func framesGoToTheirChannelAndDataForAnUnknownHandleIsDropped() async throws {
+        _ = await links.handle(Self.connection(0x40), local: Self.local)
+        let central = try #require(table[0x40]?.central)
+        await links.received(Self.acl(0x41, channel: L2CAPChannel.att, [0x0A, 0x03, 0x00]))
+        await links.received(Self.acl(0x40, channel: L2CAPChannel.att, [0x0A, 0x03, 0x00]))
+        var serverEvents = server.events.makeAsyncIterator()
+        #expect(await serverEvents.next() == .connected(central))
+        #expect(await serverEvents.next() == .pdu([0x0A, 0x03, 0x00], central), "only the connected handle's PDU")
+
+        // LE signaling (a Connection Parameter Update Response) is not the server's.
+        await links.received(Self.acl(0x40, channel: L2CAPChannel.leSignaling, [0x13, 0x01, 0x02, 0x00, 0x00, 0x00]))
+        await links.received(Self.acl(0x40, channel: L2CAPChannel.att, [0x0A, 0x04, 0x00]))
+        #expect(await serverEvents.next() == .pdu([0x0A, 0x04, 0x00], central))
+    }
+
+    @Test func theLongTermKeyRequestOfAConnectedCentralGetsItsReply() async throws {
+        _ = await links.handle(Self.connection(0x40), local: Self.local)
+        let central = try #require(table[0x40]?.central)
+        let request = HCIEvent.le(.longTermKeyRequest(handle: 0x40, rand: 0, ediv: 0))
+        // No bond and no pairing under way: the Negative Reply.
+        #expect(
+            await links.handle(request, local: Self.local)
+                == .longTermKeyReply(.leLongTermKeyRequestNegativeReply(handle: 0x40), to: central))
+        #expect(await links.handle(.le(.longTermKeyRequest(handle: 0x41, rand: 0, ediv: 0)), local: Self.local) == nil)
+    }
+
+    @Test func completedUpdatesReturnAsCreditsAndADisconnectionReturnsTheUndelivered() async throws {
+        _ = await links.handle(Self.connection(0x40), local: Self.local)
+        let central = try #require(table[0x40]?.central)
+        for _ in 0..<3 { sendUpdate(on: 0x40) }
+        var serverEvents = server.events.makeAsyncIterator()
+        #expect(await serverEvents.next() == .connected(central))
+
+        let completed = HCIEvent.numberOfCompletedPackets([HCIEvent.CompletedPackets(handle: 0x40, count: 1)])
+        #expect(await links.handle(completed, local: Self.local) == nil)
+        #expect(await serverEvents.next() == .credits(1))
+
+        let disconnection = HCIEvent.disconnectionComplete(status: .success, handle: 0x40, reason: .remoteUserTerminated)
+        #expect(await links.handle(disconnection, local: Self.local) == .readvertise)
+        #expect(await serverEvents.next() == .disconnected(central))
+        #expect(await serverEvents.next() == .credits(2), "the two updates still in the controller")
+        #expect(table.count == 0)
+        #expect(await links.handle(disconnection, local: Self.local) == nil, "disconnected once")
+    }
+
+    @Test func aLostControllerDisconnectsEveryCentralAndReturnsTheirUpdates() async throws {
+        _ = await links.handle(Self.connection(0x40), local: Self.local)
+        _ = await links.handle(Self.connection(0x41), local: Self.local)
+        let first = try #require(table[0x40]?.central)
+        let second = try #require(table[0x41]?.central)
+        sendUpdate(on: 0x41)
+        await links.sessionEnded()
+        var serverEvents = server.events.makeAsyncIterator()
+        #expect(await serverEvents.next() == .connected(first))
+        #expect(await serverEvents.next() == .connected(second))
+        #expect(await serverEvents.next() == .disconnected(first))
+        #expect(await serverEvents.next() == .disconnected(second))
+        #expect(await serverEvents.next() == .credits(1))
+        #expect(table.count == 0)
+    }
+}
