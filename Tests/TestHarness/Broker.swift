@@ -28,6 +28,7 @@ public final class Broker: @unchecked Sendable {
                 \(persistence)
                 log_dest stderr
                 log_type error
+                log_type information
                 user root
                 listener \(port) 127.0.0.1
                 \(extra)
@@ -43,18 +44,30 @@ public final class Broker: @unchecked Sendable {
         }
     }
 
+    /// Returns once this mosquitto says it is running, which it says only after binding its own
+    /// listener. "The port accepts connections" is not enough: two tests can be handed the same
+    /// free port, and the second test's broker, failing to bind, would find the first one's there
+    /// and share it (and its retained messages) without a word.
     public func start() throws {
         let log = directory.appendingPathComponent("mosquitto.log")
+        let offset = (try? FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int) ?? 0
         pid = try spawnWithDefaultSignals(Self.executable, ["-c", configuration.path], stderr: log.path)
         let deadline = Date().addingTimeInterval(10)
-        while !portAcceptsConnections(port) {
+        while true {
+            let output = Self.text(of: log, from: offset)
+            if output.contains(" running") { return }
             guard isRunning, Date() < deadline else {
-                let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
                 stop()
-                throw TestFailure("mosquitto did not start on port \(port): \(output)")
+                throw TestFailure("mosquitto did not start on port \(port): \(Self.text(of: log, from: offset))")
             }
-            usleep(20_000)  // waiting for an external process to open its port
+            usleep(20_000)  // waiting for an external process to say it is listening
         }
+    }
+
+    /// What mosquitto wrote to `log` since `offset` (the same file collects every start's lines).
+    private static func text(of log: URL, from offset: Int) -> String {
+        guard let data = try? Data(contentsOf: log), data.count > offset else { return "" }
+        return String(decoding: data.dropFirst(offset), as: UTF8.self)
     }
 
     /// SIGTERM (mosquitto saves its persistence database on it), then reap.
