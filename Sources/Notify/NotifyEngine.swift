@@ -32,9 +32,31 @@ public struct Transmission<Central: Hashable & Sendable, Characteristic: Hashabl
 /// The driver's loop: after any call, drain `nextTransmission(for:)` for centrals with link
 /// credit, then arm one timer for `nextDeadline` and call `advance(to:)` when it fires.
 public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashable & Sendable>: Sendable {
+    /// Its equality and hash are inlinable so that the module specializing the engine (the
+    /// gateway's) also specializes the dictionaries keyed by it: with the derived conformance,
+    /// every lookup went through a protocol witness that instantiated this generic type's
+    /// metadata at run time, five or six times per value.
+    @usableFromInline
     struct Key: Hashable, Sendable {
-        let central: Central
-        let characteristic: Characteristic
+        @usableFromInline let central: Central
+        @usableFromInline let characteristic: Characteristic
+
+        @usableFromInline
+        init(central: Central, characteristic: Characteristic) {
+            self.central = central
+            self.characteristic = characteristic
+        }
+
+        @inlinable
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.central == rhs.central && lhs.characteristic == rhs.characteristic
+        }
+
+        @inlinable
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(central)
+            hasher.combine(characteristic)
+        }
     }
 
     struct CharacteristicState: Sendable {

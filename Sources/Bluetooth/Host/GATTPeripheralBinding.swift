@@ -13,6 +13,10 @@ import Logging
 ///     let host = PeripheralHost(configuration: hostConfiguration, peripheral: binding, logger: logger)
 ///     // the program: binding.peripheral.add(...), .updateValue(...), .events
 ///     await host.run()   // until cancelled
+///
+/// The host calls it on its executor, the event loop, which is the peripheral's too: so each call
+/// enters the peripheral synchronously (`onLoop`), without an executor switch per packet, and
+/// none of the `async` requirements of `ATTServer` suspends here.
 public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
     public let peripheral: Peripheral
     private let link: HostPeripheralLink
@@ -46,7 +50,7 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
     }
 
     public nonisolated(nonsending) func hostStateChanged(_ state: PeripheralState) async {
-        await peripheral.updateState(state)
+        peripheral.onLoop(with: state) { $0.updateState($1) }
     }
 
     /// The address of the central the peripheral's events call `id`.
@@ -58,62 +62,63 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
         let id = Self.centralID(bearer.central)
         lock.withLock { _ in addresses[id] = bearer.central.address }
         link.register(bearer, as: id)
-        await peripheral.centralConnected(id)
+        peripheral.onLoop(with: id) { $0.centralConnected($1) }
     }
 
     public nonisolated(nonsending) func centralDisconnected(_ central: Central) async {
         let id = Self.centralID(central)
-        await peripheral.centralDisconnected(id)
+        peripheral.onLoop(with: id) { $0.centralDisconnected($1) }
         link.unregister(id)
     }
 
     public nonisolated(nonsending) func received(_ pdu: [UInt8], from central: Central) async {
-        await peripheral.receive(pdu, from: Self.centralID(central))
-        await armTransactionTimer()
+        peripheral.onLoop(with: (pdu, Self.centralID(central))) { $0.receive($1.0, from: $1.1) }
+        armTransactionTimer()
     }
 
     public nonisolated(nonsending) func updatesDelivered(_ count: Int, to central: Central) async {
-        await peripheral.updatesDelivered(count, to: Self.centralID(central))
+        peripheral.onLoop(with: (count, Self.centralID(central))) { $0.updatesDelivered($1.0, to: $1.1) }
     }
 
     public nonisolated(nonsending) func transmitCreditsAvailable(_ count: Int) async {
-        await peripheral.transmitRoomFreed(count)
-        await armTransactionTimer()
+        peripheral.onLoop(with: count) { $0.transmitRoomFreed($1) }
+        armTransactionTimer()
     }
 
     public nonisolated(nonsending) func securityChanged(_ security: LinkSecurity, for central: Central) async {
-        await peripheral.securityChanged(security, for: Self.centralID(central))
+        peripheral.onLoop(with: (security, Self.centralID(central))) { $0.securityChanged($1.0, for: $1.1) }
     }
 
     public nonisolated(nonsending) func restoreSubscriptions(
         _ clientConfigurations: [UInt16: UInt16], clientSupportedFeatures: UInt8, for central: Central,
         databaseChanged: Bool
     ) async {
-        await peripheral.restoreSubscriptions(
-            clientConfigurations, clientSupportedFeatures: clientSupportedFeatures, for: Self.centralID(central),
-            databaseChanged: databaseChanged)
-        await armTransactionTimer()
+        let restored = (clientConfigurations, clientSupportedFeatures, Self.centralID(central), databaseChanged)
+        peripheral.onLoop(with: restored) {
+            $0.restoreSubscriptions($1.0, clientSupportedFeatures: $1.1, for: $1.2, databaseChanged: $1.3)
+        }
+        armTransactionTimer()
     }
 
     public nonisolated(nonsending) func databaseHash() async -> [UInt8] {
-        await peripheral.databaseHash
+        peripheral.onLoop { $0.databaseHash }
     }
 
     public nonisolated(nonsending) func clientSupportedFeatures(of central: Central) async -> UInt8 {
-        await peripheral.clientSupportedFeatures(of: Self.centralID(central))
+        peripheral.onLoop(with: Self.centralID(central)) { $0.clientSupportedFeatures(of: $1) }
     }
 
     public nonisolated(nonsending) func awaitsServiceChangedConfirmation(_ central: Central) async -> Bool {
-        await peripheral.awaitsServiceChangedConfirmation(Self.centralID(central))
+        peripheral.onLoop(with: Self.centralID(central)) { $0.awaitsServiceChangedConfirmation($1) }
     }
 
     public nonisolated(nonsending) func clientConfigurations(of central: Central) async -> [UInt16: UInt16] {
-        await peripheral.clientConfigurations(of: Self.centralID(central)) ?? [:]
+        peripheral.onLoop(with: Self.centralID(central)) { $0.clientConfigurations(of: $1) } ?? [:]
     }
 
     /// Wakes the peripheral at its next ATT transaction deadline (an unconfirmed indication).
-    private nonisolated(nonsending) func armTransactionTimer() async {
-        guard let deadline = await peripheral.nextTransactionDeadline else { return }
+    private func armTransactionTimer() {
+        guard let deadline = peripheral.onLoop({ $0.nextTransactionDeadline }) else { return }
         expiryTimer.schedule(after: deadline - ContinuousClock.now)
     }
 }
