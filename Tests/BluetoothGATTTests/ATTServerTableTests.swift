@@ -318,7 +318,24 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
                 "Read By Type of a value over part of the database",
                 [("08 0100 0700 002a", "01 08 0000 12"), ("08 0100 0700 002a", "09 09 0300 67617474776179")]),
             Exchange("commands are ignored", [("52 1a00 05", ""), ("0a 0300", "01 0a 0000 12")]),
-            Exchange("Exchange MTU is answered", [("02 f700", "03 0502"), ("0a 0300", "01 0a 0000 12")])
+            Exchange("Exchange MTU is answered", [("02 f700", "03 0502"), ("0a 0300", "01 0a 0000 12")]),
+            Exchange(
+                "primary service discovery is answered",
+                [("10 0100 ffff 0028", "11 06 0100 0700 0018 0800 0f00 0118 1300 1d00 0d18"), ("0a 0300", "01 0a 0000 12")]),
+            Exchange(
+                "discovery by service UUID is answered", [("06 0100 ffff 0028 0d18", "07 1300 1d00"), ("0a 0300", "01 0a 0000 12")]),
+            Exchange(
+                "characteristic discovery is answered",
+                [("08 0100 ffff 0328", "09 07 0200 020300002a 0400 020500012a 0600 020700042a"), ("0a 0300", "01 0a 0000 12")]),
+            Exchange(
+                "characteristic discovery within a service is answered",
+                [("08 0100 0700 0328", "09 07 0200 020300002a 0400 020500012a 0600 020700042a"), ("0a 0300", "01 0a 0000 12")]),
+            Exchange(
+                "descriptor discovery is answered",
+                [("04 0100 0700", "05 01 0100 0028 0200 0328 0300 002a 0400 0328 0500 012a"), ("0a 0300", "01 0a 0000 12")]),
+            Exchange(
+                "Read By Type of a value over every handle is answered",
+                [("08 0100 ffff 002a", "09 09 0300 67617474776179"), ("0a 0300", "01 0a 0000 12")])
         ]
     ).map { row in
         var unaware = row
