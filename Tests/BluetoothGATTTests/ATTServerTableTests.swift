@@ -495,6 +495,25 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
         #expect(server.snapshot(of: CentralID(1))?.clientConfigurations == [:])
     }
 
+    /// A value prepared to an attribute that a database change removes before Execute Write
+    /// cannot be written: Execute Write answers Invalid Handle with the queued handle (Vol 3
+    /// Part F 3.4.6.3), writes none of the batch, and discards the queue, even though a service
+    /// of the same shape now holds that handle.
+    @Test func executeAfterThePreparedAttributeWasRemovedAnswersInvalidHandle() throws {
+        let (server, log, services) = try Fixture.server()
+        server.connect(CentralID(1))
+        #expect(server.exchange("161a00000001").sent == ["171a00000001"])
+        #expect(server.exchange("162000000009").sent == ["172000000009"])
+        try server.removeService(services[1].id, now: .now)
+        let republished = try server.addService(Fixture.heartRate(including: services[0].id), now: .now)
+        #expect(republished.handles == services[1].handles, "the same handles, now another attribute's")
+        _ = server.takeOutput()
+        #expect(server.exchange("1801").sent == ["01181a0001"])
+        #expect(log.batches.isEmpty)
+        #expect(server.exchange("1801").sent == ["19"])
+        #expect(log.batches.isEmpty)
+    }
+
     @Test func eachWriteSaysWhichATTWriteCarriedIt() throws {
         let (server, log, _) = try Fixture.server()
         server.connect(CentralID(1))

@@ -445,6 +445,9 @@ extension GATTServer {
 
     /// Execute Write (commit): validates every prepared value, then applies all or none.
     private func execute(_ queued: [PreparedWrite], _ central: CentralState) throws(ATTFailure) {
+        // A value prepared to an attribute removed since cannot be written (Vol 3 Part F 3.4.6.3:
+        // an error names the queued handle that failed), even if a later service took its handle.
+        if let removed = queued.first(where: \.attributeRemoved) { throw ATTFailure(removed.handle, .invalidHandle) }
         // Join contiguous parts per handle, keeping the order in which handles first appeared.
         var order: [UInt16] = []
         var parts: [UInt16: [PreparedWrite]] = [:]
