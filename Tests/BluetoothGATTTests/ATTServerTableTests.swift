@@ -12,9 +12,17 @@ struct Exchange: Sendable, CustomTestStringConvertible {
     let steps: [(request: String, response: String)]
     var security: LinkSecurity = .unencrypted
     var spec: String
+    /// The server's limits, for a row about one of them.
+    var configuration: GATTServer.Configuration
+    /// Before the steps, the central enables robust caching and the database changes (a service
+    /// is added after the fixture's), so the steps begin change-unaware (Vol 3 Part G 2.5.2.1).
+    var changeUnaware: Bool
     var testDescription: String { "\(name) [\(spec)]" }
 
-    init(_ name: String, _ steps: [(String, String)], security: LinkSecurity = .unencrypted, spec: String = "") {
+    init(
+        _ name: String, _ steps: [(String, String)], security: LinkSecurity = .unencrypted, spec: String = "",
+        configuration: GATTServer.Configuration = .init(), changeUnaware: Bool = false
+    ) {
         self.name = name
         self.steps = steps.map {
             (
@@ -24,6 +32,16 @@ struct Exchange: Sendable, CustomTestStringConvertible {
         }
         self.security = security
         self.spec = spec
+        self.configuration = configuration
+        self.changeUnaware = changeUnaware
+    }
+
+    /// Sends the steps from central 1 and checks each answer.
+    func run(on server: GATTServer) {
+        for step in steps {
+            let sent = server.exchange(step.request).sent
+            #expect(sent == (step.response.isEmpty ? [] : [step.response]), "request \(step.request)")
+        }
     }
 }
 
@@ -40,6 +58,8 @@ private let permissions = "Vol 3 Part F 3.2.5 and 4, Part C 10.3: permission che
 private let invalidPDU = "Vol 3 Part F 3.4.1.1: Invalid PDU for a PDU of the wrong length"
 private let cccd = "CSS Part B 1.2: CCCD Improperly Configured; Vol 3 Part G 3.3.3.3"
 private let longValues = "Vol 3 Part F 3.2.9: attribute values are at most 512 octets"
+private let outOfSync = "Vol 3 Part G 2.5.2.1: Database Out Of Sync for a change-unaware client"
+private let programErrors = "Vol 3 Part F 3.4.1.1 Table 3.4: the program's error code is the answer's"
 
 private let encrypted = LinkSecurity(isEncrypted: true, isAuthenticated: false, encryptionKeySize: 16)
 private let shortKey = LinkSecurity(isEncrypted: true, isAuthenticated: true, encryptionKeySize: 7, isAuthorized: true)
@@ -140,6 +160,12 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
             Exchange("short value at offset 0", [("0c 0300 0000", "0d 67617474776179")]),
             Exchange("a fixed value that fits one response, at an offset: Attribute Not Long", [("0c 0300 0100", "01 0c 0300 0b")]),
             Exchange("a CCCD (2 octets, fixed) at an offset: Attribute Not Long", [("0c 1700 0100", "01 0c 1700 0b")]),
+            Exchange(
+                "a fixed value past its end: Invalid Offset, not Attribute Not Long", [("0c 0300 0800", "01 0c 0300 07")],
+                spec: "Vol 3 Part F 3.4.4.5: Invalid Offset shall be sent past the end, Attribute Not Long only may"),
+            Exchange(
+                "a CCCD past its end: Invalid Offset", [("0c 1700 0300", "01 0c 1700 07")],
+                spec: "Vol 3 Part F 3.4.4.5: Invalid Offset shall be sent past the end, Attribute Not Long only may"),
             Exchange("a program's short value inside it: the rest", [("0c 2400 0100", "0d 02")], security: encrypted),
             Exchange("a program's short value at its end: an empty part", [("0c 2000 0100", "0d")]),
             Exchange("a program's short value past its end", [("0c 2000 0200", "01 0c 2000 07")]),
@@ -209,6 +235,7 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
             Exchange("no such handle", [("12 9900 00", "01 12 9900 01")]),
             Exchange("insufficient encryption", [("12 2a00 01", "01 12 2a00 0f")], spec: permissions),
             Exchange("encrypted", [("12 2a00 01", "13")], security: encrypted, spec: permissions),
+            Exchange("key too short", [("12 2a00 01", "01 12 2a00 0c")], security: shortKey, spec: permissions),
             Exchange("truncated", [("12 00", "01 12 0000 04")], spec: invalidPDU),
             Exchange(
                 "client features can be set, not cleared",
@@ -235,6 +262,30 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
             Exchange("prepare to no such handle", [("16 9900 0000 01", "01 16 9900 01")]),
             Exchange("prepare to a fixed value", [("16 0300 0000 01", "01 16 0300 03")]),
             Exchange("prepare needing encryption", [("16 2a00 0000 01", "01 16 2a00 0f")], spec: permissions),
+            Exchange(
+                "prepare needing encryption, encrypted", [("16 2a00 0000 01", "17 2a00 0000 01")], security: encrypted,
+                spec: permissions),
+            Exchange(
+                "prepare needing encryption, key too short", [("16 2a00 0000 01", "01 16 2a00 0c")], security: shortKey,
+                spec: permissions),
+            Exchange(
+                "a CCCD in two parts is one value",
+                [("16 1700 0000 01", "17 1700 0000 01"), ("16 1700 0100 00", "17 1700 0100 00"), ("18 01", "19"), ("0a 1700", "0b 0100")]),
+            Exchange(
+                "a CCCD part at a non-zero offset: Invalid Offset",
+                [("16 1700 0100 00", "17 1700 0100 00"), ("18 01", "01 18 1700 07"), ("0a 1700", "0b 0000")],
+                spec: "Vol 3 Part F 3.4.6.3: Invalid Offset; Vol 3 Part G 3.3.3.3: a CCCD is 2 octets from offset 0"),
+            Exchange(
+                "Client Supported Features at a non-zero offset: Invalid Offset",
+                [("16 0d00 0100 01", "17 0d00 0100 01"), ("18 01", "01 18 0d00 07"), ("0a 0d00", "0b 00")],
+                spec: "Vol 3 Part F 3.4.6.3: Invalid Offset; Vol 3 Part G 7.2: Client Supported Features starts at offset 0"),
+            Exchange(
+                "the queue is full: Prepare Queue Full, and the queued parts stay",
+                [
+                    ("16 1700 0000 01", "17 1700 0000 01"), ("16 1700 0100 00", "17 1700 0100 00"),
+                    ("16 1700 0200 00", "01 16 1700 09"), ("18 01", "19"), ("0a 1700", "0b 0100")
+                ],
+                spec: "Vol 3 Part F 3.4.6.1: Prepare Queue Full", configuration: .init(preparedWriteQueueLimit: 2)),
             Exchange("prepare truncated", [("16 1a00 00", "01 16 0000 04")], spec: invalidPDU),
             Exchange("offset past 512", [("16 1a00 0102 01", "17 1a00 0102 01"), ("18 01", "01 18 1a00 07")]),
             Exchange("value past 512", [("16 1a00 ff01 0102", "17 1a00 ff01 0102"), ("18 01", "01 18 1a00 0d")]),
@@ -255,6 +306,42 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
                     ("16 1a00 0102 01", "17 1a00 0102 01"), ("18 01", "01 18 1a00 07"), ("18 01", "19")
                 ])
         ])
+
+    static let changeUnaware: [Exchange] = cite(
+        outOfSync,
+        [
+            Exchange("a read: Database Out Of Sync, then served", [("0a 0300", "01 0a 0000 12"), ("0a 0300", "0b 67617474776179")]),
+            Exchange("a write", [("12 1a00 01", "01 12 0000 12"), ("12 1a00 01", "13")]),
+            Exchange("a prepared write", [("16 1a00 0000 01", "01 16 0000 12"), ("16 1a00 0000 01", "17 1a00 0000 01")]),
+            Exchange("a Read Multiple", [("0e 0300 1200", "01 0e 0000 12")]),
+            Exchange(
+                "Read By Type of a value over part of the database",
+                [("08 0100 0700 002a", "01 08 0000 12"), ("08 0100 0700 002a", "09 09 0300 67617474776179")]),
+            Exchange("commands are ignored", [("52 1a00 05", ""), ("0a 0300", "01 0a 0000 12")]),
+            Exchange("Exchange MTU is answered", [("02 f700", "03 0502"), ("0a 0300", "01 0a 0000 12")]),
+            Exchange(
+                "primary service discovery is answered",
+                [("10 0100 ffff 0028", "11 06 0100 0700 0018 0800 0f00 0118 1300 1d00 0d18"), ("0a 0300", "01 0a 0000 12")]),
+            Exchange(
+                "discovery by service UUID is answered", [("06 0100 ffff 0028 0d18", "07 1300 1d00"), ("0a 0300", "01 0a 0000 12")]),
+            Exchange(
+                "characteristic discovery is answered",
+                [("08 0100 ffff 0328", "09 07 0200 020300002a 0400 020500012a 0600 020700042a"), ("0a 0300", "01 0a 0000 12")]),
+            Exchange(
+                "characteristic discovery within a service is answered",
+                [("08 0100 0700 0328", "09 07 0200 020300002a 0400 020500012a 0600 020700042a"), ("0a 0300", "01 0a 0000 12")]),
+            Exchange(
+                "descriptor discovery is answered",
+                [("04 0100 0700", "05 01 0100 0028 0200 0328 0300 002a 0400 0328 0500 012a"), ("0a 0300", "01 0a 0000 12")]),
+            Exchange(
+                "Read By Type of a value over every handle is answered",
+                [("08 0100 ffff 002a", "09 09 0300 67617474776179"), ("0a 0300", "01 0a 0000 12")])
+        ]
+    ).map { row in
+        var unaware = row
+        unaware.changeUnaware = true
+        return unaware
+    }
 
     static let unanswered: [Exchange] = cite(
         "Vol 3 Part F 3.3.1, 3.4.5.3, 3.4.5.4: commands and unsolicited PDUs are never answered",
@@ -280,14 +367,83 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
 
     @Test(
         arguments: exchangeMTU + findInformation + findByTypeValue + readByType + read + readBlob
-            + readMultiple + readMultipleVariable + readByGroupType + write + preparedWrites + unanswered + unsupported)
+            + readMultiple + readMultipleVariable + readByGroupType + write + preparedWrites + changeUnaware
+            + unanswered + unsupported)
     func answersExactly(_ exchange: Exchange) throws {
-        let (server, _, _) = try Fixture.server()
+        let (server, _, _) = try Fixture.server(configuration: exchange.configuration)
         server.connect(CentralID(1), security: exchange.security)
-        for step in exchange.steps {
-            let sent = server.exchange(step.request).sent
-            #expect(sent == (step.response.isEmpty ? [] : [step.response]), "request \(step.request)")
+        if exchange.changeUnaware {
+            #expect(server.exchange("120d0001").sent == ["13"], "robust caching enabled")
+            try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: []), now: .now)
+            _ = server.takeOutput()
         }
+        exchange.run(on: server)
+    }
+
+    /// What the fixture does not hold: values the program fails to read, and values whose writes
+    /// need an authenticated or an authorized link.
+    ///
+    /// | handles | service |
+    /// |---|---|
+    /// | 16–24 | primary FFE0: FFE1 read, Unlikely Error (18); FFE2 read, application error 0x80 (20); FFE3 write authenticated (22); FFE4 write authorized (24) |
+    static func otherServer() throws -> GATTServer {
+        let server = GATTServer(
+            handlers: GATTRequestHandlers(
+                read: { request in
+                    request.characteristic.uuid == BluetoothUUID(0xFFE1) ? .failure(.unlikelyError) : .failure(.application(0x80))
+                },
+                write: { _ in nil }))
+        _ = try server.addService(
+            GATTService(
+                uuid: BluetoothUUID(0xFFE0),
+                characteristics: [
+                    GATTCharacteristic(uuid: BluetoothUUID(0xFFE1), properties: .read, permissions: .readable, value: .dynamic),
+                    GATTCharacteristic(uuid: BluetoothUUID(0xFFE2), properties: .read, permissions: .readable, value: .dynamic),
+                    GATTCharacteristic(
+                        uuid: BluetoothUUID(0xFFE3), properties: .write, permissions: .writeAuthenticationRequired, value: .dynamic),
+                    GATTCharacteristic(
+                        uuid: BluetoothUUID(0xFFE4), properties: .write, permissions: .writeAuthorizationRequired, value: .dynamic)
+                ]), now: .now)
+        return server
+    }
+
+    static let programReadFailures: [Exchange] = cite(
+        programErrors,
+        [
+            Exchange("Read: Unlikely Error", [("0a 1200", "01 0a 1200 0e")]),
+            Exchange("Read: an application error", [("0a 1400", "01 0a 1400 80")]),
+            Exchange("Read Blob", [("0c 1200 0000", "01 0c 1200 0e")]),
+            Exchange(
+                "Read By Type: the first match's failure", [("08 0100 ffff e1ff", "01 08 1200 0e")],
+                spec: "Vol 3 Part F 3.4.4.1; " + programErrors),
+            Exchange("Read Multiple", [("0e 0300 1200", "01 0e 1200 0e")], spec: "Vol 3 Part F 3.4.4.7; " + programErrors),
+            Exchange(
+                "Read Multiple Variable", [("20 0300 1400", "01 20 1400 80")], spec: "Vol 3 Part F 3.4.4.11; " + programErrors)
+        ])
+
+    static let securedWrites: [Exchange] = cite(
+        permissions,
+        [
+            Exchange("authenticated write, not encrypted", [("12 1600 01", "01 12 1600 05")]),
+            Exchange("authenticated write, encrypted unauthenticated", [("12 1600 01", "01 12 1600 05")], security: encrypted),
+            Exchange("authenticated write, key too short", [("12 1600 01", "01 12 1600 0c")], security: shortKey),
+            Exchange("authenticated write, authenticated", [("12 1600 01", "13")], security: authenticated),
+            Exchange("authenticated prepare, not encrypted", [("16 1600 0000 01", "01 16 1600 05")]),
+            Exchange("authenticated prepare, encrypted unauthenticated", [("16 1600 0000 01", "01 16 1600 05")], security: encrypted),
+            Exchange("authenticated prepare, key too short", [("16 1600 0000 01", "01 16 1600 0c")], security: shortKey),
+            Exchange(
+                "authenticated prepare, authenticated", [("16 1600 0000 01", "17 1600 0000 01"), ("18 01", "19")],
+                security: authenticated),
+            Exchange("authorized write, not authorized", [("12 1800 01", "01 12 1800 08")]),
+            Exchange("authorized write, authorized", [("12 1800 01", "13")], security: authorized),
+            Exchange("authorized prepare, not authorized", [("16 1800 0000 01", "01 16 1800 08")])
+        ])
+
+    @Test(arguments: programReadFailures + securedWrites)
+    func answersExactlyFromTheOtherDatabase(_ exchange: Exchange) throws {
+        let server = try Self.otherServer()
+        server.connect(CentralID(1), security: exchange.security)
+        exchange.run(on: server)
     }
 
     /// A client that got exactly ATT_MTU-1 octets from a Read Request cannot tell whether more
@@ -307,17 +463,6 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
         #expect(server.exchange("0a1200").sent == ["0b" + value.hexString])
         #expect(server.exchange("0c12001600").sent == ["0d"])
         #expect(server.exchange("0c12001700").sent == ["010c120007"])
-    }
-
-    @Test func prepareQueueFullAfterTheLimit() throws {
-        let (server, _, _) = try Fixture.server(configuration: .init(preparedWriteQueueLimit: 3))
-        server.connect(CentralID(1))
-        for index in 0..<3 {
-            let offset = String(format: "%02x00", index)
-            #expect(server.exchange("16 1a00 \(offset) aa".replacingOccurrences(of: " ", with: "")).sent == ["171a00\(offset)aa"])
-        }
-        #expect(server.exchange("161a000300aa").sent == ["01161a0009"])
-        #expect(server.snapshot(of: CentralID(1))?.preparedWriteCount == 3)
     }
 
     @Test func executeDeliversOneJoinedBatch() throws {
@@ -348,6 +493,25 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
         #expect(events.isEmpty, "the CCCD in the refused batch must not subscribe")
         #expect(log.batches.isEmpty)
         #expect(server.snapshot(of: CentralID(1))?.clientConfigurations == [:])
+    }
+
+    /// A value prepared to an attribute that a database change removes before Execute Write
+    /// cannot be written: Execute Write answers Invalid Handle with the queued handle (Vol 3
+    /// Part F 3.4.6.3), writes none of the batch, and discards the queue, even though a service
+    /// of the same shape now holds that handle.
+    @Test func executeAfterThePreparedAttributeWasRemovedAnswersInvalidHandle() throws {
+        let (server, log, services) = try Fixture.server()
+        server.connect(CentralID(1))
+        #expect(server.exchange("161a00000001").sent == ["171a00000001"])
+        #expect(server.exchange("162000000009").sent == ["172000000009"])
+        try server.removeService(services[1].id, now: .now)
+        let republished = try server.addService(Fixture.heartRate(including: services[0].id), now: .now)
+        #expect(republished.handles == services[1].handles, "the same handles, now another attribute's")
+        _ = server.takeOutput()
+        #expect(server.exchange("1801").sent == ["01181a0001"])
+        #expect(log.batches.isEmpty)
+        #expect(server.exchange("1801").sent == ["19"])
+        #expect(log.batches.isEmpty)
     }
 
     @Test func eachWriteSaysWhichATTWriteCarriedIt() throws {

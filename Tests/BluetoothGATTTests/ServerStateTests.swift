@@ -7,6 +7,9 @@ import Testing
 @Suite struct ServerStateTests {
     let central = CentralID(1)
 
+    /// Robust caching (Vol 3 Part G 2.5.2.1): after a database change a client that enabled it is
+    /// change-unaware; its commands are ignored, its first request gets Database Out Of Sync and
+    /// the next is served (ATTServerTableTests has a row per request).
     @Test func aChangeUnawareClientGetsOneDatabaseOutOfSyncError() throws {
         let (server, _, _) = try Fixture.server()
         server.connect(central)
@@ -20,6 +23,8 @@ import Testing
         #expect(server.snapshot(of: central)?.isChangeAware == true)
     }
 
+    /// Reading the Database Hash makes a change-unaware client change-aware (Vol 3 Part G 2.5.2.1,
+    /// 7.3), with no Database Out Of Sync.
     @Test func readingTheDatabaseHashMakesAClientChangeAware() throws {
         let (server, _, _) = try Fixture.server()
         server.connect(central)
@@ -31,6 +36,8 @@ import Testing
         #expect(server.exchange("0a0300").sent == ["0b67617474776179"])
     }
 
+    /// Only a client that set the Robust Caching bit becomes change-unaware (Vol 3 Part G 2.5.2.1,
+    /// 7.2).
     @Test func clientsWithoutRobustCachingStayChangeAware() throws {
         let (server, _, _) = try Fixture.server()
         server.connect(central)

@@ -46,7 +46,11 @@ struct CharacteristicValuesTests {
     }
 
     /// A central's accepted write is the current value at once, in the same entry, and goes to the
-    /// pipeline as a `CentralWrite`; a refused one changes nothing.
+    /// pipeline as a `CentralWrite`; a refused one changes nothing. A part at an offset (a
+    /// prepared write) past the current value is an Invalid Offset (Vol 3 Part F 3.4.6.3); a
+    /// value longer than the characteristic's maximum is an Invalid Attribute Value Length (Vol 3
+    /// Part F 3.4.5.1, 3.4.6.3); bytes its format cannot decode are a Value Not Allowed (Vol 3
+    /// Part F 3.4.1.1 Table 3.4: the parameter value was not allowed).
     @Test func writesChangeTheOneEntry() async throws {
         try await publication.publish(layout, on: peripheral, values: values, logger: Logger(label: "test"))
         let label = ref("gateway/label")
@@ -66,6 +70,8 @@ struct CharacteristicValuesTests {
                 == CentralWrite(ref: label, central: alice, value: .text("hho"), bytes: Array("hho".utf8), kind: .request))
         #expect(write(Array("x".utf8), 4) == .invalidOffset)
         #expect(write(Array("much too long".utf8), 0) == .invalidAttributeValueLength)
+        #expect(write([0x68, 0xFF], 0) == .valueNotAllowed, "not UTF-8")
+        #expect(write([0xC3], 3) == .valueNotAllowed, "a part that cuts a character in two")
         #expect(read("gateway/label") == Array("hho".utf8))
     }
 }

@@ -251,6 +251,29 @@ struct ValuePipelineTests {
         }
     }
 
+    /// Home Assistant's diagnostics (uptime, outbox, centrals, counters) come from MQTT's `state`
+    /// topic, which the mirror publishes at every status event (issue 15): `run` sends one every
+    /// `statisticsInterval` with the counters as they are then, so the state is published again
+    /// while nothing else happens, not only when something changes.
+    @Test func theStatusIsSentAgainEveryStatisticsInterval() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        let pipeline = fixture.pipeline
+        let running = Task { await pipeline.run(statisticsInterval: .milliseconds(50)) }
+        // A counter that changes without an event of its own: only a later status carries it.
+        await pipeline.lostEvents(sensor: "climate", total: 7)
+        try await Task.sleep(for: .seconds(1))
+        running.cancel()
+        await running.value
+        await pipeline.finish()
+        var carrying = 0
+        while let event = await fixture.pipelineEvents.next() {
+            if case .status(_, _, let counters) = event, counters["lost_events"] == 7 { carrying += 1 }
+        }
+        // About 20 in the second; `run`'s first status and `finish`'s last may be among them,
+        // so at least 3 came from the timer.
+        #expect(carrying >= 5)
+    }
+
     /// A phone's write to an output is acknowledged before the line is driven, so a line that
     /// cannot be driven is reported afterwards, as a durable event for the error topic.
     @Test func anOutputThatCannotBeDrivenIsReported() async throws {

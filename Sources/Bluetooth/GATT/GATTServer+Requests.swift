@@ -81,15 +81,23 @@ extension GATTServer {
     }
 
     /// Robust caching gate (Vol 3 Part G 2.5.2.1): a change-unaware client gets one Database Out
-    /// Of Sync error; its commands are ignored; Exchange MTU, reading the Database Hash by type,
-    /// and the next request after the error make it change-aware again.
+    /// Of Sync error for a request at a handle (or a list of handles) and for a Read By Type of a
+    /// value over part of the database; its commands are ignored; reading the Database Hash by
+    /// type, and the next request after the error, make it change-aware again. Exchange MTU and
+    /// the discovery requests (over a range, or for the declarations over every handle) are
+    /// answered as they are: they are how the client catches up.
     private func passesRobustCaching(_ pdu: ATTPDU, _ central: CentralState) -> Bool {
         guard !central.isChangeAware else { return true }
         switch pdu {
-        case .exchangeMTURequest, .handleValueConfirmation:
+        case .exchangeMTURequest, .handleValueConfirmation, .findInformationRequest, .findByTypeValueRequest,
+            .readByGroupTypeRequest:
             return true
         case let .readByTypeRequest(_, type) where type == .databaseHash:
             central.isChangeAware = true
+            return true
+        case let .readByTypeRequest(range, type)
+        where type == .includedService || type == .characteristicDeclaration
+            || (range.start == 0x0001 && range.end == 0xFFFF):
             return true
         case .writeCommand, .signedWriteCommand:
             return false
@@ -437,6 +445,9 @@ extension GATTServer {
 
     /// Execute Write (commit): validates every prepared value, then applies all or none.
     private func execute(_ queued: [PreparedWrite], _ central: CentralState) throws(ATTFailure) {
+        // A value prepared to an attribute removed since cannot be written (Vol 3 Part F 3.4.6.3:
+        // an error names the queued handle that failed), even if a later service took its handle.
+        if let removed = queued.first(where: \.attributeRemoved) { throw ATTFailure(removed.handle, .invalidHandle) }
         // Join contiguous parts per handle, keeping the order in which handles first appeared.
         var order: [UInt16] = []
         var parts: [UInt16: [PreparedWrite]] = [:]

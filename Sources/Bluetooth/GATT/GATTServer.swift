@@ -429,7 +429,8 @@ public final class GATTServer {
     }
 
     /// A removed service's subscriptions end (with events), so its handles can be reused by a
-    /// later service without inheriting them.
+    /// later service without inheriting them; writes prepared to it stay queued, marked, so that
+    /// Execute Write fails rather than answer success for values it never wrote.
     private func forgetSubscriptions(to service: PublishedService) {
         for id in orderedCentralIDs {
             let central = centrals[id]!
@@ -440,7 +441,9 @@ public final class GATTServer {
                 emit(.unsubscribed(id, characteristic))
             }
             central.indicationQueue.removeAll { !$0.isServiceChanged && service.handles.contains($0.handle) }
-            central.preparedWrites.removeAll { service.handles.contains($0.handle) }
+            for index in central.preparedWrites.indices where service.handles.contains(central.preparedWrites[index].handle) {
+                central.preparedWrites[index].attributeRemoved = true
+            }
         }
     }
 
@@ -533,6 +536,8 @@ struct PreparedWrite {
     let handle: UInt16
     let offset: Int
     let value: [UInt8]
+    /// The attribute was removed (a database change) after this write was prepared.
+    var attributeRemoved = false
 }
 
 /// One central's ATT bearer state. A class so the request handlers mutate it in place.
