@@ -1,6 +1,5 @@
 import FoundationEssentials
 import Logging
-import StateFile
 
 /// Runs the MQTT mirror: owns the client, the topic model and the persistent outbox.
 ///
@@ -25,10 +24,8 @@ public actor MQTTMirrorService {
     private var inFlight: [Int32: UInt64] = [:]
     private let started: Date
     private let birthDelay: @Sendable () -> Duration
-    /// The components of the published device documents (`<state_dir>/homeassistant-discovery`:
-    /// a line `device`, then `<platform> <id>` per component); its absence means the
-    /// per-entity discovery is still to migrate.
-    private let discoveryStatePath: String
+    /// The components of the published device documents.
+    private let publishedComponentsFile: PublishedComponentsFile
 
     /// The last connection failure (nil once connected).
     public private(set) var lastError: MQTTError?
@@ -53,9 +50,9 @@ public actor MQTTMirrorService {
         onSet: @escaping SetHandler, onSourceValue: @escaping SourceHandler
     ) throws {
         var mirror = try Mirror(configuration: mirror)
-        let discoveryStatePath = stateDirectory.appendingPathComponent("homeassistant-discovery").path
+        let publishedComponentsFile = PublishedComponentsFile(stateDirectory: stateDirectory.path)
         do {
-            mirror.publishedComponents = try StateFile.readValue(discoveryStatePath).map(Self.components)
+            mirror.publishedComponents = try publishedComponentsFile.load()
         } catch {
             throw MQTTError.invalidConfiguration("\(error)")
         }
@@ -67,7 +64,7 @@ public actor MQTTMirrorService {
         self.logger = logger
         self.now = now
         self.started = now()
-        self.discoveryStatePath = discoveryStatePath
+        self.publishedComponentsFile = publishedComponentsFile
         self.birthDelay = birthDelay
         self.onSet = onSet
         self.onSourceValue = onSourceValue
@@ -190,9 +187,8 @@ public actor MQTTMirrorService {
     private func rememberPublishedComponents() {
         let components = mirror.componentsToRemember
         guard mirror.configuration.discoveryPrefix != nil, components != mirror.publishedComponents else { return }
-        let text = (["device"] + components.sorted().map { "\($0.platform) \($0.id)" }).joined(separator: "\n") + "\n"
         do {
-            try StateFile.write(Array(text.utf8), to: discoveryStatePath, mode: 0o644)
+            try publishedComponentsFile.save(components)
             if mirror.publishedComponents == nil {
                 logger.info("Home Assistant discovery migrated from per-entity topics to one device document")
             }
@@ -200,15 +196,6 @@ public actor MQTTMirrorService {
         } catch {
             logger.error("could not record the Home Assistant discovery published: \(error)")
         }
-    }
-
-    /// The components in the state file's text (lines after `device`).
-    static func components(_ text: String) -> Set<HomeAssistantComponent> {
-        Set(
-            text.split(separator: "\n").dropFirst().compactMap { line in
-                let fields = line.split(separator: " ")
-                return fields.count == 2 ? HomeAssistantComponent(platform: String(fields[0]), id: String(fields[1])) : nil
-            })
     }
 
     // MARK: Sending
