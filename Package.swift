@@ -129,7 +129,7 @@ let package = Package(
         // MARK: MQTT mirror.
         .target(
             name: "MQTT",
-            dependencies: ["StateFile", "CMosquitto", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["EventLoop", "StateFile", "CMosquitto", .product(name: "Logging", package: "swift-log")],
             path: "Sources/MQTT", swiftSettings: swiftSettings),
 
         // MARK: Configuration, wiring, executable.

@@ -1,3 +1,4 @@
+import EventLoop
 import FoundationEssentials
 import Logging
 
@@ -24,6 +25,9 @@ public actor MQTTMirrorService {
     private var inFlight: [Int32: UInt64] = [:]
     private let started: Date
     private let birthDelay: @Sendable () -> Duration
+    /// Fires when the mirror's next heartbeat check is due (`Mirror.nextHeartbeatCheck`); set
+    /// while `run()` runs.
+    private var heartbeatTimer: DeadlineTimer?
     /// The components of the published device documents.
     private let publishedComponentsFile: PublishedComponentsFile
 
@@ -74,13 +78,18 @@ public actor MQTTMirrorService {
     /// returns after the client has stopped.
     public func run() async {
         client.start()
-        await withDiscardingTaskGroup { group in
-            group.addTask { await self.publishHeartbeats() }
-            for await event in client.events {
-                await process(event)
-            }
-            group.cancelAll()
+        // The timer fires on the event loop; the heartbeats are this actor's: one hop per check.
+        let heartbeats = DeadlineTimer { [weak self] _ in
+            guard let self else { return }
+            Task { await self.publishDueHeartbeats() }
         }
+        heartbeatTimer = heartbeats
+        scheduleHeartbeatCheck()
+        for await event in client.events {
+            await process(event)
+        }
+        heartbeatTimer = nil
+        heartbeats.cancel()
     }
 
     /// Publishes `offline` (a clean shutdown does not trigger the Last Will), then disconnects.
@@ -104,15 +113,21 @@ public actor MQTTMirrorService {
         }
     }
 
-    /// Sleeps until the mirror's next heartbeat check and publishes what is due, until cancelled
-    /// (returns at once when no characteristic has a heartbeat).
-    private func publishHeartbeats() async {
-        while let check = mirror.nextHeartbeatCheck(after: now()) {
-            guard (try? await Task.sleep(for: .seconds(max(0, check.timeIntervalSince(now()))))) != nil else { return }
-            for action in mirror.heartbeats(at: now()) {
-                perform(action)
-            }
+    /// Publishes the heartbeats due now and schedules the next check; nothing once `run()` has
+    /// returned.
+    private func publishDueHeartbeats() {
+        guard heartbeatTimer != nil else { return }
+        for action in mirror.heartbeats(at: now()) {
+            perform(action)
         }
+        scheduleHeartbeatCheck()
+    }
+
+    /// Arms the heartbeat timer for the mirror's next check; never when no characteristic has a
+    /// heartbeat.
+    private func scheduleHeartbeatCheck() {
+        guard let check = mirror.nextHeartbeatCheck(after: now()) else { return }
+        heartbeatTimer?.schedule(after: .seconds(max(0, check.timeIntervalSince(now()))))
     }
 
     // MARK: Client events
