@@ -133,7 +133,7 @@ let package = Package(
         // MARK: MQTT mirror.
         .target(
             name: "MQTT",
-            dependencies: ["StateFile", "CMosquitto", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["EventLoop", "StateFile", "CMosquitto", .product(name: "Logging", package: "swift-log")],
             path: "Sources/MQTT", swiftSettings: swiftSettings),
 
         // MARK: Configuration, wiring, executable.
@@ -237,11 +237,21 @@ let package = Package(
             dependencies: ["MQTT", .product(name: "Logging", package: "swift-log")],
             path: "Tests/MQTTWillProbe", swiftSettings: swiftSettings),
         .testTarget(
-            name: "StateFileTests", dependencies: ["StateFile", "StateFileProbe", "BluetoothSMP", "BluetoothCore", "TestHarness"],
+            name: "StateFileTests",
+            dependencies: [
+                "StateFile", "StateFileProbe", "BluetoothSMP", "BluetoothCore", "BluetoothHost", "Gateway", "MQTT", "TestHarness",
+                .product(name: "Logging", package: "swift-log")
+            ],
             path: "Tests/StateFileTests", swiftSettings: swiftSettings),
-        // Child process the state-file tests SIGKILL while it rewrites a state file.
+        // Child process the state-file tests SIGKILL while it rewrites a state file through its
+        // real writer (bonds, the outbox, the BTHome counter, the static address, the discovery
+        // record).
         .executableTarget(
-            name: "StateFileProbe", dependencies: ["StateFile", "BluetoothSMP", "BluetoothCore"],
+            name: "StateFileProbe",
+            dependencies: [
+                "StateFile", "BluetoothSMP", "BluetoothCore", "BluetoothHost", "Gateway", "MQTT",
+                .product(name: "Logging", package: "swift-log")
+            ],
             path: "Tests/StateFileProbe", swiftSettings: swiftSettings),
         .testTarget(
             name: "YAMLTests", dependencies: ["YAML"],

@@ -10,8 +10,7 @@ import Testing
 @testable import BluetoothHost
 
 /// A controller that records the commands and ACL data it is sent and, when told to, answers each
-/// command with a successful Command Complete on the loop's next turn, as a controller's event
-/// would arrive.
+/// command with a Command Complete on the loop's next turn, as a controller's event would arrive.
 final class CommandRecorder: HCITransport, @unchecked Sendable {
     let spec = HCITransportSpec.tcp(host: "recorder", port: 1)
     let incoming = AsyncThrowingStream<HCIPacket, any Error> { _ in }
@@ -19,6 +18,7 @@ final class CommandRecorder: HCITransport, @unchecked Sendable {
         ([], [], nil))
 
     var sent: [HCIOpcode] { state.withLock { $0.sent.map(\.opcode) } }
+    var commands: [HCICommand] { state.withLock { $0.sent } }
     var aclSent: [HCIACLPacket] { state.withLock { $0.acl } }
 
     func answer(with reply: @escaping @Sendable (HCIOpcode) -> Void) { state.withLock { $0.answer = reply } }
@@ -54,12 +54,14 @@ actor HostComponentBench {
             logger: Logger(label: "test"))
     }
 
-    func open(answering: Bool) {
+    /// `replies`: each command's return parameters (status, then body); success with no body for
+    /// any other.
+    func open(answering: Bool, replies: [HCIOpcode: [UInt8]] = [:]) {
         channel.open(transport)
         guard answering else { return }
         transport.answer { [weak self] opcode in
             self?.onLoop(with: opcode) { bench, opcode in
-                _ = bench.channel.commandComplete(opcode, returnParameters: [0x00])
+                _ = bench.channel.commandComplete(opcode, returnParameters: replies[opcode] ?? [0x00])
             }
         }
     }
@@ -70,6 +72,11 @@ actor HostComponentBench {
     }
     func status(_ opcode: HCIOpcode, _ status: HCIStatus) -> Bool { channel.commandStatus(opcode, status: status) }
     func close() { channel.close() }
+
+    func bringUp(stateDirectory: String, readTxPower: Bool) async throws -> ControllerInfo? {
+        try await ControllerBringUp.run(
+            on: channel, stateDirectory: stateDirectory, readTxPower: readTxPower, logger: Logger(label: "test"))
+    }
 
     func startAdvertising(_ settings: AdvertisingSettings, on info: ControllerInfo, connected: Int) async throws {
         try await advertiser.start(settings, on: info, connected: connected)

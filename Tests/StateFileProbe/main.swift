@@ -1,12 +1,32 @@
-// Child process of the state-file crash test: rewrites one state file as fast as it can, each
-// version following the one it finds on disk, until it is killed. Exit 3: the file it found was
-// torn (not a complete version).
+// Child process of the state-file crash tests: rewrites one state file through its real writer as
+// fast as it can, each version following the one it finds on disk, until it is killed. What the
+// test must know to check the file after the kill goes to stdout, a line per step, written
+// unbuffered once the step is done. Exit 3: the file it found was torn (not a complete version).
 //
 //   StateFileProbe counter FILE   a counter total, as CounterStore writes it, one more each time
 //   StateFileProbe bonds DIR      bonds.json through BondStore: up to 40 bonds, the generation
 //                                 in the first bond's CCCD value, one more each time
+//   StateFileProbe outbox DIR RUN the MQTT outbox journal through MQTTOutbox: events on topic
+//                                 probe/RUN/<n>, each payload its topic and ";" eight times; it
+//                                 keeps 20 pending, acknowledging the oldest (compacting as the
+//                                 outbox does), and reopens the outbox every 100 events.
+//                                 Prints "appended TOPIC" and "acknowledged TOPIC"
+//   StateFileProbe bthome DIR     bthome.counter through BTHomeCounter: takes counters, reserving
+//                                 ahead as the advertiser does, and loads it anew (a restart)
+//                                 every 0–2047 counters. Prints each counter taken
+//   StateFileProbe address KEPT DIR  the static random address through StaticAddressStore: loads
+//                                 the one in KEPT (made by the first run), prints "kept ADDRESS",
+//                                 then makes one in DIR/0, DIR/1, … and prints "made N ADDRESS"
+//   StateFileProbe discovery DIR  the Home Assistant discovery record through
+//                                 PublishedComponentsFile: generation g holds g % 30 + 1
+//                                 components named g<g>_<k>, one generation more each time
 import BluetoothCore
+@testable import BluetoothHost
 import BluetoothSMP
+import FoundationEssentials
+@testable import Gateway
+import Logging
+@testable import MQTT
 import StateFile
 
 #if canImport(Glibc)
@@ -23,14 +43,25 @@ func torn(_ reason: String) -> Never {
     exit(3)
 }
 
-let arguments = CommandLine.arguments
-guard arguments.count == 3 else {
-    complain("usage: StateFileProbe counter FILE | bonds DIR")
-    exit(2)
+/// Any other failure: exit 4, which the test reports with this text.
+func failed(_ reason: String) -> Never {
+    complain(reason)
+    exit(4)
 }
-switch arguments[1] {
-case "counter":
-    let path = arguments[2]
+
+/// One line on stdout, with one write(2) (atomic on a pipe), so the test sees whole lines only and
+/// every line the probe printed before it was killed.
+func report(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    var written = 0
+    while written < bytes.count {
+        let count = bytes[written...].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+        guard count > 0 else { failed("cannot write stdout") }
+        written += count
+    }
+}
+
+func rewriteCounter(_ path: String) throws {
     while true {
         var total: UInt64 = 0
         if let bytes = try StateFile.read(path) {
@@ -40,8 +71,10 @@ case "counter":
         }
         try StateFile.write(Array("\(total + 1)\n".utf8), to: path)
     }
-case "bonds":
-    let store = BondStore(directory: arguments[2])
+}
+
+func rewriteBonds(_ directory: String) throws {
+    let store = BondStore(directory: directory)
     let key = LongTermKey(
         key: SecretKey(mostSignificantFirst: [UInt8](repeating: 0x5A, count: 16)), keySize: 16,
         authenticated: false, secureConnections: true)
@@ -63,7 +96,107 @@ case "bonds":
         }
         try store.save(next)
     }
-default:
-    complain("unknown mode \(arguments[1])")
-    exit(2)
+}
+
+func writeOutbox(_ directory: String, run: String) throws {
+    let logger = Logger(label: "probe") { _ in SwiftLogNoOpLogHandler() }
+    var number = 0
+    while true {
+        // Opening replays the journal and compacts it, as a restart does.
+        let outbox = try MQTTOutbox(directory: URL(fileURLWithPath: directory), logger: logger)
+        for _ in 0..<100 {
+            let topic = "probe/\(run)/\(number)"
+            number += 1
+            try outbox.append(MQTTMessage(topic: topic, text: String(repeating: topic + ";", count: 8)))
+            outbox.sync()
+            report("appended \(topic)")
+            while outbox.count > 20, let oldest = outbox.pending.first {
+                try outbox.acknowledge(oldest.sequence)
+                report("acknowledged \(oldest.message.topic)")
+            }
+        }
+    }
+}
+
+func takeBTHomeCounters(_ directory: String) {
+    while true {
+        var counter: BTHomeCounter
+        do {
+            counter = try BTHomeCounter.load(stateDirectory: directory)
+        } catch {
+            torn("\(error)")
+        }
+        for _ in 0..<Int.random(in: 0..<2048) {
+            if let taken = counter.take() { report("\(taken)") }
+            // Written at once: the advertiser writes off the event loop and takes no counter it
+            // has not reserved meanwhile, which comes to the same on disk.
+            if let limit = counter.reservationDue() {
+                do {
+                    try BTHomeCounter.save(limit, to: counter.path)
+                } catch {
+                    failed("\(error)")
+                }
+                counter.reserved(limit, written: true)
+            }
+        }
+    }
+}
+
+func makeAddresses(kept: String, in directory: String) {
+    do {
+        let keptAddress = try StaticAddressStore(directory: kept).loadOrCreate()
+        report("kept \(keptAddress)")
+        for index in 0... {
+            let address = try StaticAddressStore(directory: directory + "/\(index)").loadOrCreate()
+            report("made \(index) \(address)")
+        }
+    } catch {
+        torn("\(error)")
+    }
+}
+
+func rewriteDiscoveryRecord(_ directory: String) {
+    let file = PublishedComponentsFile(stateDirectory: directory)
+    while true {
+        var generation = 0
+        do {
+            if let components = try file.load() {
+                let found = components.first.flatMap { Int($0.id.dropFirst().prefix { $0 != "_" }) }
+                guard let found, components == discoveryComponents(generation: found) else { torn("\(components.sorted())") }
+                generation = found
+            }
+        } catch {
+            torn("\(error)")
+        }
+        do {
+            try file.save(discoveryComponents(generation: generation + 1))
+        } catch {
+            failed("\(error)")
+        }
+    }
+}
+
+/// Generation `generation` of the discovery record: `generation % 30 + 1` components.
+func discoveryComponents(generation: Int) -> Set<HomeAssistantComponent> {
+    Set(
+        (0...(generation % 30)).map {
+            HomeAssistantComponent(platform: $0.isMultiple(of: 2) ? "sensor" : "switch", id: "g\(generation)_\($0)")
+        })
+}
+
+let arguments = CommandLine.arguments
+do {
+    switch (arguments.dropFirst().first, arguments.count) {
+    case ("counter", 3): try rewriteCounter(arguments[2])
+    case ("bonds", 3): try rewriteBonds(arguments[2])
+    case ("outbox", 4): try writeOutbox(arguments[2], run: arguments[3])
+    case ("bthome", 3): takeBTHomeCounters(arguments[2])
+    case ("address", 4): makeAddresses(kept: arguments[2], in: arguments[3])
+    case ("discovery", 3): rewriteDiscoveryRecord(arguments[2])
+    default:
+        complain("usage: StateFileProbe counter FILE | bonds DIR | outbox DIR RUN | bthome DIR | address KEPT DIR | discovery DIR")
+        exit(2)
+    }
+} catch {
+    failed("\(error)")
 }

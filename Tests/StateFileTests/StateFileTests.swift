@@ -1,6 +1,10 @@
 import BluetoothCore
+@testable import BluetoothHost
 import BluetoothSMP
 import Foundation
+import Gateway
+import Logging
+@testable import MQTT
 @testable import StateFile
 import Testing
 import TestHarness
@@ -58,7 +62,7 @@ import TestHarness
         }
         var last: UInt64 = 0
         for round in 0..<250 {
-            try await runProbeAndKill(["counter", path], round: round) { (try? total()).flatMap { $0 }.map { $0 > last } ?? false }
+            try await runProbeAndKill(["counter", path], round: round) { _ in (try? total()).flatMap { $0 }.map { $0 > last } ?? false }
             let now = try #require(try total(), "round \(round): the file is gone")
             #expect(now > last, "round \(round): the total went from \(last) to \(now)")
             last = now
@@ -74,7 +78,9 @@ import TestHarness
         func generation() throws -> UInt16? { try store.load().bonds.first?.clientConfigurations[1] }
         var last: UInt16 = 0
         for round in 0..<250 {
-            try await runProbeAndKill(["bonds", directory], round: round) { (try? generation()).flatMap { $0 }.map { $0 > last } ?? false }
+            try await runProbeAndKill(["bonds", directory], round: round) { _ in
+                (try? generation()).flatMap { $0 }.map { $0 > last } ?? false
+            }
             let registry = try store.load()
             let now = try #require(registry.bonds.first?.clientConfigurations[1], "round \(round): no bonds")
             #expect(registry.bonds.count == Int(now) % 40 + 1, "round \(round): a mixed file")
@@ -83,22 +89,140 @@ import TestHarness
         }
     }
 
+    /// The MQTT outbox's journal, written through MQTTOutbox (appends, acknowledgements,
+    /// compactions, reopening) by a child killed with SIGKILL at random moments: reopened after
+    /// every kill, the outbox gives every event the child said it appended and did not say it
+    /// acknowledged, in order and whole, besides at most the one step the kill interrupted.
+    @Test func aKilledOutboxWriterLosesNoAppendedEvent() async throws {
+        let directory = try temporaryDirectory("statefile").path
+        let check = try temporaryDirectory("statefile-check")
+        let quiet = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        /// The topics the outbox holds, oldest first.
+        var expected: [String] = []
+        for round in 0..<200 {
+            let output = try await runProbeAndKill(["outbox", directory, "\(round)"], round: round) { $0.contains("appended ") }
+            var next = 0
+            for line in output.split(separator: "\n") {
+                let fields = line.split(separator: " ")
+                if fields.first == "appended" {
+                    expected.append(String(fields[1]))
+                    next += 1
+                } else {
+                    #expect(line == "acknowledged \(expected.first ?? "nothing")", "round \(round): not the oldest")
+                    expected = Array(expected.dropFirst())
+                }
+            }
+            // A copy is reopened, so the child's next run replays the journal as the kill left it.
+            let journal = try #require(FileManager.default.contents(atPath: directory + "/outbox.jsonl"), "round \(round): no journal")
+            try journal.write(to: check.appendingPathComponent("outbox.jsonl"))
+            let pending = try MQTTOutbox(directory: check, logger: quiet).pending
+            let topics = pending.map(\.message.topic)
+            #expect(
+                [expected, expected + ["probe/\(round)/\(next)"], Array(expected.dropFirst())].contains(topics),
+                "round \(round): the outbox holds \(topics), the child left \(expected)")
+            for entry in pending {
+                let whole = Array(String(repeating: entry.message.topic + ";", count: 8).utf8)
+                #expect(entry.message.payload == whole, "round \(round): a torn event")
+            }
+            expected = topics
+        }
+    }
+
+    /// bthome.counter, reserved ahead through BTHomeCounter by a child that takes counters and
+    /// restarts now and then, killed with SIGKILL at random moments: every kill leaves a complete
+    /// limit above every counter taken, so no run, killed or not, takes one again.
+    @Test func aKilledBTHomeCounterWriterNeverReusesACounter() async throws {
+        let directory = try temporaryDirectory("statefile").path
+        var lastLimit: UInt32 = 0
+        var lastTaken: UInt32?
+        for round in 0..<200 {
+            let output = try await runProbeAndKill(["bthome", directory], round: round) { $0.contains("\n") }
+            let lines = output.split(separator: "\n")
+            let taken = lines.compactMap { UInt32($0) }
+            #expect(taken.count == lines.count, "round \(round): \(output.prefix(200))")
+            let first = try #require(taken.first, "round \(round): nothing taken")
+            let last = try #require(taken.last)
+            #expect(zip(taken, taken.dropFirst()).allSatisfy { $0 < $1 }, "round \(round): a counter taken twice")
+            if let lastTaken { #expect(first > lastTaken, "round \(round): from \(lastTaken) back to \(first)") }
+            let bytes = try #require(try StateFile.read(directory + "/" + BTHomeCounter.fileName), "round \(round): no file")
+            let text = String(decoding: bytes, as: UTF8.self)
+            let limit = try #require(text.hasSuffix("\n") ? UInt32(text.dropLast()) : nil, "round \(round): a torn limit \"\(text)\"")
+            #expect(limit > lastLimit, "round \(round): the limit went from \(lastLimit) to \(limit)")
+            #expect(limit > last, "round \(round): counter \(last) was taken beyond the stored limit \(limit)")
+            lastLimit = limit
+            lastTaken = last
+        }
+    }
+
+    /// The static random address, made through StaticAddressStore by a child killed with SIGKILL
+    /// at random moments: once made, every run gets the same one, and a kill while one is being
+    /// made leaves no file or the whole address.
+    @Test func aKilledAddressWriterLeavesTheAddressOrNone() async throws {
+        let directory = try temporaryDirectory("statefile").path
+        let kept = directory + "/kept"
+        var keptAddress: Substring?
+        for round in 0..<200 {
+            let made = directory + "/\(round)"
+            let output = try await runProbeAndKill(["address", kept, made], round: round) { $0.contains("kept ") }
+            let lines = output.split(separator: "\n").map { $0.split(separator: " ") }
+            let address = try #require(lines.first.flatMap { $0.count == 2 && $0[0] == "kept" ? $0[1] : nil }, "round \(round)")
+            #expect(address == (keptAddress ?? address), "round \(round): the kept address changed")
+            keptAddress = address
+            #expect(try StaticAddressStore(directory: kept).loadOrCreate().description == address)
+            for (index, line) in lines.dropFirst().enumerated() {
+                try #require(line.count == 3 && line[0] == "made" && line[1] == "\(index)", "round \(round): \(line)")
+                #expect(try StaticAddressStore(directory: made + "/\(index)").loadOrCreate().description == line[2], "round \(round)")
+            }
+            let interrupted = StaticAddressStore(directory: made + "/\(lines.count - 1)")
+            let stored = try StateFile.readValue(interrupted.path)
+            let loaded = try interrupted.loadOrCreate()
+            #expect(stored == nil || stored == loaded.description, "round \(round): \(stored ?? "")")
+        }
+    }
+
+    /// The Home Assistant discovery record, rewritten through PublishedComponentsFile by a child
+    /// killed with SIGKILL at random moments: every kill leaves a whole generation (its component
+    /// count matches it), never an older one.
+    @Test func aKilledDiscoveryRecordWriterLeavesAWholeRecord() async throws {
+        let directory = try temporaryDirectory("statefile").path
+        let file = PublishedComponentsFile(stateDirectory: directory)
+        /// The record's generation: each component is named g<generation>_<k>, as the probe names them.
+        func generation() throws -> Int? {
+            try file.load()?.first.flatMap { Int($0.id.dropFirst().prefix { $0 != "_" }) }
+        }
+        var last = 0
+        for round in 0..<200 {
+            try await runProbeAndKill(["discovery", directory], round: round) { _ in
+                (try? generation()).flatMap { $0 }.map { $0 > last } ?? false
+            }
+            let components = try #require(try file.load(), "round \(round): no record")
+            let now = try #require(try generation(), "round \(round): \(components)")
+            #expect(components.count == now % 30 + 1, "round \(round): a torn record \(components.sorted())")
+            #expect(components.allSatisfy { $0.id.hasPrefix("g\(now)_") }, "round \(round): a mixed record")
+            #expect(now > last, "round \(round): went from \(last) to \(now)")
+            last = now
+        }
+    }
+
     /// Starts the probe, waits until `wrote` says it has written a new version (so it is in its
-    /// write loop, however long a loaded machine took to start it), lets it go on for a random
-    /// 0–3 ms, kills it with SIGKILL and waits for it. It waits by sleeping, not by blocking a
-    /// thread, so the other tests running beside it keep theirs.
-    private func runProbeAndKill(_ arguments: [String], round: Int, wrote: () -> Bool) async throws {
+    /// write loop, however long a loaded machine took to start it; `wrote` gets what it printed so
+    /// far), lets it go on for a random 0–3 ms, kills it with SIGKILL and waits for it. It waits by
+    /// sleeping, not by blocking a thread, so the other tests running beside it keep theirs.
+    /// Returns what it printed.
+    @discardableResult
+    private func runProbeAndKill(_ arguments: [String], round: Int, wrote: (_ output: String) -> Bool) async throws -> String {
         let probe = ChildProcess([try builtExecutable("StateFileProbe")] + arguments)
         try probe.start()
         let deadline = ContinuousClock.now + .seconds(20)
-        while !wrote(), probe.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(500)) }
+        while !wrote(probe.stdout), probe.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(500)) }
         try await Task.sleep(for: .microseconds(Int.random(in: 0...3_000)))
         probe.stop(SIGKILL)
         while probe.isRunning { try await Task.sleep(for: .milliseconds(1)) }
         let status = probe.waitForExit(timeout: 10)  // its output, to the end
         #expect(
-            probe.terminatingSignal != nil,
-            "round \(round): the probe exited by itself (\(status.map { "status \($0)" } ?? "?")): \(probe.stderr)")
+            probe.terminatingSignal == SIGKILL,
+            "round \(round): the probe ended by itself (\(status.map { "status \($0)" } ?? "?")): \(probe.stderr)")
+        return probe.stdout
     }
 
     private func mode(of path: String) throws -> Int {

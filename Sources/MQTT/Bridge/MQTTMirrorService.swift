@@ -1,6 +1,6 @@
+import EventLoop
 import FoundationEssentials
 import Logging
-import StateFile
 
 /// Runs the MQTT mirror: owns the client, the topic model and the persistent outbox.
 ///
@@ -25,10 +25,11 @@ public actor MQTTMirrorService {
     private var inFlight: [Int32: UInt64] = [:]
     private let started: Date
     private let birthDelay: @Sendable () -> Duration
-    /// The components of the published device documents (`<state_dir>/homeassistant-discovery`:
-    /// a line `device`, then `<platform> <id>` per component); its absence means the
-    /// per-entity discovery is still to migrate.
-    private let discoveryStatePath: String
+    /// Fires when the mirror's next heartbeat check is due (`Mirror.nextHeartbeatCheck`); set
+    /// while `run()` runs.
+    private var heartbeatTimer: DeadlineTimer?
+    /// The components of the published device documents.
+    private let publishedComponentsFile: PublishedComponentsFile
 
     /// The last connection failure (nil once connected).
     public private(set) var lastError: MQTTError?
@@ -53,9 +54,9 @@ public actor MQTTMirrorService {
         onSet: @escaping SetHandler, onSourceValue: @escaping SourceHandler
     ) throws {
         var mirror = try Mirror(configuration: mirror)
-        let discoveryStatePath = stateDirectory.appendingPathComponent("homeassistant-discovery").path
+        let publishedComponentsFile = PublishedComponentsFile(stateDirectory: stateDirectory.path)
         do {
-            mirror.publishedComponents = try StateFile.readValue(discoveryStatePath).map(Self.components)
+            mirror.publishedComponents = try publishedComponentsFile.load()
         } catch {
             throw MQTTError.invalidConfiguration("\(error)")
         }
@@ -67,7 +68,7 @@ public actor MQTTMirrorService {
         self.logger = logger
         self.now = now
         self.started = now()
-        self.discoveryStatePath = discoveryStatePath
+        self.publishedComponentsFile = publishedComponentsFile
         self.birthDelay = birthDelay
         self.onSet = onSet
         self.onSourceValue = onSourceValue
@@ -77,13 +78,18 @@ public actor MQTTMirrorService {
     /// returns after the client has stopped.
     public func run() async {
         client.start()
-        await withDiscardingTaskGroup { group in
-            group.addTask { await self.publishHeartbeats() }
-            for await event in client.events {
-                await process(event)
-            }
-            group.cancelAll()
+        // The timer fires on the event loop; the heartbeats are this actor's: one hop per check.
+        let heartbeats = DeadlineTimer { [weak self] _ in
+            guard let self else { return }
+            Task { await self.publishDueHeartbeats() }
         }
+        heartbeatTimer = heartbeats
+        scheduleHeartbeatCheck()
+        for await event in client.events {
+            await process(event)
+        }
+        heartbeatTimer = nil
+        heartbeats.cancel()
     }
 
     /// Publishes `offline` (a clean shutdown does not trigger the Last Will), then disconnects.
@@ -107,15 +113,21 @@ public actor MQTTMirrorService {
         }
     }
 
-    /// Sleeps until the mirror's next heartbeat check and publishes what is due, until cancelled
-    /// (returns at once when no characteristic has a heartbeat).
-    private func publishHeartbeats() async {
-        while let check = mirror.nextHeartbeatCheck(after: now()) {
-            guard (try? await Task.sleep(for: .seconds(max(0, check.timeIntervalSince(now()))))) != nil else { return }
-            for action in mirror.heartbeats(at: now()) {
-                perform(action)
-            }
+    /// Publishes the heartbeats due now and schedules the next check; nothing once `run()` has
+    /// returned.
+    private func publishDueHeartbeats() {
+        guard heartbeatTimer != nil else { return }
+        for action in mirror.heartbeats(at: now()) {
+            perform(action)
         }
+        scheduleHeartbeatCheck()
+    }
+
+    /// Arms the heartbeat timer for the mirror's next check; never when no characteristic has a
+    /// heartbeat.
+    private func scheduleHeartbeatCheck() {
+        guard let check = mirror.nextHeartbeatCheck(after: now()) else { return }
+        heartbeatTimer?.schedule(after: .seconds(max(0, check.timeIntervalSince(now()))))
     }
 
     // MARK: Client events
@@ -190,9 +202,8 @@ public actor MQTTMirrorService {
     private func rememberPublishedComponents() {
         let components = mirror.componentsToRemember
         guard mirror.configuration.discoveryPrefix != nil, components != mirror.publishedComponents else { return }
-        let text = (["device"] + components.sorted().map { "\($0.platform) \($0.id)" }).joined(separator: "\n") + "\n"
         do {
-            try StateFile.write(Array(text.utf8), to: discoveryStatePath, mode: 0o644)
+            try publishedComponentsFile.save(components)
             if mirror.publishedComponents == nil {
                 logger.info("Home Assistant discovery migrated from per-entity topics to one device document")
             }
@@ -200,15 +211,6 @@ public actor MQTTMirrorService {
         } catch {
             logger.error("could not record the Home Assistant discovery published: \(error)")
         }
-    }
-
-    /// The components in the state file's text (lines after `device`).
-    static func components(_ text: String) -> Set<HomeAssistantComponent> {
-        Set(
-            text.split(separator: "\n").dropFirst().compactMap { line in
-                let fields = line.split(separator: " ")
-                return fields.count == 2 ? HomeAssistantComponent(platform: String(fields[0]), id: String(fields[1])) : nil
-            })
     }
 
     // MARK: Sending
