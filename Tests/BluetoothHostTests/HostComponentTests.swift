@@ -14,7 +14,7 @@ import Testing
 /// would arrive.
 final class CommandRecorder: HCITransport, @unchecked Sendable {
     let spec = HCITransportSpec.tcp(host: "recorder", port: 1)
-    let incoming = AsyncThrowingStream<HCIPacket, any Error> { _ in }
+    func start(receive: @escaping @Sendable (HCIPacket) -> Void, ended: @escaping @Sendable (HCITransportError?) -> Void) {}
     private let state = Mutex<(sent: [HCICommand], acl: [HCIACLPacket], answer: (@Sendable (HCIOpcode) -> Void)?)>(
         ([], [], nil))
 
