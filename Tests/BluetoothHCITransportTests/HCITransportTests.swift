@@ -38,13 +38,25 @@ struct HCITransportTests {
         return out
     }
 
-    static func collect(_ transport: any HCITransport, count: Int) async throws -> [HCIPacket] {
-        var packets: [HCIPacket] = []
-        for try await packet in transport.incoming {
-            packets.append(packet)
-            if packets.count == count { break }
+    /// What the transport hands its receiver, as a stream the test can wait on: each packet, then
+    /// the end (with the failure, if the link broke).
+    static func received(from transport: any HCITransport) -> AsyncThrowingStream<HCIPacket, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self)
+        transport.start(
+            receive: { continuation.yield($0) },
+            ended: { failure in
+                if let failure { continuation.finish(throwing: failure) } else { continuation.finish() }
+            })
+        return stream
+    }
+
+    static func collect(_ packets: AsyncThrowingStream<HCIPacket, any Error>, count: Int) async throws -> [HCIPacket] {
+        var collected: [HCIPacket] = []
+        for try await packet in packets {
+            collected.append(packet)
+            if collected.count == count { break }
         }
-        return packets
+        return collected
     }
 
     @Test func unixSocketCarriesH4BothWaysAndReportsTheClose() async throws {
@@ -66,17 +78,18 @@ struct HCITransportTests {
         #expect(listen(listener, 1) == 0)
 
         let transport = try HCITransportSpec.unix(path: path).open()
+        let packets = Self.received(from: transport)
         let peer = accept(listener, nil, nil)
         #expect(peer >= 0)
         Self.write(Self.events.flatMap(\.h4Bytes), to: peer, chunk: 3)
-        #expect(try await Self.collect(transport, count: 2) == Self.events)
+        #expect(try await Self.collect(packets, count: 2) == Self.events)
 
         try transport.send(.command(.reset))
         #expect(Self.read(4, from: peer) == [0x01, 0x03, 0x0C, 0x00])
 
         close(peer)
         await #expect(throws: HCITransportError(.linkLost, "unix:\(path) closed the connection")) {
-            for try await _ in transport.incoming {}
+            for try await _ in packets {}
         }
         #expect(throws: HCITransportError.self) { try transport.send(.command(.reset)) }
     }
@@ -101,7 +114,7 @@ struct HCITransportTests {
         let peer = accept(listener, nil, nil)
         defer { close(peer) }
         Self.write(Self.events.flatMap(\.h4Bytes), to: peer, chunk: 1)
-        #expect(try await Self.collect(transport, count: 2) == Self.events)
+        #expect(try await Self.collect(Self.received(from: transport), count: 2) == Self.events)
     }
 
     @Test func serialPortOverAPseudoTerminal() async throws {
@@ -117,7 +130,7 @@ struct HCITransportTests {
         let transport = try HCITransportSpec.serial(device: device, baudRate: 1_000_000).open()
         defer { transport.close() }
         Self.write(Self.events.flatMap(\.h4Bytes), to: master, chunk: 7)
-        #expect(try await Self.collect(transport, count: 2) == Self.events)
+        #expect(try await Self.collect(Self.received(from: transport), count: 2) == Self.events)
         try transport.send(.command(.leSetAdvertisingEnable(true)))
         #expect(Self.read(5, from: master) == [0x01, 0x0A, 0x20, 0x01, 0x01])
     }
@@ -132,7 +145,7 @@ struct HCITransportTests {
             throws: HCITransportError(
                 .linkLost, "unix:pair sent bytes that are not HCI: unknown HCI packet type 0x42 (expected 0x01-0x05)")
         ) {
-            for try await _ in transport.incoming {}
+            for try await _ in Self.received(from: transport) {}
         }
     }
 
@@ -162,7 +175,7 @@ struct HCITransportTests {
         defer { transport.close() }
         try transport.send(.command(.leSetAdvertisingEnable(true)))
         await #expect(throws: HCITransportError(.linkLost, "reading from unix:udp failed: Connection refused")) {
-            for try await _ in transport.incoming {}
+            for try await _ in Self.received(from: transport) {}
         }
     }
 

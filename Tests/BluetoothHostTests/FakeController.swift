@@ -1,18 +1,24 @@
 import BluetoothCore
 import BluetoothHCI
+import EventLoop
 import Foundation
 
 /// An in-memory controller for host tests: answers commands from a table, records everything
 /// the host sends, and lets a test inject events, ACL data or a link failure.
+///
+/// Packets reach the host as a real transport's do: on the event loop, each in its own turn
+/// (never inside the host's own `send`), in order; injected before the host starts, they wait.
 final class FakeController: HCITransport, @unchecked Sendable {
     let spec = HCITransportSpec.tcp(host: "fake", port: 1)
-    let incoming: AsyncThrowingStream<HCIPacket, any Error>
-    private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
     /// Every packet the host sent, in order.
     let sent: AsyncStream<HCIPacket>
     private let sentContinuation: AsyncStream<HCIPacket>.Continuation
 
     private let lock = NSLock()
+    private var receiver: (receive: @Sendable (HCIPacket) -> Void, ended: @Sendable (HCITransportError?) -> Void)?
+    /// Packets and the end of the link, before the host started; the end is final.
+    private var waiting: [HCIPacket] = []
+    private var endedWith: HCITransportError??
     private var silentOpcodes: Set<HCIOpcode>
     private var commandTimes: [(HCIOpcode, ContinuousClock.Instant)] = []
     private let publicAddress: BluetoothAddress
@@ -26,7 +32,6 @@ final class FakeController: HCITransport, @unchecked Sendable {
         leFeatures: UInt64 = 1 << 5 | 1 << 8, supportsDataLengthAndPHY: Bool = true,
         supportsExtendedAdvertising: Bool = false, silentOpcodes: Set<HCIOpcode> = []
     ) {
-        (incoming, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self)
         (sent, sentContinuation) = AsyncStream.makeStream(of: HCIPacket.self)
         self.publicAddress = publicAddress
         self.buffers = buffers
@@ -77,7 +82,36 @@ final class FakeController: HCITransport, @unchecked Sendable {
         return .commandComplete(numCommandPackets: 1, opcode: command.opcode, returnParameters: parameters)
     }
 
-    func inject(_ packet: HCIPacket) { continuation.yield(packet) }
+    func start(
+        receive: @escaping @Sendable (HCIPacket) -> Void, ended: @escaping @Sendable (HCITransportError?) -> Void
+    ) {
+        let (packets, end) = lock.withLock {
+            receiver = (receive, ended)
+            defer { waiting = [] }
+            return (waiting, endedWith)
+        }
+        for packet in packets { EventLoop.shared.execute { receive(packet) } }
+        if let end { EventLoop.shared.execute { ended(end) } }
+    }
+
+    func inject(_ packet: HCIPacket) {
+        let receive = lock.withLock { () -> (@Sendable (HCIPacket) -> Void)? in
+            guard endedWith == nil else { return nil }
+            if receiver == nil { waiting.append(packet) }
+            return receiver?.receive
+        }
+        if let receive { EventLoop.shared.execute { receive(packet) } }
+    }
+
+    /// Ends the link once, after the packets injected before.
+    private func end(_ failure: HCITransportError?) {
+        let ended = lock.withLock { () -> (@Sendable (HCITransportError?) -> Void)? in
+            guard endedWith == nil else { return nil }
+            endedWith = .some(failure)
+            return receiver?.ended
+        }
+        if let ended { EventLoop.shared.execute { ended(failure) } }
+    }
 
     /// When the host sent each `opcode` command, in order: measured here, where the host's
     /// timing shows, not where the test happens to look.
@@ -86,11 +120,11 @@ final class FakeController: HCITransport, @unchecked Sendable {
     }
 
     func failLink() {
-        continuation.finish(throwing: HCITransportError(.linkLost, "fake link dropped"))
+        end(HCITransportError(.linkLost, "fake link dropped"))
     }
 
     func close() {
-        continuation.finish()
+        end(nil)
         sentContinuation.finish()
     }
 

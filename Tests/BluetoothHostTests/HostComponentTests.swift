@@ -13,7 +13,7 @@ import Testing
 /// command with a Command Complete on the loop's next turn, as a controller's event would arrive.
 final class CommandRecorder: HCITransport, @unchecked Sendable {
     let spec = HCITransportSpec.tcp(host: "recorder", port: 1)
-    let incoming = AsyncThrowingStream<HCIPacket, any Error> { _ in }
+    func start(receive: @escaping @Sendable (HCIPacket) -> Void, ended: @escaping @Sendable (HCITransportError?) -> Void) {}
     private let state = Mutex<(sent: [HCICommand], acl: [HCIACLPacket], answer: (@Sendable (HCIOpcode) -> Void)?)>(
         ([], [], nil))
 

@@ -23,9 +23,7 @@ enum ServerEvent: Equatable, Sendable {
 }
 
 /// An ATT server that records the host's calls and answers an Exchange MTU Request with 517.
-/// Its methods run on the caller's executor, as `Peripheral`'s run on the host's loop: a hop to
-/// the global pool, which other tests may be keeping busy, would let a command timeout fire while
-/// the controller's answer waits unread.
+/// Its methods are synchronous, as `GATTPeripheralBinding`'s are: they run on the host's loop.
 final class RecordingServer: ATTServer, @unchecked Sendable {
     let events: AsyncStream<ServerEvent>
     private let continuation: AsyncStream<ServerEvent>.Continuation
@@ -41,44 +39,44 @@ final class RecordingServer: ATTServer, @unchecked Sendable {
 
     func bearer(for central: Central) -> ATTBearer? { lock.withLock { bearers[central] } }
 
-    nonisolated(nonsending) func hostStateChanged(_ state: PeripheralState) async { continuation.yield(.state(state)) }
-    nonisolated(nonsending) func centralConnected(_ bearer: ATTBearer) async {
+    func hostStateChanged(_ state: PeripheralState) { continuation.yield(.state(state)) }
+    func centralConnected(_ bearer: ATTBearer) {
         lock.withLock { bearers[bearer.central] = bearer }
         continuation.yield(.connected(bearer.central))
     }
-    nonisolated(nonsending) func centralDisconnected(_ central: Central) async {
+    func centralDisconnected(_ central: Central) {
         _ = lock.withLock { bearers.removeValue(forKey: central) }
         continuation.yield(.disconnected(central))
     }
-    nonisolated(nonsending) func received(_ pdu: [UInt8], from central: Central) async {
+    func received(_ pdu: [UInt8], from central: Central) {
         continuation.yield(.pdu(pdu, central))
         if pdu.first == 0x02 { bearer(for: central)?.send([0x03, 0x05, 0x02]) }
     }
-    nonisolated(nonsending) func transmitCreditsAvailable(_ count: Int) async { continuation.yield(.credits(count)) }
-    nonisolated(nonsending) func securityChanged(_ security: LinkSecurity, for central: Central) async {
+    func transmitCreditsAvailable(_ count: Int) { continuation.yield(.credits(count)) }
+    func securityChanged(_ security: LinkSecurity, for central: Central) {
         continuation.yield(.security(security, central))
     }
-    nonisolated(nonsending) func restoreSubscriptions(
+    func restoreSubscriptions(
         _ clientConfigurations: [UInt16: UInt16], clientSupportedFeatures: UInt8, for central: Central,
         databaseChanged: Bool
-    ) async {
+    ) {
         lock.withLock { restoredFeatures = clientSupportedFeatures }
         continuation.yield(.restored(clientConfigurations, central, databaseChanged: databaseChanged))
     }
     /// The Client Supported Features the last restore carried.
     var lastRestoredFeatures: UInt8 { lock.withLock { restoredFeatures } }
-    nonisolated(nonsending) func clientSupportedFeatures(of central: Central) async -> UInt8 { lock.withLock { features } }
+    func clientSupportedFeatures(of central: Central) -> UInt8 { lock.withLock { features } }
     /// What `clientSupportedFeatures(of:)` answers, for every central.
     func setClientSupportedFeatures(_ value: UInt8) { lock.withLock { features = value } }
-    nonisolated(nonsending) func databaseHash() async -> [UInt8] { lock.withLock { hash } }
+    func databaseHash() -> [UInt8] { lock.withLock { hash } }
     /// What `databaseHash()` answers.
     func setDatabaseHash(_ value: [UInt8]) { lock.withLock { hash = value } }
-    nonisolated(nonsending) func awaitsServiceChangedConfirmation(_ central: Central) async -> Bool {
+    func awaitsServiceChangedConfirmation(_ central: Central) -> Bool {
         lock.withLock { awaitsServiceChanged }
     }
     /// What `awaitsServiceChangedConfirmation(_:)` answers, for every central.
     func setAwaitsServiceChangedConfirmation(_ value: Bool) { lock.withLock { awaitsServiceChanged = value } }
-    nonisolated(nonsending) func clientConfigurations(of central: Central) async -> [UInt16: UInt16] {
+    func clientConfigurations(of central: Central) -> [UInt16: UInt16] {
         lock.withLock { cccds[central] ?? [:] }
     }
     /// What `clientConfigurations(of:)` answers, as a GATT server would after CCCD writes.

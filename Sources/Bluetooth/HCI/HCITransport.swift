@@ -1,12 +1,16 @@
 /// A byte path to a Bluetooth controller, whatever carries it (user channel, TCP, Unix socket,
-/// UART). Packets go out with `send`; packets in arrive on `incoming`, which finishes with an
-/// error when the link breaks and without one after `close()`.
+/// UART). Packets go out with `send`; packets in are handed to the receiver given to `start`.
 public protocol HCITransport: AnyObject, Sendable {
     /// Where this transport leads, for log lines.
     var spec: HCITransportSpec { get }
-    /// Every packet from the controller, in order. Iterate it once.
-    var incoming: AsyncThrowingStream<HCIPacket, any Error> { get }
+    /// Starts taking packets from the controller. `receive` gets each one, in order, on the event
+    /// loop's thread, from the read that framed it: no queue and no task in between, so a host on
+    /// the loop handles a packet where it arrives. `ended` is called once when the link ends: with
+    /// why it broke, or nil after `close()`. Nothing is read before `start`; call it once.
+    func start(
+        receive: @escaping @Sendable (HCIPacket) -> Void, ended: @escaping @Sendable (HCITransportError?) -> Void)
     func send(_ packet: HCIPacket) throws(HCITransportError)
+    /// Ends the link: `ended` gets nil, unless it already ended.
     func close()
 }
 

@@ -7,22 +7,23 @@ import Glibc
 /// An `HCITransport` over one open file descriptor carrying H4 framing: a stream socket, a UART,
 /// or the user channel (which delivers one whole packet per read, indicator byte first).
 ///
-/// The descriptor is watched by the `EventLoop`: when it is readable the loop's thread reads
-/// everything it has, frames it and yields the packets to `incoming`, whose consumer (the host, an
-/// actor on the same loop) then runs on that thread without another wake-up. An idle link costs
-/// nothing. epoll reports errors and hang-ups unasked, which matters: the kernel reports an HCI
+/// The descriptor is watched by the `EventLoop` from `start` on: when it is readable the loop's
+/// thread reads what it has, frames it and hands each packet to the receiver right there (the host,
+/// an actor on the same loop, handles it in that call). An idle link costs nothing. epoll reports errors and hang-ups unasked, which matters: the kernel reports an HCI
 /// user channel whose adapter was unregistered (unplugged, vhci closed) with EPOLLERR alone. The
 /// descriptor is non-blocking and owned by this object until `close()`.
 public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     public let spec: HCITransportSpec
-    public let incoming: AsyncThrowingStream<HCIPacket, any Error>
 
-    // `lock` guards `isClosed`, `writeBuffer` and writes to `descriptor`.
+    // `lock` guards `isClosed`, `ended`, `writeBuffer` and writes to `descriptor`.
     private let lock = Mutex(())
     private let descriptor: Int32
     private let loop = EventLoop.shared
-    private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
     private var isClosed = false
+    /// Told once when the link ends; set by `start`.
+    private var ended: (@Sendable (HCITransportError?) -> Void)?
+    /// Only touched on the loop's thread; set by `start`.
+    private var receive: (@Sendable (HCIPacket) -> Void)?
     /// Every packet is written from here: one buffer, not an allocation per packet.
     private var writeBuffer: [UInt8] = []
     private let watch = WatchSlot()
@@ -36,12 +37,21 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     public init(descriptor: Int32, spec: HCITransportSpec) {
         self.descriptor = descriptor
         self.spec = spec
-        (incoming, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self)
         let flags = fcntl(descriptor, F_GETFL)
         _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
-        continuation.onTermination = { [weak self] _ in self?.close() }
-        loop.execute { [weak self, loop, watch] in
+    }
+
+    public func start(
+        receive: @escaping @Sendable (HCIPacket) -> Void, ended: @escaping @Sendable (HCITransportError?) -> Void
+    ) {
+        let open = lock.withLock { _ in
+            if !isClosed { self.ended = ended }
+            return !isClosed
+        }
+        guard open else { return ended(HCITransportError(.linkLost, "the link to \(spec) is closed")) }
+        loop.execute { [weak self, loop, watch, descriptor] in
             guard let self, lock.withLock({ _ in !isClosed }) else { return }
+            self.receive = receive
             // The watch holds the transport weakly: dropping it closes it (deinit).
             watch.value = loop.watch(descriptor) { [weak self] readiness in self?.ready(readiness) }
         }
@@ -89,22 +99,25 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     }
 
     public func close() {
-        end { $0.finish() }
+        end(nil)
     }
 
     private func fail(_ message: String) {
-        end { $0.finish(throwing: HCITransportError(.linkLost, message)) }
+        end(HCITransportError(.linkLost, message))
     }
 
-    /// Closes once: `finish` ends `incoming`; the descriptor is unwatched and closed on the loop's
-    /// thread, after any handler already running for it.
-    private func end(_ finish: (AsyncThrowingStream<HCIPacket, any Error>.Continuation) -> Void) {
-        let wasClosed = lock.withLock { _ in
-            defer { isClosed = true }
-            return isClosed
+    /// Closes once: the receiver is told how the link ended; the descriptor is unwatched and
+    /// closed on the loop's thread, after any handler already running for it.
+    private func end(_ failure: HCITransportError?) {
+        let (wasClosed, ended) = lock.withLock { _ in
+            defer {
+                isClosed = true
+                self.ended = nil
+            }
+            return (isClosed, self.ended)
         }
         guard !wasClosed else { return }
-        finish(continuation)
+        ended?(failure)
         // Captures no `self`: this may run from deinit.
         loop.execute { [loop, watch, descriptor] in
             if let value = watch.value { loop.unwatch(value) }
@@ -132,7 +145,11 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
                     fail("\(spec) sent bytes that are not HCI: \(error)")
                     return false
                 }
-                for packet in framed { continuation.yield(packet) }
+                for packet in framed {
+                    // The receiver may have closed the link over an earlier packet of this read.
+                    guard lock.withLock({ _ in !isClosed }) else { break }
+                    receive?(packet)
+                }
                 framed.removeAll(keepingCapacity: true)
                 if count < readBuffer.count, !untilEmpty { return true }
                 continue

@@ -15,8 +15,7 @@ import Logging
 ///     await host.run()   // until cancelled
 ///
 /// The host calls it on its executor, the event loop, which is the peripheral's too: so each call
-/// enters the peripheral synchronously (`onLoop`), without an executor switch per packet, and
-/// none of the `async` requirements of `ATTServer` suspends here.
+/// enters the peripheral synchronously (`onLoop`), without an executor switch per packet.
 public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
     public let peripheral: Peripheral
     private let link: HostPeripheralLink
@@ -49,7 +48,7 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
         CentralID(UInt16(truncatingIfNeeded: central.connectionID))
     }
 
-    public nonisolated(nonsending) func hostStateChanged(_ state: PeripheralState) async {
+    public func hostStateChanged(_ state: PeripheralState) {
         peripheral.onLoop(with: state) { $0.updateState($1) }
     }
 
@@ -58,41 +57,41 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
         lock.withLock { _ in addresses[id] }
     }
 
-    public nonisolated(nonsending) func centralConnected(_ bearer: ATTBearer) async {
+    public func centralConnected(_ bearer: ATTBearer) {
         let id = Self.centralID(bearer.central)
         lock.withLock { _ in addresses[id] = bearer.central.address }
         link.register(bearer, as: id)
         peripheral.onLoop(with: id) { $0.centralConnected($1) }
     }
 
-    public nonisolated(nonsending) func centralDisconnected(_ central: Central) async {
+    public func centralDisconnected(_ central: Central) {
         let id = Self.centralID(central)
         peripheral.onLoop(with: id) { $0.centralDisconnected($1) }
         link.unregister(id)
     }
 
-    public nonisolated(nonsending) func received(_ pdu: [UInt8], from central: Central) async {
+    public func received(_ pdu: [UInt8], from central: Central) {
         peripheral.onLoop(with: (pdu, Self.centralID(central))) { $0.receive($1.0, from: $1.1) }
         armTransactionTimer()
     }
 
-    public nonisolated(nonsending) func updatesDelivered(_ count: Int, to central: Central) async {
+    public func updatesDelivered(_ count: Int, to central: Central) {
         peripheral.onLoop(with: (count, Self.centralID(central))) { $0.updatesDelivered($1.0, to: $1.1) }
     }
 
-    public nonisolated(nonsending) func transmitCreditsAvailable(_ count: Int) async {
+    public func transmitCreditsAvailable(_ count: Int) {
         peripheral.onLoop(with: count) { $0.transmitRoomFreed($1) }
         armTransactionTimer()
     }
 
-    public nonisolated(nonsending) func securityChanged(_ security: LinkSecurity, for central: Central) async {
+    public func securityChanged(_ security: LinkSecurity, for central: Central) {
         peripheral.onLoop(with: (security, Self.centralID(central))) { $0.securityChanged($1.0, for: $1.1) }
     }
 
-    public nonisolated(nonsending) func restoreSubscriptions(
+    public func restoreSubscriptions(
         _ clientConfigurations: [UInt16: UInt16], clientSupportedFeatures: UInt8, for central: Central,
         databaseChanged: Bool
-    ) async {
+    ) {
         let restored = (clientConfigurations, clientSupportedFeatures, Self.centralID(central), databaseChanged)
         peripheral.onLoop(with: restored) {
             $0.restoreSubscriptions($1.0, clientSupportedFeatures: $1.1, for: $1.2, databaseChanged: $1.3)
@@ -100,19 +99,19 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
         armTransactionTimer()
     }
 
-    public nonisolated(nonsending) func databaseHash() async -> [UInt8] {
+    public func databaseHash() -> [UInt8] {
         peripheral.onLoop { $0.databaseHash }
     }
 
-    public nonisolated(nonsending) func clientSupportedFeatures(of central: Central) async -> UInt8 {
+    public func clientSupportedFeatures(of central: Central) -> UInt8 {
         peripheral.onLoop(with: Self.centralID(central)) { $0.clientSupportedFeatures(of: $1) }
     }
 
-    public nonisolated(nonsending) func awaitsServiceChangedConfirmation(_ central: Central) async -> Bool {
+    public func awaitsServiceChangedConfirmation(_ central: Central) -> Bool {
         peripheral.onLoop(with: Self.centralID(central)) { $0.awaitsServiceChangedConfirmation($1) }
     }
 
-    public nonisolated(nonsending) func clientConfigurations(of central: Central) async -> [UInt16: UInt16] {
+    public func clientConfigurations(of central: Central) -> [UInt16: UInt16] {
         peripheral.onLoop(with: Self.centralID(central)) { $0.clientConfigurations(of: $1) } ?? [:]
     }
 

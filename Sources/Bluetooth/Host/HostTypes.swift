@@ -62,51 +62,51 @@ public final class ATTBearer: Sendable {
 /// What the host needs from the ATT/GATT server above it. The host calls these in order for each
 /// central; PDUs of one central arrive in the order the central sent them.
 public protocol ATTServer: AnyObject, Sendable {
-    nonisolated(nonsending) func hostStateChanged(_ state: PeripheralState) async
-    nonisolated(nonsending) func centralConnected(_ bearer: ATTBearer) async
+    func hostStateChanged(_ state: PeripheralState)
+    func centralConnected(_ bearer: ATTBearer)
     /// Also called for every central when the controller is lost.
-    nonisolated(nonsending) func centralDisconnected(_ central: Central) async
-    nonisolated(nonsending) func received(_ pdu: [UInt8], from central: Central) async
+    func centralDisconnected(_ central: Central)
+    func received(_ pdu: [UInt8], from central: Central)
     /// The host can take `count` more update PDUs (notifications, indications) across all
     /// centrals: `transmitQueueCapacity` at first power-on, then one back for each update the
     /// controller has sent or that a disconnection or controller loss dropped. The server stops
     /// sending updates when it has no credits left: that is `updateValue` returning false.
-    nonisolated(nonsending) func transmitCreditsAvailable(_ count: Int) async
+    func transmitCreditsAvailable(_ count: Int)
     /// The central's link security changed (encryption on, pairing done, bond stored): the
     /// server checks attribute permissions against it.
-    nonisolated(nonsending) func securityChanged(_ security: BluetoothGATT.LinkSecurity, for central: Central) async
+    func securityChanged(_ security: BluetoothGATT.LinkSecurity, for central: Central)
     /// A bonded central's CCCD values (handle → bits) from its bond, once its link is encrypted
     /// with the bond's key: its subscriptions come back without it writing the CCCDs again.
     /// `databaseChanged`: the bond recorded another `databaseHash` than the server's now, so the
     /// stored handles are stale: the server tells the central every handle changed instead.
     /// `clientSupportedFeatures`: what the central wrote to Client Supported Features on an
     /// earlier bonded connection.
-    nonisolated(nonsending) func restoreSubscriptions(
+    func restoreSubscriptions(
         _ clientConfigurations: [UInt16: UInt16], clientSupportedFeatures: UInt8, for central: Central,
-        databaseChanged: Bool) async
+        databaseChanged: Bool)
     /// The Database Hash (Vol 3 Part G 7.3) of the attribute database now, kept with each bond.
-    nonisolated(nonsending) func databaseHash() async -> [UInt8]
+    func databaseHash() -> [UInt8]
     /// Whether the central has a Service Changed indication still to confirm: until it has none,
     /// its bond keeps the Database Hash it had, so a central that leaves before it learns of a
     /// change (a reload's new layout) is told again when it comes back.
-    nonisolated(nonsending) func awaitsServiceChangedConfirmation(_ central: Central) async -> Bool
+    func awaitsServiceChangedConfirmation(_ central: Central) -> Bool
     /// The central's Client Supported Features now, which the host persists in its bond.
-    nonisolated(nonsending) func clientSupportedFeatures(of central: Central) async -> UInt8
+    func clientSupportedFeatures(of central: Central) -> UInt8
     /// The central's CCCD values now (non-zero only), which the host persists in its bond.
-    nonisolated(nonsending) func clientConfigurations(of central: Central) async -> [UInt16: UInt16]
+    func clientConfigurations(of central: Central) -> [UInt16: UInt16]
     /// `count` update PDUs sent to `central` have left the controller (called just before the
     /// matching `transmitCreditsAvailable`), so a server can keep one stalled central from holding
     /// every credit.
-    nonisolated(nonsending) func updatesDelivered(_ count: Int, to central: Central) async
+    func updatesDelivered(_ count: Int, to central: Central)
 }
 
 extension ATTServer {
     /// A server that budgets credits only over all centrals ignores per-central deliveries.
-    public nonisolated(nonsending) func updatesDelivered(_ count: Int, to central: Central) async {}
+    public func updatesDelivered(_ count: Int, to central: Central) {}
     /// A server without Client Supported Features has none to persist.
-    public nonisolated(nonsending) func clientSupportedFeatures(of central: Central) async -> UInt8 { 0 }
+    public func clientSupportedFeatures(of central: Central) -> UInt8 { 0 }
     /// A server that never changes its database never has Service Changed to confirm.
-    public nonisolated(nonsending) func awaitsServiceChangedConfirmation(_ central: Central) async -> Bool { false }
+    public func awaitsServiceChangedConfirmation(_ central: Central) -> Bool { false }
 }
 
 /// Everything the host reports, in order: for logs, tests and the program above.

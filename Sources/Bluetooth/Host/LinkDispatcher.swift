@@ -22,8 +22,9 @@ enum LinkFollowUp: Equatable, Sendable {
 /// Packets returns credits to the transmitter and the server. Commands these events call for
 /// come back as a `LinkFollowUp` for the host to run.
 ///
-/// Owned by `PeripheralHost` and used only on its executor, the event loop; its async calls are
-/// `nonisolated(nonsending)`, so a packet goes from the host's reader to the server with no hop.
+/// Owned by `PeripheralHost` and used only on its executor, the event loop; synchronous, like the
+/// server and the security coordinator it calls, so a packet goes from the transport to the
+/// server in one call chain.
 final class LinkDispatcher {
     private let server: any ATTServer
     private let transmitter: LinkTransmitter
@@ -50,24 +51,24 @@ final class LinkDispatcher {
 
     /// Handles an event about the links; `local` is the controller's address, which pairing of
     /// a new connection needs. The host handles the command channel's events and hardware errors.
-    nonisolated(nonsending) func handle(_ event: HCIEvent, local: BluetoothAddress) async -> LinkFollowUp? {
+    func handle(_ event: HCIEvent, local: BluetoothAddress) -> LinkFollowUp? {
         switch event {
         case .numberOfCompletedPackets(let entries):
-            await packetsCompleted(entries)
+            packetsCompleted(entries)
         case .disconnectionComplete(let status, let handle, let reason):
             guard status == .success else {
                 logger.warning("disconnection of handle \(handle) failed: \(status)")
                 return nil
             }
-            return await disconnected(handle: handle, reason: reason)
+            return disconnected(handle: handle, reason: reason)
         case .encryptionChange(let status, let handle, let enabled):
             guard let connection = connections[handle] else { return nil }
-            await security.encryptionChanged(of: connection, status: status, enabled: enabled)
+            security.encryptionChanged(of: connection, status: status, enabled: enabled)
         case .encryptionKeyRefreshComplete(let status, let handle):
             guard let connection = connections[handle] else { return nil }
-            await security.encryptionChanged(of: connection, status: status, enabled: true)
+            security.encryptionChanged(of: connection, status: status, enabled: true)
         case .le(let meta):
-            return await handle(meta, local: local)
+            return handle(meta, local: local)
         case .unknown(let code, _):
             if code == 0x1A {
                 logger.warning("the controller reports a data buffer overflow")
@@ -78,10 +79,10 @@ final class LinkDispatcher {
         return nil
     }
 
-    private nonisolated(nonsending) func handle(_ meta: LEMetaEvent, local: BluetoothAddress) async -> LinkFollowUp? {
+    private func handle(_ meta: LEMetaEvent, local: BluetoothAddress) -> LinkFollowUp? {
         switch meta {
         case .connectionComplete(let event):
-            return await connected(event, local: local)
+            return connected(event, local: local)
         case .connectionUpdateComplete(let status, let handle, let interval, let latency, let timeout):
             connections.connectionUpdated(handle, status: status, interval: interval, latency: latency, supervisionTimeout: timeout)
         case .dataLengthChange(let handle, let txOctets, _, let rxOctets, _):
@@ -102,19 +103,19 @@ final class LinkDispatcher {
     }
 
     /// Per central first, so the server sees whose link moved when the room frees.
-    private nonisolated(nonsending) func packetsCompleted(_ entries: [HCIEvent.CompletedPackets]) async {
+    private func packetsCompleted(_ entries: [HCIEvent.CompletedPackets]) {
         transmitter.completed(entries, delivered: &deliveredUpdates)
         var total = 0
         for delivered in deliveredUpdates {
             total += delivered.count
             if let central = connections[delivered.handle]?.central {
-                await server.updatesDelivered(delivered.count, to: central)
+                server.updatesDelivered(delivered.count, to: central)
             }
         }
-        if total > 0 { await server.transmitCreditsAvailable(total) }
+        if total > 0 { server.transmitCreditsAvailable(total) }
     }
 
-    private nonisolated(nonsending) func connected(_ event: LEConnectionComplete, local: BluetoothAddress) async -> LinkFollowUp? {
+    private func connected(_ event: LEConnectionComplete, local: BluetoothAddress) -> LinkFollowUp? {
         guard event.status == .success else {
             logger.info("a connection attempt failed: \(event.status)")
             return nil
@@ -130,58 +131,58 @@ final class LinkDispatcher {
         advertiser.markStopped()
         logger.info("central \(central) connected (\(connections.count) connected); interval \(Double(event.interval) * 1.25) ms")
         eventSink.yield(.connected(central))
-        await server.centralConnected(connection.bearer)
-        await security.connectionOpened(connection, local: local)
+        server.centralConnected(connection.bearer)
+        security.connectionOpened(connection, local: local)
         connections.askForPreferredParameters(
             connection, interval: event.interval, latency: event.latency,
             supervisionTimeout: event.supervisionTimeout)
         return .readvertiseAndRequestFasterLink(central)
     }
 
-    private nonisolated(nonsending) func disconnected(handle: UInt16, reason: HCIStatus) async -> LinkFollowUp? {
+    private func disconnected(handle: UInt16, reason: HCIStatus) -> LinkFollowUp? {
         guard let connection = connections.remove(handle) else { return nil }
         let dropped = transmitter.close(handle)
         security.connectionClosed(handle)
         logger.info("central \(connection.central) disconnected: \(reason) (\(connections.count) connected)")
         eventSink.yield(.disconnected(connection.central, reason: reason))
-        await server.centralDisconnected(connection.central)
-        if dropped > 0 { await server.transmitCreditsAvailable(dropped) }
+        server.centralDisconnected(connection.central)
+        if dropped > 0 { server.transmitCreditsAvailable(dropped) }
         return .readvertise
     }
 
     /// The controller is gone: every central is disconnected for the server, and the updates
     /// queued for them return as credits.
-    nonisolated(nonsending) func sessionEnded() async {
+    func sessionEnded() {
         security.sessionEnded(closing: connections.inOrder.map(\.central.handle))
         let dropped = transmitter.stop()
         for connection in connections.removeAll() {
             eventSink.yield(.disconnected(connection.central, reason: .hardwareFailure))
-            await server.centralDisconnected(connection.central)
+            server.centralDisconnected(connection.central)
         }
-        if dropped > 0 { await server.transmitCreditsAvailable(dropped) }
+        if dropped > 0 { server.transmitCreditsAvailable(dropped) }
     }
 
     /// ACL data from a central: whole L2CAP frames go to their channel.
-    nonisolated(nonsending) func received(_ acl: HCIACLPacket) async {
+    func received(_ acl: HCIACLPacket) {
         guard let connection = connections[acl.handle] else {
             logger.warning("dropped \(acl.data.count) bytes of ACL data for unknown handle \(acl.handle)")
             return
         }
         let (frames, problems) = connection.reassembler.push(acl)
         for problem in problems { logger.warning("\(connection.central): \(problem)") }
-        for frame in frames { await deliver(frame, from: connection) }
+        for frame in frames { deliver(frame, from: connection) }
     }
 
-    private nonisolated(nonsending) func deliver(_ frame: L2CAPFrame, from connection: ConnectionState) async {
+    private func deliver(_ frame: L2CAPFrame, from connection: ConnectionState) {
         let central = connection.central
         switch frame.channel {
         case L2CAPChannel.att:
-            await server.received(frame.payload, from: central)
-            await security.persistSubscriptions(of: connection)
+            server.received(frame.payload, from: central)
+            security.persistSubscriptions(of: connection)
         case L2CAPChannel.leSignaling:
             connections.signalingReceived(frame.payload, from: connection)
         case L2CAPChannel.securityManager:
-            await security.received(frame.payload, from: connection)
+            security.received(frame.payload, from: connection)
         default:
             logger.warning(
                 "\(central): dropped \(frame.payload.count) bytes for unsupported L2CAP channel 0x\(String(frame.channel, radix: 16))")

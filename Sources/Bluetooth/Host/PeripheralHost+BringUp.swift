@@ -20,7 +20,7 @@ extension PeripheralHost {
         if !grantedTransmitCredits {
             // Once per host: later the credits circulate (delivered or dropped updates return).
             grantedTransmitCredits = true
-            await server.transmitCreditsAvailable(configuration.transmitQueueCapacity)
+            server.transmitCreditsAvailable(configuration.transmitQueueCapacity)
         }
         try await advertiser.configureAndEnable(on: info, connected: connections.count)
     }

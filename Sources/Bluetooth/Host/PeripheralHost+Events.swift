@@ -5,7 +5,7 @@ extension PeripheralHost {
     /// Handles one packet from the controller; returns a reason when the controller must be
     /// considered lost. The command channel's answers and hardware errors are the host's; the
     /// links' events and data go to `links`.
-    func handle(_ packet: HCIPacket) async -> String? {
+    func handle(_ packet: HCIPacket) -> String? {
         switch packet {
         case .event(.commandComplete(_, let opcode, let returnParameters)):
             if !commands.commandComplete(opcode, returnParameters: returnParameters), opcode == .reset {
@@ -16,9 +16,9 @@ extension PeripheralHost {
         case .event(.hardwareError(let code)):
             return "hardware error 0x\([code].hexString)"
         case .event(let event):
-            if let followUp = await links.handle(event, local: controller?.address ?? .zero) { spawn(followUp) }
+            if let followUp = links.handle(event, local: controller?.address ?? .zero) { spawn(followUp) }
         case .acl(let acl):
-            await links.received(acl)
+            links.received(acl)
         case .malformed(let type, let bytes, let reason):
             logger.warning("dropped a malformed HCI packet (type \(type), \(bytes.count) bytes): \(reason)")
         case .command, .other:

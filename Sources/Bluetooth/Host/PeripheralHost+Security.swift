@@ -10,7 +10,7 @@ extension PeripheralHost {
     /// The user confirms the Numeric Comparison number (a press of the confirm button): the one
     /// pairing waiting for it goes on. With two or more waiting nobody can tell which number the
     /// press was meant for, so all of them are refused; with none, the press does nothing.
-    public func confirmNumericComparison() async {
-        await security.confirmNumericComparison()
+    public func confirmNumericComparison() {
+        security.confirmNumericComparison()
     }
 }

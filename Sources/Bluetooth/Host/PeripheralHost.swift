@@ -4,6 +4,7 @@ import BluetoothHCI
 import BluetoothHCITransport
 import EventLoop
 import Logging
+import Synchronization
 
 /// gattway's BLE host in the peripheral role: opens the controller named by
 /// `HostConfiguration.transport`, brings it up, advertises, accepts centrals and carries their
@@ -162,16 +163,23 @@ public actor PeripheralHost {
         }
     }
 
-    /// Handles the controller's packets until the link ends; returns why it ended. Isolated to the
-    /// host, so each packet is handled where it arrives (the event loop) without another hop.
+    /// Handles the controller's packets until the link ends; returns why it ended. The transport
+    /// hands each packet over on the loop's thread as it reads it, and the host, on that loop,
+    /// handles it in the same call: no queue, task or executor switch per packet.
     private func readPackets(from transport: any HCITransport) async -> String {
-        do {
-            for try await packet in transport.incoming {
-                if let loss = await handle(packet) { return loss }
+        let outcome = SessionOutcome()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+                outcome.wait(continuation)
+                transport.start(
+                    receive: { [weak self] packet in
+                        guard let self, !outcome.isDecided else { return }
+                        if let loss = onLoop(with: packet, { $0.handle($1) }) { outcome.decide(loss) }
+                    },
+                    ended: { failure in outcome.decide(failure.map { "\($0)" } ?? "cancelled") })
             }
-            return Task.isCancelled ? "cancelled" : "the connection closed"
-        } catch {
-            return "\(error)"
+        } onCancel: {
+            transport.close()
         }
     }
 
@@ -182,7 +190,7 @@ public actor PeripheralHost {
         sessionTasks = [:]
         controller = nil
         advertiser.sessionEnded()
-        await links.sessionEnded()
+        links.sessionEnded()
     }
 
     func setState(_ newState: PeripheralState) async {
@@ -190,7 +198,7 @@ public actor PeripheralHost {
         logger.info("peripheral state: \(state) → \(newState)")
         state = newState
         eventSink.yield(.stateChanged(newState))
-        await server.hostStateChanged(newState)
+        server.hostStateChanged(newState)
     }
 
     // MARK: The program-facing surface
@@ -244,5 +252,31 @@ public actor PeripheralHost {
     /// The centrals connected now, in connection order.
     public var connectedCentrals: [Central] {
         connections.inOrder.map(\.central)
+    }
+}
+
+/// How a session's link ended, decided once (by the first packet that means the controller is
+/// lost, or by the transport ending) and handed to the session waiting for it.
+private final class SessionOutcome: Sendable {
+    private let state = Mutex<(reason: String?, waiting: CheckedContinuation<String, Never>?)>((nil, nil))
+
+    var isDecided: Bool { state.withLock { $0.reason != nil } }
+
+    func wait(_ continuation: CheckedContinuation<String, Never>) {
+        let reason = state.withLock { state -> String? in
+            if state.reason == nil { state.waiting = continuation }
+            return state.reason
+        }
+        if let reason { continuation.resume(returning: reason) }
+    }
+
+    func decide(_ reason: String) {
+        let waiting = state.withLock { state -> CheckedContinuation<String, Never>? in
+            guard state.reason == nil else { return nil }
+            state.reason = reason
+            defer { state.waiting = nil }
+            return state.waiting
+        }
+        waiting?.resume(returning: reason)
     }
 }

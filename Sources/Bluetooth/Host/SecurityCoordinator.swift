@@ -76,13 +76,13 @@ final class SecurityCoordinator {
     /// resolves) is asked at once to encrypt with its key (Security Request), so its restored
     /// subscriptions deliver without it first touching a protected attribute. A central without a
     /// bond is not asked to pair: it pairs when an attribute answers that it must.
-    nonisolated(nonsending) func connectionOpened(_ connection: ConnectionState, local: BluetoothAddress) async {
+    func connectionOpened(_ connection: ConnectionState, local: BluetoothAddress) {
         let central = connection.central
         manager.connectionOpened(central.handle, peer: central.address, local: local)
-        await updateSecurity(of: connection)
+        updateSecurity(of: connection)
         if let bond = manager.bond(on: central.handle) {
             logger.info("\(central) is bonded (\(bond.identity)); asking it to encrypt")
-            await perform(
+            perform(
                 manager.requestSecurity(
                     on: central.handle,
                     authenticated: bond.longTermKey.authenticated,
@@ -105,8 +105,8 @@ final class SecurityCoordinator {
     // MARK: Inbound
 
     /// One SDU of the Security Manager channel.
-    nonisolated(nonsending) func received(_ payload: [UInt8], from connection: ConnectionState) async {
-        await perform(manager.receive(payload, on: connection.central.handle, now: now))
+    func received(_ payload: [UInt8], from connection: ConnectionState) {
+        perform(manager.receive(payload, on: connection.central.handle, now: now))
     }
 
     /// HCI LE Long Term Key Request: the Reply with the key of the pairing under way or of the
@@ -121,29 +121,29 @@ final class SecurityCoordinator {
     }
 
     /// HCI Encryption Change or Encryption Key Refresh Complete.
-    nonisolated(nonsending) func encryptionChanged(of connection: ConnectionState, status: HCIStatus, enabled: Bool) async {
+    func encryptionChanged(of connection: ConnectionState, status: HCIStatus, enabled: Bool) {
         if status != .success {
             logger.info("\(connection.central): encryption failed: \(status)")
         }
         let actions = manager.encryptionChanged(
             on: connection.central.handle, enabled: status == .success && enabled, now: now)
-        await perform(actions)
-        await updateSecurity(of: connection)
+        perform(actions)
+        updateSecurity(of: connection)
     }
 
     /// After an ATT PDU from a bonded central on its bonded key: its CCCD values go to its bond
     /// (and the bond file) when they changed, so its subscriptions survive reconnection, and so
     /// do its Client Supported Features and the Database Hash once it confirmed Service Changed
     /// (`recordDatabaseHash`).
-    nonisolated(nonsending) func persistSubscriptions(of connection: ConnectionState) async {
+    func persistSubscriptions(of connection: ConnectionState) {
         let handle = connection.central.handle
         guard connection.security.isBonded, let bond = manager.bond(on: handle) else { return }
-        var changed = await recordDatabaseHash(of: connection.central, in: bond)
-        let features = await server.clientSupportedFeatures(of: connection.central)
+        var changed = recordDatabaseHash(of: connection.central, in: bond)
+        let features = server.clientSupportedFeatures(of: connection.central)
         if features != bond.clientSupportedFeatures {
             changed = manager.setClientSupportedFeatures(features, on: handle) || changed
         }
-        let current = await server.clientConfigurations(of: connection.central)
+        let current = server.clientConfigurations(of: connection.central)
         guard current != bond.clientConfigurations else {
             if changed { saveBonds() }
             return
@@ -159,18 +159,18 @@ final class SecurityCoordinator {
     // MARK: The user
 
     /// See `PeripheralHost.confirmNumericComparison`.
-    nonisolated(nonsending) func confirmNumericComparison() async {
+    func confirmNumericComparison() {
         let waiting = awaitingConfirmation.sorted()
         awaitingConfirmation = []
         switch waiting.count {
         case 0:
             logger.info("a pairing confirmation was pressed, but no pairing waits for one")
         case 1:
-            await perform(manager.confirmNumericComparison(on: waiting[0], accepted: true, now: now))
+            perform(manager.confirmNumericComparison(on: waiting[0], accepted: true, now: now))
         default:
             logger.warning("\(waiting.count) pairings wait for a confirmation at once; refusing them all")
             for handle in waiting {
-                await perform(manager.confirmNumericComparison(on: handle, accepted: false, now: now))
+                perform(manager.confirmNumericComparison(on: handle, accepted: false, now: now))
             }
         }
     }
@@ -193,19 +193,19 @@ final class SecurityCoordinator {
     // MARK: Actions
 
     /// Sends the Security Manager's PDUs and acts on its events, in order.
-    private nonisolated(nonsending) func perform(_ actions: [SecurityManager.Action]) async {
+    private func perform(_ actions: [SecurityManager.Action]) {
         for action in actions {
             switch action {
             case .send(let handle, let pdu):
                 transmitter.send(L2CAPFrame(channel: L2CAPChannel.securityManager, payload: pdu.encoded), on: handle)
             case .event(let event):
-                await report(event)
+                report(event)
             }
         }
         scheduleTimer()
     }
 
-    private nonisolated(nonsending) func report(_ event: SecurityEvent) async {
+    private func report(_ event: SecurityEvent) {
         switch event {
         case .displayPasskey(let handle, let peer, let passkey):
             guard let central = connections[handle]?.central else { return }
@@ -224,7 +224,7 @@ final class SecurityCoordinator {
                 pairing with \(peer) needs a passkey typed on gattway, which has no input; refusing \
                 (use io_capabilities display_only, no_input_no_output, or display_yes_no with confirm_with)
                 """)
-            await perform(manager.enterPasskey(nil, on: handle, now: now))
+            perform(manager.enterPasskey(nil, on: handle, now: now))
         case .numericComparison(let handle, let peer, let value):
             guard let central = connections[handle]?.central else { return }
             guard configuration.confirmsNumericComparison else {
@@ -234,7 +234,7 @@ final class SecurityCoordinator {
                     pairing with \(peer) asks to confirm a number, and nothing is configured to confirm \
                     it (bluetooth.security.confirm_with); refusing
                     """)
-                await perform(manager.confirmNumericComparison(on: handle, accepted: false, now: now))
+                perform(manager.confirmNumericComparison(on: handle, accepted: false, now: now))
                 return
             }
             awaitingConfirmation.insert(handle)
@@ -246,7 +246,7 @@ final class SecurityCoordinator {
             if outcome.bond != nil { saveBonds() }
             guard let connection = connections[handle] else { return }
             eventSink.yield(.paired(connection.central, identity: outcome.identity, bonded: outcome.bond != nil))
-            await updateSecurity(of: connection)
+            updateSecurity(of: connection)
         case .pairingFailed(let handle, _, let failure):
             awaitingConfirmation.remove(handle)
             logger.notice("\(event)")
@@ -257,7 +257,7 @@ final class SecurityCoordinator {
 
     /// Tells the GATT server (and the program) what the link is protected by now, and brings back
     /// a bonded central's subscriptions once its link runs on the bond's key.
-    private nonisolated(nonsending) func updateSecurity(of connection: ConnectionState) async {
+    private func updateSecurity(of connection: ConnectionState) {
         let central = connection.central
         let smp = manager.linkEncryption(on: central.handle)
         let security = BluetoothGATT.LinkSecurity(
@@ -272,9 +272,9 @@ final class SecurityCoordinator {
         {
             logger.info("\(central): link \(Self.describe(security))")
         }
-        await server.securityChanged(security, for: central)
+        server.securityChanged(security, for: central)
         if security.isBonded, !before.isBonded, let bond = manager.bond(on: central.handle) {
-            await restoreBond(bond, of: central)
+            restoreBond(bond, of: central)
         }
         // After the restore, so whoever sees the event finds the subscriptions in place.
         eventSink.yield(.securityChanged(central, security))
@@ -283,30 +283,30 @@ final class SecurityCoordinator {
     /// A bonded link: the central's subscriptions come back, unless the database changed since
     /// it last saw it (a restart or a reload with another layout), when it is told so instead;
     /// its bond records the Database Hash once it knows the database (`recordDatabaseHash`).
-    private nonisolated(nonsending) func restoreBond(_ bond: Bond, of central: Central) async {
-        let hash = await server.databaseHash()
+    private func restoreBond(_ bond: Bond, of central: Central) {
+        let hash = server.databaseHash()
         let changed = bond.databaseHash.map { $0 != hash } ?? false
         if changed {
             logger.info("\(central): the attribute database changed since it last saw it; indicating Service Changed")
-            await server.restoreSubscriptions(
+            server.restoreSubscriptions(
                 bond.clientConfigurations, clientSupportedFeatures: bond.clientSupportedFeatures, for: central,
                 databaseChanged: true)
         } else if !bond.clientConfigurations.isEmpty || bond.clientSupportedFeatures != 0 {
             logger.info("\(central): restoring \(bond.clientConfigurations.count) subscriptions of its bond")
-            await server.restoreSubscriptions(
+            server.restoreSubscriptions(
                 bond.clientConfigurations, clientSupportedFeatures: bond.clientSupportedFeatures, for: central,
                 databaseChanged: false)
         }
-        if await recordDatabaseHash(of: central, in: bond) { saveBonds() }
+        if recordDatabaseHash(of: central, in: bond) { saveBonds() }
     }
 
     /// Records the Database Hash in the central's bond when it differs and the central has no
     /// Service Changed indication left to confirm; true when the bond changed. Until it confirms,
     /// the bond keeps the hash it had: a central that leaves before it learns of a change is told
     /// again when it comes back, rather than trusting handles cached from before.
-    private nonisolated(nonsending) func recordDatabaseHash(of central: Central, in bond: Bond) async -> Bool {
-        let hash = await server.databaseHash()
-        guard bond.databaseHash != hash, !(await server.awaitsServiceChangedConfirmation(central)) else { return false }
+    private func recordDatabaseHash(of central: Central, in bond: Bond) -> Bool {
+        let hash = server.databaseHash()
+        guard bond.databaseHash != hash, !(server.awaitsServiceChangedConfirmation(central)) else { return false }
         return manager.setDatabaseHash(hash, on: central.handle)
     }
 
@@ -333,17 +333,15 @@ final class SecurityCoordinator {
     private func scheduleTimer() {
         guard let deadline = manager.nextDeadline else { return }
         if timer == nil {
-            // Its work awaits the GATT server, so it runs as a task on the loop (one per wake-up):
-            // the executor of the host that owns this coordinator, the only place it is used.
+            // The timer fires on the loop, the executor of the host that owns this coordinator and
+            // the only place it is used.
             nonisolated(unsafe) weak let coordinator = self
-            timer = DeadlineTimer { _ in
-                Task(executorPreference: EventLoop.shared) { await coordinator?.deadlineReached() }
-            }
+            timer = DeadlineTimer { _ in coordinator?.deadlineReached() }
         }
         timer?.schedule(at: deadline, since: loopOrigin)
     }
 
-    private nonisolated(nonsending) func deadlineReached() async {
-        await perform(manager.expireTimers(now: now))
+    private func deadlineReached() {
+        perform(manager.expireTimers(now: now))
     }
 }

@@ -49,7 +49,7 @@ actor SensorForwarder {
         pipeline.onLoop(with: value) { $0.sensorValue($1) }
         bthome?.onLoop(with: value) { $0.reading($1) }
         if confirmButton?.isPress(value) == true {
-            Task { [host] in await host.confirmNumericComparison() }
+            host.onLoop { $0.confirmNumericComparison() }
         }
     }
 }
