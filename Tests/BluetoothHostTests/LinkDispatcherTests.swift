@@ -63,7 +63,7 @@ import TestHarness
     }
 
     @Test func aConnectionOpensAcrossTheComponentsAndAsksToReadvertise() async throws {
-        let followUp = await links.handle(Self.connection(0x40), local: Self.local)
+        let followUp = links.handle(Self.connection(0x40), local: Self.local)
         let central = try #require(table[0x40]?.central)
         #expect(central.address == Self.peer)
         #expect(followUp == .readvertiseAndRequestFasterLink(central))
@@ -72,62 +72,62 @@ import TestHarness
         var hostEvents = events.makeAsyncIterator()
         #expect(await hostEvents.next() == .connected(central))
 
-        #expect(await links.handle(Self.connection(0x41, role: .central), local: Self.local) == nil)
+        #expect(links.handle(Self.connection(0x41, role: .central), local: Self.local) == nil)
         #expect(table.count == 1, "a central-role connection is not a central of ours")
     }
 
     @Test func framesGoToTheirChannelAndDataForAnUnknownHandleIsDropped() async throws {
-        _ = await links.handle(Self.connection(0x40), local: Self.local)
+        _ = links.handle(Self.connection(0x40), local: Self.local)
         let central = try #require(table[0x40]?.central)
-        await links.received(Self.acl(0x41, channel: L2CAPChannel.att, [0x0A, 0x03, 0x00]))
-        await links.received(Self.acl(0x40, channel: L2CAPChannel.att, [0x0A, 0x03, 0x00]))
+        links.received(Self.acl(0x41, channel: L2CAPChannel.att, [0x0A, 0x03, 0x00]))
+        links.received(Self.acl(0x40, channel: L2CAPChannel.att, [0x0A, 0x03, 0x00]))
         var serverEvents = server.events.makeAsyncIterator()
         #expect(await serverEvents.next() == .connected(central))
         #expect(await serverEvents.next() == .pdu([0x0A, 0x03, 0x00], central), "only the connected handle's PDU")
 
         // LE signaling (a Connection Parameter Update Response) is not the server's.
-        await links.received(Self.acl(0x40, channel: L2CAPChannel.leSignaling, [0x13, 0x01, 0x02, 0x00, 0x00, 0x00]))
-        await links.received(Self.acl(0x40, channel: L2CAPChannel.att, [0x0A, 0x04, 0x00]))
+        links.received(Self.acl(0x40, channel: L2CAPChannel.leSignaling, [0x13, 0x01, 0x02, 0x00, 0x00, 0x00]))
+        links.received(Self.acl(0x40, channel: L2CAPChannel.att, [0x0A, 0x04, 0x00]))
         #expect(await serverEvents.next() == .pdu([0x0A, 0x04, 0x00], central))
     }
 
     @Test func theLongTermKeyRequestOfAConnectedCentralGetsItsReply() async throws {
-        _ = await links.handle(Self.connection(0x40), local: Self.local)
+        _ = links.handle(Self.connection(0x40), local: Self.local)
         let central = try #require(table[0x40]?.central)
         let request = HCIEvent.le(.longTermKeyRequest(handle: 0x40, rand: 0, ediv: 0))
         // No bond and no pairing under way: the Negative Reply.
         #expect(
-            await links.handle(request, local: Self.local)
+            links.handle(request, local: Self.local)
                 == .longTermKeyReply(.leLongTermKeyRequestNegativeReply(handle: 0x40), to: central))
-        #expect(await links.handle(.le(.longTermKeyRequest(handle: 0x41, rand: 0, ediv: 0)), local: Self.local) == nil)
+        #expect(links.handle(.le(.longTermKeyRequest(handle: 0x41, rand: 0, ediv: 0)), local: Self.local) == nil)
     }
 
     @Test func completedUpdatesReturnAsCreditsAndADisconnectionReturnsTheUndelivered() async throws {
-        _ = await links.handle(Self.connection(0x40), local: Self.local)
+        _ = links.handle(Self.connection(0x40), local: Self.local)
         let central = try #require(table[0x40]?.central)
         for _ in 0..<3 { sendUpdate(on: 0x40) }
         var serverEvents = server.events.makeAsyncIterator()
         #expect(await serverEvents.next() == .connected(central))
 
         let completed = HCIEvent.numberOfCompletedPackets([HCIEvent.CompletedPackets(handle: 0x40, count: 1)])
-        #expect(await links.handle(completed, local: Self.local) == nil)
+        #expect(links.handle(completed, local: Self.local) == nil)
         #expect(await serverEvents.next() == .credits(1))
 
         let disconnection = HCIEvent.disconnectionComplete(status: .success, handle: 0x40, reason: .remoteUserTerminated)
-        #expect(await links.handle(disconnection, local: Self.local) == .readvertise)
+        #expect(links.handle(disconnection, local: Self.local) == .readvertise)
         #expect(await serverEvents.next() == .disconnected(central))
         #expect(await serverEvents.next() == .credits(2), "the two updates still in the controller")
         #expect(table.count == 0)
-        #expect(await links.handle(disconnection, local: Self.local) == nil, "disconnected once")
+        #expect(links.handle(disconnection, local: Self.local) == nil, "disconnected once")
     }
 
     @Test func aLostControllerDisconnectsEveryCentralAndReturnsTheirUpdates() async throws {
-        _ = await links.handle(Self.connection(0x40), local: Self.local)
-        _ = await links.handle(Self.connection(0x41), local: Self.local)
+        _ = links.handle(Self.connection(0x40), local: Self.local)
+        _ = links.handle(Self.connection(0x41), local: Self.local)
         let first = try #require(table[0x40]?.central)
         let second = try #require(table[0x41]?.central)
         sendUpdate(on: 0x41)
-        await links.sessionEnded()
+        links.sessionEnded()
         var serverEvents = server.events.makeAsyncIterator()
         #expect(await serverEvents.next() == .connected(first))
         #expect(await serverEvents.next() == .connected(second))

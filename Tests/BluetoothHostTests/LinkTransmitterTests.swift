@@ -8,7 +8,7 @@ import Testing
 /// A link whose every send fails, as a controller unplugged mid-write.
 final class BrokenTransport: HCITransport, @unchecked Sendable {
     let spec = HCITransportSpec.tcp(host: "broken", port: 1)
-    let incoming = AsyncThrowingStream<HCIPacket, any Error> { _ in }
+    func start(receive: @escaping @Sendable (HCIPacket) -> Void, ended: @escaping @Sendable (HCITransportError?) -> Void) {}
     private let closed = Mutex(false)
     var isClosed: Bool { closed.withLock { $0 } }
 

@@ -112,12 +112,21 @@ struct BTHomeEndToEndTests {
 
     /// A button pressed once, twice quickly, then held (again and again, two seconds apart):
     /// bthome-ble fires `press`, `double_press`, `long_press`, each once — the packets after an
-    /// event say "no event", and each packet has a new id.
-    @Test func buttonPressesFireBTHomeEventsOnce() async throws {
+    /// event say "no event", and each packet has a new id. In the clear, and encrypted with the
+    /// bind key (bthome-ble decrypting with it).
+    @Test(arguments: [false, true]) func buttonPressesFireBTHomeEventsOnce(encrypted: Bool) async throws {
+        var keyLine = ""
+        if encrypted {
+            let keyFile = try temporaryDirectory("bthome-key").appendingPathComponent("bthome.key").path
+            try (Self.key + "\n").write(toFile: keyFile, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile)
+            keyLine = "  bthome: {key_file: \(keyFile)}"
+        }
         let config = """
             device: {name: bthome-button-e2e}
             bluetooth:
               advertising: {interval: 20ms}
+            \(keyLine)
             gpio:
               backend: simulated
               chips:
@@ -140,11 +149,12 @@ struct BTHomeEndToEndTests {
             """
         let rig = try await GatewayRig(config: config, advertisedName: "bthome-button-e2e")
         defer { rig.stop() }
-        let scanner = try await BTHomeScanner(controllerPort: rig.controller.tcpPort)
+        let scanner = try await BTHomeScanner(controllerPort: rig.controller.tcpPort, bindKey: encrypted ? Self.key : nil)
         defer { scanner.stop() }
         let press = try #require(
             try await scanner.packet(within: .seconds(40), where: { $0.events["button"] == "press" }),
             "no press event:\n\(rig.log)")
+        #expect(press.encrypted == encrypted && (!encrypted || press.bindKeyVerified), "\(press)")
         var events: [String] = []
         var packetIDs = [press.packetID]
         while events.count < 2, let packet = try await scanner.packet(within: .seconds(15)) {
