@@ -4,9 +4,10 @@
 # controller to the kernel through /dev/vhci (the kernel's hci0, run by bluetoothd on a system
 # D-Bus) and serves another on the same virtual link over a Unix socket, where the `gattway`
 # executable runs (`gattway run --hci unix:PATH`). Tests/vm/bluez_central.py, with bleak, then
-# scans, connects, discovers, reads, subscribes, writes, pairs Just Works, writes what needs a
-# bonded link, reconnects bonded, and checks BlueZ's attribute cache across gattway restarts with
-# a changed and an unchanged layout (see bluez-central-guest.sh and docs/testing.md).
+# scans, connects, discovers, reads, subscribes, writes, is refused a relay (an output on a
+# simulated line) that needs a bonded link, pairs Just Works, drives the relay, reconnects bonded,
+# and checks BlueZ's attribute cache across gattway restarts with a changed and an unchanged layout,
+# each read against its characteristic's own value (see bluez-central-guest.sh and docs/testing.md).
 #
 # Needs root, qemu (run-in-vm.sh), bluez (bluetoothd, btmon) and dbus-daemon on this machine, whose
 # root the VM shares, and bleak in the venv (deploy/dev/install-deps.sh --test installs them).

@@ -9,17 +9,22 @@ failed check ends the run with exit status 1.
   bluez_central.py --gattway PATH --hci unix:PATH --workdir DIR --btmon FILE
 
 Steps: scan (local name and service UUID), connect, discover, read every readable
-characteristic, notifications and indications, Write Request and Write Command, Just Works
-pairing through a NoInputNoOutput agent, the write that needs a bonded link, a bonded
-reconnection without pairing again; then the attribute cache: gattway restarted with a
-changed layout (one characteristic removed, one added) and again unchanged.
+characteristic, notifications and indications, Write Request and Write Command, a relay (an
+output sensor on a simulated line, its write needing an encrypted, bonded link) refused before
+pairing, Just Works pairing through a NoInputNoOutput agent, the relay driven and the other
+protected characteristic written once bonded, a bonded reconnection without pairing again; then
+the attribute cache: gattway restarted with a changed layout (one characteristic removed, one
+added) and again unchanged. Every read is checked against that characteristic's own value (see
+read_all), so a client that used stale or shifted handles fails.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -42,21 +47,33 @@ def uuid(suffix: str) -> str:
 SERVICE = uuid("B2E0")
 STATIC = uuid("B2E1")  # "gattway", in both layouts
 RETIRED = uuid("B2E2")  # only in the first layout, before the counter (handles shift)
-COUNTER = uuid("B2E3")  # pulses, notified
-INDICATED = uuid("B2E4")  # pulses, indicated
+COUNTER = uuid("B2E3")  # counter "pulses", notified: from 0
+INDICATED = uuid("B2E4")  # counter "beats", indicated: from 1 000 000
 WRITABLE = uuid("B2E5")  # open: request and command
 PROTECTED = uuid("B2E6")  # default write permission: encrypted and bonded
-ADDED = uuid("B2E7")  # only in the second layout: pulses, notified
+RELAY = uuid("B2E8")  # output "relay" on a simulated line: written only on an encrypted, bonded link
+ADDED = uuid("B2E7")  # only in the second layout: counter "ticks", notified: from 2 000 000
+
+# Each counter counts its own line's pulses from its own offset, so the three uint32 values never
+# meet and a read answered from another counter's handle fails; the written characteristics start
+# from values of their own for the same reason (gattway does not keep written values across a
+# restart: each run starts from these).
+WRITABLE_INITIAL, PROTECTED_INITIAL = b"\xa1\xa1", b"\xb2"
+# `<service>/<characteristic>` as `gattway status` names them, for the characteristics whose
+# value is a sensor's.
+STATUS_NAMES = {COUNTER: "bluez/counter", INDICATED: "bluez/indicated", ADDED: "bluez/added", RELAY: "bluez/relay"}
 
 
-def layout(changed: bool, state_dir: str) -> str:
+def layout(changed: bool, state_dir: str, runtime_dir: str) -> str:
     retired = "" if changed else f"""
       - {{uuid: {RETIRED}, name: retired, format: utf8, source: {{static: retired}}}}"""
     # The added characteristic notifies (a CCCD more), so the service's handle range grows:
     # BlueZ 5.66 keeps a cached service whose range did not move, whatever the Database Hash says.
     added = f"""
-      - {{uuid: {ADDED}, name: added, format: uint32, properties: [read, notify], source: {{sensor: pulses}}}}""" \
+      - {{uuid: {ADDED}, name: added, format: uint32, properties: [read, notify], source: {{sensor: ticks}}}}""" \
         if changed else ""
+    ticks = """
+  - {id: ticks, kind: counter, line: TICKS, filters: [{offset: 2000000}]}""" if changed else ""
     return f"""device: {{name: {NAME}}}
 bluetooth:
   advertising: {{local_name: {NAME}, service_uuids: [{SERVICE}], interval: 20ms}}
@@ -67,23 +84,37 @@ gpio:
       lines:
         - name: PULSES
           generator: {{type: pulses, rate: 2}}
+        - name: BEATS
+          generator: {{type: pulses, rate: 2}}
+        - name: TICKS
+          generator: {{type: pulses, rate: 2}}
+        - name: RELAY
 sensors:
   - {{id: pulses, kind: counter, line: PULSES}}
+  - {{id: beats, kind: counter, line: BEATS, filters: [{{offset: 1000000}}]}}
+  - {{id: relay, kind: output, line: RELAY}}{ticks}
 services:
   - uuid: {SERVICE}
     name: bluez
     characteristics:
       - {{uuid: {STATIC}, name: static, format: utf8, source: {{static: gattway}}}}{retired}
       - {{uuid: {COUNTER}, name: counter, format: uint32, properties: [read, notify], source: {{sensor: pulses}}}}
-      - {{uuid: {INDICATED}, name: indicated, format: uint32, properties: [read, indicate], source: {{sensor: pulses}}}}
+      - {{uuid: {INDICATED}, name: indicated, format: uint32, properties: [read, indicate], source: {{sensor: beats}}}}
       - uuid: {WRITABLE}
         name: writable
         format: bytes
         properties: [read, write, write_without_response]
         permissions: {{write: open}}
-        source: {{written: "00"}}
-      - {{uuid: {PROTECTED}, name: protected, format: bytes, properties: [read, write], source: {{written: "00"}}}}{added}
+        source: {{written: "{WRITABLE_INITIAL.hex()}"}}
+      - {{uuid: {PROTECTED}, name: protected, format: bytes, properties: [read, write], source: {{written: "{PROTECTED_INITIAL.hex()}"}}}}
+      - uuid: {RELAY}
+        name: relay
+        format: bool
+        properties: [read, write, write_without_response, notify]
+        permissions: {{write: [encrypted, bonded]}}
+        source: {{sensor: relay}}{added}
 state_dir: {state_dir}
+runtime_dir: {runtime_dir}
 """
 
 
@@ -108,17 +139,42 @@ class Gattway:
         self.process: subprocess.Popen | None = None
         self.runs = 0
         self.log_path = ""
+        self.config = ""
 
     async def start(self, changed: bool) -> None:
         self.runs += 1
-        config = os.path.join(self.workdir, f"gattway-{self.runs}.yaml")
-        with open(config, "w") as file:
-            file.write(layout(changed, os.path.join(self.workdir, "state")))
+        self.config = os.path.join(self.workdir, f"gattway-{self.runs}.yaml")
+        runtime_dir = os.path.join(self.workdir, "run")  # where `gattway status` finds control.sock
+        os.makedirs(runtime_dir, mode=0o700, exist_ok=True)
+        with open(self.config, "w") as file:
+            file.write(layout(changed, os.path.join(self.workdir, "state"), runtime_dir))
         self.log_path = os.path.join(self.workdir, f"gattway-{self.runs}.log")
         self.process = subprocess.Popen(
-            [self.executable, "run", "--config", config, "--hci", self.hci, "--log-level", "info"],
+            [self.executable, "run", "--config", self.config, "--hci", self.hci, "--log-level", "info"],
             stdout=subprocess.DEVNULL, stderr=open(self.log_path, "w"))
         await self.wait_for("gattway: advertising\n", 60)
+        await self.wait_for("control socket ", 5)
+
+    async def status(self) -> dict:
+        """`gattway status --json`: what the running gattway says on its control socket."""
+        process = await asyncio.create_subprocess_exec(
+            self.executable, "status", "--config", self.config, "--json",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(process.communicate(), 30)
+        check(process.returncode == 0, f"gattway status exited {process.returncode}: {err.decode().strip()}")
+        return json.loads(out)
+
+    async def values(self) -> dict[str, str | None]:
+        """Each sensor-sourced characteristic's current value as gattway holds it, by
+        `<service>/<characteristic>`: `true`/`false` for the relay, decimal for the counters."""
+        status = await self.status()
+        return {value["characteristic"]: value.get("value") for sensor in status["sensors"] for value in sensor["values"]}
+
+    async def central(self) -> dict:
+        """The one connected central as `gattway status` reports it (security, bonded)."""
+        centrals = (await self.status())["centrals"]
+        check(len(centrals) == 1, f"gattway status shows {len(centrals)} centrals, expected 1")
+        return centrals[0]
 
     def log(self) -> str:
         with open(self.log_path, errors="replace") as file:
@@ -176,14 +232,63 @@ async def prepare_adapter() -> MessageBus:
     return bus
 
 
+def btmon_text(btmon_file: str) -> str:
+    return subprocess.run(["btmon", "-r", btmon_file], capture_output=True, text=True, timeout=60).stdout
+
+
 def att_requests(btmon_file: str, name: str) -> int:
     """How many ATT PDUs called `name` btmon recorded so far."""
-    text = subprocess.run(["btmon", "-r", btmon_file], capture_output=True, text=True, timeout=60).stdout
-    return text.count(name)
+    return btmon_text(btmon_file).count(name)
+
+
+def btmon_frames(btmon_file: str) -> list[str]:
+    """btmon's record so far, one string per frame: its header line (`<` sent by BlueZ's
+    adapter, `>` received, `@` management, `=` notes) and the indented decoding below it."""
+    frames: list[str] = []
+    for line in btmon_text(btmon_file).splitlines():
+        if line[:2] in ("< ", "> ", "@ ", "= ") or not frames:
+            frames.append(line)
+        else:
+            frames[-1] += "\n" + line
+    return frames
+
+
+def frame_handle(frame: str) -> int | None:
+    match = re.search(r"Handle: 0x([0-9a-fA-F]{4})", frame)
+    return int(match.group(1), 16) if match else None
+
+
+def protected_write_on_air(frames: list[str], value_handle: int) -> list[str]:
+    """What btmon recorded around BlueZ's Write Requests to `value_handle`, in order: gattway's
+    Error Responses to them (`refused: <error> (0x..)`), its Write Responses to them (`written`;
+    ATT has one request outstanding, so a response answers the last request), SMP Pairing
+    Requests and Encryption Changes."""
+    events: list[str] = []
+    pending: int | None = None  # the handle of BlueZ's Write Request awaiting its answer
+    for frame in frames:
+        if frame.startswith("< ") and "ATT: Write Request" in frame:
+            pending = frame_handle(frame)
+        elif frame.startswith("> ") and "ATT: Error Response" in frame and "Write Request (0x12)" in frame:
+            if frame_handle(frame) == value_handle:
+                error = re.search(r"Error: (.*\(0x[0-9a-fA-F]{2}\))", frame)
+                events.append(f"refused: {error.group(1) if error else '?'}")
+            pending = None
+        elif frame.startswith("> ") and "ATT: Write Response" in frame:
+            if pending == value_handle:
+                events.append("written")
+            pending = None
+        elif "SMP: Pairing Request" in frame:
+            events.append("pairing")
+        elif "Encryption Change" in frame:
+            events.append("encrypted")
+    return events
 
 
 DISCOVERY = "ATT: Read By Group Type Request"
-LAYOUT_B = {STATIC, COUNTER, INDICATED, WRITABLE, PROTECTED, ADDED}
+LAYOUT_A = {STATIC, RETIRED, COUNTER, INDICATED, WRITABLE, PROTECTED, RELAY}
+LAYOUT_B = {STATIC, COUNTER, INDICATED, WRITABLE, PROTECTED, RELAY, ADDED}
+# The counters' values: each from its own offset (see layout), never reaching the next one here.
+RANGES = {COUNTER: range(0, 1_000_000), INDICATED: range(1_000_000, 2_000_000), ADDED: range(2_000_000, 3_000_000)}
 
 
 async def characteristics(client: BleakClient) -> dict[str, object]:
@@ -192,8 +297,10 @@ async def characteristics(client: BleakClient) -> dict[str, object]:
     return {c.uuid: c for c in service.characteristics}
 
 
-async def received(client: BleakClient, uuid_, count: int, timeout: float) -> list[int]:
-    """`count` values of `uuid_` (a UUID or BlueZ's characteristic) after subscribing."""
+async def received(client: BleakClient, characteristic, count: int, timeout: float) -> list[int]:
+    """`count` values of `characteristic` (bleak's, or a UUID) after subscribing, each in that
+    counter's own range."""
+    uuid_ = getattr(characteristic, "uuid", characteristic)
     values: list[int] = []
     done = asyncio.Event()
 
@@ -202,13 +309,15 @@ async def received(client: BleakClient, uuid_, count: int, timeout: float) -> li
         if len(values) >= count:
             done.set()
 
-    await client.start_notify(uuid_, on_value)
+    await client.start_notify(characteristic, on_value)
     try:
         await asyncio.wait_for(done.wait(), timeout)
     except asyncio.TimeoutError:
-        raise Failure(f"{len(values)} of {count} values of {getattr(uuid_, 'uuid', uuid_)} within {timeout} s")
+        raise Failure(f"{len(values)} of {count} values of {uuid_} within {timeout} s")
     finally:
-        await client.stop_notify(uuid_)
+        await client.stop_notify(characteristic)
+    check(all(value in RANGES[uuid_] for value in values), f"{STATUS_NAMES[uuid_]} ({uuid_}) delivered {values}, "
+          f"outside its range {RANGES[uuid_]}")
     return values
 
 
@@ -233,19 +342,100 @@ async def settled_layout(client: BleakClient, expected: set[str], timeout: float
         await asyncio.sleep(0.5)
 
 
-async def read_all(client: BleakClient, expected: dict[str, bytes], chars: dict[str, object] | None = None) -> None:
+async def read_all(client: BleakClient, gattway: Gattway, fixed: dict[str, bytes],
+                   chars: dict[str, object] | None = None) -> None:
+    """Reads every readable characteristic and checks that each returns ITS value: exactly
+    `fixed` for the static and written ones and the relay (whose level gattway's status must
+    show too); for a counter, a value between gattway's own values of that characteristic just
+    before and just after the reads (`gattway status`). The counters' ranges are apart and the
+    written values differ, so a read answered from another characteristic's handle (a client on
+    stale or shifted handles) fails."""
     chars = chars or await characteristics(client)
-    for uuid_, characteristic in chars.items():
-        if "read" not in characteristic.properties:
+    readable = {uuid_: c for uuid_, c in chars.items() if "read" in c.properties}
+    counters = set(readable) & set(RANGES)
+    check(set(readable) == set(fixed) | counters,
+          f"readable {sorted(readable)}, values expected for {sorted(set(fixed) | counters)}")
+    before = await gattway.values()
+    reads = {uuid_: bytes(await client.read_gatt_char(c)) for uuid_, c in readable.items()}
+    after = await gattway.values()
+    for uuid_, value in reads.items():
+        if uuid_ in fixed:
+            check(value == fixed[uuid_], f"{uuid_} read {value.hex()}, expected {fixed[uuid_].hex()}")
             continue
-        value = bytes(await client.read_gatt_char(characteristic))
-        if uuid_ in expected:
-            check(value == expected[uuid_], f"{uuid_} read {value!r}, expected {expected[uuid_]!r}")
-        elif uuid_ in (COUNTER, INDICATED, ADDED):
-            check(len(value) == 4, f"{uuid_} read {value.hex()}, expected a uint32")
+        name = STATUS_NAMES[uuid_]
+        low, high = int(before[name]), int(after[name])
+        count = int.from_bytes(value, "little")
+        check(len(value) == 4 and low <= count <= high and count in RANGES[uuid_],
+              f"{name} ({uuid_}) read {value.hex()} ({count}); gattway's value went from {low} to {high}")
+    if RELAY in fixed:
+        level = {b"\x00": "false", b"\x01": "true"}[fixed[RELAY]]
+        check(after[STATUS_NAMES[RELAY]] == level, f"gattway status shows the relay {after[STATUS_NAMES[RELAY]]}, "
+              f"read {level}")
 
 
-async def first_session(gattway: Gattway) -> str:
+async def drive_relay(client: BleakClient, gattway: Gattway, level: bool, characteristic=RELAY) -> None:
+    """Writes the relay (Write Request, on a link that may write it) and checks the output took it:
+    `gattway status` shows the output sensor's new level (an output reports the level it drove
+    its line to; a line it could not drive is logged as `driving output failed`) and the
+    characteristic reads it back."""
+    await client.write_gatt_char(characteristic, bytes([level]), response=True)
+    want = "true" if level else "false"
+    shown = (await gattway.values())[STATUS_NAMES[RELAY]]
+    check(shown == want, f"the relay was written {want}, gattway status shows {shown}")
+    log = gattway.log()
+    check("driving output failed" not in log and "output needs a boolean" not in log,
+          f"gattway did not drive the relay:\n{log}")
+    check(bytes(await client.read_gatt_char(characteristic)) == bytes([level]), f"the relay does not read back {want}")
+
+
+async def relay_before_pairing(client: BleakClient, gattway: Gattway, btmon: str) -> None:
+    """The relay's write needs an encrypted, bonded link. On the first, unencrypted link:
+    a Write Command (no response, so nothing for BlueZ to act on) is dropped: the relay stays off.
+    A Write Request gets gattway's Error Response, Insufficient Authentication (0x05, no bond):
+    BlueZ (src/shared/att.c, change_security) does not hand that error to bleak but raises the
+    link's security (BT_SECURITY medium), so the kernel pairs (Just Works: BlueZ initiates, with
+    the NoInputNoOutput agent's IO capability, bonding since the adapter is pairable), and then
+    BlueZ sends the same Write Request again, once, which gattway now accepts. So the refusal is
+    checked where it happens, on the air (btmon): refused on the unencrypted link, then pairing,
+    encryption, and only then written; and gattway's status: the relay off until the link is
+    encrypted and bonded, on after."""
+    central = await gattway.central()
+    check(central["security"] == "none" and not central["bonded"], f"the link is already secure: {central}")
+    check((await gattway.values())[STATUS_NAMES[RELAY]] == "false", "the relay is on before any write")
+    await client.write_gatt_char(RELAY, b"\x01", response=False)
+    await asyncio.sleep(1)
+    shown = (await gattway.values())[STATUS_NAMES[RELAY]]
+    check(shown == "false", f"a Write Command on an unencrypted link drove the relay (gattway status: {shown})")
+    check(bytes(await client.read_gatt_char(RELAY)) == b"\x00", "the relay reads on after a dropped Write Command")
+    step("relay before pairing: a Write Command on the unencrypted link is dropped, the relay stays off")
+
+    value_handle = client.services.get_characteristic(RELAY).handle + 1  # BlueZ's handle is the declaration's
+    mark = len(btmon_frames(btmon))
+    try:
+        await client.write_gatt_char(RELAY, b"\x01", response=True)
+    except BleakError as error:
+        raise Failure(f"the relay's Write Request before pairing failed ({type(error).__name__}: {error}); "
+                      "BlueZ was expected to pair on the Insufficient Authentication error and retry it")
+    await asyncio.sleep(0.5)  # btmon's record of the retry's Write Response
+    events = protected_write_on_air(btmon_frames(btmon)[mark:], value_handle)
+    refused = [event for event in events if event.startswith("refused")]
+    check(refused == ["refused: Insufficient Authentication (0x05)"],
+          f"gattway's answers to the Write Request before pairing: {events}")
+    order = [events.index(event) if event in events else -1 for event in (refused[0], "pairing", "encrypted", "written")]
+    check(-1 not in order and order == sorted(order),
+          f"on the air: {events}; expected the refusal, then pairing, encryption and the write accepted")
+    await gattway.wait_for("paired with", 20)
+    await gattway.wait_for(", bonded)", 20)
+    central = await gattway.central()
+    check(central["security"] != "none" and central["bonded"], f"after pairing gattway shows the link {central}")
+    shown = (await gattway.values())[STATUS_NAMES[RELAY]]
+    check(shown == "true", f"the relay written after pairing, gattway status shows {shown}")
+    check(bytes(await client.read_gatt_char(RELAY)) == b"\x01", "the relay does not read back on")
+    step(f"relay before pairing: the Write Request refused ({refused[0][9:]}), BlueZ paired by itself "
+         f"(Just Works), encrypted and wrote again: accepted, the relay on ({' → '.join(events)})")
+
+
+async def first_session(gattway: Gattway, btmon: str) -> tuple[str, dict[str, int]]:
     found = await BleakScanner.find_device_by_filter(
         lambda device, advertisement: advertisement.local_name == NAME and SERVICE in advertisement.service_uuids,
         timeout=30)
@@ -253,12 +443,12 @@ async def first_session(gattway: Gattway) -> str:
     step(f"scan: {found.address} advertises '{NAME}' with {SERVICE}")
     async with BleakClient(found, timeout=30) as client:
         chars = await characteristics(client)
-        check(set(chars) == {STATIC, RETIRED, COUNTER, INDICATED, WRITABLE, PROTECTED},
-              f"discovered {sorted(chars)}")
+        check(set(chars) == LAYOUT_A, f"discovered {sorted(chars)}")
         check(client.services.get_service("00001801-0000-1000-8000-00805f9b34fb") is not None, "no GATT service")
         step(f"connect and discover: {len(chars)} characteristics")
-        await read_all(client, {STATIC: b"gattway", RETIRED: b"retired", WRITABLE: b"\x00", PROTECTED: b"\x00"})
-        step("read every readable characteristic")
+        await read_all(client, gattway, {STATIC: b"gattway", RETIRED: b"retired", WRITABLE: WRITABLE_INITIAL,
+                                         PROTECTED: PROTECTED_INITIAL, RELAY: b"\x00"})
+        step("read every readable characteristic, each its own value")
         notified = await received(client, COUNTER, 3, 20)
         check(notified == sorted(notified) and len(set(notified)) == 3, f"notified counts {notified}")
         indicated = await received(client, INDICATED, 2, 20)
@@ -269,45 +459,52 @@ async def first_session(gattway: Gattway) -> str:
         await asyncio.sleep(0.5)
         check(bytes(await client.read_gatt_char(WRITABLE)) == b"\x04\x05", "Write Command not read back")
         step("Write Request and Write Command read back")
-        await client.pair()
-        await gattway.wait_for("paired with", 20)
-        await gattway.wait_for(", bonded)", 20)
+        await relay_before_pairing(client, gattway, btmon)
+        manager = await get_global_bluez_manager()
+        check(manager.is_paired(client._backend._device_path), "BlueZ does not show the device paired")
+        await client.pair()  # already paired: bleak asks BlueZ nothing more
+        check(gattway.log().count("paired with") == 1, f"paired more than once:\n{gattway.log()}")
+        await drive_relay(client, gattway, False)
         await client.write_gatt_char(PROTECTED, b"\xAA", response=True)
         check(bytes(await client.read_gatt_char(PROTECTED)) == b"\xAA", "the protected write was not read back")
-        step("paired Just Works, bonded; the protected characteristic written")
-        return client.address
+        step("paired Just Works, bonded; the relay driven off again and the protected characteristic written")
+        return client.address, {uuid_: c.handle for uuid_, c in chars.items()}
 
 
 async def bonded_reconnection(gattway: Gattway, address: str, btmon: str) -> None:
     """gattway restarted with the same layout and bonds: BlueZ encrypts with the bond's key and
-    keeps its attribute cache; the write that needs a bonded link works without pairing again."""
+    keeps its attribute cache; the writes that need a bonded link work without pairing again."""
     before = att_requests(btmon, DISCOVERY)
     async with BleakClient(address, timeout=30) as client:
         await gattway.wait_for(", bonded)", 20)
         await client.write_gatt_char(PROTECTED, b"\xBB", response=True)
-        check(bytes(await client.read_gatt_char(PROTECTED)) == b"\xBB", "the protected write after reconnecting")
-        await read_all(client, {STATIC: b"gattway", RETIRED: b"retired"})
+        await drive_relay(client, gattway, True)
+        await read_all(client, gattway, {STATIC: b"gattway", RETIRED: b"retired", WRITABLE: WRITABLE_INITIAL,
+                                         PROTECTED: b"\xBB", RELAY: b"\x01"})
         log = gattway.log()
         check("is bonded" in log, "gattway did not recognise the bonded central")
         check("paired with" not in log, f"paired again:\n{log}")
         rediscovered = att_requests(btmon, DISCOVERY) - before
         check(rediscovered == 0, f"BlueZ discovered the unchanged layout again ({rediscovered} requests)")
         step("reconnected bonded after a restart: encrypted with the bond's key, no pairing, no discovery; "
-             "the protected write works and every value reads right")
+             "the relay driven and the protected characteristic written, every value reads right")
 
 
-async def cached_session(address: str, expected_uuids: set[str], expected: dict[str, bytes]) -> bool:
-    """Connects, waits for BlueZ to show `expected_uuids`, reads every value and gets
-    notifications of every notifying characteristic; true when bleak's first copy of the
-    services (BlueZ's cache) was already right."""
+async def cached_session(address: str, gattway: Gattway) -> tuple[bool, dict[str, int]]:
+    """Connects to gattway running layout B, waits for BlueZ to show it, reads every value (each
+    its own: the written ones from their initial values, the relay off, the counters in their
+    ranges), gets notifications of every notifying characteristic, drives the relay on the bonded
+    link through its handle as BlueZ now knows it; returns whether bleak's first copy of the
+    services (BlueZ's cache) was already right, and the characteristics' handles."""
     async with BleakClient(address, timeout=30) as client:
         first = set(await characteristics(client))
-        chars = await settled_layout(client, expected_uuids)
-        await read_all(client, expected, chars)
-        for notifying in sorted(expected_uuids & {COUNTER, ADDED}):
-            notified = await received(client, chars[notifying], 2, 20)
-            check(len(notified) >= 2, f"notified {notified} on {notifying}")
-        return first == expected_uuids
+        chars = await settled_layout(client, LAYOUT_B)
+        await read_all(client, gattway, {STATIC: b"gattway", WRITABLE: WRITABLE_INITIAL, PROTECTED: PROTECTED_INITIAL,
+                                         RELAY: b"\x00"}, chars)
+        for notifying in (COUNTER, ADDED):
+            await received(client, chars[notifying], 2, 20)
+        await drive_relay(client, gattway, True, chars[RELAY])
+        return first == LAYOUT_B, {uuid_: c.handle for uuid_, c in chars.items()}
 
 
 async def main() -> int:
@@ -321,7 +518,7 @@ async def main() -> int:
     bus = await prepare_adapter()
     try:
         await gattway.start(changed=False)
-        address = await first_session(gattway)
+        address, handles_a = await first_session(gattway, args.btmon)
         # The link ends with gattway's restart: after pairing, the kernel (6.1) sometimes answers
         # BlueZ's Disconnect without taking the link down, and connecting again then fails (EBUSY).
         # The virtual controller keeps gattway's address across restarts, as an adapter does.
@@ -333,21 +530,28 @@ async def main() -> int:
 
         await gattway.start(changed=True)
         before = att_requests(args.btmon, DISCOVERY)
-        cache_was_right = await cached_session(address, LAYOUT_B, {STATIC: b"gattway"})
+        cache_was_right, handles_b = await cached_session(address, gattway)
         rediscovered = att_requests(args.btmon, DISCOVERY) - before
         check(rediscovered > 0, "the changed layout was not discovered again")
+        shifted = sorted(uuid_ for uuid_ in handles_a.keys() & handles_b.keys() if handles_a[uuid_] != handles_b[uuid_])
+        check({COUNTER, INDICATED, WRITABLE, PROTECTED, RELAY} <= set(shifted),
+              f"handles that moved: {shifted} (layout A {handles_a}, B {handles_b})")
         step(f"changed layout: BlueZ discovered again ({rediscovered} Read By Group Type requests; it first "
              f"reported {'the new' if cache_was_right else 'its cached'} layout), then showed the added "
-             "characteristic and not the removed one, read the right values and got notifications of both")
+             f"characteristic and not the removed one; {len(shifted)} characteristics moved "
+             f"(the relay 0x{handles_a[RELAY]:04x} → 0x{handles_b[RELAY]:04x}), each read its own value, "
+             "both counters notified, the relay driven through its new handle")
         gattway.stop()
 
         await gattway.start(changed=True)
         before = att_requests(args.btmon, DISCOVERY)
-        cache_was_right = await cached_session(address, LAYOUT_B, {STATIC: b"gattway"})
+        cache_was_right, handles = await cached_session(address, gattway)
         rediscovered = att_requests(args.btmon, DISCOVERY) - before
         check(rediscovered == 0, f"the unchanged layout was discovered again ({rediscovered} requests)")
         check(cache_was_right, "BlueZ first reported another layout from its cache")
-        step("unchanged layout: BlueZ used its cache (no Read By Group Type request) and reads the right values")
+        check(handles == handles_b, f"handles {handles}, expected {handles_b}")
+        step("unchanged layout: BlueZ used its cache (no Read By Group Type request); each characteristic "
+             "reads its own value and the relay is driven")
         gattway.stop()
     except (Failure, BleakError, asyncio.TimeoutError) as error:
         print(f"[bluez-central] FAILED: {type(error).__name__}: {error}", flush=True)
