@@ -45,7 +45,9 @@ actor HostComponentBench {
     let advertiser: Advertiser
     nonisolated let events: AsyncStream<HostEvent>
 
-    init(timeout: Duration = .seconds(5), settings: AdvertisingSettings? = nil, maxCentrals: Int = 1) {
+    /// `timeout`: far beyond any wait of a test that does not test it, so a machine loaded by the
+    /// whole suite (the test's own steps starved for seconds) cannot time a command out under it.
+    init(timeout: Duration = .seconds(60), settings: AdvertisingSettings? = nil, maxCentrals: Int = 1) {
         channel = HCICommandChannel(timeout: timeout)
         let (events, sink) = AsyncStream.makeStream(of: HostEvent.self)
         self.events = events

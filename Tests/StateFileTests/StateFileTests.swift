@@ -9,7 +9,9 @@ import Logging
 import Testing
 import TestHarness
 
-@Suite struct StateFileTests {
+/// Serialized: each crash test keeps a writer fsyncing in a loop, and six of them at once loaded
+/// the machine enough to starve timing-sensitive tests elsewhere in the suite.
+@Suite(.serialized) struct StateFileTests {
     @Test func writesReadsAndReplaces() throws {
         let directory = try temporaryDirectory("statefile").path
         let path = directory + "/nested/state/file"
