@@ -139,8 +139,10 @@ public class ChildProcess: @unchecked Sendable {
 
     /// Starts it and waits for its end: (status, stdout, stderr); the status is nil when it is
     /// still running after `timeout`, and it is then sent SIGTERM. Blocks the calling thread, but
-    /// depends on no other: the exit and the output arrive on threads of their own.
-    public func runToCompletion(timeout: TimeInterval = 30) throws -> (status: Int32?, stdout: String, stderr: String) {
+    /// depends on no other: the exit and the output arrive on threads of their own. The default is
+    /// for a command that ends by itself (`gattway check`, `status`): a full run on two cores has
+    /// kept one from finishing within 30 s.
+    public func runToCompletion(timeout: TimeInterval = 60) throws -> (status: Int32?, stdout: String, stderr: String) {
         try start()
         let status = waitForExit(timeout: timeout)
         if status == nil { stop() }
@@ -149,7 +151,7 @@ public class ChildProcess: @unchecked Sendable {
 
     /// `runToCompletion` for async code: it waits on a thread of its own, so that a long run
     /// keeps none of the threads the other tests run on.
-    public func runToCompletion(timeout: TimeInterval = 30) async throws -> (status: Int32?, stdout: String, stderr: String) {
+    public func runToCompletion(timeout: TimeInterval = 60) async throws -> (status: Int32?, stdout: String, stderr: String) {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread { continuation.resume(with: Result { try self.runToCompletion(timeout: timeout) }) }
         }
