@@ -61,6 +61,7 @@ let package = Package(
 
         // MARK: The event loop: one thread owning the event descriptors, timers and hot actors.
         .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
+        .systemLibrary(name: "CSpawn", path: "Sources/CSpawn"),
         .target(name: "EventLoop", dependencies: ["CEpoll"], path: "Sources/EventLoop", swiftSettings: swiftSettings),
 
         // MARK: Persistence: the one way to write a file under the state directory.
@@ -159,7 +160,7 @@ let package = Package(
         .target(
             name: "DevelopmentHarness",
             dependencies: [
-                "BluetoothCore", "MQTT", .product(name: "Logging", package: "swift-log"),
+                "BluetoothCore", "MQTT", "CSpawn", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ],
             path: "Sources/DevelopmentHarness", swiftSettings: swiftSettings),
@@ -263,7 +264,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "EventLoop", "Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify", "BluetoothHost",
-                "BluetoothGATT", "BluetoothCore", "BluetoothSMP", "MQTT", "TestHarness",
+                "BluetoothGATT", "BluetoothCore", "BluetoothSMP", "MQTT", "TestHarness", "DevelopmentHarness",
                 .product(name: "Logging", package: "swift-log")
             ],
             path: "Tests/GatewayTests", swiftSettings: swiftSettings),

@@ -1,3 +1,4 @@
+import CSpawn
 import Glibc
 
 /// Starts `command` (the executable's path first) with an empty signal mask and every signal at
@@ -9,7 +10,10 @@ import Glibc
 ///
 /// `environment` replaces the caller's own when given; `ownProcessGroup` makes the child the
 /// leader of a new group (as a shell starts a job), so a Ctrl-C to the terminal's foreground group
-/// does not reach it; `files` sets up its descriptors.
+/// does not reach it; `files` sets up its descriptors 0 to 2. The child gets no other descriptor
+/// of the caller: a pipe another thread is making for another child at the same moment would
+/// otherwise stay open in this one, and that other child would see end of file only when this
+/// one exits (Foundation's `Pipe` does not set close-on-exec).
 public func spawnWithDefaultSignals(
     _ command: [String], environment: [String: String]? = nil, ownProcessGroup: Bool = false,
     files: (inout posix_spawn_file_actions_t) -> Void = { _ in }
@@ -33,6 +37,7 @@ public func spawnWithDefaultSignals(
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
     files(&actions)
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3)
     let argv = command.map { strdup($0) } + [nil]
     defer { argv.forEach { free($0) } }
     var envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }

@@ -77,7 +77,7 @@ struct MQTTEndToEndTests {
 
         gateway.signal(SIGTERM)
         // Within 5 s, not 2: a full test run loads both cores, and the loaded runs took longer.
-        #expect(gateway.waitForExit(timeout: 5) == 0)
+        #expect(gateway.waitForExit(timeout: 5) == 0, "\(gateway.stderr)")
         #expect(await watcher.first { $0.topic == "gattway/e2e/availability" && $0.text == "offline" } != nil)
         await watcher.stop()
     }
