@@ -182,7 +182,8 @@ public actor MQTTMirrorService {
             logger.info("Home Assistant came online: re-publishing discovery in \(delay)")
             Task {
                 guard (try? await Task.sleep(for: delay)) != nil else { return }
-                await self.publishDiscovery()
+                // The task runs on this actor: the call needs no hop.
+                self.publishDiscovery()
             }
         case .stalePerEntityDiscovery(let topic):
             logger.info("clearing the per-entity Home Assistant discovery left on \(topic)")
