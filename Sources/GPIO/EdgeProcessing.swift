@@ -89,17 +89,12 @@ package struct EdgeEventRing {
         if head > capacity { compact() }
     }
 
-    /// Removes and returns everything buffered, oldest first.
-    package mutating func drain() -> [EdgeEvent] {
-        // Copied into an array of their own, not handed over as a slice of the storage: shared,
-        // the storage would be reallocated when emptied and again as it grows back, two
-        // allocations per read of a line instead of this one.
-        var events: [EdgeEvent] = []
-        events.reserveCapacity(storage.count - head)
+    /// Removes everything buffered, appending it to `events` oldest first. The storage keeps its
+    /// capacity and the caller's array is its own, so neither is reallocated from read to read.
+    package mutating func drain(into events: inout [EdgeEvent]) {
         events.append(contentsOf: storage[head...])
         storage.removeAll(keepingCapacity: true)
         head = 0
-        return events
     }
 
     /// Returns and resets the overwritten count.

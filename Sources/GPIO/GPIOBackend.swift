@@ -26,9 +26,10 @@ public protocol InputLine: AnyObject, Sendable {
     var line: ResolvedLine { get }
     /// The logical level now (after active-low).
     func value() throws -> Bool
-    /// Takes all pending edge events in order, and the count of events found lost since the
-    /// previous read.
-    func readEvents() throws -> EdgeEventBatch
+    /// Takes all pending edge events in order, appending them to `events`, and returns the count
+    /// of events found lost since the previous read. Into the caller's array, which a reader keeps
+    /// from one read to the next: a read on every edge then allocates nothing.
+    func readEvents(into events: inout [EdgeEvent]) throws -> Int
     /// Total events lost since the request.
     var lostEvents: Int { get }
     /// Gives the line back to the kernel. Idempotent; also done on deinit.
@@ -61,6 +62,16 @@ public protocol OutputLine: AnyObject, Sendable {
     ) throws -> any InputLine
     /// Gives the line back to the kernel. Idempotent; also done on deinit.
     func release()
+}
+
+extension InputLine {
+    /// All pending edge events in order, and the count of events found lost since the previous
+    /// read, in an array of their own.
+    public func readEvents() throws -> EdgeEventBatch {
+        var events: [EdgeEvent] = []
+        let lost = try readEvents(into: &events)
+        return EdgeEventBatch(events: events, lost: lost)
+    }
 }
 
 extension GPIOBackend {

@@ -122,13 +122,14 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
         }
     }
 
-    func readEvents() throws -> EdgeEventBatch {
+    func readEvents(into events: inout [EdgeEvent]) throws -> Int {
         try chip.lock.withLock { _ in
             guard request != nil else { throw GPIOError.released(line.name) }
             let lost = pendingLost + ring.takeOverwritten()
             pendingLost = 0
             lostTotal += lost
-            return EdgeEventBatch(events: ring.drain(), lost: lost)
+            ring.drain(into: &events)
+            return lost
         }
     }
 

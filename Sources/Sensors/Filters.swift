@@ -25,11 +25,11 @@ struct FilterChain {
         }
     }
 
+    /// Asked after every value, so it builds no array.
     var deadline: UInt64? {
-        stages.compactMap {
-            if case let .delayed(_, _, _, pending) = $0 { return pending }
-            return nil
-        }.min()
+        var earliest: UInt64?
+        for case let .delayed(_, _, _, pending?) in stages { earliest = min(earliest ?? pending, pending) }
+        return earliest
     }
 
     /// Passes a reading taken at `time` through every stage; nil when a stage holds it back.

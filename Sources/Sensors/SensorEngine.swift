@@ -16,12 +16,15 @@ struct Emission {
 /// readings. Engines are synchronous and take time explicitly, so the same code runs in real
 /// time (`SensorRunner`) and in virtual time (`SimulatedSensorDriver`), deterministically.
 protocol SensorEngine: AnyObject {
-    /// Inputs whose edge events this engine consumes now (may change between calls).
+    /// Inputs whose edge events this engine consumes now (may change between calls). Asked at
+    /// every step: an engine whose inputs are fixed keeps the array rather than build one.
     var inputs: [any InputLine] { get }
     /// When `tick` must next be called; after `tick(at: t)` it is later than `t` or nil.
     var deadline: UInt64? { get }
     func start(at now: UInt64) throws -> [Emission]
-    func handle(_ event: EdgeEvent, input: Int) -> [Emission]
+    /// Appends the readings `event` produces to `emissions` (an array the caller reuses from one
+    /// event to the next, so an edge allocates none).
+    func handle(_ event: EdgeEvent, input: Int, into emissions: inout [Emission])
     /// Events lost on an input; engines whose meaning survives it (counter) account for them.
     func lost(_ count: Int, input: Int)
     func tick(at now: UInt64) -> [Emission]
@@ -99,10 +102,23 @@ public struct EngineContext {
 final class SensorCore {
     let spec: SensorSpec
     private let engine: any SensorEngine
-    private var chains: [String: FilterChain] = [:]
+    /// The filtered channels, in name order (the order their held values are released in): an
+    /// array searched by name, not a dictionary keyed by it, since a sensor has one to three
+    /// channels and every value would otherwise hash its channel's name, twice.
+    private var channels: [FilteredChannel] = []
     private var lostTotal = 0
-    /// The edge events of one `step`, kept between steps so a step allocates no array for them.
+    // Kept between steps, so a step allocates no array for the edge events it reads and orders
+    // or for the readings each produces.
     private var pendingEvents: [(event: EdgeEvent, input: Int)] = []
+    private var lineEvents: [EdgeEvent] = []
+    private var eventEmissions: [Emission] = []
+
+    /// One channel's filters and the unit its values carry.
+    private struct FilteredChannel {
+        let name: String
+        var unit: String
+        var chain: FilterChain
+    }
 
     init(spec: SensorSpec, backend: any GPIOBackend, onReadable: @escaping @Sendable () -> Void) throws {
         self.spec = spec
@@ -116,8 +132,8 @@ final class SensorCore {
     /// builds no arrays.
     var deadline: UInt64? {
         var earliest = engine.deadline
-        for chain in chains.values {
-            if let due = chain.deadline { earliest = min(earliest ?? due, due) }
+        for channel in channels {
+            if let due = channel.chain.deadline { earliest = min(earliest ?? due, due) }
         }
         return earliest
     }
@@ -126,26 +142,32 @@ final class SensorCore {
         finish(try engine.start(at: now))
     }
 
-    /// Reads every pending event and runs every deadline up to `now`, in time order.
-    func step(now: UInt64) -> [SensorSample] {
-        var out: [Emission] = []
+    /// Reads every pending event and runs every deadline up to `now`, in time order, appending
+    /// the values to `values`.
+    func step(now: UInt64, into values: inout [SensorSample]) {
+        // Moved out of the properties while in use (unique, so appending reuses their storage)
+        // and back after.
         var events = pendingEvents
-        pendingEvents = []  // unique, so appending below reuses its storage
+        var read = lineEvents
+        var emitted = eventEmissions
+        (pendingEvents, lineEvents, eventEmissions) = ([], [], [])
         events.removeAll(keepingCapacity: true)
-        defer { pendingEvents = events }
+        defer { (pendingEvents, lineEvents, eventEmissions) = (events, read, emitted) }
+        var out: [Emission] = []
         let inputs = engine.inputs
         for (index, line) in inputs.enumerated() {
             do {
-                let batch = try line.readEvents()
-                if batch.lost > 0 {
-                    engine.lost(batch.lost, input: index)
-                    lostTotal += batch.lost
+                read.removeAll(keepingCapacity: true)
+                let lost = try line.readEvents(into: &read)
+                if lost > 0 {
+                    engine.lost(lost, input: index)
+                    lostTotal += lost
                     out.append(
                         Emission(
                             channel: Emission.lostEventsChannel, reading: .number(Double(lostTotal)), unit: "",
-                            time: batch.events.first?.timestampNs ?? now))
+                            time: read.first?.timestampNs ?? now))
                 }
-                for event in batch.events { events.append((event, index)) }
+                for event in read { events.append((event, index)) }
             } catch {
                 out.append(
                     Emission(
@@ -157,17 +179,18 @@ final class SensorCore {
             events.sort { $0.event.timestampNs < $1.event.timestampNs }  // stable: keeps per-line order
         }
         var next = 0
-        var values: [SensorSample] = []
         finish(out, into: &values)
         while true {
             if let due = deadline, due <= now, next == events.count || events[next].event.timestampNs > due {
                 if engine.deadline.map({ $0 <= due }) == true { finish(engine.tick(at: due), into: &values) }
-                values += tickFilters(at: due)
+                tickFilters(at: due, into: &values)
             } else if next < events.count {
-                finish(engine.handle(events[next].event, input: events[next].input), into: &values)
+                emitted.removeAll(keepingCapacity: true)
+                engine.handle(events[next].event, input: events[next].input, into: &emitted)
+                finish(emitted, into: &values)
                 next += 1
             } else {
-                return values
+                return
             }
         }
     }
@@ -178,17 +201,14 @@ final class SensorCore {
 
     func stop() { engine.stop() }
 
-    private func tickFilters(at time: UInt64) -> [SensorSample] {
-        var values: [SensorSample] = []
-        for channel in chains.keys.sorted() {
-            for reading in chains[channel]!.tick(at: time) {
-                values.append(value(channel: channel, reading: reading, unit: units[channel] ?? "", time: time))
+    private func tickFilters(at time: UInt64, into values: inout [SensorSample]) {
+        for position in channels.indices {
+            for reading in channels[position].chain.tick(at: time) {
+                let channel = channels[position]
+                values.append(value(channel: channel.name, reading: reading, unit: channel.unit, time: time))
             }
         }
-        return values
     }
-
-    private var units: [String: String] = [:]
 
     private func finish(_ emissions: [Emission]) -> [SensorSample] {
         var values: [SensorSample] = []
@@ -205,13 +225,24 @@ final class SensorCore {
                 values.append(value(channel: emission.channel, reading: emission.reading, unit: unit, time: emission.time))
                 continue
             }
-            units[emission.channel] = unit
-            if chains[emission.channel] == nil { chains[emission.channel] = FilterChain(spec.filters) }
+            let position = filteredChannel(emission.channel, unit: unit)
             // In place: a chain copied out and back would copy its state for every value.
-            if let filtered = chains[emission.channel]!.apply(emission.reading, at: emission.time) {
+            if let filtered = channels[position].chain.apply(emission.reading, at: emission.time) {
                 values.append(value(channel: emission.channel, reading: filtered, unit: unit, time: emission.time))
             }
         }
+    }
+
+    /// The position of channel `name` among `channels`, added with its filters on its first
+    /// value; `unit` becomes its unit.
+    private func filteredChannel(_ name: String, unit: String) -> Int {
+        if let position = channels.firstIndex(where: { $0.name == name }) {
+            channels[position].unit = unit
+            return position
+        }
+        let position = channels.firstIndex { $0.name > name } ?? channels.count
+        channels.insert(FilteredChannel(name: name, unit: unit, chain: FilterChain(spec.filters)), at: position)
+        return position
     }
 
     private func value(channel: String, reading: SensorSample.Reading, unit: String, time: UInt64) -> SensorSample {

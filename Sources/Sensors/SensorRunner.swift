@@ -20,7 +20,11 @@ public actor SensorRunner {
     public nonisolated let name: String
     private let backend: any GPIOBackend
     private let core: SensorCore
-    private var latestValues: [String: SensorSample] = [:]
+    /// The latest value of each channel: an array searched by channel, not a dictionary keyed by
+    /// it, which would hash the channel's name on every value (a sensor has one to three).
+    private var latestValues: [SensorSample] = []
+    /// The values of one step, kept between steps so a step allocates no array for them.
+    private var stepValues: [SensorSample] = []
     /// The consumer while `run` runs.
     private var deliver: (@Sendable (SensorSample) -> Void)?
     /// Wakes the runner at the sensor's deadline.
@@ -37,7 +41,9 @@ public actor SensorRunner {
     }
 
     /// The latest value of each channel.
-    public func latest() -> [String: SensorSample] { latestValues }
+    public func latest() -> [String: SensorSample] {
+        Dictionary(uniqueKeysWithValues: latestValues.map { ($0.channel, $0) })
+    }
 
     /// Drives an output sensor.
     public func write(_ value: Bool) throws {
@@ -64,7 +70,14 @@ public actor SensorRunner {
 
     private func step() {
         guard deliver != nil else { return }
-        publish(core.step(now: backend.now()))
+        // Moved out while in use: a consumer that steps this runner again meanwhile gets an
+        // array of its own.
+        var values = stepValues
+        stepValues = []
+        core.step(now: backend.now(), into: &values)
+        publish(values)
+        values.removeAll(keepingCapacity: true)
+        stepValues = values
         scheduleDeadline()
     }
 
@@ -79,7 +92,11 @@ public actor SensorRunner {
 
     private func publish(_ new: [SensorSample]) {
         for value in new {
-            latestValues[value.channel] = value
+            if let position = latestValues.firstIndex(where: { $0.channel == value.channel }) {
+                latestValues[position] = value
+            } else {
+                latestValues.append(value)
+            }
             deliver?(value)
         }
     }
@@ -132,7 +149,7 @@ public final class SimulatedSensorDriver {
             let due = cores.compactMap(\.deadline).min() ?? .max
             let next = min(due, end, now + maxStepNs)
             if next > now { backend.advance(to: next) }
-            for core in cores { values += core.step(now: backend.now()) }
+            for core in cores { core.step(now: backend.now(), into: &values) }
         } while backend.now() < end
         return values
     }

@@ -164,3 +164,12 @@ final class LaggingOutput: OutputLine {
         output.release()
     }
 }
+
+extension SensorCore {
+    /// One step's values, in an array of their own.
+    func step(now: UInt64) -> [SensorSample] {
+        var values: [SensorSample] = []
+        step(now: now, into: &values)
+        return values
+    }
+}

@@ -54,7 +54,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     public func advance(to time: UInt64) {
         precondition(clock == .virtual, "advance(to:) drives the virtual clock only")
         let wakeups = lock.withLock { _ in generateLocked(through: time) }
-        wakeups.forEach { $0() }
+        wakeups.run()
     }
 
     private func realTimeWake() {
@@ -63,7 +63,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             scheduleWakeLocked()
             return callbacks
         }
-        wakeups.forEach { $0() }
+        wakeups.run()
     }
 
     /// Levels another program sent to a line's socket: each `0` or `1` is applied in order now.
@@ -75,7 +75,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             }
             return generateLocked(through: now)
         }
-        wakeups.forEach { $0() }
+        wakeups.run()
     }
 
     /// Arms the real-time timer for the next change of a watched line, at most every millisecond
@@ -93,14 +93,12 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     }
 
     /// Generates edges up to `time`; returns the readable callbacks to run outside the lock.
-    private func generateLocked(through time: UInt64) -> [@Sendable () -> Void] {
-        guard time > generatedThrough else { return [] }
-        var wakeups: [@Sendable () -> Void] = []
+    private func generateLocked(through time: UInt64) -> Wakeups {
+        var wakeups = Wakeups()
+        guard time > generatedThrough else { return wakeups }
         for c in chipStates.indices {
             for l in chipStates[c].lines.indices {
-                if chipStates[c].lines[l].advance(through: time) {
-                    wakeups.append(chipStates[c].lines[l].input!.onReadable)
-                }
+                if let onReadable = chipStates[c].lines[l].advance(through: time) { wakeups.append(onReadable) }
             }
         }
         generatedThrough = time
@@ -133,7 +131,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         onReadable: @escaping @Sendable () -> Void
     ) throws -> any InputLine {
         let resolved = try resolve(selector)
-        let id: UInt64 = try lock.withLock { _ in
+        let (c, id): (Int, UInt64) = try lock.withLock { _ in
             let c = chipIndex(resolved)
             _ = generateLocked(through: currentTimeLocked)
             try checkFree(c, resolved)
@@ -147,9 +145,9 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             chipStates[c].lines[resolved.offset].requestInput(
                 id: id, consumer: consumer, settings: settings, onReadable: onReadable)
             scheduleWakeLocked()
-            return id
+            return (c, id)
         }
-        return SimulatedInputLine(backend: self, line: resolved, id: id)
+        return SimulatedInputLine(backend: self, line: resolved, chip: c, id: id)
     }
 
     public func requestOutput(
@@ -186,18 +184,17 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
 
     // MARK: Used by the line handles
 
-    fileprivate func withInput<T>(
-        _ line: ResolvedLine, id: UInt64,
-        _ body: (inout SimulatedLine.InputRequest, UInt64) throws -> T
-    ) throws -> T {
+    /// `body` on input request `id` of `line`, on chip `c` (its index, found when requested:
+    /// this runs on every read of the line).
+    fileprivate func withInput(
+        _ line: ResolvedLine, chip c: Int, id: UInt64, _ body: (inout SimulatedLine.InputRequest) -> Int
+    ) throws -> Int {
         try lock.withLock { _ in
-            let now = currentTimeLocked
-            _ = generateLocked(through: now)
-            let c = chipIndex(line)
-            guard chipStates[c].lines[line.offset].input?.id == id else {
+            _ = generateLocked(through: currentTimeLocked)
+            guard let result = chipStates[c].lines[line.offset].withInput(id: id, body) else {
                 throw GPIOError.released(line.name)
             }
-            return try body(&chipStates[c].lines[line.offset].input!, now)
+            return result
         }
     }
 
@@ -238,7 +235,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     fileprivate func switchToInput(
         _ line: ResolvedLine, id: UInt64, bias: GPIOBias, edges: EdgeDetection,
         debounce: Duration, onReadable: @escaping @Sendable () -> Void
-    ) throws -> UInt64 {
+    ) throws -> (chip: Int, id: UInt64) {
         try lock.withLock { _ in
             let now = currentTimeLocked
             _ = generateLocked(through: now)
@@ -255,7 +252,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
                 offset: line.offset, id: inputID, settings: settings,
                 onReadable: onReadable, at: now)
             scheduleWakeLocked()
-            return inputID
+            return (c, inputID)
         }
     }
 
@@ -277,6 +274,23 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             chipStates[c].releaseOutput(offset: line.offset, at: now)
             scheduleWakeLocked()
         }
+    }
+}
+
+/// The readable callbacks of the lines that got events in one step of the simulator, run once
+/// the lock is released. The first is kept inline: one line changing at a time (the common case)
+/// costs no array.
+private struct Wakeups {
+    private var first: (@Sendable () -> Void)?
+    private var others: [@Sendable () -> Void] = []
+
+    mutating func append(_ onReadable: @escaping @Sendable () -> Void) {
+        if first == nil { first = onReadable } else { others.append(onReadable) }
+    }
+
+    func run() {
+        first?()
+        for onReadable in others { onReadable() }
     }
 }
 
@@ -385,12 +399,14 @@ private struct SimulatedLine {
             return true
         }
 
-        mutating func read() -> EdgeEventBatch {
-            let events = ring.drain()
+        mutating func read(into events: inout [EdgeEvent]) -> Int {
+            let first = events.count
+            ring.drain(into: &events)
             _ = ring.takeOverwritten()  // found again below as sequence gaps, like on the kernel
-            let lost = events.reduce(0) { $0 + loss.missing(before: $1) }
+            var lost = 0
+            for event in events[first...] { lost += loss.missing(before: event) }
             lostTotal += lost
-            return EdgeEventBatch(events: events, lost: lost)
+            return lost
         }
     }
 
@@ -447,30 +463,39 @@ private struct SimulatedLine {
             debouncer: debounceNs > 0 ? SoftwareDebouncer(periodNs: debounceNs, initialLevel: logical) : nil)
     }
 
-    /// Advances the waveform; returns whether new events were queued for the input request.
-    mutating func advance(through time: UInt64) -> Bool {
-        guard var request = input else {
-            waveform.advance(through: time) { _ in }
-            return false
+    /// Advances the waveform; returns the input request's readable callback when new events
+    /// were queued for it. The request is changed in place: a copy would share its ring's
+    /// storage, which the first event appended would then copy.
+    mutating func advance(through time: UInt64) -> (@Sendable () -> Void)? {
+        guard input != nil else {
+            while waveform.nextChange(through: time) != nil {}
+            return nil
         }
         var queued = false
         let delivers = output == nil && waveform.driven
-        waveform.advance(through: time) { change in
-            guard delivers else { return }
-            let edge: Edge = (change.level != request.settings.activeLow) ? .rising : .falling
-            if request.debouncer != nil {
-                if let (confirmed, at) = request.debouncer!.feed(edge, at: change.time) {
-                    queued = request.emit(confirmed, at: at) || queued
+        let activeLow = input!.settings.activeLow
+        while let change = waveform.nextChange(through: time) {
+            guard delivers else { continue }
+            let edge: Edge = (change.level != activeLow) ? .rising : .falling
+            if input!.debouncer != nil {
+                if let (confirmed, at) = input!.debouncer!.feed(edge, at: change.time) {
+                    queued = input!.emit(confirmed, at: at) || queued
                 }
             } else {
-                queued = request.emit(edge, at: change.time) || queued
+                queued = input!.emit(edge, at: change.time) || queued
             }
         }
-        if let (confirmed, at) = request.debouncer?.flush(through: time) {
-            queued = request.emit(confirmed, at: at) || queued
+        if let (confirmed, at) = input!.debouncer?.flush(through: time) {
+            queued = input!.emit(confirmed, at: at) || queued
         }
-        input = request
-        return queued
+        return queued ? input!.onReadable : nil
+    }
+
+    /// `body` on the input request when it is request `id`, nil when it is not. In place: the
+    /// request's id read through the chip's array of lines copies the whole line.
+    mutating func withInput(id: UInt64, _ body: (inout InputRequest) -> Int) -> Int? {
+        guard input?.id == id else { return nil }
+        return body(&input!)
     }
 }
 
@@ -478,11 +503,14 @@ private struct SimulatedLine {
 final class SimulatedInputLine: InputLine {
     private let backend: SimulatedBackend
     let line: ResolvedLine
+    /// The line's chip among the backend's.
+    private let chip: Int
     private let id: UInt64
 
-    fileprivate init(backend: SimulatedBackend, line: ResolvedLine, id: UInt64) {
+    fileprivate init(backend: SimulatedBackend, line: ResolvedLine, chip: Int, id: UInt64) {
         self.backend = backend
         self.line = line
+        self.chip = chip
         self.id = id
     }
 
@@ -490,11 +518,11 @@ final class SimulatedInputLine: InputLine {
 
     func value() throws -> Bool { try backend.inputLevel(line, id: id) }
 
-    func readEvents() throws -> EdgeEventBatch {
-        try backend.withInput(line, id: id) { request, _ in request.read() }
+    func readEvents(into events: inout [EdgeEvent]) throws -> Int {
+        try backend.withInput(line, chip: chip, id: id) { request in request.read(into: &events) }
     }
 
-    var lostEvents: Int { (try? backend.withInput(line, id: id) { request, _ in request.lostTotal }) ?? 0 }
+    var lostEvents: Int { (try? backend.withInput(line, chip: chip, id: id) { request in request.lostTotal }) ?? 0 }
 
     func release() { backend.releaseInput(line, id: id) }
 }
@@ -520,10 +548,10 @@ final class SimulatedOutputLine: OutputLine {
         bias: GPIOBias, edges: EdgeDetection, debounce: Duration,
         onReadable: @escaping @Sendable () -> Void
     ) throws -> any InputLine {
-        let inputID = try backend.switchToInput(
+        let input = try backend.switchToInput(
             line, id: id, bias: bias, edges: edges, debounce: debounce,
             onReadable: onReadable)
-        return SimulatedInputLine(backend: backend, line: line, id: inputID)
+        return SimulatedInputLine(backend: backend, line: line, chip: input.chip, id: input.id)
     }
 
     func release() { backend.releaseOutput(line, id: id) }

@@ -89,10 +89,11 @@ struct Waveform {
         }
     }
 
-    /// Advances to `time`, handing each level change in between (only actual changes) to `visit`
-    /// as it goes: a process that was not scheduled for a while catches up on a fast line in one
-    /// call, and collecting those changes first would cost memory in proportion to the wait.
-    mutating func advance(through time: UInt64, _ visit: (Transition) -> Void) {
+    /// Advances to the next level change at or before `time` (only actual changes), nil when
+    /// there is none until then. One change per call: a process that was not scheduled for a
+    /// while catches up on a fast line change by change, where collecting the changes first
+    /// would cost memory in proportion to the wait.
+    mutating func nextChange(through time: UInt64) -> Transition? {
         while true {
             let fromPattern = nextPatternChange()
             let fromSchedule = scheduled.first
@@ -104,11 +105,11 @@ struct Waveform {
                 next = s
                 scheduled.removeFirst()
             } else {
-                break
+                return nil
             }
             if next.level != level {
                 level = next.level
-                visit(next)
+                return next
             }
         }
     }

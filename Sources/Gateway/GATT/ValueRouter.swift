@@ -6,25 +6,31 @@ import Values
 /// that carry it, and a value becomes a characteristic's bytes in its format. Pure: the first
 /// stage of the `ValuePipeline`, tested on its own.
 struct ValueRouter {
-    struct SensorRoute: Hashable {
-        let sensor: String
+    /// The characteristics carrying one channel of a sensor, in configuration order.
+    struct ChannelRoute {
         let channel: String
+        var refs: [CharacteristicRef]
     }
 
     private let characteristics: [CharacteristicRef: GATTLayout.Characteristic]
-    /// (sensor id, channel) → the characteristics carrying that reading, in configuration order.
-    private let sensorRoutes: [SensorRoute: [CharacteristicRef]]
+    /// Sensor id → its routed channels. Keyed by the sensor alone: a reading's lookup hashes one
+    /// name, and a sensor's few channels are told apart by comparing theirs.
+    private let sensorRoutes: [String: [ChannelRoute]]
     /// The fixed and written values of the configuration, each in its characteristic's format.
     let configuredSamples: [CharacteristicRef: NotifySample]
 
     init(layout: GATTLayout) {
         characteristics = layout.characteristics
-        var routes: [SensorRoute: [CharacteristicRef]] = [:]
+        var routes: [String: [ChannelRoute]] = [:]
         var configured: [CharacteristicRef: NotifySample] = [:]
         for (ref, characteristic) in layout.characteristics {
             switch characteristic.config.source {
             case .sensor(let id, let reading):
-                routes[SensorRoute(sensor: id, channel: reading.rawValue), default: []].append(ref)
+                if let position = routes[id]?.firstIndex(where: { $0.channel == reading.rawValue }) {
+                    routes[id]![position].refs.append(ref)
+                } else {
+                    routes[id, default: []].append(ChannelRoute(channel: reading.rawValue, refs: [ref]))
+                }
             case .fixed(let value), .written(let value):
                 // Checked against the encoding by the configuration layer.
                 configured[ref] = try? NotifySample(value, encoding: characteristic.config.encoding)
@@ -32,13 +38,15 @@ struct ValueRouter {
                 break
             }
         }
-        sensorRoutes = routes.mapValues { $0.sorted() }
+        sensorRoutes = routes.mapValues { channels in
+            channels.map { ChannelRoute(channel: $0.channel, refs: $0.refs.sorted()) }
+        }
         configuredSamples = configured
     }
 
     /// The characteristics that carry `channel` of `sensor`; nil when none does.
     func characteristics(carrying sensor: String, channel: String) -> [CharacteristicRef]? {
-        sensorRoutes[SensorRoute(sensor: sensor, channel: channel)]
+        sensorRoutes[sensor]?.first { $0.channel == channel }?.refs
     }
 
     /// `value` in the format of `ref`; nil when the layout has no such characteristic.

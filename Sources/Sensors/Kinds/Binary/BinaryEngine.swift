@@ -5,6 +5,7 @@ import GPIO
 /// `press` channel.
 final class BinaryEngine: SensorEngine {
     private let input: any InputLine
+    let inputs: [any InputLine]
     private let holdNs: UInt64
     private var reported = false
     private var lastActive: UInt64 = 0
@@ -13,11 +14,10 @@ final class BinaryEngine: SensorEngine {
 
     init(_ settings: BinarySettings, context: EngineContext) throws {
         input = try context.input(settings.line, bias: settings.bias, edges: .both)
+        inputs = [input]
         holdNs = settings.holdTime.nanoseconds
         presses = settings.press.map(PressDetector.init)
     }
-
-    var inputs: [any InputLine] { [input] }
 
     var deadline: UInt64? {
         guard let pressDue = presses?.deadline else { return offDue }
@@ -31,26 +31,26 @@ final class BinaryEngine: SensorEngine {
         return [emission(now)]
     }
 
-    func handle(_ event: EdgeEvent, input: Int) -> [Emission] {
+    func handle(_ event: EdgeEvent, input: Int, into emissions: inout [Emission]) {
         let time = event.timestampNs
-        var out: [Emission] = []
-        if let press = presses?.change(active: event.edge.level, at: time) {
-            out.append(Self.emission(press, at: time))
-        }
+        // The state's value comes before the press it completes.
+        let press = presses?.change(active: event.edge.level, at: time)
+        defer { if let press { emissions.append(Self.emission(press, at: time)) } }
         if event.edge.level {
             lastActive = time
             offDue = nil
-            guard !reported else { return out }
+            guard !reported else { return }
             reported = true
-            return [emission(time)] + out
+            emissions.append(emission(time))
+            return
         }
-        guard reported else { return out }
+        guard reported else { return }
         if time >= lastActive + holdNs {
             reported = false
-            return [emission(time)] + out
+            emissions.append(emission(time))
+            return
         }
         offDue = lastActive + holdNs
-        return out
     }
 
     func tick(at now: UInt64) -> [Emission] {

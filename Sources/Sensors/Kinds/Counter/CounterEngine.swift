@@ -7,6 +7,7 @@ import StateFile
 /// and survives restarts. Lost events are counted too: each was a pulse.
 final class CounterEngine: SensorEngine {
     private let input: any InputLine
+    let inputs: [any InputLine]
     private let store: CounterStore?
     private let reportNs: UInt64
     private let persistNs: UInt64
@@ -19,36 +20,42 @@ final class CounterEngine: SensorEngine {
         store = settings.stateDirectory.map { CounterStore(directory: $0, name: context.name) }
         total = try store?.load() ?? 0
         input = try context.input(settings.line, bias: settings.bias, edges: .rising)
+        inputs = [input]
         reportNs = settings.reportInterval.nanoseconds
         persistNs = settings.persistInterval.nanoseconds
     }
 
-    var inputs: [any InputLine] { [input] }
-    var deadline: UInt64? { [reportDue, persistDue].compactMap { $0 }.min() }
+    /// Asked after every edge, so it builds no array.
+    var deadline: UInt64? {
+        guard let reportDue else { return persistDue }
+        guard let persistDue else { return reportDue }
+        return min(reportDue, persistDue)
+    }
 
     func start(at now: UInt64) throws -> [Emission] {
         lastReport = now
         return [emission(now)]
     }
 
-    func handle(_ event: EdgeEvent, input: Int) -> [Emission] {
-        count(1, at: event.timestampNs)
+    func handle(_ event: EdgeEvent, input: Int, into emissions: inout [Emission]) {
+        if count(1, at: event.timestampNs) { emissions.append(emission(event.timestampNs)) }
     }
 
     func lost(_ count: Int, input: Int) {
         total += UInt64(count)
     }
 
-    private func count(_ pulses: UInt64, at time: UInt64) -> [Emission] {
+    /// Whether the total is to be reported now.
+    private func count(_ pulses: UInt64, at time: UInt64) -> Bool {
         total += pulses
         if store != nil, persistDue == nil { persistDue = time + persistNs }
         if time >= lastReport + reportNs {
             lastReport = time
             reportDue = nil
-            return [emission(time)]
+            return true
         }
         if reportDue == nil { reportDue = lastReport + reportNs }
-        return []
+        return false
     }
 
     func tick(at now: UInt64) -> [Emission] {

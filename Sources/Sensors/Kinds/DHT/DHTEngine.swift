@@ -48,11 +48,10 @@ final class DHTEngine: SensorEngine {
         return []
     }
 
-    func handle(_ event: EdgeEvent, input: Int) -> [Emission] {
-        guard case .receiving(let until, let line, var edges) = phase else { return [] }
+    func handle(_ event: EdgeEvent, input: Int, into emissions: inout [Emission]) {
+        guard case .receiving(let until, let line, var edges) = phase else { return }
         edges.append(event)
         phase = .receiving(until: until, line: line, edges: edges)
-        return []
     }
 
     func tick(at now: UInt64) -> [Emission] {

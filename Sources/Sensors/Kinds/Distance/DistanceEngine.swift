@@ -13,6 +13,7 @@ final class DistanceEngine: SensorEngine {
 
     private let trigger: any OutputLine
     private let echo: any InputLine
+    let inputs: [any InputLine]
     private let settings: DistanceSettings
     private let context: EngineContext
     private var phase: Phase = .idle(next: 0)
@@ -23,9 +24,8 @@ final class DistanceEngine: SensorEngine {
         self.context = context
         trigger = try context.output(settings.trigger, initialValue: false)
         echo = try context.input(settings.echo, bias: .asIs, edges: .both)
+        inputs = [echo]
     }
-
-    var inputs: [any InputLine] { [echo] }
 
     var deadline: UInt64? {
         switch phase {
@@ -40,22 +40,20 @@ final class DistanceEngine: SensorEngine {
         return []
     }
 
-    func handle(_ event: EdgeEvent, input: Int) -> [Emission] {
-        guard case let .listening(until, rise) = phase else { return [] }
+    func handle(_ event: EdgeEvent, input: Int, into emissions: inout [Emission]) {
+        guard case let .listening(until, rise) = phase else { return }
         switch (event.edge, rise) {
         case (.rising, _):
             phase = .listening(until: until, rise: event.timestampNs)
-            return []
         case (.falling, let rise?):
             let seconds = Double(event.timestampNs - rise) / 1e9
             finishCycle()
-            return [
+            emissions.append(
                 Emission(
                     channel: Emission.valueChannel, reading: .number(seconds * settings.speedOfSound / 2),
-                    unit: "m", time: event.timestampNs)
-            ]
+                    unit: "m", time: event.timestampNs))
         case (.falling, nil):
-            return []
+            break
         }
     }
 

@@ -15,7 +15,7 @@ final class OutputEngine: SensorEngine {
         [emission(try line.value(), now)]
     }
 
-    func handle(_ event: EdgeEvent, input: Int) -> [Emission] { [] }
+    func handle(_ event: EdgeEvent, input: Int, into emissions: inout [Emission]) {}
     func tick(at now: UInt64) -> [Emission] { [] }
 
     func write(_ value: Bool, at now: UInt64) throws -> [Emission] {

@@ -4,6 +4,7 @@ import GPIO
 /// report interval. Without any edge in an interval the duty cycle is 0 or 100 % by the level.
 final class PulseWidthEngine: SensorEngine {
     private let input: any InputLine
+    let inputs: [any InputLine]
     private let reportNs: UInt64
     private var reportDue: UInt64?
     private var level = false
@@ -16,10 +17,10 @@ final class PulseWidthEngine: SensorEngine {
 
     init(_ settings: PulseWidthSettings, context: EngineContext) throws {
         input = try context.input(settings.line, bias: settings.bias, edges: .both, bufferSize: 1024)
+        inputs = [input]
         reportNs = settings.reportInterval.nanoseconds
     }
 
-    var inputs: [any InputLine] { [input] }
     var deadline: UInt64? { reportDue }
 
     func start(at now: UInt64) throws -> [Emission] {
@@ -28,7 +29,7 @@ final class PulseWidthEngine: SensorEngine {
         return []
     }
 
-    func handle(_ event: EdgeEvent, input: Int) -> [Emission] {
+    func handle(_ event: EdgeEvent, input: Int, into emissions: inout [Emission]) {
         let t = event.timestampNs
         edgesInInterval += 1
         level = event.edge.level
@@ -43,7 +44,6 @@ final class PulseWidthEngine: SensorEngine {
         } else if let rise = lastRise {
             highOfCycle = t - rise
         }
-        return []
     }
 
     func tick(at now: UInt64) -> [Emission] {

@@ -4,6 +4,7 @@ import GPIO
 /// gauges), reported every `reportInterval`.
 final class RateEngine: SensorEngine {
     private let input: any InputLine
+    let inputs: [any InputLine]
     private let settings: RateSettings
     private let windowNs: UInt64
     private let reportNs: UInt64
@@ -16,9 +17,9 @@ final class RateEngine: SensorEngine {
         reportNs = settings.reportInterval.nanoseconds
         meter = RateMeter(windowNs: windowNs)
         input = try context.input(settings.line, bias: settings.bias, edges: .rising, bufferSize: 1024)
+        inputs = [input]
     }
 
-    var inputs: [any InputLine] { [input] }
     var deadline: UInt64? { reportDue }
 
     func start(at now: UInt64) throws -> [Emission] {
@@ -26,9 +27,8 @@ final class RateEngine: SensorEngine {
         return []
     }
 
-    func handle(_ event: EdgeEvent, input: Int) -> [Emission] {
+    func handle(_ event: EdgeEvent, input: Int, into emissions: inout [Emission]) {
         meter.record(event.timestampNs)
-        return []
     }
 
     func tick(at now: UInt64) -> [Emission] {

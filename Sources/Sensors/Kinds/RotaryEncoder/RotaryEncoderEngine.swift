@@ -6,15 +6,16 @@ import GPIO
 final class RotaryEncoderEngine: SensorEngine {
     private let lineA: any InputLine
     private let lineB: any InputLine
+    let inputs: [any InputLine]
     private var decoder: QuadratureDecoder
 
     init(_ settings: RotaryEncoderSettings, context: EngineContext) throws {
         lineA = try context.input(settings.a, bias: settings.bias, edges: .both, bufferSize: 256)
         lineB = try context.input(settings.b, bias: settings.bias, edges: .both, bufferSize: 256)
+        inputs = [lineA, lineB]
         decoder = QuadratureDecoder(transitionsPerStep: settings.transitionsPerStep, wrap: settings.wrap)
     }
 
-    var inputs: [any InputLine] { [lineA, lineB] }
     var deadline: UInt64? { nil }
 
     func start(at now: UInt64) throws -> [Emission] {
@@ -22,8 +23,8 @@ final class RotaryEncoderEngine: SensorEngine {
         return [emission(now)]
     }
 
-    func handle(_ event: EdgeEvent, input: Int) -> [Emission] {
-        decoder.update(line: input, level: event.edge.level) ? [emission(event.timestampNs)] : []
+    func handle(_ event: EdgeEvent, input: Int, into emissions: inout [Emission]) {
+        if decoder.update(line: input, level: event.edge.level) { emissions.append(emission(event.timestampNs)) }
     }
 
     func tick(at now: UInt64) -> [Emission] { [] }
