@@ -102,6 +102,9 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     private var subscriptions: [Key: Subscription] = [:]
     private var overrides: [Key: NotifyPolicy] = [:]
     private var triggers: [Key: TriggerState] = [:]
+    /// Characteristics whose policy has a heartbeat (`maxInterval`): without these, triggers and
+    /// overrides, only held values have deadlines, and finding the next one computes no ticks.
+    private var characteristicsWithHeartbeat: Set<Characteristic> = []
     /// Per central, characteristics whose slot holds a value, oldest first (each at most once).
     private var ready: [Central: [Characteristic]] = [:]
     private var indicationOutstanding: Set<Central> = []
@@ -116,6 +119,11 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// The policy for every central subscribed to `characteristic` (default: `.immediate`).
     public mutating func configure(_ characteristic: Characteristic, policy: NotifyPolicy) {
         characteristics[characteristic, default: CharacteristicState()].policy = policy
+        if policy.maxInterval != nil {
+            characteristicsWithHeartbeat.insert(characteristic)
+        } else {
+            characteristicsWithHeartbeat.remove(characteristic)
+        }
     }
 
     /// A policy for one central on one characteristic, replacing the characteristic's; nil
@@ -198,6 +206,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
             unsubscribe(central, from: characteristic)
         }
         characteristics[characteristic] = nil
+        characteristicsWithHeartbeat.remove(characteristic)
         overrides = overrides.filter { $0.key.characteristic != characteristic }
         triggers = triggers.filter { $0.key.characteristic != characteristic }
         characteristicCounters[characteristic] = nil
@@ -214,12 +223,13 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
             return
         }
         characteristics.values[index].latest = sample
+        let characteristicPolicy = characteristics.values[index].policy
         for central in characteristics.values[index].subscribers {
             let key = Key(central: central, characteristic: characteristic)
             guard let subscription = subscriptions.index(forKey: key) else { continue }
             // A held value that never went out is superseded by this newer one.
             if subscriptions.values[subscription].retryAt != nil { count(.coalesced, key) }
-            judgeValue(key, at: subscription, sample: sample, now: now)
+            judgeValue(key, at: subscription, sample: sample, now: now, characteristicPolicy: characteristicPolicy)
         }
     }
 
@@ -328,8 +338,10 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// Overrides and triggers are rare, so their tables are usually empty: looking in an empty
     /// table still hashes the key, and this runs several times for every value.
-    private func policy(_ key: Key) -> NotifyPolicy {
-        (overrides.isEmpty ? nil : overrides[key]) ?? characteristics[key.characteristic]?.policy ?? .immediate
+    /// `characteristicPolicy`: the characteristic's, when the caller has it at hand.
+    private func policy(_ key: Key, characteristicPolicy: NotifyPolicy? = nil) -> NotifyPolicy {
+        (overrides.isEmpty ? nil : overrides[key]) ?? characteristicPolicy ?? characteristics[key.characteristic]?.policy
+            ?? .immediate
     }
 
     private func triggerState(_ key: Key) -> TriggerState? {
@@ -340,9 +352,9 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// opportunity is a tick (fixed trigger interval or heartbeat), not a new value.
     private func decide(
         _ key: Key, _ subscription: Subscription, sample: NotifySample, atTick: Bool,
-        now: Duration
+        now: Duration, characteristicPolicy: NotifyPolicy? = nil
     ) -> Decision {
-        let policy = policy(key)
+        let policy = policy(key, characteristicPolicy: characteristicPolicy)
         let last = subscription.lastEmitted
         let sinceLast = last == nil ? nil : now - subscription.lastEmittedAt
         // The earliest time a gate (a trigger's minimum spacing, the minimum interval) still
@@ -376,11 +388,16 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     }
 
     /// A new value (or a held one whose interval has passed) for the subscription at `slot`
-    /// (`key`'s in `subscriptions`): emit, hold or refuse it.
+    /// (`key`'s in `subscriptions`): emit, hold or refuse it. `characteristicPolicy`: the
+    /// characteristic's, when the caller has it at hand (a lookup less for every value).
     private mutating func judgeValue(
-        _ key: Key, at slot: [Key: Subscription].Index, sample: NotifySample, now: Duration
+        _ key: Key, at slot: [Key: Subscription].Index, sample: NotifySample, now: Duration,
+        characteristicPolicy: NotifyPolicy? = nil
     ) {
-        switch decide(key, subscriptions.values[slot], sample: sample, atTick: false, now: now) {
+        switch decide(
+            key, subscriptions.values[slot], sample: sample, atTick: false, now: now,
+            characteristicPolicy: characteristicPolicy)
+        {
         case .emit:
             emit(sample, at: slot, key: key, now: now)
         case .hold(let until):
@@ -450,8 +467,9 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// a scan keeps no second structure to go stale.
     private func earliestDeadline() -> (Key, Duration)? {
         var earliest: (key: Key, deadline: Duration, sequence: Int)?
+        let mayTick = !triggers.isEmpty || !overrides.isEmpty || !characteristicsWithHeartbeat.isEmpty
         for (key, subscription) in subscriptions {
-            let tick = nextTick(key, subscription)
+            let tick = mayTick ? nextTick(key, subscription) : nil
             guard let deadline = subscription.retryAt.map({ min($0, tick ?? $0) }) ?? tick else { continue }
             if let current = earliest,
                 (current.deadline, current.sequence) < (deadline, subscription.sequence)

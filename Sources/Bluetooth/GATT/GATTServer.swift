@@ -366,13 +366,23 @@ public final class GATTServer {
 
     /// The earliest instant an outstanding indication times out, for the host's timer.
     public var nextTransactionDeadline: ContinuousClock.Instant? {
-        centrals.values.compactMap { $0.outstandingIndication?.deadline }.min()
+        // A loop, not a list of deadlines made and searched: the host asks after every packet
+        // the controller completes.
+        var earliest: ContinuousClock.Instant?
+        for central in centrals.values {
+            guard let deadline = central.outstandingIndication?.deadline else { continue }
+            if earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+        }
+        return earliest
     }
 
     /// Ends the bearer of every central whose indication went unconfirmed past its deadline.
     public func expireTransactions(now: ContinuousClock.Instant) {
         for id in orderedCentralIDs { expireTransaction(of: centrals[id]!, now: now) }
     }
+
+    /// Whether anything was produced since the last `takeOutput`.
+    public var hasOutput: Bool { !output.isEmpty }
 
     /// Everything produced since the last call, in order.
     public func takeOutput() -> [GATTServerOutput] {

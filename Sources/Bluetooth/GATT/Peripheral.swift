@@ -306,6 +306,9 @@ public actor Peripheral {
     }
 
     private func flush() {
+        // Most calls on the event path (credits back, deliveries) produce nothing: then there is
+        // no buffer to exchange and empty.
+        guard server.hasOutput else { return }
         server.takeOutput(into: &output)
         for item in output {
             switch item {
