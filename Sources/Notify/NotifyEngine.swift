@@ -466,19 +466,20 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// Scans every subscription: there are a few dozen at most (centrals × characteristics), and
     /// a scan keeps no second structure to go stale.
     private func earliestDeadline() -> (Key, Duration)? {
-        var earliest: (key: Key, deadline: Duration, sequence: Int)?
+        var earliest: (slot: [Key: Subscription].Index, deadline: Duration, sequence: Int)?
         let mayTick = !triggers.isEmpty || !overrides.isEmpty || !characteristicsWithHeartbeat.isEmpty
-        for (key, subscription) in subscriptions {
-            let tick = mayTick ? nextTick(key, subscription) : nil
-            guard let deadline = subscription.retryAt.map({ min($0, tick ?? $0) }) ?? tick else { continue }
-            if let current = earliest,
-                (current.deadline, current.sequence) < (deadline, subscription.sequence)
-            {
+        // By index, reading only the fields needed: iterating the pairs copied every key and
+        // subscription (retaining and releasing their values) on every drain.
+        for slot in subscriptions.indices {
+            let tick = mayTick ? nextTick(subscriptions.keys[slot], subscriptions.values[slot]) : nil
+            guard let deadline = subscriptions.values[slot].retryAt.map({ min($0, tick ?? $0) }) ?? tick else {
                 continue
             }
-            earliest = (key, deadline, subscription.sequence)
+            let sequence = subscriptions.values[slot].sequence
+            if let current = earliest, (current.deadline, current.sequence) < (deadline, sequence) { continue }
+            earliest = (slot, deadline, sequence)
         }
-        return earliest.map { ($0.key, $0.deadline) }
+        return earliest.map { (subscriptions.keys[$0.slot], $0.deadline) }
     }
 
     /// Adds `amount` to a counter of the characteristic and of the central (while it is connected:
