@@ -85,12 +85,26 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         var outbound: NotifySample?
         /// Subscription order: breaks ties between equal deadlines, so runs are reproducible.
         let sequence: Int
+
+        /// `sample` goes into the outbound slot and counts as emitted at `now`; true when it
+        /// replaced a value still waiting there.
+        mutating func emit(_ sample: NotifySample, now: Duration) -> Bool {
+            let replaced = outbound != nil
+            outbound = sample
+            lastEmitted = sample
+            lastEmittedAt = now
+            retryAt = nil
+            return replaced
+        }
     }
 
     private var characteristics: [Characteristic: CharacteristicState] = [:]
     private var subscriptions: [Key: Subscription] = [:]
     private var overrides: [Key: NotifyPolicy] = [:]
     private var triggers: [Key: TriggerState] = [:]
+    /// Characteristics whose policy has a heartbeat (`maxInterval`): without these, triggers and
+    /// overrides, only held values have deadlines, and finding the next one computes no ticks.
+    private var characteristicsWithHeartbeat: Set<Characteristic> = []
     /// Per central, characteristics whose slot holds a value, oldest first (each at most once).
     private var ready: [Central: [Characteristic]] = [:]
     private var indicationOutstanding: Set<Central> = []
@@ -105,6 +119,11 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// The policy for every central subscribed to `characteristic` (default: `.immediate`).
     public mutating func configure(_ characteristic: Characteristic, policy: NotifyPolicy) {
         characteristics[characteristic, default: CharacteristicState()].policy = policy
+        if policy.maxInterval != nil {
+            characteristicsWithHeartbeat.insert(characteristic)
+        } else {
+            characteristicsWithHeartbeat.remove(characteristic)
+        }
     }
 
     /// A policy for one central on one characteristic, replacing the characteristic's; nil
@@ -150,8 +169,10 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         subscriptionCount += 1
         characteristics[characteristic, default: CharacteristicState()].subscribers.insert(central)
         if centralCounters[central] == nil { centralCounters[central] = NotifyCounters() }
-        if policy(key).currentValueOnSubscribe, let current = characteristics[characteristic]?.latest {
-            judgeValue(key, sample: current, now: now)
+        if policy(key).currentValueOnSubscribe, let current = characteristics[characteristic]?.latest,
+            let subscription = subscriptions.index(forKey: key)
+        {
+            judgeValue(key, at: subscription, sample: current, now: now)
         }
     }
 
@@ -185,6 +206,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
             unsubscribe(central, from: characteristic)
         }
         characteristics[characteristic] = nil
+        characteristicsWithHeartbeat.remove(characteristic)
         overrides = overrides.filter { $0.key.characteristic != characteristic }
         triggers = triggers.filter { $0.key.characteristic != characteristic }
         characteristicCounters[characteristic] = nil
@@ -194,12 +216,20 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// A new value of `characteristic`, judged for every subscribed central.
     public mutating func update(_ characteristic: Characteristic, sample: NotifySample, now: Duration) {
-        characteristics[characteristic, default: CharacteristicState()].latest = sample
-        for central in characteristics[characteristic]?.subscribers ?? [] {
+        // In place when the characteristic is known, not through the defaulting subscript: its
+        // modify accessor allocated on every value.
+        guard let index = characteristics.index(forKey: characteristic) else {
+            characteristics[characteristic] = CharacteristicState(latest: sample)
+            return
+        }
+        characteristics.values[index].latest = sample
+        let characteristicPolicy = characteristics.values[index].policy
+        for central in characteristics.values[index].subscribers {
             let key = Key(central: central, characteristic: characteristic)
+            guard let subscription = subscriptions.index(forKey: key) else { continue }
             // A held value that never went out is superseded by this newer one.
-            if subscriptions[key]?.retryAt != nil { count(.coalesced, key) }
-            judgeValue(key, sample: sample, now: now)
+            if subscriptions.values[subscription].retryAt != nil { count(.coalesced, key) }
+            judgeValue(key, at: subscription, sample: sample, now: now, characteristicPolicy: characteristicPolicy)
         }
     }
 
@@ -221,22 +251,23 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// (indications only when none is awaiting confirmation). Counts it as sent.
     public mutating func nextTransmission(for central: Central) -> Transmission<Central, Characteristic>? {
         // Indexed, not iterated over a copy: the removal below then mutates the queue in place.
-        guard let waiting = ready[central]?.count else { return nil }
-        for index in 0..<waiting {
-            let characteristic = ready[central]![index]
+        guard let queue = ready.index(forKey: central) else { return nil }
+        for index in 0..<ready.values[queue].count {
+            let characteristic = ready.values[queue][index]
             let key = Key(central: central, characteristic: characteristic)
-            guard var subscription = subscriptions[key], let sample = subscription.outbound else { continue }
-            if subscription.kind == .indication {
+            // The subscription is changed in place, not copied out and stored back (which
+            // retained and released its values and hashed the key a second time).
+            guard let slot = subscriptions.index(forKey: key), let sample = subscriptions.values[slot].outbound
+            else { continue }
+            let kind = subscriptions.values[slot].kind
+            if kind == .indication {
                 if indicationOutstanding.contains(central) { continue }
                 indicationOutstanding.insert(central)
             }
-            subscription.outbound = nil
-            subscriptions[key] = subscription
-            ready.modifyValue(of: central) { $0.remove(at: index) }
+            subscriptions.values[slot].outbound = nil
+            ready.values[queue].remove(at: index)
             count(.sent, key)
-            return Transmission(
-                central: central, characteristic: characteristic, kind: subscription.kind,
-                sample: sample)
+            return Transmission(central: central, characteristic: characteristic, kind: kind, sample: sample)
         }
         return nil
     }
@@ -273,11 +304,19 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         indicationOutstanding.remove(central)
     }
 
-    /// Centrals with a value waiting for their link.
-    public var centralsWithPendingTransmissions: [Central] {
-        var centrals: [Central] = []
+    /// Replaces the contents of `centrals` (a buffer the caller keeps) with the centrals that have
+    /// a value waiting for their link. Mutating, though it changes nothing, so that a driver
+    /// holding the engine in a class property reaches it in place: a non-mutating call there
+    /// copies the whole engine first, retaining and releasing every table, on every drain.
+    public mutating func collectCentralsWithPendingTransmissions(into centrals: inout [Central]) {
+        centrals.removeAll(keepingCapacity: true)
         for (central, queue) in ready where !queue.isEmpty { centrals.append(central) }
-        return centrals
+    }
+
+    /// `nextDeadline`, reached in place by a driver holding the engine in a class property (see
+    /// `collectCentralsWithPendingTransmissions(into:)`).
+    public mutating func nextDeadlineInPlace() -> Duration? {
+        nextDeadline
     }
 
     // MARK: Counters
@@ -297,17 +336,25 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         case refuse
     }
 
-    private func policy(_ key: Key) -> NotifyPolicy {
-        overrides[key] ?? characteristics[key.characteristic]?.policy ?? .immediate
+    /// Overrides and triggers are rare, so their tables are usually empty: looking in an empty
+    /// table still hashes the key, and this runs several times for every value.
+    /// `characteristicPolicy`: the characteristic's, when the caller has it at hand.
+    private func policy(_ key: Key, characteristicPolicy: NotifyPolicy? = nil) -> NotifyPolicy {
+        (overrides.isEmpty ? nil : overrides[key]) ?? characteristicPolicy ?? characteristics[key.characteristic]?.policy
+            ?? .immediate
+    }
+
+    private func triggerState(_ key: Key) -> TriggerState? {
+        triggers.isEmpty ? nil : triggers[key]
     }
 
     /// Whether the newest value of `key`'s characteristic may go at `now`. `atTick`: the
     /// opportunity is a tick (fixed trigger interval or heartbeat), not a new value.
     private func decide(
         _ key: Key, _ subscription: Subscription, sample: NotifySample, atTick: Bool,
-        now: Duration
+        now: Duration, characteristicPolicy: NotifyPolicy? = nil
     ) -> Decision {
-        let policy = policy(key)
+        let policy = policy(key, characteristicPolicy: characteristicPolicy)
         let last = subscription.lastEmitted
         let sinceLast = last == nil ? nil : now - subscription.lastEmittedAt
         // The earliest time a gate (a trigger's minimum spacing, the minimum interval) still
@@ -317,7 +364,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         func close(until end: Duration) { gateEnd = min(gateEnd ?? end, end) }
         let admitted: Bool
         let admittedWithGatesOpen: Bool
-        if let triggerSet = triggers[key]?.triggers {
+        if let triggerSet = triggerState(key)?.triggers {
             admitted = triggerSet.holds(sample, last: last, atTick: atTick, sinceLast: sinceLast, spacingWaived: false)
             admittedWithGatesOpen =
                 admitted
@@ -340,65 +387,68 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         return .hold(until: end)
     }
 
-    /// A new value (or a held one whose interval has passed): emit, hold or refuse it.
-    private mutating func judgeValue(_ key: Key, sample: NotifySample, now: Duration) {
-        guard var subscription = subscriptions[key] else { return }
-        switch decide(key, subscription, sample: sample, atTick: false, now: now) {
+    /// A new value (or a held one whose interval has passed) for the subscription at `slot`
+    /// (`key`'s in `subscriptions`): emit, hold or refuse it. `characteristicPolicy`: the
+    /// characteristic's, when the caller has it at hand (a lookup less for every value).
+    private mutating func judgeValue(
+        _ key: Key, at slot: [Key: Subscription].Index, sample: NotifySample, now: Duration,
+        characteristicPolicy: NotifyPolicy? = nil
+    ) {
+        switch decide(
+            key, subscriptions.values[slot], sample: sample, atTick: false, now: now,
+            characteristicPolicy: characteristicPolicy)
+        {
         case .emit:
-            emit(sample, into: &subscription, key: key, now: now)
+            emit(sample, at: slot, key: key, now: now)
         case .hold(let until):
-            subscription.retryAt = until
+            subscriptions.values[slot].retryAt = until
         case .refuse:
-            subscription.retryAt = nil
+            subscriptions.values[slot].retryAt = nil
             count(.suppressed, key)
         }
-        subscriptions[key] = subscription
     }
 
+    /// Into the outbound slot of the subscription at `slot`, changed in place.
     private mutating func emit(
-        _ sample: NotifySample, into subscription: inout Subscription, key: Key,
-        now: Duration
+        _ sample: NotifySample, at slot: [Key: Subscription].Index, key: Key, now: Duration
     ) {
-        if subscription.outbound != nil {
+        let replaced = subscriptions.values[slot].emit(sample, now: now)
+        if replaced {
             count(.coalesced, key)
+        } else if let queue = ready.index(forKey: key.central) {
+            ready.values[queue].append(key.characteristic)
         } else {
-            ready[key.central, default: []].append(key.characteristic)
+            ready[key.central] = [key.characteristic]
         }
-        subscription.outbound = sample
-        subscription.lastEmitted = sample
-        subscription.lastEmittedAt = now
-        subscription.retryAt = nil
     }
 
     /// A deadline of `key` at `time`: a held value's interval ended, or a tick. Either way the
     /// deadline moves past `time`, so `advance` always progresses.
     private mutating func fire(_ key: Key, at time: Duration) {
-        guard var subscription = subscriptions[key] else { return }
+        guard let slot = subscriptions.index(forKey: key) else { return }
         guard let sample = characteristics[key.characteristic]?.latest else {
             // Deadlines only exist once a value does; clearing keeps `advance` from spinning.
-            subscriptions.modifyValue(of: key) { $0.retryAt = nil }
+            subscriptions.values[slot].retryAt = nil
             return
         }
-        if let retryAt = subscription.retryAt, retryAt <= time {
-            subscription.retryAt = nil
-            subscriptions[key] = subscription
-            judgeValue(key, sample: sample, now: time)
+        if let retryAt = subscriptions.values[slot].retryAt, retryAt <= time {
+            subscriptions.values[slot].retryAt = nil
+            judgeValue(key, at: slot, sample: sample, now: time)
             return
         }
-        subscription.ticksHandledUntil = time
+        subscriptions.values[slot].ticksHandledUntil = time
         // A tick only ever adds a transmission; a value held for an interval stays held.
-        if decide(key, subscription, sample: sample, atTick: true, now: time) == .emit {
-            emit(sample, into: &subscription, key: key, now: time)
+        if decide(key, subscriptions.values[slot], sample: sample, atTick: true, now: time) == .emit {
+            emit(sample, at: slot, key: key, now: time)
         }
-        subscriptions[key] = subscription
     }
 
     /// The next tick after the ones handled: a fixed trigger interval, or (without triggers)
     /// the heartbeat `maxInterval` after the last emission.
     private func nextTick(_ key: Key, _ subscription: Subscription) -> Duration? {
-        guard characteristics[key.characteristic]?.latest != nil else { return nil }
         let handled = subscription.ticksHandledUntil
-        if let state = triggers[key] {
+        if let state = triggerState(key) {
+            guard characteristics[key.characteristic]?.latest != nil else { return nil }
             return state.triggers.fixedIntervals.map { interval in
                 let periods = Int(((handled - state.origin) / interval).rounded(.down)) + 1
                 let tick = state.origin + interval * periods
@@ -406,7 +456,9 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
                 return tick > handled ? tick : tick + interval
             }.min()
         }
-        guard let heartbeat = policy(key).maxInterval else { return nil }
+        // Without a heartbeat (the usual case) there is nothing to look up further.
+        guard let heartbeat = policy(key).maxInterval, characteristics[key.characteristic]?.latest != nil
+        else { return nil }
         let due = subscription.lastEmittedAt + heartbeat
         return due > handled ? due : handled + heartbeat
     }
@@ -414,24 +466,33 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// Scans every subscription: there are a few dozen at most (centrals × characteristics), and
     /// a scan keeps no second structure to go stale.
     private func earliestDeadline() -> (Key, Duration)? {
-        var earliest: (key: Key, deadline: Duration, sequence: Int)?
-        for (key, subscription) in subscriptions {
-            let tick = nextTick(key, subscription)
-            guard let deadline = subscription.retryAt.map({ min($0, tick ?? $0) }) ?? tick else { continue }
-            if let current = earliest,
-                (current.deadline, current.sequence) < (deadline, subscription.sequence)
-            {
+        var earliest: (slot: [Key: Subscription].Index, deadline: Duration, sequence: Int)?
+        let mayTick = !triggers.isEmpty || !overrides.isEmpty || !characteristicsWithHeartbeat.isEmpty
+        // By index, reading only the fields needed: iterating the pairs copied every key and
+        // subscription (retaining and releasing their values) on every drain.
+        for slot in subscriptions.indices {
+            let tick = mayTick ? nextTick(subscriptions.keys[slot], subscriptions.values[slot]) : nil
+            guard let deadline = subscriptions.values[slot].retryAt.map({ min($0, tick ?? $0) }) ?? tick else {
                 continue
             }
-            earliest = (key, deadline, subscription.sequence)
+            let sequence = subscriptions.values[slot].sequence
+            if let current = earliest, (current.deadline, current.sequence) < (deadline, sequence) { continue }
+            earliest = (slot, deadline, sequence)
         }
-        return earliest.map { ($0.key, $0.deadline) }
+        return earliest.map { (subscriptions.keys[$0.slot], $0.deadline) }
     }
 
     /// Adds `amount` to a counter of the characteristic and of the central (while it is connected:
     /// a disconnected central's counters are gone).
     private mutating func count(_ counter: NotifyCounters.Counter, _ key: Key, by amount: Int = 1) {
-        characteristicCounters[key.characteristic, default: NotifyCounters()].add(amount, to: counter)
+        // In place, not through the defaulting subscript, whose modify accessor allocates.
+        if let index = characteristicCounters.index(forKey: key.characteristic) {
+            characteristicCounters.values[index].add(amount, to: counter)
+        } else {
+            var counters = NotifyCounters()
+            counters.add(amount, to: counter)
+            characteristicCounters[key.characteristic] = counters
+        }
         centralCounters.modifyValue(of: key.central) { $0.add(amount, to: counter) }
     }
 }

@@ -131,10 +131,13 @@ struct BackpressureTests {
         var engine = NotifyEngine<String, String>()
         engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
         engine.update("temp", sample: NotifySample(value: .number(1), bytes: [1]), now: .zero)
-        #expect(engine.centralsWithPendingTransmissions == ["A"])
+        var pending: [String] = []
+        engine.collectCentralsWithPendingTransmissions(into: &pending)
+        #expect(pending == ["A"])
         #expect(engine.nextTransmission(for: "B") == nil)
         #expect(engine.nextTransmission(for: "A")?.sample.bytes == [1])
-        #expect(engine.centralsWithPendingTransmissions.isEmpty)
+        engine.collectCentralsWithPendingTransmissions(into: &pending)
+        #expect(pending.isEmpty)
     }
 
     /// A characteristic a reload stopped serving: its subscribers and waiting value are gone,

@@ -108,6 +108,16 @@ struct AttributeDatabase: Sendable {
         return attributes[index]
     }
 
+    /// Whether `characteristic` is published: its service is, and its value handle still carries
+    /// its type. Looked at in place, without copying the service or the attribute out: every
+    /// update asks.
+    func publishes(_ characteristic: PublishedCharacteristic) -> Bool {
+        guard services.index(forKey: characteristic.service) != nil else { return false }
+        let index = lowerBound(characteristic.valueHandle)
+        return index < attributes.count && attributes[index].handle == characteristic.valueHandle
+            && attributes[index].type == characteristic.uuid
+    }
+
     var publishedServices: [PublishedService] {
         services.values.map(\.published).sorted { $0.handles.lowerBound < $1.handles.lowerBound }
     }

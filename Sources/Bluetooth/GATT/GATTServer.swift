@@ -101,6 +101,9 @@ public final class GATTServer {
     public private(set) var transmitCredits = 0
     /// `updateValue` returned false and no ready event has been delivered since.
     var readyToUpdatePending = false
+    /// `updateValue`'s centrals to notify and to indicate, kept so that a value allocates no lists.
+    private var notifyTargets: [CentralState] = []
+    private var indicateTargets: [CentralState] = []
     var output: [GATTServerOutput] = []
     /// The GATT service's Service Changed characteristic.
     let serviceChanged: PublishedCharacteristic
@@ -192,39 +195,64 @@ public final class GATTServer {
         to targets: [CentralID]? = nil,
         now: ContinuousClock.Instant
     ) throws(GATTServerError) -> Bool {
-        guard database.services[characteristic.service] != nil,
-            database.attribute(at: characteristic.valueHandle)?.type == characteristic.uuid
-        else {
+        try updateValue(value, for: characteristic, among: targets, now: now)
+    }
+
+    /// `updateValue(_:for:to:now:)` for one central, with no list made for it: a notify driver
+    /// sends each central its own updates, one call per notification.
+    public func updateValue(
+        _ value: [UInt8], for characteristic: PublishedCharacteristic, toCentral target: CentralID,
+        now: ContinuousClock.Instant
+    ) throws(GATTServerError) -> Bool {
+        try updateValue(value, for: characteristic, among: CollectionOfOne(target), now: now)
+    }
+
+    private func updateValue<Targets: Collection<CentralID>>(
+        _ value: [UInt8], for characteristic: PublishedCharacteristic, among targets: Targets?,
+        now: ContinuousClock.Instant
+    ) throws(GATTServerError) -> Bool {
+        guard database.publishes(characteristic) else {
             throw .characteristicNotPublished(characteristic.uuid)
         }
         guard let cccdHandle = characteristic.clientConfigurationHandle else {
             throw .characteristicCannotNotify(characteristic.uuid)
         }
-        var notify: [CentralState] = []
-        var indicate: [CentralState] = []
-        let candidates = targets.map { Set($0) }
+        // Into lists kept between calls, and the targets (one central, or a few: a link serves at
+        // most a handful) searched directly rather than made a set: this runs for every value.
+        notifyTargets.removeAll(keepingCapacity: true)
+        indicateTargets.removeAll(keepingCapacity: true)
         for id in orderedCentralIDs {
-            guard candidates?.contains(id) ?? true, let central = self.centrals[id], !central.isClosed,
+            guard targets?.contains(id) ?? true, let central = self.centrals[id], !central.isClosed,
                 let bits = central.clientConfigurations[cccdHandle]
             else { continue }
-            if bits & 0x0001 != 0 { notify.append(central) } else if bits & 0x0002 != 0 { indicate.append(central) }
+            if bits & 0x0001 != 0 {
+                notifyTargets.append(central)
+            } else if bits & 0x0002 != 0 {
+                indicateTargets.append(central)
+            }
         }
-        let indicationsSentNow = indicate.filter { $0.outstandingIndication == nil && $0.indicationQueue.isEmpty }.count
-        let queueFull = indicate.contains { $0.indicationQueue.count >= configuration.indicationQueueLimit }
-        let centralFull = notify.contains { !mayTakeCredit($0) }
-        guard !queueFull, !centralFull, notify.count + indicationsSentNow <= transmitCredits else {
+        var indicationsSentNow = 0
+        for central in indicateTargets {
+            if central.indicationQueue.count >= configuration.indicationQueueLimit {
+                readyToUpdatePending = true
+                return false
+            }
+            if central.outstandingIndication == nil && central.indicationQueue.isEmpty { indicationsSentNow += 1 }
+        }
+        let centralFull = notifyTargets.contains { !mayTakeCredit($0) }
+        guard !centralFull, notifyTargets.count + indicationsSentNow <= transmitCredits else {
             readyToUpdatePending = true
             return false
         }
-        for central in notify {
+        for central in notifyTargets {
             transmitCredits -= 1
             central.updatesInFlight += 1
-            let length = min(value.count, central.maximumUpdateValueLength)
             sendUpdate(
-                .handleValueNotification(handle: characteristic.valueHandle, value: Array(value.prefix(length))),
+                .handleValueNotification(
+                    handle: characteristic.valueHandle, value: value.truncated(to: central.maximumUpdateValueLength)),
                 to: central)
         }
-        for central in indicate {
+        for central in indicateTargets {
             central.indicationQueue.append(
                 QueuedIndication(
                     handle: characteristic.valueHandle, value: value,
@@ -338,13 +366,23 @@ public final class GATTServer {
 
     /// The earliest instant an outstanding indication times out, for the host's timer.
     public var nextTransactionDeadline: ContinuousClock.Instant? {
-        centrals.values.compactMap { $0.outstandingIndication?.deadline }.min()
+        // A loop, not a list of deadlines made and searched: the host asks after every packet
+        // the controller completes.
+        var earliest: ContinuousClock.Instant?
+        for central in centrals.values {
+            guard let deadline = central.outstandingIndication?.deadline else { continue }
+            if earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+        }
+        return earliest
     }
 
     /// Ends the bearer of every central whose indication went unconfirmed past its deadline.
     public func expireTransactions(now: ContinuousClock.Instant) {
         for id in orderedCentralIDs { expireTransaction(of: centrals[id]!, now: now) }
     }
+
+    /// Whether anything was produced since the last `takeOutput`.
+    public var hasOutput: Bool { !output.isEmpty }
 
     /// Everything produced since the last call, in order.
     public func takeOutput() -> [GATTServerOutput] {
@@ -408,8 +446,9 @@ public final class GATTServer {
 
     /// Sends the central's next queued indication if none is outstanding and the link has room.
     func pumpIndications(_ central: CentralState, now: ContinuousClock.Instant) {
-        guard !central.isClosed, central.outstandingIndication == nil, mayTakeCredit(central),
-            !central.indicationQueue.isEmpty
+        // The queue first: usually empty, and `mayTakeCredit` walks every central.
+        guard !central.isClosed, central.outstandingIndication == nil, !central.indicationQueue.isEmpty,
+            mayTakeCredit(central)
         else { return }
         let next = central.indicationQueue.removeFirst()
         transmitCredits -= 1
@@ -417,8 +456,9 @@ public final class GATTServer {
         central.outstandingIndication = OutstandingIndication(
             handle: next.handle, isServiceChanged: next.isServiceChanged,
             deadline: now + configuration.transactionTimeout)
-        let length = min(next.value.count, central.maximumUpdateValueLength)
-        sendUpdate(.handleValueIndication(handle: next.handle, value: Array(next.value.prefix(length))), to: central)
+        sendUpdate(
+            .handleValueIndication(handle: next.handle, value: next.value.truncated(to: central.maximumUpdateValueLength)),
+            to: central)
     }
 
     /// Delivers the one ready event an earlier refused `updateValue` is owed, once there is room.
@@ -511,6 +551,13 @@ public final class GATTServer {
                 permissions: [.readable, .writeable], value: .dynamic),
             GATTCharacteristic(uuid: .databaseHash, properties: .read, permissions: .readable, value: .dynamic)
         ])
+}
+
+extension Array where Element == UInt8 {
+    /// At most `length` bytes of the value, the value itself (no copy) when it fits.
+    func truncated(to length: Int) -> [UInt8] {
+        count <= length ? self : Array(prefix(Swift.max(length, 0)))
+    }
 }
 
 /// Client Supported Features bits (Vol 3 Part G 7.2).

@@ -163,9 +163,26 @@ public actor Peripheral {
         _ value: [UInt8], for characteristic: PublishedCharacteristic,
         onSubscribedCentrals centrals: [CentralID]? = nil
     ) throws(PeripheralError) -> Bool {
+        try update { () throws(GATTServerError) in
+            try server.updateValue(value, for: characteristic, to: centrals, now: now())
+        }
+    }
+
+    /// `updateValue(_:for:onSubscribedCentrals:)` for one central, with no list made for it: the
+    /// notify driver sends each central its own updates, one call per notification.
+    public func updateValue(
+        _ value: [UInt8], for characteristic: PublishedCharacteristic, onSubscribedCentral central: CentralID
+    ) throws(PeripheralError) -> Bool {
+        try update { () throws(GATTServerError) in
+            try server.updateValue(value, for: characteristic, toCentral: central, now: now())
+        }
+    }
+
+    /// Runs one of the server's `updateValue`s and sends what it produced.
+    private func update(_ send: () throws(GATTServerError) -> Bool) throws(PeripheralError) -> Bool {
         try requirePoweredOn()
         let sent: Bool
-        do throws(GATTServerError) { sent = try server.updateValue(value, for: characteristic, to: centrals, now: now()) } catch {
+        do throws(GATTServerError) { sent = try send() } catch {
             throw .server(error)
         }
         flush()
@@ -289,6 +306,9 @@ public actor Peripheral {
     }
 
     private func flush() {
+        // Most calls on the event path (credits back, deliveries) produce nothing: then there is
+        // no buffer to exchange and empty.
+        guard server.hasOutput else { return }
         server.takeOutput(into: &output)
         for item in output {
             switch item {

@@ -20,12 +20,18 @@ public struct ACLScheduler: Sendable {
         var offset = 0
         var isUpdate: Bool
     }
-    private var queues: [UInt16: [QueuedFrame]] = [:]
-    /// Per connection, one entry per fragment in the controller, oldest first: true when it is
-    /// the last fragment of an update frame.
-    private var inFlight: [UInt16: [Bool]] = [:]
-    /// Round-robin order of connections.
-    private var order: [UInt16] = []
+    /// One open connection's frames and fragments.
+    private struct Link {
+        let handle: UInt16
+        var queue: [QueuedFrame] = []
+        /// One entry per fragment in the controller, oldest first: true when it is the last
+        /// fragment of an update frame.
+        var inFlight: [Bool] = []
+    }
+    /// The open connections in round-robin order. A list searched by handle, not a table keyed
+    /// by it: a controller serves a handful of links, and every packet sent and completed looked
+    /// its connection up several times, each time hashing the handle.
+    private var links: [Link] = []
     private var nextTurn = 0
 
     public init(buffers: ACLBufferSize) {
@@ -34,11 +40,13 @@ public struct ACLScheduler: Sendable {
         freeBuffers = buffers.packetCount
     }
 
+    private func index(of handle: UInt16) -> Int? {
+        links.firstIndex { $0.handle == handle }
+    }
+
     public mutating func open(_ handle: UInt16) {
-        guard queues[handle] == nil else { return }
-        queues[handle] = []
-        inFlight[handle] = []
-        order.append(handle)
+        guard index(of: handle) == nil else { return }
+        links.append(Link(handle: handle))
     }
 
     /// Forgets a disconnected connection and returns how many of its update frames were dropped.
@@ -46,28 +54,24 @@ public struct ACLScheduler: Sendable {
     /// Vol 4 Part E 7.7.5).
     @discardableResult
     public mutating func close(_ handle: UInt16) -> Int {
-        let sent = inFlight.removeValue(forKey: handle) ?? []
-        let queued = queues.removeValue(forKey: handle) ?? []
-        freeBuffers += sent.count
-        if let index = order.firstIndex(of: handle) {
-            order.remove(at: index)
-            if nextTurn > index { nextTurn -= 1 }
-        }
-        if nextTurn >= order.count { nextTurn = 0 }
-        return sent.filter { $0 }.count + queued.filter(\.isUpdate).count
+        guard let index = index(of: handle) else { return 0 }
+        let link = links.remove(at: index)
+        freeBuffers += link.inFlight.count
+        if nextTurn > index { nextTurn -= 1 }
+        if nextTurn >= links.count { nextTurn = 0 }
+        return link.inFlight.filter { $0 }.count + link.queue.filter(\.isUpdate).count
     }
 
     /// Update frames queued or in the controller, over all connections.
     public var pendingUpdates: Int {
-        inFlight.values.reduce(0) { $0 + $1.filter { $0 }.count }
-            + queues.values.reduce(0) { $0 + $1.filter(\.isUpdate).count }
+        links.reduce(0) { $0 + $1.inFlight.filter { $0 }.count + $1.queue.filter(\.isUpdate).count }
     }
 
     /// Queues a frame; false for an unknown (closed) handle.
     @discardableResult
     public mutating func enqueue(_ frame: L2CAPFrame, on handle: UInt16, isUpdate: Bool = false) -> Bool {
-        guard queues[handle] != nil else { return false }
-        queues[handle]!.append(QueuedFrame(bytes: frame.encoded, isUpdate: isUpdate))
+        guard let index = index(of: handle) else { return false }
+        links[index].queue.append(QueuedFrame(bytes: frame.encoded, isUpdate: isUpdate))
         return true
     }
 
@@ -75,12 +79,12 @@ public struct ACLScheduler: Sendable {
     /// delivered. Counts for unknown handles are ignored (the connection already closed and its
     /// buffers were reclaimed then); counts beyond what is in flight are capped.
     public mutating func completed(_ count: Int, on handle: UInt16) -> Int {
-        guard let inFlightCount = inFlight[handle]?.count else { return 0 }
-        let returned = min(max(count, 0), inFlightCount)
+        guard let index = index(of: handle) else { return 0 }
+        let returned = min(max(count, 0), links[index].inFlight.count)
         var delivered = 0
-        for index in 0..<returned where inFlight[handle]![index] { delivered += 1 }
+        for fragment in 0..<returned where links[index].inFlight[fragment] { delivered += 1 }
         // In place: this runs for every completed packet.
-        inFlight[handle]!.removeFirst(returned)
+        links[index].inFlight.removeFirst(returned)
         freeBuffers = min(freeBuffers + returned, buffers.packetCount)
         return delivered
     }
@@ -92,34 +96,41 @@ public struct ACLScheduler: Sendable {
     /// stalled centrals, however many — hold at most their shares, and the others keep theirs.
     public mutating func nextSendable() -> HCIACLPacket? {
         var idleTurns = 0
-        let share = max(buffers.packetCount / max(order.count, 1), 1)
-        while freeBuffers > 0, !order.isEmpty, idleTurns < order.count {
-            if nextTurn >= order.count { nextTurn = 0 }
-            let handle = order[nextTurn]
+        let share = max(buffers.packetCount / max(links.count, 1), 1)
+        while freeBuffers > 0, !links.isEmpty, idleTurns < links.count {
+            if nextTurn >= links.count { nextTurn = 0 }
+            let index = nextTurn
             nextTurn += 1
-            guard queues[handle]?.isEmpty == false, mayTakeBuffer(handle, share: share) else {
+            guard !links[index].queue.isEmpty, mayTakeBuffer(index, share: share) else {
                 idleTurns += 1
                 continue
             }
-            // Mutated in place through the dictionary, not copied out and back (a copy of the
-            // queue would be made for every packet).
-            let packet = L2CAPFrame.fragment(
-                of: queues[handle]![0].bytes, from: queues[handle]![0].offset, handle: handle,
-                maxFragmentLength: buffers.dataLength)
-            queues[handle]![0].offset += packet.data.count
-            let frameDone = queues[handle]![0].offset == queues[handle]![0].bytes.count
-            inFlight[handle, default: []].append(frameDone && queues[handle]![0].isUpdate)
-            if frameDone { queues[handle]!.removeFirst() }
             freeBuffers -= 1
-            return packet
+            return takeFragment(of: index)
         }
         return nil
     }
 
+    /// The next fragment of the connection's first frame, recorded as in flight. Mutated in
+    /// place (a copy of the queue taken out would be made for every packet).
+    private mutating func takeFragment(of index: Int) -> HCIACLPacket {
+        let packet = L2CAPFrame.fragment(
+            of: links[index].queue[0].bytes, from: links[index].queue[0].offset, handle: links[index].handle,
+            maxFragmentLength: buffers.dataLength)
+        links[index].queue[0].offset += packet.data.count
+        let frameDone = links[index].queue[0].offset == links[index].queue[0].bytes.count
+        links[index].inFlight.append(frameDone && links[index].queue[0].isUpdate)
+        if frameDone { links[index].queue.removeFirst() }
+        return packet
+    }
+
     /// Within its share, or borrowing only what no other connection's unused share needs.
-    private func mayTakeBuffer(_ handle: UInt16, share: Int) -> Bool {
-        if inFlight[handle, default: []].count < share { return true }
-        let reservedForOthers = order.reduce(0) { $0 + ($1 == handle ? 0 : max(0, share - inFlight[$1, default: []].count)) }
+    private func mayTakeBuffer(_ index: Int, share: Int) -> Bool {
+        if links[index].inFlight.count < share { return true }
+        var reservedForOthers = 0
+        for other in links.indices where other != index {
+            reservedForOthers += max(0, share - links[other].inFlight.count)
+        }
         return freeBuffers > reservedForOthers
     }
 }

@@ -29,6 +29,8 @@ final class NotifyDriver {
     private let logger: Logger
     /// Centrals whose `send` returned false since the last `linkReady()`.
     private var fullCentrals: Set<CentralID> = []
+    /// The centrals `drain()` serves, kept between drains so that one allocates nothing.
+    private var pendingCentrals: [CentralID] = []
     /// The triggers centrals wrote, per characteristic (`TriggerDescriptors`).
     private var serverTriggers: [CharacteristicRef: TriggerSet] = [:]
 
@@ -121,8 +123,10 @@ final class NotifyDriver {
     /// Hands waiting values to `send` until the link is full or nothing waits, then schedules the
     /// timer for the engine's next deadline. Synchronous, so nothing else runs in between.
     func drain() {
-        for central in engine.centralsWithPendingTransmissions.sorted() where !fullCentrals.contains(central) {
-            while !fullCentrals.contains(central), let transmission = engine.nextTransmission(for: central) {
+        engine.collectCentralsWithPendingTransmissions(into: &pendingCentrals)
+        pendingCentrals.sort()
+        for central in pendingCentrals where !isFull(central) {
+            while !isFull(central), let transmission = engine.nextTransmission(for: central) {
                 guard transmit(transmission) else {
                     // Back to the engine's slot, where a newer value replaces it.
                     engine.transmissionRefused(transmission)
@@ -130,7 +134,12 @@ final class NotifyDriver {
                 }
             }
         }
-        timer?.schedule(at: engine.nextDeadline, since: loopOrigin)
+        timer?.schedule(at: engine.nextDeadlineInPlace(), since: loopOrigin)
+    }
+
+    /// Usually none is full, and a look into an empty set still hashes.
+    private func isFull(_ central: CentralID) -> Bool {
+        !fullCentrals.isEmpty && fullCentrals.contains(central)
     }
 
     /// Sends one update; false (and the central is full) when the link has no room for it.

@@ -101,7 +101,7 @@ public actor ValuePipeline {
                 guard let characteristic = publication.characteristics[transmission.characteristic] else { return true }
                 return try peripheral.onLoop(with: (transmission, characteristic)) { peripheral, update in
                     try peripheral.updateValue(
-                        update.0.sample.bytes, for: update.1, onSubscribedCentrals: [update.0.central])
+                        update.0.sample.bytes, for: update.1, onSubscribedCentral: update.0.central)
                 }
             })
         self.publishesEvents = publishesEvents
