@@ -291,7 +291,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         subscription.outbound = transmission.sample
         subscriptions[key] = subscription
         // It was the oldest waiting slot of its central; it stays first in line.
-        ready[key.central, default: []].insert(key.characteristic, at: 0)
+        ready.modifyValue(of: key.central, default: []) { $0.insert(key.characteristic, at: 0) }
     }
 
     /// Centrals subscribed to `characteristic`, in no particular order.
@@ -415,10 +415,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         let replaced = subscriptions.values[slot].emit(sample, now: now)
         if replaced {
             count(.coalesced, key)
-        } else if let queue = ready.index(forKey: key.central) {
-            ready.values[queue].append(key.characteristic)
         } else {
-            ready[key.central] = [key.characteristic]
+            ready.modifyValue(of: key.central, default: []) { $0.append(key.characteristic) }
         }
     }
 
@@ -485,13 +483,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// Adds `amount` to a counter of the characteristic and of the central (while it is connected:
     /// a disconnected central's counters are gone).
     private mutating func count(_ counter: NotifyCounters.Counter, _ key: Key, by amount: Int = 1) {
-        // In place, not through the defaulting subscript, whose modify accessor allocates.
-        if let index = characteristicCounters.index(forKey: key.characteristic) {
-            characteristicCounters.values[index].add(amount, to: counter)
-        } else {
-            var counters = NotifyCounters()
-            counters.add(amount, to: counter)
-            characteristicCounters[key.characteristic] = counters
+        characteristicCounters.modifyValue(of: key.characteristic, default: NotifyCounters()) {
+            $0.add(amount, to: counter)
         }
         centralCounters.modifyValue(of: key.central) { $0.add(amount, to: counter) }
     }
@@ -558,5 +551,18 @@ extension Dictionary {
     @inline(__always)
     mutating func modifyValue(of key: Key, _ change: (inout Value) -> Void) {
         if let index = index(forKey: key) { change(&values[index]) }
+    }
+
+    /// Changes the value of `key` in place, starting from `initial` when there is none. Not
+    /// `self[key, default: initial].change()`, whose modify accessor allocates on every call.
+    @inline(__always)
+    mutating func modifyValue(of key: Key, default initial: @autoclosure () -> Value, _ change: (inout Value) -> Void) {
+        if let index = index(forKey: key) {
+            change(&values[index])
+        } else {
+            var value = initial()
+            change(&value)
+            self[key] = value
+        }
     }
 }
