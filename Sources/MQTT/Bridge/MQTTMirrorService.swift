@@ -237,7 +237,7 @@ public actor MQTTMirrorService {
 
     private func send(_ entry: OutboxEntry) {
         guard let connection else { return }
-        report { inFlight[try client.publish(entry.message, on: connection)] = entry.sequence }
+        report { inFlight[try client.publish(entry.message, on: connection, reportsDelivery: true)] = entry.sequence }
     }
 
     /// Non-durable messages are only sent while connected: what matters of them is re-published

@@ -20,8 +20,9 @@ public enum MQTTClientEvent: Sendable, Equatable {
     case disconnected(MQTTConnectionID, reason: String)
     /// A connection attempt failed; the client retries after `retryIn`.
     case connectionFailed(MQTTError, retryIn: Duration)
-    /// The broker acknowledged QoS 1/2 message `messageID` (PUBACK/PUBCOMP); `reasonCode` ≥ 0x80
-    /// means the broker refused it (MQTT 5 only).
+    /// The broker acknowledged QoS 1/2 message `messageID` (PUBACK/PUBCOMP), or QoS 0 message
+    /// `messageID` was sent; only for messages published with `reportsDelivery`. `reasonCode`
+    /// ≥ 0x80 means the broker refused it (MQTT 5 only).
     case delivered(MQTTConnectionID, messageID: Int32, reasonCode: Int32)
     case message(MQTTMessage)
 }
@@ -120,17 +121,27 @@ public final class MQTTClient: @unchecked Sendable {
         }
     }
 
-    /// Hands a message to the current connection. Returns the message id that a later
-    /// `.delivered` event carries (QoS > 0). Throws `.notConnected` when `connection` is not the
+    /// Hands a message to the current connection and returns its message id. With
+    /// `reportsDelivery`, a `.delivered` event with that id follows once the broker has
+    /// acknowledged it (at QoS 0, once it is sent); without, none does, so a message nobody waits
+    /// for (a value, state) costs no event. Throws `.notConnected` when `connection` is not the
     /// live connection, so a message is never silently queued inside libmosquitto.
     @discardableResult
-    public func publish(_ message: MQTTMessage, on connection: MQTTConnectionID) throws -> Int32 {
+    public func publish(
+        _ message: MQTTMessage, on connection: MQTTConnectionID, reportsDelivery: Bool = false
+    ) throws -> Int32 {
         try withLiveHandle(connection) { handle in
             var messageID: Int32 = 0
-            let rc = message.payload.withUnsafeBytes { bytes in
-                mosquitto_publish(
-                    handle, &messageID, message.topic, Int32(bytes.count),
-                    bytes.baseAddress, message.qos.rawValue, message.retain)
+            // The id is recorded before the acknowledgement can be looked up (the callback takes
+            // the same lock), however soon it comes.
+            let rc = context.reportedDeliveries.withLock { reported in
+                let rc = message.payload.withUnsafeBytes { bytes in
+                    mosquitto_publish(
+                        handle, &messageID, message.topic, Int32(bytes.count),
+                        bytes.baseAddress, message.qos.rawValue, message.retain)
+                }
+                if rc == MOSQ_ERR_SUCCESS.rawValue && reportsDelivery { reported.insert(messageID) }
+                return rc
             }
             try check(rc, "publish to \(message.topic)")
             return messageID
@@ -324,9 +335,12 @@ public final class MQTTClient: @unchecked Sendable {
 }
 
 /// Reference-type state the C callbacks reach through libmosquitto's `obj` pointer. Only touched
-/// on the network thread (connect, loop and every callback run there), hence @unchecked Sendable.
+/// on the network thread (connect, loop and every callback run there), hence @unchecked Sendable;
+/// `reportedDeliveries` alone is shared with the publishing threads, under its own lock.
 private final class CallbackContext: @unchecked Sendable {
     let continuation: AsyncStream<MQTTClientEvent>.Continuation
+    /// Message ids of this connection whose delivery is reported (`publish(reportsDelivery:)`).
+    let reportedDeliveries = Mutex<Set<Int32>>([])
     private(set) var connection = MQTTConnectionID(rawValue: 0)
     private(set) var wasConnected = false
     private(set) var refusalCode: Int32?
@@ -339,6 +353,7 @@ private final class CallbackContext: @unchecked Sendable {
 
     func begin(_ id: MQTTConnectionID, onConnected: @escaping () -> Void) {
         connection = id
+        reportedDeliveries.withLock { $0.removeAll() }
         wasConnected = false
         refusalCode = nil
         lastError = nil
@@ -373,7 +388,9 @@ private let onConnect: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?,
 
 private let onPublish: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, Int32, OpaquePointer?) -> Void = {
     _, object, messageID, reasonCode, _ in
-    guard let context = CallbackContext.from(object) else { return }
+    guard let context = CallbackContext.from(object),
+        context.reportedDeliveries.withLock({ $0.remove(messageID) != nil })
+    else { return }
     context.continuation.yield(.delivered(context.connection, messageID: messageID, reasonCode: reasonCode))
 }
 

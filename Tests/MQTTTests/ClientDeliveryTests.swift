@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+import TestHarness
+@testable import MQTT
+
+@Suite("Delivery reports against a real mosquitto", .disabled(if: integrationTestsStandAside, unitOnlyReason))
+struct ClientDeliveryTests {
+    /// A `.delivered` event comes only for the messages published with `reportsDelivery`: values
+    /// and state cost no event each, while the outbox's events still learn of their PUBACK.
+    @Test(.timeLimit(.minutes(1))) func onlyMessagesPublishedWithReportsDeliveryAreReported() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let client = try MQTTClient(
+            configuration: MQTTClientConfiguration(host: "127.0.0.1", port: broker.port, clientID: "delivery-reports"),
+            logger: testLogger)
+        client.start()
+        var unreported: [Int32] = []
+        var reported: [Int32] = []
+        var delivered: [Int32] = []
+        for await event in client.events {
+            switch event {
+            case .connected(let connection):
+                // PUBACKs come in the order the messages went out: the unreported ones are
+                // acknowledged before the last reported one is.
+                for index in 0..<3 {
+                    unreported.append(try client.publish(MQTTMessage(topic: "test/value", text: "\(index)"), on: connection))
+                    reported.append(
+                        try client.publish(
+                            MQTTMessage(topic: "test/event", text: "\(index)"), on: connection, reportsDelivery: true))
+                }
+                reported.append(
+                    try client.publish(
+                        MQTTMessage(topic: "test/event", text: "at most once", qos: .atMostOnce), on: connection,
+                        reportsDelivery: true))
+            case .delivered(_, let messageID, _):
+                delivered.append(messageID)
+            case .connectionFailed(let error, _):
+                Issue.record("no connection: \(error)")
+            default:
+                break
+            }
+            if !reported.isEmpty && delivered.count == reported.count { break }
+        }
+        await client.stop()
+        #expect(Set(delivered) == Set(reported))
+        #expect(Set(delivered).isDisjoint(with: unreported))
+    }
+}
