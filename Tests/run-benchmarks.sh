@@ -6,9 +6,10 @@
 #   2. GPIO edges through the sensor path (target GPIOBenchmark);
 #   3. write → echoed-notification round trip, gattway (target EchoPeripheral) vs a Bumble GATT
 #      server on the Bumble virtual link (roundtrip.py);
-#   4. CPU time, context switches and allocations per GPIO edge and per notification delivered,
-#      the release-built `gattway` executable vs a Bumble peripheral, plus idle CPU and memory and
-#      the stripped binary's size, beside the machine's floor: what a bare wake-up costs a C
+#   4. CPU time, context switches and allocations per GPIO edge, per notification delivered and
+#      per value published over MQTT, the release-built `gattway` executable vs a Bumble peripheral
+#      and vs `mosquitto_pub`, plus idle CPU and memory and the stripped binary's size, beside the
+#      machine's floor: what a bare wake-up, and a notification's system calls alone, cost a C
 #      program (event_cost.py, wake_floor.c).
 # 3 and 4 need Bumble: Python from GATTWAY_PYTHON, else .venv/bin/python3
 # (deploy/dev/install-deps.sh creates it).

@@ -5,6 +5,8 @@ peripherals beside them (Python puts the script's directory on the import path).
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 
 from bumble import hci
 from bumble.core import UUID, AdvertisingData, PhysicalTransport
@@ -115,12 +117,28 @@ class LineDriver:
             if delay > 0:
                 time.sleep(delay)
             try:
-                self._socket.sendto(b"1" if self.sent % 2 == 0 else b"0", self.path)
+                self._send(self.sent % 2 == 0)
             except OSError:  # the receiver went away (or is not there yet): try the next tick
                 continue
             self.sent += 1
+
+    def _send(self, level: bool) -> None:
+        self._socket.sendto(b"1" if level else b"0", self.path)
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
         self._socket.close()
+
+
+class PayloadLineDriver(LineDriver):
+    """The same schedule, for `mosquitto_pub -l`: one line per change written to `pipe` (its
+    standard input), the JSON payload gattway publishes for a binary value, each a message."""
+
+    def __init__(self, pipe: int, rate: float):
+        super().__init__(os.devnull, rate)
+        self.pipe = pipe
+
+    def _send(self, level: bool) -> None:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+        os.write(self.pipe, f'{{"value":{"true" if level else "false"},"ts":"{stamp}.000Z"}}\n'.encode())

@@ -19,14 +19,21 @@ Scenarios, each a fresh process on its own virtual controller:
   bumble   a Bumble GATT server (bumble_notifier.py) changing the same kind of characteristic
            `rate` times a second, driven the same way (its own socket, or its own timer), with
            the same phone subscribed: its cost per notification.
+  mqtt     the `edges` scenario with the MQTT mirror on, publishing every value (JSON, QoS 1,
+           retained: the defaults) to a mosquitto broker on loopback, nothing subscribed over
+           Bluetooth: cost per value a broker subscriber receives (line → sensor → value → MQTT).
+  mosquitto_pub  the peer for `mqtt`: `mosquitto_pub -l` (libmosquitto's own client) publishing
+           the same JSON payload, QoS 1, retained, to the same topic, one line of its standard
+           input per change, `rate` times a second: its cost per value the subscriber receives.
   idle     gattway with the line held constant: CPU share and resident memory at rest.
 
 Per scenario, over `seconds` after `warmup`: process CPU time (user + system, from
 /proc/PID/stat, which counts threads that have exited too), context switches (voluntary and
 involuntary, summed over /proc/PID/task/*/status), allocations (malloc_counter.so preloaded,
 when given), and the events counted (edges generated, notifications received). Prints a table,
-the ratio gattway / Bumble per notification, and (with --wake-floor) what a bare wake-up costs
-any process on this machine, the floor under every per-event figure.
+the ratio gattway / Bumble per notification, and (with --wake-floor) what a bare wake-up and a
+notification's system calls alone cost any process on this machine: the floor under every
+per-event figure, and how far above it gattway is.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import argparse
 import asyncio
 import glob
 import os
+import socket
 import sys
 import tempfile
 import time
@@ -44,18 +52,22 @@ from bumble.core import UUID
 from bumble.device import Device
 from bumble.transport import open_transport
 
-from bench_support import LineDriver, scan_for, start_process, stop_process, subscribe
+from bench_support import LineDriver, PayloadLineDriver, scan_for, start_process, stop_process, subscribe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "..", "harness", "virtual_controller.py")
 SERVICE_UUID = UUID("6E400001-B5A3-F393-E0A9-E50E24DC0001")
 VALUE_UUID = UUID("6E400002-B5A3-F393-E0A9-E50E24DC0001")
 TICKS = os.sysconf("SC_CLK_TCK")
+# gattway's topic for the `mqtt` scenario's value: <base>/<device id>/<service>/<characteristic>.
+VALUE_TOPIC = "gattway/bench/bench/line"
+MOSQUITTO = "/usr/sbin/mosquitto" if os.path.exists("/usr/sbin/mosquitto") else "mosquitto"
 
 
-def gattway_config(name: str, transport: str, generator: str, state_dir: str) -> str:
-    return f"""\
-device: {{name: {name}}}
+def gattway_config(name: str, transport: str, generator: str, state_dir: str, broker: int | None = None) -> str:
+    mqtt = f"mqtt: {{url: 'mqtt://127.0.0.1:{broker}'}}\n" if broker else ""
+    return mqtt + f"""\
+device: {{name: {name}, id: bench}}
 state_dir: {state_dir}
 bluetooth:
   transport: {transport}
@@ -128,13 +140,18 @@ async def measure(pid: int, malloc_file: str | None, warmup: float, seconds: flo
 
 async def scenario(label: str, argv: list[str], ready: str | None, name: str, port: int, args,
                    subscribed: bool, edges_per_second: float | None, env: dict[str, str],
-                   line_socket: str | None) -> dict:
+                   line_socket: str | None, broker: int | None = None) -> dict:
     malloc_file = env.get("MALLOC_COUNTER_FILE")
     process, _ = await start_process(argv, os.path.join(args.logs, f"{label}.log"), ready=ready, env=env)
     driver = LineDriver(line_socket, args.rate) if line_socket else None
+    if label == "mosquitto_pub":
+        driver = PayloadLineDriver(process.stdin.transport.get_extra_info("pipe").fileno(), args.rate)
     if driver:
         driver.start()
     try:
+        if broker:
+            async with TopicCounter(broker, VALUE_TOPIC) as counter:
+                return await measure(process.pid, malloc_file, args.warmup, args.seconds, lambda: counter.received)
         async with await open_transport(f"tcp-client:127.0.0.1:{port}") as transport:
             phone = Device.with_hci("phone", hci.Address("C1:C2:C3:C4:C5:C7"), transport.source, transport.sink)
             await phone.power_on()
@@ -161,8 +178,51 @@ async def scenario(label: str, argv: list[str], ready: str | None, name: str, po
         await stop_process(process)
 
 
+async def start_broker(logs: str) -> tuple[asyncio.subprocess.Process, int]:
+    """A mosquitto on a free loopback port, for the `mqtt` scenario."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    configuration = os.path.join(logs, "mosquitto.conf")
+    with open(configuration, "w") as file:
+        file.write(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+    broker, _ = await start_process([MOSQUITTO, "-c", configuration], os.path.join(logs, "mosquitto.log"))
+    for _ in range(50):
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return broker, port
+        except OSError:
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"mosquitto did not listen on {port} (see {logs}/mosquitto.log)")
+
+
+class TopicCounter:
+    """Counts the messages a `mosquitto_sub` receives on one topic: what the mirror delivered."""
+
+    def __init__(self, port: int, topic: str):
+        self.port, self.topic, self.received = port, topic, 0
+
+    async def __aenter__(self):
+        self.process = await asyncio.create_subprocess_exec(
+            "mosquitto_sub", "-h", "127.0.0.1", "-p", str(self.port), "-t", self.topic,
+            stdout=asyncio.subprocess.PIPE)
+        self.reader = asyncio.ensure_future(self.read())
+        return self
+
+    async def read(self):
+        async for _ in self.process.stdout:
+            self.received += 1
+
+    async def __aexit__(self, *_):
+        self.process.terminate()
+        await self.process.wait()
+        self.reader.cancel()
+
+
 async def wake_floor(program: str, rate: int, seconds: float) -> dict[str, float]:
-    """Runs wake_floor.c's program: the CPU cost of a bare timer and descriptor wake-up here."""
+    """Runs wake_floor.c's program: the CPU cost of a bare timer and descriptor wake-up here, and of
+    a notification's system calls with nothing else."""
     process = await asyncio.create_subprocess_exec(program, str(rate), str(seconds), stdout=asyncio.subprocess.PIPE)
     output, _ = await process.communicate()
     if process.returncode != 0:
@@ -198,11 +258,11 @@ async def main() -> None:
                         "peripheral's own timer (the simulator's square wave, Bumble's toggle loop)")
     parser.add_argument("--wake-floor", help="wake_floor (built from wake_floor.c): measures this "
                         "machine's CPU cost of a bare wake-up in the same run")
-    parser.add_argument("--only", nargs="*", choices=["edges", "notify", "bumble", "idle"],
+    parser.add_argument("--only", nargs="*", choices=["edges", "notify", "bumble", "mqtt", "mosquitto_pub", "idle"],
                         help="run only these scenarios")
     args = parser.parse_args()
     os.makedirs(args.logs, exist_ok=True)
-    wanted = args.only or ["edges", "notify", "bumble", "idle"]
+    wanted = args.only or ["edges", "notify", "bumble", "mqtt", "mosquitto_pub", "idle"]
 
     # The phone always reaches the controller over TCP; the peripherals (gattway, Bumble) over
     # `--transport`, both the same way.
@@ -214,6 +274,8 @@ async def main() -> None:
     period_us = 2_000_000 // args.rate  # a square wave has two edges per period
     square = f"{{type: square, period: {period_us}us}}"
     results = {}
+    uses_broker = {"mqtt", "mosquitto_pub"} & set(wanted)
+    broker, broker_port = await start_broker(args.logs) if uses_broker else (None, None)
     try:
         for label in wanted:
             env = dict(os.environ)
@@ -222,11 +284,14 @@ async def main() -> None:
                 env["MALLOC_COUNTER_FILE"] = os.path.join(args.logs, f"{label}.allocations")
             name = f"cost-{label}"
             line_socket = None
-            if args.drive == "socket" and label != "idle":
+            if args.drive == "socket" and label not in ("idle", "mosquitto_pub"):
                 line_socket = os.path.join(args.logs, f"{label}.line")
                 if os.path.exists(line_socket):
                     os.unlink(line_socket)
-            if label == "bumble":
+            if label == "mosquitto_pub":
+                argv = ["mosquitto_pub", "-h", "127.0.0.1", "-p", str(broker_port), "-t", VALUE_TOPIC,
+                        "-q", "1", "-r", "-l"]
+            elif label == "bumble":
                 argv = [sys.executable, os.path.join(HERE, "bumble_notifier.py"), peripheral_transport,
                         name, str(args.rate)] + ([line_socket] if line_socket else [])
             else:
@@ -235,43 +300,58 @@ async def main() -> None:
                 state_dir = tempfile.mkdtemp(prefix=f"state-{label}-", dir=args.logs)
                 config = os.path.join(args.logs, f"{label}.yaml")
                 with open(config, "w") as file:
-                    file.write(gattway_config(name, peripheral_transport, generator, state_dir))
+                    file.write(gattway_config(name, peripheral_transport, generator, state_dir,
+                                              broker=broker_port if label in uses_broker else None))
                 argv = args.wrap.split() + [args.gattway, "run", "--config", config, "--log-level", "warning"]
             results[label] = await scenario(label, argv, "ready" if label == "bumble" else None, name, port, args,
                                             subscribed=label in ("notify", "bumble"),
                                             edges_per_second=args.rate if label == "edges" else None, env=env,
-                                            line_socket=line_socket)
+                                            line_socket=line_socket,
+                                            broker=broker_port if label in uses_broker else None)
     finally:
         await stop_process(controller)
+        if broker:
+            await stop_process(broker)
 
     drive = ("sent to the line's socket by the benchmark (a descriptor wakes the peripheral)"
              if args.drive == "socket" else "made by the peripheral's own timer")
     print(f"Event cost, {args.rate} value changes/s {drive}, {args.seconds:g} s measured after "
           f"{args.warmup:g} s (process CPU time from /proc; {os.cpu_count()} cores)")
-    print(f"{'scenario':<10}{'events':>9}{'CPU %':>8}{'CPU µs/event':>14}{'switches/event':>16}"
+    print(f"{'scenario':<14}{'events':>9}{'CPU %':>8}{'CPU µs/event':>14}{'switches/event':>16}"
           f"{'allocs/event':>14}{'RSS MB':>8}{'own MB':>8}{'threads':>9}")
     for label, result in results.items():
         share = result["cpu"] / result["seconds"] * 100
         rss, own = result["rss_kb"] / 1024, result["anonymous_kb"] / 1024
         if label == "idle":
-            print(f"{label:<10}{'-':>9}{share:>8.2f}{'-':>14}{'-':>16}{'-':>14}{rss:>8.1f}{own:>8.1f}"
+            print(f"{label:<14}{'-':>9}{share:>8.2f}{'-':>14}{'-':>16}{'-':>14}{rss:>8.1f}{own:>8.1f}"
                   f"{result['threads']:>9}")
             continue
         cost = per_event(result)
         allocations = "-" if cost["allocations"] is None else f"{cost['allocations']:.1f}"
-        print(f"{label:<10}{result['events']:>9.0f}{share:>8.2f}{cost['cpu_us']:>14.1f}"
+        print(f"{label:<14}{result['events']:>9.0f}{share:>8.2f}{cost['cpu_us']:>14.1f}"
               f"{cost['switches']:>16.2f}{allocations:>14}{rss:>8.1f}{own:>8.1f}{result['threads']:>9}")
     print("(own MB: anonymous memory, the process's own; the rest of RSS is clean pages of the "
           "binary and shared libraries)")
     if "notify" in results and "bumble" in results:
         ratio = per_event(results["notify"])["cpu_us"] / per_event(results["bumble"])["cpu_us"]
         print(f"CPU per notification, gattway / Bumble: {ratio:.2f}")
+    if "mqtt" in results and "mosquitto_pub" in results:
+        ratio = per_event(results["mqtt"])["cpu_us"] / per_event(results["mosquitto_pub"])["cpu_us"]
+        print(f"CPU per value published over MQTT, gattway (line → value → MQTT) / mosquitto_pub (a line "
+              f"of its input → MQTT): {ratio:.2f}")
     if args.wake_floor:
         floor = await wake_floor(args.wake_floor, args.rate, args.seconds)
         print(f"This machine's floor per event ({args.rate} wake-ups/s of a C loop doing nothing else): "
               f"{floor['timer_us']:.1f} µs when its own timer wakes it (a simulated line's edge, Bumble's "
               f"toggle), {floor['descriptor_us']:.1f} µs when a descriptor does (a kernel GPIO edge, an HCI "
-              f"packet)")
+              f"packet); {floor['notification_us']:.1f} µs for a notification's system calls alone (woken by "
+              f"the edge, write the packet to a waiting controller, woken by its completion)")
+        if "notify" in results:
+            above = per_event(results["notify"])["cpu_us"] - floor["notification_us"]
+            print(f"gattway per notification above that floor: {above:.1f} µs")
+        if "edges" in results:
+            above = per_event(results["edges"])["cpu_us"] - floor["descriptor_us"]
+            print(f"gattway per edge above the descriptor floor: {above:.1f} µs")
     binary = os.path.realpath(args.gattway)
     stripped = os.path.join(args.logs, "gattway.stripped")
     if os.system(f"strip -o '{stripped}' '{binary}' 2>/dev/null") == 0:
