@@ -23,6 +23,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     public struct Readiness: Sendable {
         public let rawValue: UInt32
         public var isReadable: Bool { rawValue & EPOLLIN.rawValue != 0 }
+        /// Only reported while asked for (`watchWritability`).
+        public var isWritable: Bool { rawValue & EPOLLOUT.rawValue != 0 }
         /// An error or hang-up: reported whether or not it was asked for (an HCI user channel whose
         /// adapter went away reports only this).
         public var isFailure: Bool { rawValue & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 }
@@ -144,6 +146,15 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         lock.lock()
         watchers[watch.token] = nil
         lock.unlock()
+    }
+
+    /// Whether `watch`'s handler is called when its descriptor is writable too, for a writer
+    /// whose socket was full until it has room again. From the loop's thread.
+    public func watchWritability(_ watch: Watch, _ wanted: Bool) {
+        let events = EPOLLIN.rawValue | (wanted ? EPOLLOUT.rawValue : 0)
+        var event = epoll_event(events: events, data: epoll_data_t(u64: watch.token))
+        let result = epoll_ctl(epoll, EPOLL_CTL_MOD, watch.descriptor, &event)
+        precondition(result == 0, "watching descriptor \(watch.descriptor) failed: \(String(cString: strerror(errno)))")
     }
 
     private final class Watcher: Sendable {

@@ -114,6 +114,40 @@ private struct Pipe {
         #expect(await iterator.next() == nil)
     }
 
+    /// A full socket's writer asks for writability and is called once the peer has read: what
+    /// the MQTT connection needs when the broker is slower than the values.
+    @Test func writabilityIsReportedOnlyWhileAskedFor() async throws {
+        var ends: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0)
+        defer { _ = (Glibc.close(ends[0]), Glibc.close(ends[1])) }
+        _ = fcntl(ends[0], F_SETFL, O_NONBLOCK)
+        _ = fcntl(ends[1], F_SETFL, O_NONBLOCK)
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while Glibc.write(ends[0], &chunk, chunk.count) > 0 {}
+        let writableCalls = Atomic<Int>(0)
+        let watch = loop.watch(ends[0]) { readiness in
+            if readiness.isWritable { writableCalls.add(1, ordering: .relaxed) }
+        }
+
+        // Not asked for: the peer making room calls nothing.
+        while Glibc.read(ends[1], &chunk, chunk.count) > 0 {}
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(writableCalls.load(ordering: .relaxed) == 0)
+
+        while Glibc.write(ends[0], &chunk, chunk.count) > 0 {}
+        await onTheLoop { [loop] in loop.watchWritability(watch, true) }
+        while Glibc.read(ends[1], &chunk, chunk.count) > 0 {}
+        let deadline = ContinuousClock.now + .seconds(5)
+        while writableCalls.load(ordering: .relaxed) == 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(writableCalls.load(ordering: .relaxed) > 0)
+        await onTheLoop { [loop] in
+            loop.watchWritability(watch, false)
+            loop.unwatch(watch)
+        }
+    }
+
     @Test func aHangUpIsReportedAsAFailure() async {
         let pipe = Pipe()
         let (stream, continuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))

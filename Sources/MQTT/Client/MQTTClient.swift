@@ -3,6 +3,7 @@ import CMosquitto
 import Dispatch
 import FoundationEssentials
 import Glibc
+import EventLoop
 import Logging
 
 /// Identifies one broker connection (one CONNECT/CONNACK). Message ids are only meaningful
@@ -29,21 +30,26 @@ public enum MQTTClientEvent: Sendable, Equatable {
 
 /// The one place gattway touches libmosquitto. Nothing above it sees a C pointer.
 ///
-/// Concurrency design: one dedicated thread per client runs the libmosquitto network loop
-/// (`mosquitto_loop`, which blocks in `select` until the socket or libmosquitto's internal wake-up
-/// pipe is ready; the 1 s timeout only drives keepalive bookkeeping, so an idle gateway wakes once a
-/// second and burns no CPU). All libmosquitto callbacks therefore run on that thread and are
-/// bridged into an `AsyncStream` of `MQTTClientEvent`s; Swift tasks only ever call `publish`,
-/// `subscribe` and `unsubscribe`, which libmosquitto makes thread-safe (`mosquitto_threaded_set`)
-/// and which never block on the network. We run the loop ourselves instead of
-/// `mosquitto_loop_start` because libmosquitto's own loop thread exits for good on TLS or
-/// authorization errors, and we want one reconnect policy (exponential back-off) for every failure
-/// and a precise error for each. Each connection attempt uses a fresh `mosquitto` instance: its
+/// Concurrency design: a connection is made on a thread of the client's own, where blocking is
+/// harmless (name resolution, the TCP connect, the TLS handshake), and run on gattway's event loop
+/// once made: the loop watches the socket and calls `mosquitto_loop_read` when it is readable,
+/// `mosquitto_loop_write` when libmosquitto has bytes left to send (asking for writability while
+/// the socket is full), and `mosquitto_loop_misc` once a second for the keepalive. So a value
+/// published from the loop (the mirror runs there) is written to the socket in the same call, and
+/// its PUBACK is read in the loop's next wake-up: no thread is woken per message. libmosquitto's
+/// callbacks run on the loop and are bridged into an `AsyncStream` of `MQTTClientEvent`s;
+/// `publish`, `subscribe` and `unsubscribe` run on the loop too (at once when called there, else
+/// queued and waited for), so one thread at a time touches a `mosquitto` instance: the client's
+/// thread until the connection is made and after it ended, the loop in between. The client's thread
+/// also waits out the back-off between attempts: one reconnect policy (exponential back-off) for
+/// every failure, and a precise error for each, where libmosquitto's own loop thread would give up
+/// for good on TLS or authorization errors. Each connection attempt uses a fresh `mosquitto` instance: its
 /// session state (in-flight messages, subscriptions) dies with the connection, so the caller's
 /// persistent outbox is the only source of redelivery and nothing is sent twice by two layers.
 public final class MQTTClient: @unchecked Sendable {
-    // @unchecked: mutable state below is guarded by `lock`; `context` is only touched on the loop
-    // thread (connect, loop and callbacks all run there).
+    // @unchecked: `lock` guards `connection` and the start/stop state; `context`, `link` and
+    // `linkOutcome` belong to the client's thread while it connects and to the event loop while
+    // connected, handed over in `execute` and back through `linkEnded`.
     public let events: AsyncStream<MQTTClientEvent>
     public let configuration: MQTTClientConfiguration
 
@@ -52,7 +58,12 @@ public final class MQTTClient: @unchecked Sendable {
     private let context: CallbackContext
     private let lock = Mutex(())
     private let wakeUp = DispatchSemaphore(value: 0)
-    private var handle: OpaquePointer?
+    private let loop = EventLoop.shared
+    /// The connection the loop runs.
+    private var link: LoopLink?
+    /// Signalled by the loop when the connection it ran has ended, with `linkOutcome` set.
+    private let linkEnded = DispatchSemaphore(value: 0)
+    private var linkOutcome = LinkOutcome(code: 0, errno: 0)
     private var connection: MQTTConnectionID?
     private var started = false
     private var stopRequested = false
@@ -106,9 +117,9 @@ public final class MQTTClient: @unchecked Sendable {
     public func stop() async {
         let wasStarted: Bool = lock.withLock { _ in
             stopRequested = true
-            if let handle { mosquitto_disconnect(handle) }
             return started
         }
+        loop.execute { [self] in disconnectLink() }
         wakeUp.signal()
         guard wasStarted else { return }
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
@@ -132,18 +143,21 @@ public final class MQTTClient: @unchecked Sendable {
     ) throws -> Int32 {
         try withLiveHandle(connection) { handle in
             var messageID: Int32 = 0
-            // The id is recorded before the acknowledgement can be looked up (the callback takes
-            // the same lock), however soon it comes.
-            let rc = context.reportedDeliveries.withLock { reported in
-                let rc = message.payload.withUnsafeBytes { bytes in
-                    mosquitto_publish(
-                        handle, &messageID, message.topic, Int32(bytes.count),
-                        bytes.baseAddress, message.qos.rawValue, message.retain)
-                }
-                if rc == MOSQ_ERR_SUCCESS.rawValue && reportsDelivery { reported.insert(messageID) }
-                return rc
+            let rc = message.payload.withUnsafeBytes { bytes in
+                mosquitto_publish(
+                    handle, &messageID, message.topic, Int32(bytes.count),
+                    bytes.baseAddress, message.qos.rawValue, message.retain)
             }
             try check(rc, "publish to \(message.topic)")
+            // Its acknowledgement is read on the loop, after this returns. A QoS 0 message has
+            // none: handed to libmosquitto, it is as delivered as it will be.
+            if reportsDelivery {
+                if message.qos == .atMostOnce {
+                    context.continuation.yield(.delivered(context.connection, messageID: messageID, reasonCode: 0))
+                } else {
+                    context.reportedDeliveries.insert(messageID)
+                }
+            }
             return messageID
         }
     }
@@ -163,10 +177,24 @@ public final class MQTTClient: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` on the loop with the live connection's instance, then sends what it queued.
     private func withLiveHandle<T>(_ id: MQTTConnectionID, _ body: (OpaquePointer) throws -> T) throws -> T {
-        try lock.withLock { _ in
-            guard let handle, connection == id, !stopRequested else { throw MQTTError.notConnected }
-            return try body(handle)
+        try onLoop {
+            let live = lock.withLock { _ in connection == id && !stopRequested }
+            guard live, let link else { throw MQTTError.notConnected }
+            defer { flushLink() }
+            return try body(link.mosq)
+        }
+    }
+
+    /// `body` on the event loop: at once when called there (the mirror is), else queued there and
+    /// waited for (a caller on another thread: tests, the demo's traffic view).
+    private func onLoop<T>(_ body: () throws -> T) throws -> T {
+        if loop.inLoop { return try body() }
+        return try withoutActuallyEscaping(body) { body in
+            let call = BlockingCall(body)
+            loop.execute { call.run() }
+            return try call.result()
         }
     }
 
@@ -227,25 +255,16 @@ public final class MQTTClient: @unchecked Sendable {
         } catch {
             return ConnectionOutcome(wasConnected: false, error: .requestFailed("\(error)"))
         }
-        lock.withLock { _ in handle = mosq }
-        defer {
-            lock.withLock { _ in
-                handle = nil; connection = nil
-            }
-        }
-
         let keepalive = Int32(clamping: max(configuration.keepalive.components.seconds, 5))
         var rc = mosquitto_connect(mosq, configuration.host, Int32(configuration.port), keepalive)
         var savedErrno = errno
-        while rc == MOSQ_ERR_SUCCESS.rawValue, !lock.withLock({ _ in stopRequested }) {
-            rc = mosquitto_loop(mosq, 1000, 1)
-            savedErrno = errno
-        }
-        if lock.withLock({ _ in stopRequested }) {
-            // Let the DISCONNECT queued by stop() (and anything published before it) go out;
-            // the loop fails as soon as libmosquitto has sent it and closed the socket.
-            var rounds = 0
-            while rounds < 50, mosquitto_loop(mosq, 100, 1) == MOSQ_ERR_SUCCESS.rawValue { rounds += 1 }
+        if rc == MOSQ_ERR_SUCCESS.rawValue {
+            // Connected, the CONNECT sent: the loop runs the connection until it ends.
+            // Handed over: this thread does not touch it until `linkEnded`.
+            nonisolated(unsafe) let handedOver = mosq
+            loop.execute { [self] in attach(handedOver) }
+            linkEnded.wait()
+            (rc, savedErrno) = (linkOutcome.code, linkOutcome.errno)
         }
         let error = classify(rc, errno: savedErrno)
         if context.wasConnected {
@@ -260,7 +279,6 @@ public final class MQTTClient: @unchecked Sendable {
                 throw MQTTError.invalidConfiguration("\(what): \(String(cString: mosquitto_strerror(rc)))")
             }
         }
-        try require(mosquitto_threaded_set(mosq, true), "threaded mode")
         let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
         try require(
             mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, version),
@@ -303,6 +321,76 @@ public final class MQTTClient: @unchecked Sendable {
         mosquitto_log_callback_set(mosq, onLog)
     }
 
+    // MARK: The connection on the event loop
+
+    private func attach(_ mosq: OpaquePointer) {
+        let watch = loop.watch(mosquitto_socket(mosq)) { [self] readiness in serviceLink(readiness) }
+        let keepalive = loop.makeTimer { [self] in serviceKeepalive() }
+        link = LoopLink(mosq: mosq, watch: watch, keepalive: keepalive)
+        keepalive.arm(after: .seconds(1))
+        if lock.withLock({ _ in stopRequested }) { disconnectLink() } else { flushLink() }
+    }
+
+    private func serviceLink(_ readiness: EventLoop.Readiness) {
+        guard let link else { return }
+        if readiness.isReadable || readiness.isFailure {
+            let rc = mosquitto_loop_read(link.mosq, 1)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else { return detach(rc) }
+        }
+        flushLink()
+    }
+
+    /// Sends what libmosquitto has queued, as far as the socket takes it; asks the loop for
+    /// writability while something is left.
+    private func flushLink() {
+        guard let link else { return }
+        if mosquitto_want_write(link.mosq) {
+            let rc = mosquitto_loop_write(link.mosq, 1)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else { return detach(rc) }
+        }
+        // libmosquitto closes the socket itself once its DISCONNECT is out.
+        guard mosquitto_socket(link.mosq) >= 0 else { return detach(MOSQ_ERR_NO_CONN.rawValue) }
+        let wantsWritable = mosquitto_want_write(link.mosq)
+        if wantsWritable != link.wantsWritable {
+            loop.watchWritability(link.watch, wantsWritable)
+            link.wantsWritable = wantsWritable
+        }
+    }
+
+    /// Pings and the keepalive's timeout, once a second; after `stop()`, the end of the wait for
+    /// the DISCONNECT to go out.
+    private func serviceKeepalive() {
+        guard let link else { return }
+        if let deadline = link.disconnectDeadline, EventLoop.now() >= deadline {
+            return detach(MOSQ_ERR_NO_CONN.rawValue)
+        }
+        let rc = mosquitto_loop_misc(link.mosq)
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { return detach(rc) }
+        flushLink()
+        self.link?.keepalive.arm(after: .seconds(1))
+    }
+
+    /// Queues the DISCONNECT (no Last Will) and sends it; the connection ends once it is out, or
+    /// after 5 s of a broker that does not take it.
+    private func disconnectLink() {
+        guard let link, link.disconnectDeadline == nil else { return }
+        link.disconnectDeadline = EventLoop.now() + 5_000_000_000
+        mosquitto_disconnect(link.mosq)
+        flushLink()
+    }
+
+    /// Hands the ended connection back to the client's thread.
+    private func detach(_ rc: Int32) {
+        guard let link else { return }
+        let savedErrno = errno
+        self.link = nil
+        link.keepalive.disarm()
+        loop.unwatch(link.watch)
+        lock.withLock { _ in connection = nil }
+        linkOutcome = LinkOutcome(code: rc, errno: savedErrno)
+        linkEnded.signal()
+    }
+
     private func classify(_ rc: Int32, errno savedErrno: Int32) -> MQTTError {
         if let code = context.refusalCode {
             let reason =
@@ -334,13 +422,13 @@ public final class MQTTClient: @unchecked Sendable {
     }
 }
 
-/// Reference-type state the C callbacks reach through libmosquitto's `obj` pointer. Only touched
-/// on the network thread (connect, loop and every callback run there), hence @unchecked Sendable;
-/// `reportedDeliveries` alone is shared with the publishing threads, under its own lock.
+/// Reference-type state the C callbacks reach through libmosquitto's `obj` pointer. Touched by one
+/// thread at a time (the client's while it connects, the event loop's while connected, where every
+/// callback and publish runs), hence @unchecked Sendable.
 private final class CallbackContext: @unchecked Sendable {
     let continuation: AsyncStream<MQTTClientEvent>.Continuation
     /// Message ids of this connection whose delivery is reported (`publish(reportsDelivery:)`).
-    let reportedDeliveries = Mutex<Set<Int32>>([])
+    var reportedDeliveries: Set<Int32> = []
     private(set) var connection = MQTTConnectionID(rawValue: 0)
     private(set) var wasConnected = false
     private(set) var refusalCode: Int32?
@@ -353,7 +441,7 @@ private final class CallbackContext: @unchecked Sendable {
 
     func begin(_ id: MQTTConnectionID, onConnected: @escaping () -> Void) {
         connection = id
-        reportedDeliveries.withLock { $0.removeAll() }
+        reportedDeliveries.removeAll()
         wasConnected = false
         refusalCode = nil
         lastError = nil
@@ -388,8 +476,7 @@ private let onConnect: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?,
 
 private let onPublish: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, Int32, OpaquePointer?) -> Void = {
     _, object, messageID, reasonCode, _ in
-    guard let context = CallbackContext.from(object),
-        context.reportedDeliveries.withLock({ $0.remove(messageID) != nil })
+    guard let context = CallbackContext.from(object), context.reportedDeliveries.remove(messageID) != nil
     else { return }
     context.continuation.yield(.delivered(context.connection, messageID: messageID, reasonCode: reasonCode))
 }
@@ -421,5 +508,51 @@ private extension Duration {
     var nanoseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
+/// The connection the event loop runs: libmosquitto's instance, the socket's watch and the
+/// keepalive timer. Only touched on the loop.
+private final class LoopLink {
+    let mosq: OpaquePointer
+    let watch: EventLoop.Watch
+    let keepalive: EventLoop.Timer
+    var wantsWritable = false
+    /// Set by `stop()`: when the connection ends whether or not the DISCONNECT went out.
+    var disconnectDeadline: UInt64?
+
+    init(mosq: OpaquePointer, watch: EventLoop.Watch, keepalive: EventLoop.Timer) {
+        self.mosq = mosq
+        self.watch = watch
+        self.keepalive = keepalive
+    }
+}
+
+/// How the loop's connection ended: libmosquitto's code and the errno beside it.
+private struct LinkOutcome {
+    var code: Int32
+    var errno: Int32
+}
+
+/// A call run on the event loop for a caller on another thread, who waits for its result.
+private final class BlockingCall<T>: @unchecked Sendable {
+    // @unchecked: `body` runs once on the loop; `outcome` is written there before `done` is
+    // signalled and read by the caller after.
+    private var body: (() throws -> T)?
+    private var outcome: Result<T, any Error>?
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ body: @escaping () throws -> T) { self.body = body }
+
+    /// Released before the caller resumes: it is the caller's non-escaping closure.
+    func run() {
+        outcome = Result { try body!() }
+        body = nil
+        done.signal()
+    }
+
+    func result() throws -> T {
+        done.wait()
+        return try outcome!.get()
     }
 }

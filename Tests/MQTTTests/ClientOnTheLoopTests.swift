@@ -3,8 +3,8 @@ import Testing
 import TestHarness
 @testable import MQTT
 
-@Suite("Delivery reports against a real mosquitto", .disabled(if: integrationTestsStandAside, unitOnlyReason))
-struct ClientDeliveryTests {
+@Suite("The client on the event loop, against a real mosquitto", .disabled(if: integrationTestsStandAside, unitOnlyReason))
+struct ClientOnTheLoopTests {
     /// A `.delivered` event comes only for the messages published with `reportsDelivery`: values
     /// and state cost no event each, while the outbox's events still learn of their PUBACK.
     @Test(.timeLimit(.minutes(1))) func onlyMessagesPublishedWithReportsDeliveryAreReported() async throws {
@@ -44,5 +44,28 @@ struct ClientDeliveryTests {
         await client.stop()
         #expect(Set(delivered) == Set(reported))
         #expect(Set(delivered).isDisjoint(with: unreported))
+    }
+
+    /// A message that does not fit the socket's buffer is sent as the broker takes it: the loop
+    /// asks for writability while libmosquitto has bytes left, rather than leaving them for the
+    /// keepalive's tick each second, which would take many seconds for 32 MB.
+    @Test(.timeLimit(.minutes(1))) func aMessageLargerThanTheSocketBufferGoesOutAtOnce() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let subscriber = try await TestSubscriber(port: broker.port, filters: ["test/large"])
+        let client = try MQTTClient(
+            configuration: MQTTClientConfiguration(host: "127.0.0.1", port: broker.port, clientID: "large"),
+            logger: testLogger)
+        client.start()
+        let payload = [UInt8](repeating: 0x5a, count: 32 << 20)
+        for await event in client.events {
+            guard case .connected(let connection) = event else { continue }
+            try client.publish(MQTTMessage(topic: "test/large", payload: payload, qos: .atMostOnce), on: connection)
+            break
+        }
+        let received = try await subscriber.next(on: "test/large", timeout: .seconds(4))
+        #expect(received.payload == payload)
+        await client.stop()
+        await subscriber.stop()
     }
 }
