@@ -504,8 +504,23 @@ struct MirrorTests {
         }
     }
 
+    /// The hand-written timestamps read as Foundation's ISO 8601 format writes them, for times
+    /// across the years and at every kind of fraction (milliseconds truncated).
+    @Test func timestampsAreFoundationsISO8601WithMilliseconds() {
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt)
+        var generator = SystemRandomNumberGenerator()
+        let fixed: [TimeInterval] = [0, 0.001, 0.0005, 0.999, 0.9999, 1.123, 59.9996, 951_782_400.5, 1_795_651_644.123]
+        let random = (0..<2000).map { _ in TimeInterval(Double.random(in: 0..<4_102_444_800, using: &generator)) }
+        for interval in fixed + random {
+            let date = Date(timeIntervalSince1970: interval)
+            #expect(MirrorTimestamp.string(date) == date.formatted(style), "\(interval)")
+        }
+    }
+
     @Test func jsonEscapesStrings() {
         #expect(JSONText.string("a\"b\\c\nd\u{1}é").encoded == #""a\"b\\c\nd\u0001é""#)
+        #expect(JSONText.string("\r\t\u{1f}\u{7f} 21.5 °C 🌡").encoded == "\"\\r\\t\\u001f\u{7f} 21.5 °C 🌡\"")
+        #expect(JSONText.object([("k", .bool(true))]).bytes == Array(#"{"k":true}"#.utf8))
         #expect(JSONText.array([.integer(-3), .null, .literal("0.5")]).encoded == "[-3,null,0.5]")
     }
 }

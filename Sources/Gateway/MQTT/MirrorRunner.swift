@@ -14,6 +14,9 @@ import MQTT
 /// (`replace`): the old one says `offline` and disconnects, the new one connects with the new
 /// settings and topics and starts from the gateway's state now (values, centrals, subscriptions).
 actor MirrorRunner {
+    /// On the event loop with the pipeline and the mirror service: forwarding a value hops nowhere.
+    nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
+
     private struct Running {
         let service: MQTTMirrorService
         let bridge: MirrorBridge

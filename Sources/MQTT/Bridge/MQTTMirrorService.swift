@@ -10,6 +10,10 @@ import Logging
 /// subscriber lists, centrals) pass through the outbox and leave it only when the broker has
 /// acknowledged them; retained state is re-published on every connection.
 public actor MQTTMirrorService {
+    /// On the event loop, where the client runs its connection and the pipeline its values: a
+    /// value reaches the broker without a hop to another executor.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
+
     public typealias SetHandler = @Sendable (MirrorCharacteristicID, [UInt8]) async -> MirrorSetResult
     public typealias SourceHandler = @Sendable ([MirrorCharacteristicID], [UInt8]) async -> Void
 
