@@ -470,7 +470,11 @@ private final class CallbackContext: @unchecked Sendable {
 private let mosquittoLibraryInitialized: Int32 = mosquitto_lib_init()
 
 private let onConnect: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, Int32, OpaquePointer?) -> Void = {
-    _, object, rc, _, _ in
+    mosq, object, rc, _, _ in
+    // The log is read for what kept a connection from being made (`classify`: a TLS handshake's
+    // error, say); once made, a callback would only have libmosquitto format a line for every
+    // packet sent and received.
+    if rc == 0 { mosquitto_log_callback_set(mosq, nil) }
     CallbackContext.from(object)?.connack(rc)
 }
 
