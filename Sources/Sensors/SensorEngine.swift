@@ -1,3 +1,4 @@
+import EventLoop
 import GPIO
 
 /// One reading an engine produced, before filtering and naming.
@@ -151,13 +152,13 @@ final class SensorCore {
         var read = lineEvents
         var emitted = eventEmissions
         (pendingEvents, lineEvents, eventEmissions) = ([], [], [])
-        events.removeAll(keepingCapacity: true)
+        events.removeAllKeepingStorage()
         defer { (pendingEvents, lineEvents, eventEmissions) = (events, read, emitted) }
         var out: [Emission] = []
         let inputs = engine.inputs
         for (index, line) in inputs.enumerated() {
             do {
-                read.removeAll(keepingCapacity: true)
+                read.removeAllKeepingStorage()
                 let lost = try line.readEvents(into: &read)
                 if lost > 0 {
                     engine.lost(lost, input: index)
@@ -185,7 +186,7 @@ final class SensorCore {
                 if engine.deadline.map({ $0 <= due }) == true { finish(engine.tick(at: due), into: &values) }
                 tickFilters(at: due, into: &values)
             } else if next < events.count {
-                emitted.removeAll(keepingCapacity: true)
+                emitted.removeAllKeepingStorage()
                 engine.handle(events[next].event, input: events[next].input, into: &emitted)
                 finish(emitted, into: &values)
                 next += 1

@@ -76,7 +76,7 @@ public actor SensorRunner {
         stepValues = []
         core.step(now: backend.now(), into: &values)
         publish(values)
-        values.removeAll(keepingCapacity: true)
+        values.removeAllKeepingStorage()
         stepValues = values
         scheduleDeadline()
     }
