@@ -146,14 +146,20 @@ final class SensorCore {
     /// Reads every pending event and runs every deadline up to `now`, in time order, appending
     /// the values to `values`.
     func step(now: UInt64, into values: inout [SensorSample]) {
-        // Moved out of the properties while in use (unique, so appending reuses their storage)
-        // and back after.
-        var events = pendingEvents
-        var read = lineEvents
-        var emitted = eventEmissions
-        (pendingEvents, lineEvents, eventEmissions) = ([], [], [])
+        // Swapped out of the properties while in use (unique, so appending reuses their storage)
+        // and back after: a swap moves them without retaining or releasing either.
+        var events: [(event: EdgeEvent, input: Int)] = []
+        var read: [EdgeEvent] = []
+        var emitted: [Emission] = []
+        swap(&events, &pendingEvents)
+        swap(&read, &lineEvents)
+        swap(&emitted, &eventEmissions)
         events.removeAllKeepingStorage()
-        defer { (pendingEvents, lineEvents, eventEmissions) = (events, read, emitted) }
+        defer {
+            swap(&events, &pendingEvents)
+            swap(&read, &lineEvents)
+            swap(&emitted, &eventEmissions)
+        }
         var out: [Emission] = []
         let inputs = engine.inputs
         for (index, line) in inputs.enumerated() {
