@@ -37,9 +37,11 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     private nonisolated(unsafe) var closures: [@Sendable () -> Void] = []
     /// The loop is in (or about to enter) `epoll_wait` and needs the eventfd to wake.
     private nonisolated(unsafe) var waiting = false
-    /// Boxed: a closure kept directly as a dictionary's value comes back out through a
-    /// re-abstraction thunk, allocated at every lookup, i.e. on every readable descriptor.
-    private nonisolated(unsafe) var watchers: [UInt64: Watcher] = [:]
+    /// A list searched by token, not a dictionary keyed by it: there are few (the HCI transport,
+    /// the GPIO lines, the control socket), and hashing the token cost more than the search on
+    /// every readable descriptor. Boxed: a closure kept directly in a collection comes back out
+    /// through a re-abstraction thunk, allocated at every lookup.
+    private nonisolated(unsafe) var watchers: [Watcher] = []
     private nonisolated(unsafe) var nextToken: UInt64 = 1
     /// Armed timers; few (one per sensor and state machine), so a list.
     private nonisolated(unsafe) var timers: [ArmedTimer] = []
@@ -125,7 +127,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     public func watch(_ descriptor: Int32, handler: @escaping @Sendable (Readiness) -> Void) -> Watch {
         lock.lock()
         let token = newTokenLocked()
-        watchers[token] = Watcher(handler: handler)
+        watchers.append(Watcher(token: token, handler: handler))
         lock.unlock()
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: token))
         let result = epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event)
@@ -144,7 +146,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
             _ = epoll_ctl(epoll, EPOLL_CTL_DEL, watch.descriptor, &event)
         }
         lock.lock()
-        watchers[watch.token] = nil
+        watchers.removeAll { $0.token == watch.token }
         lock.unlock()
     }
 
@@ -158,8 +160,12 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     }
 
     private final class Watcher: Sendable {
+        let token: UInt64
         let handler: @Sendable (Readiness) -> Void
-        init(handler: @escaping @Sendable (Readiness) -> Void) { self.handler = handler }
+        init(token: UInt64, handler: @escaping @Sendable (Readiness) -> Void) {
+            self.token = token
+            self.handler = handler
+        }
     }
 
     /// A watched descriptor.
@@ -265,7 +271,11 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         var turnsWithoutPolling = 0
         while true {
             // The jobs and closures queued so far, then the timers that are due, until none is left.
+            // Also where the loop stops waiting, rather than in a lock of its own after every
+            // `epoll_wait`: a thread that enqueues while the loop runs a descriptor's handlers then
+            // signals when it need not (a spare wake-up, rare: the event path stays on this thread).
             lock.lock()
+            waiting = false
             swap(&batch, &jobs)
             swap(&batchClosures, &closures)
             lock.unlock()
@@ -280,9 +290,10 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
                 batchClosures.removeAll(keepingCapacity: true)
             }
 
-            let now = Self.now()
             var next = UInt64.max
             lock.lock()
+            // The clock is read only when a timer may be due: most turns have none armed.
+            let now = timers.isEmpty ? 0 : Self.now()
             var index = 0
             while index < timers.count {
                 if timers[index].deadline <= now {
@@ -312,9 +323,6 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
             // Rounded up to the millisecond epoll_wait counts in: a timer is never early.
             let timeout = busy ? 0 : next == .max ? -1 : Int32(clamping: (next - now + 999_999) / 1_000_000)
             let count = epoll_wait(epoll, &events, Int32(events.count), timeout)
-            lock.lock()
-            waiting = false
-            lock.unlock()
             for event in events.prefix(Int(max(count, 0))) {
                 let token = event.data.u64
                 if token == Self.wakeToken {
@@ -323,7 +331,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
                     continue
                 }
                 lock.lock()
-                let watcher = watchers[token]
+                let watcher = watchers.first { $0.token == token }
                 lock.unlock()
                 watcher?.handler(Readiness(rawValue: event.events))
             }

@@ -1,3 +1,4 @@
+import EventLoop
 import GPIO
 
 /// One reading an engine produced, before filtering and naming.
@@ -145,19 +146,25 @@ final class SensorCore {
     /// Reads every pending event and runs every deadline up to `now`, in time order, appending
     /// the values to `values`.
     func step(now: UInt64, into values: inout [SensorSample]) {
-        // Moved out of the properties while in use (unique, so appending reuses their storage)
-        // and back after.
-        var events = pendingEvents
-        var read = lineEvents
-        var emitted = eventEmissions
-        (pendingEvents, lineEvents, eventEmissions) = ([], [], [])
-        events.removeAll(keepingCapacity: true)
-        defer { (pendingEvents, lineEvents, eventEmissions) = (events, read, emitted) }
+        // Swapped out of the properties while in use (unique, so appending reuses their storage)
+        // and back after: a swap moves them without retaining or releasing either.
+        var events: [(event: EdgeEvent, input: Int)] = []
+        var read: [EdgeEvent] = []
+        var emitted: [Emission] = []
+        swap(&events, &pendingEvents)
+        swap(&read, &lineEvents)
+        swap(&emitted, &eventEmissions)
+        events.removeAllKeepingStorage()
+        defer {
+            swap(&events, &pendingEvents)
+            swap(&read, &lineEvents)
+            swap(&emitted, &eventEmissions)
+        }
         var out: [Emission] = []
         let inputs = engine.inputs
         for (index, line) in inputs.enumerated() {
             do {
-                read.removeAll(keepingCapacity: true)
+                read.removeAllKeepingStorage()
                 let lost = try line.readEvents(into: &read)
                 if lost > 0 {
                     engine.lost(lost, input: index)
@@ -185,7 +192,7 @@ final class SensorCore {
                 if engine.deadline.map({ $0 <= due }) == true { finish(engine.tick(at: due), into: &values) }
                 tickFilters(at: due, into: &values)
             } else if next < events.count {
-                emitted.removeAll(keepingCapacity: true)
+                emitted.removeAllKeepingStorage()
                 engine.handle(events[next].event, input: events[next].input, into: &emitted)
                 finish(emitted, into: &values)
                 next += 1

@@ -70,14 +70,14 @@ public actor SensorRunner {
 
     private func step() {
         guard deliver != nil else { return }
-        // Moved out while in use: a consumer that steps this runner again meanwhile gets an
-        // array of its own.
-        var values = stepValues
-        stepValues = []
+        // Swapped out while in use (a swap neither retains nor releases): a consumer that steps
+        // this runner again meanwhile gets an array of its own.
+        var values: [SensorSample] = []
+        swap(&values, &stepValues)
         core.step(now: backend.now(), into: &values)
         publish(values)
-        values.removeAll(keepingCapacity: true)
-        stepValues = values
+        values.removeAllKeepingStorage()
+        swap(&values, &stepValues)
         scheduleDeadline()
     }
 

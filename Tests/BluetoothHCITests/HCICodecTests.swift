@@ -195,7 +195,7 @@ struct H4FramerTests {
     @Test func wholeStreamAtOnce() throws {
         var framer = H4Framer()
         var out: [HCIPacket] = []
-        try framer.push(Self.stream, into: &out)
+        try framer.push(Self.stream[...], into: &out)
         #expect(out == Self.packets)
         #expect(framer.pendingByteCount == 0)
     }

@@ -17,23 +17,40 @@ public struct H4Framer: Sendable {
     /// A packet whose frame is whole but whose content does not decode comes out as
     /// `.malformed`. An unknown indicator byte means the stream is out of step and cannot be trusted again:
     /// that throws, and the caller drops the transport.
-    public mutating func push<Bytes: Sequence>(
-        _ bytes: Bytes, into packets: inout [HCIPacket]
-    ) throws(HCIDecodingError) where Bytes.Element == UInt8 {
-        buffer.append(contentsOf: bytes)
-        var start = 0
-        while start < buffer.count {
-            guard let type = HCIPacketType(rawValue: buffer[start]) else {
-                let bad = buffer[start]
+    ///
+    /// Takes a slice, not any sequence: a generic method called from another module runs
+    /// unspecialized, a byte at a time through witness tables, on every inbound packet. With
+    /// nothing held back (every read of the user channel, most reads of a stream), the packets
+    /// are framed straight from `bytes` and only an incomplete tail is kept.
+    public mutating func push(_ bytes: ArraySlice<UInt8>, into packets: inout [HCIPacket]) throws(HCIDecodingError) {
+        guard buffer.isEmpty else {
+            buffer.append(contentsOf: bytes)
+            do {
+                buffer.removeFirst(try Self.frame(buffer[...], into: &packets))
+            } catch {
                 buffer.removeAll()
-                throw .unknownPacketType(bad)
+                throw error
             }
-            let headerLength = Self.headerLength(of: type)
-            guard buffer.count - start - 1 >= headerLength else { break }
+            return
+        }
+        let framed = try Self.frame(bytes, into: &packets)
+        if framed < bytes.count { buffer.append(contentsOf: bytes.dropFirst(framed)) }
+    }
+
+    /// Appends every whole packet at the front of `bytes` to `packets`; returns how many bytes
+    /// they took.
+    private static func frame(
+        _ bytes: ArraySlice<UInt8>, into packets: inout [HCIPacket]
+    ) throws(HCIDecodingError) -> Int {
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            guard let type = HCIPacketType(rawValue: bytes[start]) else { throw .unknownPacketType(bytes[start]) }
+            let headerLength = headerLength(of: type)
+            guard bytes.endIndex - start - 1 >= headerLength else { break }
             let header = start + 1
-            let bodyLength = headerLength + Self.payloadLength(of: type, headerAt: header, in: buffer)
-            guard buffer.count - header >= bodyLength else { break }
-            let body = Array(buffer[header..<header + bodyLength])
+            let bodyLength = headerLength + payloadLength(of: type, headerAt: header, in: bytes)
+            guard bytes.endIndex - header >= bodyLength else { break }
+            let body = Array(bytes[header..<header + bodyLength])
             start = header + bodyLength
             do {
                 packets.append(try HCIPacket(type: type, body: body))
@@ -42,7 +59,7 @@ public struct H4Framer: Sendable {
                 packets.append(.malformed(type: type, bytes: body, reason: error))
             }
         }
-        buffer.removeFirst(start)
+        return start - bytes.startIndex
     }
 
     static func headerLength(of type: HCIPacketType) -> Int {
@@ -55,7 +72,7 @@ public struct H4Framer: Sendable {
         }
     }
 
-    static func payloadLength(of type: HCIPacketType, headerAt index: Int, in bytes: [UInt8]) -> Int {
+    static func payloadLength(of type: HCIPacketType, headerAt index: Int, in bytes: ArraySlice<UInt8>) -> Int {
         switch type {
         case .command: Int(bytes[index + 2])
         case .acl: Int(bytes[index + 2]) | Int(bytes[index + 3]) << 8

@@ -145,12 +145,17 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
                     fail("\(spec) sent bytes that are not HCI: \(error)")
                     return false
                 }
-                for packet in framed {
+                // Moved out while the receiver runs, so each packet is handed over from a local
+                // array without a copy.
+                var packets = framed
+                framed = []
+                for index in packets.indices {
                     // The receiver may have closed the link over an earlier packet of this read.
                     guard lock.withLock({ _ in !isClosed }) else { break }
-                    receive?(packet)
+                    receive?(packets[index])
                 }
-                framed.removeAll(keepingCapacity: true)
+                packets.removeAllKeepingStorage()
+                framed = packets
                 if count < readBuffer.count, !untilEmpty { return true }
                 continue
             }

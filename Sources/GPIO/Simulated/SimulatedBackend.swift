@@ -392,6 +392,27 @@ private struct SimulatedLine {
         var sequence: UInt64 = 0
         var lostTotal = 0
 
+        /// Advances `waveform` through `time`, queueing the edges it makes when it `delivers`
+        /// (the line is not driven by an output); whether any was queued.
+        mutating func take(_ waveform: inout Waveform, through time: UInt64, delivers: Bool) -> Bool {
+            var queued = false
+            while let change = waveform.nextChange(through: time) {
+                guard delivers else { continue }
+                let edge: Edge = (change.level != settings.activeLow) ? .rising : .falling
+                if debouncer != nil {
+                    if let (confirmed, at) = debouncer!.feed(edge, at: change.time) {
+                        queued = emit(confirmed, at: at) || queued
+                    }
+                } else {
+                    queued = emit(edge, at: change.time) || queued
+                }
+            }
+            if let (confirmed, at) = debouncer?.flush(through: time) {
+                queued = emit(confirmed, at: at) || queued
+            }
+            return queued
+        }
+
         mutating func emit(_ edge: Edge, at time: UInt64) -> Bool {
             guard settings.edges.accepts(edge) else { return false }
             sequence += 1
@@ -471,24 +492,10 @@ private struct SimulatedLine {
             while waveform.nextChange(through: time) != nil {}
             return nil
         }
-        var queued = false
         let delivers = output == nil && waveform.driven
-        let activeLow = input!.settings.activeLow
-        while let change = waveform.nextChange(through: time) {
-            guard delivers else { continue }
-            let edge: Edge = (change.level != activeLow) ? .rising : .falling
-            if input!.debouncer != nil {
-                if let (confirmed, at) = input!.debouncer!.feed(edge, at: change.time) {
-                    queued = input!.emit(confirmed, at: at) || queued
-                }
-            } else {
-                queued = input!.emit(edge, at: change.time) || queued
-            }
-        }
-        if let (confirmed, at) = input!.debouncer?.flush(through: time) {
-            queued = input!.emit(confirmed, at: at) || queued
-        }
-        return queued ? input!.onReadable : nil
+        // One unwrap for the whole advance: the request is a large optional, and every `input!`
+        // tests its case again.
+        return input!.take(&waveform, through: time, delivers: delivers) ? input!.onReadable : nil
     }
 
     /// `body` on the input request when it is request `id`, nil when it is not. In place: the

@@ -33,7 +33,7 @@ final class CharacteristicValues: @unchecked Sendable {
     // here cost three heap allocations per sensor value; an array element is changed in place.
     private var entries: [Entry]
     /// Changed only by a reload's layout (`relayout`), on the event loop where every caller runs.
-    private var positionsByRef: [CharacteristicRef: Int]
+    private var positionsByRef: CharacteristicTable<Int>
     private var positionsByHandle: [UInt16: Int] = [:]
     private let writeContinuation: AsyncStream<CentralWrite>.Continuation
     let writes: AsyncStream<CentralWrite>
@@ -46,7 +46,7 @@ final class CharacteristicValues: @unchecked Sendable {
         entries = layout.characteristics.keys.sorted().map { ref in
             Entry(ref: ref, encoding: layout.characteristics[ref]!.config.encoding, bytes: nil, triggers: nil)
         }
-        positionsByRef = Dictionary(uniqueKeysWithValues: entries.enumerated().map { ($1.ref, $0) })
+        positionsByRef = CharacteristicTable(entries.enumerated().lazy.map { ($1.ref, $0) })
         (writes, writeContinuation) = AsyncStream.makeStream(of: CentralWrite.self)
         (triggerChanges, triggerContinuation) = AsyncStream.makeStream(of: TriggerChange.self)
     }
@@ -62,7 +62,7 @@ final class CharacteristicValues: @unchecked Sendable {
                 if kept.contains(ref), let entry = before[ref] { return entry }
                 return Entry(ref: ref, encoding: layout.characteristics[ref]!.config.encoding, bytes: nil, triggers: nil)
             }
-            positionsByRef = Dictionary(uniqueKeysWithValues: entries.enumerated().map { ($1.ref, $0) })
+            positionsByRef = CharacteristicTable(entries.enumerated().lazy.map { ($1.ref, $0) })
             positionsByHandle = [:]
             for ref in kept {
                 if let handle = handles[ref], let position = positionsByRef[ref] { positionsByHandle[handle] = position }

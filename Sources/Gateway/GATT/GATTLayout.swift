@@ -25,6 +25,37 @@ public struct CharacteristicRef: Hashable, Sendable, Comparable, CustomStringCon
     public var description: String { path }
 }
 
+/// A value per characteristic, found by its ref's configuration positions: two array indexings
+/// and a comparison, where a dictionary keyed by the ref hashes it (SipHash) on every look-up, and
+/// the event path looks up the characteristic of a value several times per sensor reading.
+struct CharacteristicTable<Value> {
+    /// `[service][characteristic]`; the ref is kept to tell a ref of another layout at the same
+    /// positions apart, as the dictionary's equality did.
+    private var slots: [[(ref: CharacteristicRef, value: Value)?]] = []
+
+    init() {}
+
+    init(_ entries: some Sequence<(CharacteristicRef, Value)>) {
+        for (ref, value) in entries { self[ref] = value }
+    }
+
+    subscript(ref: CharacteristicRef) -> Value? {
+        get {
+            guard slots.indices.contains(ref.service), slots[ref.service].indices.contains(ref.characteristic),
+                let slot = slots[ref.service][ref.characteristic], slot.ref == ref
+            else { return nil }
+            return slot.value
+        }
+        set {
+            if slots.count <= ref.service { slots += Array(repeating: [], count: ref.service + 1 - slots.count) }
+            if slots[ref.service].count <= ref.characteristic {
+                slots[ref.service] += Array(repeating: nil, count: ref.characteristic + 1 - slots[ref.service].count)
+            }
+            slots[ref.service][ref.characteristic] = newValue.map { (ref, $0) }
+        }
+    }
+}
+
 /// The GATT database a configuration describes: one `GATTService` per configured service, in the
 /// order they must be published (a service after the services it includes), and the settings of
 /// each characteristic the value pipeline needs.

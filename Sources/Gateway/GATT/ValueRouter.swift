@@ -8,28 +8,39 @@ import Values
 struct ValueRouter {
     /// The characteristics carrying one channel of a sensor, in configuration order.
     struct ChannelRoute {
+        let sensor: String
         let channel: String
         var refs: [CharacteristicRef]
     }
 
-    private let characteristics: [CharacteristicRef: GATTLayout.Characteristic]
-    /// Sensor id → its routed channels. Keyed by the sensor alone: a reading's lookup hashes one
-    /// name, and a sensor's few channels are told apart by comparing theirs.
-    private let sensorRoutes: [String: [ChannelRoute]]
+    /// What a value needs of its characteristic: kept apart from the layout's whole
+    /// `Characteristic`, which a look-up would copy, retaining each of its strings.
+    private struct Target {
+        let encoding: ValueEncoding
+        let outputSensor: String?
+    }
+
+    private let targets: CharacteristicTable<Target>
+    /// A list searched by sensor and channel, not a dictionary keyed by them: a gateway has a few
+    /// sensors, and comparing a reading's two short names with theirs costs less than hashing one.
+    private let routes: [ChannelRoute]
     /// The fixed and written values of the configuration, each in its characteristic's format.
     let configuredSamples: [CharacteristicRef: NotifySample]
 
     init(layout: GATTLayout) {
-        characteristics = layout.characteristics
-        var routes: [String: [ChannelRoute]] = [:]
+        targets = CharacteristicTable(
+            layout.characteristics.lazy.map { ref, characteristic in
+                (ref, Target(encoding: characteristic.config.encoding, outputSensor: characteristic.outputSensor))
+            })
+        var routes: [ChannelRoute] = []
         var configured: [CharacteristicRef: NotifySample] = [:]
         for (ref, characteristic) in layout.characteristics {
             switch characteristic.config.source {
             case .sensor(let id, let reading):
-                if let position = routes[id]?.firstIndex(where: { $0.channel == reading.rawValue }) {
-                    routes[id]![position].refs.append(ref)
+                if let position = routes.firstIndex(where: { $0.sensor == id && $0.channel == reading.rawValue }) {
+                    routes[position].refs.append(ref)
                 } else {
-                    routes[id, default: []].append(ChannelRoute(channel: reading.rawValue, refs: [ref]))
+                    routes.append(ChannelRoute(sensor: id, channel: reading.rawValue, refs: [ref]))
                 }
             case .fixed(let value), .written(let value):
                 // Checked against the encoding by the configuration layer.
@@ -38,25 +49,23 @@ struct ValueRouter {
                 break
             }
         }
-        sensorRoutes = routes.mapValues { channels in
-            channels.map { ChannelRoute(channel: $0.channel, refs: $0.refs.sorted()) }
-        }
+        self.routes = routes.map { ChannelRoute(sensor: $0.sensor, channel: $0.channel, refs: $0.refs.sorted()) }
         configuredSamples = configured
     }
 
     /// The characteristics that carry `channel` of `sensor`; nil when none does.
     func characteristics(carrying sensor: String, channel: String) -> [CharacteristicRef]? {
-        sensorRoutes[sensor]?.first { $0.channel == channel }?.refs
+        routes.first { $0.sensor == sensor && $0.channel == channel }?.refs
     }
 
     /// `value` in the format of `ref`; nil when the layout has no such characteristic.
     func sample(_ value: SensorValue, for ref: CharacteristicRef) throws(ValueError) -> NotifySample? {
-        guard let encoding = characteristics[ref]?.config.encoding else { return nil }
+        guard let encoding = targets[ref]?.encoding else { return nil }
         return try NotifySample(Self.adapt(value, to: encoding.format), encoding: encoding)
     }
 
     /// The output sensor whose line a value of `ref` drives, when `ref` is an output's.
-    func outputSensor(of ref: CharacteristicRef) -> String? { characteristics[ref]?.outputSensor }
+    func outputSensor(of ref: CharacteristicRef) -> String? { targets[ref]?.outputSensor }
 
     /// Booleans on numeric characteristics are 0 and 1; numbers on boolean ones are "non-zero".
     static func adapt(_ value: SensorValue, to format: ValueFormat) -> SensorValue {

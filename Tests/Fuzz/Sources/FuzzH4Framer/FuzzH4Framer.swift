@@ -13,7 +13,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
 
     var whole = H4Framer()
     var wholePackets: [HCIPacket] = []
-    let expected: [HCIPacket]? = (try? whole.push(stream, into: &wholePackets)) == nil ? nil : wholePackets
+    let expected: [HCIPacket]? = (try? whole.push(stream[...], into: &wholePackets)) == nil ? nil : wholePackets
 
     var chunked = H4Framer()
     var packets: [HCIPacket] = []
