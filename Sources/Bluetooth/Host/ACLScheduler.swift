@@ -120,7 +120,8 @@ public struct ACLScheduler: Sendable {
         links[index].queue[0].offset += packet.data.count
         let frameDone = links[index].queue[0].offset == links[index].queue[0].bytes.count
         links[index].inFlight.append(frameDone && links[index].queue[0].isUpdate)
-        if frameDone { links[index].queue.removeFirst() }
+        // `remove(at:)`, not `removeFirst()`: that removes a range, destroying it generically.
+        if frameDone { links[index].queue.remove(at: 0) }
         return packet
     }
 
