@@ -33,9 +33,9 @@ public struct Transmission<Central: Hashable & Sendable, Characteristic: Hashabl
 /// credit, then arm one timer for `nextDeadline` and call `advance(to:)` when it fires.
 public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashable & Sendable>: Sendable {
     /// Its equality and hash are inlinable so that the module specializing the engine (the
-    /// gateway's) also specializes the dictionaries keyed by it: with the derived conformance,
-    /// every lookup went through a protocol witness that instantiated this generic type's
-    /// metadata at run time, five or six times per value.
+    /// gateway's) also specializes the override and trigger tables keyed by it: with the derived
+    /// conformance, every lookup went through a protocol witness that instantiated this generic
+    /// type's metadata at run time.
     @usableFromInline
     struct Key: Hashable, Sendable {
         @usableFromInline let central: Central
@@ -60,9 +60,31 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     }
 
     struct CharacteristicState: Sendable {
+        let characteristic: Characteristic
         var policy = NotifyPolicy.immediate
         var latest: NotifySample?
-        var subscribers: Set<Central> = []
+        /// One per subscribed central. A list, not a table keyed by central: a characteristic has
+        /// a handful of subscribers, and every value walks them all.
+        var subscriptions: [Subscription] = []
+        /// Nil until a counter of the characteristic changes: only those counted are reported.
+        var counters: NotifyCounters?
+
+        mutating func count(_ counter: NotifyCounters.Counter, by amount: Int) {
+            var counted = counters ?? NotifyCounters()
+            counted.add(amount, to: counter)
+            counters = counted
+        }
+    }
+
+    /// A central with a subscription, kept until it disconnects.
+    struct CentralState: Sendable {
+        let central: Central
+        var counters = NotifyCounters()
+        /// The characteristics (their places in `characteristics`) whose slot holds a value for
+        /// it, oldest first (each at most once).
+        var ready: [Int] = []
+        /// An indication was handed out and is not yet confirmed.
+        var indicationOutstanding = false
     }
 
     struct TriggerState: Sendable {
@@ -72,6 +94,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     }
 
     struct Subscription: Sendable {
+        let central: Central
         let kind: UpdateKind
         /// The last value emitted (what the central has, or will get from the slot).
         var lastEmitted: NotifySample?
@@ -98,19 +121,27 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         }
     }
 
-    private var characteristics: [Characteristic: CharacteristicState] = [:]
-    private var subscriptions: [Key: Subscription] = [:]
+    /// Where a subscription is: its characteristic's place in `characteristics` and its place in
+    /// that characteristic's list. Valid until a characteristic or a subscription is removed.
+    struct Position {
+        let state: Int
+        let slot: Int
+    }
+
+    /// Every characteristic configured, subscribed to or given a value, in no particular order,
+    /// each at its place in `characteristicPlaces`. A list, so that what a value and its
+    /// transmission touch is reached in place by position, not looked up again by key.
+    private var characteristics: [CharacteristicState] = []
+    private var characteristicPlaces: [Characteristic: Int] = [:]
+    /// A list searched by central, not a table keyed by it: there are a handful of centrals, and
+    /// every value emitted and sent looked its central up, each time hashing it.
+    private var centrals: [CentralState] = []
     private var overrides: [Key: NotifyPolicy] = [:]
     private var triggers: [Key: TriggerState] = [:]
     /// Characteristics whose policy has a heartbeat (`maxInterval`): without these, triggers and
     /// overrides, only held values have deadlines, and finding the next one computes no ticks.
     private var characteristicsWithHeartbeat: Set<Characteristic> = []
-    /// Per central, characteristics whose slot holds a value, oldest first (each at most once).
-    private var ready: [Central: [Characteristic]] = [:]
-    private var indicationOutstanding: Set<Central> = []
     private var subscriptionCount = 0
-    private var characteristicCounters: [Characteristic: NotifyCounters] = [:]
-    private var centralCounters: [Central: NotifyCounters] = [:]
 
     public init() {}
 
@@ -118,7 +149,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// The policy for every central subscribed to `characteristic` (default: `.immediate`).
     public mutating func configure(_ characteristic: Characteristic, policy: NotifyPolicy) {
-        characteristics[characteristic, default: CharacteristicState()].policy = policy
+        characteristics[place(of: characteristic)].policy = policy
         if policy.maxInterval != nil {
             characteristicsWithHeartbeat.insert(characteristic)
         } else {
@@ -139,11 +170,11 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         _ set: TriggerSet?, for central: Central, on characteristic: Characteristic,
         now: Duration
     ) {
-        let key = Key(central: central, characteristic: characteristic)
-        triggers[key] = set.map { TriggerState(triggers: $0, origin: now) }
-        if var subscription = subscriptions[key] {
-            subscription.ticksHandledUntil = now
-            subscriptions[key] = subscription
+        triggers[Key(central: central, characteristic: characteristic)] = set.map {
+            TriggerState(triggers: $0, origin: now)
+        }
+        if let position = position(of: central, on: characteristic) {
+            self[position].ticksHandledUntil = now
         }
     }
 
@@ -161,82 +192,85 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         _ central: Central, to characteristic: Characteristic, kind: UpdateKind,
         now: Duration
     ) {
-        let key = Key(central: central, characteristic: characteristic)
-        if subscriptions[key] != nil { unsubscribe(central, from: characteristic) }
-        subscriptions[key] = Subscription(
-            kind: kind, lastEmitted: nil, lastEmittedAt: now, retryAt: nil,
+        if position(of: central, on: characteristic) != nil { unsubscribe(central, from: characteristic) }
+        let subscription = Subscription(
+            central: central, kind: kind, lastEmitted: nil, lastEmittedAt: now, retryAt: nil,
             ticksHandledUntil: now, outbound: nil, sequence: subscriptionCount)
         subscriptionCount += 1
-        characteristics[characteristic, default: CharacteristicState()].subscribers.insert(central)
-        if centralCounters[central] == nil { centralCounters[central] = NotifyCounters() }
-        if policy(key).currentValueOnSubscribe, let current = characteristics[characteristic]?.latest,
-            let subscription = subscriptions.index(forKey: key)
-        {
-            judgeValue(key, at: subscription, sample: current, now: now)
+        let state = place(of: characteristic)
+        characteristics[state].subscriptions.append(subscription)
+        if centralIndex(of: central) == nil { centrals.append(CentralState(central: central)) }
+        let position = Position(state: state, slot: characteristics[state].subscriptions.count - 1)
+        if policy(position).currentValueOnSubscribe, let current = characteristics[state].latest {
+            judgeValue(at: position, sample: current, now: now)
         }
     }
 
     /// Ends a subscription; a value still held or waiting for the link counts as dropped.
     public mutating func unsubscribe(_ central: Central, from characteristic: Characteristic) {
-        let key = Key(central: central, characteristic: characteristic)
-        guard let subscription = subscriptions.removeValue(forKey: key) else { return }
-        if subscription.outbound != nil { count(.dropped, key) }
-        if subscription.retryAt != nil { count(.dropped, key) }
-        characteristics[characteristic]?.subscribers.remove(central)
-        ready[central]?.removeAll { $0 == characteristic }
+        guard let position = position(of: central, on: characteristic) else { return }
+        let subscription = characteristics[position.state].subscriptions.remove(at: position.slot)
+        if subscription.outbound != nil { count(.dropped, central, characteristic) }
+        if subscription.retryAt != nil { count(.dropped, central, characteristic) }
+        if let index = centralIndex(of: central) { centrals[index].ready.removeAll { $0 == position.state } }
     }
 
     /// A central left: its subscriptions end, its triggers, overrides and counters are forgotten.
     public mutating func disconnect(_ central: Central) {
-        for key in subscriptions.keys.filter({ $0.central == central }) {
-            unsubscribe(central, from: key.characteristic)
-        }
+        let subscribed = characteristics.filter { $0.subscriptions.contains { $0.central == central } }
+            .map(\.characteristic)
+        for characteristic in subscribed { unsubscribe(central, from: characteristic) }
         overrides = overrides.filter { $0.key.central != central }
         triggers = triggers.filter { $0.key.central != central }
-        ready[central] = nil
-        indicationOutstanding.remove(central)
-        centralCounters[central] = nil
+        centrals.removeAll { $0.central == central }
     }
 
     /// A characteristic no longer served (a reload changed its service): its subscriptions end
     /// (values waiting count as dropped), and its value, policy, triggers, overrides and counters
     /// are forgotten, so a characteristic configured again under the same key starts afresh.
     public mutating func remove(_ characteristic: Characteristic) {
-        for central in characteristics[characteristic]?.subscribers ?? [] {
-            unsubscribe(central, from: characteristic)
+        if let state = characteristicPlaces[characteristic] {
+            for subscription in characteristics[state].subscriptions {
+                unsubscribe(subscription.central, from: characteristic)
+            }
+            characteristicPlaces[characteristic] = nil
+            // The last characteristic takes the freed place; no central's queue holds the removed
+            // one any more (its subscriptions ended), but some may hold the moved one.
+            let moved = characteristics.count - 1
+            characteristics.swapAt(state, moved)
+            characteristics.removeLast()
+            if state != moved {
+                characteristicPlaces[characteristics[state].characteristic] = state
+                for index in centrals.indices {
+                    for entry in centrals[index].ready.indices where centrals[index].ready[entry] == moved {
+                        centrals[index].ready[entry] = state
+                    }
+                }
+            }
         }
-        characteristics[characteristic] = nil
         characteristicsWithHeartbeat.remove(characteristic)
         overrides = overrides.filter { $0.key.characteristic != characteristic }
         triggers = triggers.filter { $0.key.characteristic != characteristic }
-        characteristicCounters[characteristic] = nil
     }
 
     // MARK: Values and time
 
     /// A new value of `characteristic`, judged for every subscribed central.
     public mutating func update(_ characteristic: Characteristic, sample: NotifySample, now: Duration) {
-        // In place when the characteristic is known, not through the defaulting subscript: its
-        // modify accessor allocated on every value.
-        guard let index = characteristics.index(forKey: characteristic) else {
-            characteristics[characteristic] = CharacteristicState(latest: sample)
-            return
-        }
-        characteristics.values[index].latest = sample
-        let characteristicPolicy = characteristics.values[index].policy
-        for central in characteristics.values[index].subscribers {
-            let key = Key(central: central, characteristic: characteristic)
-            guard let subscription = subscriptions.index(forKey: key) else { continue }
+        let state = place(of: characteristic)
+        characteristics[state].latest = sample
+        for slot in characteristics[state].subscriptions.indices {
+            let position = Position(state: state, slot: slot)
             // A held value that never went out is superseded by this newer one.
-            if subscriptions.values[subscription].retryAt != nil { count(.coalesced, key) }
-            judgeValue(key, at: subscription, sample: sample, now: now, characteristicPolicy: characteristicPolicy)
+            if self[position].retryAt != nil { count(.coalesced, at: position) }
+            judgeValue(at: position, sample: sample, now: now)
         }
     }
 
     /// Handles every deadline up to `now`, each at its own time, in order.
     public mutating func advance(to now: Duration) {
-        while let (key, deadline) = earliestDeadline(), deadline <= now {
-            fire(key, at: deadline)
+        while let (position, deadline) = earliestDeadline(), deadline <= now {
+            fire(position, at: deadline)
         }
     }
 
@@ -250,24 +284,25 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// The next update for `central`, when its link can take one: the oldest waiting slot
     /// (indications only when none is awaiting confirmation). Counts it as sent.
     public mutating func nextTransmission(for central: Central) -> Transmission<Central, Characteristic>? {
-        // Indexed, not iterated over a copy: the removal below then mutates the queue in place.
-        guard let queue = ready.index(forKey: central) else { return nil }
-        for index in 0..<ready.values[queue].count {
-            let characteristic = ready.values[queue][index]
-            let key = Key(central: central, characteristic: characteristic)
+        guard let centralIndex = centralIndex(of: central) else { return nil }
+        for index in centrals[centralIndex].ready.indices {
+            let state = centrals[centralIndex].ready[index]
             // The subscription is changed in place, not copied out and stored back (which
-            // retained and released its values and hashed the key a second time).
-            guard let slot = subscriptions.index(forKey: key), let sample = subscriptions.values[slot].outbound
+            // retained and released its values).
+            guard let slot = characteristics[state].subscriptions.firstIndex(where: { $0.central == central }),
+                let sample = characteristics[state].subscriptions[slot].outbound
             else { continue }
-            let kind = subscriptions.values[slot].kind
+            let position = Position(state: state, slot: slot)
+            let kind = self[position].kind
             if kind == .indication {
-                if indicationOutstanding.contains(central) { continue }
-                indicationOutstanding.insert(central)
+                if centrals[centralIndex].indicationOutstanding { continue }
+                centrals[centralIndex].indicationOutstanding = true
             }
-            subscriptions.values[slot].outbound = nil
-            ready.values[queue].remove(at: index)
-            count(.sent, key)
-            return Transmission(central: central, characteristic: characteristic, kind: kind, sample: sample)
+            self[position].outbound = nil
+            centrals[centralIndex].ready.remove(at: index)
+            count(.sent, at: position)
+            return Transmission(
+                central: central, characteristic: characteristics[state].characteristic, kind: kind, sample: sample)
         }
         return nil
     }
@@ -277,31 +312,32 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// coalesced. So a refused value never goes out after a newer one: the slot holds only the
     /// newest value when the link has room again.
     public mutating func transmissionRefused(_ transmission: Transmission<Central, Characteristic>) {
-        let key = Key(central: transmission.central, characteristic: transmission.characteristic)
-        if transmission.kind == .indication { indicationOutstanding.remove(transmission.central) }
-        count(.sent, key, by: -1)
-        guard var subscription = subscriptions[key] else {
-            count(.dropped, key)
+        let central = transmission.central
+        let characteristic = transmission.characteristic
+        if transmission.kind == .indication { indicationConfirmed(by: central) }
+        count(.sent, central, characteristic, by: -1)
+        guard let position = position(of: central, on: characteristic) else {
+            count(.dropped, central, characteristic)
             return
         }
-        if subscription.outbound != nil {
-            count(.coalesced, key)
+        if self[position].outbound != nil {
+            count(.coalesced, at: position)
             return
         }
-        subscription.outbound = transmission.sample
-        subscriptions[key] = subscription
+        self[position].outbound = transmission.sample
         // It was the oldest waiting slot of its central; it stays first in line.
-        ready.modifyValue(of: key.central, default: []) { $0.insert(key.characteristic, at: 0) }
+        if let index = centralIndex(of: central) { centrals[index].ready.insert(position.state, at: 0) }
     }
 
     /// Centrals subscribed to `characteristic`, in no particular order.
     public func subscribers(of characteristic: Characteristic) -> Set<Central> {
-        characteristics[characteristic]?.subscribers ?? []
+        guard let state = characteristicPlaces[characteristic] else { return [] }
+        return Set(characteristics[state].subscriptions.map(\.central))
     }
 
     /// The central confirmed its indication; the next one may go.
     public mutating func indicationConfirmed(by central: Central) {
-        indicationOutstanding.remove(central)
+        if let index = centralIndex(of: central) { centrals[index].indicationOutstanding = false }
     }
 
     /// Replaces the contents of `centrals` (a buffer the caller keeps) with the centrals that have
@@ -310,7 +346,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// copies the whole engine first, retaining and releasing every table, on every drain.
     public mutating func collectCentralsWithPendingTransmissions(into centrals: inout [Central]) {
         centrals.removeAll(keepingCapacity: true)
-        for (central, queue) in ready where !queue.isEmpty { centrals.append(central) }
+        for state in self.centrals where !state.ready.isEmpty { centrals.append(state.central) }
     }
 
     /// `nextDeadline`, reached in place by a driver holding the engine in a class property (see
@@ -323,8 +359,48 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     public var statistics: NotifyStatistics<Central, Characteristic> {
         NotifyStatistics(
-            perCharacteristic: characteristicCounters, perCentral: centralCounters,
-            valuesWaiting: subscriptions.values.filter { $0.outbound != nil }.count)
+            perCharacteristic: Dictionary(
+                uniqueKeysWithValues: characteristics.compactMap { state in
+                    state.counters.map { (state.characteristic, $0) }
+                }),
+            perCentral: Dictionary(uniqueKeysWithValues: centrals.map { ($0.central, $0.counters) }),
+            valuesWaiting: characteristics.reduce(0) { waiting, state in
+                waiting + state.subscriptions.filter { $0.outbound != nil }.count
+            })
+    }
+
+    // MARK: Subscriptions by position
+
+    /// The subscription at `position`, read and changed in place: a getter would copy it whole,
+    /// retaining and releasing its values, to read one field.
+    private subscript(position: Position) -> Subscription {
+        _read { yield characteristics[position.state].subscriptions[position.slot] }
+        _modify { yield &characteristics[position.state].subscriptions[position.slot] }
+    }
+
+    private func position(of central: Central, on characteristic: Characteristic) -> Position? {
+        guard let state = characteristicPlaces[characteristic],
+            let slot = characteristics[state].subscriptions.firstIndex(where: { $0.central == central })
+        else { return nil }
+        return Position(state: state, slot: slot)
+    }
+
+    /// The characteristic's place in `characteristics`, given one (with the default policy) if it
+    /// has none.
+    private mutating func place(of characteristic: Characteristic) -> Int {
+        if let state = characteristicPlaces[characteristic] { return state }
+        characteristics.append(CharacteristicState(characteristic: characteristic))
+        characteristicPlaces[characteristic] = characteristics.count - 1
+        return characteristics.count - 1
+    }
+
+    private func centralIndex(of central: Central) -> Int? {
+        centrals.firstIndex { $0.central == central }
+    }
+
+    /// The subscription's key in the overrides and triggers tables.
+    private func key(_ position: Position) -> Key {
+        Key(central: self[position].central, characteristic: characteristics[position.state].characteristic)
     }
 
     // MARK: Judging
@@ -338,25 +414,21 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// Overrides and triggers are rare, so their tables are usually empty: looking in an empty
     /// table still hashes the key, and this runs several times for every value.
-    /// `characteristicPolicy`: the characteristic's, when the caller has it at hand.
-    private func policy(_ key: Key, characteristicPolicy: NotifyPolicy? = nil) -> NotifyPolicy {
-        (overrides.isEmpty ? nil : overrides[key]) ?? characteristicPolicy ?? characteristics[key.characteristic]?.policy
-            ?? .immediate
+    private func policy(_ position: Position) -> NotifyPolicy {
+        (overrides.isEmpty ? nil : overrides[key(position)]) ?? characteristics[position.state].policy
     }
 
-    private func triggerState(_ key: Key) -> TriggerState? {
-        triggers.isEmpty ? nil : triggers[key]
+    private func triggerState(_ position: Position) -> TriggerState? {
+        triggers.isEmpty ? nil : triggers[key(position)]
     }
 
-    /// Whether the newest value of `key`'s characteristic may go at `now`. `atTick`: the
-    /// opportunity is a tick (fixed trigger interval or heartbeat), not a new value.
-    private func decide(
-        _ key: Key, _ subscription: Subscription, sample: NotifySample, atTick: Bool,
-        now: Duration, characteristicPolicy: NotifyPolicy? = nil
-    ) -> Decision {
-        let policy = policy(key, characteristicPolicy: characteristicPolicy)
-        let last = subscription.lastEmitted
-        let sinceLast = last == nil ? nil : now - subscription.lastEmittedAt
+    /// Whether the newest value of the subscription's characteristic may go at `now`. `atTick`:
+    /// the opportunity is a tick (fixed trigger interval or heartbeat), not a new value.
+    private func decide(_ position: Position, sample: NotifySample, atTick: Bool, now: Duration) -> Decision {
+        let policy = policy(position)
+        let last = self[position].lastEmitted
+        let lastEmittedAt = self[position].lastEmittedAt
+        let sinceLast = last == nil ? nil : now - lastEmittedAt
         // The earliest time a gate (a trigger's minimum spacing, the minimum interval) still
         // closed now opens; nil while none is closed. Kept as one value, not a list: this runs
         // for every value.
@@ -364,14 +436,14 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         func close(until end: Duration) { gateEnd = min(gateEnd ?? end, end) }
         let admitted: Bool
         let admittedWithGatesOpen: Bool
-        if let triggerSet = triggerState(key)?.triggers {
+        if let triggerSet = triggerState(position)?.triggers {
             admitted = triggerSet.holds(sample, last: last, atTick: atTick, sinceLast: sinceLast, spacingWaived: false)
             admittedWithGatesOpen =
                 admitted
                 || triggerSet.holds(sample, last: last, atTick: atTick, sinceLast: sinceLast, spacingWaived: true)
             if sinceLast != nil {
-                for spacing in triggerSet.minimumSpacings where subscription.lastEmittedAt + spacing > now {
-                    close(until: subscription.lastEmittedAt + spacing)
+                for spacing in triggerSet.minimumSpacings where lastEmittedAt + spacing > now {
+                    close(until: lastEmittedAt + spacing)
                 }
             }
         } else {
@@ -381,72 +453,62 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         }
         guard admittedWithGatesOpen else { return .refuse }
         // The configured minimum interval is a floor under every rule.
-        let floorEnds = subscription.lastEmittedAt + policy.minInterval
+        let floorEnds = lastEmittedAt + policy.minInterval
         if sinceLast != nil, floorEnds > now { close(until: floorEnds) }
         guard let end = gateEnd else { return admitted ? .emit : .refuse }
         return .hold(until: end)
     }
 
-    /// A new value (or a held one whose interval has passed) for the subscription at `slot`
-    /// (`key`'s in `subscriptions`): emit, hold or refuse it. `characteristicPolicy`: the
-    /// characteristic's, when the caller has it at hand (a lookup less for every value).
-    private mutating func judgeValue(
-        _ key: Key, at slot: [Key: Subscription].Index, sample: NotifySample, now: Duration,
-        characteristicPolicy: NotifyPolicy? = nil
-    ) {
-        switch decide(
-            key, subscriptions.values[slot], sample: sample, atTick: false, now: now,
-            characteristicPolicy: characteristicPolicy)
-        {
+    /// A new value (or a held one whose interval has passed) for the subscription at `position`:
+    /// emit, hold or refuse it.
+    private mutating func judgeValue(at position: Position, sample: NotifySample, now: Duration) {
+        switch decide(position, sample: sample, atTick: false, now: now) {
         case .emit:
-            emit(sample, at: slot, key: key, now: now)
+            emit(sample, at: position, now: now)
         case .hold(let until):
-            subscriptions.values[slot].retryAt = until
+            self[position].retryAt = until
         case .refuse:
-            subscriptions.values[slot].retryAt = nil
-            count(.suppressed, key)
+            self[position].retryAt = nil
+            count(.suppressed, at: position)
         }
     }
 
-    /// Into the outbound slot of the subscription at `slot`, changed in place.
-    private mutating func emit(
-        _ sample: NotifySample, at slot: [Key: Subscription].Index, key: Key, now: Duration
-    ) {
-        let replaced = subscriptions.values[slot].emit(sample, now: now)
-        if replaced {
-            count(.coalesced, key)
-        } else {
-            ready.modifyValue(of: key.central, default: []) { $0.append(key.characteristic) }
+    /// Into the outbound slot of the subscription at `position`, changed in place.
+    private mutating func emit(_ sample: NotifySample, at position: Position, now: Duration) {
+        if self[position].emit(sample, now: now) {
+            count(.coalesced, at: position)
+        } else if let index = centralIndex(of: self[position].central) {
+            centrals[index].ready.append(position.state)
         }
     }
 
-    /// A deadline of `key` at `time`: a held value's interval ended, or a tick. Either way the
-    /// deadline moves past `time`, so `advance` always progresses.
-    private mutating func fire(_ key: Key, at time: Duration) {
-        guard let slot = subscriptions.index(forKey: key) else { return }
-        guard let sample = characteristics[key.characteristic]?.latest else {
+    /// A deadline of the subscription at `position` at `time`: a held value's interval ended, or
+    /// a tick. Either way the deadline moves past `time`, so `advance` always progresses.
+    private mutating func fire(_ position: Position, at time: Duration) {
+        guard let sample = characteristics[position.state].latest else {
             // Deadlines only exist once a value does; clearing keeps `advance` from spinning.
-            subscriptions.values[slot].retryAt = nil
+            self[position].retryAt = nil
             return
         }
-        if let retryAt = subscriptions.values[slot].retryAt, retryAt <= time {
-            subscriptions.values[slot].retryAt = nil
-            judgeValue(key, at: slot, sample: sample, now: time)
+        if let retryAt = self[position].retryAt, retryAt <= time {
+            self[position].retryAt = nil
+            judgeValue(at: position, sample: sample, now: time)
             return
         }
-        subscriptions.values[slot].ticksHandledUntil = time
+        self[position].ticksHandledUntil = time
         // A tick only ever adds a transmission; a value held for an interval stays held.
-        if decide(key, subscriptions.values[slot], sample: sample, atTick: true, now: time) == .emit {
-            emit(sample, at: slot, key: key, now: time)
+        if decide(position, sample: sample, atTick: true, now: time) == .emit {
+            emit(sample, at: position, now: time)
         }
     }
 
     /// The next tick after the ones handled: a fixed trigger interval, or (without triggers)
     /// the heartbeat `maxInterval` after the last emission.
-    private func nextTick(_ key: Key, _ subscription: Subscription) -> Duration? {
-        let handled = subscription.ticksHandledUntil
-        if let state = triggerState(key) {
-            guard characteristics[key.characteristic]?.latest != nil else { return nil }
+    private func nextTick(_ position: Position) -> Duration? {
+        let handled = self[position].ticksHandledUntil
+        let hasValue = characteristics[position.state].latest != nil
+        if let state = triggerState(position) {
+            guard hasValue else { return nil }
             return state.triggers.fixedIntervals.map { interval in
                 let periods = Int(((handled - state.origin) / interval).rounded(.down)) + 1
                 let tick = state.origin + interval * periods
@@ -455,38 +517,44 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
             }.min()
         }
         // Without a heartbeat (the usual case) there is nothing to look up further.
-        guard let heartbeat = policy(key).maxInterval, characteristics[key.characteristic]?.latest != nil
-        else { return nil }
-        let due = subscription.lastEmittedAt + heartbeat
+        guard let heartbeat = policy(position).maxInterval, hasValue else { return nil }
+        let due = self[position].lastEmittedAt + heartbeat
         return due > handled ? due : handled + heartbeat
     }
 
     /// Scans every subscription: there are a few dozen at most (centrals × characteristics), and
     /// a scan keeps no second structure to go stale.
-    private func earliestDeadline() -> (Key, Duration)? {
-        var earliest: (slot: [Key: Subscription].Index, deadline: Duration, sequence: Int)?
+    private func earliestDeadline() -> (Position, Duration)? {
+        var earliest: (position: Position, deadline: Duration, sequence: Int)?
         let mayTick = !triggers.isEmpty || !overrides.isEmpty || !characteristicsWithHeartbeat.isEmpty
-        // By index, reading only the fields needed: iterating the pairs copied every key and
-        // subscription (retaining and releasing their values) on every drain.
-        for slot in subscriptions.indices {
-            let tick = mayTick ? nextTick(subscriptions.keys[slot], subscriptions.values[slot]) : nil
-            guard let deadline = subscriptions.values[slot].retryAt.map({ min($0, tick ?? $0) }) ?? tick else {
-                continue
+        // By position, reading only the fields needed: iterating the subscriptions copied each
+        // (retaining and releasing its values) on every drain.
+        for state in characteristics.indices {
+            for slot in characteristics[state].subscriptions.indices {
+                let position = Position(state: state, slot: slot)
+                let tick = mayTick ? nextTick(position) : nil
+                guard let deadline = self[position].retryAt.map({ min($0, tick ?? $0) }) ?? tick else { continue }
+                let sequence = self[position].sequence
+                if let current = earliest, (current.deadline, current.sequence) < (deadline, sequence) { continue }
+                earliest = (position, deadline, sequence)
             }
-            let sequence = subscriptions.values[slot].sequence
-            if let current = earliest, (current.deadline, current.sequence) < (deadline, sequence) { continue }
-            earliest = (slot, deadline, sequence)
         }
-        return earliest.map { (subscriptions.keys[$0.slot], $0.deadline) }
+        return earliest.map { ($0.position, $0.deadline) }
+    }
+
+    /// Adds `amount` to a counter of the subscription's characteristic and of its central.
+    private mutating func count(_ counter: NotifyCounters.Counter, at position: Position, by amount: Int = 1) {
+        characteristics[position.state].count(counter, by: amount)
+        if let index = centralIndex(of: self[position].central) { centrals[index].counters.add(amount, to: counter) }
     }
 
     /// Adds `amount` to a counter of the characteristic and of the central (while it is connected:
-    /// a disconnected central's counters are gone).
-    private mutating func count(_ counter: NotifyCounters.Counter, _ key: Key, by amount: Int = 1) {
-        characteristicCounters.modifyValue(of: key.characteristic, default: NotifyCounters()) {
-            $0.add(amount, to: counter)
-        }
-        centralCounters.modifyValue(of: key.central) { $0.add(amount, to: counter) }
+    /// a disconnected central's counters are gone), whether or not it is subscribed.
+    private mutating func count(
+        _ counter: NotifyCounters.Counter, _ central: Central, _ characteristic: Characteristic, by amount: Int = 1
+    ) {
+        characteristics[place(of: characteristic)].count(counter, by: amount)
+        if let index = centralIndex(of: central) { centrals[index].counters.add(amount, to: counter) }
     }
 }
 
@@ -541,28 +609,5 @@ public struct NotifyStatistics<Central: Hashable & Sendable, Characteristic: Has
             entries(perCharacteristic, prefix: "") + entries(perCentral, prefix: "central ")
             + ["waiting=\(valuesWaiting)"]
         return parts.joined(separator: "; ")
-    }
-}
-
-extension Dictionary {
-    /// Changes the value of `key` in place, when there is one. Not `self[key]?.change()`: a
-    /// mutation optional-chained through the subscript costs three heap allocations per call
-    /// (the frames of its modify accessors), and the engine does this for every value sent.
-    @inline(__always)
-    mutating func modifyValue(of key: Key, _ change: (inout Value) -> Void) {
-        if let index = index(forKey: key) { change(&values[index]) }
-    }
-
-    /// Changes the value of `key` in place, starting from `initial` when there is none. Not
-    /// `self[key, default: initial].change()`, whose modify accessor allocates on every call.
-    @inline(__always)
-    mutating func modifyValue(of key: Key, default initial: @autoclosure () -> Value, _ change: (inout Value) -> Void) {
-        if let index = index(forKey: key) {
-            change(&values[index])
-        } else {
-            var value = initial()
-            change(&value)
-            self[key] = value
-        }
     }
 }

@@ -71,7 +71,7 @@ private struct Fuzzer {
         if below(50) == 0 { try hostOrProgramCall(central) }
 
         let pdu = makePDU()
-        let state = server.centrals[central]!
+        let state = server.central(central)!
         let (mtuBefore, closedBefore) = (state.mtu, state.isClosed)
         server.receive(pdu, from: central, now: now)
         var answers: [[UInt8]] = []

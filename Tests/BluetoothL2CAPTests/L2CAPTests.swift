@@ -23,6 +23,23 @@ struct L2CAPFrameTests {
         #expect(fragments.flatMap(\.data) == frame.encoded)
     }
 
+    /// Fragments shorter than the basic header split it; one buffer kept for every fragment
+    /// leaves the packets already taken as they were.
+    @Test(arguments: 1...6) func fragmentsOfAnyLengthCarryTheEncodedFrame(maxFragmentLength: Int) {
+        let frame = L2CAPFrame(channel: 0x0104, payload: [0x1B, 0x2A, 0x00, 0x7F])
+        var buffer: [UInt8] = []
+        var packets: [HCIACLPacket] = []
+        var offset = 0
+        while offset < frame.encodedLength {
+            let packet = frame.fragment(from: offset, handle: 7, maxFragmentLength: maxFragmentLength, into: &buffer)
+            offset += packet.data.count
+            packets.append(packet)
+        }
+        #expect(packets.flatMap(\.data) == frame.encoded)
+        #expect(packets.dropLast().allSatisfy { $0.data.count == maxFragmentLength })
+        #expect(packets == frame.fragments(handle: 7, maxFragmentLength: maxFragmentLength))
+    }
+
     @Test func reassemblesWhatWasFragmented() {
         var reassembler = L2CAPReassembler()
         let frames = [

@@ -139,9 +139,23 @@ public enum ATTPDU: Hashable, Sendable {
         }
     }
 
+    /// The length of the attribute value a PDU carries after its fixed fields: room `encoded`
+    /// makes at once, since growing its buffer reallocates it (for a notification, one
+    /// allocation more for every value sent).
+    private var valueLength: Int {
+        switch self {
+        case let .readResponse(value), let .readBlobResponse(value), let .readMultipleResponse(value),
+            let .writeRequest(_, value),
+            let .writeCommand(_, value), let .handleValueNotification(_, value), let .handleValueIndication(_, value):
+            value.count
+        default:
+            0
+        }
+    }
+
     /// The PDU's bytes on air, opcode first.
     public var encoded: [UInt8] {
-        var writer = ByteWriter(capacity: 8)
+        var writer = ByteWriter(capacity: 8 + valueLength)
         writer.write(opcode.rawValue)
         switch self {
         case let .errorResponse(requestOpcode, handle, error):

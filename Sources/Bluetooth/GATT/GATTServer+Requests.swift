@@ -25,7 +25,7 @@ extension GATTServer {
     /// indication or confirmation) is answered by exactly one PDU; commands and unexpected PDUs
     /// are applied or dropped, never answered. Nothing here traps on malformed input.
     public func receive(_ bytes: [UInt8], from id: CentralID, now: ContinuousClock.Instant) {
-        guard let central = centrals[id] else { return }
+        guard let central = central(id) else { return }
         expireTransaction(of: central, now: now)
         guard !central.isClosed else { return }
 

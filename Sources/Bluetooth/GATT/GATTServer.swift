@@ -90,20 +90,18 @@ public final class GATTServer {
     public let configuration: Configuration
     public var handlers: GATTRequestHandlers
     var database = AttributeDatabase()
-    var centrals: [CentralID: CentralState] = [:] {
-        // Kept beside the dictionary: every update walks the centrals in order, and sorting the
-        // keys there cost two allocations per notification.
-        didSet { orderedCentralIDs = centrals.keys.sorted() }
-    }
-    /// `centrals`' keys in order.
-    private(set) var orderedCentralIDs: [CentralID] = []
+    /// The connected centrals in id order. A list searched by id, not a table keyed by it: a link
+    /// serves a handful of centrals, and every update, credit and delivery looked one up, each
+    /// time hashing its id.
+    private(set) var centrals: [CentralState] = []
     /// How many more notification/indication PDUs the link accepts now.
     public private(set) var transmitCredits = 0
     /// `updateValue` returned false and no ready event has been delivered since.
     var readyToUpdatePending = false
-    /// `updateValue`'s centrals to notify and to indicate, kept so that a value allocates no lists.
-    private var notifyTargets: [CentralState] = []
-    private var indicateTargets: [CentralState] = []
+    /// `updateValue`'s update per central, in `centrals`' order: `notifyBit`, `indicateBit` or 0
+    /// (none). Kept so that a value allocates no list, and plain bits, which a list empties
+    /// without destroying elements one by one (as a list of centrals did, twice per value).
+    private var updateBits: [UInt16] = []
     var output: [GATTServerOutput] = []
     /// The GATT service's Service Changed characteristic.
     let serviceChanged: PublishedCharacteristic
@@ -217,34 +215,38 @@ public final class GATTServer {
         guard let cccdHandle = characteristic.clientConfigurationHandle else {
             throw .characteristicCannotNotify(characteristic.uuid)
         }
-        // Into lists kept between calls, and the targets (one central, or a few: a link serves at
-        // most a handful) searched directly rather than made a set: this runs for every value.
-        notifyTargets.removeAll(keepingCapacity: true)
-        indicateTargets.removeAll(keepingCapacity: true)
-        for id in orderedCentralIDs {
-            guard targets?.contains(id) ?? true, let central = self.centrals[id], !central.isClosed,
-                let bits = central.clientConfigurations[cccdHandle]
-            else { continue }
-            if bits & 0x0001 != 0 {
-                notifyTargets.append(central)
-            } else if bits & 0x0002 != 0 {
-                indicateTargets.append(central)
-            }
-        }
+        // The targets (one central, or a few: a link serves at most a handful) are searched
+        // directly rather than made a set: this runs for every value.
+        updateBits.removeAll(keepingCapacity: true)
+        var notificationCount = 0
         var indicationsSentNow = 0
-        for central in indicateTargets {
-            if central.indicationQueue.count >= configuration.indicationQueueLimit {
-                readyToUpdatePending = true
-                return false
+        for central in centrals {
+            var bits: UInt16 = 0
+            if targets?.contains(central.id) ?? true, !central.isClosed,
+                let configured = central.clientConfigurations[cccdHandle]
+            {
+                bits = configured & Self.notifyBit != 0 ? Self.notifyBit : configured & Self.indicateBit
             }
-            if central.outstandingIndication == nil && central.indicationQueue.isEmpty { indicationsSentNow += 1 }
+            updateBits.append(bits)
+            if bits == Self.notifyBit {
+                guard mayTakeCredit(central) else {
+                    readyToUpdatePending = true
+                    return false
+                }
+                notificationCount += 1
+            } else if bits == Self.indicateBit {
+                guard central.indicationQueue.count < configuration.indicationQueueLimit else {
+                    readyToUpdatePending = true
+                    return false
+                }
+                if central.outstandingIndication == nil && central.indicationQueue.isEmpty { indicationsSentNow += 1 }
+            }
         }
-        let centralFull = notifyTargets.contains { !mayTakeCredit($0) }
-        guard !centralFull, notifyTargets.count + indicationsSentNow <= transmitCredits else {
+        guard notificationCount + indicationsSentNow <= transmitCredits else {
             readyToUpdatePending = true
             return false
         }
-        for central in notifyTargets {
+        for (central, bits) in zip(centrals, updateBits) where bits == Self.notifyBit {
             transmitCredits -= 1
             central.updatesInFlight += 1
             sendUpdate(
@@ -252,7 +254,7 @@ public final class GATTServer {
                     handle: characteristic.valueHandle, value: value.truncated(to: central.maximumUpdateValueLength)),
                 to: central)
         }
-        for central in indicateTargets {
+        for (central, bits) in zip(centrals, updateBits) where bits == Self.indicateBit {
             central.indicationQueue.append(
                 QueuedIndication(
                     handle: characteristic.valueHandle, value: value,
@@ -262,17 +264,22 @@ public final class GATTServer {
         return true
     }
 
+    /// Client Characteristic Configuration bits (Vol 3 Part G 3.3.3.3).
+    private static let notifyBit: UInt16 = 0x0001
+    private static let indicateBit: UInt16 = 0x0002
+
     // MARK: Host-facing
 
     public func connect(_ id: CentralID, security: LinkSecurity = .unencrypted) {
-        guard centrals[id] == nil else { return }
-        centrals[id] = CentralState(id: id, security: security)
+        guard central(id) == nil else { return }
+        centrals.insert(CentralState(id: id, security: security), at: centrals.firstIndex { $0.id > id } ?? centrals.endIndex)
     }
 
     /// Forgets the central: its prepared writes and queued indications are discarded and every
     /// subscription ends with an `unsubscribed` event (in handle order).
     public func disconnect(_ id: CentralID) {
-        guard let central = centrals.removeValue(forKey: id) else { return }
+        guard let index = centrals.firstIndex(where: { $0.id == id }) else { return }
+        let central = centrals.remove(at: index)
         for handle in central.clientConfigurations.keys.sorted() {
             if let attribute = database.attribute(at: handle), case let .clientConfiguration(characteristic) = attribute.value {
                 emit(.unsubscribed(id, characteristic))
@@ -281,7 +288,7 @@ public final class GATTServer {
     }
 
     public func setSecurity(_ security: LinkSecurity, for id: CentralID) {
-        centrals[id]?.security = security
+        central(id)?.security = security
     }
 
     /// Brings back a bonded central's subscriptions (CCCD handle → bits) as it left them on an
@@ -304,7 +311,7 @@ public final class GATTServer {
         _ configurations: [UInt16: UInt16], clientSupportedFeatures: UInt8 = 0, for id: CentralID,
         databaseChanged: Bool = false, now: ContinuousClock.Instant
     ) {
-        guard let central = centrals[id], !central.isClosed else { return }
+        guard let central = central(id), !central.isClosed else { return }
         // Bits once set stay set (7.2), so a restore only adds.
         central.clientSupportedFeatures |= clientSupportedFeatures & ClientFeatures.all
         if databaseChanged {
@@ -330,21 +337,21 @@ public final class GATTServer {
     }
 
     public func snapshot(of id: CentralID) -> CentralSnapshot? {
-        centrals[id]?.snapshot
+        central(id)?.snapshot
     }
 
-    public var connectedCentrals: [CentralID] { orderedCentralIDs }
+    public var connectedCentrals: [CentralID] { centrals.map(\.id) }
 
     /// The Client Supported Features the central wrote (0 when none, or not connected), for the
     /// host to keep with a bond.
     public func clientSupportedFeatures(of id: CentralID) -> UInt8 {
-        centrals[id]?.clientSupportedFeatures ?? 0
+        central(id)?.clientSupportedFeatures ?? 0
     }
 
     /// Whether the central has a Service Changed indication still to confirm (queued or sent):
     /// until it confirms, it has not learnt of the database's last change.
     public func awaitsServiceChangedConfirmation(_ id: CentralID) -> Bool {
-        guard let central = centrals[id] else { return false }
+        guard let central = central(id) else { return false }
         return central.outstandingIndication?.isServiceChanged == true
             || central.indicationQueue.contains { $0.isServiceChanged }
     }
@@ -352,13 +359,13 @@ public final class GATTServer {
     /// The link can take `count` more notification/indication PDUs.
     public func addTransmitCredits(_ count: Int, now: ContinuousClock.Instant) {
         transmitCredits += max(count, 0)
-        for id in orderedCentralIDs { pumpIndications(centrals[id]!, now: now) }
+        for central in centrals { pumpIndications(central, now: now) }
         roomFreed()
     }
 
     /// `count` updates sent to the central have left the controller.
     public func updatesDelivered(_ count: Int, to id: CentralID, now: ContinuousClock.Instant) {
-        guard let central = centrals[id] else { return }
+        guard let central = central(id) else { return }
         central.updatesInFlight = max(central.updatesInFlight - max(count, 0), 0)
         pumpIndications(central, now: now)
         roomFreed()
@@ -369,7 +376,7 @@ public final class GATTServer {
         // A loop, not a list of deadlines made and searched: the host asks after every packet
         // the controller completes.
         var earliest: ContinuousClock.Instant?
-        for central in centrals.values {
+        for central in centrals {
             guard let deadline = central.outstandingIndication?.deadline else { continue }
             if earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
         }
@@ -378,7 +385,7 @@ public final class GATTServer {
 
     /// Ends the bearer of every central whose indication went unconfirmed past its deadline.
     public func expireTransactions(now: ContinuousClock.Instant) {
-        for id in orderedCentralIDs { expireTransaction(of: centrals[id]!, now: now) }
+        for central in centrals { expireTransaction(of: central, now: now) }
     }
 
     /// Whether anything was produced since the last `takeOutput`.
@@ -399,6 +406,11 @@ public final class GATTServer {
     }
 
     // MARK: Internals shared by the request handlers
+
+    /// The connected central `id`, if any.
+    func central(_ id: CentralID) -> CentralState? {
+        centrals.first { $0.id == id }
+    }
 
     func emit(_ event: GATTServerEvent) { output.append(.event(event)) }
 
@@ -431,14 +443,14 @@ public final class GATTServer {
         // Two passes over the centrals rather than a filtered copy: this runs for every update.
         var openCount = 0
         var capacity = transmitCredits
-        for other in centrals.values where !other.isClosed {
+        for other in centrals where !other.isClosed {
             openCount += 1
             capacity += other.updatesInFlight
         }
         let share = min(max(capacity / max(openCount, 1), 1), configuration.perCentralUpdateLimit)
         if central.updatesInFlight < share { return true }
         var reservedForOthers = 0
-        for other in centrals.values where !other.isClosed && other !== central {
+        for other in centrals where !other.isClosed && other !== central {
             reservedForOthers += max(0, share - other.updatesInFlight)
         }
         return transmitCredits > reservedForOthers
@@ -450,7 +462,8 @@ public final class GATTServer {
         guard !central.isClosed, central.outstandingIndication == nil, !central.indicationQueue.isEmpty,
             mayTakeCredit(central)
         else { return }
-        let next = central.indicationQueue.removeFirst()
+        // `remove(at:)`, not `removeFirst()`: that removes a range, destroying it generically.
+        let next = central.indicationQueue.remove(at: 0)
         transmitCredits -= 1
         central.updatesInFlight += 1
         central.outstandingIndication = OutstandingIndication(
@@ -472,13 +485,12 @@ public final class GATTServer {
     /// later service without inheriting them; writes prepared to it stay queued, marked, so that
     /// Execute Write fails rather than answer success for values it never wrote.
     private func forgetSubscriptions(to service: PublishedService) {
-        for id in orderedCentralIDs {
-            let central = centrals[id]!
+        for central in centrals {
             for characteristic in service.characteristics {
                 guard let handle = characteristic.clientConfigurationHandle,
                     central.clientConfigurations.removeValue(forKey: handle) != nil
                 else { continue }
-                emit(.unsubscribed(id, characteristic))
+                emit(.unsubscribed(central.id, characteristic))
             }
             central.indicationQueue.removeAll { !$0.isServiceChanged && service.handles.contains($0.handle) }
             for index in central.preparedWrites.indices where service.handles.contains(central.preparedWrites[index].handle) {
@@ -495,8 +507,8 @@ public final class GATTServer {
             heldChange = heldChange.map { min($0.lowerBound, range.lowerBound)...max($0.upperBound, range.upperBound) } ?? range
             return
         }
-        for id in orderedCentralIDs {
-            tellDatabaseChanged(range, to: centrals[id]!, now: now)
+        for central in centrals {
+            tellDatabaseChanged(range, to: central, now: now)
         }
     }
 

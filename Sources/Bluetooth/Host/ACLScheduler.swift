@@ -13,10 +13,10 @@ public struct ACLScheduler: Sendable {
     public let buffers: ACLBufferSize
 
     public private(set) var freeBuffers: Int
-    /// An encoded L2CAP frame, cut into fragments as buffers free up.
+    /// An L2CAP frame, cut into fragments as buffers free up.
     private struct QueuedFrame {
-        var bytes: [UInt8]
-        /// Where the next fragment starts.
+        let frame: L2CAPFrame
+        /// Where the next fragment starts in the encoded frame.
         var offset = 0
         var isUpdate: Bool
     }
@@ -33,6 +33,9 @@ public struct ACLScheduler: Sendable {
     /// its connection up several times, each time hashing the handle.
     private var links: [Link] = []
     private var nextTurn = 0
+    /// The bytes of the last fragment taken, reused for the next once its packet has been sent:
+    /// a fragment then allocates nothing.
+    private var fragmentBuffer: [UInt8] = []
 
     public init(buffers: ACLBufferSize) {
         precondition(buffers.dataLength > 0 && buffers.packetCount > 0, "the controller has no ACL buffers")
@@ -71,7 +74,7 @@ public struct ACLScheduler: Sendable {
     @discardableResult
     public mutating func enqueue(_ frame: L2CAPFrame, on handle: UInt16, isUpdate: Bool = false) -> Bool {
         guard let index = index(of: handle) else { return false }
-        links[index].queue.append(QueuedFrame(bytes: frame.encoded, isUpdate: isUpdate))
+        links[index].queue.append(QueuedFrame(frame: frame, isUpdate: isUpdate))
         return true
     }
 
@@ -114,13 +117,14 @@ public struct ACLScheduler: Sendable {
     /// The next fragment of the connection's first frame, recorded as in flight. Mutated in
     /// place (a copy of the queue taken out would be made for every packet).
     private mutating func takeFragment(of index: Int) -> HCIACLPacket {
-        let packet = L2CAPFrame.fragment(
-            of: links[index].queue[0].bytes, from: links[index].queue[0].offset, handle: links[index].handle,
-            maxFragmentLength: buffers.dataLength)
+        let packet = links[index].queue[0].frame.fragment(
+            from: links[index].queue[0].offset, handle: links[index].handle, maxFragmentLength: buffers.dataLength,
+            into: &fragmentBuffer)
         links[index].queue[0].offset += packet.data.count
-        let frameDone = links[index].queue[0].offset == links[index].queue[0].bytes.count
+        let frameDone = links[index].queue[0].offset == links[index].queue[0].frame.encodedLength
         links[index].inFlight.append(frameDone && links[index].queue[0].isUpdate)
-        if frameDone { links[index].queue.removeFirst() }
+        // `remove(at:)`, not `removeFirst()`: that removes a range, destroying it generically.
+        if frameDone { links[index].queue.remove(at: 0) }
         return packet
     }
 

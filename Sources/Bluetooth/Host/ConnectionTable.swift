@@ -15,7 +15,10 @@ final class ConnectionTable {
     private let preferredParameters: ConnectionParameters?
     private let eventSink: AsyncStream<HostEvent>.Continuation
     private let logger: Logger
-    private var byHandle: [UInt16: ConnectionState] = [:]
+    /// In connection order. A list searched by handle, not a table keyed by it: a controller
+    /// serves a handful of links, and every packet the controller completes looked its connection
+    /// up, hashing the handle.
+    private var connections: [ConnectionState] = []
     private var nextConnectionID: UInt64 = 1
 
     init(
@@ -29,31 +32,32 @@ final class ConnectionTable {
         self.logger = logger
     }
 
-    subscript(_ handle: UInt16) -> ConnectionState? { byHandle[handle] }
+    subscript(_ handle: UInt16) -> ConnectionState? { connections.first { $0.central.handle == handle } }
 
-    var count: Int { byHandle.count }
+    var count: Int { connections.count }
 
     /// Every connection, in connection order.
-    var inOrder: [ConnectionState] {
-        byHandle.values.sorted { $0.central.connectionID < $1.central.connectionID }
-    }
+    var inOrder: [ConnectionState] { connections }
 
     /// A central connected on `handle`: it gets the next connection id and an ATT bearer.
     func open(handle: UInt16, peer: BluetoothAddress) -> ConnectionState {
         let central = Central(connectionID: nextConnectionID, handle: handle, address: peer)
         nextConnectionID += 1
         let connection = ConnectionState(central: central, bearer: ATTBearer(central: central, transmitter: transmitter))
-        byHandle[handle] = connection
+        connections.removeAll { $0.central.handle == handle }
+        connections.append(connection)
         return connection
     }
 
-    func remove(_ handle: UInt16) -> ConnectionState? { byHandle.removeValue(forKey: handle) }
+    func remove(_ handle: UInt16) -> ConnectionState? {
+        guard let index = connections.firstIndex(where: { $0.central.handle == handle }) else { return nil }
+        return connections.remove(at: index)
+    }
 
     /// Forgets every connection; returns them in connection order.
     func removeAll() -> [ConnectionState] {
-        let all = inOrder
-        byHandle = [:]
-        return all
+        defer { connections = [] }
+        return connections
     }
 
     // MARK: LE signaling
@@ -109,7 +113,7 @@ final class ConnectionTable {
 
     /// HCI LE Connection Update Complete.
     func connectionUpdated(_ handle: UInt16, status: HCIStatus, interval: UInt16, latency: UInt16, supervisionTimeout timeout: UInt16) {
-        guard let central = byHandle[handle]?.central else { return }
+        guard let central = self[handle]?.central else { return }
         if status == .success {
             logger.info("\(central): interval \(Double(interval) * 1.25) ms, latency \(latency), timeout \(Int(timeout) * 10) ms")
             eventSink.yield(
@@ -123,14 +127,14 @@ final class ConnectionTable {
 
     /// HCI LE Data Length Change.
     func dataLengthChanged(_ handle: UInt16, txOctets: UInt16, rxOctets: UInt16) {
-        guard let central = byHandle[handle]?.central else { return }
+        guard let central = self[handle]?.central else { return }
         logger.info("\(central): data length \(txOctets) bytes out, \(rxOctets) in")
         eventSink.yield(.dataLengthChanged(central, maxTxOctets: txOctets, maxRxOctets: rxOctets))
     }
 
     /// HCI LE PHY Update Complete.
     func phyUpdated(_ handle: UInt16, status: HCIStatus, tx: UInt8, rx: UInt8) {
-        guard let central = byHandle[handle]?.central else { return }
+        guard let central = self[handle]?.central else { return }
         if status == .success {
             logger.info("\(central): PHY \(tx == 2 ? "2M" : "\(tx)") out, \(rx == 2 ? "2M" : "\(rx)") in")
             eventSink.yield(.phyChanged(central, txPHY: tx, rxPHY: rx))

@@ -125,24 +125,37 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
 /// The peripheral's outbound seam, implemented over the host's ATT bearers.
 final class HostPeripheralLink: PeripheralLink, @unchecked Sendable {
     private let lock = Mutex(())
-    private var bearers: [CentralID: ATTBearer] = [:]
+    /// A list searched by id, not a table keyed by it: there are a handful of centrals, and every
+    /// PDU sent looked its bearer up, hashing the id.
+    private var bearers: [(id: CentralID, bearer: ATTBearer)] = []
     private weak var host: PeripheralHost?
 
     func attach(_ host: PeripheralHost) { lock.withLock { _ in self.host = host } }
-    func register(_ bearer: ATTBearer, as id: CentralID) { lock.withLock { _ in bearers[id] = bearer } }
-    func unregister(_ id: CentralID) { _ = lock.withLock { _ in bearers.removeValue(forKey: id) } }
+
+    func register(_ bearer: ATTBearer, as id: CentralID) {
+        lock.withLock { _ in
+            bearers.removeAll { $0.id == id }
+            bearers.append((id, bearer))
+        }
+    }
+
+    func unregister(_ id: CentralID) { lock.withLock { _ in bearers.removeAll { $0.id == id } } }
 
     func send(_ pdu: [UInt8], to central: CentralID) {
-        lock.withLock { _ in bearers[central] }?.send(pdu)
+        bearer(of: central)?.send(pdu)
     }
 
     func sendUpdate(_ pdu: [UInt8], to central: CentralID) {
-        lock.withLock { _ in bearers[central] }?.sendUpdate(pdu)
+        bearer(of: central)?.sendUpdate(pdu)
+    }
+
+    private func bearer(of central: CentralID) -> ATTBearer? {
+        lock.withLock { _ in bearers.first { $0.id == central }?.bearer }
     }
 
     private func target(_ central: CentralID) -> (Central, PeripheralHost)? {
         lock.withLock { _ in
-            guard let bearer = bearers[central], let host else { return nil }
+            guard let bearer = bearers.first(where: { $0.id == central })?.bearer, let host else { return nil }
             return (bearer.central, host)
         }
     }

@@ -26,32 +26,41 @@ public struct L2CAPFrame: Equatable, Sendable {
         return writer.bytes
     }
 
+    /// The length of `encoded`: the basic header and the payload.
+    public var encodedLength: Int { 4 + payload.count }
+
     /// Splits this frame into ACL fragments of at most `maxFragmentLength` bytes each
     /// (the controller's ACL buffer length).
     public func fragments(handle: UInt16, maxFragmentLength: Int) -> [HCIACLPacket] {
-        let bytes = encoded
         var packets: [HCIACLPacket] = []
         var offset = 0
-        while offset < bytes.count {
-            let packet = Self.fragment(of: bytes, from: offset, handle: handle, maxFragmentLength: maxFragmentLength)
+        while offset < encodedLength {
+            var buffer: [UInt8] = []
+            let packet = fragment(from: offset, handle: handle, maxFragmentLength: maxFragmentLength, into: &buffer)
             offset += packet.data.count
             packets.append(packet)
         }
         return packets
     }
 
-    /// The ACL fragment of an encoded frame that starts at byte `offset`: at most
-    /// `maxFragmentLength` bytes, marked as the frame's first fragment when `offset` is 0. A frame
-    /// that fits in one fragment is carried as it is, without a copy.
-    public static func fragment(
-        of encoded: [UInt8], from offset: Int, handle: UInt16, maxFragmentLength: Int
+    /// The ACL fragment of the encoded frame that starts at byte `offset`: at most
+    /// `maxFragmentLength` bytes, marked as the frame's first fragment when `offset` is 0. Its
+    /// bytes are written into `buffer`, replacing what it held, and the packet shares them: a
+    /// sender that keeps one buffer and lets each packet go before the next fragment encodes a
+    /// frame's fragments without allocating, and without the frame ever being encoded whole.
+    public func fragment(
+        from offset: Int, handle: UInt16, maxFragmentLength: Int, into buffer: inout [UInt8]
     ) -> HCIACLPacket {
         precondition(maxFragmentLength > 0, "the controller's ACL buffer length must be positive")
-        let end = min(offset + maxFragmentLength, encoded.count)
-        return HCIACLPacket(
-            handle: handle,
-            boundary: offset == 0 ? .firstNonFlushable : .continuing,
-            data: offset == 0 && end == encoded.count ? encoded : Array(encoded[offset..<end]))
+        let end = min(offset + maxFragmentLength, encodedLength)
+        buffer.removeAll(keepingCapacity: true)
+        // The basic header (length, channel; little-endian), then the payload.
+        for position in offset..<max(offset, min(end, 4)) {
+            let field = position < 2 ? UInt16(payload.count) : channel
+            buffer.append(UInt8(truncatingIfNeeded: position % 2 == 0 ? field : field >> 8))
+        }
+        if end > 4 { buffer.append(contentsOf: payload[(max(offset, 4) - 4)..<(end - 4)]) }
+        return HCIACLPacket(handle: handle, boundary: offset == 0 ? .firstNonFlushable : .continuing, data: buffer)
     }
 }
 
