@@ -4,6 +4,22 @@ import Testing
 
 @testable import BluetoothL2CAP
 
+extension L2CAPFrame {
+    /// Every ACL fragment of the frame, each its own packet: what the ACL scheduler sends, one
+    /// fragment at a time from its reused buffer.
+    fileprivate func fragments(handle: UInt16, maxFragmentLength: Int) -> [HCIACLPacket] {
+        var packets: [HCIACLPacket] = []
+        var offset = 0
+        while offset < encodedLength {
+            var buffer: [UInt8] = []
+            let packet = fragment(from: offset, handle: handle, maxFragmentLength: maxFragmentLength, into: &buffer)
+            offset += packet.data.count
+            packets.append(packet)
+        }
+        return packets
+    }
+}
+
 struct L2CAPFrameTests {
     @Test func basicFrameLayout() {
         // ATT Exchange MTU Request (0x02, MTU 517) on CID 0x0004 (Core Vol 3 Part A 3.1).

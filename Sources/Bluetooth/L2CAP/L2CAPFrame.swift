@@ -29,20 +29,6 @@ public struct L2CAPFrame: Equatable, Sendable {
     /// The length of `encoded`: the basic header and the payload.
     public var encodedLength: Int { 4 + payload.count }
 
-    /// Splits this frame into ACL fragments of at most `maxFragmentLength` bytes each
-    /// (the controller's ACL buffer length).
-    public func fragments(handle: UInt16, maxFragmentLength: Int) -> [HCIACLPacket] {
-        var packets: [HCIACLPacket] = []
-        var offset = 0
-        while offset < encodedLength {
-            var buffer: [UInt8] = []
-            let packet = fragment(from: offset, handle: handle, maxFragmentLength: maxFragmentLength, into: &buffer)
-            offset += packet.data.count
-            packets.append(packet)
-        }
-        return packets
-    }
-
     /// The ACL fragment of the encoded frame that starts at byte `offset`: at most
     /// `maxFragmentLength` bytes, marked as the frame's first fragment when `offset` is 0. Its
     /// bytes are written into `buffer`, replacing what it held, and the packet shares them: a

@@ -22,7 +22,14 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
             if frame.channel == L2CAPChannel.leSignaling { _ = signaling.receive(frame.payload) }
             // Re-fragmenting and reassembling a frame gives the frame back.
             var again = L2CAPReassembler()
-            let rebuilt = frame.fragments(handle: 0x0040, maxFragmentLength: 27).flatMap { again.push($0).frames }
+            var rebuilt: [L2CAPFrame] = []
+            var buffer: [UInt8] = []
+            var offset = 0
+            while offset < frame.encodedLength {
+                let fragment = frame.fragment(from: offset, handle: 0x0040, maxFragmentLength: 27, into: &buffer)
+                offset += fragment.data.count
+                rebuilt += again.push(fragment).frames
+            }
             guard rebuilt == [frame] else { fatalError("\(frame) does not survive fragmentation") }
         }
     }
