@@ -79,7 +79,7 @@ public struct GatewayService: Service {
         }
         let pipeline = ValuePipeline(
             layout: layout, peripheral: binding.peripheral,
-            publishesEvents: config.mqtt != nil, logger: logger,
+            logger: logger,
             driveOutput: { sensor, level in
                 guard let runner = await running.runner(sensor) else { return }
                 try await runner.write(level)
@@ -103,6 +103,7 @@ public struct GatewayService: Service {
         let hostTask = Task(executorPreference: EventLoop.shared) { await host.run() }
         let watchdog = watchdogInterval.map { ServiceWatchdog(interval: $0, systemd: systemd) }
         watchdog?.start()
+        await mirror?.attach()
         await running.launch(
             into: RunningConfiguration.Sinks(pipeline: pipeline, bthome: bthome, host: host, mirror: mirror))
         await withTaskGroup(of: Void.self) { group in
@@ -119,9 +120,6 @@ public struct GatewayService: Service {
                     host.events, host: host, pipeline: pipeline, mirror: mirror,
                     confirmWith: config.bluetooth.security.confirmWith,
                     readiness: readiness, logger: logger)
-            }
-            if let mirror {
-                group.addTask { await mirror.run() }
             }
             // Suspends until the group starts a graceful shutdown (SIGTERM/SIGINT); a plain
             // cancellation ends the wait the same way.

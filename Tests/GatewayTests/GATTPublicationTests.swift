@@ -56,7 +56,7 @@ struct GATTPublicationTests {
             ref("gateway/relay"): gateway.characteristics[0],
             ref("gateway/label"): gateway.characteristics[1]
         ]
-        #expect(publication.characteristics == expected)
+        #expect(publication.characteristics.entries == expected)
         for (ref, characteristic) in expected { #expect(publication.ref(of: characteristic) == ref) }
 
         // The value store serves each characteristic's own value at its value handle.
@@ -89,7 +89,7 @@ struct GATTPublicationTests {
         #expect(publication.services?.map(\.index) == [0, 1, 2])
         #expect(publication.services?.map(\.published).dropFirst() == [gateway, extra])
         #expect(
-            publication.characteristics == [
+            publication.characteristics.entries == [
                 ref("environment/temperature"): temperature,
                 ref("gateway/relay"): gateway.characteristics[0],
                 ref("gateway/label"): gateway.characteristics[1],
@@ -118,7 +118,7 @@ struct GATTPublicationTests {
         try await publication.change(to: layout, change, on: peripheral, values: reloadedValues)
         #expect(publication.characteristics[ref("extra/humidity", in: reloaded)] == nil)
         #expect(publication.ref(of: humidity) == nil)
-        #expect(Set(publication.characteristics.keys) == Set(layout.characteristics.keys))
+        #expect(Set(publication.characteristics.entries.keys) == Set(layout.characteristics.keys))
         #expect(await peripheral.services.contains { $0.characteristics.contains(humidity) } == false)
     }
 }

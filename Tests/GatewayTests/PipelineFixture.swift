@@ -62,11 +62,16 @@ struct PipelineFixture {
     let pipeline: ValuePipeline
     let layout: GATTLayout
     var events: AsyncStream<PeripheralEvent>.Iterator
+    /// What the pipeline handed its event sink, as the mirror gets it: values and status here,
+    /// the events the mirror keeps in its outbox (writes, centrals, subscriptions) in
+    /// `durableEvents`; both end at `finish()`.
     var pipelineEvents: AsyncStream<PipelineEvent>.Iterator
     var durableEvents: AsyncStream<PipelineEvent>.Iterator
+    /// Ends both event streams (`finish()` does, after the pipeline's).
+    let endEvents: @Sendable () -> Void
 
     /// `.realTime` runs the pipeline's own timer on the real clock (the service's setting).
-    init(yaml: String, timing: ValuePipeline.Timing = .manual, publishesEvents: Bool = true) async throws {
+    init(yaml: String, timing: ValuePipeline.Timing = .manual) async throws {
         let config = try ConfigLoader.load(yaml: yaml).config
         layout = GATTLayout(config: config)
         let clock = self.clock
@@ -75,18 +80,36 @@ struct PipelineFixture {
         peripheral = Peripheral(configuration: .init(deviceName: config.device.name), link: link, now: now)
         let outputs = self.outputs
         pipeline = ValuePipeline(
-            layout: layout, peripheral: peripheral, publishesEvents: publishesEvents,
+            layout: layout, peripheral: peripheral,
             timing: timing, clock: now,
             logger: Logger(label: "test"),
             driveOutput: { sensor, level in try outputs.record(sensor, level) })
         events = peripheral.events.makeAsyncIterator()
-        pipelineEvents = pipeline.events.makeAsyncIterator()
-        durableEvents = pipeline.durableEvents.makeAsyncIterator()
+        let (values, valueContinuation) = AsyncStream.makeStream(of: PipelineEvent.self)
+        let (durable, durableContinuation) = AsyncStream.makeStream(of: PipelineEvent.self)
+        pipelineEvents = values.makeAsyncIterator()
+        durableEvents = durable.makeAsyncIterator()
+        endEvents = {
+            valueContinuation.finish()
+            durableContinuation.finish()
+        }
+        await pipeline.setEventSink { event in
+            switch event {
+            case .valueChanged, .status: valueContinuation.yield(event)
+            default: durableContinuation.yield(event)
+            }
+        }
         await peripheral.updateState(.poweredOn)
         await pump()
     }
 
     func ref(_ path: String) -> CharacteristicRef { layout.ref(path)! }
+
+    /// Finishes the pipeline, and then the event streams.
+    func finish() async {
+        await pipeline.finish()
+        endEvents()
+    }
 
     func characteristic(_ path: String) async -> PublishedCharacteristic {
         await pipeline.publishedCharacteristic(ref(path))!

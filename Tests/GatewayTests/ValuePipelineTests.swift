@@ -1,6 +1,7 @@
 import BluetoothCore
 import BluetoothGATT
 import Config
+import Foundation
 import Gateway
 import Notify
 import Sensors
@@ -219,20 +220,33 @@ struct ValuePipelineTests {
         #expect(await fixture.pipeline.currentBytes(fixture.ref("io/button")) == [4])
     }
 
-    /// Without an MQTT mirror nobody reads the pipeline's events, so none are kept: a fast sensor
-    /// costs no memory for a reader that never comes. (With one, the fixture's default, the same
-    /// values all arrive as events.)
-    @Test(arguments: [true, false]) func eventsAreKeptOnlyForAMirror(publishesEvents: Bool) async throws {
-        var fixture = try await PipelineFixture(yaml: Self.yaml, publishesEvents: publishesEvents)
-        for step in 0..<10 {
-            await fixture.pipeline.sensorValue(reading("climate", "temperature", Double(20 + step)))
-        }
-        await fixture.pipeline.finish()
-        var values = 0
-        while let event = await fixture.pipelineEvents.next() {
-            if case .valueChanged = event { values += 1 }
-        }
-        #expect(values == (publishesEvents ? 10 : 0))
+    /// The MQTT mirror gets a value in the call that changed it, in order with the events around
+    /// it: nothing waits in between for a task to take it later, and without a sink nothing is
+    /// sent anywhere.
+    @Test func eventsReachTheSinkInTheCallThatMadeThem() async throws {
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
+        let seen = EventLog()
+        await fixture.pipeline.setEventSink { seen.append($0) }
+        let temperature = fixture.ref("environment/temperature")
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 21))
+        let first = try #require(await fixture.pipeline.currentBytes(temperature))
+        #expect(seen.events == [.valueChanged(temperature, first)])
+        await fixture.peripheral.centralConnected(alice)
+        await fixture.pipeline.handle(PeripheralEvent.centralConnected(alice))
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 22))
+        let second = try #require(await fixture.pipeline.currentBytes(temperature))
+        #expect(seen.events == [.valueChanged(temperature, first), .centralConnected(alice, mtu: 23), .valueChanged(temperature, second)])
+        await fixture.pipeline.setEventSink(nil)
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 23))
+        #expect(seen.events.count == 3, "no sink, no event")
+    }
+
+    /// What a sink was handed.
+    final class EventLog: @unchecked Sendable {
+        private let lock = NSLock()
+        private var recorded: [PipelineEvent] = []
+        var events: [PipelineEvent] { lock.withLock { recorded } }
+        func append(_ event: PipelineEvent) { lock.withLock { recorded.append(event) } }
     }
 
     /// Lost GPIO events reach MQTT's `state` counters, per sensor and in total.
@@ -263,11 +277,13 @@ struct ValuePipelineTests {
         await pipeline.lostEvents(sensor: "climate", total: 7)
         // Waits for the statuses rather than counting them over a fixed time, which a loaded
         // machine's starved timer fails; should they never come, the stream ends after 30 s.
+        let endEvents = fixture.endEvents
         let giveUp = Task {
             guard (try? await Task.sleep(for: .seconds(30))) != nil else { return }
             running.cancel()
             await running.value
             await pipeline.finish()
+            endEvents()
         }
         var carrying = 0
         while carrying < 5, let event = await fixture.pipelineEvents.next() {
@@ -276,7 +292,7 @@ struct ValuePipelineTests {
         giveUp.cancel()
         running.cancel()
         await running.value
-        await pipeline.finish()
+        await fixture.finish()
         // `run`'s first status may be among them, so at least 4 came from the timer.
         #expect(carrying >= 5)
     }
@@ -299,8 +315,8 @@ struct ValuePipelineTests {
         #expect(failure == .outputFailed(fixture.ref("gateway/relay"), alice, reason: "driving output relay failed: the line is gone"))
     }
 
-    /// Durable events have a path of their own: a flood of values far beyond the value buffer
-    /// (values coalesce there) loses none of the writes made in between.
+    /// A flood of values loses none of the writes made in between, nor any value: each reaches
+    /// the mirror as it happens, in order, with no buffer between to overflow.
     ///
     /// On the loop, as the gateway's own tasks run: from the global pool each of the 16,000 calls
     /// would hop to the loop and back, and a loaded run took most of its time limit doing that.
@@ -319,10 +335,10 @@ struct ValuePipelineTests {
             await fixture.peripheral.receive([0x52] + le(label.valueHandle) + Array("w\(index)".utf8), from: alice)
             await fixture.pipeline.handle(try #require(await centralWrites.next()))
             for step in 0..<5 {
-                await fixture.pipeline.sensorValue(reading("climate", "temperature", Double(index * 5 + step)))
+                await fixture.pipeline.sensorValue(reading("climate", "temperature", Double((index * 5 + step) % 100)))
             }
         }
-        await fixture.pipeline.finish()
+        await fixture.finish()
         var written: [String] = []
         while let event = await fixture.durableEvents.next() {
             if case .written(_, _, let bytes, _) = event { written.append(String(decoding: bytes, as: UTF8.self)) }
@@ -332,7 +348,7 @@ struct ValuePipelineTests {
         while let event = await fixture.pipelineEvents.next() {
             if case .valueChanged = event { values += 1 }
         }
-        #expect(values <= ValuePipeline.eventBufferSize, "values beyond the buffer coalesced away (\(values) kept)")
+        #expect(values == writes * 5 + writes, "every temperature, and every label written as its new value")
     }
 
     /// In the service the pipeline arms one timer for the engine's next deadline: a value held by

@@ -54,6 +54,13 @@ struct CharacteristicTable<Value> {
             slots[ref.service][ref.characteristic] = newValue.map { (ref, $0) }
         }
     }
+
+    /// Every entry, keyed by its ref: to look at the whole table, not for the event path.
+    var entries: [CharacteristicRef: Value] {
+        var entries: [CharacteristicRef: Value] = [:]
+        for case let (ref, value)? in slots.joined() { entries[ref] = value }
+        return entries
+    }
 }
 
 /// The GATT database a configuration describes: one `GATTService` per configured service, in the

@@ -7,7 +7,9 @@ import Logging
 /// a configured one is and back. A reload's layout replaces the services that changed
 /// (`change`). Owned by the `ValuePipeline` and used only on its executor.
 final class GATTPublication {
-    private(set) var characteristics: [CharacteristicRef: PublishedCharacteristic] = [:]
+    /// Found by the ref's positions, not hashed: the notify driver looks one up for every update
+    /// it sends.
+    private(set) var characteristics = CharacteristicTable<PublishedCharacteristic>()
     private var refsByValueHandle: [UInt16: CharacteristicRef] = [:]
     /// The configured services as published, in publishing order; nil before `publish`.
     private(set) var services: [PublishedLayoutService]?
@@ -35,7 +37,7 @@ final class GATTPublication {
             "services published",
             metadata: [
                 "services": "\(layout.publishingOrder.count)",
-                "characteristics": "\(characteristics.count)"
+                "characteristics": "\(refsByValueHandle.count)"
             ])
     }
 
@@ -46,10 +48,9 @@ final class GATTPublication {
         to layout: GATTLayout, _ change: GATTLayoutChange, on peripheral: Peripheral, values: CharacteristicValues
     ) async throws {
         let keptRefs = Set(change.kept.flatMap(\.refs))
-        for ref in Array(characteristics.keys) where !keptRefs.contains(ref) {
-            if let characteristic = characteristics.removeValue(forKey: ref) {
-                refsByValueHandle[characteristic.valueHandle] = nil
-            }
+        for (valueHandle, ref) in refsByValueHandle where !keptRefs.contains(ref) {
+            refsByValueHandle[valueHandle] = nil
+            characteristics[ref] = nil
         }
         services = change.kept
         var ids: [String: GATTServiceID] = [:]

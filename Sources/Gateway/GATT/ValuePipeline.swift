@@ -6,6 +6,11 @@ import Notify
 import Sensors
 import Values
 
+/// Where the pipeline's events go (the MQTT mirror): called on the event loop, in order, in the
+/// call that produced each, so a value reaches the broker with no task resumed and no queue in
+/// between. It must not call back into the pipeline.
+public typealias PipelineEventSink = @Sendable (PipelineEvent) -> Void
+
 /// What the pipeline tells the MQTT mirror, in order.
 public enum PipelineEvent: Sendable, Equatable {
     /// The characteristic's new value, as its bytes on air: MQTT prints what a phone reads.
@@ -38,7 +43,7 @@ public enum PipelineEvent: Sendable, Equatable {
 /// centrals' writes), `GATTPublication` (the services as published), `NotifyDriver` (the notify
 /// engine, backpressure and its deadline timer, sending through the peripheral) and
 /// `PipelineStatus` (MQTT's `state` counters). The pipeline itself keeps only what joins them:
-/// the streams to the MQTT mirror and the way to an output's line.
+/// the sink of the MQTT mirror's events and the way to an output's line.
 public actor ValuePipeline {
     /// On the event loop, with the other actors of the event path: calls between them run inline.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
@@ -58,27 +63,18 @@ public actor ValuePipeline {
     private let publication: GATTPublication
     private let notifier: NotifyDriver
     private var status = PipelineStatus()
-    private let eventContinuation: AsyncStream<PipelineEvent>.Continuation
-    private let publishesEvents: Bool
-    /// Values and status for the MQTT mirror, when `publishesEvents`: state that the next one
-    /// replaces, so at most `eventBufferSize` wait for a slow consumer and beyond that the oldest
-    /// are dropped (values coalesce) rather than let a fast sensor grow memory. Without
-    /// `publishesEvents` (no MQTT: nobody reads them) none are kept.
-    public nonisolated let events: AsyncStream<PipelineEvent>
-    public static let eventBufferSize = 4096
-    /// The events MQTT must deliver every one of (writes, subscriptions, centrals and their
-    /// MTU and security), when `publishesEvents`: never dropped here. The mirror appends each to
-    /// its persistent outbox as it arrives, so they wait on disk, not in memory, while the broker
-    /// is away.
-    public nonisolated let durableEvents: AsyncStream<PipelineEvent>
-    private let durableContinuation: AsyncStream<PipelineEvent>.Continuation
+    /// The MQTT mirror's (`setEventSink`); without one (no MQTT) no event is even built. Nothing
+    /// waits between the two: the mirror publishes a value or appends a durable event (a write,
+    /// a subscription, a central and its MTU and security) to its persistent outbox before the
+    /// call that produced it returns, so none waits in memory here for a slow consumer.
+    private var eventSink: PipelineEventSink?
     /// Centrals' accepted writes, to hand back to `handle(_:)` (the `run` loop does).
     public nonisolated var centralWrites: AsyncStream<CentralWrite> { values.writes }
     /// Accepted trigger descriptor writes, to hand back to `handle(_:)` (the `run` loop does).
     public nonisolated var triggerChanges: AsyncStream<TriggerChange> { values.triggerChanges }
 
     public init(
-        layout: GATTLayout, peripheral: Peripheral, publishesEvents: Bool, timing: Timing = .realTime,
+        layout: GATTLayout, peripheral: Peripheral, timing: Timing = .realTime,
         clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
         logger: Logger,
         driveOutput: @escaping @Sendable (String, Bool) async throws -> Void
@@ -104,17 +100,17 @@ public actor ValuePipeline {
                         update.0.sample.bytes, for: update.1, onSubscribedCentral: update.0.central)
                 }
             })
-        self.publishesEvents = publishesEvents
-        (events, eventContinuation) = AsyncStream.makeStream(
-            of: PipelineEvent.self,
-            bufferingPolicy: .bufferingNewest(publishesEvents ? Self.eventBufferSize : 0))
-        (durableEvents, durableContinuation) = AsyncStream.makeStream(
-            of: PipelineEvent.self, bufferingPolicy: publishesEvents ? .unbounded : .bufferingNewest(0))
         for (ref, sample) in router.configuredSamples {
             values.set(sample.bytes, of: ref)
             notifier.update(ref, sample: sample)
         }
         wake.pipeline = self
+    }
+
+    /// The MQTT mirror's sink, before `run` (whose first events, the status and the configured
+    /// values, it must get); nil stops the events.
+    public func setEventSink(_ sink: PipelineEventSink?) {
+        eventSink = sink
     }
 
     // MARK: Publishing
@@ -238,10 +234,10 @@ public actor ValuePipeline {
 
     /// A central's accepted write (from `centralWrites`), already the current value in the store.
     public func handle(_ write: CentralWrite) async {
-        durableContinuation.yield(.written(write.ref, write.central, write.bytes, write.kind))
+        eventSink?(.written(write.ref, write.central, write.bytes, write.kind))
         if let sensor = router.outputSensor(of: write.ref) {
             if let failure = await drive(sensor, write.value) {
-                durableContinuation.yield(.outputFailed(write.ref, write.central, reason: failure))
+                eventSink?(.outputFailed(write.ref, write.central, reason: failure))
             }
             return
         }
@@ -254,25 +250,25 @@ public actor ValuePipeline {
         switch event {
         case .centralConnected(let central):
             let mtu = await peripheral.maximumUpdateValueLength(for: central).map { $0 + 3 } ?? 23
-            durableContinuation.yield(.centralConnected(central, mtu: mtu))
+            eventSink?(.centralConnected(central, mtu: mtu))
         case .centralDisconnected(let central):
             notifier.disconnect(central)
-            durableContinuation.yield(.centralDisconnected(central))
+            eventSink?(.centralDisconnected(central))
         case .subscribed(let central, let characteristic):
             guard let ref = publication.ref(of: characteristic) else { return }
             // The event does not say which the central enabled; notification when offered.
             let kind: UpdateKind = characteristic.properties.contains(.notify) ? .notification : .indication
             notifier.subscribe(central, to: ref, kind: kind)
-            durableContinuation.yield(.subscribed(ref, central, kind))
+            eventSink?(.subscribed(ref, central, kind))
         case .unsubscribed(let central, let characteristic):
             guard let ref = publication.ref(of: characteristic) else { return }
             notifier.unsubscribe(central, from: ref)
-            durableContinuation.yield(.unsubscribed(ref, central))
+            eventSink?(.unsubscribed(ref, central))
         case .readyToUpdateSubscribers:
             notifier.linkReady()
         case .stateChanged(let state):
             status.peripheralChanged(state)
-            eventContinuation.yield(statusEvent)
+            eventSink?(statusEvent)
             guard state == .poweredOn, publication.services == nil else { return }
             do {
                 try await publish()
@@ -281,10 +277,10 @@ public actor ValuePipeline {
             }
             return
         case .maximumUpdateValueLengthChanged(let central, let length):
-            durableContinuation.yield(.mtuChanged(central, mtu: length + 3))
+            eventSink?(.mtuChanged(central, mtu: length + 3))
             return
         case .securityChanged(let central, let security):
-            durableContinuation.yield(.securityChanged(central, security))
+            eventSink?(.securityChanged(central, security))
             return
         case .serviceAdded, .serviceRemoved:
             return
@@ -330,9 +326,9 @@ public actor ValuePipeline {
     /// Consumes the peripheral's events and the centrals' writes until cancelled, and logs the
     /// counters every `statisticsInterval`.
     public func run(statisticsInterval: Duration) async {
-        eventContinuation.yield(statusEvent)
+        eventSink?(statusEvent)
         for (ref, sample) in router.configuredSamples.sorted(by: { $0.key < $1.key }) {
-            eventContinuation.yield(.valueChanged(ref, sample.bytes))
+            eventSink?(.valueChanged(ref, sample.bytes))
         }
         await withDiscardingTaskGroup { group in
             // Each stream is consumed isolated to the pipeline, so an element is handled on the
@@ -363,23 +359,22 @@ public actor ValuePipeline {
 
     /// The host started or stopped advertising (for the `status` event).
     public func advertisingChanged(_ isAdvertising: Bool) {
-        if status.advertisingChanged(isAdvertising) { eventContinuation.yield(statusEvent) }
+        if status.advertisingChanged(isAdvertising) { eventSink?(statusEvent) }
     }
 
     public func logStatistics() {
         logger.info("notify counters", metadata: ["counters": "\(notifier.statistics.logLine)"])
-        eventContinuation.yield(statusEvent)
+        eventSink?(statusEvent)
     }
 
     /// The `status` event now (`PipelineStatus`).
     var statusEvent: PipelineEvent { status.event(notifier.statistics) }
 
-    /// Stops the timer and ends the event stream, after a last counters line (the totals of the run).
+    /// Stops the timer and the events, after a last counters line (the totals of the run).
     public func finish() {
         logStatistics()
         notifier.stop()
-        eventContinuation.finish()
-        durableContinuation.finish()
+        eventSink = nil
     }
 
     // MARK: Plumbing
@@ -402,9 +397,8 @@ public actor ValuePipeline {
         }
         values.set(sample.bytes, of: ref)
         notifier.update(ref, sample: sample)
-        // Skipped without MQTT: the stream keeps nothing then, but a yield still costs a lock
-        // and an event built for nobody, on every value.
-        if publishesEvents { eventContinuation.yield(.valueChanged(ref, sample.bytes)) }
+        // Optional chaining: without MQTT the event is not even built.
+        eventSink?(.valueChanged(ref, sample.bytes))
     }
 
     /// Drives an output's line; returns why it could not, after logging it.

@@ -68,21 +68,20 @@ actor MirrorRunner {
         return (service, bridge)
     }
 
-    /// Hands the pipeline's events to the mirror running at the time, until they end.
-    func run() async {
-        await withDiscardingTaskGroup { group in
-            for stream in [pipeline.durableEvents, pipeline.events] {
-                group.addTask {
-                    for await event in stream { await self.forward(event) }
-                }
-            }
+    /// From now on the pipeline hands each event to the mirror running at the time, in the call
+    /// that produced it (the pipeline, this runner and the mirror service all run on the event
+    /// loop). Before the pipeline runs, so its first events find the mirror.
+    func attach() async {
+        await pipeline.setEventSink { [self] event in
+            onLoop(with: event) { runner, event in runner.forward(event) }
         }
     }
 
-    private func forward(_ event: PipelineEvent) async {
-        // An event of a characteristic a reload removed, still on its way, has no topic.
+    private func forward(_ event: PipelineEvent) {
+        // An event of a characteristic a reload removed (its layout's, before the new one's) has
+        // no topic; one during a `replace` finds no mirror, and the new one starts from the state.
         guard let running, running.bridge.covers(event) else { return }
-        await running.service.handle(running.bridge.mirrorEvent(event, at: Date()))
+        running.service.onLoop(with: running.bridge.mirrorEvent(event, at: Date())) { $0.handle($1) }
     }
 
     /// Publishes what a pairing asks of the user (`<base>/<dev>/pairing`).
@@ -143,7 +142,7 @@ actor MirrorRunner {
                 events.append(.subscribed(ref, id, bits & 0x0001 != 0 ? .notification : .indication))
             }
         }
-        for event in events { await forward(event) }
+        for event in events { forward(event) }
     }
 
     /// Says `offline` and disconnects; returns once the client has stopped.
