@@ -4,10 +4,10 @@ out together (Sources/gattway/HotFunctions.order, read by lld's --symbol-orderin
 
   hot_functions.py --gattway PATH/TO/release/gattway [--out FILE] [--scenarios edges notify mqtt]
 
-Why: the event path runs about 550 functions, 170 KB, that the linker otherwise scatters over the
+Why: the event path runs about 540 functions, 170 KB, that the linker otherwise scatters over the
 binary's 15 MB of text (290 pages of 4 kB). Every event wakes the process after another one ran,
 and reaching scattered code again costs cache and TLB misses on top of the instructions. gattway's
-own 264 of them, compiled a section per function, are laid out in 28 consecutive pages, first;
+own 258 of them, compiled a section per function, are laid out in 28 consecutive pages, first;
 the Swift runtime's and standard library's come prebuilt, a section per object, and are listed
 after them (docs/performance.md, "Code layout").
 
