@@ -59,12 +59,12 @@ def callgrind_pid(out_file: str) -> int | None:
     return None
 
 
-def profile(gattway: str, scenario: str, work: str, python: str) -> dict[str, int]:
+def profile(gattway: str, scenario: str, work: str) -> dict[str, int]:
     """Instructions per function while `scenario` runs steadily."""
     out_file = os.path.join(work, f"callgrind.{scenario}")
     wrap = f"valgrind --tool=callgrind --demangle=no --callgrind-out-file={out_file}"
     bench = subprocess.Popen(
-        [python, os.path.join(HERE, "event_cost.py"), "--gattway", gattway, "--only", scenario,
+        [sys.executable, os.path.join(HERE, "event_cost.py"), "--gattway", gattway, "--only", scenario,
          "--rate", "200", "--warmup", "25", "--seconds", "20", "--wrap", wrap, "--logs", os.path.join(work, scenario)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pid = None
@@ -153,7 +153,7 @@ def main() -> None:
         profiled = os.path.join(work, "gattway")
         subprocess.run(["strip", "--strip-debug", "-o", profiled, args.gattway], check=True)
         for scenario in args.scenarios:
-            for name, cost in profile(profiled, scenario, work, sys.executable).items():
+            for name, cost in profile(profiled, scenario, work).items():
                 if name in symbols:
                     total[name] = total.get(name, 0) + cost
     # The Swift runtime and libraries come prebuilt (swift_static), a section per object rather than
