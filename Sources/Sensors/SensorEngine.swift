@@ -31,11 +31,16 @@ protocol SensorEngine: AnyObject {
     func tick(at now: UInt64) -> [Emission]
     /// Drives an output sensor; other kinds refuse writes.
     func write(_ value: Bool, at now: UInt64) throws -> [Emission]
+    /// Saves what the engine keeps across restarts (a counter's total), before it stops: a save
+    /// that failed comes back as a failure reading, so the loss is reported, not silent.
+    func persist(at now: UInt64) -> Emission?
+    /// Releases the engine's lines.
     func stop()
 }
 
 extension SensorEngine {
     func lost(_ count: Int, input: Int) {}
+    func persist(at now: UInt64) -> Emission? { nil }
     func write(_ value: Bool, at now: UInt64) throws -> [Emission] {
         throw SensorError.notWritable
     }
@@ -206,7 +211,12 @@ final class SensorCore {
         finish(try engine.write(value, at: now))
     }
 
-    func stop() { engine.stop() }
+    /// Saves the engine's state and releases its lines; returns the failure reading of a save
+    /// that did not succeed.
+    func stop(at now: UInt64) -> [SensorSample] {
+        defer { engine.stop() }
+        return finish(engine.persist(at: now).map { [$0] } ?? [])
+    }
 
     private func tickFilters(at time: UInt64, into values: inout [SensorSample]) {
         for position in channels.indices {

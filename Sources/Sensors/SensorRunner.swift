@@ -56,7 +56,7 @@ public actor SensorRunner {
         self.deliver = deliver
         defer {
             timer.cancel()
-            core.stop()
+            publish(core.stop(at: backend.now()))
             self.deliver = nil
         }
         publish(try core.start(at: backend.now()))
@@ -92,6 +92,12 @@ public actor SensorRunner {
 
     private func publish(_ new: [SensorSample]) {
         for value in new {
+            // A failure is reported, not kept: the latest value stays the last one read, as the
+            // characteristics carrying it keep theirs.
+            if case .failure = value.reading {
+                deliver?(value)
+                continue
+            }
             if let position = latestValues.firstIndex(where: { $0.channel == value.channel }) {
                 latestValues[position] = value
             } else {
@@ -162,8 +168,10 @@ public final class SimulatedSensorDriver {
         return try core.write(value, at: backend.now())
     }
 
-    /// Stops every sensor, releasing lines and persisting state.
-    public func stop() {
-        cores.forEach { $0.stop() }
+    /// Stops every sensor, persisting state and releasing lines; returns the failure readings of
+    /// state that could not be saved.
+    @discardableResult
+    public func stop() -> [SensorSample] {
+        cores.flatMap { $0.stop(at: backend.now()) }
     }
 }

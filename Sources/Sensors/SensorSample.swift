@@ -57,6 +57,9 @@ public enum SensorFailure: Error, Sendable, Equatable, CustomStringConvertible {
     case incompleteFrame(bits: Int)
     /// A GPIO error while reading or driving the sensor's lines.
     case gpio(String)
+    /// State the sensor keeps across restarts (a counter's total) could not be saved; the
+    /// sensor keeps it in memory, and the message says when it tries again.
+    case notSaved(String)
 
     public var description: String {
         switch self {
@@ -64,7 +67,7 @@ public enum SensorFailure: Error, Sendable, Equatable, CustomStringConvertible {
         case .checksumMismatch(let bytes):
             "checksum mismatch in frame \(bytes.map { String($0, radix: 16) }.joined(separator: " "))"
         case .incompleteFrame(let bits): "incomplete frame: \(bits) of 40 bits received"
-        case .gpio(let message): message
+        case .gpio(let message), .notSaved(let message): message
         }
     }
 }

@@ -70,6 +70,9 @@ struct PipelineFixture {
     /// Ends both event streams (`finish()` does, after the pipeline's).
     let endEvents: @Sendable () -> Void
 
+    /// The pipeline's warnings and errors, as the journal would get them.
+    let warnings = LockedLines()
+
     /// `.realTime` runs the pipeline's own timer on the real clock (the service's setting).
     init(yaml: String, timing: ValuePipeline.Timing = .manual) async throws {
         let config = try ConfigLoader.load(yaml: yaml).config
@@ -82,7 +85,9 @@ struct PipelineFixture {
         pipeline = ValuePipeline(
             layout: layout, peripheral: peripheral,
             timing: timing, clock: now,
-            logger: Logger(label: "test"),
+            logger: Logger(label: "test") { [warnings] label in
+                GatewayLogHandler(label: label, level: .warning, style: .journal, write: { warnings.append($0) })
+            },
             driveOutput: { sensor, level in try outputs.record(sensor, level) })
         events = peripheral.events.makeAsyncIterator()
         let (values, valueContinuation) = AsyncStream.makeStream(of: PipelineEvent.self)

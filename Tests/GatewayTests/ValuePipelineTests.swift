@@ -297,6 +297,24 @@ struct ValuePipelineTests {
         #expect(carrying >= 5)
     }
 
+    /// A reading that failed (a DHT frame lost, a counter's total not saved) is logged as a
+    /// warning naming the sensor and why; the characteristic keeps the last value read.
+    @Test func aFailedReadingIsLoggedAndTheValueKept() async throws {
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
+        let temperature = fixture.ref("environment/temperature")
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 21.5))
+        await fixture.pipeline.sensorValue(
+            SensorSample(
+                sensor: "climate", channel: "temperature", reading: .failure(.incompleteFrame(bits: 31)),
+                unit: "°C", timestampNs: 0))
+        #expect(await fixture.pipeline.currentBytes(temperature) == sint16(2150))
+        #expect(
+            fixture.warnings.all == [
+                "<4>test: sensor reading failed channel=temperature reason=\"incomplete frame: 31 of 40 bits received\" sensor=climate\n"
+            ])
+        await fixture.finish()
+    }
+
     /// A phone's write to an output is acknowledged before the line is driven, so a line that
     /// cannot be driven is reported afterwards, as a durable event for the error topic.
     @Test func anOutputThatCannotBeDrivenIsReported() async throws {

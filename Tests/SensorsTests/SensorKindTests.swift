@@ -102,6 +102,51 @@ import TestHarness
         }
     }
 
+    @Test func aCounterTotalThatCannotBeSavedIsReportedAndSavedOnceItCanBe() throws {
+        let directory = try temporaryDirectory("counter").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Five pulses in the first half second, then none: the retries owe nothing to new pulses.
+        var steps: [SignalGenerator.Step] = []
+        for _ in 0..<5 { steps += [.init(false, .milliseconds(90)), .init(true, .milliseconds(10))] }
+        let meter = SimulatedLineConfig(
+            name: "METER", generator: .steps(steps + [.init(false, .seconds(60))], repeats: false))
+        let spec = SensorSpec(
+            name: "water",
+            kind: CounterSettings(line: LineSelector("METER"), stateDirectory: directory, persistInterval: .seconds(1)))
+        let (_, driver, _) = try drive([meter], [spec])
+        // A file where the state directory was: no save can succeed, not even as root.
+        func breakDirectory() throws {
+            try FileManager.default.removeItem(atPath: directory)
+            try "not a directory\n".write(toFile: directory, atomically: false, encoding: .utf8)
+        }
+        try breakDirectory()
+
+        let unsaved = driver.run(for: .milliseconds(2_500))
+        let failures = unsaved.compactMap { value -> (Double, String)? in
+            guard case .failure(.notSaved(let message)) = value.reading else { return nil }
+            return (seconds(value), message)
+        }
+        #expect(failures.map(\.0) == [1.09, 2.09])  // the first pulse at 0.09 s, then every second
+        #expect(failures.allSatisfy { $0.1.contains(directory + "/water.count") })
+        #expect(failures.allSatisfy { $0.1.hasSuffix("the total (5) is kept in memory and saved again in 1.0 seconds") })
+        #expect(unsaved.last { $0.channel == "value" && $0.number != nil }?.number == 5)
+
+        try FileManager.default.removeItem(atPath: directory)  // the state file makes its directory
+        let saved = driver.run(for: .seconds(1))
+        #expect(!saved.contains { if case .failure = $0.reading { true } else { false } })
+        #expect(try String(contentsOfFile: directory + "/water.count", encoding: .utf8) == "5\n")
+
+        // The save when the sensor stops, whose failure is the last word on the total.
+        try breakDirectory()
+        let stopped = driver.stop()
+        #expect(stopped.count == 1)
+        guard case .failure(.notSaved(let message)) = stopped.first?.reading else {
+            Issue.record("no failure reading when the last save failed: \(stopped)")
+            return
+        }
+        #expect(message.hasSuffix("the sensor stopped with a total of 5 that the file does not have"))
+    }
+
     @Test func lostEventsAreReportedAndStillCounted() throws {
         // 2,000 pulses per second read only every second through a 64-event buffer.
         let meter = SimulatedLineConfig(name: "METER", generator: .pulses(perSecond: 2_000, width: .microseconds(100)))

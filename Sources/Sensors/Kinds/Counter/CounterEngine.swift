@@ -10,7 +10,7 @@ final class CounterEngine: SensorEngine {
     let inputs: [any InputLine]
     private let store: CounterStore?
     private let reportNs: UInt64
-    private let persistNs: UInt64
+    private let persistInterval: Duration
     private var total: UInt64 = 0
     private var lastReport: UInt64 = 0
     private var reportDue: UInt64?
@@ -22,7 +22,7 @@ final class CounterEngine: SensorEngine {
         input = try context.input(settings.line, bias: settings.bias, edges: .rising)
         inputs = [input]
         reportNs = settings.reportInterval.nanoseconds
-        persistNs = settings.persistInterval.nanoseconds
+        persistInterval = settings.persistInterval
     }
 
     /// Asked after every edge, so it builds no array.
@@ -48,7 +48,7 @@ final class CounterEngine: SensorEngine {
     /// Whether the total is to be reported now.
     private func count(_ pulses: UInt64, at time: UInt64) -> Bool {
         total += pulses
-        if store != nil, persistDue == nil { persistDue = time + persistNs }
+        if store != nil, persistDue == nil { persistDue = time + persistInterval.nanoseconds }
         if time >= lastReport + reportNs {
             lastReport = time
             reportDue = nil
@@ -60,10 +60,7 @@ final class CounterEngine: SensorEngine {
 
     func tick(at now: UInt64) -> [Emission] {
         var out: [Emission] = []
-        if let due = persistDue, due <= now {
-            persistDue = nil
-            persist()
-        }
+        if let due = persistDue, due <= now, let failure = periodicSave(at: now) { out.append(failure) }
         if let due = reportDue, due <= now {
             reportDue = nil
             lastReport = now
@@ -73,13 +70,33 @@ final class CounterEngine: SensorEngine {
     }
 
     func stop() {
-        persist()
         input.release()
     }
 
-    private func persist() {
-        // A failed write keeps the total in memory; the next persist tries again.
-        try? store?.save(total)
+    /// The last save, as the sensor stops.
+    func persist(at now: UInt64) -> Emission? {
+        save(at: now, otherwise: "the sensor stopped with a total of \(total) that the file does not have")
+    }
+
+    /// Saves the total. A failed save keeps it in memory and is tried again a persist interval
+    /// later, pulses or not; each failure is reported.
+    private func periodicSave(at now: UInt64) -> Emission? {
+        let failure = save(at: now, otherwise: "the total (\(total)) is kept in memory and saved again in \(persistInterval)")
+        if failure != nil { persistDue = now + persistInterval.nanoseconds }
+        return failure
+    }
+
+    /// A failure reading saying what became of the total (`otherwise`) when it could not be saved.
+    private func save(at now: UInt64, otherwise: @autoclosure () -> String) -> Emission? {
+        persistDue = nil
+        guard let store else { return nil }
+        do {
+            try store.save(total)
+            return nil
+        } catch {
+            let failure = SensorFailure.notSaved("\(error); \(otherwise())")
+            return Emission(channel: Emission.valueChannel, reading: .failure(failure), unit: "", time: now)
+        }
     }
 
     private func emission(_ time: UInt64) -> Emission {
