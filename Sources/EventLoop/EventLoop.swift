@@ -1,4 +1,5 @@
 import CEpoll
+import Dispatch
 import Glibc
 
 /// The process's one event loop: a thread blocked in `epoll_wait` that owns the descriptors that
@@ -117,6 +118,20 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         let wake = takeWaitingLocked()
         lock.unlock()
         if wake { signal() }
+    }
+
+    /// Runs `body` on the loop's thread and returns what it returns: at once when called there,
+    /// else queued after the work already queued, the calling thread waiting until it has run.
+    /// For callers that are not on the loop (tests, a thread of a library) and need an answer
+    /// or a release done before they go on; never from a task on the cooperative pool, which
+    /// must not block.
+    public func runAndWait<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        if inLoop { return try body() }
+        return try withoutActuallyEscaping(body) { body throws(Failure) in
+            let call = BlockingCall(body)
+            execute { call.run() }
+            return try call.result()
+        }
     }
 
     // MARK: Descriptors
@@ -353,6 +368,34 @@ private final class Lock: @unchecked Sendable {
     func lock() { pthread_mutex_lock(mutex) }
     func unlock() { pthread_mutex_unlock(mutex) }
 
+}
+
+/// A call `runAndWait` hands to the loop for a caller on another thread, who waits for it.
+private final class BlockingCall<Result, Failure: Error>: @unchecked Sendable {
+    // @unchecked: `body` runs once, on the loop, and `outcome` is written there before `done` is
+    // signalled; the caller reads it after.
+    private var body: (() throws(Failure) -> Result)?
+    private var outcome: Swift.Result<Result, Failure>?
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ body: @escaping () throws(Failure) -> Result) { self.body = body }
+
+    /// Releases `body` before the caller resumes: it is the caller's non-escaping closure, and
+    /// `withoutActuallyEscaping` traps if anything still holds it then.
+    func run() {
+        do throws(Failure) {
+            outcome = .success(try body!())
+        } catch {
+            outcome = .failure(error)
+        }
+        body = nil
+        done.signal()
+    }
+
+    func result() throws(Failure) -> Result {
+        done.wait()
+        return try outcome!.get()
+    }
 }
 
 extension Actor {

@@ -1,5 +1,4 @@
 import CGPIODShim
-import Dispatch
 import EventLoop
 import GPIO
 import FoundationEssentials
@@ -147,19 +146,9 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
         // The fd must stay open until the loop has stopped watching it, which only the loop's
         // thread can be sure of (a handler may be running there now).
         let (loop, chip) = (loop, chip)
-        let finish: @Sendable () -> Void = {
+        loop.runAndWait {
             if let watch { loop.unwatch(watch) }
             chip.lock.withLock { _ in gw_line_request_release(request.pointer) }
-        }
-        if loop.inLoop {
-            finish()
-        } else {
-            let done = DispatchSemaphore(value: 0)
-            loop.execute {
-                finish()
-                done.signal()
-            }
-            done.wait()
         }
     }
 }

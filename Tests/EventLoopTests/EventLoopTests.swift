@@ -70,6 +70,27 @@ private struct Pipe {
         #expect(order.withLock { $0 } == Array(0..<100))
     }
 
+    /// From another thread: the body runs on the loop, after what was queued before it, and its
+    /// result or its error comes back to the waiting caller; on the loop's thread it runs at once.
+    @Test func runAndWaitRunsOnTheLoopAndHandsBackTheResultOrTheError() {
+        struct Refused: Error, Equatable {}
+        let order = Mutex<[String]>([])
+        loop.execute { order.withLock { $0.append("queued before") } }
+        let answer = loop.runAndWait { [loop] in
+            order.withLock { $0.append("body") }
+            // Nested, on the loop's thread: inline, or it would wait for itself.
+            return loop.inLoop && loop.runAndWait { loop.inLoop }
+        }
+        #expect(answer)
+        #expect(order.withLock { $0 } == ["queued before", "body"])
+        #expect(throws: Refused()) { try loop.runAndWait { () throws(Refused) -> Int in throw Refused() } }
+        // The body is the caller's non-escaping closure: the loop must let go of it before the
+        // caller resumes, every time, or `withoutActuallyEscaping` traps (a race: hence many).
+        var sum = 0
+        for value in 1...1_000 { sum += loop.runAndWait { value } }
+        #expect(sum == 500_500)
+    }
+
     /// Work queued from the loop runs turn after turn without asking the kernel in between, but
     /// not for ever: a chain of closures that keeps queueing the next still lets a descriptor that
     /// became readable have its handler called within a few turns.

@@ -190,12 +190,7 @@ public final class MQTTClient: @unchecked Sendable {
     /// `body` on the event loop: at once when called there (the mirror is), else queued there and
     /// waited for (a caller on another thread: tests, the demo's traffic view).
     private func onLoop<T>(_ body: () throws -> T) throws -> T {
-        if loop.inLoop { return try body() }
-        return try withoutActuallyEscaping(body) { body in
-            let call = BlockingCall(body)
-            loop.execute { call.run() }
-            return try call.result()
-        }
+        try loop.runAndWait(body)
     }
 
     private func check(_ rc: Int32, _ what: String) throws {
@@ -536,27 +531,4 @@ private final class LoopLink {
 private struct LinkOutcome {
     var code: Int32
     var errno: Int32
-}
-
-/// A call run on the event loop for a caller on another thread, who waits for its result.
-private final class BlockingCall<T>: @unchecked Sendable {
-    // @unchecked: `body` runs once on the loop; `outcome` is written there before `done` is
-    // signalled and read by the caller after.
-    private var body: (() throws -> T)?
-    private var outcome: Result<T, any Error>?
-    private let done = DispatchSemaphore(value: 0)
-
-    init(_ body: @escaping () throws -> T) { self.body = body }
-
-    /// Released before the caller resumes: it is the caller's non-escaping closure.
-    func run() {
-        outcome = Result { try body!() }
-        body = nil
-        done.signal()
-    }
-
-    func result() throws -> T {
-        done.wait()
-        return try outcome!.get()
-    }
 }
