@@ -278,7 +278,7 @@ private func eventually(_ condition: @Sendable () async -> Bool) async throws {
 
     @Test func theBondsKeyAnswersItsCentralAndAnyOtherKeyGetsTheNegativeReply() async throws {
         let bonded = table.open(handle: 0x40, peer: HostSecurityTests.phone)
-        await coordinator.connectionOpened(bonded, local: BluetoothAddress("F0:00:00:00:00:01")!)
+        coordinator.connectionOpened(bonded, local: BluetoothAddress("F0:00:00:00:00:01")!)
         #expect(
             coordinator.longTermKeyReply(to: bonded.central, rand: 0, ediv: 0)
                 == .leLongTermKeyRequestReply(handle: 0x40, littleEndianKey: HostSecurityTests.key.littleEndianBytes))
@@ -287,7 +287,7 @@ private func eventually(_ condition: @Sendable () async -> Bool) async throws {
                 == .leLongTermKeyRequestNegativeReply(handle: 0x40))
 
         let stranger = table.open(handle: 0x41, peer: BluetoothAddress("D0:99:99:99:99:99", kind: .random)!)
-        await coordinator.connectionOpened(stranger, local: BluetoothAddress("F0:00:00:00:00:01")!)
+        coordinator.connectionOpened(stranger, local: BluetoothAddress("F0:00:00:00:00:01")!)
         #expect(
             coordinator.longTermKeyReply(to: stranger.central, rand: 0, ediv: 0)
                 == .leLongTermKeyRequestNegativeReply(handle: 0x41))

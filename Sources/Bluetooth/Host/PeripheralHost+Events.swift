@@ -16,7 +16,7 @@ extension PeripheralHost {
         case .event(.hardwareError(let code)):
             return "hardware error 0x\([code].hexString)"
         case .event(let event):
-            if let followUp = links.handle(event, local: controller?.address ?? .zero) { spawn(followUp) }
+            if let followUp = links.handle(event, local: localAddress) { spawn(followUp) }
         case .acl(let acl):
             links.received(acl)
         case .malformed(let type, let bytes, let reason):

@@ -25,7 +25,12 @@ public actor PeripheralHost {
     public internal(set) var state: PeripheralState = .unknown
     public var isAdvertising: Bool { advertiser.isAdvertising }
     /// The controller's facts from the last bring-up.
-    public internal(set) var controller: ControllerInfo?
+    public internal(set) var controller: ControllerInfo? {
+        didSet { localAddress = controller?.address ?? .zero }
+    }
+    /// The address centrals see, kept apart from `controller` so that an event, which needs only
+    /// it, does not copy the whole description (and retain and release what it holds).
+    private(set) var localAddress: BluetoothAddress = .zero
     /// Every event, in order. One consumer.
     public nonisolated let events: AsyncStream<HostEvent>
     let eventSink: AsyncStream<HostEvent>.Continuation
