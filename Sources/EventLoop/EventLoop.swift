@@ -57,6 +57,9 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     private let wakeDescriptor: Int32
     private nonisolated(unsafe) var thread = pthread_t()
     private static let wakeToken: UInt64 = 0
+    /// The loop thread's name, as `top -H`, `ps -L` and a crash's backtrace show it.
+    public static let threadName = "gattway-loop"
+
     /// How many turns of queued jobs may run before the descriptors are polled.
     private static let turnsBetweenPolls = 8
 
@@ -72,6 +75,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
             &thread, nil,
             { context in
                 let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeRetainedValue()
+                // Else it carries the name of whichever thread started it (a dispatch worker's).
+                nameThisThread(EventLoop.threadName)
                 loop.run()
                 return nil
             }, unmanaged.toOpaque())
@@ -368,6 +373,12 @@ private final class Lock: @unchecked Sendable {
     func lock() { pthread_mutex_lock(mutex) }
     func unlock() { pthread_mutex_unlock(mutex) }
 
+}
+
+/// Names the calling thread, as `top -H`, `ps -L` and a crash's backtrace show it (the kernel
+/// keeps 15 bytes). A thread left unnamed carries the name of the one that started it.
+public func nameThisThread(_ name: String) {
+    _ = gw_name_this_thread(name)
 }
 
 /// A call `runAndWait` hands to the loop for a caller on another thread, who waits for it.

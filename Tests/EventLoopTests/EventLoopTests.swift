@@ -70,12 +70,22 @@ private struct Pipe {
         #expect(order.withLock { $0 } == Array(0..<100))
     }
 
-    /// From another thread: the body runs on the loop, after what was queued before it, and its
-    /// result or its error comes back to the waiting caller; on the loop's thread it runs at once.
+    /// From another thread: the body runs on the loop (the thread named for it), after what was
+    /// queued before it, and its result or its error comes back to the waiting caller; on the
+    /// loop's thread it runs at once.
     @Test func runAndWaitRunsOnTheLoopAndHandsBackTheResultOrTheError() {
         struct Refused: Error, Equatable {}
         let order = Mutex<[String]>([])
         loop.execute { order.withLock { $0.append("queued before") } }
+        let name = loop.runAndWait { () -> String in
+            guard let file = fopen("/proc/thread-self/comm", "r") else { return "unreadable" }
+            defer { fclose(file) }
+            var buffer = [CChar](repeating: 0, count: 32)
+            guard fgets(&buffer, Int32(buffer.count), file) != nil else { return "" }
+            let line = buffer.prefix { $0 != 0 && $0 != 0x0A }.map { UInt8(bitPattern: $0) }
+            return String(decoding: line, as: UTF8.self)
+        }
+        #expect(name == EventLoop.threadName)
         let answer = loop.runAndWait { [loop] in
             order.withLock { $0.append("body") }
             // Nested, on the loop's thread: inline, or it would wait for itself.

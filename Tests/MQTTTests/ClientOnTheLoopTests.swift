@@ -20,6 +20,7 @@ struct ClientOnTheLoopTests {
         for await event in client.events {
             switch event {
             case .connected(let connection):
+                #expect(threadNames().contains(MQTTClient.threadName), "the network thread is named")
                 // PUBACKs come in the order the messages went out: the unreported ones are
                 // acknowledged before the last reported one is.
                 for index in 0..<3 {
@@ -68,4 +69,11 @@ struct ClientOnTheLoopTests {
         await client.stop()
         await subscriber.stop()
     }
+}
+
+/// The names of this process's threads, as `ps -L` shows them.
+private func threadNames() -> [String] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+        .map { $0.trimmingCharacters(in: .newlines) }
 }

@@ -92,6 +92,9 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     /// Starts the network thread; it connects, and reconnects with back-off until `stop()`.
+    /// The network thread's name, as `top -H`, `ps -L` and a crash's backtrace show it.
+    public static let threadName = "gattway-mqtt"
+
     public func start() {
         lock.withLock { _ in
             precondition(!started, "MQTTClient.start() called twice")
@@ -106,6 +109,7 @@ public final class MQTTClient: @unchecked Sendable {
             &thread, nil,
             { context in
                 let client = Unmanaged<MQTTClient>.fromOpaque(context!).takeRetainedValue()
+                nameThisThread(MQTTClient.threadName)
                 client.runLoop()
                 return nil
             }, Unmanaged.passRetained(self).toOpaque())
