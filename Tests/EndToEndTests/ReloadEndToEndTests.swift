@@ -347,6 +347,57 @@ struct ReloadEndToEndTests {
         #expect(status.stdout.contains("1 connected:"), "the phone stayed: \(status.stdout)")
     }
 
+    /// A mirror whose new settings do not start, nor those before (its state directory's discovery
+    /// record unreadable to both), is reported off, not said to run; the next reload, once the
+    /// record can be read, starts it, from the gateway's state.
+    @Test func aMirrorThatCannotStartAgainIsReportedOffAndTheNextReloadStartsIt() async throws {
+        func config(base: String) -> String {
+            """
+            device: {name: mqttoff}
+            gpio:
+              backend: simulated
+              chips:
+                - lines:
+                    - {name: GPIO17, generator: {type: constant, level: 1}}
+            sensors:
+              - {id: open, kind: binary, line: GPIO17}
+            services:
+              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0017
+                name: door
+                characteristics:
+                  - {uuid: \(Self.doorUUID), name: open, format: bool, source: {sensor: open}}
+            mqtt: {url: "mqtt://127.0.0.1:1", base_topic: \(base)}
+            """
+        }
+        let rig = try await GatewayRig(config: config(base: "first"), advertisedName: "mqttoff", broker: true)
+        defer { rig.stop() }
+        let broker = try #require(rig.broker)
+        let watcher = try MQTTWatcher(port: broker.port, filter: "#")
+        defer { Task { await watcher.stop() } }
+        let online = await watcher.first { $0.topic == "first/mqttoff/availability" && $0.text == "online" }
+        try #require(online != nil, "online on MQTT:\n\(rig.log)")
+
+        // A directory where the record of published discovery documents is: no mirror can load it.
+        let record = URL(fileURLWithPath: rig.configPath).deletingLastPathComponent()
+            .appendingPathComponent("state/homeassistant-discovery").path
+        try? FileManager.default.removeItem(atPath: record)
+        try FileManager.default.createDirectory(atPath: record, withIntermediateDirectories: false)
+        try Self.rewrite(rig, config(base: "second"))
+        let off = try await Self.gattway(["reload", "--config", rig.configPath])
+        let line = off.stdout.split(separator: "\n").first { $0.contains("failed: mqtt:") }.map(String.init) ?? ""
+        #expect(line.contains("the new settings did not start ("), "\(off)")
+        #expect(line.contains("), nor did those before ("), "\(off)")
+        #expect(line.hasSuffix("): the mirror is off until a reload starts it"), "\(off)")
+        #expect(line.contains(record), "the reason names the record: \(line)")
+
+        try FileManager.default.removeItem(atPath: record)
+        let mark = watcher.messages.count
+        let again = try await Self.gattway(["reload", "--config", rig.configPath])
+        #expect(again.stdout == "configuration reloaded\n  applied: mqtt: the mirror reconnected with the new settings\n", "\(again)")
+        let value = await watcher.first(after: mark) { $0.topic == "second/mqttoff/door/open" }
+        #expect(value?.text?.contains("\"value\":true") == true, "the door's value, from the state: \(value?.text ?? "none")")
+    }
+
     /// The next message on `notify` that `matches`, skipping others (status changes), within ten seconds.
     static func nextMessage(_ notify: NotifySocket, _ matches: (String) -> Bool) async -> String? {
         let deadline = ContinuousClock.now + .seconds(10)

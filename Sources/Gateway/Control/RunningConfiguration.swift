@@ -191,6 +191,8 @@ actor RunningConfiguration {
                         mqtt != before
                             ? "mqtt: the mirror reconnected with the new settings"
                             : "mqtt: the mirror reconnected for the new services (topics, discovery, heartbeats)")
+                } catch let failure as MirrorRestartFailure {
+                    report.failed.append("mqtt: \(failure): the mirror is off until a reload starts it")
                 } catch {
                     report.failed.append("mqtt: the new settings did not start (\(error)); the mirror runs with those before")
                 }

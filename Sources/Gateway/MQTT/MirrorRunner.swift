@@ -93,7 +93,8 @@ actor MirrorRunner {
     /// The old one stops first (it and the new one share the outbox in the state directory, whose
     /// queued events the new one delivers); events in between are not published, and what they
     /// changed reaches the new one with the state it starts from. Should the new one not start,
-    /// the old settings run again and this throws.
+    /// the old settings run again (from the state, likewise) and this throws the new one's error;
+    /// should they not start either, the mirror is off and this throws `MirrorRestartFailure`.
     func replace(config: GatewayConfig, mqtt newMQTT: MQTTConfig, layout: GATTLayout) async throws {
         await stop()
         do {
@@ -102,7 +103,12 @@ actor MirrorRunner {
         } catch {
             var previous = config
             previous.mqtt = mqtt
-            try? start(config: previous, mqtt: mqtt, layout: layout)
+            do {
+                try start(config: previous, mqtt: mqtt, layout: layout)
+            } catch let restart {
+                throw MirrorRestartFailure(new: error, previous: restart)
+            }
+            await replayState()
             throw error
         }
         await replayState()
@@ -152,4 +158,13 @@ actor MirrorRunner {
         await running.service.stop()
         await running.task.value
     }
+}
+
+/// Neither the new MQTT settings nor those before them started: the mirror is off until a reload
+/// starts it.
+struct MirrorRestartFailure: Error, CustomStringConvertible {
+    let new: any Error
+    let previous: any Error
+
+    var description: String { "the new settings did not start (\(new)), nor did those before (\(previous))" }
 }
