@@ -48,7 +48,7 @@ public struct MQTTTrafficView: Service {
                         _ = try? client.subscribe(topic, on: connection)
                     case .message(let message):
                         print(Self.line(message))
-                    case .disconnected, .connectionFailed, .delivered:
+                    case .disconnected, .connectionFailed, .delivered, .caughtUp:
                         break
                     }
                 }

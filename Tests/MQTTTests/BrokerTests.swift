@@ -25,12 +25,14 @@ struct RunningService {
         recorder: GatewayRecorder = GatewayRecorder(),
         now: @escaping @Sendable () -> Date = { t1 },
         birthDelay: @escaping @Sendable () -> Duration = { .zero },
+        maximumBacklog: Int = 1_000,
         onSet: MQTTMirrorService.SetHandler? = nil
     ) throws {
         let service = try MQTTMirrorService(
             client: MQTTClientConfiguration(
                 host: "127.0.0.1", port: port, clientID: "gattway-\(UUID().uuidString.prefix(8))",
-                backoff: MQTTBackoff(initial: .milliseconds(100), maximum: .milliseconds(500))),
+                backoff: MQTTBackoff(initial: .milliseconds(100), maximum: .milliseconds(500)),
+                maximumBacklog: maximumBacklog),
             mirror: configuration, stateDirectory: stateDirectory, logger: testLogger, now: now,
             birthDelay: birthDelay,
             onSet: onSet ?? { id, payload in
@@ -356,6 +358,37 @@ struct BrokerTests {
         #expect(writtenValues(lines) == Array(1...100))
         try await waitUntil { await running.service.undeliveredEvents == 0 }
         await running.stop()
+    }
+
+    /// A broker that stays connected but takes nothing (stopped with SIGSTOP) costs one held
+    /// message per topic, not a queue of every value: 20 values go out before the client says it
+    /// is behind, the 4,980 after wait as one, and when the broker runs again it gets the newest.
+    @Test func aBrokerThatFallsBehindGetsTheNewestValueOfEachTopicAndNoQueue() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let topic = "gattway/pi1/env/temperature"
+        let watcher = try await TestSubscriber(port: broker.port, filters: [topic])
+        let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"), maximumBacklog: 20)
+        try await waitUntil { await running.service.isConnected }
+
+        broker.pause()
+        for n in 1...5_000 {
+            await running.service.handle(.valueChanged(temperature, value: MirrorValue(json: "\(n)"), raw: [], at: t0))
+        }
+        #expect(await running.service.heldMessages == 1, "one topic, one message held")
+        broker.resume()
+
+        func value(_ message: MQTTMessage) -> Int? {
+            (try? JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])?["value"] as? Int
+        }
+        try await waitUntil { await watcher.received(on: topic).last.flatMap(value) == 5_000 }
+        try await waitUntil { await running.service.heldMessages == 0 }
+        let values = await watcher.received(on: topic).compactMap(value)
+        #expect(
+            values.count == 21 && values.prefix(20).elementsEqual(1...20) && values.last == 5_000,
+            "the 20 sent before the client was behind, then the newest: \(values.count) values, \(values.prefix(25))")
+        await running.stop()
+        await watcher.stop()
     }
 
     @Test func retainedStateIsRepublishedAfterTheBrokerLostIt() async throws {

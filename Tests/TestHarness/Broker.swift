@@ -71,9 +71,20 @@ public final class Broker: @unchecked Sendable {
     }
 
     /// SIGTERM (mosquitto saves its persistence database on it), then reap.
+    /// Stops the broker without closing anything (SIGSTOP): its connections stay up, and it
+    /// takes no message until `resume()`.
+    public func pause() {
+        if let pid { kill(pid, SIGSTOP) }
+    }
+
+    public func resume() {
+        if let pid { kill(pid, SIGCONT) }
+    }
+
     public func stop() {
         guard let pid else { return }
         kill(pid, SIGTERM)
+        kill(pid, SIGCONT)  // a paused broker acts on the SIGTERM only once it runs again
         var status: Int32 = 0
         waitpid(pid, &status, 0)
         self.pid = nil

@@ -34,6 +34,13 @@ public actor MQTTMirrorService {
     private var heartbeatTimer: DeadlineTimer?
     /// The components of the published device documents.
     private let publishedComponentsFile: PublishedComponentsFile
+    /// While the broker is behind (`MQTTClient.isBehind`): the newest message of each topic of
+    /// state (values, `state`, discovery) waiting for it to catch up, in the order the topics
+    /// began to wait, and how many messages a newer one replaced meanwhile. Durable events are
+    /// never held: the outbox bounds them.
+    private var held: [String: MQTTMessage] = [:]
+    private var heldTopics: [String] = []
+    private var superseded = 0
 
     /// The last connection failure (nil once connected).
     public private(set) var lastError: MQTTError?
@@ -42,6 +49,8 @@ public actor MQTTMirrorService {
     public var undeliveredEvents: Int { outbox.count }
     /// Events dropped because the outbox was full (oldest first), since this service started.
     public var droppedEvents: Int { outbox.droppedCount }
+    /// Messages of state held back until the broker catches up: at most one per topic.
+    public var heldMessages: Int { held.count }
 
     /// - Parameters:
     ///   - client: broker settings; the Last Will is set here to `offline` on the availability topic.
@@ -142,6 +151,7 @@ public actor MQTTMirrorService {
             connection = id
             lastError = nil
             inFlight = [:]
+            dropHeld()
             logger.info("MQTT connected to \(client.configuration.host):\(client.configuration.port) (\(id))")
             for topic in mirror.inboundSubscriptions { subscribe(topic) }
             // Queued events first, then the current retained state, so the retained topics end
@@ -155,6 +165,7 @@ public actor MQTTMirrorService {
             if connection == id {
                 connection = nil
                 inFlight = [:]
+                dropHeld()
             }
 
         case .connectionFailed(let error, _):
@@ -166,6 +177,9 @@ public actor MQTTMirrorService {
                 logger.error("MQTT broker refused queued event #\(sequence) (reason code \(reasonCode)); not retried")
             }
             do { try outbox.acknowledge(sequence) } catch { logger.error("\(error)") }
+
+        case .caughtUp(let id):
+            if id == connection { publishHeld(on: id) }
 
         case .message(let message):
             await route(message)
@@ -245,10 +259,52 @@ public actor MQTTMirrorService {
     }
 
     /// Non-durable messages are only sent while connected: what matters of them is re-published
-    /// from the retained snapshot on the next connection.
+    /// from the retained snapshot on the next connection. While the broker is behind, each waits
+    /// as the newest of its topic, so a broker that is connected but slow holds gattway's memory
+    /// to one message per topic, and gets the newest state first when it catches up.
     private func publish(_ message: MQTTMessage) {
         guard let connection else { return }
+        guard held.isEmpty, !client.isBehind(on: connection) else {
+            hold(message)
+            return
+        }
         report { try client.publish(message, on: connection) }
+    }
+
+    private func hold(_ message: MQTTMessage) {
+        if held.isEmpty {
+            logger.warning(
+                "MQTT broker is behind (\(client.configuration.maximumBacklog) messages not taken yet): holding the newest value of each topic until it catches up"
+            )
+        }
+        if held.updateValue(message, forKey: message.topic) == nil {
+            heldTopics.append(message.topic)
+        } else {
+            superseded += 1
+        }
+    }
+
+    /// Publishes the held messages, oldest topic first, until the broker is behind again.
+    private func publishHeld(on connection: MQTTConnectionID) {
+        var sent = 0
+        while sent < heldTopics.count, !client.isBehind(on: connection) {
+            let topic = heldTopics[sent]
+            sent += 1
+            if let message = held.removeValue(forKey: topic) { report { try client.publish(message, on: connection) } }
+        }
+        heldTopics.removeFirst(sent)
+        guard held.isEmpty else { return }
+        logger.info(
+            "MQTT broker caught up: the newest value of each topic published, \(superseded) older one(s) replaced while it was behind"
+        )
+        superseded = 0
+    }
+
+    /// A new connection starts from the retained snapshot, which has the newest of everything.
+    private func dropHeld() {
+        held.removeAll()
+        heldTopics.removeAll()
+        superseded = 0
     }
 
     private func subscribe(_ topic: String) {

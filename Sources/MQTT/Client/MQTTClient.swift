@@ -25,6 +25,9 @@ public enum MQTTClientEvent: Sendable, Equatable {
     /// `messageID` was sent; only for messages published with `reportsDelivery`. `reasonCode`
     /// ≥ 0x80 means the broker refused it (MQTT 5 only).
     case delivered(MQTTConnectionID, messageID: Int32, reasonCode: Int32)
+    /// The connection's backlog, which had reached `maximumBacklog`, is down to half of it: the
+    /// broker is taking messages again (see `isBehind(on:)`).
+    case caughtUp(MQTTConnectionID)
     case message(MQTTMessage)
 }
 
@@ -88,13 +91,13 @@ public final class MQTTClient: @unchecked Sendable {
         self.password = try configuration.credentials?.password?.resolve()
         let (stream, continuation) = AsyncStream.makeStream(of: MQTTClientEvent.self)
         self.events = stream
-        self.context = CallbackContext(continuation: continuation)
+        self.context = CallbackContext(continuation: continuation, maximumBacklog: configuration.maximumBacklog)
     }
 
-    /// Starts the network thread; it connects, and reconnects with back-off until `stop()`.
     /// The network thread's name, as `top -H`, `ps -L` and a crash's backtrace show it.
     public static let threadName = "gattway-mqtt"
 
+    /// Starts the network thread; it connects, and reconnects with back-off until `stop()`.
     public func start() {
         lock.withLock { _ in
             precondition(!started, "MQTTClient.start() called twice")
@@ -153,6 +156,7 @@ public final class MQTTClient: @unchecked Sendable {
                     bytes.baseAddress, message.qos.rawValue, message.retain)
             }
             try check(rc, "publish to \(message.topic)")
+            context.published()
             // Its acknowledgement is read on the loop, after this returns. A QoS 0 message has
             // none: handed to libmosquitto, it is as delivered as it will be.
             if reportsDelivery {
@@ -164,6 +168,14 @@ public final class MQTTClient: @unchecked Sendable {
             }
             return messageID
         }
+    }
+
+    /// Whether `connection` has `maximumBacklog` messages that the broker has not taken yet
+    /// (not sent at QoS 0, not acknowledged at QoS 1 and 2): a broker that is connected but
+    /// slow, or a link that stalls. libmosquitto queues whatever it is handed, without a bound;
+    /// a caller holds back what can wait (the newest state of each topic) until `.caughtUp`.
+    public func isBehind(on connection: MQTTConnectionID) -> Bool {
+        loop.runAndWait { context.isBehind && context.connection == connection }
     }
 
     public func subscribe(
@@ -428,19 +440,42 @@ private final class CallbackContext: @unchecked Sendable {
     let continuation: AsyncStream<MQTTClientEvent>.Continuation
     /// Message ids of this connection whose delivery is reported (`publish(reportsDelivery:)`).
     var reportedDeliveries: Set<Int32> = []
+    /// Messages handed to libmosquitto on this connection that the broker has not taken yet.
+    private var backlog = 0
+    private let maximumBacklog: Int
+    /// Since the backlog reached `maximumBacklog`, until it is down to half of it.
+    private(set) var isBehind = false
     private(set) var connection = MQTTConnectionID(rawValue: 0)
     private(set) var wasConnected = false
     private(set) var refusalCode: Int32?
     private(set) var lastError: String?
     private var onConnected: () -> Void = {}
 
-    init(continuation: AsyncStream<MQTTClientEvent>.Continuation) {
+    init(continuation: AsyncStream<MQTTClientEvent>.Continuation, maximumBacklog: Int) {
         self.continuation = continuation
+        self.maximumBacklog = maximumBacklog
+    }
+
+    /// A message was handed to libmosquitto.
+    func published() {
+        backlog += 1
+        if backlog >= maximumBacklog { isBehind = true }
+    }
+
+    /// libmosquitto says a message is done with (sent at QoS 0, acknowledged above).
+    func finished() {
+        backlog = max(0, backlog - 1)
+        if isBehind, backlog <= maximumBacklog / 2 {
+            isBehind = false
+            continuation.yield(.caughtUp(connection))
+        }
     }
 
     func begin(_ id: MQTTConnectionID, onConnected: @escaping () -> Void) {
         connection = id
         reportedDeliveries.removeAll()
+        backlog = 0
+        isBehind = false
         wasConnected = false
         refusalCode = nil
         lastError = nil
@@ -479,8 +514,9 @@ private let onConnect: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?,
 
 private let onPublish: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, Int32, OpaquePointer?) -> Void = {
     _, object, messageID, reasonCode, _ in
-    guard let context = CallbackContext.from(object), context.reportedDeliveries.remove(messageID) != nil
-    else { return }
+    guard let context = CallbackContext.from(object) else { return }
+    context.finished()
+    guard context.reportedDeliveries.remove(messageID) != nil else { return }
     context.continuation.yield(.delivered(context.connection, messageID: messageID, reasonCode: reasonCode))
 }
 

@@ -124,13 +124,17 @@ public struct MQTTClientConfiguration: Sendable, Equatable {
     public var credentials: MQTTCredentials?
     public var will: MQTTWill?
     public var backoff: MQTTBackoff
+    /// How many messages the broker may have left to take (unsent, unacknowledged) before the
+    /// client says it is behind (`MQTTClient.isBehind(on:)`).
+    public var maximumBacklog: Int
 
     public init(
         host: String, port: Int = 1883, protocolVersion: MQTTProtocolVersion = .v5,
         clientID: String, keepalive: Duration = .seconds(30),
         tls: MQTTTLSConfiguration? = nil, credentials: MQTTCredentials? = nil,
-        will: MQTTWill? = nil, backoff: MQTTBackoff = MQTTBackoff()
+        will: MQTTWill? = nil, backoff: MQTTBackoff = MQTTBackoff(), maximumBacklog: Int = 1_000
     ) {
+        self.maximumBacklog = maximumBacklog
         self.host = host
         self.port = port
         self.protocolVersion = protocolVersion
