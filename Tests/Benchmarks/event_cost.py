@@ -344,14 +344,18 @@ async def main() -> None:
         print(f"This machine's floor per event ({args.rate} wake-ups/s of a C loop doing nothing else): "
               f"{floor['timer_us']:.1f} µs when its own timer wakes it (a simulated line's edge, Bumble's "
               f"toggle), {floor['descriptor_us']:.1f} µs when a descriptor does (a kernel GPIO edge, an HCI "
-              f"packet); {floor['notification_us']:.1f} µs for a notification's system calls alone (woken by "
+              f"packet), {floor['datagram_us']:.1f} µs when a datagram does (the simulated line's socket); "
+              f"{floor['notification_us']:.1f} µs for a notification's system calls alone (woken by "
               f"the edge, write the packet to a waiting controller, woken by its completion)")
         if "notify" in results:
             above = per_event(results["notify"])["cpu_us"] - floor["notification_us"]
             print(f"gattway per notification above that floor: {above:.1f} µs")
         if "edges" in results:
-            above = per_event(results["edges"])["cpu_us"] - floor["descriptor_us"]
-            print(f"gattway per edge above the descriptor floor: {above:.1f} µs")
+            edge = per_event(results["edges"])["cpu_us"]
+            print(f"gattway per edge above the descriptor floor: {edge - floor['descriptor_us']:.1f} µs")
+            if args.drive == "socket":
+                print(f"gattway per edge above the datagram floor (the wake-up its simulated line's socket "
+                      f"costs): {edge - floor['datagram_us']:.1f} µs")
     binary = os.path.realpath(args.gattway)
     stripped = os.path.join(args.logs, "gattway.stripped")
     if os.system(f"strip -o '{stripped}' '{binary}' 2>/dev/null") == 0:

@@ -4,12 +4,15 @@
 //
 //   wake_floor RATE SECONDS
 //
-// Prints "timer_us=T descriptor_us=D notification_us=N":
+// Prints "timer_us=T descriptor_us=D datagram_us=G notification_us=N":
 //   T  a process woken RATE times a second by its own timer (a periodic timerfd in epoll_wait):
 //      what a simulated line's generator, or Bumble's toggling coroutine, pays per change;
 //   D  a process woken RATE times a second by another process writing one byte to a pipe it
 //      watches with epoll (then read): what an event arriving on a descriptor costs, such as a
 //      GPIO edge from the kernel or an HCI packet from the controller.
+//   G  the same with a datagram on a Unix socket instead of a pipe: what a simulated line driven
+//      through its socket (event_cost.py's default) costs gattway before any work, a little more
+//      than a pipe's or a GPIO line's descriptor (a socket buffer to allocate and free per event).
 //   N  the system calls of one notification and nothing else, RATE times a second: woken by a
 //      datagram (the edge), it reads it and writes a 13-byte packet (an ATT notification of one
 //      byte, as H4) to a stream socket whose peer process, a stand-in for the virtual
@@ -135,7 +138,17 @@ int main(int argc, char **argv) {
     double descriptor_us = wakes(epoll, pipe_ends[0], count);
     kill(writer, SIGKILL);
     waitpid(writer, NULL, 0);
+
+    int datagram_ends[2];
+    if (socketpair(AF_UNIX, SOCK_DGRAM, 0, datagram_ends) != 0) return 1;
+    writer = start_writer(datagram_ends[1], period_ns);
+    close(datagram_ends[1]);
+    double datagram_us = wakes(epoll, datagram_ends[0], count);
+    kill(writer, SIGKILL);
+    waitpid(writer, NULL, 0);
+
     double notification_us = notifications(epoll, period_ns, count);
-    printf("timer_us=%.2f descriptor_us=%.2f notification_us=%.2f\n", timer_us, descriptor_us, notification_us);
-    return timer_us < 0 || descriptor_us < 0 || notification_us < 0;
+    printf("timer_us=%.2f descriptor_us=%.2f datagram_us=%.2f notification_us=%.2f\n", timer_us, descriptor_us,
+           datagram_us, notification_us);
+    return timer_us < 0 || descriptor_us < 0 || datagram_us < 0 || notification_us < 0;
 }
