@@ -352,22 +352,8 @@ struct ReloadEndToEndTests {
     /// record can be read, starts it, from the gateway's state.
     @Test func aMirrorThatCannotStartAgainIsReportedOffAndTheNextReloadStartsIt() async throws {
         func config(base: String) -> String {
-            """
-            device: {name: mqttoff}
-            gpio:
-              backend: simulated
-              chips:
-                - lines:
-                    - {name: GPIO17, generator: {type: constant, level: 1}}
-            sensors:
-              - {id: open, kind: binary, line: GPIO17}
-            services:
-              - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0017
-                name: door
-                characteristics:
-                  - {uuid: \(Self.doorUUID), name: open, format: bool, source: {sensor: open}}
-            mqtt: {url: "mqtt://127.0.0.1:1", base_topic: \(base)}
-            """
+            GatewayRig.binarySensorConfig(device: "mqttoff", service: "door", name: "open", uuidSuffix: "E50E24DC0017")
+                + "\nmqtt: {url: \"mqtt://127.0.0.1:1\", base_topic: \(base)}"
         }
         let rig = try await GatewayRig(config: config(base: "first"), advertisedName: "mqttoff", broker: true)
         defer { rig.stop() }

@@ -10,7 +10,7 @@ final class CounterEngine: SensorEngine {
     let inputs: [any InputLine]
     private let store: CounterStore?
     private let reportNs: UInt64
-    private let persistInterval: Duration
+    private let persistNs: UInt64
     private var total: UInt64 = 0
     private var lastReport: UInt64 = 0
     private var reportDue: UInt64?
@@ -22,7 +22,7 @@ final class CounterEngine: SensorEngine {
         input = try context.input(settings.line, bias: settings.bias, edges: .rising)
         inputs = [input]
         reportNs = settings.reportInterval.nanoseconds
-        persistInterval = settings.persistInterval
+        persistNs = settings.persistInterval.nanoseconds
     }
 
     /// Asked after every edge, so it builds no array.
@@ -48,7 +48,7 @@ final class CounterEngine: SensorEngine {
     /// Whether the total is to be reported now.
     private func count(_ pulses: UInt64, at time: UInt64) -> Bool {
         total += pulses
-        if store != nil, persistDue == nil { persistDue = time + persistInterval.nanoseconds }
+        if store != nil, persistDue == nil { persistDue = time + persistNs }
         if time >= lastReport + reportNs {
             lastReport = time
             reportDue = nil
@@ -81,8 +81,9 @@ final class CounterEngine: SensorEngine {
     /// Saves the total. A failed save keeps it in memory and is tried again a persist interval
     /// later, pulses or not; each failure is reported.
     private func periodicSave(at now: UInt64) -> Emission? {
-        let failure = save(at: now, otherwise: "the total (\(total)) is kept in memory and saved again in \(persistInterval)")
-        if failure != nil { persistDue = now + persistInterval.nanoseconds }
+        let retry = Duration.nanoseconds(Int64(clamping: persistNs))
+        let failure = save(at: now, otherwise: "the total (\(total)) is kept in memory and saved again in \(retry)")
+        if failure != nil { persistDue = now + persistNs }
         return failure
     }
 
