@@ -11,6 +11,7 @@ import Logging
 import MQTT
 import Sensors
 import ServiceLifecycle
+import StateFile
 import UnixSignals
 
 /// The running gateway: started by `gattway run` (and `gattway demo`) inside a `ServiceGroup`
@@ -57,6 +58,9 @@ public struct GatewayService: Service {
     }
 
     private func runOnLoop() async throws {
+        // Before anything reads or writes the state directory: a second gattway there stops here.
+        let stateLock = try StateDirectoryLock(directory: config.stateDirectory)
+        defer { withExtendedLifetime(stateLock) {} }
         for line in ConfigSummary.lines(config) {
             logger.info("\(line)")
         }

@@ -154,7 +154,7 @@ public enum StateFile {
 /// A state file operation that failed, with the path and the system's reason.
 public struct StateFileError: Error, Hashable, Sendable, CustomStringConvertible {
     public let path: String
-    /// What was being done: "open", "read", "create", "write", "fsync", "rename".
+    /// What was being done: "open", "read", "create", "write", "fsync", "rename", "lock".
     public let operation: String
     public let errno: Int32
 

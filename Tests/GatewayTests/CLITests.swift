@@ -13,6 +13,19 @@ struct CLITests {
         return file.path
     }
 
+    /// A configuration for `gattway run` on simulated lines, with `extra` lines, in a state and a
+    /// runtime directory of its own: a gattway run elsewhere in the suite holds neither.
+    private func gatewayConfig(_ extra: String = "") throws -> String {
+        let directory = try temporaryDirectory("cli-run").path
+        return try temporaryFile(
+            """
+            gpio: {backend: simulated}
+            state_dir: \(directory)/state
+            runtime_dir: \(directory)/run
+            \(extra)
+            """)
+    }
+
     @Test func versionPrintsTheVersion() throws {
         let result = try GattwayProcess(["--version"]).runToCompletion()
         #expect(result.status == 0)
@@ -92,12 +105,7 @@ struct CLITests {
     @Test(arguments: [Int32(SIGTERM), Int32(SIGINT)])
     func runStopsGracefullyOnSignalWithin2Seconds(_ signal: Int32) throws {
         // The MQTT outbox lives in the state directory.
-        let path = try temporaryFile(
-            """
-            bluetooth: {transport: "tcp:127.0.0.1:9"}
-            gpio: {backend: simulated}
-            state_dir: \(try temporaryDirectory("cli-state").path)
-            """)
+        let path = try gatewayConfig(#"bluetooth: {transport: "tcp:127.0.0.1:9"}"#)
         let child = GattwayProcess([
             "run", "--config", path, "--hci", "tcp:127.0.0.1:19", "--mqtt", "mqtt://127.0.0.1:9",
             "--log-level", "info"
@@ -111,25 +119,59 @@ struct CLITests {
         let sent = Date()
         child.signal(signal)
         let status = child.waitForExit(timeout: 2)
-        #expect(status == 0)
+        #expect(status == 0, "\(child.stderr)")
         #expect(Date().timeIntervalSince(sent) < 2)
         #expect(child.stderr.contains("gattway stopped"))
     }
 
+    /// A second gattway on a running one's state directory exits 1 naming it, and the first runs
+    /// on; once the first is killed (no clean exit), the kernel has dropped its lock and a new one
+    /// starts.
+    @Test func aSecondGattwayOnTheSameStateDirectoryExits1NamingTheFirst() throws {
+        let path = try gatewayConfig(#"bluetooth: {transport: "tcp:127.0.0.1:9"}"#)
+        let first = GattwayProcess(["run", "--config", path])
+        try first.start()
+        defer { first.stop() }
+        #expect(first.wait(timeout: 30) { _, stderr, exited in exited || stderr.contains("gattway running") })
+
+        let second = try GattwayProcess(["run", "--config", path]).runToCompletion()
+        #expect(second.status == 1)
+        #expect(
+            second.stderr.contains("gattway could not run: state directory ")
+                && second.stderr.contains("/state is in use by another gattway (pid \(first.pid)); stop it first"),
+            "\(second.stderr)")
+        #expect(!second.stderr.contains("gattway running"))
+        #expect(first.isRunning)
+
+        first.stop(SIGKILL)
+        #expect(first.waitForExit(timeout: 10) == SIGKILL)
+        let third = GattwayProcess(["run", "--config", path])
+        try third.start()
+        defer { third.stop() }
+        #expect(
+            third.wait(timeout: 30) { _, stderr, exited in exited || stderr.contains("gattway running") }
+                && third.isRunning, "\(third.stderr)")
+    }
+
     /// Runs `arguments` until "gattway running" appears, then stops it with SIGINT; the stderr.
+    /// How long the stop takes is `runStopsGracefullyOnSignalWithin2Seconds`'s matter: this waits
+    /// up to 10 s, so a loaded machine cannot fail a test of what the log says.
     private func runBriefly(_ arguments: [String], journal: Bool = false) throws -> (status: Int32?, stderr: String) {
         let child = GattwayProcess(arguments, journalStandardError: journal)
         try child.start()
         defer { child.stop() }
         child.wait(timeout: 30) { _, stderr, finished in finished || stderr.contains("gattway running") }
         child.signal(SIGINT)
-        return (child.waitForExit(timeout: 2), child.stderr)
+        return (child.waitForExit(timeout: 10), child.stderr)
     }
 
     @Test func runWithAMissingGPIOLineNamesItAndExits1() throws {
+        let directory = try temporaryDirectory("cli-run").path
         let path = try temporaryFile(
             """
             gpio: {backend: libgpiod}
+            state_dir: \(directory)/state
+            runtime_dir: \(directory)/run
             sensors:
               - {id: door, kind: binary, line: NO_SUCH_LINE}
             """)
@@ -203,17 +245,17 @@ struct CLITests {
     }
 
     @Test func logLevelHidesLowerLevels() throws {
-        let path = try temporaryFile("gpio: {backend: simulated}")
-        let result = try runBriefly(["run", "--config", path, "--log-level", "notice"])
-        #expect(result.status == 0)
+        let path = try gatewayConfig()
+        let result = try runBriefly(["run", "--config", path, "--hci", "tcp:127.0.0.1:9", "--log-level", "notice"])
+        #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("NOTICE gattway: gattway running"))
         #expect(!result.stderr.contains("INFO"))
     }
 
     @Test func underTheJournalLinesCarryPrioritiesAndNoTimestamps() throws {
-        let path = try temporaryFile("gpio: {backend: simulated}")
-        let result = try runBriefly(["run", "--config", path], journal: true)
-        #expect(result.status == 0)
+        let path = try gatewayConfig()
+        let result = try runBriefly(["run", "--config", path, "--hci", "tcp:127.0.0.1:9"], journal: true)
+        #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stderr.split(separator: "\n")
         #expect(lines.contains("<5>gattway: gattway running device=gattway"))
         #expect(lines.contains("<6>gattway: mqtt off"))
@@ -228,11 +270,7 @@ struct CLITests {
         // READY=1 comes once the controller is up: the harness's virtual controller.
         let controller = try await VirtualController()
         defer { controller.stop() }
-        let path = try temporaryFile(
-            """
-            gpio: {backend: simulated}
-            state_dir: \(try temporaryDirectory("cli-state").path)
-            """)
+        let path = try gatewayConfig()
         let child = GattwayProcess(
             ["run", "--config", path, "--hci", "tcp:127.0.0.1:\(controller.tcpPort)"],
             environment: ["NOTIFY_SOCKET": notify.path])
@@ -293,11 +331,7 @@ struct CLITests {
     /// period (that the beat stops with the event loop: ServiceWatchdogTests).
     @Test func runBeatsForSystemdsWatchdog() async throws {
         let notify = try NotifySocket()
-        let path = try temporaryFile(
-            """
-            gpio: {backend: simulated}
-            state_dir: \(try temporaryDirectory("cli-state").path)
-            """)
+        let path = try gatewayConfig()
         let child = GattwayProcess(
             ["run", "--config", path, "--hci", "tcp:127.0.0.1:9"],
             environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"])

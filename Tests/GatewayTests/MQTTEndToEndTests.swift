@@ -16,6 +16,7 @@ struct MQTTEndToEndTests {
         try """
         device: {name: e2e}
         state_dir: \(directory.path)/state
+        runtime_dir: \(directory.path)/run
         gpio:
           backend: simulated
           chips:

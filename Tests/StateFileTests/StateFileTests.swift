@@ -52,6 +52,48 @@ import TestHarness
         #expect(StateFile.directoryOf(path) == expected)
     }
 
+    // MARK: One gattway per state directory
+
+    @Test func aStateDirectoryIsLockedUntilItsLockIsGone() throws {
+        let directory = try temporaryDirectory("statefile").path + "/state"
+        var first: StateDirectoryLock? = try StateDirectoryLock(directory: directory)
+        #expect(try mode(of: directory) == 0o700, "a missing state directory is created, the owner's only")
+        #expect(try StateFile.readValue(directory + "/gattway.lock") == "\(getpid())")
+        // flock belongs to the open file, so a second open in this process is refused like another process.
+        #expect(throws: StateDirectoryLockError.held(directory: directory, pid: getpid())) {
+            try StateDirectoryLock(directory: directory)
+        }
+        withExtendedLifetime(first) {}
+        first = nil
+        // A child another test is spawning at this moment holds a copy of the descriptor until its
+        // exec closes it, and the lock with it: so a few tries.
+        var second: StateDirectoryLock?
+        for _ in 0..<100 where second == nil {
+            second = try? StateDirectoryLock(directory: directory)
+            if second == nil { usleep(10_000) }
+        }
+        #expect(second?.path == directory + "/gattway.lock", "released when its last descriptor closes")
+    }
+
+    @Test func aRefusedLockSaysWhoHoldsItAndWhatToDo() {
+        let error = StateDirectoryLockError.held(directory: "/var/lib/gattway", pid: 812)
+        #expect(
+            error.description
+                == "state directory /var/lib/gattway is in use by another gattway (pid 812); stop it first, "
+                + "or give this one a state_dir of its own")
+    }
+
+    @Test func aStateDirectoryThatCannotBeMadeIsNamed() throws {
+        let blocker = try temporaryDirectory("statefile").path + "/file"
+        try StateFile.write([1], to: blocker)
+        do {
+            _ = try StateDirectoryLock(directory: blocker + "/state")
+            Issue.record("a lock under a regular file")
+        } catch {
+            #expect(error.description == "state directory: cannot create \(blocker)/state: Not a directory")
+        }
+    }
+
     // MARK: Crash consistency
 
     /// A counter's total file, rewritten by a child killed with SIGKILL at random moments while it
