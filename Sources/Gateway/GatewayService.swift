@@ -98,7 +98,7 @@ public struct GatewayService: Service {
         }
         logger.notice("gattway running", metadata: ["device": "\(config.device.id)"])
         let control = GatewayControl(
-            running: running, host: host, peripheral: binding.peripheral, pipeline: pipeline)
+            running: running, host: host, peripheral: binding.peripheral, pipeline: pipeline, mirror: mirror)
         let controlSocket = Self.openControlSocket(config.runtimeDirectory, control: control, logger: logger)
         controlSocket?.start()
 

@@ -5,12 +5,13 @@ import Gateway
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show the running service's state: controller, centrals, sensor values, counters.",
+        abstract: "Show the running service's state: controller, centrals, sensor values, counters, MQTT.",
         discussion: """
             Asks the running service on its control socket (control.sock in the configuration's \
             runtime_dir): the controller's state, each connected central with its MTU, link \
-            security and subscriptions, each sensor's current values, and the notify counters. \
-            Exit 1 when the service does not answer.
+            security and subscriptions, each sensor's current values, the notify counters, and \
+            the MQTT mirror (connected or why not, behind or not, its outbox). Exit 1 when the \
+            service does not answer.
             """)
 
     @OptionGroup var file: ConfigFileOption

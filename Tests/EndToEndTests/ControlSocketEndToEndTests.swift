@@ -64,6 +64,8 @@ struct ControlSocketEndToEndTests {
         #expect(text.status == 0)
         #expect(text.stdout.contains("\(phone.address) MTU 247, security none; door/open notify"), "\(text.stdout)")
         #expect(text.stdout.contains("open: door/open = true"), "\(text.stdout)")
+        #expect(text.stdout.hasSuffix("\nmqtt off\n"), "no mqtt section: \(text.stdout)")
+        #expect(status["mqtt"] == nil)
 
         // Another configuration with the same runtime_dir is refused, never answered for.
         let other = rig.directory.appendingPathComponent("other.yaml").path

@@ -375,6 +375,8 @@ struct ReloadEndToEndTests {
         #expect(line.contains("), nor did those before ("), "\(off)")
         #expect(line.hasSuffix("): the mirror is off until a reload starts it"), "\(off)")
         #expect(line.contains(record), "the reason names the record: \(line)")
+        let offStatus = try await Self.gattway(["status", "--config", rig.configPath])
+        #expect(offStatus.stdout.hasSuffix("\nmqtt mqtt://127.0.0.1:\(broker.port): off\n"), "\(offStatus)")
 
         try FileManager.default.removeItem(atPath: record)
         let mark = watcher.messages.count
@@ -382,6 +384,8 @@ struct ReloadEndToEndTests {
         #expect(again.stdout == "configuration reloaded\n  applied: mqtt: the mirror reconnected with the new settings\n", "\(again)")
         let value = await watcher.first(after: mark) { $0.topic == "second/mqttoff/door/open" }
         #expect(value?.text?.contains("\"value\":true") == true, "the door's value, from the state: \(value?.text ?? "none")")
+        let onStatus = try await Self.gattway(["status", "--config", rig.configPath])
+        #expect(onStatus.stdout.hasSuffix("\nmqtt mqtt://127.0.0.1:\(broker.port): connected; outbox 0 waiting\n"), "\(onStatus)")
     }
 
     /// The next message on `notify` that `matches`, skipping others (status changes), within ten seconds.

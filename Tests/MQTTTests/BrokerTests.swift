@@ -376,6 +376,7 @@ struct BrokerTests {
             await running.service.handle(.valueChanged(temperature, value: MirrorValue(json: "\(n)"), raw: [], at: t0))
         }
         #expect(await running.service.heldMessages == 1, "one topic, one message held")
+        #expect(await running.service.isBehind)
         broker.resume()
 
         func value(_ message: MQTTMessage) -> Int? {
@@ -383,6 +384,7 @@ struct BrokerTests {
         }
         try await waitUntil { await watcher.received(on: topic).last.flatMap(value) == 5_000 }
         try await waitUntil { await running.service.heldMessages == 0 }
+        #expect(await !running.service.isBehind)
         let values = await watcher.received(on: topic).compactMap(value)
         #expect(
             values.count == 21 && values.prefix(20).elementsEqual(1...20) && values.last == 5_000,

@@ -55,7 +55,7 @@ public struct ControlResponse: Codable, Sendable, Equatable {
 }
 
 /// What `gattway status` shows: the controller, the connected centrals, the sensors' current
-/// values and the notify counters.
+/// values, the notify counters and the MQTT mirror.
 public struct GatewayStatus: Codable, Sendable, Equatable {
     public struct Central: Codable, Sendable, Equatable {
         public var address: String
@@ -80,6 +80,34 @@ public struct GatewayStatus: Codable, Sendable, Equatable {
         public var values: [Value]
     }
 
+    /// The MQTT mirror, when the configuration has an `mqtt` section.
+    public struct MQTT: Codable, Sendable, Equatable {
+        /// `mqtt.url` (or `--mqtt`) without credentials, e.g. `mqtt://broker.lan:1883`.
+        public var broker: String
+        /// `connected`, `connecting` (not yet, or again after a loss: `error` says why), or `off`
+        /// (a reload could start neither its new settings nor those before; the next reload tries).
+        public var state: String
+        /// Why the last connection attempt failed, while not connected.
+        public var error: String?
+        /// Connected, but the broker has not taken the last 1,000 messages yet.
+        public var behind: Bool
+        /// Of each state topic, the newest message held back while the broker is behind.
+        public var held: Int
+        /// Durable events (writes, subscriptions, centrals) waiting for the broker's acknowledgement.
+        public var outbox: Int
+        /// Durable events dropped, oldest first, because the outbox was full, since the mirror started.
+        public var dropped: Int
+
+        /// One line: `mqtt mqtt://broker.lan:1883: connected; outbox 0 waiting`.
+        public var text: String {
+            var line = "mqtt \(broker): \(state)"
+            if let error { line += " (\(error))" }
+            if behind { line += ", behind: \(held) messages held back (the newest of each topic)" }
+            if state != "off" { line += "; outbox \(outbox) waiting" + (dropped > 0 ? ", \(dropped) dropped (full)" : "") }
+            return line
+        }
+    }
+
     /// `bluetooth.transport` (or `--hci`), e.g. `hci0`.
     public var controller: String
     /// `poweredOn`, `poweredOff`, `resetting`, `unsupported`, `unauthorized` or `unknown`.
@@ -89,6 +117,8 @@ public struct GatewayStatus: Codable, Sendable, Equatable {
     public var sensors: [Sensor]
     /// The value pipeline's counters, as on MQTT's `state` topic.
     public var counters: [String: Int]
+    /// nil without an `mqtt` section.
+    public var mqtt: MQTT?
 
     /// The status as `gattway status` prints it: one line per fact.
     public var text: String {
@@ -107,6 +137,7 @@ public struct GatewayStatus: Codable, Sendable, Equatable {
         }
         let totals = ["sent", "coalesced", "suppressed", "dropped", "waiting", "lost_events"]
         lines.append("counters: " + totals.map { "\($0) \(counters[$0] ?? 0)" }.joined(separator: ", "))
+        lines.append(mqtt?.text ?? "mqtt off")
         return lines.joined(separator: "\n")
     }
 }

@@ -10,6 +10,7 @@ struct GatewayControl: Sendable {
     let host: PeripheralHost
     let peripheral: Peripheral
     let pipeline: ValuePipeline
+    let mirror: MirrorRunner?
 
     func answer(_ request: ControlRequest) async -> ControlResponse {
         let config = await running.config
@@ -89,7 +90,7 @@ struct GatewayControl: Sendable {
         return GatewayStatus(
             controller: "\(config.bluetooth.transport)", state: await host.state.rawValue,
             advertising: await host.isAdvertising, centrals: centrals, sensors: sensors,
-            counters: await pipeline.counters)
+            counters: await pipeline.counters, mqtt: await mirror?.status())
     }
 }
 

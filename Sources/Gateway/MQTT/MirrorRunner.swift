@@ -151,6 +151,20 @@ actor MirrorRunner {
         for event in events { forward(event) }
     }
 
+    /// The mirror as `gattway status` shows it.
+    func status() async -> GatewayStatus.MQTT {
+        let broker = "\(mqtt.broker)"
+        guard let service = running?.service else {
+            return GatewayStatus.MQTT(broker: broker, state: "off", error: nil, behind: false, held: 0, outbox: 0, dropped: 0)
+        }
+        let connected = await service.isConnected
+        return GatewayStatus.MQTT(
+            broker: broker, state: connected ? "connected" : "connecting",
+            error: connected ? nil : await service.lastError, behind: await service.isBehind,
+            held: await service.heldMessages, outbox: await service.undeliveredEvents,
+            dropped: await service.droppedEvents)
+    }
+
     /// Says `offline` and disconnects; returns once the client has stopped.
     func stop() async {
         guard let running else { return }

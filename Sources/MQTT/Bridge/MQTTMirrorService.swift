@@ -42,8 +42,9 @@ public actor MQTTMirrorService {
     private var heldTopics: [String] = []
     private var superseded = 0
 
-    /// The last connection failure (nil once connected).
-    public private(set) var lastError: MQTTError?
+    /// Why the mirror is not connected: the last attempt's failure, or how the last connection
+    /// ended; nil while connected.
+    public private(set) var lastError: String?
     public var isConnected: Bool { connection != nil }
     /// Events waiting in the outbox for the broker's acknowledgement.
     public var undeliveredEvents: Int { outbox.count }
@@ -51,6 +52,9 @@ public actor MQTTMirrorService {
     public var droppedEvents: Int { outbox.droppedCount }
     /// Messages of state held back until the broker catches up: at most one per topic.
     public var heldMessages: Int { held.count }
+    /// Connected, but the broker has not yet taken `MQTTClientConfiguration.maximumBacklog`
+    /// messages (it has not caught up since).
+    public var isBehind: Bool { connection.map { client.isBehind(on: $0) } ?? false }
 
     /// - Parameters:
     ///   - client: broker settings; the Last Will is set here to `offline` on the availability topic.
@@ -161,15 +165,16 @@ public actor MQTTMirrorService {
             for message in mirror.retainedSnapshot { publish(message) }
             rememberPublishedComponents()
 
-        case .disconnected(let id, _):
+        case .disconnected(let id, let reason):
             if connection == id {
                 connection = nil
+                lastError = reason
                 inFlight = [:]
                 dropHeld()
             }
 
         case .connectionFailed(let error, _):
-            lastError = error
+            lastError = "\(error)"
 
         case .delivered(let id, let messageID, let reasonCode):
             guard id == connection, let sequence = inFlight.removeValue(forKey: messageID) else { return }
