@@ -36,6 +36,12 @@ public final class StateDirectoryLock: Sendable {
         }
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .unusable(StateFileError(path: path, operation: "open", errno: errno)) }
+        // Whoever runs gattway on this directory next (the service's user after root) opens it too.
+        guard StateFile.adoptOwner(descriptor, of: directory) else {
+            let failure = StateFileError(path: path, operation: "chown", errno: errno)
+            close(descriptor)
+            throw .unusable(failure)
+        }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
             let owner = Self.owner(of: descriptor)

@@ -54,6 +54,12 @@ public enum StateFile {
         unlink(temporary)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard descriptor >= 0 else { throw StateFileError(path: temporary, operation: "create", errno: errno) }
+        guard adoptOwner(descriptor, of: directory) else {
+            let code = errno
+            close(descriptor)
+            unlink(temporary)
+            throw StateFileError(path: temporary, operation: "chown", errno: code)
+        }
         var written = 0
         while written < bytes.count {
             let count = bytes[written...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
@@ -130,16 +136,44 @@ public enum StateFile {
         }
     }
 
-    /// Creates `directory` and its missing parents with mode 0700.
+    /// Creates `directory` and its missing parents with mode 0700, each owned like its parent
+    /// (`adoptOwner`).
     static func makeDirectory(_ directory: String) throws(StateFileError) {
-        if mkdir(directory, 0o700) == 0 || errno == EEXIST { return }
+        if mkdir(directory, 0o700) == 0 {
+            try adoptParentsOwner(directory)
+            return
+        }
+        if errno == EEXIST { return }
         guard errno == ENOENT else { throw StateFileError(path: directory, operation: "create", errno: errno) }
         let parent = directoryOf(directory)
         guard parent != directory else { throw StateFileError(path: directory, operation: "create", errno: ENOENT) }
         try makeDirectory(parent)
-        guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
+        if mkdir(directory, 0o700) == 0 {
+            try adoptParentsOwner(directory)
+        } else if errno != EEXIST {
             throw StateFileError(path: directory, operation: "create", errno: errno)
         }
+    }
+
+    private static func adoptParentsOwner(_ directory: String) throws(StateFileError) {
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw StateFileError(path: directory, operation: "open", errno: errno) }
+        defer { close(descriptor) }
+        guard adoptOwner(descriptor, of: directoryOf(directory)) else {
+            throw StateFileError(path: directory, operation: "chown", errno: errno)
+        }
+    }
+
+    /// Gives the file behind `descriptor`, just created, the owner and group of `directory` when
+    /// root created it: `sudo gattway bonds clear` with the service stopped must leave a
+    /// `bonds.json` the service's own user can still read (0600), not one of root's. Any other
+    /// user's files are its own already. False, with errno set, when the chown failed.
+    static func adoptOwner(_ descriptor: Int32, of directory: String) -> Bool {
+        guard geteuid() == 0 else { return true }
+        var status = stat()
+        guard stat(directory, &status) == 0 else { return false }
+        guard status.st_uid != 0 || status.st_gid != 0 else { return true }
+        return fchown(descriptor, status.st_uid, status.st_gid) == 0
     }
 
     /// `path` without its last component ("." for a bare name, "/" for a top-level entry).
@@ -154,7 +188,7 @@ public enum StateFile {
 /// A state file operation that failed, with the path and the system's reason.
 public struct StateFileError: Error, Hashable, Sendable, CustomStringConvertible {
     public let path: String
-    /// What was being done: "open", "read", "create", "write", "fsync", "rename", "lock".
+    /// What was being done: "open", "read", "create", "chown", "write", "fsync", "rename", "lock".
     public let operation: String
     public let errno: Int32
 

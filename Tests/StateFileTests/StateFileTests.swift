@@ -52,6 +52,25 @@ import TestHarness
         #expect(StateFile.directoryOf(path) == expected)
     }
 
+    /// `sudo gattway bonds clear` with the service stopped, or root running gattway by hand on
+    /// the service's directory: what root creates there belongs to the directory's owner (the
+    /// service's user), who must go on reading its 0600 files.
+    @Test(.enabled(if: geteuid() == 0, "only root gives files away"))
+    func whatRootCreatesBelongsToTheDirectorysOwner() throws {
+        let directory = try temporaryDirectory("statefile").path + "/state"
+        try StateFile.write([1], to: directory + "/first")
+        #expect(try owner(of: directory + "/first") == [0, 0], "in root's own directory, root's")
+        let nobody: UInt32 = 65534
+        #expect(chown(directory, nobody, nobody) == 0)
+        try StateFile.write([1, 2], to: directory + "/bonds.json")
+        try StateFile.write([3], to: directory + "/nested/total")
+        let lock = try StateDirectoryLock(directory: directory)
+        for path in [directory + "/bonds.json", directory + "/nested", directory + "/nested/total", lock.path] {
+            #expect(try owner(of: path) == [Int(nobody), Int(nobody)], "\(path)")
+        }
+        #expect(try mode(of: directory + "/bonds.json") == 0o600)
+    }
+
     // MARK: One gattway per state directory
 
     @Test func aStateDirectoryIsLockedUntilItsLockIsGone() throws {
@@ -267,6 +286,14 @@ import TestHarness
             probe.terminatingSignal == SIGKILL,
             "round \(round): the probe ended by itself (\(status.map { "status \($0)" } ?? "?")): \(probe.stderr)")
         return probe.stdout
+    }
+
+    private func owner(of path: String) throws -> [Int] {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        return [
+            try #require((attributes[.ownerAccountID] as? NSNumber)?.intValue),
+            try #require((attributes[.groupOwnerAccountID] as? NSNumber)?.intValue)
+        ]
     }
 
     private func mode(of path: String) throws -> Int {

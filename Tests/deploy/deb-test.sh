@@ -268,6 +268,11 @@ check "gattway bonds clear (as user gattway) writes /var/lib/gattway/bonds.json"
     gattway bonds clear --config /etc/gattway/gattway.yaml
 check "/var/lib/gattway/bonds.json is gattway:gattway 0600" \
     stat_is /var/lib/gattway/bonds.json "gattway:gattway 600 regular file"
+# As root with the service stopped (`sudo gattway bonds clear`): the file stays the service's.
+check "gattway bonds clear (as root) writes /var/lib/gattway/bonds.json" \
+    in_root gattway bonds clear --config /etc/gattway/gattway.yaml
+check "/var/lib/gattway/bonds.json is still gattway:gattway 0600" \
+    stat_is /var/lib/gattway/bonds.json "gattway:gattway 600 regular file"
 check "dpkg records /etc/gattway/gattway.yaml as a conffile" \
     bash -c 'chroot "$0" dpkg-query -W -f="\${Conffiles}" gattway | grep -q "^ /etc/gattway/gattway.yaml "' "$root"
 check "gattway.service is enabled (multi-user.target.wants)" \
