@@ -176,7 +176,7 @@ let package = Package(
         .executableTarget(
             name: "gattway",
             dependencies: [
-                "Gateway", "DevelopmentHarness", "EventLoop", "Config", "GPIO", "GPIOLibgpiod", "BluetoothSMP", "BluetoothCore",
+                "Gateway", "DevelopmentHarness", "EventLoop", "Config", "GPIO", "GPIOLibgpiod", "BluetoothSMP", "BluetoothCore", "StateFile",
                 "BluetoothHCI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -3,6 +3,7 @@ import BluetoothCore
 import BluetoothSMP
 import Config
 import Gateway
+import StateFile
 
 /// `gattway bonds list|remove ADDRESS|clear`: the bonded centrals. Keys are never printed. While
 /// the service runs it holds the bonds (in memory and in `bonds.json`), so the command asks it on
@@ -16,7 +17,9 @@ struct BondsCommand: ParsableCommand {
             Bonds live in bonds.json in the configuration's state_dir (mode 0600). While the \
             service runs, the command asks it on its control socket (in runtime_dir), so a \
             removed bond is gone from its memory and its file at once; when it is not running, \
-            the command edits the file.
+            the command edits the file. A gattway that runs on the same state_dir without \
+            answering there (its runtime_dir another) would undo an edit: remove and clear then \
+            exit 1 naming it.
             """,
         subcommands: [List.self, Remove.self, Clear.self],
         defaultSubcommand: List.self)
@@ -36,6 +39,24 @@ struct BondsCommand: ParsableCommand {
             return nil
         case .failed(let message):
             printToStandardError(message)
+            throw ExitCode(1)
+        }
+    }
+
+    /// The state directory's lock, held while the command edits `bonds.json` itself (no service
+    /// answered): a service that runs there without answering, its control socket elsewhere or
+    /// gone, would undo the edit, so the command refuses; one starting meanwhile waits its turn.
+    static func lockForEditing(_ config: GatewayConfig) throws -> StateDirectoryLock {
+        do {
+            return try StateDirectoryLock(directory: config.stateDirectory)
+        } catch .held(let directory, let pid) {
+            printToStandardError(
+                "a gattway\(pid.map { " (pid \($0))" } ?? "") runs on state_dir \(directory) but nothing answers on "
+                    + "\(ControlSocket.path(runtimeDirectory: config.runtimeDirectory)); bonds.json is left as it is, "
+                    + "since that gattway would undo an edit: give this command its configuration (runtime_dir), or stop it")
+            throw ExitCode(1)
+        } catch {
+            printToStandardError(error.description)
             throw ExitCode(1)
         }
     }
@@ -94,6 +115,8 @@ struct BondsCommand: ParsableCommand {
                 print("removed the bond of \(address)")
                 return
             }
+            let lock = try BondsCommand.lockForEditing(config)
+            defer { withExtendedLifetime(lock) {} }
             let store = BondStore(directory: config.stateDirectory)
             // The address type is not typed on the command line: public first, then random.
             let candidates = [BluetoothAddress.Kind.public, .random].compactMap { BluetoothAddress(address, kind: $0) }
@@ -120,6 +143,8 @@ struct BondsCommand: ParsableCommand {
                 print("removed \(response.removed ?? 0) bonds")
                 return
             }
+            let lock = try BondsCommand.lockForEditing(config)
+            defer { withExtendedLifetime(lock) {} }
             let store = BondStore(directory: config.stateDirectory)
             let count = try BondsCommand.run { () throws(BondStore.Error) -> Int in
                 let count = try store.load().bonds.count

@@ -500,6 +500,38 @@ struct CLITests {
                 == "no bonded centrals in \(store.path)\n")
     }
 
+    /// A gattway on the same state_dir whose control socket is elsewhere (another runtime_dir)
+    /// would undo an edit of bonds.json: `bonds remove` and `clear` refuse, naming it, and edit
+    /// the file once it has stopped.
+    @Test func bondsLeavesTheFileAloneUnderAGattwayThatDoesNotAnswer() throws {
+        let (config, store, _) = try configWithBonds()
+        let state = (store.path as NSString).deletingLastPathComponent
+        let elsewhere = try temporaryFile(
+            try String(contentsOfFile: config, encoding: .utf8)
+                .replacingOccurrences(of: "runtime_dir: \(state)/run", with: "runtime_dir: \(state)/elsewhere"),
+            name: "elsewhere.yaml")
+        let service = GattwayProcess(["run", "--config", elsewhere, "--hci", "tcp:127.0.0.1:9"])
+        try service.start()
+        defer { service.stop() }
+        #expect(service.wait(timeout: 30) { _, stderr, exited in exited || stderr.contains("gattway running") })
+        let before = try Data(contentsOf: URL(fileURLWithPath: store.path))
+
+        for command in [["bonds", "remove", "--config", config, "C0:11:22:33:44:55"], ["bonds", "clear", "--config", config]] {
+            let refused = try GattwayProcess(command).runToCompletion()
+            #expect(refused.status == 1)
+            #expect(
+                refused.stderr.contains(
+                    "a gattway (pid \(service.pid)) runs on state_dir \(state) but nothing answers on \(state)/run/control.sock; "
+                        + "bonds.json is left as it is"), "\(refused.stderr)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: store.path)) == before)
+
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 10) == 0)
+        let cleared = try GattwayProcess(["bonds", "clear", "--config", config]).runToCompletion()
+        #expect(cleared.stdout == "removed 2 bonds\n", "\(cleared.stderr)")
+    }
+
     @Test func bondsOnAMalformedBondFileExits1NamingTheFile() throws {
         let (config, store, _) = try configWithBonds()
         try "{ not json".write(toFile: store.path, atomically: false, encoding: .utf8)
