@@ -62,6 +62,25 @@ public final class StateDirectoryLock: Sendable {
         return descriptor
     }
 
+    /// Whether a process holds the lock of `directory` now: its pid (when the lock file says),
+    /// or nil when none does, or when the lock file cannot be opened (no gattway ran there, or
+    /// this user may not read it). Creates nothing; the probe is a shared lock taken and dropped
+    /// at once, which a gattway starting in that instant would take for another one (it exits 1
+    /// and its service restarts).
+    public static func holder(of directory: String) -> Holder? {
+        let descriptor = open(directory + "/" + fileName, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        if flock(descriptor, LOCK_SH | LOCK_NB) == 0 { return nil }
+        return errno == EWOULDBLOCK ? Holder(pid: owner(of: descriptor)) : nil
+    }
+
+    /// The process holding a state directory's lock.
+    public struct Holder: Equatable, Sendable {
+        /// As the lock file says; nil when it cannot be read.
+        public let pid: pid_t?
+    }
+
     /// The pid the lock's owner wrote, when it is readable.
     private static func owner(of descriptor: Int32) -> pid_t? {
         var buffer = [UInt8](repeating: 0, count: 32)

@@ -44,16 +44,16 @@ struct BondsCommand: ParsableCommand {
     }
 
     /// The state directory's lock, held while the command edits `bonds.json` itself (no service
-    /// answered): a service that runs there without answering, its control socket elsewhere or
-    /// gone, would undo the edit, so the command refuses; one starting meanwhile waits its turn.
+    /// answered): a gattway starting meanwhile is refused rather than load a half-edited store,
+    /// and one that started since the control socket was tried (and would undo the edit) refuses
+    /// the command.
     static func lockForEditing(_ config: GatewayConfig) throws -> StateDirectoryLock {
         do {
             return try StateDirectoryLock(directory: config.stateDirectory)
-        } catch .held(let directory, let pid) {
+        } catch .held(_, let pid) {
             printToStandardError(
-                "a gattway\(pid.map { " (pid \($0))" } ?? "") runs on state_dir \(directory) but nothing answers on "
-                    + "\(ControlSocket.path(runtimeDirectory: config.runtimeDirectory)); bonds.json is left as it is, "
-                    + "since that gattway would undo an edit: give this command its configuration (runtime_dir), or stop it")
+                ControlClient.unanswered(config, pid: pid)
+                    + "; bonds.json is left as it is")
             throw ExitCode(1)
         } catch {
             printToStandardError(error.description)

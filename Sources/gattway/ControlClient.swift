@@ -2,16 +2,26 @@ import Config
 import EventLoop
 import Gateway
 import Glibc
+import StateFile
 
 /// The command line's side of the running service's control socket (`ControlSocket`): one
 /// request, one answer.
 enum ControlClient {
     enum Outcome {
         case answered(ControlResponse)
-        /// Nothing listens on the socket (no file, or a stale one): the service is not running.
+        /// Nothing listens on the socket (no file, or a stale one) and no gattway holds the
+        /// configuration's state directory: the service is not running.
         case notRunning(path: String)
         /// The service may run but could not be asked (permission, a broken answer).
         case failed(String)
+    }
+
+    /// A gattway (`pid`) holds the configuration's `state_dir` but does not answer on its
+    /// control socket: its `runtime_dir` is another, or it could not make the socket.
+    static func unanswered(_ config: GatewayConfig, pid: pid_t?) -> String {
+        "a gattway\(pid.map { " (pid \($0))" } ?? "") runs on state_dir \(config.stateDirectory) but nothing "
+            + "answers on \(ControlSocket.path(runtimeDirectory: config.runtimeDirectory)): its runtime_dir is another "
+            + "than this configuration's, or its log says why it has no control socket"
     }
 
     /// How long an answer may take; the service answers from its event loop at once.
@@ -29,7 +39,10 @@ enum ControlClient {
         setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         guard UnixSocketAddress.with(path, { connect(descriptor, $0, $1) }) == 0 else {
             let code = errno
-            if code == ENOENT || code == ECONNREFUSED { return .notRunning(path: path) }
+            if code == ENOENT || code == ECONNREFUSED {
+                guard let holder = StateDirectoryLock.holder(of: config.stateDirectory) else { return .notRunning(path: path) }
+                return .failed(unanswered(config, pid: holder.pid))
+            }
             return .failed("cannot reach gattway on \(path): \(String(cString: strerror(code)))")
         }
         var request = request

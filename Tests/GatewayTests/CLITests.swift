@@ -501,9 +501,9 @@ struct CLITests {
     }
 
     /// A gattway on the same state_dir whose control socket is elsewhere (another runtime_dir)
-    /// would undo an edit of bonds.json: `bonds remove` and `clear` refuse, naming it, and edit
-    /// the file once it has stopped.
-    @Test func bondsLeavesTheFileAloneUnderAGattwayThatDoesNotAnswer() throws {
+    /// would undo an edit of bonds.json: `bonds` refuses, naming it, as `status` and `reload` do
+    /// rather than say it is not running; once it has stopped, `bonds` edits the file.
+    @Test func aGattwayThatDoesNotAnswerIsNamedAndItsBondsLeftAlone() throws {
         let (config, store, _) = try configWithBonds()
         let state = (store.path as NSString).deletingLastPathComponent
         let elsewhere = try temporaryFile(
@@ -516,13 +516,18 @@ struct CLITests {
         #expect(service.wait(timeout: 30) { _, stderr, exited in exited || stderr.contains("gattway running") })
         let before = try Data(contentsOf: URL(fileURLWithPath: store.path))
 
-        for command in [["bonds", "remove", "--config", config, "C0:11:22:33:44:55"], ["bonds", "clear", "--config", config]] {
+        let commands = [
+            ["bonds", "remove", "--config", config, "C0:11:22:33:44:55"], ["bonds", "clear", "--config", config],
+            ["bonds", "list", "--config", config], ["status", "--config", config], ["reload", "--config", config]
+        ]
+        for command in commands {
             let refused = try GattwayProcess(command).runToCompletion()
             #expect(refused.status == 1)
             #expect(
-                refused.stderr.contains(
-                    "a gattway (pid \(service.pid)) runs on state_dir \(state) but nothing answers on \(state)/run/control.sock; "
-                        + "bonds.json is left as it is"), "\(refused.stderr)")
+                refused.stderr
+                    == "a gattway (pid \(service.pid)) runs on state_dir \(state) but nothing answers on "
+                    + "\(state)/run/control.sock: its runtime_dir is another than this configuration's, or its log says "
+                    + "why it has no control socket\n", "\(command): \(refused.stderr)")
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: store.path)) == before)
 

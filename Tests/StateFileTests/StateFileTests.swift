@@ -75,7 +75,9 @@ import TestHarness
 
     @Test func aStateDirectoryIsLockedUntilItsLockIsGone() throws {
         let directory = try temporaryDirectory("statefile").path + "/state"
+        #expect(StateDirectoryLock.holder(of: directory) == nil, "no lock file: nobody")
         var first: StateDirectoryLock? = try StateDirectoryLock(directory: directory)
+        #expect(StateDirectoryLock.holder(of: directory)?.pid == getpid())
         #expect(try mode(of: directory) == 0o700, "a missing state directory is created, the owner's only")
         #expect(try StateFile.readValue(directory + "/gattway.lock") == "\(getpid())")
         // flock belongs to the open file, so a second open in this process is refused like another process.
@@ -92,6 +94,9 @@ import TestHarness
             if second == nil { usleep(10_000) }
         }
         #expect(second?.path == directory + "/gattway.lock", "released when its last descriptor closes")
+        second = nil
+        for _ in 0..<100 where StateDirectoryLock.holder(of: directory) != nil { usleep(10_000) }
+        #expect(StateDirectoryLock.holder(of: directory) == nil, "the file stays, the lock does not")
     }
 
     @Test func aRefusedLockSaysWhoHoldsItAndWhatToDo() {
