@@ -51,9 +51,7 @@ public final class DeadlineTimer: Sendable {
     /// `schedule(at:)` for a deadline `delay` from now (at once for a delay of zero or less).
     public func schedule(after delay: Duration?) {
         guard let delay else { return }
-        let (seconds, attoseconds) = delay.components
-        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-        schedule(at: EventLoop.now() + UInt64(max(nanoseconds, 0)))
+        schedule(at: EventLoop.now() + delay.nanoseconds)
     }
 
     /// `schedule(at:)` for a machine whose time is a `Duration` since `origin`, the loop's clock
@@ -62,9 +60,7 @@ public final class DeadlineTimer: Sendable {
     /// nanoseconds between two clock readings).
     public func schedule(at deadline: Duration?, since origin: UInt64) {
         guard let deadline else { return }
-        let (seconds, attoseconds) = deadline.components
-        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-        schedule(at: origin + UInt64(max(nanoseconds, 0)))
+        schedule(at: origin + deadline.nanoseconds)
     }
 
     /// Disarms it: the machine has stopped.

@@ -543,13 +543,6 @@ private let onLog: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int
     CallbackContext.from(object)?.log(level: level, String(cString: line))
 }
 
-private extension Duration {
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
-}
-
 /// The connection the event loop runs: libmosquitto's instance, the socket's watch and the
 /// keepalive timer. Only touched on the loop.
 private final class LoopLink {
