@@ -18,7 +18,7 @@ public final class StateDirectoryLock: Sendable {
     private let descriptor: Int32
 
     /// Takes the lock of `directory`, creating the directory (mode 0700) when it is missing;
-    /// throws `.held` at once, without waiting, when another process has it.
+    /// throws `.held` when another process keeps it (`takeExclusively`).
     public init(directory: String) throws(StateDirectoryLockError) {
         path = directory + "/" + Self.fileName
         // Last, so that a failure leaves nothing for deinit to close.
@@ -42,7 +42,7 @@ public final class StateDirectoryLock: Sendable {
             close(descriptor)
             throw .unusable(failure)
         }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+        guard takeExclusively(descriptor) else {
             let code = errno
             let owner = Self.owner(of: descriptor)
             close(descriptor)
@@ -62,11 +62,21 @@ public final class StateDirectoryLock: Sendable {
         return descriptor
     }
 
+    /// Takes the lock without blocking, trying again for up to 200 ms: a holder that lets go at
+    /// once (the `holder` probe, a `gattway bonds` edit) is waited for, a running gattway is not.
+    private static func takeExclusively(_ descriptor: Int32) -> Bool {
+        for attempt in 1...10 {
+            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
+            guard errno == EWOULDBLOCK, attempt < 10 else { return false }
+            usleep(20_000)
+        }
+        return false
+    }
+
     /// Whether a process holds the lock of `directory` now: its pid (when the lock file says),
     /// or nil when none does, or when the lock file cannot be opened (no gattway ran there, or
     /// this user may not read it). Creates nothing; the probe is a shared lock taken and dropped
-    /// at once, which a gattway starting in that instant would take for another one (it exits 1
-    /// and its service restarts).
+    /// at once (a gattway starting in that instant waits for it).
     public static func holder(of directory: String) -> Holder? {
         let descriptor = open(directory + "/" + fileName, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
