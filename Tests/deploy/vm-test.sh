@@ -103,6 +103,8 @@ report "udev started gattway.service again when hci0 appeared" '[[ $(starts) -gt
 sleep 5
 report "ExecStartPre (release the adapter) and the service succeeded with bluetoothd running" \
     '[[ $(systemctl is-active bluetooth) == active && $(systemctl show -P Result gattway) == success ]]'
+report "libdispatch could set its threads' priority (no \"Failed to set thread priority\" in the journal)" \
+    '! journalctl -b -u gattway -o cat | grep -q "Failed to set thread priority"'
 journalctl -b -u gattway --no-pager -o cat | sed 's/^/VMCHECK journal: /'
 echo "VMCHECK done"
 systemctl poweroff
