@@ -120,7 +120,7 @@ public enum ConfigReference {
         Entry(
             key: "state_dir", type: "path", defaultValue: D.stateDirectory,
             meaning:
-                "Persisted counters, bonds (mode 0600), the BTHome encryption counter and the MQTT outbox. One gattway per directory: it holds `gattway.lock` there while it runs, and a second one started on the same directory exits 1 naming the first's pid."
+                "Persisted counters, bonds (mode 0600), the BTHome encryption counter, the MQTT outbox and the ES trigger settings centrals wrote. One gattway per directory: it holds `gattway.lock` there while it runs, and a second one started on the same directory exits 1 naming the first's pid."
         ),
         Entry(
             key: "runtime_dir", type: "path", defaultValue: D.runtimeDirectory,

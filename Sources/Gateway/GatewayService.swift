@@ -83,6 +83,7 @@ public struct GatewayService: Service {
         }
         let pipeline = ValuePipeline(
             layout: layout, peripheral: binding.peripheral,
+            triggerFile: TriggerFile(stateDirectory: config.stateDirectory),
             logger: logger,
             driveOutput: { sensor, level in
                 guard let runner = await running.runner(sensor) else { return }

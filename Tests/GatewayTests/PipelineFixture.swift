@@ -74,7 +74,8 @@ struct PipelineFixture {
     let warnings = LockedLines()
 
     /// `.realTime` runs the pipeline's own timer on the real clock (the service's setting).
-    init(yaml: String, timing: ValuePipeline.Timing = .manual) async throws {
+    /// `triggerFile`: where written trigger settings are kept (none: this run only).
+    init(yaml: String, timing: ValuePipeline.Timing = .manual, triggerFile: TriggerFile? = nil) async throws {
         let config = try ConfigLoader.load(yaml: yaml).config
         layout = GATTLayout(config: config)
         let clock = self.clock
@@ -84,7 +85,7 @@ struct PipelineFixture {
         let outputs = self.outputs
         pipeline = ValuePipeline(
             layout: layout, peripheral: peripheral,
-            timing: timing, clock: now,
+            timing: timing, clock: now, triggerFile: triggerFile,
             logger: Logger(label: "test") { [warnings] label in
                 GatewayLogHandler(label: label, level: .warning, style: .journal, write: { warnings.append($0) })
             },

@@ -1,8 +1,10 @@
 import BluetoothCore
 import BluetoothGATT
-import Gateway
+import Foundation
+@testable import Gateway
 import Notify
 import Testing
+import TestHarness
 import Values
 
 /// The ESS trigger descriptors of a notifying Environmental Sensing measurement, over ATT: exact
@@ -198,5 +200,101 @@ struct TriggerDescriptorTests {
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 26))
         #expect(await fixture.notifications(bob, on: path) == [sint16(2600)])
         #expect(await fixture.subscribe(alice, to: path) == [sint16(2600)])
+    }
+
+    // MARK: Kept across restarts
+
+    /// Triggers written before a restart govern after it: the descriptors read what was written
+    /// and the notifications follow them, with nothing written again.
+    @Test func writtenTriggersAreKeptAcrossARestart() async throws {
+        let state = try temporaryDirectory("triggers").path
+        let file = TriggerFile(stateDirectory: state)
+        let path = "environment/temperature"
+        do {
+            let fixture = try await PipelineFixture(yaml: Self.yaml, triggerFile: file)
+            var changes = fixture.pipeline.triggerChanges.makeAsyncIterator()
+            let h = await handles(fixture)
+            await fixture.peripheral.centralConnected(alice, security: Self.encrypted)
+            // "Greater than 25.00 °C" OR "less than 0 °C".
+            for write in [
+                [0x12] + le(h.firstSetting) + [0x06, 0xC4, 0x09], [0x12] + le(h.secondSetting) + [0x04, 0x00, 0x00],
+                [0x12] + le(h.configuration) + [0x01]
+            ] {
+                await fixture.peripheral.receive(write, from: alice)
+                await fixture.pipeline.handle(try #require(await changes.next()))
+            }
+            #expect(fixture.link.take(alice) == [[0x13], [0x13], [0x13]])
+            await fixture.finish()
+        }
+        #expect(
+            try file.load() == [
+                path: SavedTriggers(uuid: "2A6E", format: "sint16 e-2", settings: ["06c409", "040000"], configuration: "01")
+            ])
+
+        var fixture = try await PipelineFixture(yaml: Self.yaml, triggerFile: file)
+        let h = await handles(fixture)
+        await fixture.peripheral.centralConnected(bob, security: Self.encrypted)
+        let written: [(UInt16, [UInt8])] = [
+            (h.firstSetting, [0x06, 0xC4, 0x09]), (h.secondSetting, [0x04, 0x00, 0x00]), (h.configuration, [0x01])
+        ]
+        for (handle, value) in written {
+            await fixture.peripheral.receive([0x0A] + le(handle), from: bob)
+            #expect(fixture.link.take(bob) == [[0x0B] + value], "handle \(handle)")
+        }
+        await fixture.peripheral.transmitRoomFreed(100)
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 20))
+        #expect(await fixture.subscribe(bob, to: path).isEmpty, "20 °C is neither above 25 °C nor below 0 °C")
+        var received: [[UInt8]] = []
+        for value in [26.0, 10, -2] {
+            await fixture.advance(by: .seconds(1))
+            await fixture.pipeline.sensorValue(reading("climate", "temperature", value))
+            received += await fixture.notifications(bob, on: path)
+        }
+        #expect(received == [sint16(2600), sint16(-200)])
+        #expect(fixture.warnings.all.isEmpty, "\(fixture.warnings.all)")
+    }
+
+    /// Settings saved for a characteristic whose format has changed since (its reference values
+    /// meant something else) are forgotten with a warning naming it, and the file is written
+    /// without them; the configured policy governs.
+    @Test func savedTriggersOfAnotherFormatAreForgotten() async throws {
+        let file = TriggerFile(stateDirectory: try temporaryDirectory("triggers").path)
+        try file.save([
+            "environment/temperature": SavedTriggers(
+                uuid: "2A6E", format: "uint8", settings: ["0619", "00"], configuration: "00")
+        ])
+        let fixture = try await PipelineFixture(yaml: Self.yaml, triggerFile: file)
+        let h = await handles(fixture)
+        await fixture.peripheral.centralConnected(alice)
+        await fixture.peripheral.receive([0x0A] + le(h.firstSetting), from: alice)
+        #expect(fixture.link.take(alice) == [[0x0B, 0x03]], "value changed, the policy's")
+        #expect(
+            fixture.warnings.all == [
+                "<4>test: saved notify triggers forgotten: environment/temperature: written for 2A6E in uint8, not for "
+                    + "this characteristic; the configured policy governs\n"
+            ])
+        #expect(try file.load().isEmpty)
+    }
+
+    /// A trigger file that cannot be read is named in a warning; the configured policies govern
+    /// and the next write replaces it.
+    @Test func aBrokenTriggerFileIsNamedAndReplacedByTheNextWrite() async throws {
+        let state = try temporaryDirectory("triggers").path
+        let file = TriggerFile(stateDirectory: state)
+        try "{ not json".write(toFile: file.path, atomically: true, encoding: .utf8)
+        let fixture = try await PipelineFixture(yaml: Self.yaml, triggerFile: file)
+        var changes = fixture.pipeline.triggerChanges.makeAsyncIterator()
+        #expect(fixture.warnings.all.count == 1)
+        #expect(
+            fixture.warnings.all.first?.hasPrefix("<4>test: \(file.path) is not a trigger file (") == true,
+            "\(fixture.warnings.all)")
+        #expect(
+            fixture.warnings.all.first?.hasSuffix(
+                "): the trigger settings written before are forgotten, the configured policies govern\n") == true)
+        let h = await handles(fixture)
+        await fixture.peripheral.centralConnected(alice, security: Self.encrypted)
+        await fixture.peripheral.receive([0x12] + le(h.configuration) + [0x01], from: alice)
+        await fixture.pipeline.handle(try #require(await changes.next()))
+        #expect(try file.load()["environment/temperature"]?.configuration == "01")
     }
 }

@@ -39,10 +39,24 @@ final class CharacteristicValues: @unchecked Sendable {
     let writes: AsyncStream<CentralWrite>
     private let triggerContinuation: AsyncStream<TriggerChange>.Continuation
     let triggerChanges: AsyncStream<TriggerChange>
+    /// The layout's characteristics, for the trigger settings' checks. Guarded by `lock`.
+    private var layout: GATTLayout
+    /// The trigger settings centrals wrote, by characteristic path, as `TriggerFile` keeps them:
+    /// restored when their characteristic is published (`register`), as long as it has the UUID
+    /// and format they were written for. Guarded by `lock`.
+    var savedTriggers: [String: SavedTriggers] { lock.withLock { _ in saved } }
+    private var saved: [String: SavedTriggers]
+    /// Restored by `register`, for the pipeline's notify engine (`takeRestoredTriggers`), and the
+    /// saved settings that no longer fit (`takeForgottenTriggers`). Guarded by `lock`.
+    private var restored: [CharacteristicRef: TriggerSet] = [:]
+    private var forgotten: [String] = []
 
-    /// An entry, without a value, for every characteristic of `layout`.
-    init(layout: GATTLayout, logger: Logger) {
+    /// An entry, without a value, for every characteristic of `layout`; `savedTriggers`: the
+    /// trigger settings written before a restart.
+    init(layout: GATTLayout, savedTriggers: [String: SavedTriggers] = [:], logger: Logger) {
         self.logger = logger
+        self.layout = layout
+        saved = savedTriggers
         entries = layout.characteristics.keys.sorted().map { ref in
             Entry(ref: ref, encoding: layout.characteristics[ref]!.config.encoding, bytes: nil, triggers: nil)
         }
@@ -56,6 +70,7 @@ final class CharacteristicValues: @unchecked Sendable {
     /// trigger descriptors. The others are published anew (`register`).
     func relayout(_ layout: GATTLayout, keeping kept: Set<CharacteristicRef>) {
         lock.withLock { _ in
+            self.layout = layout
             let before = Dictionary(uniqueKeysWithValues: entries.map { ($0.ref, $0) })
             let handles = Dictionary(uniqueKeysWithValues: positionsByHandle.map { (entries[$1].ref, $0) })
             entries = layout.characteristics.keys.sorted().map { ref in
@@ -76,7 +91,46 @@ final class CharacteristicValues: @unchecked Sendable {
         guard let position = positionsByRef[ref] else { return }
         lock.withLock { _ in
             positionsByHandle[valueHandle] = position
-            entries[position].triggers = triggerPosition.map { TriggerDescriptors(firstPosition: $0) }
+            entries[position].triggers = triggerPosition.map { first in
+                restoredTriggers(of: ref, at: first) ?? TriggerDescriptors(firstPosition: first)
+            }
+        }
+    }
+
+    /// `ref`'s saved trigger settings, when it has some that fit it. Call with `lock` held.
+    private func restoredTriggers(of ref: CharacteristicRef, at firstPosition: Int) -> TriggerDescriptors? {
+        guard let savedTriggers = saved[ref.path], let config = layout.characteristics[ref]?.config else { return nil }
+        do throws(ESSWriteRejection) {
+            guard savedTriggers.fits(config) else {
+                throw ESSWriteRejection(
+                    .writeRequestRejected,
+                    "written for \(savedTriggers.uuid) in \(savedTriggers.format), not for this characteristic")
+            }
+            let triggers = try TriggerDescriptors(
+                firstPosition: firstPosition, restoring: savedTriggers, encoding: config.encoding)
+            restored[ref] = triggers.triggerSet
+            return triggers
+        } catch {
+            saved[ref.path] = nil
+            forgotten.append("\(ref.path): \(error.reason)")
+            return nil
+        }
+    }
+
+    /// The trigger settings `register` restored since the last call, for the notify engine.
+    func takeRestoredTriggers() -> [CharacteristicRef: TriggerSet] {
+        lock.withLock { _ in
+            defer { restored = [:] }
+            return restored
+        }
+    }
+
+    /// The saved trigger settings `register` found no longer fit their characteristic (a
+    /// changed format or UUID), with why, since the last call.
+    func takeForgottenTriggers() -> [String] {
+        lock.withLock { _ in
+            defer { forgotten = [] }
+            return forgotten
         }
     }
 
@@ -139,6 +193,9 @@ final class CharacteristicValues: @unchecked Sendable {
             updated.keys.sorted().compactMap { handle -> TriggerChange? in
                 guard let position = positionsByHandle[handle] else { return nil }
                 entries[position].triggers = updated[handle]
+                if let triggers = updated[handle], let config = layout.characteristics[entries[position].ref]?.config {
+                    saved[entries[position].ref.path] = SavedTriggers(triggers, of: config)
+                }
                 return TriggerChange(
                     ref: entries[position].ref, central: batch[0].central, triggers: updated[handle]?.triggerSet)
             }

@@ -1,4 +1,5 @@
 import BluetoothATT
+import BluetoothCore
 import BluetoothGATT
 import Notify
 import Values
@@ -32,6 +33,26 @@ struct TriggerDescriptors: Sendable, Equatable {
     /// `firstPosition`: where `descriptors` start in the characteristic's descriptor list.
     init(firstPosition: Int) {
         self.firstPosition = firstPosition
+    }
+
+    /// The descriptors as `saved` left them, checked as a central's writes are: they throw why
+    /// when they do not parse in `encoding`.
+    init(firstPosition: Int, restoring saved: SavedTriggers, encoding: ValueEncoding) throws(ESSWriteRejection) {
+        self.firstPosition = firstPosition
+        guard saved.settings.count == Self.settingCount else {
+            throw ESSWriteRejection(.writeRequestRejected, "\(saved.settings.count) trigger settings, not \(Self.settingCount)")
+        }
+        settings = try saved.settings.map { hex throws(ESSWriteRejection) in
+            guard let bytes = [UInt8](hexString: hex) else {
+                throw ESSWriteRejection(.writeRequestRejected, "trigger setting \(hex) is not hex")
+            }
+            return try ESTriggerSetting(descriptorValue: bytes, encoding: encoding)
+        }
+        guard let logic = [UInt8](hexString: saved.configuration) else {
+            throw ESSWriteRejection(.writeRequestRejected, "ES Configuration \(saved.configuration) is not hex")
+        }
+        self.logic = try TriggerLogic(descriptorValue: logic)
+        isWritten = true
     }
 
     /// What the notify engine applies; nil while the configured policy governs.

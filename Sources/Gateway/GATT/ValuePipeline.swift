@@ -58,6 +58,7 @@ public actor ValuePipeline {
     private let logger: Logger
     /// Drives an output sensor's line (`SensorRunner.write`).
     private let driveOutput: @Sendable (String, Bool) async throws -> Void
+    private let triggerFile: TriggerFile?
     private var router: ValueRouter
     private let values: CharacteristicValues
     private let publication: GATTPublication
@@ -73,9 +74,12 @@ public actor ValuePipeline {
     /// Accepted trigger descriptor writes, to hand back to `handle(_:)` (the `run` loop does).
     public nonisolated var triggerChanges: AsyncStream<TriggerChange> { values.triggerChanges }
 
+    /// `triggerFile`: where the trigger settings centrals write are kept across restarts (nil:
+    /// for this run only).
     public init(
         layout: GATTLayout, peripheral: Peripheral, timing: Timing = .realTime,
         clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
+        triggerFile: TriggerFile? = nil,
         logger: Logger,
         driveOutput: @escaping @Sendable (String, Bool) async throws -> Void
     ) {
@@ -83,8 +87,15 @@ public actor ValuePipeline {
         self.peripheral = peripheral
         self.logger = logger
         self.driveOutput = driveOutput
+        self.triggerFile = triggerFile
         router = ValueRouter(layout: layout)
-        values = CharacteristicValues(layout: layout, logger: logger)
+        var savedTriggers: [String: SavedTriggers] = [:]
+        do {
+            savedTriggers = try triggerFile?.load() ?? [:]
+        } catch {
+            logger.warning("\(error): the trigger settings written before are forgotten, the configured policies govern")
+        }
+        values = CharacteristicValues(layout: layout, savedTriggers: savedTriggers, logger: logger)
         let publication = GATTPublication()
         self.publication = publication
         let wake = WakeTarget()
@@ -121,6 +132,37 @@ public actor ValuePipeline {
     func publish() async throws {
         await peripheral.setRequestHandlers(values.handlers)
         try await publication.publish(layout, on: peripheral, values: values, logger: logger)
+        applyRestoredTriggers()
+    }
+
+    /// Hands the trigger settings that publishing restored to the notify engine, and saves the
+    /// file anew when some no longer fit their characteristic.
+    private func applyRestoredTriggers() {
+        for (ref, triggers) in values.takeRestoredTriggers().sorted(by: { $0.key < $1.key }) {
+            notifier.setTriggers(triggers, on: ref)
+            logger.info(
+                "notify triggers restored",
+                metadata: [
+                    "characteristic": "\(ref)",
+                    "triggers": "\(triggers.settings) \(triggers.logic)"
+                ])
+        }
+        let forgotten = values.takeForgottenTriggers()
+        for reason in forgotten {
+            logger.warning("saved notify triggers forgotten: \(reason); the configured policy governs")
+        }
+        if !forgotten.isEmpty { saveTriggers() }
+    }
+
+    /// Writes every characteristic's written trigger settings to `triggerFile`; a failure is
+    /// logged, and the settings govern until gattway stops.
+    private func saveTriggers() {
+        guard let triggerFile else { return }
+        do {
+            try triggerFile.save(values.savedTriggers)
+        } catch {
+            logger.warning("notify triggers not saved: \(error); they apply until gattway stops")
+        }
     }
 
     /// A reload's GATT layout (`ConfigChanges` found the services changed). The services that
@@ -170,6 +212,7 @@ public actor ValuePipeline {
             throw error
         }
         await peripheral.releaseServiceChanged()
+        applyRestoredTriggers()
         logger.info(
             "services changed",
             metadata: [
@@ -298,6 +341,7 @@ public actor ValuePipeline {
                 "characteristic": "\(change.ref)", "central": "\(change.central)",
                 "triggers": "\(change.triggers.map { "\($0.settings) \($0.logic)" } ?? "the configured policy")"
             ])
+        saveTriggers()
         notifier.drain()
     }
 
