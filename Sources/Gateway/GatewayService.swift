@@ -95,7 +95,7 @@ public struct GatewayService: Service {
                 peripheral: binding.peripheral, host: host,
                 address: { id in
                     binding.address(of: id).map { "\($0)" } ?? "handle-\(String(id.rawValue, radix: 16))"
-                }, logger: logger)
+                }, logger: logger, connectionChanged: { readiness.mqttChanged(down: $0) })
         }
         logger.notice("gattway running", metadata: ["device": "\(config.device.id)"])
         let control = GatewayControl(

@@ -21,6 +21,9 @@ struct ServiceReadiness: Sendable {
     private var state = PeripheralState.unknown
     private var centrals = 0
     private var isReloading = false
+    /// Why the MQTT mirror is not connected (the last attempt's failure, or how the connection
+    /// ended); nil while connected, before its first attempt ends, and without MQTT.
+    private var mqttDown: String?
 
     init(controller: String) {
         self.controller = controller
@@ -42,6 +45,14 @@ struct ServiceReadiness: Sendable {
     mutating func centralsChanged(_ count: Int) -> String? {
         guard count != centrals else { return nil }
         centrals = count
+        return isReady ? "STATUS=\(status)" : nil
+    }
+
+    /// The MQTT mirror connected (`down` nil) or is not connected, and why; returns the new
+    /// status once ready.
+    mutating func mqttChanged(down reason: String?) -> String? {
+        guard reason != mqttDown else { return nil }
+        mqttDown = reason
         return isReady ? "STATUS=\(status)" : nil
     }
 
@@ -68,14 +79,18 @@ struct ServiceReadiness: Sendable {
         return "READY=1\nSTATUS=\(status)"
     }
 
-    /// `running` (with the connected centrals), or what is degraded and what still runs.
+    /// `running` (with the connected centrals), or what is degraded and what still runs; an MQTT
+    /// mirror that is not connected is named with why.
     var status: String {
+        let mqtt = mqttDown.map { "MQTT: \($0)" }
         if state == .poweredOn {
-            return switch centrals {
-            case 0: "running"
-            case 1: "running, 1 central connected"
-            default: "running, \(centrals) centrals connected"
-            }
+            let running =
+                switch centrals {
+                case 0: "running"
+                case 1: "running, 1 central connected"
+                default: "running, \(centrals) centrals connected"
+                }
+            return mqtt.map { "\(running); degraded: \($0)" } ?? running
         }
         let why: String =
             switch state {
@@ -85,14 +100,16 @@ struct ServiceReadiness: Sendable {
             case .resetting: "unreachable or busy"
             case .unknown, .poweredOn: "not up yet"
             }
-        return "degraded: Bluetooth controller \(controller) \(why), retrying; sensors and MQTT running"
+        let bluetooth = "degraded: Bluetooth controller \(controller) \(why), retrying"
+        return mqtt.map { "\(bluetooth); \($0); sensors running" } ?? "\(bluetooth); sensors and MQTT running"
     }
 }
 
-/// `ServiceReadiness` shared by the task that follows the host's events and the one that waits
-/// out the start-up grace; sends what it decides to systemd. Status changes of connections are
-/// sent at most once per `minimumStatusInterval` (the latest one, when the interval is over): a
-/// burst of centrals coming and going must not flood systemd.
+/// `ServiceReadiness` shared by the task that follows the host's events, the MQTT mirror and the
+/// one that waits out the start-up grace; sends what it decides to systemd. Status changes of
+/// connections (centrals, the broker) are sent at most once per `minimumStatusInterval` (the
+/// latest one, when the interval is over): a burst of centrals coming and going must not flood
+/// systemd.
 final class ReadinessReporter: Sendable {
     static let minimumStatusInterval = Duration.seconds(1)
 
@@ -118,6 +135,16 @@ final class ReadinessReporter: Sendable {
 
     func centralsChanged(_ count: Int) {
         guard readiness.withLock({ $0.centralsChanged(count) }) != nil else { return }
+        sendStatusAtMostOncePerInterval()
+    }
+
+    /// See `ServiceReadiness.mqttChanged`.
+    func mqttChanged(down reason: String?) {
+        guard readiness.withLock({ $0.mqttChanged(down: reason) }) != nil else { return }
+        sendStatusAtMostOncePerInterval()
+    }
+
+    private func sendStatusAtMostOncePerInterval() {
         let now = ContinuousClock.now
         let sendsNow = sending.withLock { sending in
             if let last = sending.last, now - last < Self.minimumStatusInterval {

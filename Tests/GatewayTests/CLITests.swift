@@ -328,6 +328,46 @@ struct CLITests {
         }
     }
 
+    /// systemd's STATUS= names a lost MQTT broker, with why, and says `running` again once the
+    /// mirror has reconnected.
+    @Test(.disabled(if: integrationTestsStandAside, unitOnlyReason))
+    func runTellsSystemdWhenTheBrokerIsLostAndBack() async throws {
+        let notify = try NotifySocket()
+        let controller = try await VirtualController()
+        defer { controller.stop() }
+        let broker = try Broker()
+        defer { broker.stop() }
+        let child = GattwayProcess(
+            [
+                "run", "--config", try gatewayConfig(), "--hci", "tcp:127.0.0.1:\(controller.tcpPort)",
+                "--mqtt", "mqtt://127.0.0.1:\(broker.port)"
+            ],
+            environment: ["NOTIFY_SOCKET": notify.path])
+        try child.start()
+        defer { child.stop() }
+        /// The next STATUS= that `matches`, skipping others, within 20 seconds.
+        func status(_ matches: (String) -> Bool) async -> String? {
+            let deadline = ContinuousClock.now + .seconds(20)
+            while ContinuousClock.now < deadline {
+                guard let message = await notify.next(within: deadline - ContinuousClock.now) else { return nil }
+                let status = message.split(separator: "\n").first { $0.hasPrefix("STATUS=") }.map { String($0.dropFirst(7)) }
+                if let status, matches(status) { return status }
+            }
+            return nil
+        }
+        #expect(await status { $0 == "running" } != nil, "\(child.stderr)")
+        #expect(child.wait(timeout: 10) { _, stderr, _ in stderr.contains("MQTT connected to 127.0.0.1:\(broker.port)") })
+
+        broker.stop()
+        let lost = await status { $0.contains("MQTT") }
+        #expect(
+            lost?.hasPrefix("running; degraded: MQTT: ") == true
+                && (lost?.hasSuffix("; reconnecting") == true || lost?.hasSuffix("; retrying") == true),
+            "\(lost ?? "no STATUS= about MQTT"): \(child.stderr)")
+        try broker.start()
+        #expect(await status { $0 == "running" } != nil, "running again once reconnected: \(child.stderr)")
+    }
+
     /// Under systemd's watchdog (`WATCHDOG_USEC`) the running service sends WATCHDOG=1 every half
     /// period (that the beat stops with the event loop: ServiceWatchdogTests).
     @Test func runBeatsForSystemdsWatchdog() async throws {

@@ -44,6 +44,28 @@ import TestHarness
         #expect(readiness.centralsChanged(0) == "STATUS=running")
     }
 
+    /// A broker that cannot be reached, or is lost, is named with why in STATUS=, beside the
+    /// controller's part, until the mirror connects again.
+    @Test func anMQTTMirrorThatIsNotConnectedIsNamedWithWhy() {
+        var readiness = ServiceReadiness(controller: "hci0")
+        let refused = "cannot connect to MQTT broker at 127.0.0.1:9: connection refused; retrying"
+        #expect(readiness.mqttChanged(down: refused) == nil, "nothing before READY=1")
+        #expect(
+            readiness.controllerStateChanged(.poweredOn)
+                == "READY=1\nSTATUS=running; degraded: MQTT: \(refused)")
+        #expect(readiness.mqttChanged(down: refused) == nil, "no change, no message")
+        #expect(readiness.centralsChanged(1) == "STATUS=running, 1 central connected; degraded: MQTT: \(refused)")
+        #expect(readiness.mqttChanged(down: nil) == "STATUS=running, 1 central connected")
+        #expect(readiness.mqttChanged(down: nil) == nil)
+        #expect(
+            readiness.mqttChanged(down: "connection lost; reconnecting")
+                == "STATUS=running, 1 central connected; degraded: MQTT: connection lost; reconnecting")
+        #expect(
+            readiness.controllerStateChanged(.poweredOff)
+                == "STATUS=degraded: Bluetooth controller hci0 powered off or blocked by rfkill, retrying; "
+                + "MQTT: connection lost; reconnecting; sensors running")
+    }
+
     /// A reload is bracketed by RELOADING=1 (with its monotonic time) and READY=1 once the
     /// service is ready; before, systemd still waits for the start and hears nothing of it.
     @Test func aReloadIsBracketedByReloadingAndReady() {

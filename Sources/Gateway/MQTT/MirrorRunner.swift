@@ -28,14 +28,18 @@ actor MirrorRunner {
     private let host: PeripheralHost
     private let address: @Sendable (CentralID) -> String
     private let logger: Logger
+    /// Tells systemd's status how the broker connection is (`ReadinessReporter.mqttChanged`).
+    private let connectionChanged: @Sendable (String?) -> Void
     private var running: Running?
     private var mqtt: MQTTConfig
 
     init(
         config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout, pipeline: ValuePipeline,
         peripheral: Peripheral, host: PeripheralHost,
-        address: @escaping @Sendable (CentralID) -> String, logger: Logger
+        address: @escaping @Sendable (CentralID) -> String, logger: Logger,
+        connectionChanged: @escaping @Sendable (String?) -> Void = { _ in }
     ) throws {
+        self.connectionChanged = connectionChanged
         self.pipeline = pipeline
         self.peripheral = peripheral
         self.host = host
@@ -43,7 +47,8 @@ actor MirrorRunner {
         self.logger = logger
         self.mqtt = mqtt
         let (service, bridge) = try Self.make(
-            config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address, logger: logger)
+            config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address, logger: logger,
+            connectionChanged: connectionChanged)
         running = Running(service: service, bridge: bridge, task: Self.run(service))
     }
 
@@ -53,7 +58,8 @@ actor MirrorRunner {
 
     private static func make(
         config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout, pipeline: ValuePipeline,
-        address: @escaping @Sendable (CentralID) -> String, logger: Logger
+        address: @escaping @Sendable (CentralID) -> String, logger: Logger,
+        connectionChanged: @escaping @Sendable (String?) -> Void
     ) throws -> (MQTTMirrorService, MirrorBridge) {
         let bridge = MirrorBridge(layout: layout, address: address)
         let service = try MQTTMirrorService(
@@ -64,7 +70,8 @@ actor MirrorRunner {
             onSet: { id, payload in await bridge.set(id, payload: payload, pipeline: pipeline) },
             onSourceValue: { ids, payload in
                 await bridge.sourceValue(ids, payload: payload, pipeline: pipeline, logger: logger)
-            })
+            },
+            onConnectionChange: connectionChanged)
         return (service, bridge)
     }
 
@@ -106,6 +113,7 @@ actor MirrorRunner {
             do {
                 try start(config: previous, mqtt: mqtt, layout: layout)
             } catch let restart {
+                connectionChanged("off until a reload starts it")
                 throw MirrorRestartFailure(new: error, previous: restart)
             }
             await replayState()
@@ -116,7 +124,8 @@ actor MirrorRunner {
 
     private func start(config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout) throws {
         let (service, bridge) = try Self.make(
-            config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address, logger: logger)
+            config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address, logger: logger,
+            connectionChanged: connectionChanged)
         running = Running(service: service, bridge: bridge, task: Self.run(service))
     }
 

@@ -16,6 +16,9 @@ public actor MQTTMirrorService {
 
     public typealias SetHandler = @Sendable (MirrorCharacteristicID, [UInt8]) async -> MirrorSetResult
     public typealias SourceHandler = @Sendable ([MirrorCharacteristicID], [UInt8]) async -> Void
+    /// The broker connected (nil), or why the mirror is not connected and what it does about it
+    /// (`…; retrying`).
+    public typealias ConnectionHandler = @Sendable (String?) -> Void
 
     private let client: MQTTClient
     private var mirror: Mirror
@@ -24,6 +27,7 @@ public actor MQTTMirrorService {
     private let now: @Sendable () -> Date
     private let onSet: SetHandler
     private let onSourceValue: SourceHandler
+    private let onConnectionChange: ConnectionHandler
     private var connection: MQTTConnectionID?
     /// Message id of the live connection → outbox sequence number awaiting its PUBACK.
     private var inFlight: [Int32: UInt64] = [:]
@@ -68,7 +72,8 @@ public actor MQTTMirrorService {
         stateDirectory: URL, outboxCapacity: Int = 10_000, logger: Logger,
         now: @escaping @Sendable () -> Date = { Date() },
         birthDelay: @escaping @Sendable () -> Duration = { .milliseconds(Int.random(in: 0...5000)) },
-        onSet: @escaping SetHandler, onSourceValue: @escaping SourceHandler
+        onSet: @escaping SetHandler, onSourceValue: @escaping SourceHandler,
+        onConnectionChange: @escaping ConnectionHandler = { _ in }
     ) throws {
         var mirror = try Mirror(configuration: mirror)
         let publishedComponentsFile = PublishedComponentsFile(stateDirectory: stateDirectory.path)
@@ -89,6 +94,7 @@ public actor MQTTMirrorService {
         self.birthDelay = birthDelay
         self.onSet = onSet
         self.onSourceValue = onSourceValue
+        self.onConnectionChange = onConnectionChange
     }
 
     /// Connects (and keeps reconnecting) until `stop()`, publishing heartbeats as they fall due;
@@ -154,6 +160,7 @@ public actor MQTTMirrorService {
         case .connected(let id):
             connection = id
             lastError = nil
+            onConnectionChange(nil)
             inFlight = [:]
             dropHeld()
             logger.info("MQTT connected to \(client.configuration.host):\(client.configuration.port) (\(id))")
@@ -169,12 +176,14 @@ public actor MQTTMirrorService {
             if connection == id {
                 connection = nil
                 lastError = reason
+                onConnectionChange("\(reason); reconnecting")
                 inFlight = [:]
                 dropHeld()
             }
 
         case .connectionFailed(let error, _):
             lastError = "\(error)"
+            onConnectionChange("\(error); retrying")
 
         case .delivered(let id, let messageID, let reasonCode):
             guard id == connection, let sequence = inFlight.removeValue(forKey: messageID) else { return }
