@@ -89,8 +89,8 @@ public struct GatewayService: Service {
                 guard let runner = await running.runner(sensor) else { return }
                 try await runner.write(level)
             })
-        let mirror = try config.mqtt.map { mqtt in
-            try MirrorRunner(
+        let mirror = config.mqtt.map { mqtt in
+            MirrorRunner(
                 config: config, mqtt: mqtt, layout: layout, pipeline: pipeline,
                 peripheral: binding.peripheral, host: host,
                 address: { id in

@@ -61,6 +61,12 @@ struct GatewayStatusTests {
             GatewayStatus.MQTT(
                 broker: "mqtt://broker.lan:1883", state: "off", error: nil, behind: false, held: 0, outbox: 0, dropped: 0),
             "mqtt mqtt://broker.lan:1883: off"
+        ),
+        (
+            GatewayStatus.MQTT(
+                broker: "mqtt://broker.lan:1883", state: "off", error: "cannot read /var/lib/gattway/x", behind: false,
+                held: 0, outbox: 0, dropped: 0),
+            "mqtt mqtt://broker.lan:1883: off (cannot read /var/lib/gattway/x)"
         )
     ])
     func theMirrorsLineSaysHowItIsDoing(_ mqtt: GatewayStatus.MQTT, _ line: String) {

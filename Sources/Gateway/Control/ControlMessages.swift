@@ -87,7 +87,8 @@ public struct GatewayStatus: Codable, Sendable, Equatable {
         /// `connected`, `connecting` (not yet, or again after a loss: `error` says why), or `off`
         /// (a reload could start neither its new settings nor those before; the next reload tries).
         public var state: String
-        /// Why the last connection attempt failed, while not connected.
+        /// While not connected, why the last attempt failed or the connection ended; while off,
+        /// why the mirror could not start.
         public var error: String?
         /// Connected, but the broker has not taken the last 1,000 messages yet.
         public var behind: Bool

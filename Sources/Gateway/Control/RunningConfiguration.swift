@@ -180,7 +180,8 @@ actor RunningConfiguration {
             var next = running
             next.mqtt = mqtt
             let layout = await pipeline.layout
-            if mqtt != before
+            let wasOff = await mirror.isOff
+            if wasOff || mqtt != before
                 || MirrorMapping.mirrorConfiguration(next, mqtt: mqtt, layout: layout)
                     != MirrorMapping.mirrorConfiguration(config, mqtt: before, layout: GATTLayout(config: config))
             {
@@ -188,9 +189,11 @@ actor RunningConfiguration {
                     try await mirror.replace(config: next, mqtt: mqtt, layout: layout)
                     running.mqtt = mqtt
                     report.applied.append(
-                        mqtt != before
-                            ? "mqtt: the mirror reconnected with the new settings"
-                            : "mqtt: the mirror reconnected for the new services (topics, discovery, heartbeats)")
+                        wasOff
+                            ? "mqtt: the mirror started"
+                            : mqtt != before
+                                ? "mqtt: the mirror reconnected with the new settings"
+                                : "mqtt: the mirror reconnected for the new services (topics, discovery, heartbeats)")
                 } catch let failure as MirrorRestartFailure {
                     report.failed.append("mqtt: \(failure): the mirror is off until a reload starts it")
                 } catch {

@@ -31,6 +31,8 @@ actor MirrorRunner {
     /// Tells systemd's status how the broker connection is (`ReadinessReporter.mqttChanged`).
     private let connectionChanged: @Sendable (String?) -> Void
     private var running: Running?
+    /// Why it is off (`isOff`): the error its last start met.
+    private var offReason: String?
     private var mqtt: MQTTConfig
 
     init(
@@ -38,7 +40,7 @@ actor MirrorRunner {
         peripheral: Peripheral, host: PeripheralHost,
         address: @escaping @Sendable (CentralID) -> String, logger: Logger,
         connectionChanged: @escaping @Sendable (String?) -> Void = { _ in }
-    ) throws {
+    ) {
         self.connectionChanged = connectionChanged
         self.pipeline = pipeline
         self.peripheral = peripheral
@@ -46,11 +48,23 @@ actor MirrorRunner {
         self.address = address
         self.logger = logger
         self.mqtt = mqtt
-        let (service, bridge) = try Self.make(
-            config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address, logger: logger,
-            connectionChanged: connectionChanged)
-        running = Running(service: service, bridge: bridge, task: Self.run(service))
+        do {
+            let (service, bridge) = try Self.make(
+                config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address, logger: logger,
+                connectionChanged: connectionChanged)
+            running = Running(service: service, bridge: bridge, task: Self.run(service))
+        } catch {
+            // The gateway runs without it (BLE and sensors need no broker), as after a reload
+            // that could not start it; the next reload tries again.
+            logger.error("the MQTT mirror did not start: \(error); it is off until a reload starts it")
+            offReason = "\(error)"
+            connectionChanged("off until a reload starts it (\(error))")
+        }
     }
+
+    /// It could not start (or start again after a reload): a reload starts it even when the
+    /// `mqtt` section did not change.
+    var isOff: Bool { running == nil }
 
     private static func run(_ service: MQTTMirrorService) -> Task<Void, Never> {
         Task(executorPreference: EventLoop.shared) { await service.run() }
@@ -113,8 +127,10 @@ actor MirrorRunner {
             do {
                 try start(config: previous, mqtt: mqtt, layout: layout)
             } catch let restart {
-                connectionChanged("off until a reload starts it")
-                throw MirrorRestartFailure(new: error, previous: restart)
+                let failure = MirrorRestartFailure(new: error, previous: restart)
+                offReason = "\(failure)"
+                connectionChanged("off until a reload starts it (\(failure))")
+                throw failure
             }
             await replayState()
             throw error
@@ -127,6 +143,7 @@ actor MirrorRunner {
             config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address, logger: logger,
             connectionChanged: connectionChanged)
         running = Running(service: service, bridge: bridge, task: Self.run(service))
+        offReason = nil
     }
 
     /// Tells a new mirror what the old one had learnt from events: the state and counters, each
@@ -164,7 +181,8 @@ actor MirrorRunner {
     func status() async -> GatewayStatus.MQTT {
         let broker = "\(mqtt.broker)"
         guard let service = running?.service else {
-            return GatewayStatus.MQTT(broker: broker, state: "off", error: nil, behind: false, held: 0, outbox: 0, dropped: 0)
+            return GatewayStatus.MQTT(
+                broker: broker, state: "off", error: offReason, behind: false, held: 0, outbox: 0, dropped: 0)
         }
         let connected = await service.isConnected
         return GatewayStatus.MQTT(
