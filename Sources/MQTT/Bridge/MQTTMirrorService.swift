@@ -29,6 +29,8 @@ public actor MQTTMirrorService {
     private let onSourceValue: SourceHandler
     private let onConnectionChange: ConnectionHandler
     private var connection: MQTTConnectionID?
+    /// `stop()` was called: the connection's end is no news for `onConnectionChange`.
+    private var isStopping = false
     /// Message id of the live connection → outbox sequence number awaiting its PUBACK.
     private var inFlight: [Int32: UInt64] = [:]
     private let started: Date
@@ -117,6 +119,7 @@ public actor MQTTMirrorService {
 
     /// Publishes `offline` (a clean shutdown does not trigger the Last Will), then disconnects.
     public func stop() async {
+        isStopping = true
         if let connection {
             _ = try? client.publish(mirror.offlineMessage, on: connection)
         }
@@ -176,7 +179,7 @@ public actor MQTTMirrorService {
             if connection == id {
                 connection = nil
                 lastError = reason
-                onConnectionChange("\(reason); reconnecting")
+                if !isStopping { onConnectionChange("\(reason); reconnecting") }
                 inFlight = [:]
                 dropHeld()
             }
