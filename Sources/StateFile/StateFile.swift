@@ -139,20 +139,18 @@ public enum StateFile {
     /// Creates `directory` and its missing parents with mode 0700, each owned like its parent
     /// (`adoptOwner`).
     static func makeDirectory(_ directory: String) throws(StateFileError) {
-        if mkdir(directory, 0o700) == 0 {
-            try adoptParentsOwner(directory)
-            return
+        if mkdir(directory, 0o700) != 0 {
+            if errno == EEXIST { return }
+            guard errno == ENOENT else { throw StateFileError(path: directory, operation: "create", errno: errno) }
+            let parent = directoryOf(directory)
+            guard parent != directory else { throw StateFileError(path: directory, operation: "create", errno: ENOENT) }
+            try makeDirectory(parent)
+            guard mkdir(directory, 0o700) == 0 else {
+                if errno == EEXIST { return }
+                throw StateFileError(path: directory, operation: "create", errno: errno)
+            }
         }
-        if errno == EEXIST { return }
-        guard errno == ENOENT else { throw StateFileError(path: directory, operation: "create", errno: errno) }
-        let parent = directoryOf(directory)
-        guard parent != directory else { throw StateFileError(path: directory, operation: "create", errno: ENOENT) }
-        try makeDirectory(parent)
-        if mkdir(directory, 0o700) == 0 {
-            try adoptParentsOwner(directory)
-        } else if errno != EEXIST {
-            throw StateFileError(path: directory, operation: "create", errno: errno)
-        }
+        try adoptParentsOwner(directory)
     }
 
     private static func adoptParentsOwner(_ directory: String) throws(StateFileError) {

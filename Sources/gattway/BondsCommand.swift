@@ -18,8 +18,8 @@ struct BondsCommand: ParsableCommand {
             service runs, the command asks it on its control socket (in runtime_dir), so a \
             removed bond is gone from its memory and its file at once; when it is not running, \
             the command edits the file. A gattway that runs on the same state_dir without \
-            answering there (its runtime_dir another) would undo an edit: remove and clear then \
-            exit 1 naming it.
+            answering there (its runtime_dir another) would undo an edit: the command then exits 1 \
+            naming it.
             """,
         subcommands: [List.self, Remove.self, Clear.self],
         defaultSubcommand: List.self)

@@ -363,11 +363,7 @@ struct ReloadEndToEndTests {
         let online = await watcher.first { $0.topic == "first/mqttoff/availability" && $0.text == "online" }
         try #require(online != nil, "online on MQTT:\n\(rig.log)")
 
-        // A directory where the record of published discovery documents is: no mirror can load it.
-        let record = URL(fileURLWithPath: rig.configPath).deletingLastPathComponent()
-            .appendingPathComponent("state/homeassistant-discovery").path
-        try? FileManager.default.removeItem(atPath: record)
-        try FileManager.default.createDirectory(atPath: record, withIntermediateDirectories: false)
+        let record = try Self.blockDiscoveryRecord(rig)
         try Self.rewrite(rig, config(base: "second"))
         let off = try await Self.gattway(["reload", "--config", rig.configPath])
         let line = off.stdout.split(separator: "\n").first { $0.contains("failed: mqtt:") }.map(String.init) ?? ""
@@ -396,10 +392,7 @@ struct ReloadEndToEndTests {
         let rig = try await GatewayRig(config: config, advertisedName: "mqttstart", broker: true)
         defer { rig.stop() }
         let broker = try #require(rig.broker)
-        let record = URL(fileURLWithPath: rig.configPath).deletingLastPathComponent()
-            .appendingPathComponent("state/homeassistant-discovery").path
-        try? FileManager.default.removeItem(atPath: record)
-        try FileManager.default.createDirectory(atPath: record, withIntermediateDirectories: false)
+        let record = try Self.blockDiscoveryRecord(rig)
         try rig.restartGattway()
         #expect(rig.log.contains("the MQTT mirror did not start: "), "\(rig.log)")
 
@@ -417,6 +410,16 @@ struct ReloadEndToEndTests {
         #expect(reload.stdout == "configuration reloaded\n  applied: mqtt: the mirror started\n", "\(reload)")
         let value = await watcher.first { $0.topic == "gattway/mqttstart/door/open" }
         #expect(value?.text?.contains("\"value\":true") == true, "the door's value, from the state: \(value?.text ?? "none")")
+    }
+
+    /// Puts a directory where `rig`'s record of published discovery documents is, so no mirror
+    /// can load it; its path, to remove once the mirror may start again.
+    static func blockDiscoveryRecord(_ rig: GatewayRig) throws -> String {
+        let record = URL(fileURLWithPath: rig.configPath).deletingLastPathComponent()
+            .appendingPathComponent("state/homeassistant-discovery").path
+        try? FileManager.default.removeItem(atPath: record)
+        try FileManager.default.createDirectory(atPath: record, withIntermediateDirectories: false)
+        return record
     }
 
     /// The next message on `notify` that `matches`, skipping others (status changes), within ten seconds.
