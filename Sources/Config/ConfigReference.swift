@@ -201,7 +201,7 @@ public enum ConfigReference {
             defaultValue: "required (not "
                 + SensorKinds.all.filter { !$0.settings.contains("line") }.map { "`\($0.name)`" }
                 .joined(separator: "/") + ")",
-            meaning: "The line, by name (`GPIO17`)."),
+            meaning: "The line, by name (`GPIO17`; on a Pi also `pin11`, the header pin)."),
         Entry(
             key: "sensors[].chip", type: "string", defaultValue: "any chip",
             meaning: "Chip label, name or /dev path holding the sensor's lines."),

@@ -91,18 +91,31 @@ struct SimulatedLineInventory: LineInventory {
 }
 
 /// The chips a GPIO backend reports (libgpiod: the kernel's chips under /dev), as they are now:
-/// who holds each line, its direction, and active-low or bias where set.
+/// who holds each line, its direction, and active-low or bias where set. A line of a Raspberry
+/// Pi's pin controller that the kernel does not call `GPIO<n>` is listed by that name with the
+/// kernel's beside it (`GPIO4 (named GPIO_GCLK by this kernel)`), since `GPIO4` finds it; a
+/// header pin says so (`header pin 7`), since `pin7` finds it too.
 struct BackendLineInventory: LineInventory {
     let backend: any GPIOBackend
 
     func chips() throws -> [ChipListing] {
-        try backend.chips().map { chip in
+        let chips = try backend.chips()
+        return chips.map { chip in
             ChipListing(
                 name: chip.name, label: chip.label,
                 lines: chip.lines.map { line in
-                    let notes = (line.activeLow ? ["active-low"] : []) + (line.bias == .asIs ? [] : [line.bias.rawValue])
+                    let aliases = LineResolver.aliases(ofLine: line.offset, on: chip, among: chips)
+                    let notes =
+                        (line.activeLow ? ["active-low"] : []) + (line.bias == .asIs ? [] : [line.bias.rawValue])
+                        + aliases.filter { $0.hasPrefix("pin") }.map { "header pin \($0.dropFirst(3))" }
+                    let kernelName = line.name.isEmpty ? "unnamed" : line.name
+                    let name =
+                        aliases.first { $0.hasPrefix("GPIO") }.map { alias in
+                            line.name.isEmpty
+                                ? "\(alias) (unnamed by this kernel)" : "\(alias) (named \(line.name) by this kernel)"
+                        } ?? kernelName
                     return LineListing(
-                        offset: line.offset, name: line.name.isEmpty ? "unnamed" : line.name,
+                        offset: line.offset, name: name,
                         direction: line.direction == .output ? .output : .input,
                         consumer: line.used ? line.consumer : nil,
                         note: notes.isEmpty ? nil : notes.joined(separator: ", "))
