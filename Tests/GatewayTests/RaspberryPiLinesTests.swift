@@ -1,5 +1,7 @@
 import Config
+import Foundation
 import GPIO
+import TestHarness
 import Testing
 
 @testable import Gateway
@@ -66,6 +68,29 @@ struct RaspberryPiLinesTests {
         #expect(
             SensorLineCheck.problems(config, on: KernelChips(shown: [Self.mainlinePi3], board: Self.pi3))
                 == ["sensor gate: GPIO line NO_SUCH_LINE not found (run `gattway lines` to list them)"])
+    }
+
+    /// `gattway lines --config` on a simulated chip named as Debian's kernel names a Pi 3's: the
+    /// sensor on `GPIO4` is shown on the line the kernel calls `GPIO_GCLK`.
+    @Test func linesOfASimulatedPi3ShowWhichSensorHoldsEachLineByItsBCMName() throws {
+        let file = try temporaryDirectory("pi-lines").appendingPathComponent("gattway.yaml")
+        try """
+        gpio:
+          backend: simulated
+          chips:
+            - label: pinctrl-bcm2835
+              lines: [{name: ID_SDA}, {name: ID_SCL}, {name: SDA1}, {name: SCL1}, {name: GPIO_GCLK}, {name: GPIO5}]
+        sensors:
+          - {id: climate, kind: dht22, line: GPIO4}
+          - {id: door, kind: binary, line: pin29}
+        """.write(to: file, atomically: true, encoding: .utf8)
+        let result = try GattwayProcess(["lines", "--config", file.path]).runToCompletion()
+        #expect(result.status == 0)
+        let rows = result.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(rows.first == "gpiochip0 [pinctrl-bcm2835] 6 lines")
+        #expect(rows.contains("2  GPIO2 (named SDA1 by this kernel)       input   header pin 3"))
+        #expect(rows.contains("4  GPIO4 (named GPIO_GCLK by this kernel)  input   used by \"gattway (climate)\"  header pin 7"))
+        #expect(rows.contains("5  GPIO5                                   input   used by \"gattway (door)\"  header pin 29"))
     }
 
     @Test func linesShowsTheBCMNameBesideTheKernelsAndTheHeaderPin() throws {

@@ -185,11 +185,7 @@ extension ConfigParser {
         let names = candidates.flatMap { $0.lines.map(\.name) }
         // Found as the simulator will find it: a chip labelled like a Raspberry Pi's pin
         // controller answers to `GPIO<n>` and `pin<k>` as the real one does.
-        let listed = candidates.map { chip in
-            ChipInfo(
-                path: "/dev/\(chip.name)", name: chip.name, label: chip.label,
-                lines: chip.lines.enumerated().map { LineInfo(offset: $0, name: $1.name) })
-        }
+        let listed = candidates.map(\.info)
         for (key, reference) in lines where (try? LineResolver.resolve(LineSelector(reference.name), in: listed)) == nil {
             m[key]?.report(
                 "no line \"\(reference.name)\" on the simulated chips"
