@@ -9,10 +9,9 @@
 /// These names are a fallback: a line that really carries the name, on any chip, comes first
 /// (see `LineResolver`).
 public enum RaspberryPiHeader {
-    /// Labels of the SoC pin controllers whose line offsets are BCM numbers, with how many of
-    /// their lines count: the RP1's 54 lines are three banks, of which bank 0 (GPIO0–27) is the
-    /// header's. The Pi 4's chip is `pinctrl-bcm2711`, or `pinctrl-bcm2835` in kernels that give
-    /// it its driver's name.
+    /// Labels of the SoC pin controllers whose line offsets are BCM numbers (Pi 3 and earlier,
+    /// Pi 4, Pi 5), with how many of their lines count: the RP1's 54 lines are three banks, of
+    /// which bank 0 (GPIO0–27) is the header's.
     static let pinControllers: [String: Int] = [
         "pinctrl-bcm2835": 54,
         "pinctrl-bcm2711": 58,
