@@ -329,9 +329,12 @@ struct MirrorBridgeTests {
     /// A characteristic that takes its value from an MQTT topic is not gattway's to set, even
     /// when centrals may write it: `/set` is refused with the reason and changes nothing.
     @Test func setIsRefusedOnAnMQTTSourcedCharacteristicEvenWhenWritable() async throws {
+        // The key's own indentation, from the line that holds it.
+        let line = try #require(Self.yaml.split(separator: "\n").first { $0.contains("source: {mqtt: weather/outside}") })
+        let indent = String(line.prefix { $0 == " " })
         let yaml = Self.yaml.replacingOccurrences(
             of: "source: {mqtt: weather/outside}",
-            with: "source: {mqtt: weather/outside}\n                properties: [read, write]\n                permissions: {write: open}")
+            with: "source: {mqtt: weather/outside}\n\(indent)properties: [read, write]\n\(indent)permissions: {write: open}")
         let fixture = try await PipelineFixture(yaml: yaml)
         #expect(fixture.layout.characteristics[fixture.ref("gateway/outside")]?.config.properties.isWritable == true)
         let bridge = MirrorBridge(layout: fixture.layout, address: { "\($0)" })
