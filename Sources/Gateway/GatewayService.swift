@@ -109,6 +109,10 @@ public struct GatewayService: Service {
         let watchdog = watchdogInterval.map { ServiceWatchdog(interval: $0, systemd: systemd) }
         watchdog?.start()
         await mirror?.attach()
+        if config.bluetooth.security.pairing == .open {
+            logger.warning("pairing is open at all times (bluetooth.security.pairing: open): anyone in radio range can pair")
+            await pipeline.pairingWindowChanged(true)
+        }
         await running.launch(
             into: RunningConfiguration.Sinks(pipeline: pipeline, bthome: bthome, host: host, mirror: mirror))
         await withTaskGroup(of: Void.self) { group in

@@ -106,11 +106,15 @@ import TestHarness
             """, control.path
         ]
         let output = Pipe()
+        let errors = Pipe()
         client.standardOutput = output
+        client.standardError = errors
         try client.run()
-        client.waitUntilExit()
         let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(answer == #"{"error":"refused: uid 65534 is neither root nor gattway's user (uid \#(geteuid()))"}"# + "\n")
+        let problems = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(
+            answer == #"{"error":"refused: uid 65534 is neither root nor gattway's user (uid \#(geteuid()))"}"# + "\n",
+            "\(problems)")
         #expect(try Self.exchange(control.path, "{\"command\":\"bonds.clear\"}\n", lines: 1) == [#"{"removed":3}"#], "root is served")
         #expect(ControlSocket.permits(peerUID: 0, serviceUID: 998) && ControlSocket.permits(peerUID: 998, serviceUID: 998))
         #expect(!ControlSocket.permits(peerUID: 1000, serviceUID: 998))

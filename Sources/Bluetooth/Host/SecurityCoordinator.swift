@@ -53,9 +53,6 @@ final class SecurityCoordinator {
         {
             // A fresh install must be able to pair its first phone without a shell.
             openPairingWindow(for: configuration.firstStartPairingWindow, reason: "no central is bonded yet")
-        } else if configuration.security.pairing == .open {
-            logger.warning("pairing is open at all times: anyone in radio range can pair and bond")
-            eventSink.yield(.pairingWindowChanged(open: true))
         }
     }
 

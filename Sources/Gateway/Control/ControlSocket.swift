@@ -116,6 +116,10 @@ public final class ControlSocket: @unchecked Sendable {
         var queued: [[UInt8]] = []
         var answering = false
         var ended = false
+        /// Why this peer may not ask (`SO_PEERCRED`): its first request gets this answer, and the
+        /// connection ends. Answering the request rather than closing at once lets the client
+        /// read why instead of failing to send.
+        var refusal: String?
 
         init(descriptor: Int32) { self.descriptor = descriptor }
     }
@@ -129,12 +133,7 @@ public final class ControlSocket: @unchecked Sendable {
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             let connection = Connection(descriptor: client)
             connections[client] = connection
-            if let refusal = Self.peerRefusal(client) {
-                connection.answering = true
-                send(.failure(refusal), on: connection)
-                end(connection)
-                continue
-            }
+            connection.refusal = Self.peerRefusal(client)
             connection.watch = loop.watch(client) { [self] readiness in receive(on: connection, readiness) }
         }
     }
@@ -156,6 +155,11 @@ public final class ControlSocket: @unchecked Sendable {
     /// Answers the oldest queued request, then the next, one at a time so answers keep order.
     private func answerNext(on connection: Connection) {
         guard !connection.answering, !connection.ended, !connection.queued.isEmpty else { return }
+        if let refusal = connection.refusal {
+            connection.queued = []
+            send(.failure(refusal), on: connection)
+            return end(connection)
+        }
         let line = connection.queued.removeFirst()
         connection.answering = true
         let request: ControlRequest
