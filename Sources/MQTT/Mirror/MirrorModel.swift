@@ -259,8 +259,14 @@ public struct MirrorPeripheralState: Sendable, Equatable {
     public var uptime: Int
     /// Events waiting in the MQTT outbox; the MQTT service sets it when it publishes.
     public var outbox: Int
+    /// Whether new centrals may pair now (a pairing window is open, or `pairing: open`).
+    public var pairing: Bool
 
-    public init(state: String, advertising: Bool, counters: [String: Int] = [:], uptime: Int = 0, outbox: Int = 0) {
+    public init(
+        state: String, advertising: Bool, counters: [String: Int] = [:], uptime: Int = 0, outbox: Int = 0,
+        pairing: Bool = false
+    ) {
+        self.pairing = pairing
         self.state = state
         self.advertising = advertising
         self.counters = counters
