@@ -48,10 +48,11 @@ final class SecurityCoordinator {
         self.eventSink = eventSink
         self.logger = logger
         (manager, bondStore) = Self.loadSecurity(configuration, logger: logger)
-        if configuration.security.pairing == .window, manager.bonds.bonds.isEmpty,
+        if configuration.security.pairing == .window, bondStore != nil, manager.bonds.bonds.isEmpty,
             configuration.firstStartPairingWindow > .zero
         {
-            // A fresh install must be able to pair its first phone without a shell.
+            // A fresh install must be able to pair its first phone without a shell. Not when the
+            // bond file could not be read: its bonds exist, only unreadable, so this is no first start.
             openPairingWindow(for: configuration.firstStartPairingWindow, reason: "no central is bonded yet")
         }
     }
