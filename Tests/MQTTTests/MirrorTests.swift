@@ -158,13 +158,13 @@ struct MirrorTests {
                     .peripheralState(
                         MirrorPeripheralState(
                             state: "poweredOn", advertising: true, counters: ["writes": 2, "reads": 5])))) == [
-                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2}}"#
+                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2},"unavailable":{}}"#
                 ])
         #expect(
             published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0))))
                 == [
                     #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":23,"security":"none","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#,
-                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2}}"#
+                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2},"unavailable":{}}"#
                 ])
         // An MTU/security update republishes the central only.
         #expect(
@@ -185,7 +185,7 @@ struct MirrorTests {
             published(mirror.apply(.centralDisconnected(address: phone))) == [
                 #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[]}"#,
                 "durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 ",
-                #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2}}"#
+                #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2},"unavailable":{}}"#
             ])
     }
 
@@ -258,6 +258,44 @@ struct MirrorTests {
         #expect(message.string == #"{"topic":"gattway/pi1/io/relay/set","reason":"expected a boolean","ts":"2027-01-15T08:00:00.250Z"}"#)
     }
 
+    /// A sensor's value that is no longer current (its sensor stopped answering): its retained
+    /// availability topic says `offline` (Home Assistant's entity needs it and the gateway's
+    /// online, `availability_mode: all`), the heartbeat stops republishing the old value, and
+    /// `state` names the sensor and why; the next value's availability brings all of it back.
+    @Test func anUnavailableSensorValueIsOfflineAndGetsNoHeartbeat() throws {
+        var configuration = sampleConfiguration()
+        configuration.characteristics[0].heartbeat = .seconds(60)  // env/temperature
+        configuration.characteristics[0].reportsAvailability = true
+        var mirror = try Mirror(configuration: configuration)
+        let document = mirror.discoveryMessages[0].string
+        #expect(
+            document.contains(
+                #""suggested_display_precision":2,"expire_after":180,"availability":[{"topic":"gattway/pi1/availability","payload_available":"online","payload_not_available":"offline"},{"topic":"gattway/pi1/env/temperature/availability","payload_available":"online","payload_not_available":"offline"}],"availability_mode":"all"},"#
+            ), "\(document)")
+        #expect(mirror.retainedSnapshot.map(\.topic).contains("gattway/pi1/env/temperature/availability"))
+        #expect(mirror.retainedSnapshot.first { $0.topic == "gattway/pi1/env/temperature/availability" }?.string == "online")
+        #expect(!mirror.retainedSnapshot.map(\.topic).contains("gattway/pi1/io/relay/availability"), "not a sensor's")
+
+        _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "21.5"), raw: [0x66, 0x08], at: t0))
+        #expect(
+            published(mirror.apply(.availabilityChanged(temperature, unavailable: "no good reading for 30 s")))
+                == ["retained gattway/pi1/env/temperature/availability offline"])
+        #expect(mirror.apply(.availabilityChanged(temperature, unavailable: "still none")).isEmpty, "no news")
+        #expect(mirror.heartbeats(at: t0 + 300).isEmpty, "the old value is not current: not republished")
+        let state = published(
+            mirror.apply(
+                .peripheralState(
+                    MirrorPeripheralState(
+                        state: "poweredOn", advertising: true, unavailable: ["climate": "no good reading for 30 s"]))))
+        #expect(state.count == 1 && state[0].hasSuffix(#","unavailable":{"climate":"no good reading for 30 s"}}"#), "\(state)")
+
+        #expect(
+            published(mirror.apply(.availabilityChanged(temperature, unavailable: nil)))
+                == ["retained gattway/pi1/env/temperature/availability online"])
+        _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "22"), raw: [0x98, 0x08], at: t0 + 400))
+        #expect(published(mirror.heartbeats(at: t0 + 460)).contains { $0.contains(#"env/temperature {"value":22,"#) })
+    }
+
     @Test func retainedSnapshotHoldsEverythingInOrder() throws {
         var mirror = try Mirror(configuration: sampleConfiguration(discovery: nil))
         _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "20"), raw: [20], at: t0))
@@ -293,7 +331,8 @@ struct MirrorTests {
                 + #""env_temperature":{"p":"sensor","name":"Temperature","unique_id":"gattway_pi1_env_temperature","state_topic":"gattway/pi1/env/temperature","value_template":"{{ value_json.value }}","device_class":"temperature","unit_of_measurement":"°C","state_class":"measurement","suggested_display_precision":2},"#
                 + #""io_relay":{"p":"switch","name":"Relay","unique_id":"gattway_pi1_io_relay","state_topic":"gattway/pi1/io/relay","value_template":"{{ 'true' if value_json.value else 'false' }}","device_class":"outlet","command_topic":"gattway/pi1/io/relay/set","payload_on":"true","payload_off":"false","state_on":"true","state_off":"false"},"#
                 + Self.diagnosticComponents
-                + #"},"availability_topic":"gattway/pi1/availability","payload_available":"online","payload_not_available":"offline"}"#)
+                + #"},"availability":[{"topic":"gattway/pi1/availability","payload_available":"online","payload_not_available":"offline"}]}"#
+        )
     }
 
     /// A writable text is a `text` entity whose edits reach `/set` as JSON; a writable number a
@@ -447,7 +486,7 @@ struct MirrorTests {
         mirror.publishedComponents = remembered
         let document = mirror.discoveryMessages[0].string
         #expect(document.contains(#""controller_state":{"#))
-        #expect(document.contains(#","env_temperature":{"p":"sensor"}},"availability_topic""#), "after the components")
+        #expect(document.contains(#","env_temperature":{"p":"sensor"}},"availability""#), "after the components")
         #expect(mirror.componentsToRemember == remembered)
     }
 

@@ -9,6 +9,8 @@ struct PipelineStatus {
     private(set) var advertising = false
     /// Lost GPIO events per sensor (their running totals).
     private var lostEventTotals: [String: Int] = [:]
+    /// The sensors whose readings are not current, with why (`SensorHealth`).
+    private(set) var unavailableSensors: [String: String] = [:]
 
     /// The peripheral's new state.
     mutating func peripheralChanged(_ state: PeripheralState) {
@@ -19,6 +21,13 @@ struct PipelineStatus {
     mutating func advertisingChanged(_ isAdvertising: Bool) -> Bool {
         guard isAdvertising != advertising else { return false }
         advertising = isAdvertising
+        return true
+    }
+
+    /// A sensor is unavailable for `reason`, or available again (nil); false when nothing changed.
+    mutating func sensorAvailability(sensor: String, unavailable reason: String?) -> Bool {
+        guard unavailableSensors[sensor] != reason else { return false }
+        unavailableSensors[sensor] = reason
         return true
     }
 
@@ -45,6 +54,8 @@ struct PipelineStatus {
             for (ref, values) in statistics.perCharacteristic { counters["\(ref).\(name)"] = values[keyPath: path] }
             for (central, values) in statistics.perCentral { counters["\(central).\(name)"] = values[keyPath: path] }
         }
-        return .status(peripheral: peripheralState.rawValue, advertising: advertising, counters: counters)
+        return .status(
+            peripheral: peripheralState.rawValue, advertising: advertising, counters: counters,
+            unavailable: unavailableSensors)
     }
 }

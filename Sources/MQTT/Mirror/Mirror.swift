@@ -19,6 +19,9 @@ public struct Mirror: Sendable {
     /// directory); nil when there is no record: the per-entity discovery may still be
     /// in place, and the next discovery migrates it.
     public var publishedComponents: Set<HomeAssistantComponent>?
+    /// The characteristics whose value is not current (their sensor stopped answering): their
+    /// availability topic says `offline` and no heartbeat republishes their value.
+    private var unavailable: Set<MirrorCharacteristicID> = []
     /// When each value topic was last published, by a value or a heartbeat.
     private var lastPublished: [MirrorCharacteristicID: Date] = [:]
     /// The characteristics with a heartbeat, and its length in seconds.
@@ -76,10 +79,13 @@ public struct Mirror: Sendable {
     }
 
     /// Everything retained, in publishing order: availability, discovery (with the migration
-    /// from per-entity topics while there is no record of `publishedComponents`), state, values
-    /// (when retained), subscriber lists, connected centrals.
+    /// from per-entity topics while there is no record of `publishedComponents`), state, each
+    /// sensor value's availability, values (when retained), subscriber lists, connected centrals.
     public var retainedSnapshot: [MQTTMessage] {
         var result = [onlineMessage] + discovery.messages(migrating: publishedComponents == nil) + [stateMessage]
+        for characteristic in configuration.characteristics where characteristic.reportsAvailability {
+            result.append(availabilityMessage(characteristic.id))
+        }
         for characteristic in configuration.characteristics where configuration.retainValues && !characteristic.isEvent {
             if let payload = values[characteristic.id] { result.append(valueMessage(characteristic.id, payload)) }
         }
@@ -121,6 +127,11 @@ public struct Mirror: Sendable {
             values[id] = payload
             lastPublished[id] = date
             return [.publish(valueMessage(id, payload), durable: false)]
+
+        case .availabilityChanged(let id, let reason):
+            guard characteristics[id]?.reportsAvailability == true else { return [] }
+            let changed = reason == nil ? unavailable.remove(id) != nil : unavailable.insert(id).inserted
+            return changed ? [.publish(availabilityMessage(id), durable: false)] : []
 
         case .centralConnected(let central):
             let isNew = centrals.updateValue(central, forKey: central.address) == nil
@@ -211,10 +222,11 @@ public struct Mirror: Sendable {
 
     /// The value topics whose heartbeat is due at `date`: each one's last payload published
     /// again as it was (its `ts` stays the time of the value), so Home Assistant's `expire_after`
-    /// sees that a sensor which has not changed is still there.
+    /// sees that a sensor which has not changed is still there. An unavailable one is not: its
+    /// value is no longer current.
     public mutating func heartbeats(at date: Date) -> [MirrorAction] {
         var actions: [MirrorAction] = []
-        for (id, seconds) in heartbeatSeconds {
+        for (id, seconds) in heartbeatSeconds where !unavailable.contains(id) {
             guard let last = lastPublished[id], let payload = values[id], date >= last + seconds else { continue }
             lastPublished[id] = date
             actions.append(.publish(valueMessage(id, payload), durable: false))
@@ -282,9 +294,14 @@ public struct Mirror: Sendable {
             ("advertising", .bool(peripheral.advertising)),
             ("centrals", .array(orderedCentrals.map { .string($0.address) })),
             ("uptime", .integer(Int64(peripheral.uptime))), ("outbox", .integer(Int64(peripheral.outbox))),
-            ("counters", .object(peripheral.counters.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) }))
+            ("counters", .object(peripheral.counters.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })),
+            ("unavailable", .object(peripheral.unavailable.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }))
         ])
         return MQTTMessage(topic: topics.state, payload: payload.bytes, retain: true)
+    }
+
+    private func availabilityMessage(_ id: MirrorCharacteristicID) -> MQTTMessage {
+        MQTTMessage(topic: topics.availability(id), text: unavailable.contains(id) ? "offline" : "online", retain: true)
     }
 
     private func valueMessage(_ id: MirrorCharacteristicID, _ payload: [UInt8]) -> MQTTMessage {
