@@ -288,7 +288,7 @@ struct BrokerTests {
             FileManager.default.contents(atPath: stateDirectory.appendingPathComponent("homeassistant-discovery").path)
                 == Data(
                     """
-                    device
+                    device homeassistant
                     sensor connected_centrals
                     sensor controller_state
                     sensor env_temperature

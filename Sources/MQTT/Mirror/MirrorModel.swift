@@ -326,6 +326,9 @@ public enum MirrorInbound: Sendable, Equatable {
     /// entity the device document does not have (a sensor removed since): to clear, so Home
     /// Assistant removes the entity.
     case stalePerEntityDiscovery(String)
+    /// A retained centrals or subscribers message an earlier run left that is no longer true (a
+    /// phone listed that is not connected): this message, published, corrects or clears it.
+    case staleRetained(MQTTMessage)
     /// Not a topic the gateway accepts writes on.
     case ignored
 }
