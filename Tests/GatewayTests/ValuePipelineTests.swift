@@ -302,6 +302,30 @@ struct ValuePipelineTests {
         await fixture.finish()
     }
 
+    /// A Write Command (write without response) gets no answer when it cannot be applied, so
+    /// the pipeline counts it (`write_commands_refused` in `state`) and logs it at debug level.
+    @Test func aRefusedWriteCommandIsCounted() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        await fixture.peripheral.centralConnected(alice)
+        let temperature = await fixture.characteristic("environment/temperature")
+        let label = await fixture.characteristic("gateway/label")
+        // Read-only, then a value too long for the label's 8 bytes, then one that fits.
+        await fixture.peripheral.receive([0x52] + le(temperature.valueHandle) + [1, 2], from: alice)
+        await fixture.peripheral.receive([0x52] + le(label.valueHandle) + Array("far too long".utf8), from: alice)
+        await fixture.peripheral.receive([0x52] + le(label.valueHandle) + Array("ok".utf8), from: alice)
+        await fixture.pump()
+        #expect(fixture.link.take(alice).isEmpty, "a Write Command is never answered")
+        let seen = EventLog()
+        await fixture.pipeline.setEventSink { seen.append($0) }
+        await fixture.pipeline.logStatistics()
+        guard case .status(_, _, let counters, _) = seen.events.last else {
+            Issue.record("no status: \(seen.events)")
+            return
+        }
+        #expect(counters["write_commands_refused"] == 2)
+        #expect(await fixture.pipeline.currentBytes(fixture.ref("gateway/label")) == Array("ok".utf8))
+    }
+
     /// What a sink was handed.
     final class EventLog: @unchecked Sendable {
         private let lock = NSLock()

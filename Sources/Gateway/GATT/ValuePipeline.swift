@@ -351,6 +351,12 @@ public actor ValuePipeline {
         case .securityChanged(let central, let security):
             eventSink?(.securityChanged(central, security))
             return
+        case .writeCommandRefused(let central, let handle, let code):
+            status.writeCommandRefused()
+            logger.debug(
+                "write command refused",
+                metadata: ["central": "\(central)", "handle": "\(handle)", "reason": "\(code)"])
+            return
         case .serviceAdded, .serviceRemoved:
             return
         }

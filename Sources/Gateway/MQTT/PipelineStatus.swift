@@ -9,6 +9,8 @@ struct PipelineStatus {
     private(set) var advertising = false
     /// Lost GPIO events per sensor (their running totals).
     private var lostEventTotals: [String: Int] = [:]
+    /// Write Commands (writes without response) that could not be applied: they get no answer.
+    private var writeCommandsRefused = 0
     /// The sensors whose readings are not current, with why (`SensorHealth`).
     private(set) var unavailableSensors: [String: String] = [:]
 
@@ -31,6 +33,11 @@ struct PipelineStatus {
         return true
     }
 
+    /// A central's Write Command could not be applied.
+    mutating func writeCommandRefused() {
+        writeCommandsRefused += 1
+    }
+
     /// A sensor's running total of lost GPIO events.
     mutating func lostEvents(sensor: String, total: Int) {
         lostEventTotals[sensor] = total
@@ -46,7 +53,7 @@ struct PipelineStatus {
         ]
         var counters = [
             "centrals": statistics.perCentral.count, "waiting": statistics.valuesWaiting,
-            "lost_events": lostEventTotals.values.reduce(0, +)
+            "lost_events": lostEventTotals.values.reduce(0, +), "write_commands_refused": writeCommandsRefused
         ]
         for (sensor, total) in lostEventTotals { counters["\(sensor).lost_events"] = total }
         for (name, path) in fields {
