@@ -175,7 +175,7 @@ struct ValuePipelineTests {
         #expect(counters?.sent == 5)
         await fixture.pipeline.logStatistics()
         while let event = await fixture.pipelineEvents.next() {
-            guard case .status(let peripheral, let advertising, let counters, _) = event, counters["sent"] == 5 else {
+            guard case .status(let peripheral, let advertising, let counters, _, _) = event, counters["sent"] == 5 else {
                 continue
             }
             #expect(peripheral == "poweredOn")
@@ -250,11 +250,11 @@ struct ValuePipelineTests {
         let seen = EventLog()
         await fixture.pipeline.setEventSink { seen.append($0) }
         await fixture.pipeline.logStatistics()
-        guard case .status(_, _, let before, _) = seen.events.last else { return }
+        guard case .status(_, _, let before, _, _) = seen.events.last else { return }
         #expect(before["centrals"] == 1)
         await fixture.pipeline.handle(PeripheralEvent.centralDisconnected(alice))
         let after = seen.events.drop { $0 != .centralDisconnected(alice) }.dropFirst()
-        guard case .status(_, _, let counters, _) = after.first else {
+        guard case .status(_, _, let counters, _, _) = after.first else {
             Issue.record("no status after the disconnection: \(seen.events)")
             return
         }
@@ -280,7 +280,7 @@ struct ValuePipelineTests {
 
         await fixture.pipeline.sensorAvailability(sensor: "climate", unavailable: "no good reading for 30 s")
         #expect(seen.events.contains(.availabilityChanged(temperature, unavailable: "no good reading for 30 s")))
-        guard case .status(_, _, _, let unavailable) = seen.events.last else {
+        guard case .status(_, _, _, _, let unavailable) = seen.events.last else {
             Issue.record("no status: \(seen.events)")
             return
         }
@@ -318,7 +318,7 @@ struct ValuePipelineTests {
         let seen = EventLog()
         await fixture.pipeline.setEventSink { seen.append($0) }
         await fixture.pipeline.logStatistics()
-        guard case .status(_, _, let counters, _) = seen.events.last else {
+        guard case .status(_, _, let counters, _, _) = seen.events.last else {
             Issue.record("no status: \(seen.events)")
             return
         }
@@ -342,7 +342,7 @@ struct ValuePipelineTests {
         await fixture.pipeline.lostEvents(sensor: "climate", total: 9)
         await fixture.pipeline.logStatistics()
         while let event = await fixture.pipelineEvents.next() {
-            guard case .status(_, _, let counters, _) = event, counters["lost_events"] != 0 else { continue }
+            guard case .status(_, _, let counters, _, _) = event, counters["lost_events"] != 0 else { continue }
             #expect(counters["lost_events"] == 11)
             #expect(counters["climate.lost_events"] == 9)
             #expect(counters["relay.lost_events"] == 2)
@@ -372,7 +372,7 @@ struct ValuePipelineTests {
         }
         var carrying = 0
         while carrying < 5, let event = await fixture.pipelineEvents.next() {
-            if case .status(_, _, let counters, _) = event, counters["lost_events"] == 7 { carrying += 1 }
+            if case .status(_, _, let counters, _, _) = event, counters["lost_events"] == 7 { carrying += 1 }
         }
         giveUp.cancel()
         running.cancel()

@@ -33,8 +33,10 @@ public enum PipelineEvent: Sendable, Equatable {
     case outputFailed(CharacteristicRef, CentralID, reason: String)
     /// The peripheral's state and the notify counters summed over characteristics, on every
     /// state change and every statistics interval (MQTT's `state` topic).
-    /// `unavailable`: the sensors whose readings are not current, with why.
-    case status(peripheral: String, advertising: Bool, counters: [String: Int], unavailable: [String: String] = [:])
+    /// `pairing`: pairing is open; `unavailable`: the sensors whose readings are not current, with why.
+    case status(
+        peripheral: String, advertising: Bool, counters: [String: Int], pairing: Bool = false,
+        unavailable: [String: String] = [:])
 }
 
 /// The value pipeline: sensor readings (and MQTT values, and centrals' writes) become each
@@ -431,6 +433,11 @@ public actor ValuePipeline {
 
     private func consumeTriggerChanges() async {
         for await change in values.triggerChanges { handle(change) }
+    }
+
+    /// The pairing window opened or closed (for the `status` event).
+    public func pairingWindowChanged(_ isOpen: Bool) {
+        if status.pairingChanged(isOpen) { eventSink?(statusEvent) }
     }
 
     /// The host started or stopped advertising (for the `status` event).

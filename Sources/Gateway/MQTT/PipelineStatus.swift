@@ -7,6 +7,8 @@ import Notify
 struct PipelineStatus {
     private(set) var peripheralState = PeripheralState.unknown
     private(set) var advertising = false
+    /// Whether new centrals may pair now (a pairing window is open, or pairing is open at all times).
+    private(set) var pairing = false
     /// Lost GPIO events per sensor (their running totals).
     private var lostEventTotals: [String: Int] = [:]
     /// Write Commands (writes without response) that could not be applied: they get no answer.
@@ -38,6 +40,13 @@ struct PipelineStatus {
         writeCommandsRefused += 1
     }
 
+    /// Whether pairing is now `isOpen`; false when it already was.
+    mutating func pairingChanged(_ isOpen: Bool) -> Bool {
+        guard isOpen != pairing else { return false }
+        pairing = isOpen
+        return true
+    }
+
     /// A sensor's running total of lost GPIO events.
     mutating func lostEvents(sensor: String, total: Int) {
         lostEventTotals[sensor] = total
@@ -62,7 +71,7 @@ struct PipelineStatus {
             for (central, values) in statistics.perCentral { counters["\(central).\(name)"] = values[keyPath: path] }
         }
         return .status(
-            peripheral: peripheralState.rawValue, advertising: advertising, counters: counters,
+            peripheral: peripheralState.rawValue, advertising: advertising, counters: counters, pairing: pairing,
             unavailable: unavailableSensors)
     }
 }

@@ -340,6 +340,7 @@ public struct Mirror: Sendable {
             ("centrals", .array(orderedCentrals.map { .string($0.address) })),
             ("uptime", .integer(Int64(peripheral.uptime))), ("outbox", .integer(Int64(peripheral.outbox))),
             ("counters", .object(peripheral.counters.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })),
+            ("pairing", .bool(peripheral.pairing)),
             ("unavailable", .object(peripheral.unavailable.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }))
         ])
         return MQTTMessage(topic: topics.state, payload: payload.bytes, retain: true)

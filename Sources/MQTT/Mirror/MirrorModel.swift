@@ -264,13 +264,16 @@ public struct MirrorPeripheralState: Sendable, Equatable {
     public var uptime: Int
     /// Events waiting in the MQTT outbox; the MQTT service sets it when it publishes.
     public var outbox: Int
+    /// Whether new centrals may pair now (a pairing window is open, or `pairing: open`).
+    public var pairing: Bool
     /// The sensors whose readings are not current, with why.
     public var unavailable: [String: String]
 
     public init(
         state: String, advertising: Bool, counters: [String: Int] = [:], uptime: Int = 0, outbox: Int = 0,
-        unavailable: [String: String] = [:]
+        pairing: Bool = false, unavailable: [String: String] = [:]
     ) {
+        self.pairing = pairing
         self.state = state
         self.advertising = advertising
         self.counters = counters
