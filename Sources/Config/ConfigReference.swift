@@ -203,6 +203,12 @@ public enum ConfigReference {
             key: "gpio.chips[].lines[].generator.humidity", type: "number 0-100 (%)",
             defaultValue: n(D.dhtHumidity), meaning: "`dht22`, `dht11`: relative humidity reported."),
         Entry(
+            key: "gpio.chips[].lines[].generator.silent_after", type: "duration", defaultValue: none,
+            meaning: "`dht22`, `dht11`: the sensor stops answering this long after the start (a loose wire)."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.silent_for", type: "duration", defaultValue: "for good",
+            meaning: "`dht22`, `dht11`: how long it stays silent, from `silent_after`; then it answers again."),
+        Entry(
             key: "gpio.chips[].lines[].generator.distance", type: "number 0.02-4 (m)",
             defaultValue: n(D.hcsr04Distance), meaning: "`hcsr04`: distance the echo encodes."),
         Entry(

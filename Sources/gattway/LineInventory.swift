@@ -92,8 +92,8 @@ struct SimulatedLineInventory: LineInventory {
         case .square(let period, let duty): "square period \(DurationText.format(period)) duty \(duty)"
         case .pulses(let rate, let width): "pulses \(rate) Hz width \(DurationText.format(width))"
         case .steps(let steps, let repeats): "steps ×\(steps.count)\(repeats ? " repeating" : "")"
-        case .dht22(let humidity, let temperature, _): "dht22 \(temperature) °C \(humidity) %"
-        case .dht11(let humidity, let temperature, _): "dht11 \(temperature) °C \(humidity) %"
+        case .dht22(let humidity, let temperature, _, _): "dht22 \(temperature) °C \(humidity) %"
+        case .dht11(let humidity, let temperature, _, _): "dht11 \(temperature) °C \(humidity) %"
         case .hcsr04(let trigger, let distance): "hcsr04 \(distance) m (trigger \(trigger))"
         case .socket(let path): "levels sent to \(path)"
         }

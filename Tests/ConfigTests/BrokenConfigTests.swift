@@ -474,6 +474,15 @@ struct BrokenConfigTests {
                       - invert: true
                 """, expected: ["sensors[0].filters[0].invert (line 6): invert applies to binary sensors only (this sensor is counter)"]),
         Case(
+            name: "a counter reported (and so saved) more often than a tenth of a second",
+            yaml: """
+                sensors:
+                  - id: rain
+                    kind: counter
+                    line: GPIO27
+                    report_interval: 10ms
+                """, expected: ["sensors[0].report_interval (line 5): 10ms is out of range (100ms-1h)"]),
+        Case(
             name: "YAML syntax error",
             yaml: """
                 device:

@@ -145,6 +145,18 @@ struct ValidConfigTests {
                     initial: true))
     }
 
+    /// A counter's total is saved, then reported, at most every `report_interval` (1 s unless set).
+    @Test func aCountersReportIntervalIsRead() throws {
+        let yaml = """
+            sensors:
+              - {id: rain, kind: counter, line: GPIO27, report_interval: 30s}
+              - {id: water, kind: counter, line: GPIO22}
+            """
+        let sensors = try ConfigLoader.load(yaml: yaml).config.sensors
+        #expect((sensors[0].kind as? CounterSensorConfig)?.reportInterval == .seconds(30))
+        #expect((sensors[1].kind as? CounterSensorConfig)?.reportInterval == .seconds(1))
+    }
+
     @Test func characteristicDefaultsFollowTheSourceAndTheSIGDefinition() throws {
         let yaml = """
             sensors:

@@ -115,6 +115,8 @@ public struct GatewayStatus: Codable, Sendable, Equatable {
     public struct Sensor: Codable, Sendable, Equatable {
         public var id: String
         public var values: [Value]
+        /// Why its readings are not current (no good reading for its deadline); nil while they are.
+        public var unavailable: String?
     }
 
     /// The MQTT mirror, when the configuration has an `mqtt` section.
@@ -173,7 +175,12 @@ public struct GatewayStatus: Codable, Sendable, Equatable {
         if !sensors.isEmpty { lines.append("sensors:") }
         for sensor in sensors {
             let values = sensor.values.map { "\($0.characteristic) = \($0.value ?? "no value yet")" }
-            lines.append("  \(sensor.id): " + (values.isEmpty ? "on no characteristic" : values.joined(separator: ", ")))
+            let shown = values.isEmpty ? "on no characteristic" : values.joined(separator: ", ")
+            if let why = sensor.unavailable {
+                lines.append("  \(sensor.id): unavailable: \(why); last values, not current: \(shown)")
+            } else {
+                lines.append("  \(sensor.id): " + shown)
+            }
         }
         let totals = ["sent", "coalesced", "suppressed", "dropped", "waiting", "lost_events"]
         lines.append("counters: " + totals.map { "\($0) \(counters[$0] ?? 0)" }.joined(separator: ", "))
@@ -191,8 +198,8 @@ public struct ReloadReport: Codable, Sendable, Equatable {
     public var errors: [String]
     /// What changed and runs now, one line each (`sensor door restarted`).
     public var applied: [String]
-    /// What changed but could not be applied (a sensor whose line is missing or busy): it does
-    /// not run, and the next reload tries it again.
+    /// What changed but could not be applied (a sensor whose line is missing or busy): a changed
+    /// sensor runs as before, a new one does not run; the next reload tries again.
     public var failed: [String]
     /// What changed but runs as before until gattway restarts, one line each.
     public var needsRestart: [String]

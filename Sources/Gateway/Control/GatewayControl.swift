@@ -97,6 +97,7 @@ struct GatewayControl: Sendable {
                     }))
         }
         var sensors: [GatewayStatus.Sensor] = []
+        let unavailable = await pipeline.unavailableSensors
         for sensor in config.sensors {
             var values: [GatewayStatus.Value] = []
             for characteristic in layout.characteristics.values.sorted(by: { $0.ref < $1.ref }) {
@@ -107,7 +108,7 @@ struct GatewayControl: Sendable {
                         characteristic: characteristic.ref.path,
                         value: bytes.map { ValueJSON.literal($0, encoding: characteristic.config.encoding) }))
             }
-            sensors.append(GatewayStatus.Sensor(id: sensor.id, values: values))
+            sensors.append(GatewayStatus.Sensor(id: sensor.id, values: values, unavailable: unavailable[sensor.id]))
         }
         return GatewayStatus(
             controller: "\(config.bluetooth.transport)", state: await host.state.rawValue,
@@ -119,7 +120,7 @@ struct GatewayControl: Sendable {
 extension ValuePipeline {
     /// The counters of the `state` topic's status event now.
     var counters: [String: Int] {
-        guard case .status(_, _, let counters, _) = statusEvent else { return [:] }
+        guard case .status(_, _, let counters, _, _) = statusEvent else { return [:] }
         return counters
     }
 }

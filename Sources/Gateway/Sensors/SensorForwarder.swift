@@ -52,6 +52,12 @@ actor SensorForwarder {
             pipeline.onLoop(with: (sensor, total)) { $0.lostEvents(sensor: $1.0, total: $1.1) }
             return
         }
+        if value.channel == SensorSample.availabilityChannel {
+            var reason: String?
+            if case .failure(let failure) = value.reading { reason = failure.description }
+            pipeline.onLoop(with: (sensor, reason)) { $0.sensorAvailability(sensor: $1.0, unavailable: $1.1) }
+            return
+        }
         pipeline.onLoop(with: value) { $0.sensorValue($1) }
         bthome?.onLoop(with: value) { $0.reading($1) }
         if confirmButton?.isPress(value) == true {

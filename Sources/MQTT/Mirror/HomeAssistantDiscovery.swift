@@ -173,6 +173,14 @@ struct HomeAssistantDiscovery {
             members.append(("mode", .string("box")))
         }
         if !entity.enabled { members.append(("enabled_by_default", .bool(false))) }
+        if characteristic.reportsAvailability {
+            // Replaces the document's own list (a component's option overrides the shared one):
+            // the entity is available while the gateway is online and its sensor answers.
+            members += [
+                ("availability", .array([gatewayAvailability, Self.availabilityEntry(topics.availability(characteristic.id))])),
+                ("availability_mode", .string("all"))
+            ]
+        }
         return Component(
             id: object, platform: entity.kind.rawValue, members: members,
             announcedPerEntity: entity.announcedPerEntity)
@@ -252,11 +260,20 @@ struct HomeAssistantDiscovery {
         ]
     }
 
+    /// The document's availability, shared by every component that has none of its own: the
+    /// gateway's topic, as a list (`availability_topic` cannot stand beside a component's
+    /// `availability` list: Home Assistant refuses the two together).
     private var availability: [(String, JSONText)] {
-        [
-            ("availability_topic", .string(topics.availability)),
-            ("payload_available", .string("online")), ("payload_not_available", .string("offline"))
-        ]
+        [("availability", .array([gatewayAvailability]))]
+    }
+
+    private var gatewayAvailability: JSONText { Self.availabilityEntry(topics.availability) }
+
+    private static func availabilityEntry(_ topic: String) -> JSONText {
+        .object([
+            ("topic", .string(topic)), ("payload_available", .string("online")),
+            ("payload_not_available", .string("offline"))
+        ])
     }
 
     /// JSON-style values carry `{"value": ...}`; binary sensors and switches map the boolean to
