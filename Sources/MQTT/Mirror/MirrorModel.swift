@@ -259,13 +259,19 @@ public struct MirrorPeripheralState: Sendable, Equatable {
     public var uptime: Int
     /// Events waiting in the MQTT outbox; the MQTT service sets it when it publishes.
     public var outbox: Int
+    /// Durable events the broker refused (each also published on `error`); the MQTT service sets it.
+    public var refused: Int
 
-    public init(state: String, advertising: Bool, counters: [String: Int] = [:], uptime: Int = 0, outbox: Int = 0) {
+    public init(
+        state: String, advertising: Bool, counters: [String: Int] = [:], uptime: Int = 0, outbox: Int = 0,
+        refused: Int = 0
+    ) {
         self.state = state
         self.advertising = advertising
         self.counters = counters
         self.uptime = uptime
         self.outbox = outbox
+        self.refused = refused
     }
 }
 
