@@ -433,6 +433,22 @@ struct BrokenConfigTests {
                     line: GPIO71
                 """, expected: [#"sensors[0].line (line 9): no line "GPIO71" on the simulated chips; did you mean "GPIO17"?"#]),
         Case(
+            name: "a Raspberry Pi name on a simulated chip that is not the Pi's pin controller",
+            yaml: """
+                gpio:
+                  backend: simulated
+                  chips:
+                    - label: expander
+                      lines:
+                        - name: SDA1
+                        - name: SCL1
+                        - name: GPIO_GCLK
+                sensors:
+                  - id: door
+                    kind: binary
+                    line: GPIO2
+                """, expected: [#"sensors[0].line (line 12): no line "GPIO2" on the simulated chips"#]),
+        Case(
             name: "descriptor that gattway manages itself",
             yaml: """
                 services:

@@ -39,6 +39,24 @@ struct ValidConfigTests {
         #expect(config.bluetooth.advertising.localName == "Green House 2")
     }
 
+    /// A simulated chip labelled like a Pi's pin controller, named as Debian's kernel names it,
+    /// answers to the BCM names as the simulator (and the real chip) does.
+    @Test func raspberryPiNamesFindASimulatedPinControllersLinesByOffset() throws {
+        let config = try ConfigLoader.load(
+            yaml: """
+                gpio:
+                  backend: simulated
+                  chips:
+                    - label: pinctrl-bcm2835
+                      lines: [{name: ID_SDA}, {name: ID_SCL}, {name: SDA1}, {name: SCL1}, {name: GPIO_GCLK}]
+                sensors:
+                  - {id: climate, kind: dht22, line: GPIO4}
+                  - {id: door, kind: binary, line: pin3}
+                """
+        ).config
+        #expect(config.sensors.map(\.kind.lines) == [[LineReference(name: "GPIO4", chip: nil)], [LineReference(name: "pin3", chip: nil)]])
+    }
+
     @Test func sensorKindsAndFiltersAreRead() throws {
         let yaml = """
             sensors:

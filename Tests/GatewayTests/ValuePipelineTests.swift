@@ -175,7 +175,7 @@ struct ValuePipelineTests {
         #expect(counters?.sent == 5)
         await fixture.pipeline.logStatistics()
         while let event = await fixture.pipelineEvents.next() {
-            guard case .status(let peripheral, let advertising, let counters) = event, counters["sent"] == 5 else {
+            guard case .status(let peripheral, let advertising, let counters, _) = event, counters["sent"] == 5 else {
                 continue
             }
             #expect(peripheral == "poweredOn")
@@ -257,7 +257,7 @@ struct ValuePipelineTests {
         await fixture.pipeline.lostEvents(sensor: "climate", total: 9)
         await fixture.pipeline.logStatistics()
         while let event = await fixture.pipelineEvents.next() {
-            guard case .status(_, _, let counters) = event, counters["lost_events"] != 0 else { continue }
+            guard case .status(_, _, let counters, _) = event, counters["lost_events"] != 0 else { continue }
             #expect(counters["lost_events"] == 11)
             #expect(counters["climate.lost_events"] == 9)
             #expect(counters["relay.lost_events"] == 2)
@@ -287,7 +287,7 @@ struct ValuePipelineTests {
         }
         var carrying = 0
         while carrying < 5, let event = await fixture.pipelineEvents.next() {
-            if case .status(_, _, let counters) = event, counters["lost_events"] == 7 { carrying += 1 }
+            if case .status(_, _, let counters, _) = event, counters["lost_events"] == 7 { carrying += 1 }
         }
         giveUp.cancel()
         running.cancel()

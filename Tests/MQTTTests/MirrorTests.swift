@@ -158,13 +158,13 @@ struct MirrorTests {
                     .peripheralState(
                         MirrorPeripheralState(
                             state: "poweredOn", advertising: true, counters: ["writes": 2, "reads": 5])))) == [
-                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":5,"writes":2}}"#
+                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":5,"writes":2},"pairing":false}"#
                 ])
         #expect(
             published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0))))
                 == [
                     #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":23,"security":"none","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#,
-                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":5,"writes":2}}"#
+                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":5,"writes":2},"pairing":false}"#
                 ])
         // An MTU/security update republishes the central only.
         #expect(
@@ -185,7 +185,7 @@ struct MirrorTests {
             published(mirror.apply(.centralDisconnected(address: phone))) == [
                 #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[]}"#,
                 "durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 ",
-                #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":5,"writes":2}}"#
+                #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":5,"writes":2},"pairing":false}"#
             ])
     }
 
@@ -279,7 +279,8 @@ struct MirrorTests {
         + #""values_dropped":{"p":"sensor","name":"Values dropped","unique_id":"gattway_pi1_values_dropped","state_topic":"gattway/pi1/state","value_template":"{{ value_json.counters.get('dropped', 0) }}","entity_category":"diagnostic","state_class":"total_increasing","icon":"mdi:delete-alert-outline"},"#
         + #""mqtt_outbox":{"p":"sensor","name":"MQTT outbox","unique_id":"gattway_pi1_mqtt_outbox","state_topic":"gattway/pi1/state","value_template":"{{ value_json.outbox }}","entity_category":"diagnostic","state_class":"measurement","icon":"mdi:tray-full"},"#
         + #""uptime":{"p":"sensor","name":"Uptime","unique_id":"gattway_pi1_uptime","state_topic":"gattway/pi1/state","value_template":"{{ value_json.uptime }}","entity_category":"diagnostic","device_class":"duration","unit_of_measurement":"s","state_class":"total_increasing"},"#
-        + #""controller_state":{"p":"sensor","name":"Controller state","unique_id":"gattway_pi1_controller_state","state_topic":"gattway/pi1/state","value_template":"{{ value_json.state }}","entity_category":"diagnostic","icon":"mdi:bluetooth-settings"}"#
+        + #""controller_state":{"p":"sensor","name":"Controller state","unique_id":"gattway_pi1_controller_state","state_topic":"gattway/pi1/state","value_template":"{{ value_json.state }}","entity_category":"diagnostic","icon":"mdi:bluetooth-settings"},"#
+        + #""pairing":{"p":"binary_sensor","name":"Pairing","unique_id":"gattway_pi1_pairing","state_topic":"gattway/pi1/state","value_template":"{{ 'ON' if value_json.pairing else 'OFF' }}","entity_category":"diagnostic","icon":"mdi:bluetooth-connect"}"#
 
     /// One retained device document: the device with gattway's version, the origin, one
     /// component per entity and the shared availability.
@@ -440,7 +441,7 @@ struct MirrorTests {
         var mirror = try Mirror(configuration: sampleConfiguration())
         let remembered = mirror.componentsToRemember
         #expect(remembered.contains(HomeAssistantComponent(platform: "sensor", id: "env_temperature")))
-        #expect(remembered.count == 8, "two characteristics, six diagnostics")
+        #expect(remembered.count == 9, "two characteristics, seven diagnostics")
         var configuration = sampleConfiguration()
         configuration.characteristics.removeFirst()
         mirror = try Mirror(configuration: configuration)

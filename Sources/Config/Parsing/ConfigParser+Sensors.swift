@@ -183,7 +183,10 @@ extension ConfigParser {
             }
         }
         let names = candidates.flatMap { $0.lines.map(\.name) }
-        for (key, reference) in lines where !names.contains(reference.name) {
+        // Found as the simulator will find it: a chip labelled like a Raspberry Pi's pin
+        // controller answers to `GPIO<n>` and `pin<k>` as the real one does.
+        let listed = candidates.map(\.info)
+        for (key, reference) in lines where (try? LineResolver.resolve(LineSelector(reference.name), in: listed)) == nil {
             m[key]?.report(
                 "no line \"\(reference.name)\" on the simulated chips"
                     + Suggestion.hint(for: reference.name, among: names))

@@ -48,7 +48,29 @@ struct GatewayControl: Sendable {
             } catch {
                 return .failure(error.description)
             }
+        case .pair:
+            let security = config.bluetooth.security
+            guard security.pairing == .window else {
+                return ControlResponse(pairing: await pairingState(config))
+            }
+            let length = request.seconds.map { Duration.seconds($0) } ?? security.pairingWindow
+            guard (Duration.seconds(1)...Duration.seconds(3600)).contains(length) else {
+                return .failure("a pairing window lasts 1s to 1h, not \(request.seconds ?? 0)s")
+            }
+            await host.openPairingWindow(for: length, reason: "gattway pair")
+            return ControlResponse(pairing: await pairingState(config))
+        case .pairClose:
+            await host.closePairingWindow()
+            return ControlResponse(pairing: await pairingState(config))
         }
+    }
+
+    func pairingState(_ config: GatewayConfig) async -> PairingState {
+        let window = await host.pairingWindow
+        return PairingState(
+            policy: config.bluetooth.security.pairing.rawValue, open: window.open,
+            remaining: window.remaining.map { Int(($0 / .seconds(1)).rounded(.up)) },
+            refused: await host.refusedPairings)
     }
 
     func status(_ config: GatewayConfig) async -> GatewayStatus {
@@ -90,14 +112,14 @@ struct GatewayControl: Sendable {
         return GatewayStatus(
             controller: "\(config.bluetooth.transport)", state: await host.state.rawValue,
             advertising: await host.isAdvertising, centrals: centrals, sensors: sensors,
-            counters: await pipeline.counters, mqtt: await mirror?.status())
+            counters: await pipeline.counters, mqtt: await mirror?.status(), pairing: await pairingState(config))
     }
 }
 
 extension ValuePipeline {
     /// The counters of the `state` topic's status event now.
     var counters: [String: Int] {
-        guard case .status(_, _, let counters) = statusEvent else { return [:] }
+        guard case .status(_, _, let counters, _) = statusEvent else { return [:] }
         return counters
     }
 }

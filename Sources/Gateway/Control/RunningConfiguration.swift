@@ -224,7 +224,9 @@ actor RunningConfiguration {
         guard let sinks, let runner = sensors[id]?.runner else { return }
         let forwarder = SensorForwarder(
             sensor: id, pipeline: sinks.pipeline, bthome: sinks.bthome, host: sinks.host,
-            confirms: id == config.bluetooth.security.confirmWith, logger: logger)
+            confirms: id == config.bluetooth.security.confirmWith,
+            pairButton: id == config.bluetooth.security.pairWith ? PairButton(hold: config.bluetooth.security.pairPress) : nil,
+            pairingWindow: config.bluetooth.security.pairingWindow, logger: logger)
         let logger = logger
         sensors[id]?.task = Task(executorPreference: EventLoop.shared) {
             do {

@@ -30,7 +30,7 @@ public enum PipelineEvent: Sendable, Equatable {
     case outputFailed(CharacteristicRef, CentralID, reason: String)
     /// The peripheral's state and the notify counters summed over characteristics, on every
     /// state change and every statistics interval (MQTT's `state` topic).
-    case status(peripheral: String, advertising: Bool, counters: [String: Int])
+    case status(peripheral: String, advertising: Bool, counters: [String: Int], pairing: Bool = false)
 }
 
 /// The value pipeline: sensor readings (and MQTT values, and centrals' writes) become each
@@ -397,6 +397,11 @@ public actor ValuePipeline {
 
     private func consumeTriggerChanges() async {
         for await change in values.triggerChanges { handle(change) }
+    }
+
+    /// The pairing window opened or closed (for the `status` event).
+    public func pairingWindowChanged(_ isOpen: Bool) {
+        if status.pairingChanged(isOpen) { eventSink?(statusEvent) }
     }
 
     /// The host started or stopped advertising (for the `status` event).

@@ -260,24 +260,28 @@ public struct MirrorBridge: Sendable {
                 kind: MirrorMapping.writeKind(kind), at: date)
         case .outputFailed(let ref, let central, let reason):
             return .outputFailed(id(ref), central: address(central), reason: reason, at: date)
-        case .status(let peripheral, let advertising, let counters):
+        case .status(let peripheral, let advertising, let counters, let pairing):
             return .peripheralState(
                 MirrorPeripheralState(
                     state: peripheral, advertising: advertising,
-                    counters: counters))
+                    counters: counters, pairing: pairing))
         }
     }
 
-    /// A `/set` payload: applied when centrals may write the characteristic and the payload is
-    /// valid for its format, otherwise rejected with the reason and nothing changed. MQTT gets no
-    /// more than a phone: a sensor's reading or an MQTT-sourced value is not writable, so nobody
-    /// on the broker can overwrite what phones are told the sensor measured.
+    /// A `/set` payload: applied when centrals may write the characteristic, gattway owns its value
+    /// (not an MQTT source topic's) and the payload is valid for its format, otherwise rejected
+    /// with the reason and nothing changed. MQTT gets no more than a phone: a sensor's reading is
+    /// not writable, so nobody on the broker can overwrite what phones are told the sensor
+    /// measured; and a value whose source is another topic belongs to whoever publishes there.
     public func set(_ id: MirrorCharacteristicID, payload: [UInt8], pipeline: ValuePipeline) async -> MirrorSetResult {
         guard let ref = refs[id], let characteristic = layout.characteristics[ref] else {
             return .rejected(reason: "no characteristic \(id)")
         }
         guard characteristic.config.properties.isWritable else {
             return .rejected(reason: "read-only: centrals cannot write \(id) (its properties have no write), so /set cannot either")
+        }
+        if case .mqtt(let topic) = characteristic.config.source {
+            return .rejected(reason: "\(id) takes its value from MQTT topic \(topic): publish there, not to /set")
         }
         do throws(ValueError) {
             let (value, _) = try ValueJSON.parseSet(payload, encoding: characteristic.config.encoding)

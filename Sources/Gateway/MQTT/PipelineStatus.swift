@@ -7,6 +7,8 @@ import Notify
 struct PipelineStatus {
     private(set) var peripheralState = PeripheralState.unknown
     private(set) var advertising = false
+    /// Whether new centrals may pair now (a pairing window is open, or pairing is open at all times).
+    private(set) var pairing = false
     /// Lost GPIO events per sensor (their running totals).
     private var lostEventTotals: [String: Int] = [:]
 
@@ -19,6 +21,13 @@ struct PipelineStatus {
     mutating func advertisingChanged(_ isAdvertising: Bool) -> Bool {
         guard isAdvertising != advertising else { return false }
         advertising = isAdvertising
+        return true
+    }
+
+    /// Whether pairing is now `isOpen`; false when it already was.
+    mutating func pairingChanged(_ isOpen: Bool) -> Bool {
+        guard isOpen != pairing else { return false }
+        pairing = isOpen
         return true
     }
 
@@ -45,6 +54,6 @@ struct PipelineStatus {
             for (ref, values) in statistics.perCharacteristic { counters["\(ref).\(name)"] = values[keyPath: path] }
             for (central, values) in statistics.perCentral { counters["\(central).\(name)"] = values[keyPath: path] }
         }
-        return .status(peripheral: peripheralState.rawValue, advertising: advertising, counters: counters)
+        return .status(peripheral: peripheralState.rawValue, advertising: advertising, counters: counters, pairing: pairing)
     }
 }

@@ -205,7 +205,7 @@ struct HomeAssistantDiscovery {
     }
 
     /// The gateway's own state, from the `state` topic (published on every change and every
-    /// minute), as diagnostic sensors.
+    /// minute), as diagnostic sensors, and whether new phones may pair now (`Pairing`).
     private var diagnostics: [Component] {
         func sensor(
             _ id: String, _ name: String, _ template: String, _ extra: [(String, JSONText)], announcedPerEntity: Bool = false
@@ -240,7 +240,15 @@ struct HomeAssistantDiscovery {
                 ]),
             sensor(
                 "controller_state", "Controller state", "{{ value_json.state }}",
-                [("icon", .string("mdi:bluetooth-settings"))])
+                [("icon", .string("mdi:bluetooth-settings"))]),
+            Component(
+                id: "pairing", platform: "binary_sensor",
+                members: [
+                    ("p", .string("binary_sensor")), ("name", .string("Pairing")),
+                    ("unique_id", .string("\(node)_pairing")), ("state_topic", .string(topics.state)),
+                    ("value_template", .string("{{ 'ON' if value_json.pairing else 'OFF' }}")),
+                    ("entity_category", .string("diagnostic")), ("icon", .string("mdi:bluetooth-connect"))
+                ], announcedPerEntity: false)
         ]
     }
 

@@ -296,7 +296,8 @@ public struct Mirror: Sendable {
             ("centrals", .array(orderedCentrals.map { .string($0.address) })),
             ("uptime", .integer(Int64(peripheral.uptime))), ("outbox", .integer(Int64(peripheral.outbox))),
             ("refused", .integer(Int64(peripheral.refused))),
-            ("counters", .object(peripheral.counters.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) }))
+            ("counters", .object(peripheral.counters.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })),
+            ("pairing", .bool(peripheral.pairing))
         ])
         return MQTTMessage(topic: topics.state, payload: payload.bytes, retain: true)
     }

@@ -261,11 +261,14 @@ public struct MirrorPeripheralState: Sendable, Equatable {
     public var outbox: Int
     /// Durable events the broker refused (each also published on `error`); the MQTT service sets it.
     public var refused: Int
+    /// Whether new centrals may pair now (a pairing window is open, or `pairing: open`).
+    public var pairing: Bool
 
     public init(
         state: String, advertising: Bool, counters: [String: Int] = [:], uptime: Int = 0, outbox: Int = 0,
-        refused: Int = 0
+        refused: Int = 0, pairing: Bool = false
     ) {
+        self.pairing = pairing
         self.state = state
         self.advertising = advertising
         self.counters = counters
