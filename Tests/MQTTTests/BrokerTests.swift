@@ -100,7 +100,8 @@ struct BrokerTests {
         await service.handle(.peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["reads": 1])))
         #expect(
             try await watcher.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":1},"pairing":false}"#)
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":1},"pairing":false}"#
+        )
 
         await service.handle(.centralConnected(MirrorCentral(address: phone, mtu: 185, security: .encrypted, since: t0)))
         #expect(
@@ -150,7 +151,8 @@ struct BrokerTests {
         #expect(try await late.next(on: "gattway/pi1/io/relay").string == #"{"value":false,"ts":"2027-01-15T08:00:00.250Z"}"#)
         #expect(
             try await late.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":1},"pairing":false}"#)
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":1},"pairing":false}"#
+        )
         #expect(try await late.next(on: "gattway/pi1/env/temperature/subscribers").string == #"{"centrals":[]}"#)
         #expect(await late.received(on: "gattway/pi1/centrals/\(phone)").isEmpty)
         #expect(await late.received(on: "gattway/pi1/io/relay/written").isEmpty)
@@ -241,7 +243,8 @@ struct BrokerTests {
         await running.service.handle(.peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true)))
         #expect(
             try await watcher.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":3605,"outbox":0,"refused":0,"counters":{},"pairing":false}"#)
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":3605,"outbox":0,"refused":0,"counters":{},"pairing":false}"#
+        )
         await running.stop()
         await watcher.stop()
     }
