@@ -176,7 +176,8 @@ let package = Package(
         .executableTarget(
             name: "gattway",
             dependencies: [
-                "Gateway", "DevelopmentHarness", "EventLoop", "Config", "GPIO", "GPIOLibgpiod", "BluetoothSMP", "BluetoothCore", "StateFile",
+                "Gateway", "DevelopmentHarness", "EventLoop", "Config", "GPIO", "GPIOLibgpiod", "BluetoothSMP", "BluetoothCore",
+                "StateFile",
                 "BluetoothHCI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -290,7 +291,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "EventLoop", "Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify", "BluetoothHost",
-                "BluetoothGATT", "BluetoothCore", "BluetoothSMP", "MQTT", "TestHarness", "DevelopmentHarness",
+                "BluetoothGATT", "BluetoothCore", "BluetoothSMP", "MQTT", "StateFile", "TestHarness", "DevelopmentHarness",
                 .product(name: "Logging", package: "swift-log")
             ],
             path: "Tests/GatewayTests", swiftSettings: swiftSettings),

@@ -154,6 +154,8 @@ public struct GatewayService: Service {
             await Self.awaitAtMost(.milliseconds(500)) { await hostTask.value }
             group.cancelAll()
         }
+        // The state files handed to the writer last (a bond, trigger settings) are on disk.
+        await StateFileWriter.shared.idle()
         logger.notice("gattway stopped")
     }
 

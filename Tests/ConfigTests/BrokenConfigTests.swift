@@ -418,7 +418,7 @@ struct BrokenConfigTests {
                   url: mqtt://localhost
                   tls:
                     ca: /etc/ca.pem
-                """, expected: ["mqtt.tls (line 4): TLS files need an mqtts:// url"]),
+                """, expected: ["mqtt.tls.ca (line 4): /etc/ca.pem: no such file", "mqtt.tls (line 4): TLS files need an mqtts:// url"]),
         Case(
             name: "simulated line that does not exist",
             yaml: """
@@ -495,7 +495,12 @@ struct BrokenConfigTests {
                 mqtt:
                   url: mqtts://broker.lan
                   tls: {cert: /etc/gattway/client.pem, key: /etc/gattway/client.key}
-                """, expected: ["mqtt.tls (line 3): a client certificate (cert, key) needs ca as well"]),
+                """,
+            expected: [
+                "mqtt.tls.cert (line 3): /etc/gattway/client.pem: no such file",
+                "mqtt.tls.key (line 3): /etc/gattway/client.key: no such file",
+                "mqtt.tls (line 3): a client certificate (cert, key) needs ca as well"
+            ]),
         Case(
             name: "extended advertising, which gattway does not do",
             yaml: """

@@ -297,18 +297,19 @@ struct ValidConfigTests {
     }
 
     @Test func mqttSectionWithDefaults() throws {
+        let ca = try MQTTFilesConfigTests.file("ca.pem")
         let yaml = """
             device: {id: shed}
             mqtt:
               url: mqtts://broker.lan
               password_env: GATTWAY_MQTT_PASSWORD
-              tls: {ca: /etc/ca.pem}
+              tls: {ca: \(ca)}
             """
         let mqtt = try #require(try ConfigLoader.load(yaml: yaml).config.mqtt)
         #expect(mqtt.broker == MQTTBrokerURL(host: "broker.lan", port: 8883, usesTLS: true))
         #expect(mqtt.clientID == "gattway-shed")
         #expect(mqtt.password == .environment("GATTWAY_MQTT_PASSWORD"))
-        #expect(mqtt.tls == MQTTTLSConfig(caFile: "/etc/ca.pem", certificateFile: nil, keyFile: nil))
+        #expect(mqtt.tls == MQTTTLSConfig(caFile: ca, certificateFile: nil, keyFile: nil))
         #expect(mqtt.baseTopic == "gattway" && mqtt.qos == 1 && mqtt.retain)
         #expect(mqtt.discoveryPrefix == "homeassistant" && mqtt.protocolVersion == .v5)
         #expect(mqtt.keepalive == .seconds(60) && mqtt.payload == .json && mqtt.outboxLimit == 10_000)

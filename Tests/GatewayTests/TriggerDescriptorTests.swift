@@ -3,6 +3,7 @@ import BluetoothGATT
 import Foundation
 @testable import Gateway
 import Notify
+import StateFile
 import Testing
 import TestHarness
 import Values
@@ -226,6 +227,7 @@ struct TriggerDescriptorTests {
             #expect(fixture.link.take(alice) == [[0x13], [0x13], [0x13]])
             await fixture.finish()
         }
+        await StateFileWriter.shared.idle()
         #expect(
             try file.load() == [
                 path: SavedTriggers(uuid: "2A6E", format: "sint16 e-2", settings: ["06c409", "040000"], configuration: "01")
@@ -259,10 +261,11 @@ struct TriggerDescriptorTests {
     /// without them; the configured policy governs.
     @Test func savedTriggersOfAnotherFormatAreForgotten() async throws {
         let file = TriggerFile(stateDirectory: try temporaryDirectory("triggers").path)
-        try file.save([
+        file.save([
             "environment/temperature": SavedTriggers(
                 uuid: "2A6E", format: "uint8", settings: ["0619", "00"], configuration: "00")
-        ])
+        ]) { #expect($0 == nil) }
+        await StateFileWriter.shared.idle()
         let fixture = try await PipelineFixture(yaml: Self.yaml, triggerFile: file)
         let h = await handles(fixture)
         await fixture.peripheral.centralConnected(alice)
@@ -273,6 +276,7 @@ struct TriggerDescriptorTests {
                 "<4>test: saved notify triggers forgotten: environment/temperature: written for 2A6E in uint8, not for "
                     + "this characteristic; the configured policy governs\n"
             ])
+        await StateFileWriter.shared.idle()
         #expect(try file.load().isEmpty)
     }
 
@@ -295,6 +299,7 @@ struct TriggerDescriptorTests {
         await fixture.peripheral.centralConnected(alice, security: Self.encrypted)
         await fixture.peripheral.receive([0x12] + le(h.configuration) + [0x01], from: alice)
         await fixture.pipeline.handle(try #require(await changes.next()))
+        await StateFileWriter.shared.idle()
         #expect(try file.load()["environment/temperature"]?.configuration == "01")
     }
 }

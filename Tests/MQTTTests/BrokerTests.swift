@@ -100,7 +100,7 @@ struct BrokerTests {
         await service.handle(.peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["reads": 1])))
         #expect(
             try await watcher.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":1},"pairing":false,"unavailable":{}}"#
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":1},"pairing":false,"unavailable":{}}"#
         )
 
         await service.handle(.centralConnected(MirrorCentral(address: phone, mtu: 185, security: .encrypted, since: t0)))
@@ -109,7 +109,7 @@ struct BrokerTests {
                 == #"{"address":"AA:BB:CC:DD:EE:01","mtu":185,"security":"encrypted","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#)
         #expect(
             try await watcher.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"counters":{"reads":1},"pairing":false,"unavailable":{}}"#
+                == #"{"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":1},"pairing":false,"unavailable":{}}"#
         )
 
         await service.handle(.subscribed(temperature, central: phone, kind: .notify))
@@ -151,7 +151,7 @@ struct BrokerTests {
         #expect(try await late.next(on: "gattway/pi1/io/relay").string == #"{"value":false,"ts":"2027-01-15T08:00:00.250Z"}"#)
         #expect(
             try await late.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":1},"pairing":false,"unavailable":{}}"#
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":1},"pairing":false,"unavailable":{}}"#
         )
         #expect(try await late.next(on: "gattway/pi1/env/temperature/subscribers").string == #"{"centrals":[]}"#)
         #expect(await late.received(on: "gattway/pi1/centrals/\(phone)").isEmpty)
@@ -243,7 +243,7 @@ struct BrokerTests {
         await running.service.handle(.peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true)))
         #expect(
             try await watcher.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":3605,"outbox":0,"counters":{},"pairing":false,"unavailable":{}}"#
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":3605,"outbox":0,"refused":0,"counters":{},"pairing":false,"unavailable":{}}"#
         )
         await running.stop()
         await watcher.stop()

@@ -158,13 +158,13 @@ struct MirrorTests {
                     .peripheralState(
                         MirrorPeripheralState(
                             state: "poweredOn", advertising: true, counters: ["writes": 2, "reads": 5])))) == [
-                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2},"pairing":false,"unavailable":{}}"#
+                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":5,"writes":2},"pairing":false,"unavailable":{}}"#
                 ])
         #expect(
             published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0))))
                 == [
                     #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":23,"security":"none","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#,
-                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2},"pairing":false,"unavailable":{}}"#
+                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":5,"writes":2},"pairing":false,"unavailable":{}}"#
                 ])
         // An MTU/security update republishes the central only.
         #expect(
@@ -185,7 +185,7 @@ struct MirrorTests {
             published(mirror.apply(.centralDisconnected(address: phone))) == [
                 #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[]}"#,
                 "durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 ",
-                #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2},"pairing":false,"unavailable":{}}"#
+                #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":5,"writes":2},"pairing":false,"unavailable":{}}"#
             ])
     }
 

@@ -48,6 +48,23 @@ struct OutboxTests {
         #expect(reopened.pending.map(\.message) == (1...100).map { message($0 * 10) })
     }
 
+    /// A journal that exists but cannot be read is not taken for an empty one and rewritten
+    /// empty, losing its events: the outbox does not open, and the journal is left as it was.
+    /// (A directory in its place: unreadable even to root.)
+    @Test func anUnreadableJournalIsNeverOverwritten() throws {
+        let directory = try temporaryDirectory("outbox")
+        let journal = directory.appendingPathComponent("outbox.jsonl")
+        try FileManager.default.createDirectory(at: journal, withIntermediateDirectories: false)
+        let marker = journal.appendingPathComponent("kept")
+        try "events".write(to: marker, atomically: true, encoding: .utf8)
+        #expect {
+            _ = try MQTTOutbox(directory: directory, logger: testLogger)
+        } throws: { error in
+            "\(error)".contains("the MQTT outbox cannot be read (cannot read \(journal.path): Is a directory)")
+        }
+        #expect(try String(contentsOf: marker, encoding: .utf8) == "events")
+    }
+
     @Test func tornLastLineIsIgnored() throws {
         let directory = try temporaryDirectory("outbox")
         do {

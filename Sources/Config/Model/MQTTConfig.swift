@@ -97,6 +97,9 @@ public struct MQTTBrokerURL: Sendable, Hashable, CustomStringConvertible {
                 port = value
             }
         } else if let colon = host.lastIndex(of: ":") {
+            guard !host[..<colon].contains(":") else {
+                throw fail("an IPv6 address goes in brackets, e.g. mqtt://[\(host)]:1883 or mqtt://[\(host)]")
+            }
             guard let value = UInt16(host[host.index(after: colon)...]), value > 0 else {
                 throw fail("the port must be 1-65535")
             }

@@ -349,6 +349,19 @@ struct ConfigParser {
 
     // MARK: mqtt
 
+    /// A file the mirror reads when it connects, checked now so that `gattway check` finds a
+    /// typo rather than the mirror, later, in the log. Messages name the file, never its contents.
+    func checkReadable(_ path: String, at node: ConfigNode) {
+        var status = stat()
+        if stat(path, &status) != 0 {
+            node.report("\(path): " + (errno == ENOENT ? "no such file" : String(cString: strerror(errno))))
+        } else if status.st_mode & S_IFMT == S_IFDIR {
+            node.report("\(path): a directory, not a file")
+        } else if access(path, R_OK) != 0 {
+            node.report("\(path): cannot be read (permission denied?)")
+        }
+    }
+
     func parseMQTT(_ m: ConfigMapping, device: DeviceConfig) -> MQTTConfig {
         var broker = MQTTBrokerURL(host: "localhost", port: 1883, usesTLS: false)
         if let node = m.required("url"), let text = node.nonEmptyString() {
@@ -361,7 +374,11 @@ struct ConfigParser {
         let clientID = m["client_id"]?.nonEmptyString() ?? D.mqttClientID(deviceID: device.id)
         let username = m["username"]?.nonEmptyString()
         var password: PasswordSource?
-        if let file = m["password_file"]?.nonEmptyString() { password = .file(file) }
+        if let node = m["password_file"], let file = node.nonEmptyString() {
+            password = .file(file)
+            checkReadable(file, at: node)
+            if username == nil { node.report("a password needs username as well (the broker is sent none without it)") }
+        }
         if let env = m["password_env"]?.nonEmptyString() {
             if password != nil {
                 m.node.context.error(
@@ -375,6 +392,9 @@ struct ConfigParser {
             let config = MQTTTLSConfig(
                 caFile: t["ca"]?.nonEmptyString(), certificateFile: t["cert"]?.nonEmptyString(),
                 keyFile: t["key"]?.nonEmptyString())
+            for key in ["ca", "cert", "key"] {
+                if let node = t[key], let path = node.nonEmptyString() { checkReadable(path, at: node) }
+            }
             if !broker.usesTLS {
                 t.node.report("TLS files need an mqtts:// url")
             }

@@ -137,13 +137,20 @@ public struct GatewayStatus: Codable, Sendable, Equatable {
         public var outbox: Int
         /// Durable events dropped, oldest first, because the outbox was full, since the mirror started.
         public var dropped: Int
+        /// Durable events the broker refused (MQTT 5), each published on `<base>/<dev>/error`
+        /// instead, since the mirror started.
+        public var refused: Int
 
         /// One line: `mqtt mqtt://broker.lan:1883: connected; outbox 0 waiting`.
         public var text: String {
             var line = "mqtt \(broker): \(state)"
             if let error { line += " (\(error))" }
             if behind { line += ", behind: \(held) messages held back (the newest of each topic)" }
-            if state != "off" { line += "; outbox \(outbox) waiting" + (dropped > 0 ? ", \(dropped) dropped (full)" : "") }
+            if state != "off" || outbox > 0 {
+                line +=
+                    "; outbox \(outbox) waiting" + (dropped > 0 ? ", \(dropped) dropped (full)" : "")
+                    + (refused > 0 ? ", \(refused) refused by the broker (on error)" : "")
+            }
             return line
         }
     }

@@ -62,11 +62,17 @@ public struct TriggerFile: Sendable {
         }
     }
 
-    func save(_ characteristics: [String: SavedTriggers]) throws {
+    /// Replaces the file on the state files' writer thread, then calls `completion` there with
+    /// nil or the error.
+    func save(_ characteristics: [String: SavedTriggers], completion: @escaping @Sendable ((any Error)?) -> Void) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        let bytes = try encoder.encode(Contents(characteristics: characteristics))
-        try StateFile.write(Array(bytes) + [UInt8(ascii: "\n")], to: path)
+        do {
+            let bytes = try encoder.encode(Contents(characteristics: characteristics))
+            StateFileWriter.shared.write(Array(bytes) + [UInt8(ascii: "\n")], to: path) { completion($0) }
+        } catch {
+            completion(error)
+        }
     }
 
     private struct Contents: Codable {

@@ -164,10 +164,8 @@ public actor ValuePipeline {
     /// logged, and the settings govern until gattway stops.
     private func saveTriggers() {
         guard let triggerFile else { return }
-        do {
-            try triggerFile.save(values.savedTriggers)
-        } catch {
-            logger.warning("notify triggers not saved: \(error); they apply until gattway stops")
+        triggerFile.save(values.savedTriggers) { [logger] error in
+            if let error { logger.warning("notify triggers not saved: \(error); they apply until gattway stops") }
         }
     }
 

@@ -13,6 +13,11 @@ import MQTT
 /// A reload that changes the `mqtt` section or the services replaces the mirror in place
 /// (`replace`): the old one says `offline` and disconnects, the new one connects with the new
 /// settings and topics and starts from the gateway's state now (values, centrals, subscriptions).
+///
+/// Durable events (writes, centrals, subscriptions, output failures) are never thrown away while
+/// the mirror is configured: a mirror whose connection could not start still queues them in the
+/// outbox (`MQTTMirrorService.startFailure`), and during a replace the old mirror takes them until
+/// the new one, which delivers the same outbox, is made.
 actor MirrorRunner {
     /// On the event loop with the pipeline and the mirror service: forwarding a value hops nowhere.
     nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
@@ -33,6 +38,8 @@ actor MirrorRunner {
     private var running: Running?
     /// Why it is off (`isOff`): the error its last start met.
     private var offReason: String?
+    /// Whether `offReason` has been logged since the mirror went off (events it cannot queue).
+    private var reportedLostEvents = false
     private var mqtt: MQTTConfig
 
     init(
@@ -53,18 +60,28 @@ actor MirrorRunner {
                 config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address, logger: logger,
                 connectionChanged: connectionChanged)
             running = Running(service: service, bridge: bridge, task: Self.run(service))
+            if let failure = service.startFailure {
+                offReason = Self.wentOff(failure, queuing: true, logger: logger, connectionChanged: connectionChanged)
+            }
         } catch {
-            // The gateway runs without it (BLE and sensors need no broker), as after a reload
-            // that could not start it; the next reload tries again.
-            logger.error("the MQTT mirror did not start: \(error); it is off until a reload starts it")
-            offReason = "\(error)"
-            connectionChanged("off until a reload starts it (\(error))")
+            offReason = Self.wentOff(error, queuing: false, logger: logger, connectionChanged: connectionChanged)
         }
+    }
+
+    /// The gateway runs without a connection (BLE and sensors need no broker), as after a reload
+    /// that could not start it; the next reload tries again. Returns the reason, for `offReason`.
+    private static func wentOff(
+        _ error: any Error, queuing: Bool, logger: Logger, connectionChanged: @Sendable (String?) -> Void
+    ) -> String {
+        let events = queuing ? "durable events wait in the outbox" : "durable events are not kept"
+        logger.error("the MQTT mirror did not start: \(error); it is off until a reload starts it (\(events))")
+        connectionChanged("off until a reload starts it (\(error))")
+        return "\(error)"
     }
 
     /// It could not start (or start again after a reload): a reload starts it even when the
     /// `mqtt` section did not change.
-    var isOff: Bool { running == nil }
+    var isOff: Bool { running == nil || running?.service.startFailure != nil }
 
     private static func run(_ service: MQTTMirrorService) -> Task<Void, Never> {
         Task(executorPreference: EventLoop.shared) { await service.run() }
@@ -99,9 +116,17 @@ actor MirrorRunner {
     }
 
     private func forward(_ event: PipelineEvent) {
+        guard let running else {
+            // Only an outbox that cannot be opened leaves no mirror to queue in.
+            if !reportedLostEvents, let offReason {
+                logger.error("MQTT events are not kept while the mirror is off: \(offReason)")
+                reportedLostEvents = true
+            }
+            return
+        }
         // An event of a characteristic a reload removed (its layout's, before the new one's) has
-        // no topic; one during a `replace` finds no mirror, and the new one starts from the state.
-        guard let running, running.bridge.covers(event) else { return }
+        // no topic.
+        guard running.bridge.covers(event) else { return }
         running.service.onLoop(with: running.bridge.mirrorEvent(event, at: Date())) { $0.handle($1) }
     }
 
@@ -111,25 +136,32 @@ actor MirrorRunner {
     }
 
     /// Replaces the mirror by one for `config` (its `mqtt` section and services) on `layout`.
-    /// The old one stops first (it and the new one share the outbox in the state directory, whose
-    /// queued events the new one delivers); events in between are not published, and what they
-    /// changed reaches the new one with the state it starts from. Should the new one not start,
-    /// the old settings run again (from the state, likewise) and this throws the new one's error;
-    /// should they not start either, the mirror is off and this throws `MirrorRestartFailure`.
+    /// The old one stops first and takes the events meanwhile: durable ones wait in the outbox in
+    /// the state directory, which the new one opens and delivers; what the others changed reaches
+    /// the new one with the state it starts from. Should the new one not start, the old settings
+    /// run again (from the state, likewise) and this throws the new one's error; should they not
+    /// start either, the mirror is off (queuing durable events when it can) and this throws
+    /// `MirrorRestartFailure`.
     func replace(config: GatewayConfig, mqtt newMQTT: MQTTConfig, layout: GATTLayout) async throws {
-        await stop()
+        if let running {
+            await running.service.stop()
+            await running.task.value
+        }
+        // From here to the new mirror's start nothing suspends: no event falls between the two.
+        var previous = config
+        previous.mqtt = mqtt
         do {
-            try start(config: config, mqtt: newMQTT, layout: layout)
+            try start(config: config, mqtt: newMQTT, layout: layout, fallingBack: false)
             mqtt = newMQTT
         } catch {
-            var previous = config
-            previous.mqtt = mqtt
             do {
-                try start(config: previous, mqtt: mqtt, layout: layout)
+                try start(config: previous, mqtt: mqtt, layout: layout, fallingBack: true)
             } catch let restart {
                 let failure = MirrorRestartFailure(new: error, previous: restart)
                 offReason = "\(failure)"
+                reportedLostEvents = false
                 connectionChanged("off until a reload starts it (\(failure))")
+                await replayState()
                 throw failure
             }
             await replayState()
@@ -138,10 +170,24 @@ actor MirrorRunner {
         await replayState()
     }
 
-    private func start(config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout) throws {
-        let (service, bridge) = try Self.make(
-            config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address, logger: logger,
-            connectionChanged: connectionChanged)
+    /// Makes and runs a mirror for `mqtt`. One that cannot connect (`startFailure`) is kept
+    /// running, to queue durable events, only when nothing else will run (`fallingBack`) and
+    /// throws; one whose outbox cannot be opened leaves none.
+    private func start(config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout, fallingBack: Bool) throws {
+        let service: MQTTMirrorService
+        let bridge: MirrorBridge
+        do {
+            (service, bridge) = try Self.make(
+                config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address, logger: logger,
+                connectionChanged: connectionChanged)
+        } catch {
+            if fallingBack { running = nil }
+            throw error
+        }
+        if let failure = service.startFailure {
+            if fallingBack { running = Running(service: service, bridge: bridge, task: Self.run(service)) }
+            throw failure
+        }
         running = Running(service: service, bridge: bridge, task: Self.run(service))
         offReason = nil
     }
@@ -186,14 +232,19 @@ actor MirrorRunner {
         let broker = "\(mqtt.broker)"
         guard let service = running?.service else {
             return GatewayStatus.MQTT(
-                broker: broker, state: "off", error: offReason, behind: false, held: 0, outbox: 0, dropped: 0)
+                broker: broker, state: "off", error: offReason, behind: false, held: 0, outbox: 0, dropped: 0, refused: 0)
+        }
+        if service.startFailure != nil {
+            return GatewayStatus.MQTT(
+                broker: broker, state: "off", error: offReason, behind: false, held: 0,
+                outbox: await service.undeliveredEvents, dropped: await service.droppedEvents, refused: 0)
         }
         let connected = await service.isConnected
         return GatewayStatus.MQTT(
             broker: broker, state: connected ? "connected" : "connecting",
             error: connected ? nil : await service.lastError, behind: await service.isBehind,
             held: await service.heldMessages, outbox: await service.undeliveredEvents,
-            dropped: await service.droppedEvents)
+            dropped: await service.droppedEvents, refused: await service.refusedEvents)
     }
 
     /// Says `offline` and disconnects; returns once the client has stopped.

@@ -9,6 +9,11 @@ import Logging
 /// nothing changes), `onSourceValue` receives payloads from source topics. Durable events (writes,
 /// subscriber lists, centrals) pass through the outbox and leave it only when the broker has
 /// acknowledged them; retained state is re-published on every connection.
+///
+/// A mirror whose connection cannot start (its password file or discovery record unreadable,
+/// its client settings refused) still runs without one (`startFailure` says why): durable events
+/// go to the outbox all the same, for the next mirror on the same state directory to deliver.
+/// Only an outbox that cannot be opened keeps the service from being made at all.
 public actor MQTTMirrorService {
     /// On the event loop, where the client runs its connection and the pipeline its values: a
     /// value reaches the broker without a hop to another executor.
@@ -20,7 +25,8 @@ public actor MQTTMirrorService {
     /// (`…; retrying`).
     public typealias ConnectionHandler = @Sendable (String?) -> Void
 
-    private let client: MQTTClient
+    /// nil when the connection could not start (`startFailure`).
+    private let client: MQTTClient?
     private var mirror: Mirror
     private let outbox: MQTTOutbox
     private let logger: Logger
@@ -31,8 +37,8 @@ public actor MQTTMirrorService {
     private var connection: MQTTConnectionID?
     /// `stop()` was called: the connection's end is no news for `onConnectionChange`.
     private var isStopping = false
-    /// Message id of the live connection → outbox sequence number awaiting its PUBACK.
-    private var inFlight: [Int32: UInt64] = [:]
+    /// Message id of the live connection → the outbox entry awaiting its PUBACK.
+    private var inFlight: [Int32: OutboxEntry] = [:]
     private let started: Date
     private let birthDelay: @Sendable () -> Duration
     /// Fires when the mirror's next heartbeat check is due (`Mirror.nextHeartbeatCheck`); set
@@ -51,6 +57,10 @@ public actor MQTTMirrorService {
     /// Why the mirror is not connected: the last attempt's failure, or how the last connection
     /// ended; nil while connected.
     public private(set) var lastError: String?
+    /// Why this mirror runs without a connection: its client could not be made. nil when it has one.
+    public nonisolated let startFailure: MQTTError?
+    /// Durable events the broker refused (MQTT 5 reason code ≥ 0x80), each published on `error`.
+    public private(set) var refusedEvents = 0
     public var isConnected: Bool { connection != nil }
     /// Events waiting in the outbox for the broker's acknowledgement.
     public var undeliveredEvents: Int { outbox.count }
@@ -60,7 +70,10 @@ public actor MQTTMirrorService {
     public var heldMessages: Int { held.count }
     /// Connected, but the broker has not yet taken `MQTTClientConfiguration.maximumBacklog`
     /// messages (it has not caught up since).
-    public var isBehind: Bool { connection.map { client.isBehind(on: $0) } ?? false }
+    public var isBehind: Bool {
+        guard let connection, let client else { return false }
+        return client.isBehind(on: connection)
+    }
 
     /// - Parameters:
     ///   - client: broker settings; the Last Will is set here to `offline` on the availability topic.
@@ -78,18 +91,24 @@ public actor MQTTMirrorService {
         onConnectionChange: @escaping ConnectionHandler = { _ in }
     ) throws {
         var mirror = try Mirror(configuration: mirror)
+        self.outbox = try MQTTOutbox(directory: stateDirectory, capacity: outboxCapacity, logger: logger)
         let publishedComponentsFile = PublishedComponentsFile(stateDirectory: stateDirectory.path)
-        do {
-            mirror.publishedComponents = try publishedComponentsFile.load()
-            mirror.publishedDiscoveryPrefix = try publishedComponentsFile.loadPrefix()
-        } catch {
-            throw MQTTError.invalidConfiguration("\(error)")
-        }
         var configuration = configuration
         configuration.will = mirror.lastWill
-        self.client = try MQTTClient(configuration: configuration, logger: logger)
+        do {
+            do {
+                mirror.publishedComponents = try publishedComponentsFile.load()
+                mirror.publishedDiscoveryPrefix = try publishedComponentsFile.loadPrefix()
+            } catch {
+                throw MQTTError.invalidConfiguration("\(error)")
+            }
+            self.client = try MQTTClient(configuration: configuration, logger: logger)
+            self.startFailure = nil
+        } catch {
+            self.client = nil
+            self.startFailure = error as? MQTTError ?? .invalidConfiguration("\(error)")
+        }
         self.mirror = mirror
-        self.outbox = try MQTTOutbox(directory: stateDirectory, capacity: outboxCapacity, logger: logger)
         self.logger = logger
         self.now = now
         self.started = now()
@@ -103,6 +122,7 @@ public actor MQTTMirrorService {
     /// Connects (and keeps reconnecting) until `stop()`, publishing heartbeats as they fall due;
     /// returns after the client has stopped.
     public func run() async {
+        guard let client else { return }
         client.start()
         // The timer fires on the event loop; the heartbeats are this actor's: one hop per check.
         let heartbeats = DeadlineTimer { [weak self] _ in
@@ -121,6 +141,7 @@ public actor MQTTMirrorService {
     /// Publishes `offline` (a clean shutdown does not trigger the Last Will), then disconnects.
     public func stop() async {
         isStopping = true
+        guard let client else { return }
         if let connection {
             _ = try? client.publish(mirror.offlineMessage, on: connection)
         }
@@ -133,6 +154,7 @@ public actor MQTTMirrorService {
         if case .peripheralState(var state) = event {
             state.uptime = Int(now().timeIntervalSince(started))
             state.outbox = outbox.count
+            state.refused = refusedEvents
             event = .peripheralState(state)
         }
         for action in mirror.apply(event) {
@@ -167,7 +189,7 @@ public actor MQTTMirrorService {
             onConnectionChange(nil)
             inFlight = [:]
             dropHeld()
-            logger.info("MQTT connected to \(client.configuration.host):\(client.configuration.port) (\(id))")
+            logger.info("MQTT connected to \(brokerAddress) (\(id))")
             for topic in mirror.inboundSubscriptions { subscribe(topic) }
             // Queued events first, then the current retained state, so the retained topics end
             // on their latest values even when the outbox held older ones.
@@ -190,11 +212,9 @@ public actor MQTTMirrorService {
             onConnectionChange("\(error); retrying")
 
         case .delivered(let id, let messageID, let reasonCode):
-            guard id == connection, let sequence = inFlight.removeValue(forKey: messageID) else { return }
-            if reasonCode >= 0x80 {
-                logger.error("MQTT broker refused queued event #\(sequence) (reason code \(reasonCode)); not retried")
-            }
-            do { try outbox.acknowledge(sequence) } catch { logger.error("\(error)") }
+            guard id == connection, let entry = inFlight.removeValue(forKey: messageID) else { return }
+            if reasonCode >= 0x80 { refused(entry, reasonCode: reasonCode) }
+            do { try outbox.acknowledge(entry.sequence) } catch { logger.error("\(error)") }
 
         case .caughtUp(let id):
             if id == connection { publishHeld(on: id) }
@@ -232,6 +252,22 @@ public actor MQTTMirrorService {
         }
     }
 
+    /// A refused event is not retried (the broker would refuse it again, and hold up the
+    /// outbox), nor dropped unseen: it is logged, published whole on `error`, and counted in the
+    /// `state` topic and `gattway status`.
+    private func refused(_ entry: OutboxEntry, reasonCode: Int32) {
+        let reason = "the broker refused it: \(MQTTClient.reasonString(reasonCode)) (reason code 0x\(String(reasonCode, radix: 16)))"
+        refusedEvents += 1
+        logger.error("MQTT event #\(entry.sequence) on \(entry.message.topic): \(reason); published on \(mirror.topics.error) instead")
+        publish(mirror.refusal(of: entry.message, reason: reason, at: now()))
+        handle(.peripheralState(mirror.peripheralState))
+    }
+
+    private var brokerAddress: String {
+        guard let client else { return "(no connection)" }
+        return "\(client.configuration.host):\(client.configuration.port)"
+    }
+
     private func publishDiscovery() {
         for message in mirror.discoveryMessages { publish(message) }
     }
@@ -267,21 +303,24 @@ public actor MQTTMirrorService {
                 send(try outbox.append(message))
                 outbox.sync()
             } catch {
-                logger.error("MQTT event on \(message.topic) could not be queued: \(error)")
+                // Still sent to a connected broker: only a broker out of reach now loses it.
+                let fate = connection == nil ? "lost (no broker connected)" : "sent without the outbox"
+                logger.error("MQTT event on \(message.topic) could not be queued: \(error); \(fate)")
+                publish(message)
             }
         case .publish(let message, durable: false):
             publish(message)
         case .subscribe(let topic):
             subscribe(topic)
         case .unsubscribe(let topic):
-            guard let connection else { return }
+            guard let connection, let client else { return }
             report { try client.unsubscribe(topic, on: connection) }
         }
     }
 
     private func send(_ entry: OutboxEntry) {
-        guard let connection else { return }
-        report { inFlight[try client.publish(entry.message, on: connection, reportsDelivery: true)] = entry.sequence }
+        guard let connection, let client else { return }
+        report { inFlight[try client.publish(entry.message, on: connection, reportsDelivery: true)] = entry }
     }
 
     /// Non-durable messages are only sent while connected: what matters of them is re-published
@@ -289,7 +328,7 @@ public actor MQTTMirrorService {
     /// as the newest of its topic, so a broker that is connected but slow holds gattway's memory
     /// to one message per topic, and gets the newest state first when it catches up.
     private func publish(_ message: MQTTMessage) {
-        guard let connection else { return }
+        guard let connection, let client else { return }
         guard held.isEmpty, !client.isBehind(on: connection) else {
             hold(message)
             return
@@ -298,7 +337,7 @@ public actor MQTTMirrorService {
     }
 
     private func hold(_ message: MQTTMessage) {
-        if held.isEmpty {
+        if held.isEmpty, let client {
             logger.warning(
                 "MQTT broker is behind (\(client.configuration.maximumBacklog) messages not taken yet): holding the newest value of each topic until it catches up"
             )
@@ -312,6 +351,7 @@ public actor MQTTMirrorService {
 
     /// Publishes the held messages, oldest topic first, until the broker is behind again.
     private func publishHeld(on connection: MQTTConnectionID) {
+        guard let client else { return }
         var sent = 0
         while sent < heldTopics.count, !client.isBehind(on: connection) {
             let topic = heldTopics[sent]
@@ -334,7 +374,7 @@ public actor MQTTMirrorService {
     }
 
     private func subscribe(_ topic: String) {
-        guard let connection else { return }
+        guard let connection, let client else { return }
         report { try client.subscribe(topic, on: connection) }
     }
 

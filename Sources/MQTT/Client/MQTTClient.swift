@@ -49,6 +49,13 @@ public enum MQTTClientEvent: Sendable, Equatable {
 /// for good on TLS or authorization errors. Each connection attempt uses a fresh `mosquitto` instance: its
 /// session state (in-flight messages, subscriptions) dies with the connection, so the caller's
 /// persistent outbox is the only source of redelivery and nothing is sent twice by two layers.
+///
+/// `stop()` is bounded whatever the broker does: it waits for the loop's connection to end (its
+/// DISCONNECT sent, or `disconnectBound` passed), never for the client's thread, which may sit in
+/// a blocking call that nothing can interrupt (name resolution, a SYN to a host that drops it:
+/// minutes). That thread is detached and holds its own reference to the client, so it can finish
+/// that call after `stop()` returned; it then finds the stop, closes what it made (a DISCONNECT
+/// first, so no Last Will is published for it) and ends without handing anything to the loop.
 public final class MQTTClient: @unchecked Sendable {
     // @unchecked: `lock` guards `connection` and the start/stop state; `context`, `link` and
     // `linkOutcome` belong to the client's thread while it connects and to the event loop while
@@ -70,8 +77,11 @@ public final class MQTTClient: @unchecked Sendable {
     private var connection: MQTTConnectionID?
     private var started = false
     private var stopRequested = false
-    private var exited = false
-    private var exitWaiters: [CheckedContinuation<Void, Never>] = []
+    /// `stop()` calls waiting for the loop's connection to end; touched on the loop only.
+    private var linkEndWaiters: [CheckedContinuation<Void, Never>] = []
+
+    /// How long `stop()` lets a connection's DISCONNECT take to go out before closing it anyway.
+    public static let disconnectBound: Duration = .seconds(1)
 
     /// Resolves the password (file or environment) and validates the configuration; does not
     /// connect yet.
@@ -93,6 +103,9 @@ public final class MQTTClient: @unchecked Sendable {
         self.events = stream
         self.context = CallbackContext(continuation: continuation, maximumBacklog: configuration.maximumBacklog)
     }
+
+    /// An MQTT 5 reason code as the specification names it ("Not authorized").
+    public static func reasonString(_ code: Int32) -> String { String(cString: mosquitto_reason_string(code)) }
 
     /// The network thread's name, as `top -H`, `ps -L` and a crash's backtrace show it.
     public static let threadName = "gattway-mqtt"
@@ -120,23 +133,20 @@ public final class MQTTClient: @unchecked Sendable {
         pthread_detach(thread)
     }
 
-    /// Disconnects cleanly (no Last Will) and waits for the network thread to end.
+    /// Disconnects cleanly (no Last Will) and ends `events`; returns once the loop's connection
+    /// has ended, within `disconnectBound`, without waiting for the client's thread (see the type).
     public func stop() async {
-        let wasStarted: Bool = lock.withLock { _ in
-            stopRequested = true
-            return started
-        }
-        loop.execute { [self] in disconnectLink() }
+        lock.withLock { _ in stopRequested = true }
+        // A back-off wait ends at once; a blocking connect ends when it ends, and gives up then.
         wakeUp.signal()
-        guard wasStarted else { return }
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-            let done: Bool = lock.withLock { _ in
-                if exited { return true }
-                exitWaiters.append(waiter)
-                return false
+            loop.execute { [self] in
+                guard link != nil else { return waiter.resume() }
+                linkEndWaiters.append(waiter)
+                disconnectLink()
             }
-            if done { waiter.resume() }
         }
+        context.continuation.finish()
     }
 
     /// Hands a message to the current connection and returns its message id. With
@@ -238,12 +248,6 @@ public final class MQTTClient: @unchecked Sendable {
             _ = wakeUp.wait(timeout: .now() + .nanoseconds(Int(delay.nanoseconds)))
         }
         context.continuation.finish()
-        let waiters: [CheckedContinuation<Void, Never>] = lock.withLock { _ in
-            exited = true
-            defer { exitWaiters = [] }
-            return exitWaiters
-        }
-        waiters.forEach { $0.resume() }
     }
 
     private struct ConnectionOutcome {
@@ -269,6 +273,11 @@ public final class MQTTClient: @unchecked Sendable {
         let keepalive = Int32(clamping: max(configuration.keepalive.components.seconds, 5))
         var rc = mosquitto_connect(mosq, configuration.host, Int32(configuration.port), keepalive)
         var savedErrno = errno
+        if rc == MOSQ_ERR_SUCCESS.rawValue, lock.withLock({ _ in stopRequested }) {
+            // Stopped while connecting: the CONNECT is out, so say goodbye (no Last Will) and close.
+            mosquitto_disconnect(mosq)
+            return ConnectionOutcome(wasConnected: false, error: .notConnected)
+        }
         if rc == MOSQ_ERR_SUCCESS.rawValue {
             // Connected, the CONNECT sent: the loop runs the connection until it ends.
             // Handed over: this thread does not touch it until `linkEnded`.
@@ -369,7 +378,7 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     /// Pings and the keepalive's timeout, once a second; after `stop()`, the end of the wait for
-    /// the DISCONNECT to go out.
+    /// the DISCONNECT to go out (`disconnectBound`).
     private func serviceKeepalive() {
         guard let link else { return }
         if let deadline = link.disconnectDeadline, EventLoop.now() >= deadline {
@@ -382,10 +391,12 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     /// Queues the DISCONNECT (no Last Will) and sends it; the connection ends once it is out, or
-    /// after 5 s of a broker that does not take it.
+    /// after `disconnectBound` of a broker that does not take it (a TLS handshake it never
+    /// answers, a full socket).
     private func disconnectLink() {
         guard let link, link.disconnectDeadline == nil else { return }
-        link.disconnectDeadline = EventLoop.now() + 5_000_000_000
+        link.disconnectDeadline = EventLoop.now() + UInt64(Self.disconnectBound.nanoseconds)
+        link.keepalive.arm(after: Self.disconnectBound)
         mosquitto_disconnect(link.mosq)
         flushLink()
     }
@@ -400,6 +411,9 @@ public final class MQTTClient: @unchecked Sendable {
         lock.withLock { _ in connection = nil }
         linkOutcome = LinkOutcome(code: rc, errno: savedErrno)
         linkEnded.signal()
+        let waiters = linkEndWaiters
+        linkEndWaiters = []
+        waiters.forEach { $0.resume() }
     }
 
     private func classify(_ rc: Int32, errno savedErrno: Int32) -> MQTTError {

@@ -323,6 +323,19 @@ public struct Mirror: Sendable {
         return MQTTMessage(topic: topics.error, payload: payload.bytes)
     }
 
+    /// The message on `<base>/<dev>/error` for a durable event the broker refused (an MQTT 5
+    /// PUBACK with a reason code of 0x80 or more): the event itself, so it is not lost unseen.
+    public func refusal(of message: MQTTMessage, reason: String, at date: Date) -> MQTTMessage {
+        let payload = JSONText.object([
+            ("topic", .string(message.topic)), ("payload", .string(String(decoding: message.payload, as: UTF8.self))),
+            ("reason", .string(reason)), ("ts", .string(MirrorTimestamp.string(date)))
+        ])
+        return MQTTMessage(topic: topics.error, payload: payload.bytes)
+    }
+
+    /// The last peripheral state applied (`state` topic), for publishing it again with new counts.
+    public var peripheralState: MirrorPeripheralState { peripheral }
+
     // MARK: Rendering
 
     private var homeAssistantStatusTopic: String? {
@@ -339,6 +352,7 @@ public struct Mirror: Sendable {
             ("advertising", .bool(peripheral.advertising)),
             ("centrals", .array(orderedCentrals.map { .string($0.address) })),
             ("uptime", .integer(Int64(peripheral.uptime))), ("outbox", .integer(Int64(peripheral.outbox))),
+            ("refused", .integer(Int64(peripheral.refused))),
             ("counters", .object(peripheral.counters.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })),
             ("pairing", .bool(peripheral.pairing)),
             ("unavailable", .object(peripheral.unavailable.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }))

@@ -264,6 +264,8 @@ public struct MirrorPeripheralState: Sendable, Equatable {
     public var uptime: Int
     /// Events waiting in the MQTT outbox; the MQTT service sets it when it publishes.
     public var outbox: Int
+    /// Durable events the broker refused (each also published on `error`); the MQTT service sets it.
+    public var refused: Int
     /// Whether new centrals may pair now (a pairing window is open, or `pairing: open`).
     public var pairing: Bool
     /// The sensors whose readings are not current, with why.
@@ -271,7 +273,7 @@ public struct MirrorPeripheralState: Sendable, Equatable {
 
     public init(
         state: String, advertising: Bool, counters: [String: Int] = [:], uptime: Int = 0, outbox: Int = 0,
-        pairing: Bool = false, unavailable: [String: String] = [:]
+        refused: Int = 0, pairing: Bool = false, unavailable: [String: String] = [:]
     ) {
         self.pairing = pairing
         self.state = state
@@ -280,6 +282,7 @@ public struct MirrorPeripheralState: Sendable, Equatable {
         self.unavailable = unavailable
         self.uptime = uptime
         self.outbox = outbox
+        self.refused = refused
     }
 }
 

@@ -173,8 +173,17 @@ public final class MQTTOutbox {
         init(done sequence: UInt64) { done = sequence }
     }
 
+    /// The journal's pending events; none when there is no journal yet. A journal that exists but
+    /// cannot be read throws, and is left as it is: rewriting it empty would lose its events.
     private static func replay(_ url: URL, logger: Logger) throws -> [OutboxEntry] {
-        guard let data = FileManager.default.contents(atPath: url.path) else { return [] }
+        let data: [UInt8]
+        do {
+            guard let contents = try StateFile.read(url.path) else { return [] }
+            data = contents
+        } catch {
+            throw MQTTError.requestFailed(
+                "the MQTT outbox cannot be read (\(error)); it is left untouched, with the events it holds")
+        }
         var pending: [UInt64: OutboxEntry] = [:]
         let decoder = JSONDecoder()
         let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)
