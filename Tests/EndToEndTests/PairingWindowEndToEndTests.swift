@@ -64,7 +64,7 @@ struct PairingWindowEndToEndTests {
         let watcher = try MQTTWatcher(port: broker.port, filter: "gattway/pairwin/state")
         defer { Task { await watcher.stop() } }
         #expect(
-            await watcher.first { $0.text?.hasSuffix(#","pairing":false}"#) == true } != nil,
+            await watcher.first { $0.text?.contains(#","pairing":false,"#) == true } != nil,
             "the state topic says the window is closed")
 
         // Outside the window: refused, counted, logged; the relay stays off.
@@ -84,7 +84,7 @@ struct PairingWindowEndToEndTests {
         #expect(opened.stdout.hasPrefix("pairing window open for "), "\(opened.stdout)")
         #expect(opened.stdout.contains("1 pairings refused since the start"), "\(opened.stdout)")
         #expect(
-            await watcher.first(after: mark) { $0.text?.hasSuffix(#","pairing":true}"#) == true } != nil,
+            await watcher.first(after: mark) { $0.text?.contains(#","pairing":true,"#) == true } != nil,
             "the state topic says the window is open")
         let scout = try await rig.phone()
         let found = try await scout.run("scan", ["name": "pairwin", "timeout": 10])
@@ -95,9 +95,9 @@ struct PairingWindowEndToEndTests {
 
         // The window closes by itself; a second new phone is refused and cannot write.
         #expect(rig.waitForLog("pairing window closed", timeout: 30))
-        let openedAt = try #require(watcher.messages.firstIndex { $0.text?.hasSuffix(#","pairing":true}"#) == true })
+        let openedAt = try #require(watcher.messages.firstIndex { $0.text?.contains(#","pairing":true,"#) == true })
         #expect(
-            await watcher.first(after: openedAt + 1) { $0.text?.hasSuffix(#","pairing":false}"#) == true } != nil,
+            await watcher.first(after: openedAt + 1) { $0.text?.contains(#","pairing":false,"#) == true } != nil,
             "the state topic says the window closed")
         let second = try await rig.phone()
         try await rig.connect(second)
