@@ -89,7 +89,10 @@ import TestHarness
     /// hand, a process of another user connects, and is answered with a refusal, never served.
     @Test func aPeerThatIsNeitherRootNorTheServiceUserIsRefused() async throws {
         try #require(geteuid() == 0, "needs root to run a client as another user")
-        let parent = try temporaryDirectory("control")
+        // Under /tmp itself: the test run's TMPDIR (mktemp -d, mode 0700) is closed to the other user.
+        let parent = URL(fileURLWithPath: "/tmp/gattway-test-peer-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: parent) }
         let directory = parent.appendingPathComponent("run").path
         let control = try ControlSocket(runtimeDirectory: directory) { _ in ControlResponse(removed: 3) }
         control.start()
