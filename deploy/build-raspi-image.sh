@@ -79,7 +79,7 @@ if [[ ! -f $base/.gattway-complete ]]; then
 fi
 raspi_packages="linux-image-arm64 raspi-firmware firmware-brcm80211 bluez-firmware initramfs-tools
  systemd-resolved systemd-timesyncd wpasupplicant wireless-regdb openssh-server cloud-guest-utils
- e2fsprogs dbus kmod iproute2 gpiod libgpiod3 libmosquitto1 libbluetooth3 libyaml-0-2 adduser"
+ fdisk e2fsprogs dbus kmod iproute2 gpiod libgpiod3 libmosquitto1 libbluetooth3 libyaml-0-2 adduser"
 raspi_packages=$(echo $raspi_packages)
 raspi_stamp="$(cat "$base/.gattway-complete"); trixie main non-free-firmware: $raspi_packages; $(sha256sum <"$files/raspi-firmware.default" | cut -c1-16)"
 apt_options=(-o Acquire::Check-Valid-Until=false -o Acquire::Retries=3 -o Dpkg::Options::=--force-confold)
@@ -190,7 +190,7 @@ mcopy -s -p -m -i "$work/boot.vfat" "$work/firmware"/* ::/
 # the first boot grows it to the card.
 used_mib=$(($(du -s --block-size=1M "$root" | cut -f1)))
 root_mib=$((used_mib + (used_mib / 4 > 256 ? used_mib / 4 : 256)))
-mkfs.ext4 -q -L RASPIROOT -d "$root" -E root_owner=0:0 "$work/root.ext4" "${root_mib}M"
+mkfs.ext4 -q -b 4096 -L RASPIROOT -d "$root" -E root_owner=0:0 "$work/root.ext4" "${root_mib}M"
 
 # 6. The image: MBR, the boot partition at 4 MiB (type c, FAT32 LBA), the root right after.
 image=$work/$name.img

@@ -144,7 +144,7 @@ boot_pi() {
     echo "$(date +%s)" >"$work/$name.started"
 }
 on() { # on NAME COMMAND: runs COMMAND on that Pi through SSH, as root, with the key given above
-    ssh -q -i "$work/id_ed25519" -p "$(cat "$work/$1.ssh-port")" -o BatchMode=yes -o ConnectTimeout=20 \
+    timeout "${on_timeout:-120}" ssh -q -i "$work/id_ed25519" -p "$(cat "$work/$1.ssh-port")" -o BatchMode=yes -o ConnectTimeout=20 \
         -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null root@127.0.0.1 "$2"
 }
 export work
@@ -153,7 +153,7 @@ export -f on  # the checks run their commands through bash -c
 wait_ready() {
     local name=$1 deadline=$((SECONDS + 720)) state
     while ((SECONDS < deadline)); do
-        state=$(on "$name" 'systemctl is-system-running --wait' 2>/dev/null) && break
+        state=$(on_timeout=600 on "$name" 'systemctl is-system-running --wait' 2>/dev/null) && break
         [[ -n $state ]] && break
         sleep 10
     done
