@@ -138,8 +138,15 @@ rm -f "$root/.gattway-complete"
 cp "$deb" "$root/tmp/gattway.deb"
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 say "installing $(basename "$deb")"
-inside "$root" apt-get "${apt_options[@]}" install -y -qq --no-install-recommends /tmp/gattway.deb >"$work/apt.log" 2>&1 \
-    || { tail -n 30 "$work/apt.log" >&2; fail "apt-get install of the package failed in the image root"; }
+# The cached root's package lists may be old: when apt cannot get a new dependency from them,
+# they are fetched again once.
+install_package() {
+    inside "$root" apt-get "${apt_options[@]}" install -y -qq --no-install-recommends /tmp/gattway.deb >>"$work/apt.log" 2>&1
+}
+if ! install_package; then
+    inside "$root" apt-get "${apt_options[@]}" update -qq >>"$work/apt.log" 2>&1 && install_package \
+        || { tail -n 30 "$work/apt.log" >&2; fail "apt-get install of the package failed in the image root"; }
+fi
 rm -f "$root/tmp/gattway.deb"
 
 # The image's configuration: the package's example names GPIO lines and a broker no fresh Pi
