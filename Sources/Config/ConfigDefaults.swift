@@ -21,6 +21,10 @@ public enum ConfigDefaults {
     public static let supervisionTimeout = Duration.seconds(4)
     public static let ioCapabilities = IOCapabilities.noInputNoOutput
     public static let allowLegacy = false
+    public static let pairing = PairingPolicy.window
+    public static let pairingWindow = Duration.seconds(120)
+    public static let firstStartWindow = Duration.seconds(600)
+    public static let pairPress = Duration.seconds(3)
     public static let stateDirectory = "/var/lib/gattway"
     /// systemd's `RuntimeDirectory=gattway`.
     public static let runtimeDirectory = "/run/gattway"

@@ -114,6 +114,28 @@ public enum ConfigReference {
         ),
 
         Entry(
+            key: "bluetooth.security.pairing", type: "enum", defaultValue: D.pairing.rawValue,
+            meaning:
+                "`window`: new centrals may pair only while a pairing window is open (`gattway pair`, a long press of the `pair_with` button, or `first_start_window` after a start without bonds); outside it a Pairing Request gets Pairing Failed (Pairing Not Supported), which is logged and counted. Bonded centrals reconnect and encrypt at any time. `open`: anyone in radio range may pair at any time (`gattway check` warns when outputs are writable)."
+        ),
+        Entry(
+            key: "bluetooth.security.pairing_window", type: "duration 10s-1h", defaultValue: d(D.pairingWindow),
+            meaning: "How long `gattway pair` (without `--for`) and the `pair_with` button open the pairing window."),
+        Entry(
+            key: "bluetooth.security.first_start_window", type: "duration 0s-1h", defaultValue: d(D.firstStartWindow),
+            meaning:
+                "How long the pairing window opens when gattway starts with no bonded central, so a fresh install can pair its first phone; `0s` keeps it closed until `gattway pair`."
+        ),
+        Entry(
+            key: "bluetooth.security.pair_with", type: "sensor id", defaultValue: none,
+            meaning:
+                "A binary sensor (a button): holding it active for `pair_press` and releasing it opens the pairing window for `pairing_window`. Not the `confirm_with` button."
+        ),
+        Entry(
+            key: "bluetooth.security.pair_press", type: "duration 500ms-30s", defaultValue: d(D.pairPress),
+            meaning: "How long `pair_with` must be held (a shorter press does nothing)."),
+
+        Entry(
             key: "bluetooth.bthome", type: "mapping", defaultValue: none,
             meaning: "How the readings of sensors with `bthome: true` are broadcast."),
         Entry(
@@ -186,6 +208,12 @@ public enum ConfigReference {
             key: "gpio.chips[].lines[].generator.humidity", type: "number 0-100 (%)",
             defaultValue: n(D.dhtHumidity), meaning: "`dht22`, `dht11`: relative humidity reported."),
         Entry(
+            key: "gpio.chips[].lines[].generator.silent_after", type: "duration", defaultValue: none,
+            meaning: "`dht22`, `dht11`: the sensor stops answering this long after the start (a loose wire)."),
+        Entry(
+            key: "gpio.chips[].lines[].generator.silent_for", type: "duration", defaultValue: "for good",
+            meaning: "`dht22`, `dht11`: how long it stays silent, from `silent_after`; then it answers again."),
+        Entry(
             key: "gpio.chips[].lines[].generator.distance", type: "number 0.02-4 (m)",
             defaultValue: n(D.hcsr04Distance), meaning: "`hcsr04`: distance the echo encodes."),
         Entry(
@@ -206,7 +234,7 @@ public enum ConfigReference {
             defaultValue: "required (not "
                 + SensorKinds.all.filter { !$0.settings.contains("line") }.map { "`\($0.name)`" }
                 .joined(separator: "/") + ")",
-            meaning: "The line, by name (`GPIO17`)."),
+            meaning: "The line, by name (`GPIO17`; on a Pi also `pin11`, the header pin)."),
         Entry(
             key: "sensors[].chip", type: "string", defaultValue: "any chip",
             meaning: "Chip label, name or /dev path holding the sensor's lines."),

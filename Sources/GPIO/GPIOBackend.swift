@@ -3,6 +3,9 @@
 public protocol GPIOBackend: Sendable {
     /// All chips and their lines, for `gattway lines` and for resolving names.
     func chips() throws -> [ChipInfo]
+    /// The Raspberry Pi the chips belong to, when they are a Pi's: explains a kernel that shows
+    /// no chip for its header.
+    var board: RaspberryPiBoard? { get }
     /// The current monotonic time of this backend's clock, in nanoseconds (the kernel's
     /// CLOCK_MONOTONIC, or the simulator's clock).
     func now() -> UInt64
@@ -75,8 +78,11 @@ extension InputLine {
 }
 
 extension GPIOBackend {
+    /// No board: the simulator's chips are nobody's.
+    public var board: RaspberryPiBoard? { nil }
+
     /// Resolves a selector against this backend's chips, with the errors of `LineResolver`.
     public func resolve(_ selector: LineSelector) throws -> ResolvedLine {
-        try LineResolver.resolve(selector, in: chips())
+        try LineResolver.resolve(selector, in: chips(), board: board)
     }
 }

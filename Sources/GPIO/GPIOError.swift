@@ -2,6 +2,9 @@
 public enum GPIOError: Error, Equatable, CustomStringConvertible {
     /// No line with this name; `closest` are the most similar existing names.
     case lineNotFound(LineSelector, closest: [String])
+    /// A Raspberry Pi's GPIO (`GPIO<n>`, `pin<k>`) on a kernel whose device tree gives the
+    /// board no chip for its header (Debian trixie's kernel on a Pi 5); `chips` are those it has.
+    case headerChipMissing(LineSelector, board: RaspberryPiBoard, chips: [String])
     /// The selector's chip matches no chip (by label, name or path).
     case chipNotFound(String, available: [String])
     /// The line is held by another consumer (EBUSY).
@@ -18,6 +21,8 @@ public enum GPIOError: Error, Equatable, CustomStringConvertible {
         case let .lineNotFound(selector, closest):
             let hint = closest.isEmpty ? "" : "; closest names: \(closest.joined(separator: ", "))"
             return "GPIO line \(selector) not found\(hint) (run `gattway lines` to list them)"
+        case let .headerChipMissing(selector, board, chips):
+            return "GPIO line \(selector) not found: \(board.missingHeaderChip(chips: chips))"
         case let .chipNotFound(chip, available):
             return "GPIO chip \(chip) not found; chips: \(available.joined(separator: ", "))"
         case let .lineBusy(line, consumer):
@@ -31,52 +36,5 @@ public enum GPIOError: Error, Equatable, CustomStringConvertible {
         case let .released(line):
             return "GPIO line \(line) was already released"
         }
-    }
-}
-
-/// Finds a line by name among chips, and otherwise explains what exists.
-enum LineResolver {
-    static func resolve(_ selector: LineSelector, in chips: [ChipInfo]) throws -> ResolvedLine {
-        var candidates = chips
-        if let chip = selector.chip {
-            candidates = chips.filter { $0.matches(chip: chip) }
-            if candidates.isEmpty {
-                throw GPIOError.chipNotFound(chip, available: chips.map { "\($0.name) [\($0.label)]" })
-            }
-        }
-        for chip in candidates {
-            if let line = chip.lines.first(where: { $0.name == selector.name }) {
-                return ResolvedLine(chip: chip, offset: line.offset, name: line.name)
-            }
-        }
-        let names = candidates.flatMap { $0.lines.map(\.name) }.filter { !$0.isEmpty }
-        throw GPIOError.lineNotFound(selector, closest: closestNames(to: selector.name, among: names))
-    }
-
-    /// Up to `limit` names nearest to `name` by case-insensitive edit distance, only those
-    /// close enough to be a plausible typo (at most half the name's length apart).
-    static func closestNames(to name: String, among names: [String], limit: Int = 3) -> [String] {
-        let target = Array(name.lowercased())
-        let cutoff = max(2, target.count / 2)
-        let scored = Set(names).map { ($0, editDistance(target, Array($0.lowercased()))) }
-            .filter { $0.1 <= cutoff }
-            .sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }
-        return scored.prefix(limit).map(\.0)
-    }
-
-    /// Levenshtein distance.
-    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
-        if a.isEmpty { return b.count }
-        var previous = Array(0...b.count)
-        var current = previous
-        for i in 1...a.count {
-            current[0] = i
-            for j in stride(from: 1, through: b.count, by: 1) {
-                let substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, substitution)
-            }
-            swap(&previous, &current)
-        }
-        return previous[b.count]
     }
 }

@@ -174,6 +174,9 @@ public struct ChipInfo: Sendable, Equatable {
         self.lines = lines
     }
 
+    /// `gpiochip0 [pinctrl-bcm2835]`, as errors list chips.
+    var summary: String { "\(name) [\(label)]" }
+
     /// Whether `selector.chip` (label, name or path) designates this chip.
     func matches(chip: String) -> Bool {
         chip == path || chip == name || chip == label

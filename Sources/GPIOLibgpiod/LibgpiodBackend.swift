@@ -9,14 +9,22 @@ import Glibc
 /// compiled against).
 public final class LibgpiodBackend: GPIOBackend, @unchecked Sendable {
     private let deviceDirectory: String
+    public let board: RaspberryPiBoard?
     /// Selectors already resolved: resolving reads every line of every chip, too slow to repeat
     /// between a DHT's start signal and its answer. Guarded by `lock`.
     private var resolved: [LineSelector: ResolvedLine] = [:]
     private let lock = Mutex(())
 
-    /// - Parameter deviceDirectory: where `gpiochipN` devices are looked for.
-    public init(deviceDirectory: String = "/dev") {
+    /// - Parameters:
+    ///   - deviceDirectory: where `gpiochipN` devices are looked for.
+    ///   - deviceTreeDirectory: where the kernel shows the device tree's root node, whose `model`
+    ///     and `compatible` say whether this is a Raspberry Pi (`board`).
+    public init(deviceDirectory: String = "/dev", deviceTreeDirectory: String = "/proc/device-tree") {
         self.deviceDirectory = deviceDirectory
+        func property(_ name: String) -> [UInt8] {
+            FileManager.default.contents(atPath: "\(deviceTreeDirectory)/\(name)").map { [UInt8]($0) } ?? []
+        }
+        board = RaspberryPiBoard(modelProperty: property("model"), compatibleProperty: property("compatible"))
     }
 
     /// 1 or 2: the libgpiod API in use. On 1 debounce is done in software and lost events can

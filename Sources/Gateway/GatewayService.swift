@@ -109,6 +109,10 @@ public struct GatewayService: Service {
         let watchdog = watchdogInterval.map { ServiceWatchdog(interval: $0, systemd: systemd) }
         watchdog?.start()
         await mirror?.attach()
+        if config.bluetooth.security.pairing == .open {
+            logger.warning("pairing is open at all times (bluetooth.security.pairing: open): anyone in radio range can pair")
+            await pipeline.pairingWindowChanged(true)
+        }
         await running.launch(
             into: RunningConfiguration.Sinks(pipeline: pipeline, bthome: bthome, host: host, mirror: mirror))
         await withTaskGroup(of: Void.self) { group in
@@ -183,7 +187,8 @@ public struct GatewayService: Service {
     }
 
     /// Logs the host's events, tells the pipeline (for MQTT's
-    /// `state`) when advertising starts and stops, publishes a pairing's random passkey or
+    /// `state`) when advertising starts and stops and the pairing window opens and closes (which
+    /// the advertising flags say too), publishes a pairing's random passkey or
     /// Numeric Comparison number on MQTT, and tells systemd how the controller is doing
     /// (`ServiceReadiness`: READY=1 at the first power-on, when the services are published; the
     /// number of connected centrals in STATUS=).
@@ -212,6 +217,14 @@ public struct GatewayService: Service {
             case .passkeyDisplayed(let central, let passkey?):
                 // The host logged it already (notice); a fixed passkey (nil) is never published.
                 await mirror?.pairing(central: "\(central.address)", prompt: .passkey(SecurityEvent.sixDigits(passkey)))
+            case .pairingWindowChanged(let open):
+                // The host logged it; the advertising flags and MQTT's state follow.
+                do {
+                    try await host.advertisePairingWindow(open)
+                } catch {
+                    logger.warning("advertising the pairing window: \(error)")
+                }
+                await pipeline.pairingWindowChanged(open)
             case .numericComparison(let central, let number):
                 // The host logged the number; the press reaches the host from the sensor's values.
                 logger.notice("if \(central.address) shows \(SecurityEvent.sixDigits(number)), press \"\(confirmWith ?? "")\" to pair")

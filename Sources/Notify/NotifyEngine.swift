@@ -63,6 +63,10 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         let characteristic: Characteristic
         var policy = NotifyPolicy.immediate
         var latest: NotifySample?
+        /// `latest` is no longer current (its source stopped giving readings): no heartbeat or
+        /// fixed-interval tick resends it, and no new subscription is offered it, until a new
+        /// value comes.
+        var isStale = false
         /// One per subscribed central. A list, not a table keyed by central: a characteristic has
         /// a handful of subscribers, and every value walks them all.
         var subscriptions: [Subscription] = []
@@ -201,7 +205,9 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         characteristics[state].subscriptions.append(subscription)
         if centralIndex(of: central) == nil { centrals.append(CentralState(central: central)) }
         let position = Position(state: state, slot: characteristics[state].subscriptions.count - 1)
-        if policy(position).currentValueOnSubscribe, let current = characteristics[state].latest {
+        if policy(position).currentValueOnSubscribe, !characteristics[state].isStale,
+            let current = characteristics[state].latest
+        {
             judgeValue(at: position, sample: current, now: now)
         }
     }
@@ -255,10 +261,17 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     // MARK: Values and time
 
+    /// The value of `characteristic` is no longer current: ticks stop resending it (a value
+    /// already held back by an interval still goes) until `update` brings a new one.
+    public mutating func markStale(_ characteristic: Characteristic) {
+        characteristics[place(of: characteristic)].isStale = true
+    }
+
     /// A new value of `characteristic`, judged for every subscribed central.
     public mutating func update(_ characteristic: Characteristic, sample: NotifySample, now: Duration) {
         let state = place(of: characteristic)
         characteristics[state].latest = sample
+        characteristics[state].isStale = false
         for slot in characteristics[state].subscriptions.indices {
             let position = Position(state: state, slot: slot)
             // A held value that never went out is superseded by this newer one.
@@ -506,7 +519,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// the heartbeat `maxInterval` after the last emission.
     private func nextTick(_ position: Position) -> Duration? {
         let handled = self[position].ticksHandledUntil
-        let hasValue = characteristics[position.state].latest != nil
+        // A stale value is not ticked: resending it would show it as current.
+        let hasValue = characteristics[position.state].latest != nil && !characteristics[position.state].isStale
         if let state = triggerState(position) {
             guard hasValue else { return nil }
             return state.triggers.fixedIntervals.map { interval in

@@ -11,6 +11,7 @@ struct Emission {
     static let valueChannel = "value"
     static let lostEventsChannel = SensorSample.lostEventsChannel
     static let pressChannel = SensorSample.pressChannel
+    static let availabilityChannel = SensorSample.availabilityChannel
 }
 
 /// The kind-specific part of a sensor: owns its lines and turns edge events and time into
@@ -22,6 +23,9 @@ protocol SensorEngine: AnyObject {
     var inputs: [any InputLine] { get }
     /// When `tick` must next be called; after `tick(at: t)` it is later than `t` or nil.
     var deadline: UInt64? { get }
+    /// How often a polled sensor reads (its `SensorHealth` deadline follows from it); nil for a
+    /// sensor driven by edges, whose silence says nothing.
+    var pollIntervalNs: UInt64? { get }
     func start(at now: UInt64) throws -> [Emission]
     /// Appends the readings `event` produces to `emissions` (an array the caller reuses from one
     /// event to the next, so an edge allocates none).
@@ -39,6 +43,7 @@ protocol SensorEngine: AnyObject {
 }
 
 extension SensorEngine {
+    var pollIntervalNs: UInt64? { nil }
     func lost(_ count: Int, input: Int) {}
     func persist(at now: UInt64) -> Emission? { nil }
     func write(_ value: Bool, at now: UInt64) throws -> [Emission] {
@@ -113,6 +118,8 @@ final class SensorCore {
     /// channels and every value would otherwise hash its channel's name, twice.
     private var channels: [FilteredChannel] = []
     private var lostTotal = 0
+    /// Whether the readings are current; made when the sensor starts.
+    private var health: SensorHealth?
     // Kept between steps, so a step allocates no array for the edge events it reads and orders
     // or for the readings each produces.
     private var pendingEvents: [(event: EdgeEvent, input: Int)] = []
@@ -138,6 +145,7 @@ final class SensorCore {
     /// builds no arrays.
     var deadline: UInt64? {
         var earliest = engine.deadline
+        if let due = health?.deadline { earliest = min(earliest ?? due, due) }
         for channel in channels {
             if let due = channel.chain.deadline { earliest = min(earliest ?? due, due) }
         }
@@ -145,7 +153,8 @@ final class SensorCore {
     }
 
     func start(at now: UInt64) throws -> [SensorSample] {
-        finish(try engine.start(at: now))
+        health = SensorHealth(pollIntervalNs: engine.pollIntervalNs, startedAt: now)
+        return finish(try engine.start(at: now))
     }
 
     /// Reads every pending event and runs every deadline up to `now`, in time order, appending
@@ -196,6 +205,7 @@ final class SensorCore {
             if let due = deadline, due <= now, next == events.count || events[next].event.timestampNs > due {
                 if engine.deadline.map({ $0 <= due }) == true { finish(engine.tick(at: due), into: &values) }
                 tickFilters(at: due, into: &values)
+                if let became = health?.tick(at: due) { finish([became], into: &values) }
             } else if next < events.count {
                 emitted.removeAllKeepingStorage()
                 engine.handle(events[next].event, input: events[next].input, into: &emitted)
@@ -237,10 +247,27 @@ final class SensorCore {
     private func finish(_ emissions: [Emission], into values: inout [SensorSample]) {
         for emission in emissions {
             let unit = emission.channel == Emission.valueChannel ? (spec.unit ?? emission.unit) : emission.unit
-            // Lost-event totals and press events are counts and codes: no filter applies to them.
-            guard emission.channel != Emission.lostEventsChannel, emission.channel != Emission.pressChannel else {
+            // Lost-event totals, press events and availability are counts, codes and states: no
+            // filter applies to them, and only availability is not a reading of the sensor.
+            guard emission.channel != Emission.lostEventsChannel, emission.channel != Emission.pressChannel,
+                emission.channel != Emission.availabilityChannel
+            else {
+                if emission.channel == Emission.pressChannel, let back = health?.good(at: emission.time) {
+                    values.append(value(channel: back.channel, reading: back.reading, unit: "", time: back.time))
+                }
                 values.append(value(channel: emission.channel, reading: emission.reading, unit: unit, time: emission.time))
                 continue
+            }
+            if case .failure(let failure) = emission.reading {
+                values.append(value(channel: emission.channel, reading: emission.reading, unit: unit, time: emission.time))
+                if let became = health?.failed(failure, at: emission.time) {
+                    values.append(value(channel: became.channel, reading: became.reading, unit: "", time: became.time))
+                }
+                continue
+            }
+            // Back before the value, so whoever shows the value shows it as current.
+            if let back = health?.good(at: emission.time) {
+                values.append(value(channel: back.channel, reading: back.reading, unit: "", time: back.time))
             }
             let position = filteredChannel(emission.channel, unit: unit)
             // In place: a chain copied out and back would copy its state for every value.

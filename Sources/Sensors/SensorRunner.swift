@@ -92,9 +92,13 @@ public actor SensorRunner {
 
     private func publish(_ new: [SensorSample]) {
         for value in new {
-            // A failure is reported, not kept: the latest value stays the last one read, as the
-            // characteristics carrying it keep theirs.
+            // A failure, or the sensor's availability, is reported, not kept: the latest value stays
+            // the last one read, as the characteristics carrying it keep theirs.
             if case .failure = value.reading {
+                deliver?(value)
+                continue
+            }
+            guard value.channel != SensorSample.availabilityChannel else {
                 deliver?(value)
                 continue
             }

@@ -20,6 +20,10 @@ public struct SensorSample: Sendable, Equatable {
     public static let lostEventsChannel = "lost_events"
     /// The channel of a binary sensor's presses: each value is one press's `PressEvent` code.
     public static let pressChannel = "press"
+    /// The channel saying whether the sensor's readings are current (`SensorHealth`): a
+    /// `.failure(.unavailable(why))` when it has given no good reading for its deadline, `.bool(true)`
+    /// when a good reading brings it back. The sensor's other channels keep their last values.
+    public static let availabilityChannel = "available"
     /// Unit symbol, e.g. `°C`, `%`, `m`, `1/s`; empty for booleans and counts.
     public var unit: String
     /// Monotonic time (ns) the reading refers to: the edge or the measurement that produced it.
@@ -60,6 +64,8 @@ public enum SensorFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// State the sensor keeps across restarts (a counter's total) could not be saved; the
     /// sensor keeps it in memory, and the message says when it tries again.
     case notSaved(String)
+    /// The sensor has given no good reading for its deadline (`SensorHealth`): why.
+    case unavailable(String)
 
     public var description: String {
         switch self {
@@ -67,7 +73,7 @@ public enum SensorFailure: Error, Sendable, Equatable, CustomStringConvertible {
         case .checksumMismatch(let bytes):
             "checksum mismatch in frame \(bytes.map { String($0, radix: 16) }.joined(separator: " "))"
         case .incompleteFrame(let bits): "incomplete frame: \(bits) of 40 bits received"
-        case .gpio(let message), .notSaved(let message): message
+        case .gpio(let message), .notSaved(let message), .unavailable(let message): message
         }
     }
 }

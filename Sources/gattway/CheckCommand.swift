@@ -1,5 +1,7 @@
 import ArgumentParser
 import Config
+import Gateway
+import GPIOLibgpiod
 
 struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -8,7 +10,8 @@ struct CheckCommand: ParsableCommand {
         discussion: """
             Reports every problem at once, each with its YAML path and line, and exits with status 1 \
             if there is any error. Otherwise prints warnings and a short summary of what would be \
-            served, and exits with status 0.
+            served, and exits with status 0. On a Raspberry Pi the sensors' GPIO lines are also \
+            looked for on this machine's chips, and a line gattway run would not find is a warning.
             """)
 
     /// A setting printed alone, for scripts that must read the configuration as gattway does
@@ -38,12 +41,21 @@ struct CheckCommand: ParsableCommand {
             }
             return
         }
-        for warning in loaded.warnings {
+        for warning in loaded.warnings.map(\.description) + Self.lineProblemsOnThisPi(loaded.config) {
             printToStandardError("warning: \(warning)")
         }
         Swift.print("\(file.config): OK")
         for line in ConfigSummary.lines(loaded.config) {
             Swift.print("  \(line)")
         }
+    }
+
+    /// The lines `gattway run` would not find here, when here is a Raspberry Pi: elsewhere the
+    /// file is being checked for another machine.
+    private static func lineProblemsOnThisPi(_ config: GatewayConfig) -> [String] {
+        guard config.gpio.backend == .libgpiod else { return [] }
+        let backend = LibgpiodBackend()
+        guard backend.board != nil else { return [] }
+        return SensorLineCheck.problems(config, on: backend)
     }
 }

@@ -9,6 +9,7 @@ struct Gattway: AsyncParsableCommand {
         version: GattwayVersion.current,
         subcommands: [
             RunCommand.self, CheckCommand.self, LinesCommand.self, DemoCommand.self,
-            ConfigReferenceCommand.self, BondsCommand.self, StatusCommand.self, ReloadCommand.self
+            ConfigReferenceCommand.self, BondsCommand.self, StatusCommand.self, ReloadCommand.self,
+            PairCommand.self
         ])
 }

@@ -35,6 +35,7 @@ struct LinesCommand: ParsableCommand {
         let loaded = try config.map(loadConfigOrExit)
         let backend = backend ?? loaded?.config.gpio.backend ?? .libgpiod
         let inventory: any LineInventory
+        var board: RaspberryPiBoard?
         switch backend {
         case .simulated:
             guard let loaded else {
@@ -42,7 +43,9 @@ struct LinesCommand: ParsableCommand {
             }
             inventory = SimulatedLineInventory(config: loaded.config)
         case .libgpiod:
-            inventory = BackendLineInventory(backend: LibgpiodBackend())
+            let libgpiod = LibgpiodBackend()
+            board = libgpiod.board
+            inventory = BackendLineInventory(backend: libgpiod)
         }
         let all: [ChipListing]
         do {
@@ -51,8 +54,12 @@ struct LinesCommand: ParsableCommand {
             printToStandardError("gattway lines: \(error)")
             throw ExitCode(1)
         }
+        // A Raspberry Pi whose kernel shows no chip for the header (Debian trixie's on a Pi 5).
+        let headerless = board.flatMap { all.contains { RaspberryPiHeader.isPinController(label: $0.label) } ? nil : $0 }
         if all.isEmpty {
-            printToStandardError("no GPIO chips found (libgpiod looks under /dev for gpiochipN)")
+            printToStandardError(
+                headerless.map { "gattway lines: \($0.missingHeaderChip(chips: []))" }
+                    ?? "no GPIO chips found (libgpiod looks under /dev for gpiochipN)")
             throw ExitCode(1)
         }
         let chips = all.filter { listing in
@@ -64,6 +71,9 @@ struct LinesCommand: ParsableCommand {
         }
         for listing in chips {
             print(listing.rendered())
+        }
+        if let headerless {
+            printToStandardError("note: \(headerless.missingHeaderChip())")
         }
     }
 }

@@ -7,10 +7,13 @@ struct ReloadCommand: ParsableCommand {
         commandName: "reload",
         abstract: "Make the running service read its configuration file again.",
         discussion: """
-            Checks the file first: an invalid one is reported as `gattway check` reports it and the \
-            service is not asked. Otherwise asks the running service on its control socket, as \
+            The service reads the file it was started with (`gattway run --config`); --config \
+            names the file to check first and, through its runtime_dir, the service's control \
+            socket, so name the same file. An invalid one is reported as `gattway check` reports \
+            it and the service is not asked. Otherwise asks the running service on its control socket, as \
             SIGHUP (`systemctl reload gattway`) does: sensors added, removed or changed are \
-            started, stopped or restarted; changed GATT services are published anew (Service \
+            started, stopped or restarted (a changed one that cannot start runs as before); \
+            changed GATT services are published anew (Service \
             Changed to the centrals), notify policies and MQTT settings apply in place, centrals \
             staying connected; every other change is listed as waiting for a restart. Prints what \
             was applied. Exit 1 when the file is invalid, a change could not be applied, or the \

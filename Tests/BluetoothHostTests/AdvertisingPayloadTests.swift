@@ -57,6 +57,16 @@ struct AdvertisingPayloadTests {
         #expect(payload.advertisingData == [0x02, 0x01, 0x06, 0x05, 0x03, 0x0D, 0x18, 0x0F, 0x18])
     }
 
+    /// An open pairing window shows in the flags: LE Limited Discoverable (Core Supplement Part A
+    /// 1.3, bit 0) instead of LE General (bit 1); BR/EDR not supported either way.
+    @Test func anOpenPairingWindowAdvertisesLimitedDiscoverable() {
+        let settings = AdvertisingSettings(serviceUUIDs: [BluetoothUUID(0x180D)])
+        #expect(
+            AdvertisingPayload(settings: settings, txPower: nil, limitedDiscoverable: true).advertisingData
+                == [0x02, 0x01, 0x05, 0x03, 0x03, 0x0D, 0x18])
+        #expect(AdvertisingPayload(settings: settings, txPower: nil).advertisingData.prefix(3) == [0x02, 0x01, 0x06])
+    }
+
     @Test func otherFieldsGoWhereverTheyFit() {
         let settings = AdvertisingSettings(
             localName: "gattway", serviceUUIDs: [Self.service], appearance: 0x0540, includeTxPower: true,

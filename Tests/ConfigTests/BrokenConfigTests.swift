@@ -433,6 +433,22 @@ struct BrokenConfigTests {
                     line: GPIO71
                 """, expected: [#"sensors[0].line (line 9): no line "GPIO71" on the simulated chips; did you mean "GPIO17"?"#]),
         Case(
+            name: "a Raspberry Pi name on a simulated chip that is not the Pi's pin controller",
+            yaml: """
+                gpio:
+                  backend: simulated
+                  chips:
+                    - label: expander
+                      lines:
+                        - name: SDA1
+                        - name: SCL1
+                        - name: GPIO_GCLK
+                sensors:
+                  - id: door
+                    kind: binary
+                    line: GPIO2
+                """, expected: [#"sensors[0].line (line 12): no line "GPIO2" on the simulated chips"#]),
+        Case(
             name: "descriptor that gattway manages itself",
             yaml: """
                 services:
@@ -457,6 +473,15 @@ struct BrokenConfigTests {
                     filters:
                       - invert: true
                 """, expected: ["sensors[0].filters[0].invert (line 6): invert applies to binary sensors only (this sensor is counter)"]),
+        Case(
+            name: "a counter reported (and so saved) more often than a tenth of a second",
+            yaml: """
+                sensors:
+                  - id: rain
+                    kind: counter
+                    line: GPIO27
+                    report_interval: 10ms
+                """, expected: ["sensors[0].report_interval (line 5): 10ms is out of range (100ms-1h)"]),
         Case(
             name: "YAML syntax error",
             yaml: """

@@ -117,7 +117,7 @@ struct ButtonPressConfigTests {
             yaml: yaml(press: "press: {}", characteristic: pressCharacteristic).replacingOccurrences(
                 of: "kind: binary", with: "kind: counter"),
             expected: [
-                #"sensors[0].press (line 10): not a setting of "counter" (its settings: line, bias, active_low, debounce)"#,
+                #"sensors[0].press (line 10): not a setting of "counter" (its settings: line, bias, active_low, debounce, report_interval)"#,
                 #"services[0].characteristics[0].source.reading (line 17): sensor "button" (counter) has no press reading (it has value)"#
             ]),
         Case(

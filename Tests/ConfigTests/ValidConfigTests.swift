@@ -39,6 +39,24 @@ struct ValidConfigTests {
         #expect(config.bluetooth.advertising.localName == "Green House 2")
     }
 
+    /// A simulated chip labelled like a Pi's pin controller, named as Debian's kernel names it,
+    /// answers to the BCM names as the simulator (and the real chip) does.
+    @Test func raspberryPiNamesFindASimulatedPinControllersLinesByOffset() throws {
+        let config = try ConfigLoader.load(
+            yaml: """
+                gpio:
+                  backend: simulated
+                  chips:
+                    - label: pinctrl-bcm2835
+                      lines: [{name: ID_SDA}, {name: ID_SCL}, {name: SDA1}, {name: SCL1}, {name: GPIO_GCLK}]
+                sensors:
+                  - {id: climate, kind: dht22, line: GPIO4}
+                  - {id: door, kind: binary, line: pin3}
+                """
+        ).config
+        #expect(config.sensors.map(\.kind.lines) == [[LineReference(name: "GPIO4", chip: nil)], [LineReference(name: "pin3", chip: nil)]])
+    }
+
     @Test func sensorKindsAndFiltersAreRead() throws {
         let yaml = """
             sensors:
@@ -125,6 +143,18 @@ struct ValidConfigTests {
                 == OutputSensorConfig(
                     line: LineReference(name: "GPIO26", chip: nil), activeLow: false,
                     initial: true))
+    }
+
+    /// A counter's total is saved, then reported, at most every `report_interval` (1 s unless set).
+    @Test func aCountersReportIntervalIsRead() throws {
+        let yaml = """
+            sensors:
+              - {id: rain, kind: counter, line: GPIO27, report_interval: 30s}
+              - {id: water, kind: counter, line: GPIO22}
+            """
+        let sensors = try ConfigLoader.load(yaml: yaml).config.sensors
+        #expect((sensors[0].kind as? CounterSensorConfig)?.reportInterval == .seconds(30))
+        #expect((sensors[1].kind as? CounterSensorConfig)?.reportInterval == .seconds(1))
     }
 
     @Test func characteristicDefaultsFollowTheSourceAndTheSIGDefinition() throws {

@@ -50,9 +50,11 @@ struct BTHomeEndToEndTests {
         #expect(count >= 0 && count == count.rounded(), "\(packet)", sourceLocation: sourceLocation)
         #expect(packet.packetID != nil, "packet id (object 0x00): \(packet)", sourceLocation: sourceLocation)
         #expect(packet.scanResponses == 0, "a passive scanner gets no scan responses", sourceLocation: sourceLocation)
-        // Flags, then the BTHome service data (AD type 0x16, UUID D2 FC) in the advertising data.
+        // Flags (LE Limited Discoverable while the first start's pairing window is open, else
+        // General), then the BTHome service data (AD type 0x16, UUID D2 FC) in the advertising data.
         #expect(
-            packet.advertisingData.hasPrefix("020106") && packet.advertisingData.dropFirst(8).hasPrefix("16d2fc"),
+            ["020105", "020106"].contains(packet.advertisingData.prefix(6))
+                && packet.advertisingData.dropFirst(8).hasPrefix("16d2fc"),
             "\(packet.advertisingData)", sourceLocation: sourceLocation)
     }
 

@@ -20,7 +20,7 @@ struct ReloadEndToEndTests {
     static func config(
         openSensor: String = "{id: open, kind: binary, line: GPIO17}",
         doorCharacteristic: String = "{uuid: \(doorUUID), name: open, format: bool, source: {sensor: open}}",
-        pulsesNotify: String = "{}", extraSensors: String = ""
+        pulsesNotify: String = "{}", extraSensors: String = "", pulsesLine: String = "PULSES", extraLines: String = ""
     ) -> String {
         """
         device: {name: reload}
@@ -32,10 +32,10 @@ struct ReloadEndToEndTests {
             - lines:
                 - {name: GPIO17, generator: {type: constant, level: 1}}
                 - {name: PULSES, generator: {type: pulses, rate: 20}}
-                - {name: SPARE, generator: {type: constant, level: 0}}
+                - {name: SPARE, generator: {type: constant, level: 0}}\(extraLines)
         sensors:
           - \(openSensor)
-          - {id: pulses, kind: counter, line: PULSES}\(extraSensors)
+          - {id: pulses, kind: counter, line: \(pulsesLine)}\(extraSensors)
         services:
           - uuid: 6E400001-B5A3-F393-E0A9-E50E24DC0016
             name: door
@@ -163,6 +163,36 @@ struct ReloadEndToEndTests {
     /// is told which handles changed, rediscovers and reads the new characteristic; the meter's
     /// phone keeps its connection and notifications; a bonded phone that was away is told every
     /// handle changed when it comes back, and rediscovers.
+    /// A changed sensor whose new form cannot start (its line is missing: on real chips a typo
+    /// `check` cannot see; here a line the simulated chip gains only at a restart) fails the reload
+    /// with the reason, and the sensor runs as before: its phone keeps counting, and the next
+    /// reload tries the new form again.
+    @Test func aChangedSensorThatCannotStartRunsAsBefore() async throws {
+        let rig = try await GatewayRig(config: Self.config(), advertisedName: "reload")
+        defer { rig.stop() }
+        let (meterPhone, _) = try await rig.connectedPhone()
+        let meterHandle = try await meterPhone.valueHandle(of: Self.pulsesUUID)
+        try await meterPhone.expect("subscribe", ["handle": meterHandle])
+        #expect(try await Self.notifications(meterPhone, meterHandle, count: 2, seconds: 5).count == 2)
+
+        let typo = Self.config(pulsesLine: "PULSE5", extraLines: "\n        - {name: PULSE5}")
+        try Self.rewrite(rig, typo)
+        for attempt in 0..<2 {
+            let result = try await Self.gattway(["reload", "--config", rig.configPath])
+            #expect(result.status == 1, "attempt \(attempt): \(result)")
+            #expect(
+                result.stdout.hasPrefix("configuration reloaded\n  failed: sensor pulses could not start: ")
+                    && result.stdout.contains("PULSE5") && result.stdout.contains("; it runs as before\n"),
+                "attempt \(attempt): \(result)")
+            let counted = try await Self.notifications(meterPhone, meterHandle, count: 3, seconds: 6)
+            #expect(counted.count == 3, "attempt \(attempt): the sensor as before keeps counting")
+        }
+        // Back to the file it runs: nothing to change, the running configuration kept the sensor.
+        try Self.rewrite(rig, Self.config())
+        let back = try await Self.gattway(["reload", "--config", rig.configPath])
+        #expect(back.stdout == "configuration unchanged\n", "\(back)")
+    }
+
     @Test func sighupRejectsAnInvalidFileThenAppliesAChangedLayout() async throws {
         let rig = try await GatewayRig(config: Self.config(), advertisedName: "reload")
         defer { rig.stop() }

@@ -180,6 +180,34 @@ struct BTHomeBroadcastTests {
         #expect(objects(4) == [0x0F, 0x00, 0x0F, 0x00, 0x3A, 0x04, 0x3A, 0x00])
     }
 
+    /// A packet whose advertising update failed (the controller resetting) did not carry its
+    /// press anywhere: the press goes in the next packet, unless a newer press took its place.
+    @Test func aPressWhosePacketDidNotGoOutIsSentInTheNext() throws {
+        let config = try Self.config("  - {id: left, kind: binary, line: DOOR, press: {}, bthome: true}")
+        var broadcast = try #require(BTHomeBroadcast(config: config))
+        #expect(record(&broadcast, Self.value("left", .bool(false))))
+        func objects() -> [UInt8] {
+            Array(
+                broadcast.settings(base: AdvertisingSettings(), packetID: 0, encryption: nil).settings.passiveServiceData?.data
+                    .dropFirst(3) ?? [])
+        }
+        #expect(record(&broadcast, Self.value("left", "press", .number(Double(PressEvent.single.rawValue)))))
+        let failed = broadcast.eventsSent()
+        #expect(!failed.isEmpty)
+        #expect(objects() == [0x0F, 0x00, 0x3A, 0x00])
+        broadcast.eventsNotSent(failed)
+        #expect(objects() == [0x0F, 0x00, 0x3A, 0x01], "the single press, again")
+        #expect(broadcast.eventsSent().isEmpty == false)
+
+        #expect(record(&broadcast, Self.value("left", "press", .number(Double(PressEvent.single.rawValue)))))
+        let lost = broadcast.eventsSent()
+        #expect(record(&broadcast, Self.value("left", "press", .number(Double(PressEvent.long.rawValue)))))
+        broadcast.eventsNotSent(lost)
+        #expect(objects() == [0x0F, 0x00, 0x3A, 0x04], "the newer press stays")
+        #expect(broadcast.eventsSent().isEmpty == false)
+        #expect(broadcast.eventsSent().isEmpty, "no press: nothing to put back")
+    }
+
     @Test func noBroadcastSensorsNoBroadcast() throws {
         #expect(BTHomeBroadcast(config: try Self.config(Self.climateAndDoor.replacingOccurrences(of: ", bthome: true", with: ""))) == nil)
     }

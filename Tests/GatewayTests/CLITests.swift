@@ -317,7 +317,8 @@ struct CLITests {
             ("config-reference", ["Markdown table"]),
             ("bonds", ["list", "remove", "clear", "state_dir", "mode 0600", "control socket"]),
             ("status", ["--config <file>", "--json", "runtime_dir", "MTU"]),
-            ("reload", ["--config <file>", "SIGHUP", "not asked", "restart"])
+            ("reload", ["--config <file>", "SIGHUP", "not asked", "restart"]),
+            ("pair", ["--config <file>", "--for <for>", "--close", "pairing_window", "LE Limited Discoverable"])
         ]
         for (subcommand, phrases) in expectations {
             let help = try GattwayProcess([subcommand, "--help"]).runToCompletion()

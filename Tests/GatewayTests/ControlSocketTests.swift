@@ -47,7 +47,7 @@ import TestHarness
             answers == [
                 #"{"bonds":["status -"]}"#, #"{"bonds":["bonds.remove AA:BB:CC:DD:EE:FF"]}"#,
                 #"{"error":"not a request: not JSON"}"#,
-                #"{"error":"not a request: unknown command (commands: status, bonds.list, bonds.remove, bonds.clear)"}"#,
+                #"{"error":"not a request: unknown command (commands: status, bonds.list, bonds.remove, bonds.clear, reload, pair, pair.close)"}"#,
                 #"{"error":"not a request: \"command\" is missing"}"#
             ])
         var status = stat()
@@ -61,6 +61,63 @@ import TestHarness
         }
         await control.stop()
         #expect(access(control.path, F_OK) != 0, "stop removes the socket file")
+    }
+
+    /// A runtime directory another user could write, or owned by another user, is refused: whoever
+    /// can write it could put their own socket in the service's place.
+    @Test func aRuntimeDirectoryOthersCanWriteOrOwnIsRefused() throws {
+        let parent = try temporaryDirectory("control")
+        let open = parent.appendingPathComponent("open").path
+        #expect(mkdir(open, 0o700) == 0 && chmod(open, 0o777) == 0)
+        #expect {
+            try ControlSocket(runtimeDirectory: open) { _ in ControlResponse() }
+        } throws: { error in
+            "\(error)" == "runtime_dir \(open) is writable by group or others (mode 0777); refusing to put the control "
+                + "socket there (chown it to the service's user and chmod 0700, or remove it so gattway makes it)"
+        }
+        let foreign = parent.appendingPathComponent("foreign").path
+        #expect(mkdir(foreign, 0o700) == 0 && chown(foreign, 65534, 65534) == 0)
+        #expect {
+            try ControlSocket(runtimeDirectory: foreign) { _ in ControlResponse() }
+        } throws: { error in
+            "\(error)".hasPrefix("runtime_dir \(foreign) is owned by uid 65534, not the service's uid \(geteuid());")
+        }
+        #expect(access(ControlSocket.path(runtimeDirectory: open), F_OK) != 0, "no socket was made")
+    }
+
+    /// The peer's credentials (SO_PEERCRED), not only the file modes: with the modes loosened by
+    /// hand, a process of another user connects, and is answered with a refusal, never served.
+    @Test func aPeerThatIsNeitherRootNorTheServiceUserIsRefused() async throws {
+        try #require(geteuid() == 0, "needs root to run a client as another user")
+        let parent = try temporaryDirectory("control")
+        let directory = parent.appendingPathComponent("run").path
+        let control = try ControlSocket(runtimeDirectory: directory) { _ in ControlResponse(removed: 3) }
+        control.start()
+        defer { Task { await control.stop() } }
+        #expect(chmod(parent.path, 0o755) == 0 && chmod(directory, 0o755) == 0 && chmod(control.path, 0o777) == 0)
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        client.arguments = [
+            "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+            """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])
+            s.sendall(b'{"command":"bonds.clear"}\\n'); print(s.makefile().readline(), end="")
+            """, control.path
+        ]
+        let output = Pipe()
+        let errors = Pipe()
+        client.standardOutput = output
+        client.standardError = errors
+        try client.run()
+        let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let problems = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(
+            answer == #"{"error":"refused: uid 65534 is neither root nor gattway's user (uid \#(geteuid()))"}"# + "\n",
+            "\(problems)")
+        #expect(try Self.exchange(control.path, "{\"command\":\"bonds.clear\"}\n", lines: 1) == [#"{"removed":3}"#], "root is served")
+        #expect(ControlSocket.permits(peerUID: 0, serviceUID: 998) && ControlSocket.permits(peerUID: 998, serviceUID: 998))
+        #expect(!ControlSocket.permits(peerUID: 1000, serviceUID: 998))
     }
 
     /// A socket file nobody answers on (a service killed with SIGKILL leaves one) is replaced.

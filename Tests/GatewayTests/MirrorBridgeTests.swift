@@ -326,6 +326,26 @@ struct MirrorBridgeTests {
                 == .rejected(reason: "driving output relay failed: the line is gone"))
     }
 
+    /// A characteristic that takes its value from an MQTT topic is not gattway's to set, even
+    /// when centrals may write it: `/set` is refused with the reason and changes nothing.
+    @Test func setIsRefusedOnAnMQTTSourcedCharacteristicEvenWhenWritable() async throws {
+        // The key's own indentation, from the line that holds it.
+        let line = try #require(Self.yaml.split(separator: "\n").first { $0.contains("source: {mqtt: weather/outside}") })
+        let indent = String(line.prefix { $0 == " " })
+        let yaml = Self.yaml.replacingOccurrences(
+            of: "source: {mqtt: weather/outside}",
+            with: "source: {mqtt: weather/outside}\n\(indent)properties: [read, write]\n\(indent)permissions: {write: open}")
+        let fixture = try await PipelineFixture(yaml: yaml)
+        #expect(fixture.layout.characteristics[fixture.ref("gateway/outside")]?.config.properties.isWritable == true)
+        let bridge = MirrorBridge(layout: fixture.layout, address: { "\($0)" })
+        let outside = MirrorCharacteristicID(service: "gateway", characteristic: "outside")
+        await bridge.sourceValue([outside], payload: Array("12.5".utf8), pipeline: fixture.pipeline, logger: .init(label: "test"))
+        #expect(
+            await bridge.set(outside, payload: Array("30".utf8), pipeline: fixture.pipeline)
+                == .rejected(reason: "gateway/outside takes its value from MQTT topic weather/outside: publish there, not to /set"))
+        #expect(await fixture.pipeline.currentBytes(fixture.ref("gateway/outside")) == sint16(125), "unchanged")
+    }
+
     /// An MQTT-sourced characteristic: its topic is subscribed only while a central is subscribed
     /// to the characteristic, and what arrives there becomes its value when it fits the format.
     @Test func sourceTopicFollowsTheBLESubscriptionAndFeedsTheValue() async throws {

@@ -35,7 +35,8 @@ struct PipelineStatusTests {
                 == .status(
                     peripheral: "poweredOn", advertising: false,
                     counters: [
-                        "centrals": 1, "waiting": 1, "lost_events": 6, "door.lost_events": 5, "meter.lost_events": 1,
+                        "centrals": 1, "waiting": 1, "lost_events": 6, "write_commands_refused": 0, "door.lost_events": 5,
+                        "meter.lost_events": 1,
                         "sent": 5, "coalesced": 2, "suppressed": 3, "dropped": 1,
                         "env/temperature.sent": 4, "env/temperature.coalesced": 2, "env/temperature.suppressed": 0,
                         "env/temperature.dropped": 0,
@@ -55,7 +56,10 @@ struct PipelineStatusTests {
             status.event(empty)
                 == .status(
                     peripheral: "unknown", advertising: true,
-                    counters: ["centrals": 0, "waiting": 0, "lost_events": 0, "sent": 0, "coalesced": 0, "suppressed": 0, "dropped": 0]))
+                    counters: [
+                        "centrals": 0, "waiting": 0, "lost_events": 0, "write_commands_refused": 0, "sent": 0, "coalesced": 0,
+                        "suppressed": 0, "dropped": 0
+                    ]))
         let stopped = status.advertisingChanged(false)
         #expect(stopped)
     }

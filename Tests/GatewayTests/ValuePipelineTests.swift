@@ -175,7 +175,7 @@ struct ValuePipelineTests {
         #expect(counters?.sent == 5)
         await fixture.pipeline.logStatistics()
         while let event = await fixture.pipelineEvents.next() {
-            guard case .status(let peripheral, let advertising, let counters) = event, counters["sent"] == 5 else {
+            guard case .status(let peripheral, let advertising, let counters, _, _) = event, counters["sent"] == 5 else {
                 continue
             }
             #expect(peripheral == "poweredOn")
@@ -241,6 +241,91 @@ struct ValuePipelineTests {
         #expect(seen.events.count == 3, "no sink, no event")
     }
 
+    /// A central that leaves takes its counters with it, and `state` says so at once: the
+    /// disconnection is followed by a status with the counters as they are now (three phones
+    /// that came and went are not `centrals 3` until the next statistics tick).
+    @Test func aDisconnectionIsFollowedByTheCountersAsTheyAreNow() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        await fixture.subscribe(alice, to: "environment/temperature")
+        let seen = EventLog()
+        await fixture.pipeline.setEventSink { seen.append($0) }
+        await fixture.pipeline.logStatistics()
+        guard case .status(_, _, let before, _, _) = seen.events.last else { return }
+        #expect(before["centrals"] == 1)
+        await fixture.pipeline.handle(PeripheralEvent.centralDisconnected(alice))
+        let after = seen.events.drop { $0 != .centralDisconnected(alice) }.dropFirst()
+        guard case .status(_, _, let counters, _, _) = after.first else {
+            Issue.record("no status after the disconnection: \(seen.events)")
+            return
+        }
+        #expect(counters["centrals"] == 0)
+        #expect(counters["central#1.sent"] == nil)
+    }
+
+    /// A sensor that stopped answering: its characteristics are reported unavailable to the
+    /// mirror and in the status, and the notify heartbeat stops resending the old value; its next
+    /// good reading brings the value and the heartbeat back.
+    @Test func anUnavailableSensorGetsNoHeartbeatUntilItsNextReading() async throws {
+        let yaml = Self.yaml.replacingOccurrences(of: "notify: {min_interval: 250ms}", with: "notify: {max_interval: 1s}")
+        var fixture = try await PipelineFixture(yaml: yaml)
+        await fixture.peripheral.transmitRoomFreed(1000)
+        let temperature = fixture.ref("environment/temperature")
+        await fixture.subscribe(alice, to: "environment/temperature")
+        let seen = EventLog()
+        await fixture.pipeline.setEventSink { seen.append($0) }
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 21))
+        #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2100)])
+        await fixture.advance(by: .seconds(1))
+        #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2100)], "a heartbeat")
+
+        await fixture.pipeline.sensorAvailability(sensor: "climate", unavailable: "no good reading for 30 s")
+        #expect(seen.events.contains(.availabilityChanged(temperature, unavailable: "no good reading for 30 s")))
+        guard case .status(_, _, _, _, let unavailable) = seen.events.last else {
+            Issue.record("no status: \(seen.events)")
+            return
+        }
+        #expect(unavailable == ["climate": "no good reading for 30 s"])
+        #expect(await fixture.pipeline.unavailableSensors == ["climate": "no good reading for 30 s"])
+        for _ in 0..<5 { await fixture.advance(by: .seconds(1)) }
+        #expect(await fixture.notifications(alice, on: "environment/temperature").isEmpty, "no heartbeat of a stale value")
+        #expect(
+            fixture.warnings.all.contains {
+                $0.contains("sensor unavailable") && $0.contains("no good reading for 30 s") && $0.contains("sensor=climate")
+            })
+
+        await fixture.pipeline.sensorAvailability(sensor: "climate", unavailable: nil)
+        #expect(seen.events.contains(.availabilityChanged(temperature, unavailable: nil)))
+        await fixture.pipeline.sensorValue(reading("climate", "temperature", 22))
+        #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2200)])
+        await fixture.advance(by: .seconds(1))
+        #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2200)], "the heartbeat is back")
+        await fixture.finish()
+    }
+
+    /// A Write Command (write without response) gets no answer when it cannot be applied, so
+    /// the pipeline counts it (`write_commands_refused` in `state`) and logs it at debug level.
+    @Test func aRefusedWriteCommandIsCounted() async throws {
+        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        await fixture.peripheral.centralConnected(alice)
+        let temperature = await fixture.characteristic("environment/temperature")
+        let label = await fixture.characteristic("gateway/label")
+        // Read-only, then a value too long for the label's 8 bytes, then one that fits.
+        await fixture.peripheral.receive([0x52] + le(temperature.valueHandle) + [1, 2], from: alice)
+        await fixture.peripheral.receive([0x52] + le(label.valueHandle) + Array("far too long".utf8), from: alice)
+        await fixture.peripheral.receive([0x52] + le(label.valueHandle) + Array("ok".utf8), from: alice)
+        await fixture.pump()
+        #expect(fixture.link.take(alice).isEmpty, "a Write Command is never answered")
+        let seen = EventLog()
+        await fixture.pipeline.setEventSink { seen.append($0) }
+        await fixture.pipeline.logStatistics()
+        guard case .status(_, _, let counters, _, _) = seen.events.last else {
+            Issue.record("no status: \(seen.events)")
+            return
+        }
+        #expect(counters["write_commands_refused"] == 2)
+        #expect(await fixture.pipeline.currentBytes(fixture.ref("gateway/label")) == Array("ok".utf8))
+    }
+
     /// What a sink was handed.
     final class EventLog: @unchecked Sendable {
         private let lock = NSLock()
@@ -257,7 +342,7 @@ struct ValuePipelineTests {
         await fixture.pipeline.lostEvents(sensor: "climate", total: 9)
         await fixture.pipeline.logStatistics()
         while let event = await fixture.pipelineEvents.next() {
-            guard case .status(_, _, let counters) = event, counters["lost_events"] != 0 else { continue }
+            guard case .status(_, _, let counters, _, _) = event, counters["lost_events"] != 0 else { continue }
             #expect(counters["lost_events"] == 11)
             #expect(counters["climate.lost_events"] == 9)
             #expect(counters["relay.lost_events"] == 2)
@@ -287,7 +372,7 @@ struct ValuePipelineTests {
         }
         var carrying = 0
         while carrying < 5, let event = await fixture.pipelineEvents.next() {
-            if case .status(_, _, let counters) = event, counters["lost_events"] == 7 { carrying += 1 }
+            if case .status(_, _, let counters, _, _) = event, counters["lost_events"] == 7 { carrying += 1 }
         }
         giveUp.cancel()
         running.cancel()

@@ -100,7 +100,8 @@ struct BrokerTests {
         await service.handle(.peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["reads": 1])))
         #expect(
             try await watcher.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":1}}"#)
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":1},"pairing":false,"unavailable":{}}"#
+        )
 
         await service.handle(.centralConnected(MirrorCentral(address: phone, mtu: 185, security: .encrypted, since: t0)))
         #expect(
@@ -108,7 +109,7 @@ struct BrokerTests {
                 == #"{"address":"AA:BB:CC:DD:EE:01","mtu":185,"security":"encrypted","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#)
         #expect(
             try await watcher.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"counters":{"reads":1}}"#
+                == #"{"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"counters":{"reads":1},"pairing":false,"unavailable":{}}"#
         )
 
         await service.handle(.subscribed(temperature, central: phone, kind: .notify))
@@ -150,7 +151,8 @@ struct BrokerTests {
         #expect(try await late.next(on: "gattway/pi1/io/relay").string == #"{"value":false,"ts":"2027-01-15T08:00:00.250Z"}"#)
         #expect(
             try await late.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":1}}"#)
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":1},"pairing":false,"unavailable":{}}"#
+        )
         #expect(try await late.next(on: "gattway/pi1/env/temperature/subscribers").string == #"{"centrals":[]}"#)
         #expect(await late.received(on: "gattway/pi1/centrals/\(phone)").isEmpty)
         #expect(await late.received(on: "gattway/pi1/io/relay/written").isEmpty)
@@ -241,7 +243,8 @@ struct BrokerTests {
         await running.service.handle(.peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true)))
         #expect(
             try await watcher.next(on: "gattway/pi1/state").string
-                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":3605,"outbox":0,"counters":{}}"#)
+                == #"{"state":"poweredOn","advertising":true,"centrals":[],"uptime":3605,"outbox":0,"counters":{},"pairing":false,"unavailable":{}}"#
+        )
         await running.stop()
         await watcher.stop()
     }
@@ -288,13 +291,14 @@ struct BrokerTests {
             FileManager.default.contents(atPath: stateDirectory.appendingPathComponent("homeassistant-discovery").path)
                 == Data(
                     """
-                    device
+                    device homeassistant
                     sensor connected_centrals
                     sensor controller_state
                     sensor env_temperature
                     switch io_relay
                     sensor mqtt_outbox
                     sensor notifications_sent
+                    binary_sensor pairing
                     sensor uptime
                     sensor values_dropped
 

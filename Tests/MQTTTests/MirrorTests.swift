@@ -158,13 +158,13 @@ struct MirrorTests {
                     .peripheralState(
                         MirrorPeripheralState(
                             state: "poweredOn", advertising: true, counters: ["writes": 2, "reads": 5])))) == [
-                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2}}"#
+                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2},"pairing":false,"unavailable":{}}"#
                 ])
         #expect(
             published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0))))
                 == [
                     #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":23,"security":"none","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#,
-                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2}}"#
+                    #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2},"pairing":false,"unavailable":{}}"#
                 ])
         // An MTU/security update republishes the central only.
         #expect(
@@ -185,7 +185,7 @@ struct MirrorTests {
             published(mirror.apply(.centralDisconnected(address: phone))) == [
                 #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[]}"#,
                 "durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 ",
-                #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2}}"#
+                #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"counters":{"reads":5,"writes":2},"pairing":false,"unavailable":{}}"#
             ])
     }
 
@@ -225,14 +225,17 @@ struct MirrorTests {
         let sourceMessage = MQTTMessage(topic: "weather/outside", text: "3.5")
         #expect(mirror.route(sourceMessage) == .ignored)
         #expect(published(mirror.apply(.subscribed(remote, central: phone, kind: .notify))).last == "subscribe weather/outside")
-        #expect(mirror.inboundSubscriptions == ["gattway/pi1/io/relay/set", "weather/outside"])
+        #expect(
+            mirror.inboundSubscriptions == [
+                "gattway/pi1/io/relay/set", "weather/outside", "gattway/pi1/centrals/+", "gattway/pi1/+/+/subscribers"
+            ])
         #expect(mirror.route(sourceMessage) == .sourceValue([remote], payload: Array("3.5".utf8)))
         // A second central changes nothing; the last one leaving unsubscribes.
         #expect(!published(mirror.apply(.subscribed(remote, central: tablet, kind: .notify))).contains { $0.hasPrefix("subscribe") })
         #expect(!published(mirror.apply(.unsubscribed(remote, central: phone))).contains { $0.hasPrefix("unsubscribe") })
         #expect(published(mirror.apply(.centralDisconnected(address: tablet))).last == "unsubscribe weather/outside")
         #expect(mirror.route(sourceMessage) == .ignored)
-        #expect(mirror.inboundSubscriptions == ["gattway/pi1/io/relay/set"])
+        #expect(mirror.inboundSubscriptions == ["gattway/pi1/io/relay/set", "gattway/pi1/centrals/+", "gattway/pi1/+/+/subscribers"])
     }
 
     @Test func onlyExactSetTopicsAreAccepted() throws {
@@ -247,7 +250,10 @@ struct MirrorTests {
         #expect(mirror.route(MQTTMessage(topic: "homeassistant/status", text: "online")) == .homeAssistantOnline)
         #expect(mirror.route(MQTTMessage(topic: "homeassistant/status", text: "offline")) == .ignored)
         #expect(
-            mirror.inboundSubscriptions == ["gattway/pi1/io/relay/set", "homeassistant/status", "homeassistant/+/gattway_pi1/+/config"])
+            mirror.inboundSubscriptions == [
+                "gattway/pi1/io/relay/set", "homeassistant/status", "homeassistant/+/gattway_pi1/+/config", "gattway/pi1/centrals/+",
+                "gattway/pi1/+/+/subscribers"
+            ])
     }
 
     @Test func rejectionNamesTopicAndReason() throws {
@@ -256,6 +262,99 @@ struct MirrorTests {
         #expect(message.topic == "gattway/pi1/error")
         #expect(!message.retain && message.qos == .atLeastOnce)
         #expect(message.string == #"{"topic":"gattway/pi1/io/relay/set","reason":"expected a boolean","ts":"2027-01-15T08:00:00.250Z"}"#)
+    }
+
+    /// A sensor's value that is no longer current (its sensor stopped answering): its retained
+    /// availability topic says `offline` (Home Assistant's entity needs it and the gateway's
+    /// online, `availability_mode: all`), the heartbeat stops republishing the old value, and
+    /// `state` names the sensor and why; the next value's availability brings all of it back.
+    @Test func anUnavailableSensorValueIsOfflineAndGetsNoHeartbeat() throws {
+        var configuration = sampleConfiguration()
+        configuration.characteristics[0].heartbeat = .seconds(60)  // env/temperature
+        configuration.characteristics[0].reportsAvailability = true
+        var mirror = try Mirror(configuration: configuration)
+        let document = mirror.discoveryMessages[0].string
+        #expect(
+            document.contains(
+                #""suggested_display_precision":2,"expire_after":180,"availability":[{"topic":"gattway/pi1/availability","payload_available":"online","payload_not_available":"offline"},{"topic":"gattway/pi1/env/temperature/availability","payload_available":"online","payload_not_available":"offline"}],"availability_mode":"all"},"#
+            ), "\(document)")
+        #expect(mirror.retainedSnapshot.map(\.topic).contains("gattway/pi1/env/temperature/availability"))
+        #expect(mirror.retainedSnapshot.first { $0.topic == "gattway/pi1/env/temperature/availability" }?.string == "online")
+        #expect(!mirror.retainedSnapshot.map(\.topic).contains("gattway/pi1/io/relay/availability"), "not a sensor's")
+
+        _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "21.5"), raw: [0x66, 0x08], at: t0))
+        #expect(
+            published(mirror.apply(.availabilityChanged(temperature, unavailable: "no good reading for 30 s")))
+                == ["retained gattway/pi1/env/temperature/availability offline"])
+        #expect(mirror.apply(.availabilityChanged(temperature, unavailable: "still none")).isEmpty, "no news")
+        #expect(mirror.heartbeats(at: t0 + 300).isEmpty, "the old value is not current: not republished")
+        let state = published(
+            mirror.apply(
+                .peripheralState(
+                    MirrorPeripheralState(
+                        state: "poweredOn", advertising: true, unavailable: ["climate": "no good reading for 30 s"]))))
+        #expect(state.count == 1 && state[0].hasSuffix(#","unavailable":{"climate":"no good reading for 30 s"}}"#), "\(state)")
+
+        #expect(
+            published(mirror.apply(.availabilityChanged(temperature, unavailable: nil)))
+                == ["retained gattway/pi1/env/temperature/availability online"])
+        _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "22"), raw: [0x98, 0x08], at: t0 + 400))
+        #expect(published(mirror.heartbeats(at: t0 + 460)).contains { $0.contains(#"env/temperature {"value":22,"#) })
+    }
+
+    /// After a crash or a power cut the broker still holds the centrals and subscriber lists of
+    /// the phones connected then: what is retained there and no longer true is corrected (a
+    /// departed phone's document cleared, a list published as it is now); what is true, and live
+    /// messages, are left alone.
+    @Test func retainedCentralsAndSubscribersLeftByAnEarlierRunAreCorrected() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration(discovery: nil))
+        _ = mirror.apply(.centralConnected(MirrorCentral(address: tablet, mtu: 23, security: .none, since: t0)))
+        let gone = MQTTMessage(topic: "gattway/pi1/centrals/\(phone)", text: #"{"address":"\#(phone)"}"#, retain: true)
+        #expect(mirror.route(gone) == .staleRetained(MQTTMessage(topic: "gattway/pi1/centrals/\(phone)", payload: [], retain: true)))
+        let connected = try #require(mirror.retainedSnapshot.first { $0.topic == "gattway/pi1/centrals/\(tablet)" })
+        #expect(mirror.route(connected) == .ignored, "true: left alone")
+        let stale = MQTTMessage(
+            topic: "gattway/pi1/env/temperature/subscribers",
+            text: #"{"centrals":[{"address":"\#(phone)","kind":"notify"}]}"#, retain: true)
+        #expect(
+            published([.publish(try #require(staleCorrection(mirror.route(stale))), durable: false)])
+                == [#"retained gattway/pi1/env/temperature/subscribers {"centrals":[]}"#])
+        let removed = MQTTMessage(topic: "gattway/pi1/old/gone/subscribers", text: #"{"centrals":[]}"#, retain: true)
+        #expect(mirror.route(removed) == .staleRetained(MQTTMessage(topic: removed.topic, payload: [], retain: true)))
+        var live = gone
+        live.retain = false
+        #expect(mirror.route(live) == .ignored, "only what the broker kept from before")
+        #expect(mirror.route(MQTTMessage(topic: gone.topic, payload: [], retain: true)) == .ignored, "already cleared")
+    }
+
+    func staleCorrection(_ inbound: MirrorInbound) -> MQTTMessage? {
+        if case .staleRetained(let message) = inbound { return message }
+        return nil
+    }
+
+    /// `mqtt.discovery` turned off after it was on: the device document published before is
+    /// cleared (an empty retained message, which removes the device and its entities from Home
+    /// Assistant), and nothing is remembered as published any more; a changed prefix clears the
+    /// document under the old one.
+    @Test func turningDiscoveryOffClearsTheDocumentPublishedBefore() throws {
+        let remembered = try Mirror(configuration: sampleConfiguration()).componentsToRemember
+        var off = try Mirror(configuration: sampleConfiguration(discovery: nil))
+        off.publishedComponents = remembered
+        off.publishedDiscoveryPrefix = "homeassistant"
+        #expect(
+            published(off.retainedSnapshot.map { .publish($0, durable: false) }).prefix(2)
+                == ["retained gattway/pi1/availability online", "retained homeassistant/device/gattway_pi1/config "])
+        #expect(off.componentsToRemember.isEmpty)
+        off.publishedComponents = []
+        #expect(!off.retainedSnapshot.contains { $0.topic.hasPrefix("homeassistant/") }, "cleared once")
+
+        var moved = try Mirror(configuration: sampleConfiguration(discovery: "ha2"))
+        moved.publishedComponents = remembered
+        moved.publishedDiscoveryPrefix = "homeassistant"
+        #expect(
+            moved.retainedSnapshot.map(\.topic).prefix(3)
+                == ["gattway/pi1/availability", "homeassistant/device/gattway_pi1/config", "ha2/device/gattway_pi1/config"])
+        #expect(moved.componentsToRemember == remembered, "the same components, under the new prefix")
     }
 
     @Test func retainedSnapshotHoldsEverythingInOrder() throws {
@@ -279,7 +378,8 @@ struct MirrorTests {
         + #""values_dropped":{"p":"sensor","name":"Values dropped","unique_id":"gattway_pi1_values_dropped","state_topic":"gattway/pi1/state","value_template":"{{ value_json.counters.get('dropped', 0) }}","entity_category":"diagnostic","state_class":"total_increasing","icon":"mdi:delete-alert-outline"},"#
         + #""mqtt_outbox":{"p":"sensor","name":"MQTT outbox","unique_id":"gattway_pi1_mqtt_outbox","state_topic":"gattway/pi1/state","value_template":"{{ value_json.outbox }}","entity_category":"diagnostic","state_class":"measurement","icon":"mdi:tray-full"},"#
         + #""uptime":{"p":"sensor","name":"Uptime","unique_id":"gattway_pi1_uptime","state_topic":"gattway/pi1/state","value_template":"{{ value_json.uptime }}","entity_category":"diagnostic","device_class":"duration","unit_of_measurement":"s","state_class":"total_increasing"},"#
-        + #""controller_state":{"p":"sensor","name":"Controller state","unique_id":"gattway_pi1_controller_state","state_topic":"gattway/pi1/state","value_template":"{{ value_json.state }}","entity_category":"diagnostic","icon":"mdi:bluetooth-settings"}"#
+        + #""controller_state":{"p":"sensor","name":"Controller state","unique_id":"gattway_pi1_controller_state","state_topic":"gattway/pi1/state","value_template":"{{ value_json.state }}","entity_category":"diagnostic","icon":"mdi:bluetooth-settings"},"#
+        + #""pairing":{"p":"binary_sensor","name":"Pairing","unique_id":"gattway_pi1_pairing","state_topic":"gattway/pi1/state","value_template":"{{ 'ON' if value_json.pairing else 'OFF' }}","entity_category":"diagnostic","icon":"mdi:bluetooth-connect"}"#
 
     /// One retained device document: the device with gattway's version, the origin, one
     /// component per entity and the shared availability.
@@ -293,7 +393,8 @@ struct MirrorTests {
                 + #""env_temperature":{"p":"sensor","name":"Temperature","unique_id":"gattway_pi1_env_temperature","state_topic":"gattway/pi1/env/temperature","value_template":"{{ value_json.value }}","device_class":"temperature","unit_of_measurement":"°C","state_class":"measurement","suggested_display_precision":2},"#
                 + #""io_relay":{"p":"switch","name":"Relay","unique_id":"gattway_pi1_io_relay","state_topic":"gattway/pi1/io/relay","value_template":"{{ 'true' if value_json.value else 'false' }}","device_class":"outlet","command_topic":"gattway/pi1/io/relay/set","payload_on":"true","payload_off":"false","state_on":"true","state_off":"false"},"#
                 + Self.diagnosticComponents
-                + #"},"availability_topic":"gattway/pi1/availability","payload_available":"online","payload_not_available":"offline"}"#)
+                + #"},"availability":[{"topic":"gattway/pi1/availability","payload_available":"online","payload_not_available":"offline"}]}"#
+        )
     }
 
     /// A writable text is a `text` entity whose edits reach `/set` as JSON; a writable number a
@@ -422,7 +523,7 @@ struct MirrorTests {
     /// devices' topics, empty payloads and live (not retained) messages are not.
     @Test func stalePerEntityDocumentsAreCleared() throws {
         let mirror = try Mirror(configuration: sampleConfiguration())
-        #expect(mirror.inboundSubscriptions.last == "homeassistant/+/gattway_pi1/+/config")
+        #expect(mirror.inboundSubscriptions.contains("homeassistant/+/gattway_pi1/+/config"))
         let stale = "homeassistant/binary_sensor/gattway_pi1/io_window/config"
         #expect(mirror.route(MQTTMessage(topic: stale, text: "{}", retain: true)) == .stalePerEntityDiscovery(stale))
         #expect(mirror.route(MQTTMessage(topic: stale, text: "{}", retain: false)) == .ignored)
@@ -440,14 +541,14 @@ struct MirrorTests {
         var mirror = try Mirror(configuration: sampleConfiguration())
         let remembered = mirror.componentsToRemember
         #expect(remembered.contains(HomeAssistantComponent(platform: "sensor", id: "env_temperature")))
-        #expect(remembered.count == 8, "two characteristics, six diagnostics")
+        #expect(remembered.count == 9, "two characteristics, seven diagnostics")
         var configuration = sampleConfiguration()
         configuration.characteristics.removeFirst()
         mirror = try Mirror(configuration: configuration)
         mirror.publishedComponents = remembered
         let document = mirror.discoveryMessages[0].string
         #expect(document.contains(#""controller_state":{"#))
-        #expect(document.contains(#","env_temperature":{"p":"sensor"}},"availability_topic""#), "after the components")
+        #expect(document.contains(#","env_temperature":{"p":"sensor"}},"availability""#), "after the components")
         #expect(mirror.componentsToRemember == remembered)
     }
 

@@ -60,6 +60,25 @@ struct NotifyPolicyTests {
         #expect(harness.engine.nextDeadline == .milliseconds(4500))
     }
 
+    /// A stale value (its sensor stopped answering) is not resent by the heartbeat, nor offered to
+    /// a new subscription; the next value restarts both.
+    @Test func aStaleValueGetsNoHeartbeat() {
+        var harness = Harness(policy: NotifyPolicy(maxInterval: .seconds(1)))
+        harness.subscribe("A")
+        harness.update(5, at: .zero)
+        harness.run(until: .milliseconds(1500))
+        harness.engine.markStale("temp")
+        harness.run(until: .seconds(5))
+        #expect(harness.times() == [0, 1000], "no heartbeat after the value went stale")
+        harness.subscribe("B")
+        harness.drain()
+        #expect(harness.values("B").isEmpty, "a stale value is not offered on subscribing")
+        harness.update(7, at: .seconds(6))
+        harness.run(until: .milliseconds(7500))
+        #expect(harness.times() == [0, 1000, 6000, 7000])
+        #expect(harness.values() == [5, 5, 7, 7])
+    }
+
     /// No heartbeat before the first value exists.
     @Test func noHeartbeatWithoutAValue() {
         var harness = Harness(policy: NotifyPolicy(maxInterval: .seconds(1)))

@@ -102,7 +102,7 @@ import TestHarness
         }
     }
 
-    @Test func aCounterTotalThatCannotBeSavedIsReportedAndSavedOnceItCanBe() throws {
+    @Test func aCounterTotalThatCannotBeSavedIsNotReportedUntilItIsSaved() throws {
         let directory = try temporaryDirectory("counter").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // Five pulses in the first half second, then none: the retries owe nothing to new pulses.
@@ -110,10 +110,9 @@ import TestHarness
         for _ in 0..<5 { steps += [.init(false, .milliseconds(90)), .init(true, .milliseconds(10))] }
         let meter = SimulatedLineConfig(
             name: "METER", generator: .steps(steps + [.init(false, .seconds(60))], repeats: false))
-        let spec = SensorSpec(
-            name: "water",
-            kind: CounterSettings(line: LineSelector("METER"), stateDirectory: directory, persistInterval: .seconds(1)))
-        let (_, driver, _) = try drive([meter], [spec])
+        let spec = SensorSpec(name: "water", kind: CounterSettings(line: LineSelector("METER"), stateDirectory: directory))
+        let (_, driver, initial) = try drive([meter], [spec])
+        #expect(initial.map(\.number) == [0])
         // A file where the state directory was: no save can succeed, not even as root.
         func breakDirectory() throws {
             try FileManager.default.removeItem(atPath: directory)
@@ -121,30 +120,52 @@ import TestHarness
         }
         try breakDirectory()
 
-        let unsaved = driver.run(for: .milliseconds(2_500))
+        let unsaved = driver.run(for: .milliseconds(12_500))
         let failures = unsaved.compactMap { value -> (Double, String)? in
             guard case .failure(.notSaved(let message)) = value.reading else { return nil }
             return (seconds(value), message)
         }
-        #expect(failures.map(\.0) == [1.09, 2.09])  // the first pulse at 0.09 s, then every second
+        #expect(failures.map(\.0) == [1, 11])  // the report due a second after the start, then every 10 s
         #expect(failures.allSatisfy { $0.1.contains(directory + "/water.count") })
-        #expect(failures.allSatisfy { $0.1.hasSuffix("the total (5) is kept in memory and saved again in 1.0 seconds") })
-        #expect(unsaved.last { $0.channel == "value" && $0.number != nil }?.number == 5)
+        #expect(
+            failures.allSatisfy {
+                $0.1.hasSuffix("the total (5) is kept in memory, reported once saved, and saved again in 10.0 seconds")
+            })
+        #expect(!unsaved.contains { $0.number != nil }, "a total that is not saved is not reported")
 
         try FileManager.default.removeItem(atPath: directory)  // the state file makes its directory
-        let saved = driver.run(for: .seconds(1))
+        let saved = driver.run(for: .seconds(10))
         #expect(!saved.contains { if case .failure = $0.reading { true } else { false } })
+        #expect(saved.compactMap(\.number) == [5], "reported once saved")
         #expect(try String(contentsOfFile: directory + "/water.count", encoding: .utf8) == "5\n")
+        #expect(driver.stop().isEmpty, "nothing unsaved: nothing to write as it stops")
+    }
 
-        // The save when the sensor stops, whose failure is the last word on the total.
-        try breakDirectory()
-        let stopped = driver.stop()
-        #expect(stopped.count == 1)
-        guard case .failure(.notSaved(let message)) = stopped.first?.reading else {
-            Issue.record("no failure reading when the last save failed: \(stopped)")
-            return
+    /// The guarantee behind `total_increasing`: whenever a total is reported, the file holds at
+    /// least it, so a counter killed at any moment (no stop, no last save: SIGKILL, a power cut)
+    /// starts again from at least the last total anybody was told.
+    @Test func aReportedTotalIsNeverAheadOfTheSavedOne() throws {
+        let directory = try temporaryDirectory("counter").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let meter = SimulatedLineConfig(name: "METER", generator: .pulses(perSecond: 37, width: .milliseconds(1)))
+        let spec = SensorSpec(name: "water", kind: CounterSettings(line: LineSelector("METER"), stateDirectory: directory))
+        func savedTotal() throws -> Double {
+            Double(try String(contentsOfFile: directory + "/water.count", encoding: .utf8).dropLast()) ?? -1
         }
-        #expect(message.hasSuffix("the sensor stopped with a total of 5 that the file does not have"))
+        var lastReported = 0.0
+        for run in 0..<3 {
+            let (_, driver, restored) = try drive([meter], [spec])
+            #expect((restored.first?.number ?? -1) >= lastReported, "run \(run) starts below what was reported")
+            for _ in 0..<(25 + run * 7) {
+                for value in driver.run(for: .milliseconds(173)) {
+                    guard let total = value.number else { continue }
+                    #expect(total <= (try savedTotal()), "reported \(total) before saving it")
+                    lastReported = total
+                }
+            }
+            #expect(lastReported > 0)
+            // Killed: the driver is dropped without stop(), so nothing more is saved.
+        }
     }
 
     @Test func lostEventsAreReportedAndStillCounted() throws {
@@ -304,6 +325,37 @@ import TestHarness
         let values = driver.run(for: .seconds(1))
         // 40.0 % = 0x0190, 20.0 °C = 0x00C8, sum 0x59, sent as 0x5A.
         #expect(values.map(\.reading) == Array(repeating: .failure(.checksumMismatch(bytes: [0x01, 0x90, 0x00, 0xC8, 0x5A])), count: 2))
+    }
+
+    /// A DHT silent from 4 s to 24 s, read every 5 s: the reads at 5, 10 and 15 s get no answer,
+    /// so at 15 s (three intervals without a good reading) it is unavailable, saying why; the
+    /// read at 25 s answers and brings it back, before its values.
+    @Test func aDHTThatStopsAnsweringIsUnavailableUntilItsNextGoodReading() throws {
+        let silence = SignalGenerator.Silence(after: .seconds(4), duration: .seconds(20))
+        let line = SimulatedLineConfig(name: "DHT", generator: .dht22(humidity: 40, temperature: 20, silence: silence))
+        let spec = SensorSpec(
+            name: "climate", kind: DHTSettings(model: .dht22, line: LineSelector("DHT"), interval: .seconds(5)))
+        let (_, driver, _) = try drive([line], [spec])
+        let values = driver.run(for: .seconds(40))
+        let availability = values.filter { $0.channel == SensorSample.availabilityChannel }
+        #expect(availability.count == 2, "\(availability)")
+        guard availability.count == 2, case .failure(.unavailable(let why)) = availability[0].reading else {
+            Issue.record("not unavailable: \(availability)")
+            return
+        }
+        #expect(why.hasPrefix("no good reading for 15 s (last: "), "\(why)")
+        #expect(availability[1].reading == .bool(true))
+        #expect((15.0..<15.1).contains(seconds(availability[0])), "\(seconds(availability[0]))")
+        #expect((25.0..<25.1).contains(seconds(availability[1])), "\(seconds(availability[1]))")
+        let back = try #require(values.firstIndex { $0.reading == .bool(true) && $0.channel == SensorSample.availabilityChannel })
+        #expect(values[back + 1].number == 20, "available again before the value that brought it back")
+    }
+
+    /// An edge-driven sensor may be quiet for days: silence alone never makes it unavailable.
+    @Test func aQuietContactStaysAvailable() throws {
+        let door = SimulatedLineConfig(name: "DOOR", generator: .constant(true))
+        let (_, driver, _) = try drive([door], [SensorSpec(name: "door", kind: BinarySettings(line: LineSelector("DOOR")))])
+        #expect(driver.run(for: .seconds(600)).allSatisfy { $0.channel != SensorSample.availabilityChannel })
     }
 
     @Test func dhtIsReadAtMostEveryTwoSeconds() throws {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Kernel-level GPIO tests: boots Debian's kernel with run-in-vm.sh, creates the gpio-sim chip
-# `gattway-sim` (lines SIM0..SIM7) and checks it with libgpiod's own tools (gpiodetect, gpioinfo,
-# gpioget, gpiomon) and with the shim's C test (Tests/vm/shim-test.c) built against libgpiod 1.6
-# (this machine) and, when Debian 13's root is cached (Tests/userland/debian13.sh made it),
+# `gattway-sim` (lines SIM0..SIM7) and three Raspberry Pi-like chips (pinctrl-bcm2835 with
+# Raspberry Pi OS's names, pinctrl-bcm2711 with the mainline tree's, pinctrl-rp1 unnamed), and
+# checks them with libgpiod's own tools (gpiodetect, gpioinfo, gpioget, gpiomon) and with the
+# shim's C test (Tests/vm/shim-test.c) built against libgpiod 1.6 (this machine) and, when
+# Debian 13's root is cached (Tests/userland/debian13.sh made it),
 # against libgpiod 2.x too; gattway's libgpiod backend suites run on 1.6 (this machine's test
 # bundle) and, when Tests/userland/debian13.sh has built a test bundle newer than the GPIO sources,
 # on libgpiod 2.x too (that bundle, in the Debian 13 root). Also checks that hci_vhci loads

@@ -16,7 +16,10 @@
 #                 GATTWAY_GPIOSIM_CHIP=/dev/gpiochipN and
 #                 GATTWAY_GPIOSIM_SYSFS=/sys/devices/platform/gpio-sim.M/gpiochipN
 #                 (drive input k: echo pull-up|pull-down > $GATTWAY_GPIOSIM_SYSFS/sim_gpio<k>/pull;
-#                 read output k: cat $GATTWAY_GPIOSIM_SYSFS/sim_gpio<k>/value).
+#                 read output k: cat $GATTWAY_GPIOSIM_SYSFS/sim_gpio<k>/value); and three chips
+#                 labelled like a Raspberry Pi's pin controller as each kernel names its lines,
+#                 GATTWAY_GPIOSIM_PI_CHIPS="raspberry-pi-os=DEV:SYSFS mainline=DEV:SYSFS
+#                 unnamed=DEV:SYSFS" (see guest-setup.sh).
 #   --module M    modprobe M before CMD (e.g. hci_vhci for /dev/vhci).
 #   --prepare     only download and build what is needed (kernel, modules, gpio-sim, initramfs).
 #

@@ -62,9 +62,12 @@ extension GATTServer {
         }
         switch pdu {
         case let .writeCommand(handle, value):
-            // Unanswered: a write that cannot be applied is dropped (Vol 3 Part F 3.4.5.3).
-            if let write = try? validateWrite(handle, offset: 0, value: value, kind: .command, central) {
-                try? commit([write], central)
+            // Unanswered: a write that cannot be applied is dropped (Vol 3 Part F 3.4.5.3), and
+            // reported to the program, which counts it.
+            do throws(ATTFailure) {
+                try commit([try validateWrite(handle, offset: 0, value: value, kind: .command, central)], central)
+            } catch {
+                emit(.writeCommandRefused(central.id, handle: error.handle, error.code))
             }
         case .handleValueConfirmation:
             confirmIndication(central, now: now)

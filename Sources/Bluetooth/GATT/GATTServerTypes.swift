@@ -138,6 +138,9 @@ public enum GATTServerEvent: Hashable, Sendable {
     /// An indication went unconfirmed for 30 s (Vol 3 Part F 3.3.3): the bearer is dead, the
     /// server sends and accepts nothing more on it, and the host must disconnect the central.
     case transactionTimedOut(CentralID)
+    /// A Write Command (write without response) that could not be applied: it gets no answer
+    /// (Vol 3 Part F 3.4.5.3), so this is the only trace of it.
+    case writeCommandRefused(CentralID, handle: UInt16, ATTErrorCode)
 }
 
 /// What the server produced, in order: PDUs for the host to transmit, and events.

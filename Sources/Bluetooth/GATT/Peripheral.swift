@@ -41,6 +41,9 @@ public enum PeripheralEvent: Hashable, Sendable {
     case maximumUpdateValueLengthChanged(CentralID, Int)
     /// The link's security changed (encryption started, pairing finished, a bond was stored).
     case securityChanged(CentralID, LinkSecurity)
+    /// The central's Write Command (write without response) could not be applied, for this
+    /// reason; no answer went back to it.
+    case writeCommandRefused(CentralID, handle: UInt16, ATTErrorCode)
 }
 
 /// What the peripheral needs from the BLE host: the outbound half of the seam. Calls are made
@@ -326,6 +329,8 @@ public actor Peripheral {
                 continuation.yield(.maximumUpdateValueLengthChanged(central, Int(mtu) - 3))
             case let .event(.transactionTimedOut(central)):
                 link.disconnectAfterTransactionTimeout(central)
+            case let .event(.writeCommandRefused(central, handle, code)):
+                continuation.yield(.writeCommandRefused(central, handle: handle, code))
             }
         }
     }

@@ -20,6 +20,8 @@ final class Advertiser {
     /// The data given to the controller in this session; nil before it was configured.
     private var currentPayload: AdvertisingPayload?
     private(set) var isAdvertising = false
+    /// The flags say LE Limited Discoverable (a pairing window is open) rather than General.
+    private var limitedDiscoverable = false
 
     init(
         settings: AdvertisingSettings?, commands: HCICommandChannel, maxCentrals: Int,
@@ -45,8 +47,24 @@ final class Advertiser {
             throw HostError("not advertising: nothing to update (start advertising first)")
         }
         self.settings = settings
-        guard let info, currentPayload != nil else { return }
-        let payload = AdvertisingPayload(settings: settings, txPower: info.advertisingTxPower)
+        try await replacePayload(on: info)
+    }
+
+    /// Switches the flags between LE Limited and LE General Discoverable, in flight like `update`.
+    nonisolated(nonsending) func setLimitedDiscoverable(_ limited: Bool, on info: ControllerInfo?) async throws {
+        guard limited != limitedDiscoverable else { return }
+        limitedDiscoverable = limited
+        try await replacePayload(on: info)
+    }
+
+    private func makePayload(_ settings: AdvertisingSettings, _ info: ControllerInfo) -> AdvertisingPayload {
+        AdvertisingPayload(settings: settings, txPower: info.advertisingTxPower, limitedDiscoverable: limitedDiscoverable)
+    }
+
+    /// Gives the controller the data of the current settings when it differs from what it has.
+    private nonisolated(nonsending) func replacePayload(on info: ControllerInfo?) async throws {
+        guard let settings, let info, currentPayload != nil else { return }
+        let payload = makePayload(settings, info)
         if payload.notFitted != currentPayload?.notFitted {
             for field in payload.notFitted {
                 logger.warning("advertising: \(field) does not fit in 31 bytes of advertising and scan response data")
@@ -71,7 +89,7 @@ final class Advertiser {
 
     nonisolated(nonsending) func configureAndEnable(on info: ControllerInfo?, connected: Int) async throws {
         guard let settings, let info else { return }
-        let payload = AdvertisingPayload(settings: settings, txPower: info.advertisingTxPower)
+        let payload = makePayload(settings, info)
         for field in payload.notFitted {
             logger.warning("advertising: \(field) does not fit in 31 bytes of advertising and scan response data")
         }

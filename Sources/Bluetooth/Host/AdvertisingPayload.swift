@@ -86,10 +86,13 @@ public struct AdvertisingPayload: Equatable, Sendable {
     /// "local name (shortened to 12 of 20 bytes)". Every entry is logged.
     public var notFitted: [String] = []
 
-    /// - Parameter txPower: the controller's advertising TX power, when the settings ask for it.
-    public init(settings: AdvertisingSettings, txPower: Int8?) {
-        // LE General Discoverable, BR/EDR not supported (Core Supplement Part A 1.3).
-        advertisingData = Self.field(ADType.flags, [0x06])
+    /// - Parameters:
+    ///   - txPower: the controller's advertising TX power, when the settings ask for it.
+    ///   - limitedDiscoverable: a pairing window is open: the flags say LE Limited Discoverable
+    ///     (0x05) instead of LE General Discoverable (0x06); phones list both alike.
+    public init(settings: AdvertisingSettings, txPower: Int8?, limitedDiscoverable: Bool = false) {
+        // LE Limited or General Discoverable, BR/EDR not supported (Core Supplement Part A 1.3).
+        advertisingData = Self.field(ADType.flags, [limitedDiscoverable ? 0x05 : 0x06])
         if let (uuid, data) = settings.passiveServiceData {
             let field = Self.serviceDataField(uuid, data)
             if field.count <= advertisingRoom {

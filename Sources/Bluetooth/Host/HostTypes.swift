@@ -130,6 +130,10 @@ public enum HostEvent: Equatable, Sendable {
     /// when it distributed none), `bonded` whether its keys were stored.
     case paired(Central, identity: BluetoothAddress, bonded: Bool)
     case pairingFailed(Central, reason: String)
+    /// A central asked to pair while no pairing window was open; it got Pairing Failed.
+    case pairingRefused(Central)
+    /// The pairing window opened or closed (`PeripheralHost.openPairingWindow`, its time up).
+    case pairingWindowChanged(open: Bool)
     /// The link's security changed: encrypted (with which key), or a bond was stored.
     case securityChanged(Central, BluetoothGATT.LinkSecurity)
 }
@@ -155,6 +159,9 @@ public struct HostConfiguration: Sendable {
     /// button); without that such pairings are refused, since accepting unseen would claim MITM
     /// protection nobody checked.
     public var confirmsNumericComparison: Bool
+    /// With `security.pairing` `.window`: how long the pairing window opens at start when no
+    /// central is bonded yet (zero: it stays closed until the owner opens it).
+    public var firstStartPairingWindow: Duration
     /// Connection parameters to ask each central for when the connection it made does not meet
     /// them; nil asks nothing.
     public var preferredConnection: ConnectionParameters?
@@ -165,7 +172,7 @@ public struct HostConfiguration: Sendable {
         commandTimeout: Duration = .seconds(2),
         reconnectDelays: [Duration] = [.milliseconds(200), .seconds(1), .seconds(2), .seconds(5), .seconds(10)],
         security: SecurityConfiguration = .standard, confirmsNumericComparison: Bool = false,
-        preferredConnection: ConnectionParameters? = nil
+        firstStartPairingWindow: Duration = .zero, preferredConnection: ConnectionParameters? = nil
     ) {
         self.transport = transport
         self.stateDirectory = stateDirectory
@@ -176,6 +183,7 @@ public struct HostConfiguration: Sendable {
         self.reconnectDelays = reconnectDelays
         self.security = security
         self.confirmsNumericComparison = confirmsNumericComparison
+        self.firstStartPairingWindow = firstStartPairingWindow
         self.preferredConnection = preferredConnection
     }
 }

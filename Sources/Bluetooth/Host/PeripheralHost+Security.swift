@@ -13,4 +13,29 @@ extension PeripheralHost {
     public func confirmNumericComparison() {
         security.confirmNumericComparison()
     }
+
+    /// Opens the pairing window for `length`: new centrals may pair until it closes (by itself,
+    /// or `closePairingWindow()`). `reason` goes to the log. Nothing to open with
+    /// `security.pairing` `.open`.
+    public func openPairingWindow(for length: Duration, reason: String) {
+        security.openPairingWindow(for: length, reason: reason)
+    }
+
+    public func closePairingWindow() {
+        security.closePairingWindow()
+    }
+
+    /// Whether new centrals may pair now, and for how long still (nil: no end, or closed).
+    public var pairingWindow: (open: Bool, remaining: Duration?) { security.pairingWindow }
+
+    /// Pairing Requests refused outside a pairing window since the host started.
+    public var refusedPairings: Int { security.refusedPairings }
+
+    /// Advertises whether the pairing window is open: the flags say LE Limited Discoverable while
+    /// it is, LE General Discoverable otherwise (docs/bluetooth.md) and always when pairing is
+    /// open at all times.
+    public func advertisePairingWindow(_ open: Bool) async throws {
+        let limited = open && configuration.security.pairing == .window
+        try await advertiser.setLimitedDiscoverable(limited, on: state == .poweredOn ? controller : nil)
+    }
 }

@@ -48,6 +48,13 @@ final class SecurityCoordinator {
         self.eventSink = eventSink
         self.logger = logger
         (manager, bondStore) = Self.loadSecurity(configuration, logger: logger)
+        if configuration.security.pairing == .window, bondStore != nil, manager.bonds.bonds.isEmpty,
+            configuration.firstStartPairingWindow > .zero
+        {
+            // A fresh install must be able to pair its first phone without a shell. Not when the
+            // bond file could not be read: its bonds exist, only unreadable, so this is no first start.
+            openPairingWindow(for: configuration.firstStartPairingWindow, reason: "no central is bonded yet")
+        }
     }
 
     /// The Security Manager with the stored bonds, and the store to persist them to. A bond file
@@ -100,6 +107,7 @@ final class SecurityCoordinator {
     func sessionEnded(closing handles: [UInt16]) {
         timer?.cancel()
         for handle in handles { manager.connectionClosed(handle) }
+        scheduleTimer()  // The pairing window still closes on time.
     }
 
     // MARK: Inbound
@@ -173,6 +181,39 @@ final class SecurityCoordinator {
                 perform(manager.confirmNumericComparison(on: handle, accepted: false, now: now))
             }
         }
+    }
+
+    /// The pairing window now: open (until when, from now) or closed.
+    var pairingWindow: (open: Bool, remaining: Duration?) {
+        (manager.pairingWindow.isOpen(at: now), manager.pairingWindow.remaining(at: now))
+    }
+
+    /// Pairing Requests refused outside a pairing window since the start.
+    var refusedPairings: Int { manager.refusedPairings }
+
+    /// See `PeripheralHost.openPairingWindow`.
+    func openPairingWindow(for length: Duration, reason: String) {
+        guard configuration.security.pairing == .window else {
+            logger.notice("pairing is open at all times (bluetooth.security.pairing: open); no window needed")
+            return
+        }
+        manager.openPairingWindow(for: length, now: now)
+        logger.notice("pairing window open for \(Self.format(length)) (\(reason)): new phones can pair now")
+        eventSink.yield(.pairingWindowChanged(open: true))
+        scheduleTimer()
+    }
+
+    /// See `PeripheralHost.closePairingWindow`.
+    func closePairingWindow() {
+        guard manager.closePairingWindow() else { return }
+        logger.notice("pairing window closed")
+        eventSink.yield(.pairingWindowChanged(open: false))
+    }
+
+    /// `2m`, `90s`: whole minutes as minutes, else seconds.
+    static func format(_ length: Duration) -> String {
+        let seconds = length.components.seconds
+        return seconds % 60 == 0 && seconds > 0 ? "\(seconds / 60)m" : "\(seconds)s"
     }
 
     /// See `PeripheralHost.removeBond`.
@@ -252,6 +293,13 @@ final class SecurityCoordinator {
             logger.notice("\(event)")
             guard let central = connections[handle]?.central else { return }
             eventSink.yield(.pairingFailed(central, reason: failure.description))
+        case .pairingRefused(let handle, _):
+            logger.warning("\(event) [\(manager.refusedPairings) refused since the start]")
+            guard let central = connections[handle]?.central else { return }
+            eventSink.yield(.pairingRefused(central))
+        case .pairingWindowClosed:
+            logger.notice("\(event): new phones cannot pair until it is opened again")
+            eventSink.yield(.pairingWindowChanged(open: false))
         }
     }
 

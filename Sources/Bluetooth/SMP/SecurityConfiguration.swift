@@ -23,6 +23,10 @@ public struct SecurityConfiguration: Sendable, Hashable {
     /// doubled on each further failure, capped at `backoffMaximum`.
     public var backoffBase: Duration
     public var backoffMaximum: Duration
+    /// Whether new centrals pair at any time (`.open`) or only inside a pairing window the owner
+    /// opens (`.window`, see `PairingWindow`). `.open` here, for the host used on its own; the
+    /// gateway's configuration (`bluetooth.security.pairing`) defaults to `.window`.
+    public var pairing: PairingWindow.Policy
 
     public enum Error: Swift.Error, Hashable, CustomStringConvertible {
         case passkeyOutOfRange(UInt32)
@@ -45,7 +49,8 @@ public struct SecurityConfiguration: Sendable, Hashable {
         ioCapability: IOCapability = .displayOnly, fixedPasskey: UInt32? = nil,
         allowLegacy: Bool = false, bondable: Bool = true, signingKeys: Bool = false,
         minimumKeySize: UInt8 = 16, localIdentityResolvingKey: SecretKey? = nil,
-        backoffBase: Duration = .seconds(2), backoffMaximum: Duration = .seconds(300)
+        backoffBase: Duration = .seconds(2), backoffMaximum: Duration = .seconds(300),
+        pairing: PairingWindow.Policy = .open
     ) throws(Error) {
         if let fixedPasskey, fixedPasskey > 999_999 { throw .passkeyOutOfRange(fixedPasskey) }
         guard (7...16).contains(minimumKeySize) else { throw .keySizeOutOfRange(minimumKeySize) }
@@ -59,5 +64,6 @@ public struct SecurityConfiguration: Sendable, Hashable {
         self.localIdentityResolvingKey = localIdentityResolvingKey
         self.backoffBase = backoffBase
         self.backoffMaximum = backoffMaximum
+        self.pairing = pairing
     }
 }

@@ -25,6 +25,10 @@ import BluetoothCore
 /// - `nextDeadline` / `expireTimers(now:)`: the 30 s SMP timeout (Vol 3 Part H 3.4). Schedule a
 ///   timer for `nextDeadline`; on expiry the pairing fails and SMP stays silent on that link
 ///   until it reconnects (no Pairing Failed is sent, as the spec requires).
+/// - `openPairingWindow(for:now:)` / `closePairingWindow()`: with `SecurityConfiguration.pairing`
+///   `.window`, a Pairing Request outside the window gets Pairing Failed (Pairing Not Supported)
+///   and a `pairingRefused` event; `nextDeadline` includes the window's end, and `expireTimers`
+///   closes it (`pairingWindowClosed`). Encrypting with a bond's key needs no window.
 /// - `bonds`, `removeBond(_:)`, `removeAllBonds()`, `setClientConfiguration(_:handle:on:)` for
 ///   the bond store, `gattway bonds`, and restoring subscriptions (`bond(on:)`).
 public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
@@ -40,6 +44,10 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
 
     public let configuration: SecurityConfiguration
     public private(set) var bonds: BondRegistry
+    /// When new centrals may pair.
+    public private(set) var pairingWindow: PairingWindow
+    /// Pairing Requests refused because no pairing window was open, since the manager started.
+    public private(set) var refusedPairings = 0
     private var backoff: PairingBackoff
     private var random: any PairingRandomSource
     private var links: [ConnectionHandle: Link] = [:]
@@ -67,6 +75,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
         self.configuration = configuration
         self.bonds = bonds
         self.random = random
+        pairingWindow = PairingWindow(policy: configuration.pairing)
         backoff = PairingBackoff(base: configuration.backoffBase, maximum: configuration.backoffMaximum)
     }
 
@@ -140,6 +149,15 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
     private mutating func startPairing(_ handle: ConnectionHandle, request: PairingFeatures, now: Duration) -> [Action] {
         guard let link = links[handle] else { return [] }
         guard link.session == nil else { return fail(handle, .unspecifiedReason, now: now) }
+        // Pairing Not Supported (Vol 3 Part H 3.5.5): pairing is not possible now. Not Repeated
+        // Attempts, which means "wait and retry", nor a back-off entry: the owner must act.
+        guard pairingWindow.isOpen(at: now) else {
+            refusedPairings += 1
+            return [
+                .send(handle, .pairingFailed(.pairingNotSupported)),
+                .event(.pairingRefused(handle, peer: link.peer))
+            ]
+        }
         guard !backoff.isBlocked(backoffKey(link), now: now) else {
             return fail(handle, .repeatedAttempts, now: now)
         }
@@ -219,12 +237,14 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
 
     /// Asks the central to pair or encrypt (Security Request, Vol 3 Part H 3.6.7) because a GATT
     /// access needs more than the link has. Nothing is sent while pairing, after an SMP timeout,
-    /// during the repeated-attempts wait, or when the link already has what is asked.
+    /// during the repeated-attempts wait, when the link already has what is asked, or to a central
+    /// without a bond while no pairing window is open (its pairing would be refused).
     public mutating func requestSecurity(on handle: ConnectionHandle, authenticated: Bool, now: Duration) -> [Action] {
         guard let link = links[handle], !link.timedOut, link.session == nil,
             !backoff.isBlocked(backoffKey(link), now: now)
         else { return [] }
         if let security = link.security, security.authenticated || !authenticated { return [] }
+        guard pairingWindow.isOpen(at: now) || bond(on: handle) != nil else { return [] }
         var requirements: AuthenticationRequirements = [.secureConnections]
         if configuration.bondable { requirements.insert(.bonding) }
         if authenticated { requirements.insert(.mitm) }
@@ -233,11 +253,14 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
 
     // MARK: Timeout
 
-    /// The earliest SMP timeout pending, for the host's timer.
-    public var nextDeadline: Duration? { links.values.compactMap(\.deadline).min() }
+    /// The earliest SMP timeout pending or the pairing window's end, for the host's timer.
+    public var nextDeadline: Duration? {
+        (links.values.compactMap(\.deadline) + [pairingWindow.deadline].compactMap { $0 }).min()
+    }
 
     public mutating func expireTimers(now: Duration) -> [Action] {
         var actions: [Action] = []
+        if pairingWindow.expire(at: now) { actions.append(.event(.pairingWindowClosed)) }
         for handle in links.keys.sorted() {
             guard let link = links[handle], let deadline = link.deadline, deadline <= now else { continue }
             end(handle)
@@ -246,6 +269,19 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
         }
         return actions
     }
+
+    // MARK: The pairing window
+
+    /// Opens the pairing window for `length` from `now` (with `SecurityConfiguration.pairing`
+    /// `.open`, pairing is always allowed and this changes nothing).
+    public mutating func openPairingWindow(for length: Duration, now: Duration) {
+        pairingWindow.open(for: length, at: now)
+    }
+
+    /// Closes the pairing window at once; true when it was open. A pairing already under way
+    /// goes on to its end.
+    @discardableResult
+    public mutating func closePairingWindow() -> Bool { pairingWindow.close() }
 
     // MARK: Bonds
 
@@ -366,6 +402,10 @@ public enum SecurityEvent: Hashable, Sendable, CustomStringConvertible {
     case numericComparison(SecurityManager.ConnectionHandle, peer: BluetoothAddress, value: UInt32)
     case pairingComplete(SecurityManager.ConnectionHandle, PairingOutcome)
     case pairingFailed(SecurityManager.ConnectionHandle, peer: BluetoothAddress, PairingFailure)
+    /// A Pairing Request came while no pairing window was open: refused (Pairing Not Supported).
+    case pairingRefused(SecurityManager.ConnectionHandle, peer: BluetoothAddress)
+    /// The pairing window's time is up.
+    case pairingWindowClosed
 
     public var description: String {
         switch self {
@@ -376,6 +416,9 @@ public enum SecurityEvent: Hashable, Sendable, CustomStringConvertible {
             "pairing with \(peer): confirm that the device shows \(Self.sixDigits(value))"
         case .pairingComplete(_, let outcome): "paired with \(outcome)"
         case .pairingFailed(_, let peer, let failure): "pairing with \(peer) failed: \(failure)"
+        case .pairingRefused(_, let peer):
+            "pairing with \(peer) refused: no pairing window is open (gattway pair opens one)"
+        case .pairingWindowClosed: "pairing window closed"
         }
     }
 

@@ -28,6 +28,13 @@ public struct SimulatedGPIOChip: Sendable, Hashable {
         self.label = label
         self.lines = lines
     }
+
+    /// The chip as a backend lists it, for finding its lines as the simulator will.
+    public var info: ChipInfo {
+        ChipInfo(
+            path: "/dev/\(name)", name: name, label: label,
+            lines: lines.enumerated().map { LineInfo(offset: $0, name: $1.name) })
+    }
 }
 
 public struct SimulatedGPIOLine: Sendable, Hashable {

@@ -160,13 +160,41 @@ public struct SecurityConfig: Sendable, Hashable {
     /// The binary sensor (a button) whose press confirms a Numeric Comparison value; nil refuses
     /// Numeric Comparison.
     public var confirmWith: String?
+    /// When new centrals may pair: only inside a pairing window (the default), or at any time.
+    public var pairing: PairingPolicy
+    /// How long `gattway pair` (without `--for`) and the `pair_with` button open the window.
+    public var pairingWindow: Duration
+    /// How long the window opens at start while no central is bonded (zero: not at all).
+    public var firstStartWindow: Duration
+    /// The binary sensor (a button) whose long press opens the pairing window.
+    public var pairWith: String?
+    /// How long `pair_with` must be held down.
+    public var pairPress: Duration
 
-    public init(ioCapabilities: IOCapabilities, passkey: UInt32?, allowLegacy: Bool, confirmWith: String? = nil) {
+    public init(
+        ioCapabilities: IOCapabilities, passkey: UInt32?, allowLegacy: Bool, confirmWith: String? = nil,
+        pairing: PairingPolicy = ConfigDefaults.pairing, pairingWindow: Duration = ConfigDefaults.pairingWindow,
+        firstStartWindow: Duration = ConfigDefaults.firstStartWindow, pairWith: String? = nil,
+        pairPress: Duration = ConfigDefaults.pairPress
+    ) {
         self.ioCapabilities = ioCapabilities
         self.passkey = passkey
         self.allowLegacy = allowLegacy
         self.confirmWith = confirmWith
+        self.pairing = pairing
+        self.pairingWindow = pairingWindow
+        self.firstStartWindow = firstStartWindow
+        self.pairWith = pairWith
+        self.pairPress = pairPress
     }
+}
+
+/// `bluetooth.security.pairing`.
+public enum PairingPolicy: String, Sendable, Hashable, CaseIterable {
+    /// New centrals pair only inside a window the owner opens.
+    case window
+    /// Anyone in radio range may pair at any time.
+    case open
 }
 
 /// SMP IO capabilities (Core Vol 3 Part H 2.3.2).

@@ -57,7 +57,7 @@ extension ConfigParser {
             case .square: ["period", "duty"]
             case .pulses: ["rate", "width"]
             case .steps: ["steps", "repeat"]
-            case .dht22, .dht11: ["temperature", "humidity"]
+            case .dht22, .dht11: ["temperature", "humidity", "silent_after", "silent_for"]
             case .hcsr04: ["distance", "trigger"]
             case .socket: ["path"]
             }
@@ -101,9 +101,15 @@ extension ConfigParser {
         case .dht22, .dht11:
             let temperature = m["temperature"]?.number(in: -40...80) ?? D.dhtTemperature
             let humidity = m["humidity"]?.number(in: 0...100) ?? D.dhtHumidity
+            var silence: SignalGenerator.Silence?
+            if let after = m["silent_after"]?.duration() {
+                silence = SignalGenerator.Silence(after: after, duration: m["silent_for"]?.duration() ?? .seconds(1_000_000_000))
+            } else if let node = m["silent_for"] {
+                node.report("needs silent_after: when the sensor stops answering")
+            }
             return kind == .dht22
-                ? .dht22(humidity: humidity, temperature: temperature)
-                : .dht11(humidity: humidity, temperature: temperature)
+                ? .dht22(humidity: humidity, temperature: temperature, silence: silence)
+                : .dht11(humidity: humidity, temperature: temperature, silence: silence)
         case .hcsr04:
             guard let trigger = m.required("trigger")?.nonEmptyString() else { return nil }
             return .hcsr04(trigger: trigger, distanceMeters: m["distance"]?.number(in: 0.02...4) ?? D.hcsr04Distance)
@@ -183,7 +189,10 @@ extension ConfigParser {
             }
         }
         let names = candidates.flatMap { $0.lines.map(\.name) }
-        for (key, reference) in lines where !names.contains(reference.name) {
+        // Found as the simulator will find it: a chip labelled like a Raspberry Pi's pin
+        // controller answers to `GPIO<n>` and `pin<k>` as the real one does.
+        let listed = candidates.map(\.info)
+        for (key, reference) in lines where (try? LineResolver.resolve(LineSelector(reference.name), in: listed)) == nil {
             m[key]?.report(
                 "no line \"\(reference.name)\" on the simulated chips"
                     + Suggestion.hint(for: reference.name, among: names))

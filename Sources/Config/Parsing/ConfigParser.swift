@@ -61,7 +61,9 @@ struct ConfigParser {
         }
 
         warnAboutUndrivenOutputs(sensors, services: services, sensorNodes: sensorNodes)
-        checkConfirmInput(bluetooth.security.confirmWith, references: references)
+        warnAboutExposure(bluetooth.security, sensors: sensors, services: services, mqtt: mqtt)
+        checkButton(bluetooth.security.confirmWith, key: "confirm_with", doing: "confirming", references: references)
+        checkButton(bluetooth.security.pairWith, key: "pair_with", doing: "opening the pairing window", references: references)
         if bluetooth.bthome.key != nil, !sensors.contains(where: \.bthome) {
             context.warning(
                 ConfigPath.root.key("bluetooth").key("bthome").key("key_file"), line: nil,
@@ -92,14 +94,52 @@ struct ConfigParser {
         }
     }
 
-    /// `bluetooth.security.confirm_with` names a binary sensor (read after the sensors are).
-    private func checkConfirmInput(_ id: String?, references: References) {
+    /// Warnings (not errors: a lab or a trusted network may want this) where a deployment lets
+    /// strangers drive outputs: pairing open at all times, so anyone in radio range can bond and
+    /// write; `/set` taken from a broker reached without TLS or without credentials, so anyone on
+    /// the network can publish (or read the password). A broker on the loopback is left alone.
+    private func warnAboutExposure(
+        _ security: SecurityConfig, sensors: [SensorConfig], services: [ServiceConfig], mqtt: MQTTConfig?
+    ) {
+        let outputs = Set(sensors.filter(\.kind.isOutput).map(\.id))
+        let writable = services.flatMap(\.characteristics).filter(\.properties.isWritable)
+        let drivingOutputs = writable.compactMap { characteristic -> String? in
+            guard case .sensor(let id, _) = characteristic.source, outputs.contains(id) else { return nil }
+            return id
+        }
+        if security.pairing == .open, let first = drivingOutputs.first {
+            context.warning(
+                ConfigPath.root.key("bluetooth").key("security").key("pairing"), line: nil,
+                "pairing: open lets anyone in radio range pair and write the outputs (\"\(first)\""
+                    + (drivingOutputs.count > 1 ? " and \(drivingOutputs.count - 1) more" : "")
+                    + "); the default, window, pairs only while the owner allows it (gattway pair)")
+        }
+        let acceptsSet = writable.contains { characteristic in
+            switch characteristic.source {
+            case .mqtt, .fixed: false
+            case .sensor, .written: true
+            }
+        }
+        guard let mqtt, acceptsSet, !["localhost", "127.0.0.1", "::1"].contains(mqtt.broker.host) else { return }
+        var missing: [String] = []
+        if !mqtt.broker.usesTLS { missing.append("TLS (mqtts://)") }
+        if mqtt.username == nil { missing.append("credentials (username, password_file)") }
+        guard !missing.isEmpty else { return }
+        context.warning(
+            ConfigPath.root.key("mqtt").key("url"), line: nil,
+            "writable characteristics take MQTT /set from \(mqtt.broker) without "
+                + missing.joined(separator: " or ") + ": anyone who can publish there can write them")
+    }
+
+    /// `bluetooth.security.confirm_with` and `pair_with` name a binary sensor (read after the
+    /// sensors are).
+    private func checkButton(_ id: String?, key: String, doing: String, references: References) {
         guard let id else { return }
-        let path = ConfigPath.root.key("bluetooth").key("security").key("confirm_with")
+        let path = ConfigPath.root.key("bluetooth").key("security").key(key)
         let report = { (message: String) in context.error(path, line: nil, message) }
         guard let sensor = references.sensor(id, report: report) else { return }
         if sensor.kind is BinarySensorConfig { return }
-        report("sensor \"\(id)\" is a \(sensor.kind.name) sensor; confirming needs a binary one (a button)")
+        report("sensor \"\(id)\" is a \(sensor.kind.name) sensor; \(doing) needs a binary one (a button)")
     }
 
     /// What characteristics may refer to.
@@ -310,7 +350,24 @@ struct ConfigParser {
                 "without confirm_with (a button to confirm the number), pairings that need "
                     + "Numeric Comparison are refused")
         }
-        return SecurityConfig(ioCapabilities: io, passkey: passkey, allowLegacy: allowLegacy, confirmWith: confirmWith)
+        let pairing = m?["pairing"]?.choice(PairingPolicy.self) ?? D.pairing
+        let windowRange = Duration.seconds(10)...Duration.seconds(3600)
+        let pairingWindow = m?["pairing_window"]?.duration(in: windowRange) ?? D.pairingWindow
+        let firstStartWindow = m?["first_start_window"]?.duration(in: .zero...Duration.seconds(3600)) ?? D.firstStartWindow
+        let pairWith = m?["pair_with"]?.nonEmptyString()
+        let pairPress = m?["pair_press"]?.duration(in: .milliseconds(500)...Duration.seconds(30)) ?? D.pairPress
+        if pairing == .open {
+            for key in ["pairing_window", "first_start_window", "pair_with", "pair_press"] {
+                m?[key]?.warn("unused with pairing: open (new centrals may pair at any time)")
+            }
+        }
+        if let pairWith, pairWith == confirmWith, let node = m?["pair_with"] {
+            node.report("\"\(pairWith)\" already confirms numbers (confirm_with); give pairing its own button")
+        }
+        return SecurityConfig(
+            ioCapabilities: io, passkey: passkey, allowLegacy: allowLegacy, confirmWith: confirmWith,
+            pairing: pairing, pairingWindow: pairingWindow, firstStartWindow: firstStartWindow, pairWith: pairWith,
+            pairPress: pairPress)
     }
 
     // MARK: mqtt

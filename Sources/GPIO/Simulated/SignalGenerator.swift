@@ -39,10 +39,10 @@ public enum SignalGenerator: Sendable, Hashable {
     case steps([Step], repeats: Bool)
     /// A DHT22 (AM2302) on a single-wire line: answers each start signal (the host driving the
     /// line low for at least 1 ms, then releasing it) with a 40-bit frame of these readings.
-    /// `corruptChecksum` sends a wrong checksum byte.
-    case dht22(humidity: Double, temperature: Double, corruptChecksum: Bool = false)
+    /// `corruptChecksum` sends a wrong checksum byte; during `silence` it answers nothing.
+    case dht22(humidity: Double, temperature: Double, corruptChecksum: Bool = false, silence: Silence? = nil)
     /// A DHT11 (start signal at least 18 ms), integer and tenth parts as the DHT11 sends them.
-    case dht11(humidity: Double, temperature: Double, corruptChecksum: Bool = false)
+    case dht11(humidity: Double, temperature: Double, corruptChecksum: Bool = false, silence: Silence? = nil)
     /// The echo line of an HC-SR04 whose trigger is the line named `trigger` on the same chip:
     /// after each trigger pulse (high for at least 10 µs) the echo goes high 250 µs later for the
     /// round trip time of sound (343 m/s) over `distanceMeters`. Beyond 4 m there is no echo,
@@ -53,6 +53,23 @@ public enum SignalGenerator: Sendable, Hashable {
     /// order when it arrives (anything else is ignored). The line then wakes gattway through a
     /// descriptor, as a kernel line's edge does, and a script or a benchmark drives it.
     case socket(path: String)
+
+    /// A spell in which a simulated sensor does not answer (a loose wire): from `after` since the
+    /// simulator started, for `duration`.
+    public struct Silence: Sendable, Hashable {
+        public var after: Duration
+        public var duration: Duration
+
+        public init(after: Duration, duration: Duration) {
+            self.after = after
+            self.duration = duration
+        }
+
+        /// Whether the sensor is silent `sinceStart` after the simulator started.
+        func contains(_ sinceStart: Duration) -> Bool {
+            sinceStart >= after && sinceStart < after + duration
+        }
+    }
 
     /// One level of a `steps` generator.
     public struct Step: Sendable, Hashable {

@@ -298,9 +298,12 @@ private struct Wakeups {
 private struct SimulatedChip {
     let config: SimulatedChipConfig
     var lines: [SimulatedLine]
+    /// When the simulator started: generators' times count from here.
+    let origin: UInt64
 
     init(config: SimulatedChipConfig, origin: UInt64) {
         self.config = config
+        self.origin = origin
         lines = config.lines.enumerated().map { SimulatedLine(offset: $0.offset, config: $0.element, origin: origin) }
     }
 
@@ -343,6 +346,11 @@ private struct SimulatedChip {
         physicalChange(offset: offset, from: before, at: now)
     }
 
+    private static func silent(_ silence: SignalGenerator.Silence?, at now: UInt64, origin: UInt64) -> Bool {
+        guard let silence, now >= origin else { return false }
+        return silence.contains(.nanoseconds(Int64(clamping: now - origin)))
+    }
+
     /// Lets simulated sensors react to what gattway drives: a DHT answers the release of its
     /// start signal, an HC-SR04 echoes the end of its trigger pulse.
     private mutating func physicalChange(offset: Int, from before: Bool, at now: UInt64) {
@@ -353,13 +361,15 @@ private struct SimulatedChip {
         let held = now - heldSince
         if after, !before {
             switch config.lines[offset].generator {
-            case let .dht22(humidity, temperature, corrupt) where held >= SimulatedSensorTiming.dht22MinimumStartNs:
+            case let .dht22(humidity, temperature, corrupt, silence)
+            where held >= SimulatedSensorTiming.dht22MinimumStartNs && !Self.silent(silence, at: now, origin: origin):
                 lines[offset].waveform.schedule(
                     SensorWaveforms.dhtFrame(
                         bytes: SensorWaveforms.dht22Bytes(
                             humidity: humidity, temperature: temperature,
                             corruptChecksum: corrupt), release: now))
-            case let .dht11(humidity, temperature, corrupt) where held >= SimulatedSensorTiming.dht11MinimumStartNs:
+            case let .dht11(humidity, temperature, corrupt, silence)
+            where held >= SimulatedSensorTiming.dht11MinimumStartNs && !Self.silent(silence, at: now, origin: origin):
                 lines[offset].waveform.schedule(
                     SensorWaveforms.dhtFrame(
                         bytes: SensorWaveforms.dht11Bytes(

@@ -4,26 +4,34 @@ import FoundationEssentials
 ///
 ///     {"command":"status"}
 ///     {"command":"bonds.remove","address":"AA:BB:CC:DD:EE:FF","stateDirectory":"/var/lib/gattway"}
+///     {"command":"pair","seconds":120}
 public struct ControlRequest: Codable, Sendable, Equatable {
-    public enum Command: String, Codable, Sendable {
+    public enum Command: String, Codable, Sendable, CaseIterable {
         case status
         case bondsList = "bonds.list"
         case bondsRemove = "bonds.remove"
         case bondsClear = "bonds.clear"
         case reload
+        /// Opens the pairing window (`seconds`, else `bluetooth.security.pairing_window`).
+        case pair
+        /// Closes the pairing window now.
+        case pairClose = "pair.close"
     }
 
     public var command: Command
     /// `bonds.remove`: the central's address, `AA:BB:CC:DD:EE:FF`.
     public var address: String?
+    /// `pair`: how long the window stays open, in seconds.
+    public var seconds: Int?
     /// The `state_dir` of the configuration the caller read, when it read one: a service serving
     /// another one refuses, so two gattways sharing a `runtime_dir` cannot be mistaken for each
     /// other.
     public var stateDirectory: String?
 
-    public init(_ command: Command, address: String? = nil, stateDirectory: String? = nil) {
+    public init(_ command: Command, address: String? = nil, seconds: Int? = nil, stateDirectory: String? = nil) {
         self.command = command
         self.address = address
+        self.seconds = seconds
         self.stateDirectory = stateDirectory
     }
 }
@@ -39,11 +47,14 @@ public struct ControlResponse: Codable, Sendable, Equatable {
     public var removed: Int?
     /// `reload`: what the reload did.
     public var reload: ReloadReport?
+    /// `pair`, `pair.close`: the pairing window afterwards.
+    public var pairing: PairingState?
 
     public init(
         error: String? = nil, status: GatewayStatus? = nil, bonds: [String]? = nil, removed: Int? = nil,
-        reload: ReloadReport? = nil
+        reload: ReloadReport? = nil, pairing: PairingState? = nil
     ) {
+        self.pairing = pairing
         self.error = error
         self.status = status
         self.bonds = bonds
@@ -52,6 +63,32 @@ public struct ControlResponse: Codable, Sendable, Equatable {
     }
 
     public static func failure(_ message: String) -> ControlResponse { ControlResponse(error: message) }
+}
+
+/// Whether new centrals may pair now.
+public struct PairingState: Codable, Sendable, Equatable {
+    /// `window` or `open` (`bluetooth.security.pairing`).
+    public var policy: String
+    public var open: Bool
+    /// Seconds until the window closes; nil when closed, or open at all times.
+    public var remaining: Int?
+    /// Pairing Requests refused outside a window since the start.
+    public var refused: Int
+
+    public init(policy: String, open: Bool, remaining: Int?, refused: Int) {
+        self.policy = policy
+        self.open = open
+        self.remaining = remaining
+        self.refused = refused
+    }
+
+    /// `pairing window open for 118s more`, as `gattway pair` and `gattway status` print it.
+    public var text: String {
+        if policy == "open" { return "pairing open at all times (bluetooth.security.pairing: open)" }
+        let refusals = refused > 0 ? "; \(refused) pairings refused since the start" : ""
+        guard open else { return "pairing window closed (gattway pair opens it)" + refusals }
+        return "pairing window open" + (remaining.map { " for \($0)s more" } ?? "") + refusals
+    }
 }
 
 /// What `gattway status` shows: the controller, the connected centrals, the sensors' current
@@ -78,6 +115,8 @@ public struct GatewayStatus: Codable, Sendable, Equatable {
     public struct Sensor: Codable, Sendable, Equatable {
         public var id: String
         public var values: [Value]
+        /// Why its readings are not current (no good reading for its deadline); nil while they are.
+        public var unavailable: String?
     }
 
     /// The MQTT mirror, when the configuration has an `mqtt` section.
@@ -120,6 +159,8 @@ public struct GatewayStatus: Codable, Sendable, Equatable {
     public var counters: [String: Int]
     /// nil without an `mqtt` section.
     public var mqtt: MQTT?
+    /// nil from a gattway that predates pairing windows.
+    public var pairing: PairingState?
 
     /// The status as `gattway status` prints it: one line per fact.
     public var text: String {
@@ -134,10 +175,16 @@ public struct GatewayStatus: Codable, Sendable, Equatable {
         if !sensors.isEmpty { lines.append("sensors:") }
         for sensor in sensors {
             let values = sensor.values.map { "\($0.characteristic) = \($0.value ?? "no value yet")" }
-            lines.append("  \(sensor.id): " + (values.isEmpty ? "on no characteristic" : values.joined(separator: ", ")))
+            let shown = values.isEmpty ? "on no characteristic" : values.joined(separator: ", ")
+            if let why = sensor.unavailable {
+                lines.append("  \(sensor.id): unavailable: \(why); last values, not current: \(shown)")
+            } else {
+                lines.append("  \(sensor.id): " + shown)
+            }
         }
         let totals = ["sent", "coalesced", "suppressed", "dropped", "waiting", "lost_events"]
         lines.append("counters: " + totals.map { "\($0) \(counters[$0] ?? 0)" }.joined(separator: ", "))
+        if let pairing { lines.append(pairing.text) }
         lines.append(mqtt?.text ?? "mqtt off")
         return lines.joined(separator: "\n")
     }
@@ -151,8 +198,8 @@ public struct ReloadReport: Codable, Sendable, Equatable {
     public var errors: [String]
     /// What changed and runs now, one line each (`sensor door restarted`).
     public var applied: [String]
-    /// What changed but could not be applied (a sensor whose line is missing or busy): it does
-    /// not run, and the next reload tries it again.
+    /// What changed but could not be applied (a sensor whose line is missing or busy): a changed
+    /// sensor runs as before, a new one does not run; the next reload tries again.
     public var failed: [String]
     /// What changed but runs as before until gattway restarts, one line each.
     public var needsRestart: [String]

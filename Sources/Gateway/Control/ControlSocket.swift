@@ -3,20 +3,29 @@ import FoundationEssentials
 import Glibc
 
 /// The running service's control socket: a Unix stream socket (`<runtime_dir>/control.sock`,
-/// mode 0600: only its owner and root may connect) where `gattway status`, `gattway bonds` and
+/// mode 0600, in a directory only the service's user may write) where `gattway status`, `gattway bonds` and
 /// `gattway reload` reach the service. Requests and answers are JSON objects, one per line
 /// (`ControlLine`); a connection may send any number of requests and gets the answers in order.
 ///
 /// It lives on the event loop (the listening socket and every connection are watched
 /// descriptors, all non-blocking), so it adds no thread; requests are answered by `handler`,
 /// which may await the gateway's actors.
+///
+/// File modes are not the only guard: each connection's peer (`SO_PEERCRED`) must be root or
+/// the service's own user, else it gets one refusal and is closed, so a socket file or directory
+/// whose mode was loosened by hand still lets no one else in.
 public final class ControlSocket: @unchecked Sendable {
     public enum Error: Swift.Error, CustomStringConvertible {
         case failed(String, path: String, errno: Int32)
         case taken(path: String)
+        /// The runtime directory is not the service's own: another user could replace the socket.
+        case unsafeDirectory(path: String, reason: String)
 
         public var description: String {
             switch self {
+            case let .unsafeDirectory(path, reason):
+                "runtime_dir \(path) \(reason); refusing to put the control socket there (chown it to the "
+                    + "service's user and chmod 0700, or remove it so gattway makes it)"
             case let .failed(step, path, code): "control socket \(path): \(step) failed: \(String(cString: strerror(code)))"
             case let .taken(path): "control socket \(path): another gattway answers there"
             }
@@ -52,6 +61,7 @@ public final class ControlSocket: @unchecked Sendable {
         if mkdir(runtimeDirectory, 0o700) != 0, errno != EEXIST {
             throw .failed("mkdir", path: runtimeDirectory, errno: errno)
         }
+        try Self.checkOwnDirectory(runtimeDirectory)
         if Self.answers(path) { throw .taken(path: path) }
         unlink(path)
         descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -106,6 +116,10 @@ public final class ControlSocket: @unchecked Sendable {
         var queued: [[UInt8]] = []
         var answering = false
         var ended = false
+        /// Why this peer may not ask (`SO_PEERCRED`): its first request gets this answer, and the
+        /// connection ends. Answering the request rather than closing at once lets the client
+        /// read why instead of failing to send.
+        var refusal: String?
 
         init(descriptor: Int32) { self.descriptor = descriptor }
     }
@@ -119,6 +133,7 @@ public final class ControlSocket: @unchecked Sendable {
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             let connection = Connection(descriptor: client)
             connections[client] = connection
+            connection.refusal = Self.peerRefusal(client)
             connection.watch = loop.watch(client) { [self] readiness in receive(on: connection, readiness) }
         }
     }
@@ -140,6 +155,11 @@ public final class ControlSocket: @unchecked Sendable {
     /// Answers the oldest queued request, then the next, one at a time so answers keep order.
     private func answerNext(on connection: Connection) {
         guard !connection.answering, !connection.ended, !connection.queued.isEmpty else { return }
+        if let refusal = connection.refusal {
+            connection.queued = []
+            send(.failure(refusal), on: connection)
+            return end(connection)
+        }
         let line = connection.queued.removeFirst()
         connection.answering = true
         let request: ControlRequest
@@ -175,6 +195,42 @@ public final class ControlSocket: @unchecked Sendable {
 
     // MARK: Helpers
 
+    /// Why the runtime directory may not hold the socket: not a directory, owned by another user
+    /// than the service's, or writable by group or others; nil when it is the service's own.
+    static func checkOwnDirectory(_ path: String) throws(Error) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw .failed("stat", path: path, errno: errno) }
+        if info.st_mode & S_IFMT != S_IFDIR {
+            throw .unsafeDirectory(path: path, reason: "is not a directory")
+        }
+        if info.st_uid != geteuid() {
+            throw .unsafeDirectory(path: path, reason: "is owned by uid \(info.st_uid), not the service's uid \(geteuid())")
+        }
+        if info.st_mode & 0o022 != 0 {
+            let mode = String(info.st_mode & 0o777, radix: 8)
+            throw .unsafeDirectory(path: path, reason: "is writable by group or others (mode 0\(mode))")
+        }
+    }
+
+    /// Whether a peer with `uid` may use the socket: root, or the service's own user.
+    public static func permits(peerUID uid: uid_t, serviceUID: uid_t) -> Bool { uid == 0 || uid == serviceUID }
+
+    /// The answer refusing the peer on `descriptor` (`SO_PEERCRED`), or nil when it may ask.
+    private static func peerRefusal(_ descriptor: Int32) -> String? {
+        // struct ucred (pid, uid, gid: three 32-bit fields) is hidden behind _GNU_SOURCE in the
+        // Glibc module, so its words are read as such.
+        var credentials = [UInt32](repeating: 0, count: 3)
+        var length = socklen_t(MemoryLayout<UInt32>.size * credentials.count)
+        guard getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else {
+            return "refused: cannot tell who is asking (SO_PEERCRED: \(String(cString: strerror(errno))))"
+        }
+        let uid = uid_t(credentials[1])
+        guard permits(peerUID: uid, serviceUID: geteuid()) else {
+            return "refused: uid \(uid) is neither root nor gattway's user (uid \(geteuid()))"
+        }
+        return nil
+    }
+
     /// Whether a process accepts connections on `path` now.
     static func answers(_ path: String) -> Bool {
         let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -187,7 +243,7 @@ public final class ControlSocket: @unchecked Sendable {
         switch error {
         case DecodingError.dataCorrupted(let context) where !context.codingPath.isEmpty:
             "unknown \(context.codingPath.map(\.stringValue).joined(separator: ".")) (commands: "
-                + "status, bonds.list, bonds.remove, bonds.clear)"
+                + ControlRequest.Command.allCases.map(\.rawValue).joined(separator: ", ") + ")"
         case DecodingError.dataCorrupted: "not JSON"
         case DecodingError.keyNotFound(let key, _): "\"\(key.stringValue)\" is missing"
         case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):

@@ -48,7 +48,29 @@ struct GatewayControl: Sendable {
             } catch {
                 return .failure(error.description)
             }
+        case .pair:
+            let security = config.bluetooth.security
+            guard security.pairing == .window else {
+                return ControlResponse(pairing: await pairingState(config))
+            }
+            let length = request.seconds.map { Duration.seconds($0) } ?? security.pairingWindow
+            guard (Duration.seconds(1)...Duration.seconds(3600)).contains(length) else {
+                return .failure("a pairing window lasts 1s to 1h, not \(request.seconds ?? 0)s")
+            }
+            await host.openPairingWindow(for: length, reason: "gattway pair")
+            return ControlResponse(pairing: await pairingState(config))
+        case .pairClose:
+            await host.closePairingWindow()
+            return ControlResponse(pairing: await pairingState(config))
         }
+    }
+
+    func pairingState(_ config: GatewayConfig) async -> PairingState {
+        let window = await host.pairingWindow
+        return PairingState(
+            policy: config.bluetooth.security.pairing.rawValue, open: window.open,
+            remaining: window.remaining.map { Int(($0 / .seconds(1)).rounded(.up)) },
+            refused: await host.refusedPairings)
     }
 
     func status(_ config: GatewayConfig) async -> GatewayStatus {
@@ -75,6 +97,7 @@ struct GatewayControl: Sendable {
                     }))
         }
         var sensors: [GatewayStatus.Sensor] = []
+        let unavailable = await pipeline.unavailableSensors
         for sensor in config.sensors {
             var values: [GatewayStatus.Value] = []
             for characteristic in layout.characteristics.values.sorted(by: { $0.ref < $1.ref }) {
@@ -85,19 +108,19 @@ struct GatewayControl: Sendable {
                         characteristic: characteristic.ref.path,
                         value: bytes.map { ValueJSON.literal($0, encoding: characteristic.config.encoding) }))
             }
-            sensors.append(GatewayStatus.Sensor(id: sensor.id, values: values))
+            sensors.append(GatewayStatus.Sensor(id: sensor.id, values: values, unavailable: unavailable[sensor.id]))
         }
         return GatewayStatus(
             controller: "\(config.bluetooth.transport)", state: await host.state.rawValue,
             advertising: await host.isAdvertising, centrals: centrals, sensors: sensors,
-            counters: await pipeline.counters, mqtt: await mirror?.status())
+            counters: await pipeline.counters, mqtt: await mirror?.status(), pairing: await pairingState(config))
     }
 }
 
 extension ValuePipeline {
     /// The counters of the `state` topic's status event now.
     var counters: [String: Int] {
-        guard case .status(_, _, let counters) = statusEvent else { return [:] }
+        guard case .status(_, _, let counters, _, _) = statusEvent else { return [:] }
         return counters
     }
 }

@@ -11,7 +11,7 @@ import Sensors
 /// A reload validates the whole file first: an invalid one changes nothing and every error is
 /// logged. A valid one is compared with the running configuration (`ConfigChanges`): sensors
 /// added, removed or changed are started, stopped or restarted (their lines released before they
-/// are requested again); changed services are published anew (`ValuePipeline.changeLayout`) and
+/// are requested again; a changed sensor whose new form cannot start runs again as before); changed services are published anew (`ValuePipeline.changeLayout`) and
 /// changed notify policies (the services otherwise the same) go to the pipeline; a changed `mqtt`
 /// section, or services that change what the mirror publishes, replace the MQTT mirror
 /// (`MirrorRunner.replace`). Every other section that changed is reported as needing a restart
@@ -157,8 +157,25 @@ actor RunningConfiguration {
                 do {
                     sensors[sensor.id] = RunningSensor(runner: try Self.runner(sensor, config: running, backend: backend))
                 } catch {
-                    // Left out of the running configuration, so the next reload tries it again.
-                    report.failed.append("sensor \(sensor.id) could not start: \(error)")
+                    // A changed sensor runs as before (its lines were let go so the new one could
+                    // take them; a line the new one names may be missing, which `check` cannot
+                    // see); either way the running configuration keeps the sensor as it runs, so
+                    // the next reload tries the new one again.
+                    guard restarted.contains(sensor.id), let before = config.sensor(id: sensor.id) else {
+                        report.failed.append("sensor \(sensor.id) could not start: \(error)")
+                        continue
+                    }
+                    do {
+                        sensors[sensor.id] = RunningSensor(runner: try Self.runner(before, config: config, backend: backend))
+                    } catch let restore {
+                        report.failed.append(
+                            "sensor \(sensor.id) could not start: \(error); nor as before (\(restore)): it is stopped until a reload starts it"
+                        )
+                        continue
+                    }
+                    launch(sensor.id)
+                    report.failed.append("sensor \(sensor.id) could not start: \(error); it runs as before")
+                    running.sensors.append(before)
                     continue
                 }
                 launch(sensor.id)
@@ -224,7 +241,9 @@ actor RunningConfiguration {
         guard let sinks, let runner = sensors[id]?.runner else { return }
         let forwarder = SensorForwarder(
             sensor: id, pipeline: sinks.pipeline, bthome: sinks.bthome, host: sinks.host,
-            confirms: id == config.bluetooth.security.confirmWith, logger: logger)
+            confirms: id == config.bluetooth.security.confirmWith,
+            pairButton: id == config.bluetooth.security.pairWith ? PairButton(hold: config.bluetooth.security.pairPress) : nil,
+            pairingWindow: config.bluetooth.security.pairingWindow, logger: logger)
         let logger = logger
         sensors[id]?.task = Task(executorPreference: EventLoop.shared) {
             do {
@@ -235,9 +254,12 @@ actor RunningConfiguration {
         }
     }
 
+    /// Stops sensor `id` and forgets whether it was available: a sensor started again under
+    /// the name judges its readings afresh.
     private func stop(_ id: String) async {
         guard let sensor = sensors.removeValue(forKey: id) else { return }
         sensor.task?.cancel()
         await sensor.task?.value
+        await sinks?.pipeline.sensorAvailability(sensor: id, unavailable: nil)
     }
 }

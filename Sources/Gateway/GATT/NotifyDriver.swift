@@ -70,6 +70,11 @@ final class NotifyDriver {
         engine.update(ref, sample: sample, now: now)
     }
 
+    /// `ref`'s value is no longer current: no heartbeat resends it until `update`.
+    func markStale(_ ref: CharacteristicRef) {
+        engine.markStale(ref)
+    }
+
     /// The characteristic's triggers come first: they judge the current value the subscription
     /// may start with.
     func subscribe(_ central: CentralID, to ref: CharacteristicRef, kind: UpdateKind) {

@@ -15,6 +15,9 @@ public typealias PipelineEventSink = @Sendable (PipelineEvent) -> Void
 public enum PipelineEvent: Sendable, Equatable {
     /// The characteristic's new value, as its bytes on air: MQTT prints what a phone reads.
     case valueChanged(CharacteristicRef, [UInt8])
+    /// The characteristic's value is no longer current (`unavailable`: its sensor has given no
+    /// good reading for its deadline), or is again (nil: a good reading came).
+    case availabilityChanged(CharacteristicRef, unavailable: String?)
     case centralConnected(CentralID, mtu: Int)
     /// The central's ATT_MTU changed (an MTU exchange).
     case mtuChanged(CentralID, mtu: Int)
@@ -30,7 +33,10 @@ public enum PipelineEvent: Sendable, Equatable {
     case outputFailed(CharacteristicRef, CentralID, reason: String)
     /// The peripheral's state and the notify counters summed over characteristics, on every
     /// state change and every statistics interval (MQTT's `state` topic).
-    case status(peripheral: String, advertising: Bool, counters: [String: Int])
+    /// `pairing`: pairing is open; `unavailable`: the sensors whose readings are not current, with why.
+    case status(
+        peripheral: String, advertising: Bool, counters: [String: Int], pairing: Bool = false,
+        unavailable: [String: String] = [:])
 }
 
 /// The value pipeline: sensor readings (and MQTT values, and centrals' writes) become each
@@ -255,6 +261,26 @@ public actor ValuePipeline {
         notifier.drain()
     }
 
+    /// A sensor's readings stopped being current (`reason`), or are again (nil): every
+    /// characteristic carrying it is marked so for MQTT (its availability), and the notify
+    /// heartbeat stops resending the value it has until a new one comes.
+    public func sensorAvailability(sensor: String, unavailable reason: String?) {
+        guard status.sensorAvailability(sensor: sensor, unavailable: reason) else { return }
+        if let reason {
+            logger.warning("sensor unavailable", metadata: ["sensor": "\(sensor)", "reason": "\(reason)"])
+        } else {
+            logger.notice("sensor available again", metadata: ["sensor": "\(sensor)"])
+        }
+        for ref in router.characteristics(carrying: sensor) {
+            if reason != nil { notifier.markStale(ref) }
+            eventSink?(.availabilityChanged(ref, unavailable: reason))
+        }
+        eventSink?(statusEvent)
+    }
+
+    /// Why each unavailable sensor is, by sensor.
+    public var unavailableSensors: [String: String] { status.unavailableSensors }
+
     /// A sensor's running total of lost GPIO events, for the `state` counters
     /// (`<sensor>.lost_events`, and `lost_events` over all sensors).
     public func lostEvents(sensor: String, total: Int) {
@@ -297,6 +323,8 @@ public actor ValuePipeline {
         case .centralDisconnected(let central):
             notifier.disconnect(central)
             eventSink?(.centralDisconnected(central))
+            // The departed central's counters are gone: `state` says so now, not at the next tick.
+            eventSink?(statusEvent)
         case .subscribed(let central, let characteristic):
             guard let ref = publication.ref(of: characteristic) else { return }
             // The event does not say which the central enabled; notification when offered.
@@ -324,6 +352,12 @@ public actor ValuePipeline {
             return
         case .securityChanged(let central, let security):
             eventSink?(.securityChanged(central, security))
+            return
+        case .writeCommandRefused(let central, let handle, let code):
+            status.writeCommandRefused()
+            logger.debug(
+                "write command refused",
+                metadata: ["central": "\(central)", "handle": "\(handle)", "reason": "\(code)"])
             return
         case .serviceAdded, .serviceRemoved:
             return
@@ -401,6 +435,11 @@ public actor ValuePipeline {
         for await change in values.triggerChanges { handle(change) }
     }
 
+    /// The pairing window opened or closed (for the `status` event).
+    public func pairingWindowChanged(_ isOpen: Bool) {
+        if status.pairingChanged(isOpen) { eventSink?(statusEvent) }
+    }
+
     /// The host started or stopped advertising (for the `status` event).
     public func advertisingChanged(_ isAdvertising: Bool) {
         if status.advertisingChanged(isAdvertising) { eventSink?(statusEvent) }
@@ -413,6 +452,14 @@ public actor ValuePipeline {
 
     /// The `status` event now (`PipelineStatus`).
     var statusEvent: PipelineEvent { status.event(notifier.statistics) }
+
+    /// The characteristics whose sensor is unavailable now, with why (a mirror that starts after
+    /// the sensor went stale learns it here).
+    public var unavailableCharacteristics: [(CharacteristicRef, String)] {
+        status.unavailableSensors.sorted { $0.key < $1.key }.flatMap { sensor, reason in
+            router.characteristics(carrying: sensor).map { ($0, reason) }
+        }
+    }
 
     /// Stops the timer and the events, after a last counters line (the totals of the run).
     public func finish() {

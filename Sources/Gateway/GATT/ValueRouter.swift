@@ -58,6 +58,12 @@ struct ValueRouter {
         routes.first { $0.sensor == sensor && $0.channel == channel }?.refs
     }
 
+    /// The characteristics that carry any channel of `sensor` (its readings, presses excepted:
+    /// an event is not a state that goes stale), in order.
+    func characteristics(carrying sensor: String) -> [CharacteristicRef] {
+        routes.filter { $0.sensor == sensor && $0.channel != SensorReading.press.rawValue }.flatMap(\.refs).sorted()
+    }
+
     /// `value` in the format of `ref`; nil when the layout has no such characteristic.
     func sample(_ value: SensorValue, for ref: CharacteristicRef) throws(ValueError) -> NotifySample? {
         guard let encoding = targets[ref]?.encoding else { return nil }

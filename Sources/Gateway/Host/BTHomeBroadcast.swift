@@ -70,11 +70,32 @@ public struct BTHomeBroadcast: Sendable {
         return true
     }
 
+    /// The button events a packet carried (`eventsSent`), to put back should it not go out.
+    public struct SentEvents: Sendable {
+        fileprivate let events: [(Route, BTHomeMeasurement)]
+
+        /// Whether the packet carried a press.
+        public var isEmpty: Bool { events.isEmpty }
+    }
+
     /// After a packet went out: its button events are not sent again, the next packets say "no
-    /// event" until the next press.
-    public mutating func eventsSent() {
+    /// event" until the next press. Returns the presses it carried.
+    @discardableResult
+    public mutating func eventsSent() -> SentEvents {
+        let none = BTHomeMeasurement(button: .none)
+        var sent: [(Route, BTHomeMeasurement)] = []
         for (route, object) in routes where object == .button {
-            latest[route] = BTHomeMeasurement(button: .none)
+            if let event = latest[route], event != none { sent.append((route, event)) }
+            latest[route] = none
+        }
+        return SentEvents(events: sent)
+    }
+
+    /// The packet carrying `sent` did not go out (the advertising data could not be updated):
+    /// its presses go in the next packet, unless a newer press of the same button took their place.
+    public mutating func eventsNotSent(_ sent: SentEvents) {
+        for (route, event) in sent.events where latest[route] == BTHomeMeasurement(button: .none) {
+            latest[route] = event
         }
     }
 
@@ -193,7 +214,7 @@ public actor BTHomeAdvertiser {
         }
         unsentReason = nil
         let (settings, leftOut) = broadcast.settings(base: base, packetID: packetID, encryption: encryption)
-        broadcast.eventsSent()
+        let presses = broadcast.eventsSent()
         packetID &+= 1
         if leftOut != self.leftOut {
             self.leftOut = leftOut
@@ -202,7 +223,14 @@ public actor BTHomeAdvertiser {
         do {
             try await publish(settings)
         } catch {
-            logger.debug("BTHome advertising data not updated", metadata: ["reason": "\(error)"])
+            guard !presses.isEmpty else {
+                logger.debug("BTHome advertising data not updated", metadata: ["reason": "\(error)"])
+                return
+            }
+            // A press is an event: lost here, nothing would ever send it. The next packet carries it.
+            logger.warning("BTHome: a press was not broadcast (\(error)); trying again in \(Self.minimumInterval)")
+            broadcast.eventsNotSent(presses)
+            scheduleRefresh()
         }
     }
 

@@ -19,6 +19,7 @@ public enum HostMapping {
             advertising: settings, maxCentrals: config.bluetooth.maxCentrals,
             security: try security(config.bluetooth.security),
             confirmsNumericComparison: config.bluetooth.security.confirmWith != nil,
+            firstStartPairingWindow: config.bluetooth.security.firstStartWindow,
             preferredConnection: connection.asksCentrals
                 ? ConnectionParameters(
                     intervalMin: connection.minIntervalUnits, intervalMax: connection.maxIntervalUnits,
@@ -39,6 +40,7 @@ public enum HostMapping {
             }
         return try SecurityConfiguration(
             ioCapability: io, fixedPasskey: config.passkey,
-            allowLegacy: config.allowLegacy)
+            allowLegacy: config.allowLegacy,
+            pairing: config.pairing == .open ? .open : .window)
     }
 }

@@ -21,17 +21,21 @@ public enum MirrorMapping {
             var sourceTopic: String?
             var acceptsSet = true
             var isEvent = false
+            var fromSensor = false
             switch characteristic.config.source {
             case .mqtt(let topic): sourceTopic = topic
             case .fixed: acceptsSet = false
-            case .sensor(_, let reading): isEvent = reading.isEvent
+            case .sensor(_, let reading):
+                isEvent = reading.isEvent
+                fromSensor = true
             case .written: break
             }
             return MirrorCharacteristic(
                 id: id(characteristic.ref, layout: layout),
                 payloadStyle: mqtt.payload == .raw ? .raw : .json, acceptsSet: acceptsSet,
                 sourceTopic: sourceTopic, homeAssistant: entity(characteristic, config: config),
-                heartbeat: characteristic.config.notify.maxInterval, isEvent: isEvent)
+                heartbeat: characteristic.config.notify.maxInterval, isEvent: isEvent,
+                reportsAvailability: fromSensor && !isEvent)
         }
         return MirrorConfiguration(
             baseTopic: mqtt.baseTopic, deviceID: config.device.id,
@@ -88,15 +92,21 @@ public enum MirrorMapping {
         let encoding = settings.encoding
         switch domain {
         case .sensor:
-            entity.deviceClass = changes.deviceClass ?? measuredDeviceClass(reading: reading, unit: settings.unit)
-            entity.stateClass = changes.stateClass ?? (sensor?.kind.isTotal == true ? "total_increasing" : "measurement")
+            let isTotal = sensor?.kind.isTotal == true
+            entity.deviceClass =
+                changes.deviceClass
+                ?? measuredDeviceClass(
+                    reading: reading, unit: settings.unit, names: [sensor?.id ?? "", characteristic.name], isTotal: isTotal)
+            entity.stateClass = changes.stateClass ?? (isTotal ? "total_increasing" : "measurement")
             if encoding.format.integerRange != nil { entity.displayPrecision = max(0, -Int(encoding.exponent)) }
         case .binarySensor:
             entity.deviceClass = changes.deviceClass ?? binaryDeviceClass([sensor?.id ?? "", characteristic.name])
         case .switch:
             entity.deviceClass = changes.deviceClass ?? (sensor == nil ? "switch" : "outlet")
         case .number:
-            entity.deviceClass = changes.deviceClass ?? measuredDeviceClass(reading: reading, unit: settings.unit)
+            entity.deviceClass =
+                changes.deviceClass
+                ?? measuredDeviceClass(reading: reading, unit: settings.unit, names: [sensor?.id ?? "", characteristic.name])
             entity.range = numberRange(encoding)
         case .text:
             entity.maxLength = encoding.maximumLength
@@ -129,8 +139,15 @@ public enum MirrorMapping {
     }
 
     /// The device class Home Assistant has for what the value measures, when the reading or
-    /// the unit says it.
-    static func measuredDeviceClass(reading: SensorReading, unit: GATTUnit?) -> String? {
+    /// the unit says it: every unit Home Assistant knows a sensor device class for
+    /// (`DEVICE_CLASS_UNITS` in its `sensor/const.py`), and only a class that takes the entity's
+    /// state class (`total`: a counter's; otherwise `measurement`), so Home Assistant accepts
+    /// the entity as it is. Where a unit fits several classes, the words of the sensor id and
+    /// characteristic name (`names`) choose (`wind` for a wind speed, `battery` for a %, `co2`
+    /// for ppm); where they do not say, a unit shared by several classes gets none.
+    static func measuredDeviceClass(
+        reading: SensorReading, unit: GATTUnit?, names: [String] = [], isTotal: Bool = false
+    ) -> String? {
         switch reading {
         case .temperature: return "temperature"
         case .humidity: return "humidity"
@@ -138,21 +155,42 @@ public enum MirrorMapping {
         case .dutyCycle, .press: return nil
         case .value: break
         }
-        return switch unit {
-        case .metre: "distance"
-        case .celsius, .kelvin, .fahrenheit: "temperature"
-        case .second, .minute, .hour, .day: "duration"
-        case .volt: "voltage"
-        case .ampere: "current"
-        case .watt: "power"
-        case .kilowattHour: "energy"
-        case .pascal, .bar, .millimetreOfMercury: "pressure"
-        case .lux: "illuminance"
-        case .hertz: "frequency"
-        case .kilogram: "weight"
-        case .decibel: "sound_pressure"
-        default: nil
-        }
+        let words = Set(names.flatMap { $0.lowercased().split(whereSeparator: { !$0.isLetter && !$0.isNumber }).map(String.init) })
+        func named(_ candidates: String...) -> Bool { !words.isDisjoint(with: candidates) }
+        let deviceClass: String? =
+            switch unit {
+            case .metre: "distance"
+            case .kilogram: "weight"
+            case .second, .minute, .hour, .day: "duration"
+            case .ampere: "current"
+            case .celsius, .kelvin, .fahrenheit: "temperature"
+            case .metresPerSecond, .kilometresPerHour: named("wind", "anemometer", "gust") ? "wind_speed" : "speed"
+            case .hertz: "frequency"
+            case .pascal, .bar, .millimetreOfMercury:
+                named("atmospheric", "barometer", "barometric", "baro") ? "atmospheric_pressure" : "pressure"
+            case .joule, .kilowattHour: isTotal ? "energy" : "energy_storage"
+            case .watt: "power"
+            case .volt: "voltage"
+            case .lux: "illuminance"
+            case .litre: isTotal ? (named("water") ? "water" : "volume") : "volume_storage"
+            case .percent:
+                named("humidity", "rh") ? "humidity" : named("battery") ? "battery" : named("moisture", "soil") ? "moisture" : nil
+            case .wattsPerSquareMetre: "irradiance"
+            case .litresPerSecond: "volume_flow_rate"
+            case .decibel: named("rssi", "signal") ? "signal_strength" : "sound_pressure"
+            case .partsPerMillion:
+                named("co2", "carbon_dioxide", "dioxide")
+                    ? "carbon_dioxide"
+                    : named("co", "monoxide")
+                        ? "carbon_monoxide"
+                        : named("voc", "tvoc") ? "volatile_organic_compounds_parts" : nil
+            case .partsPerBillion: "volatile_organic_compounds_parts"
+            // Home Assistant's one class in degrees, wind_direction, takes no state class.
+            default: nil
+            }
+        guard let deviceClass, isTotal else { return deviceClass }
+        // Only these classes take `total`/`total_increasing` (`DEVICE_CLASS_STATE_CLASSES`).
+        return ["distance", "weight", "duration", "energy", "volume", "water"].contains(deviceClass) ? deviceClass : nil
     }
 
     /// What a binary input is, from the words of its sensor id and characteristic name
@@ -225,7 +263,7 @@ public struct MirrorBridge: Sendable {
     public func covers(_ event: PipelineEvent) -> Bool {
         switch event {
         case .valueChanged(let ref, _), .subscribed(let ref, _, _), .unsubscribed(let ref, _), .written(let ref, _, _, _),
-            .outputFailed(let ref, _, _):
+            .outputFailed(let ref, _, _), .availabilityChanged(let ref, _):
             layout.characteristics[ref] != nil
         case .centralConnected, .mtuChanged, .securityChanged, .centralDisconnected, .status:
             true
@@ -240,6 +278,8 @@ public struct MirrorBridge: Sendable {
         switch event {
         case .valueChanged(let ref, let bytes):
             return .valueChanged(id(ref), value: value(bytes, of: ref), raw: bytes, at: date)
+        case .availabilityChanged(let ref, let reason):
+            return .availabilityChanged(id(ref), unavailable: reason)
         case .centralConnected(let central, let mtu):
             return .centralConnected(MirrorCentral(address: address(central), mtu: mtu, security: .none, since: date))
         case .mtuChanged(let central, let mtu):
@@ -260,24 +300,28 @@ public struct MirrorBridge: Sendable {
                 kind: MirrorMapping.writeKind(kind), at: date)
         case .outputFailed(let ref, let central, let reason):
             return .outputFailed(id(ref), central: address(central), reason: reason, at: date)
-        case .status(let peripheral, let advertising, let counters):
+        case .status(let peripheral, let advertising, let counters, let pairing, let unavailable):
             return .peripheralState(
                 MirrorPeripheralState(
                     state: peripheral, advertising: advertising,
-                    counters: counters))
+                    counters: counters, pairing: pairing, unavailable: unavailable))
         }
     }
 
-    /// A `/set` payload: applied when centrals may write the characteristic and the payload is
-    /// valid for its format, otherwise rejected with the reason and nothing changed. MQTT gets no
-    /// more than a phone: a sensor's reading or an MQTT-sourced value is not writable, so nobody
-    /// on the broker can overwrite what phones are told the sensor measured.
+    /// A `/set` payload: applied when centrals may write the characteristic, gattway owns its value
+    /// (not an MQTT source topic's) and the payload is valid for its format, otherwise rejected
+    /// with the reason and nothing changed. MQTT gets no more than a phone: a sensor's reading is
+    /// not writable, so nobody on the broker can overwrite what phones are told the sensor
+    /// measured; and a value whose source is another topic belongs to whoever publishes there.
     public func set(_ id: MirrorCharacteristicID, payload: [UInt8], pipeline: ValuePipeline) async -> MirrorSetResult {
         guard let ref = refs[id], let characteristic = layout.characteristics[ref] else {
             return .rejected(reason: "no characteristic \(id)")
         }
         guard characteristic.config.properties.isWritable else {
             return .rejected(reason: "read-only: centrals cannot write \(id) (its properties have no write), so /set cannot either")
+        }
+        if case .mqtt(let topic) = characteristic.config.source {
+            return .rejected(reason: "\(id) takes its value from MQTT topic \(topic): publish there, not to /set")
         }
         do throws(ValueError) {
             let (value, _) = try ValueJSON.parseSet(payload, encoding: characteristic.config.encoding)

@@ -147,7 +147,8 @@ actor MirrorRunner {
     }
 
     /// Tells a new mirror what the old one had learnt from events: the state and counters, each
-    /// characteristic's value (presses excepted), the connected centrals (MTU, security) and their subscriptions.
+    /// characteristic's value (presses excepted) and whether it is current, the connected centrals
+    /// (MTU, security) and their subscriptions.
     private func replayState() async {
         var events: [PipelineEvent] = [await pipeline.statusEvent]
         let layout = await pipeline.layout
@@ -164,6 +165,9 @@ actor MirrorRunner {
             if let handle = await pipeline.publishedCharacteristic(ref)?.clientConfigurationHandle {
                 refsByClientConfiguration[handle] = ref
             }
+        }
+        for (ref, reason) in await pipeline.unavailableCharacteristics {
+            events.append(.availabilityChanged(ref, unavailable: reason))
         }
         for (central, security) in await host.connectedLinks {
             let id = GATTPeripheralBinding.centralID(central)

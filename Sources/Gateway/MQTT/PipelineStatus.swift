@@ -7,8 +7,14 @@ import Notify
 struct PipelineStatus {
     private(set) var peripheralState = PeripheralState.unknown
     private(set) var advertising = false
+    /// Whether new centrals may pair now (a pairing window is open, or pairing is open at all times).
+    private(set) var pairing = false
     /// Lost GPIO events per sensor (their running totals).
     private var lostEventTotals: [String: Int] = [:]
+    /// Write Commands (writes without response) that could not be applied: they get no answer.
+    private var writeCommandsRefused = 0
+    /// The sensors whose readings are not current, with why (`SensorHealth`).
+    private(set) var unavailableSensors: [String: String] = [:]
 
     /// The peripheral's new state.
     mutating func peripheralChanged(_ state: PeripheralState) {
@@ -19,6 +25,25 @@ struct PipelineStatus {
     mutating func advertisingChanged(_ isAdvertising: Bool) -> Bool {
         guard isAdvertising != advertising else { return false }
         advertising = isAdvertising
+        return true
+    }
+
+    /// A sensor is unavailable for `reason`, or available again (nil); false when nothing changed.
+    mutating func sensorAvailability(sensor: String, unavailable reason: String?) -> Bool {
+        guard unavailableSensors[sensor] != reason else { return false }
+        unavailableSensors[sensor] = reason
+        return true
+    }
+
+    /// A central's Write Command could not be applied.
+    mutating func writeCommandRefused() {
+        writeCommandsRefused += 1
+    }
+
+    /// Whether pairing is now `isOpen`; false when it already was.
+    mutating func pairingChanged(_ isOpen: Bool) -> Bool {
+        guard isOpen != pairing else { return false }
+        pairing = isOpen
         return true
     }
 
@@ -37,7 +62,7 @@ struct PipelineStatus {
         ]
         var counters = [
             "centrals": statistics.perCentral.count, "waiting": statistics.valuesWaiting,
-            "lost_events": lostEventTotals.values.reduce(0, +)
+            "lost_events": lostEventTotals.values.reduce(0, +), "write_commands_refused": writeCommandsRefused
         ]
         for (sensor, total) in lostEventTotals { counters["\(sensor).lost_events"] = total }
         for (name, path) in fields {
@@ -45,6 +70,8 @@ struct PipelineStatus {
             for (ref, values) in statistics.perCharacteristic { counters["\(ref).\(name)"] = values[keyPath: path] }
             for (central, values) in statistics.perCentral { counters["\(central).\(name)"] = values[keyPath: path] }
         }
-        return .status(peripheral: peripheralState.rawValue, advertising: advertising, counters: counters)
+        return .status(
+            peripheral: peripheralState.rawValue, advertising: advertising, counters: counters, pairing: pairing,
+            unavailable: unavailableSensors)
     }
 }

@@ -4,7 +4,7 @@ import Logging
 import Sensors
 
 /// Hands each reading of one sensor to the pipeline, to BTHome, and to the host when the sensor
-/// confirms Numeric Comparison.
+/// confirms Numeric Comparison or opens the pairing window.
 ///
 /// Why an actor on the event loop, called synchronously: the runner delivers on the loop, and the
 /// pipeline and the advertiser share that executor, so a reading reaches the notification it
@@ -18,13 +18,19 @@ actor SensorForwarder {
     private let host: PeripheralHost
     private let logger: Logger
     private var confirmButton: ConfirmButton?
+    private var pairButton: PairButton?
+    /// How long a long press of `pairButton` opens the pairing window.
+    private let pairingWindow: Duration
     private var lostEvents: LostEventsLog
 
-    /// `confirms`: this sensor is `bluetooth.security.confirm_with`.
+    /// `confirms`: this sensor is `bluetooth.security.confirm_with`; `pairButton`: it is
+    /// `pair_with`, and a long press opens the pairing window for `pairingWindow`.
     init(
         sensor: String, pipeline: ValuePipeline, bthome: BTHomeAdvertiser?, host: PeripheralHost,
-        confirms: Bool, logger: Logger
+        confirms: Bool, pairButton: PairButton? = nil, pairingWindow: Duration = .zero, logger: Logger
     ) {
+        self.pairButton = pairButton
+        self.pairingWindow = pairingWindow
         self.sensor = sensor
         self.pipeline = pipeline
         self.bthome = bthome
@@ -46,10 +52,19 @@ actor SensorForwarder {
             pipeline.onLoop(with: (sensor, total)) { $0.lostEvents(sensor: $1.0, total: $1.1) }
             return
         }
+        if value.channel == SensorSample.availabilityChannel {
+            var reason: String?
+            if case .failure(let failure) = value.reading { reason = failure.description }
+            pipeline.onLoop(with: (sensor, reason)) { $0.sensorAvailability(sensor: $1.0, unavailable: $1.1) }
+            return
+        }
         pipeline.onLoop(with: value) { $0.sensorValue($1) }
         bthome?.onLoop(with: value) { $0.reading($1) }
         if confirmButton?.isPress(value) == true {
             host.onLoop { $0.confirmNumericComparison() }
+        }
+        if pairButton?.isLongPress(value) == true {
+            host.onLoop(with: (pairingWindow, sensor)) { $0.openPairingWindow(for: $1.0, reason: "\($1.1) held") }
         }
     }
 }

@@ -81,6 +81,7 @@ public actor MQTTMirrorService {
         let publishedComponentsFile = PublishedComponentsFile(stateDirectory: stateDirectory.path)
         do {
             mirror.publishedComponents = try publishedComponentsFile.load()
+            mirror.publishedDiscoveryPrefix = try publishedComponentsFile.loadPrefix()
         } catch {
             throw MQTTError.invalidConfiguration("\(error)")
         }
@@ -223,6 +224,9 @@ public actor MQTTMirrorService {
         case .stalePerEntityDiscovery(let topic):
             logger.info("clearing the per-entity Home Assistant discovery left on \(topic)")
             publish(MQTTMessage(topic: topic, payload: [], retain: true))
+        case .staleRetained(let correction):
+            logger.info("correcting \(correction.topic), left retained by an earlier run")
+            publish(correction)
         case .ignored:
             break
         }
@@ -237,13 +241,18 @@ public actor MQTTMirrorService {
     /// Home Assistant takes as it is.
     private func rememberPublishedComponents() {
         let components = mirror.componentsToRemember
-        guard mirror.configuration.discoveryPrefix != nil, components != mirror.publishedComponents else { return }
+        let prefix = mirror.configuration.discoveryPrefix
+        // With discovery off, only the record of a document just cleared changes.
+        guard prefix != nil || mirror.publishedDiscoveryPrefix != nil,
+            components != mirror.publishedComponents || prefix != mirror.publishedDiscoveryPrefix
+        else { return }
         do {
-            try publishedComponentsFile.save(components)
+            try publishedComponentsFile.save(components, prefix: prefix)
             if mirror.publishedComponents == nil {
                 logger.info("Home Assistant discovery migrated from per-entity topics to one device document")
             }
             mirror.publishedComponents = components
+            mirror.publishedDiscoveryPrefix = prefix
         } catch {
             logger.error("could not record the Home Assistant discovery published: \(error)")
         }

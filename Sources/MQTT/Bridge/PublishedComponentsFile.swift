@@ -1,8 +1,9 @@
 import StateFile
 
 /// The record of the components the mirror's Home Assistant device documents published
-/// (`<state_dir>/homeassistant-discovery`: a line `device`, then `<platform> <id>` per component).
-/// Its absence means the per-entity discovery is still to migrate.
+/// (`<state_dir>/homeassistant-discovery`: a line `device <discovery prefix>`, `device -` with
+/// discovery off, then `<platform> <id>` per component). Its absence means the per-entity discovery is still to
+/// migrate.
 struct PublishedComponentsFile {
     static let fileName = "homeassistant-discovery"
     let path: String
@@ -21,9 +22,26 @@ struct PublishedComponentsFile {
             })
     }
 
+    /// The discovery prefix the recorded document was published under; nil when there is no
+    /// record. A record of an earlier version names none: those published under the default.
+    func loadPrefix() throws(StateFileError) -> String? {
+        guard let text = try StateFile.readValue(path) else { return nil }
+        let first = text.split(separator: "\n", omittingEmptySubsequences: false).first ?? ""
+        let fields = first.split(separator: " ")
+        guard fields.count == 2 else { return Self.defaultPrefix }
+        return fields[1] == Self.noPrefix ? nil : String(fields[1])
+    }
+
+    /// The header's word for "discovery off": no document published.
+    static let noPrefix = "-"
+
+    static let defaultPrefix = "homeassistant"
+
     /// Replaces the record through `StateFile` (a crash leaves the old record or the new one).
-    func save(_ components: Set<HomeAssistantComponent>) throws(StateFileError) {
-        let text = (["device"] + components.sorted().map { "\($0.platform) \($0.id)" }).joined(separator: "\n") + "\n"
+    /// `prefix`: the discovery prefix the components were published under.
+    func save(_ components: Set<HomeAssistantComponent>, prefix: String? = nil) throws(StateFileError) {
+        let header = "device " + (prefix ?? Self.noPrefix)
+        let text = ([header] + components.sorted().map { "\($0.platform) \($0.id)" }).joined(separator: "\n") + "\n"
         try StateFile.write(Array(text.utf8), to: path, mode: 0o644)
     }
 }

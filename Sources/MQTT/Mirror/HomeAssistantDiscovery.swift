@@ -173,6 +173,14 @@ struct HomeAssistantDiscovery {
             members.append(("mode", .string("box")))
         }
         if !entity.enabled { members.append(("enabled_by_default", .bool(false))) }
+        if characteristic.reportsAvailability {
+            // Replaces the document's own list (a component's option overrides the shared one):
+            // the entity is available while the gateway is online and its sensor answers.
+            members += [
+                ("availability", .array([gatewayAvailability, Self.availabilityEntry(topics.availability(characteristic.id))])),
+                ("availability_mode", .string("all"))
+            ]
+        }
         return Component(
             id: object, platform: entity.kind.rawValue, members: members,
             announcedPerEntity: entity.announcedPerEntity)
@@ -205,7 +213,7 @@ struct HomeAssistantDiscovery {
     }
 
     /// The gateway's own state, from the `state` topic (published on every change and every
-    /// minute), as diagnostic sensors.
+    /// minute), as diagnostic sensors, and whether new phones may pair now (`Pairing`).
     private var diagnostics: [Component] {
         func sensor(
             _ id: String, _ name: String, _ template: String, _ extra: [(String, JSONText)], announcedPerEntity: Bool = false
@@ -240,15 +248,32 @@ struct HomeAssistantDiscovery {
                 ]),
             sensor(
                 "controller_state", "Controller state", "{{ value_json.state }}",
-                [("icon", .string("mdi:bluetooth-settings"))])
+                [("icon", .string("mdi:bluetooth-settings"))]),
+            Component(
+                id: "pairing", platform: "binary_sensor",
+                members: [
+                    ("p", .string("binary_sensor")), ("name", .string("Pairing")),
+                    ("unique_id", .string("\(node)_pairing")), ("state_topic", .string(topics.state)),
+                    ("value_template", .string("{{ 'ON' if value_json.pairing else 'OFF' }}")),
+                    ("entity_category", .string("diagnostic")), ("icon", .string("mdi:bluetooth-connect"))
+                ], announcedPerEntity: false)
         ]
     }
 
+    /// The document's availability, shared by every component that has none of its own: the
+    /// gateway's topic, as a list (`availability_topic` cannot stand beside a component's
+    /// `availability` list: Home Assistant refuses the two together).
     private var availability: [(String, JSONText)] {
-        [
-            ("availability_topic", .string(topics.availability)),
-            ("payload_available", .string("online")), ("payload_not_available", .string("offline"))
-        ]
+        [("availability", .array([gatewayAvailability]))]
+    }
+
+    private var gatewayAvailability: JSONText { Self.availabilityEntry(topics.availability) }
+
+    private static func availabilityEntry(_ topic: String) -> JSONText {
+        .object([
+            ("topic", .string(topic)), ("payload_available", .string("online")),
+            ("payload_not_available", .string("offline"))
+        ])
     }
 
     /// JSON-style values carry `{"value": ...}`; binary sensors and switches map the boolean to

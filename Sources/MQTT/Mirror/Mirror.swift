@@ -19,6 +19,12 @@ public struct Mirror: Sendable {
     /// directory); nil when there is no record: the per-entity discovery may still be
     /// in place, and the next discovery migrates it.
     public var publishedComponents: Set<HomeAssistantComponent>?
+    /// The discovery prefix those components were published under: a document there that the
+    /// configuration no longer publishes (discovery turned off, or the prefix changed) is cleared.
+    public var publishedDiscoveryPrefix: String?
+    /// The characteristics whose value is not current (their sensor stopped answering): their
+    /// availability topic says `offline` and no heartbeat republishes their value.
+    private var unavailable: Set<MirrorCharacteristicID> = []
     /// When each value topic was last published, by a value or a heartbeat.
     private var lastPublished: [MirrorCharacteristicID: Date] = [:]
     /// The characteristics with a heartbeat, and its length in seconds.
@@ -65,21 +71,30 @@ public struct Mirror: Sendable {
     public var offlineMessage: MQTTMessage { MQTTMessage(topic: topics.availability, text: "offline", retain: true) }
 
     /// Topics to subscribe to on every (clean-session) connection: exactly the `/set` topics, the
-    /// active source topics, Home Assistant's status topic and the per-entity discovery topics
-    /// of earlier gattway versions (whatever is still retained there is cleared).
+    /// active source topics, Home Assistant's status topic, the per-entity discovery topics
+    /// of earlier gattway versions (whatever is still retained there is cleared), and the
+    /// centrals and subscriber lists (whatever an earlier run left there that is no longer true
+    /// is corrected).
     public var inboundSubscriptions: [String] {
         var result = configuration.characteristics.filter(\.acceptsSet).map { topics.set($0.id) }
         result += activeSourceTopics.sorted()
         if let status = homeAssistantStatusTopic { result.append(status) }
         if let filter = discovery.perEntityTopicFilter { result.append(filter) }
+        // What an earlier run left retained (a crash keeps its phones listed): corrected in `route`.
+        result += [topics.central("+"), "\(topics.root)/+/+/subscribers"]
         return result
     }
 
     /// Everything retained, in publishing order: availability, discovery (with the migration
-    /// from per-entity topics while there is no record of `publishedComponents`), state, values
-    /// (when retained), subscriber lists, connected centrals.
+    /// from per-entity topics while there is no record of `publishedComponents`), state, each
+    /// sensor value's availability, values (when retained), subscriber lists, connected centrals.
     public var retainedSnapshot: [MQTTMessage] {
-        var result = [onlineMessage] + discovery.messages(migrating: publishedComponents == nil) + [stateMessage]
+        var result =
+            [onlineMessage] + abandonedDiscovery + discovery.messages(migrating: publishedComponents == nil)
+            + [stateMessage]
+        for characteristic in configuration.characteristics where characteristic.reportsAvailability {
+            result.append(availabilityMessage(characteristic.id))
+        }
         for characteristic in configuration.characteristics where configuration.retainValues && !characteristic.isEvent {
             if let payload = values[characteristic.id] { result.append(valueMessage(characteristic.id, payload)) }
         }
@@ -90,13 +105,26 @@ public struct Mirror: Sendable {
         return result
     }
 
+    /// The empty retained message that removes a device document published before under a
+    /// prefix the configuration no longer publishes under (`mqtt.discovery` turned off, or
+    /// `discovery_prefix` changed), which makes Home Assistant remove the device and its entities.
+    private var abandonedDiscovery: [MQTTMessage] {
+        guard let old = publishedDiscoveryPrefix, old != configuration.discoveryPrefix,
+            !(publishedComponents ?? []).isEmpty
+        else { return [] }
+        return [MQTTMessage(topic: "\(old)/device/\(discovery.node)/config", payload: [], retain: true)]
+    }
+
     /// The Home Assistant device document alone (what Home Assistant's birth message asks for).
     public var discoveryMessages: [MQTTMessage] { discovery.messages(migrating: false) }
 
     /// What to remember once discovery is published: every component published so far (those
     /// removed stay, so their removal is published again should Home Assistant have missed it).
     public var componentsToRemember: Set<HomeAssistantComponent> {
-        (publishedComponents ?? []).union(discovery.current)
+        // Published under another prefix: the document there is cleared, and so forgotten.
+        let moved = publishedDiscoveryPrefix.map { $0 != configuration.discoveryPrefix } ?? false
+        let kept = moved ? [] : publishedComponents ?? []
+        return configuration.discoveryPrefix == nil ? [] : kept.union(discovery.current)
     }
 
     private var discovery: HomeAssistantDiscovery {
@@ -121,6 +149,11 @@ public struct Mirror: Sendable {
             values[id] = payload
             lastPublished[id] = date
             return [.publish(valueMessage(id, payload), durable: false)]
+
+        case .availabilityChanged(let id, let reason):
+            guard characteristics[id]?.reportsAvailability == true else { return [] }
+            let changed = reason == nil ? unavailable.remove(id) != nil : unavailable.insert(id).inserted
+            return changed ? [.publish(availabilityMessage(id), durable: false)] : []
 
         case .centralConnected(let central):
             let isNew = centrals.updateValue(central, forKey: central.address) == nil
@@ -211,10 +244,11 @@ public struct Mirror: Sendable {
 
     /// The value topics whose heartbeat is due at `date`: each one's last payload published
     /// again as it was (its `ts` stays the time of the value), so Home Assistant's `expire_after`
-    /// sees that a sensor which has not changed is still there.
+    /// sees that a sensor which has not changed is still there. An unavailable one is not: its
+    /// value is no longer current.
     public mutating func heartbeats(at date: Date) -> [MirrorAction] {
         var actions: [MirrorAction] = []
-        for (id, seconds) in heartbeatSeconds {
+        for (id, seconds) in heartbeatSeconds where !unavailable.contains(id) {
             guard let last = lastPublished[id], let payload = values[id], date >= last + seconds else { continue }
             lastPublished[id] = date
             actions.append(.publish(valueMessage(id, payload), durable: false))
@@ -254,7 +288,30 @@ public struct Mirror: Sendable {
         if message.retain, !message.payload.isEmpty, discovery.isStalePerEntityTopic(message.topic) {
             return .stalePerEntityDiscovery(message.topic)
         }
+        if message.retain, !message.payload.isEmpty, let truth = retainedTruth(of: message.topic),
+            truth.payload != message.payload
+        {
+            return .staleRetained(truth)
+        }
         return .ignored
+    }
+
+    /// What a retained centrals or subscribers topic should say now: a central's document while
+    /// it is connected, else nothing (an empty retained message clears it); a configured
+    /// characteristic's subscriber list, else nothing. nil for any other topic.
+    private func retainedTruth(of topic: String) -> MQTTMessage? {
+        guard topic.hasPrefix(topics.root + "/") else { return nil }
+        let levels = topic.dropFirst(topics.root.count + 1).split(separator: "/", omittingEmptySubsequences: false)
+        if levels.count == 2, levels[0] == MirrorTopics.reservedService {
+            let address = String(levels[1])
+            return centrals[address].map(centralMessage) ?? MQTTMessage(topic: topic, payload: [], retain: true)
+        }
+        if levels.count == 3, levels[2] == "subscribers" {
+            let id = MirrorCharacteristicID(service: String(levels[0]), characteristic: String(levels[1]))
+            return characteristics[id] != nil
+                ? subscribersMessage(id) : MQTTMessage(topic: topic, payload: [], retain: true)
+        }
+        return nil
     }
 
     /// The message on `<base>/<dev>/error` for a rejected `/set`.
@@ -282,9 +339,15 @@ public struct Mirror: Sendable {
             ("advertising", .bool(peripheral.advertising)),
             ("centrals", .array(orderedCentrals.map { .string($0.address) })),
             ("uptime", .integer(Int64(peripheral.uptime))), ("outbox", .integer(Int64(peripheral.outbox))),
-            ("counters", .object(peripheral.counters.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) }))
+            ("counters", .object(peripheral.counters.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })),
+            ("pairing", .bool(peripheral.pairing)),
+            ("unavailable", .object(peripheral.unavailable.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }))
         ])
         return MQTTMessage(topic: topics.state, payload: payload.bytes, retain: true)
+    }
+
+    private func availabilityMessage(_ id: MirrorCharacteristicID) -> MQTTMessage {
+        MQTTMessage(topic: topics.availability(id), text: unavailable.contains(id) ? "offline" : "online", retain: true)
     }
 
     private func valueMessage(_ id: MirrorCharacteristicID, _ payload: [UInt8]) -> MQTTMessage {

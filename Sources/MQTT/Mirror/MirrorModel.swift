@@ -157,11 +157,15 @@ public struct MirrorCharacteristic: Sendable, Equatable {
     /// nobody subscribing later (Home Assistant's device triggers at a restart) takes an old
     /// press for a new one, and not published again on reconnection.
     public var isEvent: Bool
+    /// The value comes from a sensor that may stop answering: its availability is published on
+    /// `<value topic>/availability`, and its Home Assistant entity follows it.
+    public var reportsAvailability: Bool
 
     public init(
         id: MirrorCharacteristicID, payloadStyle: MirrorPayloadStyle = .json,
         acceptsSet: Bool = false, sourceTopic: String? = nil,
-        homeAssistant: HomeAssistantEntity? = nil, heartbeat: Duration? = nil, isEvent: Bool = false
+        homeAssistant: HomeAssistantEntity? = nil, heartbeat: Duration? = nil, isEvent: Bool = false,
+        reportsAvailability: Bool = false
     ) {
         self.id = id
         self.payloadStyle = payloadStyle
@@ -170,6 +174,7 @@ public struct MirrorCharacteristic: Sendable, Equatable {
         self.homeAssistant = homeAssistant
         self.heartbeat = heartbeat
         self.isEvent = isEvent
+        self.reportsAvailability = reportsAvailability
     }
 }
 
@@ -259,11 +264,20 @@ public struct MirrorPeripheralState: Sendable, Equatable {
     public var uptime: Int
     /// Events waiting in the MQTT outbox; the MQTT service sets it when it publishes.
     public var outbox: Int
+    /// Whether new centrals may pair now (a pairing window is open, or `pairing: open`).
+    public var pairing: Bool
+    /// The sensors whose readings are not current, with why.
+    public var unavailable: [String: String]
 
-    public init(state: String, advertising: Bool, counters: [String: Int] = [:], uptime: Int = 0, outbox: Int = 0) {
+    public init(
+        state: String, advertising: Bool, counters: [String: Int] = [:], uptime: Int = 0, outbox: Int = 0,
+        pairing: Bool = false, unavailable: [String: String] = [:]
+    ) {
+        self.pairing = pairing
         self.state = state
         self.advertising = advertising
         self.counters = counters
+        self.unavailable = unavailable
         self.uptime = uptime
         self.outbox = outbox
     }
@@ -274,6 +288,8 @@ public enum MirrorEvent: Sendable, Equatable {
     case peripheralState(MirrorPeripheralState)
     /// A characteristic's value changed (from a sensor, a central write, `/set` or a source topic).
     case valueChanged(MirrorCharacteristicID, value: MirrorValue, raw: [UInt8], at: Date)
+    /// A characteristic's value is no longer current (`unavailable`: why), or is again (nil).
+    case availabilityChanged(MirrorCharacteristicID, unavailable: String?)
     /// A central connected.
     case centralConnected(MirrorCentral)
     /// A connected central's ATT_MTU changed (an MTU exchange); the rest of what is known of it
@@ -313,6 +329,9 @@ public enum MirrorInbound: Sendable, Equatable {
     /// entity the device document does not have (a sensor removed since): to clear, so Home
     /// Assistant removes the entity.
     case stalePerEntityDiscovery(String)
+    /// A retained centrals or subscribers message an earlier run left that is no longer true (a
+    /// phone listed that is not connected): this message, published, corrects or clears it.
+    case staleRetained(MQTTMessage)
     /// Not a topic the gateway accepts writes on.
     case ignored
 }

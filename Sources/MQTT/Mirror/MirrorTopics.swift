@@ -19,6 +19,8 @@ public struct MirrorTopics: Sendable, Equatable {
     public func set(_ id: MirrorCharacteristicID) -> String { "\(value(id))/set" }
     public func written(_ id: MirrorCharacteristicID) -> String { "\(value(id))/written" }
     public func subscribers(_ id: MirrorCharacteristicID) -> String { "\(value(id))/subscribers" }
+    /// `online` / `offline`, retained: whether the value is current (its sensor answers).
+    public func availability(_ id: MirrorCharacteristicID) -> String { "\(value(id))/availability" }
     public func central(_ address: String) -> String { "\(root)/centrals/\(address)" }
 
     /// The service name reserved for `<root>/centrals/<address>`.

@@ -2,7 +2,7 @@ import GPIO
 import Sensors
 import Values
 
-/// Button, door contact, PIR: 1 while active. A change must last `holdTime` to count. With
+/// Button, door contact, PIR: 1 while active, kept active for `holdTime` after it last became active. With
 /// `press`, each press too (the `press` reading).
 public struct BinarySensorConfig: SensorKindConfig {
     public var input: InputLineConfig
@@ -38,7 +38,7 @@ public struct BinarySensorConfig: SensorKindConfig {
         reference: [
             .init(
                 key: "hold_time", type: "duration", defaultValue: DurationText.format(defaultHoldTime),
-                meaning: "a change must last this long to count."),
+                meaning: "an active state is reported inactive only once this long has passed since it last became active (a PIR's hold)."),
             .init(
                 key: "press", type: "mapping", defaultValue: "no presses",
                 meaning: "tell single, double and long presses apart, as the `press` reading "

@@ -5,32 +5,36 @@ import StateFile
 
 /// Counts rising edges (falling with `invert`); the total is kept in `<stateDirectory>/<name>.count`
 /// and survives restarts. Lost events are counted too: each was a pulse.
+///
+/// A total is saved before it is reported, and only a saved total is reported: after a crash or a
+/// power cut the counter starts from at least the last total anybody was told (Home Assistant's
+/// `total_increasing` must never see it go back, or it takes it for a meter reset). Saving rides on
+/// reporting, so the state file is written at most once per `reportInterval` while pulses come,
+/// and not at all while none do.
 final class CounterEngine: SensorEngine {
     private let input: any InputLine
     let inputs: [any InputLine]
     private let store: CounterStore?
     private let reportNs: UInt64
-    private let persistNs: UInt64
+    /// How long a total that could not be saved waits before the next try.
+    private let retryNs: UInt64
     private var total: UInt64 = 0
+    /// The total last reported (and so saved).
+    private var reported: UInt64 = 0
     private var lastReport: UInt64 = 0
     private var reportDue: UInt64?
-    private var persistDue: UInt64?
 
     init(_ settings: CounterSettings, context: EngineContext) throws {
         store = settings.stateDirectory.map { CounterStore(directory: $0, name: context.name) }
         total = try store?.load() ?? 0
+        reported = total
         input = try context.input(settings.line, bias: settings.bias, edges: .rising)
         inputs = [input]
         reportNs = settings.reportInterval.nanoseconds
-        persistNs = settings.persistInterval.nanoseconds
+        retryNs = max(reportNs, 10_000_000_000)
     }
 
-    /// Asked after every edge, so it builds no array.
-    var deadline: UInt64? {
-        guard let reportDue else { return persistDue }
-        guard let persistDue else { return reportDue }
-        return min(reportDue, persistDue)
-    }
+    var deadline: UInt64? { reportDue }
 
     func start(at now: UInt64) throws -> [Emission] {
         lastReport = now
@@ -38,66 +42,56 @@ final class CounterEngine: SensorEngine {
     }
 
     func handle(_ event: EdgeEvent, input: Int, into emissions: inout [Emission]) {
-        if count(1, at: event.timestampNs) { emissions.append(emission(event.timestampNs)) }
+        total += 1
+        if event.timestampNs >= lastReport + reportNs {
+            reportDue = nil
+            if let report = report(at: event.timestampNs) { emissions.append(report) }
+        } else if reportDue == nil {
+            reportDue = lastReport + reportNs
+        }
     }
 
     func lost(_ count: Int, input: Int) {
         total += UInt64(count)
-    }
-
-    /// Whether the total is to be reported now.
-    private func count(_ pulses: UInt64, at time: UInt64) -> Bool {
-        total += pulses
-        if store != nil, persistDue == nil { persistDue = time + persistNs }
-        if time >= lastReport + reportNs {
-            lastReport = time
-            reportDue = nil
-            return true
-        }
         if reportDue == nil { reportDue = lastReport + reportNs }
-        return false
     }
 
     func tick(at now: UInt64) -> [Emission] {
-        var out: [Emission] = []
-        if let due = persistDue, due <= now, let failure = periodicSave(at: now) { out.append(failure) }
-        if let due = reportDue, due <= now {
-            reportDue = nil
-            lastReport = now
-            out.append(emission(now))
-        }
-        return out
+        guard let due = reportDue, due <= now else { return [] }
+        reportDue = nil
+        return report(at: now).map { [$0] } ?? []
     }
 
     func stop() {
         input.release()
     }
 
-    /// The last save, as the sensor stops.
+    /// The last save, as the sensor stops: the pulses since the last report, saved, are reported.
     func persist(at now: UInt64) -> Emission? {
-        save(at: now, otherwise: "the sensor stopped with a total of \(total) that the file does not have")
+        guard total != reported else { return nil }
+        return report(at: now, otherwise: "the sensor stopped with a total of \(total) that the file does not have")
     }
 
-    /// Saves the total. A failed save keeps it in memory and is tried again a persist interval
-    /// later, pulses or not; each failure is reported.
-    private func periodicSave(at now: UInt64) -> Emission? {
-        let retry = Duration.nanoseconds(Int64(clamping: persistNs))
-        let failure = save(at: now, otherwise: "the total (\(total)) is kept in memory and saved again in \(retry)")
-        if failure != nil { persistDue = now + persistNs }
-        return failure
-    }
-
-    /// A failure reading saying what became of the total (`otherwise`) when it could not be saved.
-    private func save(at now: UInt64, otherwise: @autoclosure () -> String) -> Emission? {
-        persistDue = nil
-        guard let store else { return nil }
+    /// Saves the total, then reports it. A total that could not be saved is not reported (what
+    /// was reported stays the last saved one) and is tried again `retryNs` later, pulses or not;
+    /// each failure is reported.
+    private func report(at time: UInt64, otherwise: String? = nil) -> Emission? {
+        lastReport = time
+        guard let store else {
+            reported = total
+            return emission(time)
+        }
         do {
             try store.save(total)
-            return nil
         } catch {
-            let failure = SensorFailure.notSaved("\(error); \(otherwise())")
-            return Emission(channel: Emission.valueChannel, reading: .failure(failure), unit: "", time: now)
+            let retry = Duration.nanoseconds(Int64(clamping: retryNs))
+            let what = otherwise ?? "the total (\(total)) is kept in memory, reported once saved, and saved again in \(retry)"
+            reportDue = time + retryNs
+            return Emission(
+                channel: Emission.valueChannel, reading: .failure(.notSaved("\(error); \(what)")), unit: "", time: time)
         }
+        reported = total
+        return emission(time)
     }
 
     private func emission(_ time: UInt64) -> Emission {

@@ -5,20 +5,18 @@ public struct CounterSettings: SensorKindSettings {
     public var bias: GPIOBias
     /// Where `<name>.count` keeps the total across restarts; nil keeps it in memory only.
     public var stateDirectory: String?
-    /// The total is reported at most this often (and whenever it changes after a quiet spell).
+    /// The total is saved and then reported at most this often (and at once on the first pulse
+    /// after a quiet spell): the state file is written at most once per interval.
     public var reportInterval: Duration
-    /// The total is written to disk at most this often, and when the sensor stops.
-    public var persistInterval: Duration
 
     public init(
         line: LineSelector, bias: GPIOBias = .asIs, stateDirectory: String? = nil,
-        reportInterval: Duration = .seconds(1), persistInterval: Duration = .seconds(10)
+        reportInterval: Duration = .seconds(1)
     ) {
         self.line = line
         self.bias = bias
         self.stateDirectory = stateDirectory
         self.reportInterval = reportInterval
-        self.persistInterval = persistInterval
     }
 
     public func makeEngine(_ context: EngineContext) throws -> SensorEngineHandle {

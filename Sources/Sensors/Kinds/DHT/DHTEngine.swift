@@ -39,6 +39,13 @@ final class DHTEngine: SensorEngine {
         }
     }
 
+    var pollIntervalNs: UInt64? { Self.cycleNs(settings) }
+
+    /// Time between reads: the configured interval, never less than the sensor's own 2 s.
+    private static func cycleNs(_ settings: DHTSettings) -> UInt64 {
+        max(settings.interval.nanoseconds, 2_000_000_000)
+    }
+
     private var startSignalNs: UInt64 {
         settings.model == .dht22 ? 1_100_000 : 20_000_000
     }
@@ -97,7 +104,7 @@ final class DHTEngine: SensorEngine {
     }
 
     private func scheduleNext() {
-        phase = .idle(next: cycleStart + max(settings.interval.nanoseconds, 2_000_000_000))
+        phase = .idle(next: cycleStart + Self.cycleNs(settings))
     }
 
     private func releaseLines() {

@@ -35,6 +35,8 @@ final class DistanceEngine: SensorEngine {
         }
     }
 
+    var pollIntervalNs: UInt64? { settings.interval.nanoseconds }
+
     func start(at now: UInt64) throws -> [Emission] {
         phase = .idle(next: now)
         return []
