@@ -4,7 +4,7 @@
 SWIFT ?= swift
 export GATTWAY_PYTHON := $(CURDIR)/.venv/bin/python3
 
-.PHONY: demo test build deps bench deb-arm64 lint format
+.PHONY: demo test build deps bench deb-arm64 image lint format
 
 demo:
 	deploy/dev/install-deps.sh
@@ -39,3 +39,9 @@ bench:
 deb-arm64:
 	deploy/dev/install-deps.sh --test
 	deploy/build-deb.sh --arch arm64
+
+# The Raspberry Pi image a user flashes (Debian 13 arm64, gattway installed and enabled), built on
+# x86_64 Debian as root: .build/image/gattway-<version>-raspi-arm64.img.xz and its .sha256.
+image:
+	deploy/dev/install-deps.sh --test
+	deploy/build-raspi-image.sh

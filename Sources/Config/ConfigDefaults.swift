@@ -5,6 +5,11 @@ import BluetoothHCI
 /// prints them, so the documentation cannot drift from the behaviour.
 public enum ConfigDefaults {
     public static let deviceName = "gattway"
+    /// `device.name_add_suffix`: off, as ESPHome's `name_add_mac_suffix`; the Raspberry Pi
+    /// image's configuration turns it on, so one image makes a fleet of distinct gateways.
+    public static let nameAddSuffix = false
+    /// Where `device.name_add_suffix` reads the machine's identity (systemd makes it at first boot).
+    public static let machineIDFile = "/etc/machine-id"
     /// GAP Appearance "Generic Sensor".
     public static let appearance: UInt16 = 0x0540
     public static let transport = HCITransportSpec.userChannel(adapter: 0)
@@ -61,6 +66,19 @@ public enum ConfigDefaults {
     /// and `_` turned into `-`.
     public static func deviceID(forName name: String) -> String {
         String(name.lowercased().map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") ? $0 : "-" })
+    }
+
+    /// What `device.name_add_suffix` appends to the name: `-` and six hex digits, the low 24 bits
+    /// of the 64-bit FNV-1a hash of the machine id. A hash and not the id's own digits, because
+    /// the name is broadcast to every phone and broker and systemd asks that the machine id stay
+    /// confidential; stable for as long as the installation keeps its machine id.
+    public static func nameSuffix(machineID: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in machineID.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+        }
+        let digits = String(hash & 0xFF_FFFF, radix: 16)
+        return "-" + String(repeating: "0", count: 6 - digits.count) + digits
     }
 
     /// `mqtt.client_id` when not set.

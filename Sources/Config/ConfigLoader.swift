@@ -9,7 +9,10 @@ public struct LoadedConfig: Sendable {
 
 /// Reads a configuration file, reporting every problem in it at once.
 public enum ConfigLoader {
-    public static func load(file path: String) throws(ConfigError) -> LoadedConfig {
+    /// `machineIDFile`: what `device.name_add_suffix` reads (`/etc/machine-id`; tests give their own).
+    public static func load(
+        file path: String, machineIDFile: String = ConfigDefaults.machineIDFile
+    ) throws(ConfigError) -> LoadedConfig {
         func fail(_ reason: String) -> ConfigError {
             ConfigError(source: path, errors: [ConfigIssue(path: "", line: nil, message: reason)])
         }
@@ -18,10 +21,12 @@ public enum ConfigLoader {
         guard files.isReadableFile(atPath: path) else { throw fail("permission denied") }
         guard let data = files.contents(atPath: path) else { throw fail("cannot be read") }
         guard let text = String(data: data, encoding: .utf8) else { throw fail("is not UTF-8 text") }
-        return try load(yaml: text, source: path)
+        return try load(yaml: text, source: path, machineIDFile: machineIDFile)
     }
 
-    public static func load(yaml: String, source: String = "<string>") throws(ConfigError) -> LoadedConfig {
+    public static func load(
+        yaml: String, source: String = "<string>", machineIDFile: String = ConfigDefaults.machineIDFile
+    ) throws(ConfigError) -> LoadedConfig {
         let root: YAMLNode?
         do {
             root = try YAMLParser.parse(yaml)
@@ -30,7 +35,7 @@ public enum ConfigLoader {
         }
         let context = LoadContext()
         let document = root.map { ConfigNode($0, path: .root, context: context) }
-        let config = ConfigParser(context: context).parse(document)
+        let config = ConfigParser(context: context, machineIDFile: machineIDFile).parse(document)
         let byLine: (ConfigIssue, ConfigIssue) -> Bool = { ($0.line ?? 0) < ($1.line ?? 0) }
         let errors = stableSorted(context.errors, by: byLine)
         let warnings = stableSorted(context.warnings, by: byLine)

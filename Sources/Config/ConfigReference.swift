@@ -35,6 +35,11 @@ public enum ConfigReference {
             key: "device.name", type: "string", defaultValue: D.deviceName,
             meaning: "GAP device name (at most 248 bytes)."),
         Entry(
+            key: "device.name_add_suffix", type: "boolean", defaultValue: "\(D.nameAddSuffix)",
+            meaning: "Append `-` and 6 hex digits derived from /etc/machine-id to the name (and so to the id, "
+                + "MQTT client id, topics and Home Assistant device), as ESPHome's `name_add_mac_suffix`: "
+                + "one configuration, or one image, for many gateways. An explicit `device.id` still wins."),
+        Entry(
             key: "device.id", type: "string", defaultValue: "name, lower-cased, other characters → `-`",
             meaning: "Id in MQTT topics (`<base>/<id>/…`): letters, digits, `-`, `_`."),
         Entry(

@@ -19,6 +19,8 @@ struct CheckCommand: ParsableCommand {
     enum Setting: String, CaseIterable, ExpressibleByArgument {
         /// `bluetooth.transport`, default included: `hci0`, `tcp:HOST:PORT`, `unix:PATH`, `serial:…`.
         case transport
+        /// `device.id`, suffix included (the Raspberry Pi image names the host after it).
+        case deviceID = "device-id"
     }
 
     @OptionGroup var file: ConfigFileOption
@@ -27,7 +29,7 @@ struct CheckCommand: ParsableCommand {
         name: .long,
         help: ArgumentHelp(
             "Print only this setting of a valid configuration, as gattway reads it "
-                + "(defaults included): transport.", valueName: "setting"))
+                + "(defaults included): transport, device-id.", valueName: "setting"))
     var print: Setting?
 
     func run() throws {
@@ -35,6 +37,7 @@ struct CheckCommand: ParsableCommand {
         if let setting = print {
             switch setting {
             case .transport: Swift.print(loaded.config.bluetooth.transport)
+            case .deviceID: Swift.print(loaded.config.device.id)
             }
             return
         }

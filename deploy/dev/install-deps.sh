@@ -19,7 +19,8 @@ apt_packages=(
 # What the test command's extra stages use (Debian 13 build, VM kernel tests, .deb tests, the
 # arm64 package under qemu-user, BlueZ as the central in the VM).
 if [[ "${1:-}" == "--test" ]]; then
-    apt_packages+=(debootstrap qemu-system-x86 qemu-user-static binfmt-support file dpkg-dev binutils e2fsprogs gcc make bluez)
+    apt_packages+=(debootstrap qemu-system-x86 qemu-user-static binfmt-support file dpkg-dev binutils e2fsprogs gcc make bluez
+        qemu-system-arm dosfstools mtools fdisk xz-utils)
 fi
 
 missing=()

@@ -9,6 +9,8 @@ import Values
 /// everything; the loader throws if any error was recorded, discarding the partial model.
 struct ConfigParser {
     let context: LoadContext
+    /// The file `device.name_add_suffix` reads (tests give their own).
+    var machineIDFile = ConfigDefaults.machineIDFile
     typealias D = ConfigDefaults
 
     func parse(_ document: ConfigNode?) -> GatewayConfig {
@@ -178,6 +180,9 @@ struct ConfigParser {
             // The GAP Device Name characteristic holds at most 248 bytes.
             if text.utf8.count <= 248 { name = text } else { node.report("is \(text.utf8.count) bytes; at most 248") }
         }
+        if let node = m?["name_add_suffix"], node.bool() ?? D.nameAddSuffix, let machineID = readMachineID(node) {
+            name += D.nameSuffix(machineID: machineID)
+        }
         var id = D.deviceID(forName: name)
         if let node = m?["id"], let text = node.nonEmptyString() {
             if text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) {
@@ -189,6 +194,24 @@ struct ConfigParser {
         }
         let appearance = m?["appearance"]?.integer(UInt16.self) ?? D.appearance
         return DeviceConfig(name: name, id: id, appearance: appearance)
+    }
+
+    /// The machine id `device.name_add_suffix` derives the suffix from: 32 hex digits in
+    /// `machineIDFile`, as systemd writes it.
+    private func readMachineID(_ node: ConfigNode) -> String? {
+        let files = FileManager.default
+        guard let data = files.contents(atPath: machineIDFile) else {
+            node.report("\(machineIDFile) cannot be read, and the name's suffix comes from it")
+            return nil
+        }
+        let text = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).joined()
+        guard text.utf8.count == 32, text.allSatisfy(\.isHexDigit) else {
+            node.report(
+                "\(machineIDFile) holds no machine id (32 hex digits), and the name's suffix comes from it "
+                    + "(an image's first boot makes it: systemd-machine-id-setup)")
+            return nil
+        }
+        return text.lowercased()
     }
 
     // MARK: bluetooth

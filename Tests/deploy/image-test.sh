@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# The Raspberry Pi image a user flashes (`make image`, deploy/build-raspi-image.sh), built once
+# and booted twice under qemu-system-aarch64 as two Pis flashed from it, checked from outside:
+#   - the image file: its sha256, an empty /etc/machine-id, no SSH host keys, no password;
+#   - set up the way a user does from a PC, by copying files onto the FAT boot partition (mtools):
+#     gattway.yaml (a simulated sensor, the broker on the host) and gattway-setup.txt (an SSH key);
+#   - each boot: multi-user reached; the root grew to the (enlarged) card; the SSH host keys and
+#     the machine id made there; the boot partition's gattway.yaml imported; gattway.service
+#     active and degraded without a controller; its sensor's values on a mosquitto on this host,
+#     reached through QEMU's user network (10.0.2.2 is the host's loopback);
+#   - the two Pis: two machine ids, two gattway identities (device id, host name, MQTT client
+#     id, topics, Home Assistant device), publishing side by side on one broker, which never had
+#     to close one client's connection for the other's.
+# The machine is `virt` with virtio disk and network and the image's own kernel and initramfs,
+# not `raspi3b`: QEMU's raspi3b gives the guest no network device (its USB has no bus QEMU
+# attaches usb-net to), and the broker on the host is the point; the image's root, boot
+# partition, labels, fstab and units are the same either way. What only a real Pi shows (its
+# firmware booting the card, Wi-Fi, the Bluetooth UART, GPIO) is not here.
+#
+#   Tests/deploy/image-test.sh             # builds the image (deploy/build-raspi-image.sh)
+#   GATTWAY_IMAGE=FILE.img.xz Tests/deploy/image-test.sh   # tests that image
+# Exit 0 pass, 1 fail, 77 skipped (reason printed).
+set -uo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+started=$SECONDS
+skip() { echo "SKIP: $*"; exit 77; }
+failures=0
+check() { # check DESCRIPTION COMMAND...
+    local description=$1; shift
+    if "$@"; then echo "ok   - $description"; else echo "FAIL - $description"; failures=$((failures + 1)); fi
+}
+
+[[ $(id -u) == 0 ]] || skip "needs root (the image build chroots)"
+[[ $(dpkg --print-architecture) == amd64 ]] || skip "cross-builds the arm64 image from amd64; this machine is $(dpkg --print-architecture)"
+for tool in qemu-system-aarch64 qemu-aarch64-static debootstrap mkfs.vfat mcopy sfdisk mosquitto mosquitto_sub ssh ssh-keygen xz; do
+    command -v "$tool" >/dev/null \
+        || skip "$tool is not installed (deploy/dev/install-deps.sh --test installs what this stage needs)"
+done
+
+work=$(mktemp -d "${TMPDIR:-/var/tmp}/gattway-image-test.XXXXXX")
+pids=()
+cleanup() {
+    local pid
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+    wait 2>/dev/null
+    if ((failures)); then echo "the test's files are kept in $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# 1. The image, built once.
+image_xz=${GATTWAY_IMAGE:-}
+if [[ -z $image_xz ]]; then
+    echo "== make image (deploy/build-raspi-image.sh)"
+    build_started=$SECONDS
+    image_xz=$("$repo/deploy/build-raspi-image.sh" --out "$work/out" 2>"$work/build.log" | tail -n 1)
+    [[ -f $image_xz ]] || { tail -n 30 "$work/build.log"; echo "FAIL - the image did not build"; failures=1; exit 1; }
+    grep '^build-raspi-image: .*compressed' "$work/build.log" | sed 's/^/     /'
+    echo "     built in $((SECONDS - build_started)) s"
+fi
+check "the image's sha256 file matches it" \
+    bash -c "cd '$(dirname "$image_xz")' && sha256sum --quiet -c '$(basename "$image_xz").sha256'"
+xz -dc "$image_xz" >"$work/pristine.img" || { echo "FAIL - cannot decompress $image_xz"; failures=1; exit 1; }
+raw_mib=$(($(stat -c %s "$work/pristine.img") / 1048576))
+
+# The partitions, from the image's own table.
+read -r boot_start root_start < <(sfdisk --dump "$work/pristine.img" | sed -n 's/.*start= *\([0-9]*\),.*/\1/p' | xargs)
+boot="$work/pristine.img@@$((boot_start * 512))"
+echo "     ${raw_mib} MiB raw; boot partition at sector $boot_start, root at $root_start"
+for file in vmlinuz initrd.img cmdline.txt config.txt bcm2837-rpi-3-b.dtb bcm2711-rpi-4-b.dtb bcm2712-rpi-5-b.dtb; do
+    check "the boot partition holds $file" mcopy -n -i "$boot" "::/$file" "$work/$file"
+done
+# What the image holds in its root: debugfs reads the ext4 file without mounting it.
+dd if="$work/pristine.img" of="$work/root.ext4" bs=512 skip="$root_start" status=none
+in_root() { debugfs -R "$1" "$work/root.ext4" 2>/dev/null; }
+check "the image's /etc/machine-id is empty" test "$(in_root 'stat /etc/machine-id' | sed -n 's/.*Size: \([0-9]*\).*/\1/p')" == 0
+check "the image has no SSH host keys" bash -c "! debugfs -R 'ls -l /etc/ssh' '$work/root.ext4' 2>/dev/null | grep -q ssh_host_"
+in_root 'cat /etc/shadow' >"$work/shadow"
+check "no account in the image has a password" bash -c "[[ -s '$work/shadow' ]] && ! awk -F: '\$2 !~ /^[!*]/' '$work/shadow' | grep -q ."
+rm -f "$work/root.ext4"
+
+# 2. The broker on this host, and what two Pis get on their boot partitions from "a PC".
+port=$(free_port)
+cat >"$work/mosquitto.conf" <<EOF
+listener $port 127.0.0.1
+allow_anonymous true
+log_dest file $work/mosquitto.log
+log_type all
+EOF
+mosquitto -c "$work/mosquitto.conf" >/dev/null 2>&1 &
+pids+=($!)
+sleep 1
+mosquitto_sub -h 127.0.0.1 -p "$port" -v -t 'gattway/#' -t 'homeassistant/#' >"$work/mqtt.log" 2>/dev/null &
+pids+=($!)
+
+cat >"$work/gattway.yaml" <<EOF
+# Two Pis, one configuration: each is named after its machine id.
+device:
+  name_add_suffix: true
+bluetooth:
+  transport: hci0
+gpio:
+  backend: simulated
+  chips:
+    - label: gattway-sim0
+      lines:
+        - name: DOOR
+          generator:
+            type: steps
+            steps:
+              - {level: 0, duration: 2s}
+              - {level: 1, duration: 2s}
+sensors:
+  - {id: door, kind: binary, line: DOOR}
+services:
+  - uuid: 0A7E0001-5C3B-4B6F-9E2D-6A0F7C1B2D01
+    name: site
+    characteristics:
+      - uuid: 0A7E0002-5C3B-4B6F-9E2D-6A0F7C1B2D01
+        name: door
+        format: bool
+        source: {sensor: door}
+mqtt:
+  url: mqtt://10.0.2.2:$port
+EOF
+ssh-keygen -q -t ed25519 -N '' -C image-test -f "$work/id_ed25519"
+printf 'ssh_authorized_key=%s\r\n' "$(cat "$work/id_ed25519.pub")" >"$work/gattway-setup.txt"
+append=$(tr -d '\n' <"$work/cmdline.txt" | sed -E 's/(^| )console=[^ ]*//g')" console=ttyAMA0"
+
+# boot NAME: a fresh copy of the image, set up from "a PC", on a 4 GiB "card", booted.
+boot_pi() {
+    local name=$1 disk=$work/$1.img ssh_port
+    cp --sparse=always "$work/pristine.img" "$disk"
+    mcopy -i "$disk@@$((boot_start * 512))" "$work/gattway.yaml" "$work/gattway-setup.txt" ::/
+    truncate -s 4G "$disk"
+    ssh_port=$(free_port)
+    echo "$ssh_port" >"$work/$name.ssh-port"
+    qemu-system-aarch64 -M virt -cpu cortex-a53 -smp 2 -m 1024 -display none -monitor none \
+        -kernel "$work/vmlinuz" -initrd "$work/initrd.img" -append "$append" \
+        -drive "if=none,file=$disk,format=raw,id=card" -device virtio-blk-pci,drive=card \
+        -netdev "user,id=net0,hostfwd=tcp:127.0.0.1:$ssh_port-:22" -device virtio-net-pci,netdev=net0 \
+        -serial "file:$work/$name.console" </dev/null >"$work/$name.qemu.log" 2>&1 &
+    pids+=($!)
+    echo "$(date +%s)" >"$work/$name.started"
+}
+on() { # on NAME COMMAND: runs COMMAND on that Pi through SSH, as root, with the key given above
+    timeout "${on_timeout:-120}" ssh -q -i "$work/id_ed25519" -p "$(cat "$work/$1.ssh-port")" -o BatchMode=yes -o ConnectTimeout=20 \
+        -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null root@127.0.0.1 "$2"
+}
+export work
+export -f on  # the checks run their commands through bash -c
+# wait_ready NAME: until SSH answers and systemd is done starting (at most 12 min under TCG).
+wait_ready() {
+    local name=$1 deadline=$((SECONDS + 720)) state
+    while ((SECONDS < deadline)); do
+        state=$(on_timeout=600 on "$name" 'systemctl is-system-running --wait' 2>/dev/null) && break
+        [[ -n $state ]] && break
+        sleep 10
+    done
+    echo "     $name: system $state after $(($(date +%s) - $(cat "$work/$name.started"))) s"
+    [[ $state == running || $state == degraded ]]
+}
+# check_pi NAME: what one Pi must show.
+check_pi() {
+    local name=$1 id
+    check "$name: multi-user.target reached" bash -c "[[ \$(on $name 'systemctl is-active multi-user.target') == active ]]"
+    on "$name" 'systemctl --failed --no-legend' | sed "s/^/     $name failed unit: /"
+    check "$name: the root grew to the 4 GiB card (> 3 GiB)" \
+        bash -c "(( \$(on $name 'df --output=size -B1M / | tail -n 1') > 3072 ))"
+    check "$name: SSH host keys made at first boot" on "$name" 'ls /etc/ssh/ssh_host_ed25519_key'
+    check "$name: a machine id made at first boot" bash -c "[[ \$(on $name 'cat /etc/machine-id') =~ ^[0-9a-f]{32}\$ ]]"
+    check "$name: the boot partition's gattway.yaml was imported" \
+        bash -c "[[ \$(on $name 'sha256sum </etc/gattway/gattway.yaml; ls /boot/firmware/gattway.yaml.imported') == \
+            \"\$(sha256sum <'$work/gattway.yaml')\"$'\n'/boot/firmware/gattway.yaml.imported ]]"
+    check "$name: gattway-setup.txt was applied (SSH with its key works) and renamed" \
+        on "$name" 'test -f /boot/firmware/gattway-setup.txt.applied && ! test -e /boot/firmware/gattway-setup.txt'
+    check "$name: gattway.service is active" bash -c "[[ \$(on $name 'systemctl is-active gattway') == active ]]"
+    check "$name: gattway is degraded without a controller, as designed" \
+        bash -c "on $name 'systemctl show -p StatusText --value gattway' | tee '$work/$name.status' | grep -q 'degraded: Bluetooth controller'"
+    sed "s/^/     $name status: /" "$work/$name.status"
+    id=$(on "$name" 'gattway check --config /etc/gattway/gattway.yaml --print device-id')
+    echo "$id" >"$work/$name.id"
+    check "$name: its gattway device id is gattway-<6 hex digits> ($id)" bash -c "[[ '$id' =~ ^gattway-[0-9a-f]{6}\$ ]]"
+    check "$name: the host is named after it" bash -c "[[ \$(on $name hostname) == '$id' ]]"
+}
+# publishes ID: the door's two values and the device's availability and discovery on the broker.
+publishes() {
+    local id=$1 deadline=$((SECONDS + 180))
+    while ((SECONDS < deadline)); do
+        if grep -q "^gattway/$id/site/door {\"value\":true" "$work/mqtt.log" \
+            && grep -q "^gattway/$id/site/door {\"value\":false" "$work/mqtt.log" \
+            && grep -q "^gattway/$id/availability online" "$work/mqtt.log" \
+            && grep -q "^homeassistant/device/gattway_$id/config " "$work/mqtt.log"; then
+            return 0
+        fi
+        sleep 5
+    done
+    return 1
+}
+
+echo "== first Pi: a fresh copy of the image"
+boot_pi pi1
+if wait_ready pi1; then
+    check_pi pi1
+    check "pi1: its simulated door's values reach the broker on the host" publishes "$(cat "$work/pi1.id")"
+else
+    echo "FAIL - pi1 did not come up (console: $work/pi1.console)"; failures=$((failures + 1))
+    tail -n 40 "$work/pi1.console"
+fi
+
+echo "== second Pi: another fresh copy, the same gattway.yaml, while the first runs"
+mark=$(wc -l <"$work/mqtt.log")
+boot_pi pi2
+if wait_ready pi2; then
+    check_pi pi2
+    id1=$(cat "$work/pi1.id" 2>/dev/null) id2=$(cat "$work/pi2.id")
+    check "two Pis, two machine ids" bash -c "[[ \$(on pi1 'cat /etc/machine-id') != \$(on pi2 'cat /etc/machine-id') ]]"
+    check "two Pis, two gattway identities ($id1, $id2)" test "$id1" != "$id2"
+    sleep 10
+    check "both publish side by side: new values of each door after the second started" \
+        bash -c "tail -n +$((mark + 1)) '$work/mqtt.log' | grep -q '^gattway/$id1/site/door ' \
+            && tail -n +$((mark + 1)) '$work/mqtt.log' | grep -q '^gattway/$id2/site/door '"
+    publishes "$id2" || true
+    check "pi2: its simulated door's values reach the broker on the host" publishes "$id2"
+    check "the broker saw two client ids (gattway-$id1, gattway-$id2)" \
+        bash -c "grep -q 'as gattway-$id1 ' '$work/mosquitto.log' && grep -q 'as gattway-$id2 ' '$work/mosquitto.log'"
+    check "the broker never closed one Pi's connection for the other's" \
+        bash -c "! grep -q 'already connected, closing old connection' '$work/mosquitto.log'"
+else
+    echo "FAIL - pi2 did not come up (console: $work/pi2.console)"; failures=$((failures + 1))
+    tail -n 40 "$work/pi2.console"
+fi
+
+echo "== image stage: $((SECONDS - started)) s; image ${raw_mib} MiB raw, $(($(stat -c %s "$image_xz") / 1048576)) MiB compressed"
+((failures == 0)) || { echo "$failures check(s) failed"; exit 1; }
+exit 0
