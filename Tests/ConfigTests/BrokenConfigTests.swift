@@ -63,7 +63,7 @@ struct BrokenConfigTests {
             yaml: """
                 device:
                   colour: red
-                """, expected: [#"device.colour (line 2): unknown key (expected one of: name, id, appearance)"#]),
+                """, expected: [#"device.colour (line 2): unknown key (expected one of: name, name_add_suffix, id, appearance)"#]),
         Case(
             name: "integer expected",
             yaml: """
@@ -567,7 +567,7 @@ struct BrokenConfigTests {
     @Test func fiveDifferentMistakesAreAllReported() {
         #expect(
             errors(BrokenConfiguration.fiveMistakes) == [
-                #"device.colour (line 3): unknown key (expected one of: name, id, appearance)"#,
+                #"device.colour (line 3): unknown key (expected one of: name, name_add_suffix, id, appearance)"#,
                 #"bluetooth.transport (line 5): "usb0" is not an HCI transport: unknown transport (expected hciN, tcp:HOST:PORT, unix:PATH or serial:DEVICE[,BAUD])"#,
                 #"bluetooth.max_centrals (line 6): expected an integer, got "many""#,
                 #"services[0].characteristics[0].uuid (line 14): "2A6G" is not a UUID"#,

@@ -59,7 +59,7 @@ struct CLITests {
         #expect(
             result.stderr == """
                 \(path): 5 errors
-                  error: device.colour (line 3): unknown key (expected one of: name, id, appearance)
+                  error: device.colour (line 3): unknown key (expected one of: name, name_add_suffix, id, appearance)
                   error: bluetooth.transport (line 5): "usb0" is not an HCI transport: unknown transport (expected hciN, tcp:HOST:PORT, unix:PATH or serial:DEVICE[,BAUD])
                   error: bluetooth.max_centrals (line 6): expected an integer, got "many"
                   error: services[0].characteristics[0].uuid (line 14): "2A6G" is not a UUID
