@@ -16,15 +16,6 @@ struct MQTTFilesConfigTests {
         return path
     }
 
-    static func errors(_ yaml: String) -> [String] {
-        do {
-            _ = try ConfigLoader.load(yaml: yaml)
-            return []
-        } catch {
-            return error.errors.map(\.description)
-        }
-    }
-
     @Test func filesThatExistAreTaken() throws {
         let (ca, cert, key, password) = (try Self.file("ca.pem"), try Self.file("c.pem"), try Self.file("c.key"), try Self.file("pw"))
         let loaded = try ConfigLoader.load(
@@ -40,7 +31,7 @@ struct MQTTFilesConfigTests {
 
     @Test func missingTLSFilesAreNamed() {
         #expect(
-            Self.errors(
+            configurationErrors(
                 """
                 mqtt:
                   url: mqtts://broker.lan
@@ -58,26 +49,26 @@ struct MQTTFilesConfigTests {
     @Test func aDirectoryIsNoFile() throws {
         let directory = try temporaryDirectory("mqtt-files").path
         #expect(
-            Self.errors("mqtt:\n  url: mqtts://broker.lan\n  tls: {ca: \(directory)}")
+            configurationErrors("mqtt:\n  url: mqtts://broker.lan\n  tls: {ca: \(directory)}")
                 == ["mqtt.tls.ca (line 3): \(directory): a directory, not a file"])
     }
 
     @Test func aMissingPasswordFileIsNamed() {
         #expect(
-            Self.errors("mqtt:\n  url: mqtt://broker.lan\n  username: shed\n  password_file: /nonexistent/pw")
+            configurationErrors("mqtt:\n  url: mqtt://broker.lan\n  username: shed\n  password_file: /nonexistent/pw")
                 == ["mqtt.password_file (line 4): /nonexistent/pw: no such file"])
     }
 
     @Test func aPasswordNeedsAUserName() throws {
         let password = try Self.file("pw")
         #expect(
-            Self.errors("mqtt:\n  url: mqtt://broker.lan\n  password_file: \(password)")
+            configurationErrors("mqtt:\n  url: mqtt://broker.lan\n  password_file: \(password)")
                 == ["mqtt.password_file (line 3): a password needs username as well (the broker is sent none without it)"])
     }
 
     @Test(arguments: ["mqtt://::1", "mqtt://fe80::1:1883", "mqtts://2001:db8::5"])
     func anIPv6AddressNeedsBrackets(_ url: String) {
-        let errors = Self.errors("mqtt:\n  url: \"\(url)\"")
+        let errors = configurationErrors("mqtt:\n  url: \"\(url)\"")
         #expect(errors.count == 1 && errors[0].contains("an IPv6 address goes in brackets"), "\(errors)")
     }
 

@@ -29,15 +29,6 @@ struct PairingConfigTests {
         """
     }
 
-    static func errors(_ yaml: String) -> [String] {
-        do {
-            _ = try ConfigLoader.load(yaml: yaml)
-            return []
-        } catch {
-            return error.errors.map(\.description)
-        }
-    }
-
     @Test func pairingIsWindowedByDefault() throws {
         let loaded = try ConfigLoader.load(yaml: Self.yaml())
         let security = loaded.config.bluetooth.security
@@ -60,14 +51,14 @@ struct PairingConfigTests {
 
     @Test func aPairButtonMustBeABinarySensorOfItsOwn() {
         #expect(
-            Self.errors(Self.yaml(security: "{pair_with: relay}")) == [
+            configurationErrors(Self.yaml(security: "{pair_with: relay}")) == [
                 #"bluetooth.security.pair_with (line 2): sensor "relay" is a output sensor; opening the pairing window needs a binary one (a button)"#
             ])
         #expect(
-            Self.errors(Self.yaml(security: "{io_capabilities: display_yes_no, confirm_with: button, pair_with: button}"))
+            configurationErrors(Self.yaml(security: "{io_capabilities: display_yes_no, confirm_with: button, pair_with: button}"))
                 .contains { $0.hasSuffix(#""button" already confirms numbers (confirm_with); give pairing its own button"#) })
-        #expect(Self.errors(Self.yaml(security: "{pairing: sometimes}")).count == 1)
-        #expect(Self.errors(Self.yaml(security: "{pairing_window: 1s}")).count == 1, "shorter than 10s")
+        #expect(configurationErrors(Self.yaml(security: "{pairing: sometimes}")).count == 1)
+        #expect(configurationErrors(Self.yaml(security: "{pairing_window: 1s}")).count == 1, "shorter than 10s")
     }
 
     /// Warnings, not errors: the file is valid, `gattway check` names the exposure.
