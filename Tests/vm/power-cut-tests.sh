@@ -60,6 +60,7 @@ for boot in $(seq 1 $((cuts + 1))); do
     [[ $boot -gt $cuts ]] && mode=last
     log=$work/boot-$boot.log
     rm -f "$work/qemu.pid"
+    : >"$log"
     "$here/run-in-vm.sh" --disk "$disk" --pidfile "$work/qemu.pid" \
         --module virtio_blk --module crc32c_generic --module ext4 --timeout 300 -- \
         bash "$here/power-cut-guest.sh" "$gattway" "$probe" "$boot" "$mode" >"$log" 2>"$work/boot-$boot.err" &
