@@ -5,7 +5,7 @@
 ///
 /// earlier gattway versions announced each entity on its own topic (`<prefix>/<kind>/gattway_<dev>/<object>/config`).
 /// Those entities keep their entity ids through Home Assistant's migration: `{"migrate_discovery": true}`
-/// on each old topic (Home Assistant unloads the entity and keeps it in its registry), the old
+/// on each old topic the broker still holds (`DiscoverySurvey`; Home Assistant unloads the entity and keeps it in its registry), the old
 /// topic cleared, then the device document (same `unique_id`s). The component keys are the old
 /// object ids, so Home Assistant gives a component the old entity's discovery id
 /// (`gattway_<dev> <object>`), which is why the old topic is cleared before the document: a
