@@ -369,6 +369,31 @@ struct BrokerTests {
         await watcher.stop()
     }
 
+    /// A broker whose ACL drops the survey's marker: discovery waits `DiscoverySurvey.timeout`,
+    /// not for ever, and then goes by what the broker sent meanwhile (its device document's
+    /// component the configuration lost is removed).
+    @Test func aMarkerThatNeverComesBackDelaysDiscoveryByTheTimeoutOnly() async throws {
+        let acl = try temporaryDirectory("acl").appendingPathComponent("acl")
+        try "topic deny gattway/pi1/discovery-survey\ntopic readwrite #\n".write(to: acl, atomically: true, encoding: .utf8)
+        let broker = try Broker(extra: "allow_anonymous true\nacl_file \(acl.path)")
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#", "homeassistant/#"])
+        let device = "homeassistant/device/gattway_pi1/config"
+        try await watcher.publish(
+            MQTTMessage(topic: device, text: #"{"cmps":{"env_old":{"p":"sensor"},"io_relay":{"p":"switch"}}}"#, retain: true))
+        _ = try await watcher.next(on: device)
+        let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"))
+        _ = try await watcher.next(on: "gattway/pi1/availability")
+        let online = ContinuousClock.now
+        let document = try await watcher.next(on: device, timeout: DiscoverySurvey.timeout + .seconds(5)).string
+        let waited = ContinuousClock.now - online
+        #expect(waited >= DiscoverySurvey.timeout - .milliseconds(200) && waited < DiscoverySurvey.timeout + .seconds(2), "\(waited)")
+        #expect(document.contains(#","env_old":{"p":"sensor"}},"availability""#))
+        #expect(await watcher.received(on: "gattway/pi1/discovery-survey").isEmpty, "the ACL dropped the marker")
+        await running.stop()
+        await watcher.stop()
+    }
+
     @Test func writesReachTheBrokerWithMedianLatencyUnder50ms() async throws {
         let broker = try Broker()
         defer { broker.stop() }
