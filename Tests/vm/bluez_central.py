@@ -508,7 +508,13 @@ async def write_refused(client: BleakClient, gattway: Gattway, phone: Phone) -> 
     mark = len(btmon_frames(phone.btmon))
     write = asyncio.ensure_future(
         client.write_gatt_char(RELAY, b"\x00" if before == "true" else b"\x01", response=True))
-    await gattway.wait_for(REFUSED, 20, since)
+    try:
+        await gattway.wait_for(REFUSED, 20, since)
+    except Failure as failure:
+        accepted = write.done() and write.exception() is None
+        paired = "paired with" in gattway.log()[since:]
+        raise Failure(f"{failure}; {phone.adapter}'s write {'was accepted' if accepted else 'is unanswered'}, "
+                      f"gattway {'paired with it' if paired else 'did not pair'}, outside the window") from None
     done, _ = await asyncio.wait({write}, timeout=5)
     if write in done:
         error = write.exception()
@@ -545,7 +551,8 @@ async def pair_refused(gattway: Gattway, phone: Phone, target) -> str:
         except asyncio.TimeoutError:
             raise Failure(f"bleak's pair() on {phone.adapter} had no answer within 30 s")
         else:
-            raise Failure(f"bleak's pair() on {phone.adapter} succeeded outside the pairing window")
+            raise Failure(f"bleak's pair() on {phone.adapter} succeeded outside the pairing window "
+                          f"(gattway: {'paired with it' if 'paired with' in gattway.log()[since:] else 'no pairing'})")
     await gattway.wait_for(REFUSED, 20, since)
     events = protected_write_on_air(btmon_frames(phone.btmon)[mark:], -1)
     check(events[:2] == ["pairing", "pairing refused: pairing not supported (0x05)"] and "encrypted" not in events,
