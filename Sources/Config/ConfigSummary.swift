@@ -11,6 +11,7 @@ public enum ConfigSummary {
             "advertising \"\(bluetooth.advertising.localName)\" every "
                 + DurationText.format(bluetooth.advertising.interval)
                 + (advertised.isEmpty ? "" : " with \(advertised)"))
+        lines.append(pairing(bluetooth.security))
         let characteristicCount = config.services.reduce(0) { $0 + $1.characteristics.count }
         lines.append("\(count(config.services.count, "service")), \(count(characteristicCount, "characteristic")):")
         for service in config.services {
@@ -40,6 +41,26 @@ public enum ConfigSummary {
             lines.append("mqtt off")
         }
         return lines
+    }
+
+    /// Who may pair, and when: `pairing: window (2m by gattway pair or a 3s press of pair_button;
+    /// 10m after a start without bonds), no_input_no_output`.
+    private static func pairing(_ security: SecurityConfig) -> String {
+        let how: String
+        switch security.pairing {
+        case .open:
+            how = "open (anyone in range may pair at any time)"
+        case .window:
+            let opened =
+                DurationText.format(security.pairingWindow) + " by gattway pair"
+                + (security.pairWith.map { " or a \(DurationText.format(security.pairPress)) press of \($0)" } ?? "")
+            let firstStart =
+                security.firstStartWindow > .zero
+                ? "\(DurationText.format(security.firstStartWindow)) after a start without bonds"
+                : "closed at a start without bonds"
+            how = "window (\(opened); \(firstStart))"
+        }
+        return "pairing: \(how), \(security.ioCapabilities.rawValue)"
     }
 
     private static func describe(_ characteristic: CharacteristicConfig) -> String {

@@ -1,8 +1,8 @@
 import Config
 import Testing
 
-/// `bluetooth.security`'s pairing keys, the `pair_with` button, and `gattway check`'s warnings
-/// where a deployment lets strangers drive outputs.
+/// `bluetooth.security`'s pairing keys, the `pair_with` button, `gattway check`'s summary of them
+/// and its warnings where a deployment lets strangers drive outputs.
 struct PairingConfigTests {
     /// A relay a bonded phone (and MQTT `/set`) may write, and a button.
     static func yaml(security: String = "{}", mqtt: String = "") -> String {
@@ -47,6 +47,27 @@ struct PairingConfigTests {
                 == SecurityConfig(
                     ioCapabilities: .noInputNoOutput, passkey: nil, allowLegacy: false, pairing: .window,
                     pairingWindow: .seconds(90), firstStartWindow: .zero, pairWith: "button", pairPress: .seconds(5)))
+    }
+
+    /// `gattway check`'s summary (and the log at start-up) says who may pair and when.
+    @Test func theSummaryNamesThePairingPolicy() throws {
+        func summary(_ security: String) throws -> [String] {
+            ConfigSummary.lines(try ConfigLoader.load(yaml: Self.yaml(security: security)).config)
+                .filter { $0.hasPrefix("pairing: ") }
+        }
+        #expect(
+            try summary("{}") == [
+                "pairing: window (2m by gattway pair; 10m after a start without bonds), no_input_no_output"
+            ])
+        #expect(
+            try summary("{pairing_window: 90s, first_start_window: 0s, pair_with: button, pair_press: 5s}") == [
+                "pairing: window (90s by gattway pair or a 5s press of button; closed at a start without bonds), "
+                    + "no_input_no_output"
+            ])
+        #expect(
+            try summary("{pairing: open, io_capabilities: display_only}") == [
+                "pairing: open (anyone in range may pair at any time), display_only"
+            ])
     }
 
     @Test func aPairButtonMustBeABinarySensorOfItsOwn() {

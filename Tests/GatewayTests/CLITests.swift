@@ -42,11 +42,12 @@ struct CLITests {
         #expect(result.stdout.contains("2A6E \"temperature\" sint16 e-2 °C [read, notify] ← sensor climate temperature"))
     }
 
-    @Test func checkSummaryNamesTransportSensorsAndMQTT() throws {
+    @Test func checkSummaryNamesTransportSensorsPairingAndMQTT() throws {
         let result = try GattwayProcess(["check", "--config", "deploy/config/demo.yaml"]).runToCompletion()
         #expect(result.stdout.contains("transport tcp:127.0.0.1:18820"))
         #expect(result.stdout.contains("7 sensors on simulated:"))
         #expect(result.stdout.contains("door: binary on GPIO17"))
+        #expect(result.stdout.contains("pairing: window (2m by gattway pair; 10m after a start without bonds), no_input_no_output"))
         #expect(result.stdout.contains("mqtt mqtt://127.0.0.1:18830 as gattway-demo"))
         #expect(result.stderr.contains("warning: services[1].characteristics[4].permissions"))
     }

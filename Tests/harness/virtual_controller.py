@@ -33,9 +33,10 @@ again); one such host at a time.
 
 With --vhci, one more controller on the same link is attached to the Linux kernel through
 /dev/vhci (module hci_vhci): the kernel registers it as adapter hciN, which gattway then opens
-through the HCI user channel, while phones reach the link over TCP or Unix as usual.
+through the HCI user channel, while phones reach the link over TCP or Unix as usual. Given twice,
+two controllers are attached (two kernel adapters, as two phones for BlueZ).
 
-Prints "READY tcp=<port> unix=<path> hci=<N>" on stdout once listening.
+Prints "READY tcp=<port> unix=<path> hci=<N>[,<N>]" on stdout once listening.
 """
 
 from __future__ import annotations
@@ -466,8 +467,8 @@ async def main() -> None:
                         help="public address of the controller of every socket host (one at a time)")
     parser.add_argument("--exit-with-stdin", action="store_true",
                         help="exit when stdin closes (tests: the controller dies with its parent)")
-    parser.add_argument("--vhci", metavar="PATH",
-                        help="also attach a controller to the kernel through PATH (/dev/vhci)")
+    parser.add_argument("--vhci", metavar="PATH", action="append", default=[],
+                        help="also attach a controller to the kernel through PATH (/dev/vhci); repeatable")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
@@ -488,10 +489,12 @@ async def main() -> None:
             os.unlink(args.unix)
         listeners.append(await asyncio.start_unix_server(server.accept, args.unix))
         ready.append(f"unix={args.unix}")
-    if args.vhci is not None:
+    kernel_adapters: list[VhciConnection] = []
+    for path in args.vhci:
         server.count += 1
-        vhci = VhciConnection(server, args.vhci, server.count)
-        ready.append(f"hci={vhci.adapter}")
+        kernel_adapters.append(VhciConnection(server, path, server.count))
+    if kernel_adapters:
+        ready.append("hci=" + ",".join(str(vhci.adapter) for vhci in kernel_adapters))
     print("READY " + " ".join(ready), flush=True)
 
     stop = asyncio.Event()

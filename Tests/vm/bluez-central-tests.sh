@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # BlueZ as the central, the stack Linux and Home Assistant use: boots Debian's kernel with
-# run-in-vm.sh and hci_vhci; in the VM, Tests/harness/virtual_controller.py attaches one Bumble
-# controller to the kernel through /dev/vhci (the kernel's hci0, run by bluetoothd on a system
-# D-Bus) and serves another on the same virtual link over a Unix socket, where the `gattway`
-# executable runs (`gattway run --hci unix:PATH`). Tests/vm/bluez_central.py, with bleak, then
-# scans, connects, discovers, reads, subscribes, writes, is refused a relay (an output on a
-# simulated line) that needs a bonded link, pairs Just Works, drives the relay, reconnects bonded,
-# and checks BlueZ's attribute cache across gattway restarts with a changed and an unchanged layout,
-# each read against its characteristic's own value (see bluez-central-guest.sh and docs/testing.md).
+# run-in-vm.sh and hci_vhci; in the VM, Tests/harness/virtual_controller.py attaches two Bumble
+# controllers to the kernel through /dev/vhci (the kernel's hci0 and hci1, two phones, run by
+# bluetoothd on a system D-Bus) and serves another on the same virtual link over a Unix socket,
+# where the `gattway` executable runs (`gattway run --hci unix:PATH`). Tests/vm/bluez_central.py,
+# with bleak, then scans, connects, discovers, reads, subscribes, writes; with the pairing window
+# closed is refused a relay (an output on a simulated line) that needs a bonded link and pairing
+# (BlueZ's own on the write, and bleak's pair()); pairs Just Works with pair() in a window opened by
+# `gattway pair`, drives the relay; after `gattway pair --close` a second phone's pair() is
+# refused; reconnects bonded; and checks BlueZ's attribute cache across gattway restarts with a
+# changed and an unchanged layout, each read against its characteristic's own value (see
+# bluez-central-guest.sh and docs/testing.md).
 #
 # Needs root, qemu (run-in-vm.sh), bluez (bluetoothd, btmon) and dbus-daemon on this machine, whose
 # root the VM shares, and bleak in the venv (deploy/dev/install-deps.sh --test installs them).
@@ -46,7 +49,7 @@ fi
 # modprobe: without them the kernel logs "Unable to create CMAC crypto context" and refuses to pair.
 crypto_modules=(--module cmac --module ecb --module drbg)
 status=0
-(cd "$repo" && "$here/run-in-vm.sh" "${crypto_modules[@]}" --module hci_vhci --timeout 600 --env "GATTWAY_PYTHON=$python" -- \
+(cd "$repo" && "$here/run-in-vm.sh" "${crypto_modules[@]}" --module hci_vhci --timeout 900 --env "GATTWAY_PYTHON=$python" -- \
     bash "$here/bluez-central-guest.sh" "$gattway") || status=$?
 case $status in
 0) echo "[bluez-central] PASSED in $((SECONDS - started)) s" ;;

@@ -1,20 +1,26 @@
 #!/usr/bin/env python3
 """BlueZ as the central: bleak through bluetoothd drives the `gattway` executable.
 
-Runs inside bluez-central-guest.sh's VM, where the system D-Bus, bluetoothd (on the kernel
-adapter that virtual_controller.py --vhci attached) and btmon already run. gattway reaches the
-same virtual link through the controller's Unix socket. Every step prints one line; the first
-failed check ends the run with exit status 1.
+Runs inside bluez-central-guest.sh's VM, where the system D-Bus, bluetoothd (on the two kernel
+adapters that virtual_controller.py --vhci attached: two phones) and btmon already run. gattway
+reaches the same virtual link through the controller's Unix socket. Every step prints one line;
+the first failed check ends the run with exit status 1.
 
-  bluez_central.py --gattway PATH --hci unix:PATH --workdir DIR --btmon FILE
+  bluez_central.py --gattway PATH --hci unix:PATH --workdir DIR --adapter hciN --btmon FILE
+                   --second-adapter hciM --second-btmon FILE
 
-Steps: scan (local name and service UUID), connect, discover, read every readable
-characteristic, notifications and indications, Write Request and Write Command, a relay (an
-output sensor on a simulated line, its write needing an encrypted, bonded link) refused before
-pairing, Just Works pairing through a NoInputNoOutput agent, the relay driven and the other
-protected characteristic written once bonded, a bonded reconnection without pairing again; then
-the attribute cache: gattway restarted with a changed layout (one characteristic removed, one
-added) and again unchanged. Every read is checked against that characteristic's own value (see
+gattway runs with `bluetooth.security.pairing: window` (the default) and no window at its first
+start. Steps: scan (local name and service UUID), connect, discover, read every readable
+characteristic, notifications and indications, Write Request and Write Command; outside the
+pairing window a relay (an output sensor on a simulated line, its write needing an encrypted,
+bonded link) refuses the first phone's writes and gattway refuses its pairing, both when BlueZ
+pairs by itself on the write's Insufficient Authentication and through bleak's pair(); `gattway
+pair --for 2m` opens the window: pair() pairs Just Works through a NoInputNoOutput agent, the
+relay is driven and the other protected characteristic written; `gattway pair --close`: a second
+new phone (BlueZ's second adapter) is refused the same ways, and pairs by itself on its relay
+write once the window is opened again; a bonded reconnection of the first phone, window closed,
+without pairing again; then the attribute cache: gattway restarted with a changed layout (one
+characteristic removed, one added) and again unchanged. Every read is checked against that characteristic's own value (see
 read_all), so a client that used stale or shifted handles fails.
 """
 
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -29,10 +36,11 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 from bleak import BleakClient, BleakScanner
 from bleak.backends.bluezdbus.manager import get_global_bluez_manager
-from bleak.exc import BleakError
+from bleak.exc import BleakDBusError, BleakError
 from dbus_fast import BusType, Variant
 from dbus_fast.aio import MessageBus
 from dbus_fast.service import ServiceInterface, method
@@ -77,6 +85,7 @@ def layout(changed: bool, state_dir: str, runtime_dir: str) -> str:
     return f"""device: {{name: {NAME}}}
 bluetooth:
   advertising: {{local_name: {NAME}, service_uuids: [{SERVICE}], interval: 20ms}}
+  security: {{pairing: window, first_start_window: 0s}}
 gpio:
   backend: simulated
   chips:
@@ -127,8 +136,29 @@ def check(condition: bool, what: str) -> None:
         raise Failure(what)
 
 
+STARTED = time.monotonic()
+
+
 def step(text: str) -> None:
-    print(f"[bluez-central] ok: {text}", flush=True)
+    print(f"[bluez-central] ok ({time.monotonic() - STARTED:.0f} s): {text}", flush=True)
+
+
+# gattway's log line for a Pairing Request refused outside the window.
+REFUSED = "refused: no pairing window is open"
+
+
+@dataclass
+class Phone:
+    """One of BlueZ's adapters as a phone: its name (hci0), btmon's record of its traffic, and its
+    own address (a central's identity as gattway sees it)."""
+    adapter: str
+    btmon: str
+    address: str = ""
+
+    @property
+    def bluez(self) -> dict:
+        """bleak's argument that puts a scanner or client on this adapter."""
+        return {"adapter": self.adapter}
 
 
 class Gattway:
@@ -155,14 +185,19 @@ class Gattway:
         await self.wait_for("gattway: advertising\n", 60)
         await self.wait_for("control socket ", 5)
 
-    async def status(self) -> dict:
-        """`gattway status --json`: what the running gattway says on its control socket."""
+    async def command(self, *arguments: str) -> str:
+        """`gattway <arguments> --config <this run's>` (status, pair: the control socket): its output."""
         process = await asyncio.create_subprocess_exec(
-            self.executable, "status", "--config", self.config, "--json",
+            self.executable, *arguments, "--config", self.config,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(process.communicate(), 30)
-        check(process.returncode == 0, f"gattway status exited {process.returncode}: {err.decode().strip()}")
-        return json.loads(out)
+        check(process.returncode == 0,
+              f"gattway {' '.join(arguments)} exited {process.returncode}: {err.decode().strip()}")
+        return out.decode().strip()
+
+    async def status(self) -> dict:
+        """`gattway status --json`: what the running gattway says on its control socket."""
+        return json.loads(await self.command("status", "--json"))
 
     async def values(self) -> dict[str, str | None]:
         """Each sensor-sourced characteristic's current value as gattway holds it, by
@@ -170,11 +205,16 @@ class Gattway:
         status = await self.status()
         return {value["characteristic"]: value.get("value") for sensor in status["sensors"] for value in sensor["values"]}
 
-    async def central(self) -> dict:
-        """The one connected central as `gattway status` reports it (security, bonded)."""
+    async def central(self, phone: Phone) -> dict:
+        """`phone`'s link as `gattway status` reports it (security, bonded)."""
         centrals = (await self.status())["centrals"]
-        check(len(centrals) == 1, f"gattway status shows {len(centrals)} centrals, expected 1")
-        return centrals[0]
+        mine = [central for central in centrals if phone.address.upper() in central["address"].upper()]
+        check(len(mine) == 1, f"gattway status shows {centrals}, expected one link of {phone.adapter} ({phone.address})")
+        return mine[0]
+
+    def refusals(self) -> int:
+        """Pairing Requests gattway logged as refused outside the window."""
+        return self.log().count(REFUSED)
 
     def log(self) -> str:
         with open(self.log_path, errors="replace") as file:
@@ -217,18 +257,23 @@ class JustWorksAgent(ServiceInterface):
         pass
 
 
-async def prepare_adapter() -> MessageBus:
+async def prepare_adapters(phones: list[Phone]) -> MessageBus:
+    """Registers the default agent (NoInputNoOutput), powers each phone's adapter, makes it
+    pairable and reads its address."""
     bus = await MessageBus(bus_type=BusType.SYSTEM).connect()
     bus.export("/gattway/agent", JustWorksAgent())
     introspection = await bus.introspect("org.bluez", "/org/bluez")
     manager = bus.get_proxy_object("org.bluez", "/org/bluez", introspection).get_interface("org.bluez.AgentManager1")
     await manager.call_register_agent("/gattway/agent", "NoInputNoOutput")
     await manager.call_request_default_agent("/gattway/agent")
-    introspection = await bus.introspect("org.bluez", "/org/bluez/hci0")
-    properties = bus.get_proxy_object("org.bluez", "/org/bluez/hci0", introspection).get_interface(
-        "org.freedesktop.DBus.Properties")
-    await properties.call_set("org.bluez.Adapter1", "Powered", Variant("b", True))
-    await properties.call_set("org.bluez.Adapter1", "Pairable", Variant("b", True))
+    for phone in phones:
+        path = f"/org/bluez/{phone.adapter}"
+        introspection = await bus.introspect("org.bluez", path)
+        properties = bus.get_proxy_object("org.bluez", path, introspection).get_interface(
+            "org.freedesktop.DBus.Properties")
+        await properties.call_set("org.bluez.Adapter1", "Powered", Variant("b", True))
+        await properties.call_set("org.bluez.Adapter1", "Pairable", Variant("b", True))
+        phone.address = (await properties.call_get("org.bluez.Adapter1", "Address")).value
     return bus
 
 
@@ -262,7 +307,8 @@ def protected_write_on_air(frames: list[str], value_handle: int) -> list[str]:
     """What btmon recorded around BlueZ's Write Requests to `value_handle`, in order: gattway's
     Error Responses to them (`refused: <error> (0x..)`), its Write Responses to them (`written`;
     ATT has one request outstanding, so a response answers the last request), SMP Pairing
-    Requests and Encryption Changes."""
+    Requests, gattway's Pairing Failed (`pairing refused: <reason> (0x..)`, lower case) and
+    Encryption Changes."""
     events: list[str] = []
     pending: int | None = None  # the handle of BlueZ's Write Request awaiting its answer
     for frame in frames:
@@ -279,6 +325,9 @@ def protected_write_on_air(frames: list[str], value_handle: int) -> list[str]:
             pending = None
         elif "SMP: Pairing Request" in frame:
             events.append("pairing")
+        elif frame.startswith("> ") and "SMP: Pairing Failed" in frame:
+            reason = re.search(r"Reason: (.*\(0x[0-9a-fA-F]{2}\))", frame)
+            events.append(f"pairing refused: {reason.group(1).lower() if reason else '?'}")
         elif "Encryption Change" in frame:
             events.append("encrypted")
     return events
@@ -388,60 +437,158 @@ async def drive_relay(client: BleakClient, gattway: Gattway, level: bool, charac
     check(bytes(await client.read_gatt_char(characteristic)) == bytes([level]), f"the relay does not read back {want}")
 
 
-async def relay_before_pairing(client: BleakClient, gattway: Gattway, btmon: str) -> None:
-    """The relay's write needs an encrypted, bonded link. On the first, unencrypted link:
-    a Write Command (no response, so nothing for BlueZ to act on) is dropped: the relay stays off.
-    A Write Request gets gattway's Error Response, Insufficient Authentication (0x05, no bond):
-    BlueZ (src/shared/att.c, change_security) does not hand that error to bleak but raises the
-    link's security (BT_SECURITY medium), so the kernel pairs (Just Works: BlueZ initiates, with
-    the NoInputNoOutput agent's IO capability, bonding since the adapter is pairable), and then
-    BlueZ sends the same Write Request again, once, which gattway now accepts. So the refusal is
-    checked where it happens, on the air (btmon): refused on the unencrypted link, then pairing,
-    encryption, and only then written; and gattway's status: the relay off until the link is
-    encrypted and bonded, on after."""
-    central = await gattway.central()
+async def paired_on_write(client: BleakClient, gattway: Gattway, phone: Phone) -> None:
+    """A pairing window is open; the phone's link is new and unencrypted. Its Write Request to the
+    relay gets gattway's Error Response, Insufficient Authentication (0x05, no bond): BlueZ
+    (src/shared/att.c, change_security) does not hand that error to bleak but raises the link's
+    security (BT_SECURITY medium), so the kernel pairs (Just Works: BlueZ initiates, with the
+    NoInputNoOutput agent's IO capability, bonding since the adapter is pairable), and then BlueZ
+    sends the same Write Request again, once, which gattway now accepts: what a phone app that just
+    writes does. Checked on the air (btmon): refused on the unencrypted link, then pairing,
+    encryption, and only then written; and in gattway's status: the relay flipped."""
+    since = len(gattway.log())
+    central = await gattway.central(phone)
     check(central["security"] == "none" and not central["bonded"], f"the link is already secure: {central}")
-    check((await gattway.values())[STATUS_NAMES[RELAY]] == "false", "the relay is on before any write")
-    await client.write_gatt_char(RELAY, b"\x01", response=False)
-    await asyncio.sleep(1)
-    shown = (await gattway.values())[STATUS_NAMES[RELAY]]
-    check(shown == "false", f"a Write Command on an unencrypted link drove the relay (gattway status: {shown})")
-    check(bytes(await client.read_gatt_char(RELAY)) == b"\x00", "the relay reads on after a dropped Write Command")
-    step("relay before pairing: a Write Command on the unencrypted link is dropped, the relay stays off")
-
+    level = (await gattway.values())[STATUS_NAMES[RELAY]] != "true"  # the opposite of the relay's
     value_handle = client.services.get_characteristic(RELAY).handle + 1  # BlueZ's handle is the declaration's
-    mark = len(btmon_frames(btmon))
+    mark = len(btmon_frames(phone.btmon))
     try:
-        await client.write_gatt_char(RELAY, b"\x01", response=True)
+        await client.write_gatt_char(RELAY, bytes([level]), response=True)
     except BleakError as error:
         raise Failure(f"the relay's Write Request before pairing failed ({type(error).__name__}: {error}); "
                       "BlueZ was expected to pair on the Insufficient Authentication error and retry it")
     await asyncio.sleep(0.5)  # btmon's record of the retry's Write Response
-    events = protected_write_on_air(btmon_frames(btmon)[mark:], value_handle)
+    events = protected_write_on_air(btmon_frames(phone.btmon)[mark:], value_handle)
     refused = [event for event in events if event.startswith("refused")]
     check(refused == ["refused: Insufficient Authentication (0x05)"],
           f"gattway's answers to the Write Request before pairing: {events}")
     order = [events.index(event) if event in events else -1 for event in (refused[0], "pairing", "encrypted", "written")]
     check(-1 not in order and order == sorted(order),
           f"on the air: {events}; expected the refusal, then pairing, encryption and the write accepted")
-    await gattway.wait_for("paired with", 20)
-    await gattway.wait_for(", bonded)", 20)
-    central = await gattway.central()
+    await gattway.wait_for("paired with", 20, since)
+    await gattway.wait_for(", bonded)", 20, since)
+    central = await gattway.central(phone)
     check(central["security"] != "none" and central["bonded"], f"after pairing gattway shows the link {central}")
+    want = "true" if level else "false"
     shown = (await gattway.values())[STATUS_NAMES[RELAY]]
-    check(shown == "true", f"the relay written after pairing, gattway status shows {shown}")
-    check(bytes(await client.read_gatt_char(RELAY)) == b"\x01", "the relay does not read back on")
-    step(f"relay before pairing: the Write Request refused ({refused[0][9:]}), BlueZ paired by itself "
-         f"(Just Works), encrypted and wrote again: accepted, the relay on ({' → '.join(events)})")
+    check(shown == want, f"the relay written {want} after pairing, gattway status shows {shown}")
+    check(bytes(await client.read_gatt_char(RELAY)) == bytes([level]), f"the relay does not read back {want}")
+    step(f"window open: the second phone's relay Write Request refused ({refused[0][9:]}), BlueZ paired by itself "
+         f"(Just Works), encrypted and wrote again: accepted, the relay {'on' if level else 'off'} "
+         f"({' → '.join(events)})")
 
 
-async def first_session(gattway: Gattway, btmon: str) -> tuple[str, dict[str, int]]:
+@contextlib.asynccontextmanager
+async def connected(target, phone: Phone):
+    """A bleak client on `phone`'s adapter for one link that may end in a refused pairing: BlueZ
+    then removes the device (it was never bonded), D-Bus object and all, so there is nothing left
+    to disconnect; the link itself ends with gattway's restart (see main)."""
+    client = BleakClient(target, timeout=30, bluez=phone.bluez)
+    await client.connect()
+    try:
+        yield client
+    finally:
+        try:
+            await client.disconnect()
+        except BleakDBusError as error:
+            if error.dbus_error != "org.freedesktop.DBus.Error.UnknownObject":
+                raise
+
+
+async def write_refused(client: BleakClient, gattway: Gattway, phone: Phone) -> str:
+    """Outside the pairing window, a Write Request to the relay on an unencrypted link: gattway
+    answers Insufficient Authentication (0x05), BlueZ pairs on it (see paired_on_write),
+    gattway answers the Pairing Request with Pairing Failed, Pairing Not Supported (0x05), logged
+    and counted; the relay keeps its level (gattway status), and on the air there is no encryption
+    and no Write Response. BlueZ 5.66 then removes the device and never answers bleak's write, so
+    the write is given up 5 s after gattway's refusal. Returns what bleak saw."""
+    since, refusals = len(gattway.log()), gattway.refusals()
+    before = (await gattway.values())[STATUS_NAMES[RELAY]]
+    value_handle = client.services.get_characteristic(RELAY).handle + 1
+    mark = len(btmon_frames(phone.btmon))
+    write = asyncio.ensure_future(
+        client.write_gatt_char(RELAY, b"\x00" if before == "true" else b"\x01", response=True))
+    try:
+        await gattway.wait_for(REFUSED, 20, since)
+    except Failure as failure:
+        accepted = write.done() and write.exception() is None
+        paired = "paired with" in gattway.log()[since:]
+        raise Failure(f"{failure}; {phone.adapter}'s write {'was accepted' if accepted else 'is unanswered'}, "
+                      f"gattway {'paired with it' if paired else 'did not pair'}, outside the window") from None
+    done, _ = await asyncio.wait({write}, timeout=5)
+    if write in done:
+        error = write.exception()
+        check(error is not None, f"{phone.adapter}'s Write Request to the relay was accepted outside the pairing window")
+        seen = f"the write failed: {type(error).__name__}: {error}"
+    else:
+        write.cancel()
+        with contextlib.suppress(asyncio.CancelledError, BleakError):
+            await write
+        seen = "BlueZ left the write unanswered"
+    events = protected_write_on_air(btmon_frames(phone.btmon)[mark:], value_handle)
+    check(events[:3] == ["refused: Insufficient Authentication (0x05)", "pairing",
+                         "pairing refused: pairing not supported (0x05)"]
+          and "encrypted" not in events and "written" not in events,
+          f"on the air: {events}; expected the write refused, a Pairing Request refused with Pairing Not "
+          "Supported, no encryption and no write")
+    check(gattway.refusals() == refusals + 1, f"gattway refused {gattway.refusals() - refusals} pairings, expected 1")
+    after = (await gattway.values())[STATUS_NAMES[RELAY]]
+    check(after == before, f"the relay was {before} before the refused write, gattway status shows {after}")
+    return seen
+
+
+async def pair_refused(gattway: Gattway, phone: Phone, target) -> str:
+    """Outside the pairing window, bleak's pair() (BlueZ's Device1.Pair, Just Works through the
+    NoInputNoOutput agent): gattway answers the Pairing Request with Pairing Failed, Pairing Not
+    Supported (0x05), logged and counted; pair() raises. Returns bleak's error."""
+    since, refusals = len(gattway.log()), gattway.refusals()
+    mark = len(btmon_frames(phone.btmon))
+    async with connected(target, phone) as client:
+        try:
+            await asyncio.wait_for(client.pair(), 30)
+        except BleakError as error:
+            failure = f"{type(error).__name__}: {error}"
+        except asyncio.TimeoutError:
+            raise Failure(f"bleak's pair() on {phone.adapter} had no answer within 30 s")
+        else:
+            raise Failure(f"bleak's pair() on {phone.adapter} succeeded outside the pairing window "
+                          f"(gattway: {'paired with it' if 'paired with' in gattway.log()[since:] else 'no pairing'})")
+    await gattway.wait_for(REFUSED, 20, since)
+    events = protected_write_on_air(btmon_frames(phone.btmon)[mark:], -1)
+    check(events[:2] == ["pairing", "pairing refused: pairing not supported (0x05)"] and "encrypted" not in events,
+          f"on the air: {events}; expected a Pairing Request refused with Pairing Not Supported, no encryption")
+    check(gattway.refusals() == refusals + 1, f"gattway refused {gattway.refusals() - refusals} pairings, expected 1")
+    return failure
+
+
+async def open_window(gattway: Gattway, length: str) -> None:
+    """`gattway pair --for <length>`; its answer names the window (and the refusals since the start)."""
+    opened = await gattway.command("pair", "--for", length)
+    refusals = gattway.refusals()
+    counted = f"; {refusals} pairings refused since the start" in opened if refusals else "refused" not in opened
+    check(opened.startswith("pairing window open for ") and counted,
+          f"gattway pair answered '{opened}', expected the window open and {refusals} refusals")
+    check((await gattway.status())["pairing"]["open"], "gattway status shows the window closed after gattway pair")
+
+
+async def close_window(gattway: Gattway) -> None:
+    closed = await gattway.command("pair", "--close")
+    check(closed.startswith("pairing window closed"), f"gattway pair --close answered '{closed}'")
+    await gattway.wait_for("pairing window closed", 10)
+    check(not (await gattway.status())["pairing"]["open"], "gattway status shows the window open after --close")
+
+
+async def first_session(gattway: Gattway, phone: Phone) -> tuple[str, dict[str, int]]:
+    """The first phone, the pairing window closed: everything an unbonded phone may do, then the
+    relay's write refused with its pairing. Returns gattway's address and the handles."""
     found = await BleakScanner.find_device_by_filter(
         lambda device, advertisement: advertisement.local_name == NAME and SERVICE in advertisement.service_uuids,
-        timeout=30)
+        timeout=30, bluez=phone.bluez)
     check(found is not None, f"no advertisement with local name {NAME} and service {SERVICE} within 30 s")
     step(f"scan: {found.address} advertises '{NAME}' with {SERVICE}")
-    async with BleakClient(found, timeout=30) as client:
+    pairing = (await gattway.status())["pairing"]
+    check(pairing["policy"] == "window" and not pairing["open"], f"gattway status shows the pairing window {pairing}")
+    async with connected(found, phone) as client:
         chars = await characteristics(client)
         check(set(chars) == LAYOUT_A, f"discovered {sorted(chars)}")
         check(client.services.get_service("00001801-0000-1000-8000-00805f9b34fb") is not None, "no GATT service")
@@ -459,23 +606,56 @@ async def first_session(gattway: Gattway, btmon: str) -> tuple[str, dict[str, in
         await asyncio.sleep(0.5)
         check(bytes(await client.read_gatt_char(WRITABLE)) == b"\x04\x05", "Write Command not read back")
         step("Write Request and Write Command read back")
-        await relay_before_pairing(client, gattway, btmon)
-        manager = await get_global_bluez_manager()
+        await client.write_gatt_char(RELAY, b"\x01", response=False)
+        await asyncio.sleep(1)
+        shown = (await gattway.values())[STATUS_NAMES[RELAY]]
+        check(shown == "false", f"a Write Command on an unencrypted link drove the relay (gattway status: {shown})")
+        step("window closed: a Write Command to the relay on the unencrypted link is dropped")
+        seen = await write_refused(client, gattway, phone)
+        address, handles = client.address, {uuid_: c.handle for uuid_, c in chars.items()}
+    step(f"window closed: the relay's Write Request refused (Insufficient Authentication), BlueZ's pairing on it "
+         f"refused (Pairing Not Supported), the relay stays off ({seen})")
+    return address, handles
+
+
+async def paired_in_window(gattway: Gattway, phone: Phone, address: str) -> None:
+    """`gattway pair --for 2m`: bleak's pair() pairs Just Works and bonds; the relay and the other
+    protected characteristic are written; then `gattway pair --close`."""
+    await open_window(gattway, "2m")
+    since = len(gattway.log())
+    manager = await get_global_bluez_manager()
+    async with BleakClient(address, timeout=30, bluez=phone.bluez) as client:
+        await client.pair()
         check(manager.is_paired(client._backend._device_path), "BlueZ does not show the device paired")
-        await client.pair()  # already paired: bleak asks BlueZ nothing more
-        check(gattway.log().count("paired with") == 1, f"paired more than once:\n{gattway.log()}")
+        await gattway.wait_for("paired with", 20, since)
+        await gattway.wait_for(", bonded)", 20, since)
+        central = await gattway.central(phone)
+        check(central["security"] != "none" and central["bonded"], f"after pairing gattway shows the link {central}")
+        await drive_relay(client, gattway, True)
         await drive_relay(client, gattway, False)
         await client.write_gatt_char(PROTECTED, b"\xAA", response=True)
         check(bytes(await client.read_gatt_char(PROTECTED)) == b"\xAA", "the protected write was not read back")
-        step("paired Just Works, bonded; the relay driven off again and the protected characteristic written")
-        return client.address, {uuid_: c.handle for uuid_, c in chars.items()}
+    check(gattway.log().count("paired with") == 1, f"paired more than once:\n{gattway.log()}")
+    step("gattway pair --for 2m: bleak's pair() paired Just Works, bonded; the relay driven on and off and the "
+         "protected characteristic written")
+    await close_window(gattway)
+    step("gattway pair --close: the window closed")
 
 
-async def bonded_reconnection(gattway: Gattway, address: str, btmon: str) -> None:
-    """gattway restarted with the same layout and bonds: BlueZ encrypts with the bond's key and
-    keeps its attribute cache; the writes that need a bonded link work without pairing again."""
-    before = att_requests(btmon, DISCOVERY)
-    async with BleakClient(address, timeout=30) as client:
+async def scan(phone: Phone):
+    found = await BleakScanner.find_device_by_filter(
+        lambda device, advertisement: advertisement.local_name == NAME, timeout=30, bluez=phone.bluez)
+    check(found is not None, f"{phone.adapter} saw no advertisement with local name {NAME} within 30 s")
+    return found
+
+
+async def bonded_reconnection(gattway: Gattway, address: str, phone: Phone) -> None:
+    """gattway restarted with the same layout and bonds, the pairing window closed: BlueZ encrypts
+    with the bond's key and keeps its attribute cache; the writes that need a bonded link work
+    without pairing again."""
+    check(not (await gattway.status())["pairing"]["open"], "the pairing window is open after a restart with bonds")
+    before = att_requests(phone.btmon, DISCOVERY)
+    async with BleakClient(address, timeout=30, bluez=phone.bluez) as client:
         await gattway.wait_for(", bonded)", 20)
         await client.write_gatt_char(PROTECTED, b"\xBB", response=True)
         await drive_relay(client, gattway, True)
@@ -484,19 +664,19 @@ async def bonded_reconnection(gattway: Gattway, address: str, btmon: str) -> Non
         log = gattway.log()
         check("is bonded" in log, "gattway did not recognise the bonded central")
         check("paired with" not in log, f"paired again:\n{log}")
-        rediscovered = att_requests(btmon, DISCOVERY) - before
+        rediscovered = att_requests(phone.btmon, DISCOVERY) - before
         check(rediscovered == 0, f"BlueZ discovered the unchanged layout again ({rediscovered} requests)")
-        step("reconnected bonded after a restart: encrypted with the bond's key, no pairing, no discovery; "
+        step("reconnected bonded after a restart, the pairing window closed: encrypted with the bond's key, no pairing, no discovery; "
              "the relay driven and the protected characteristic written, every value reads right")
 
 
-async def cached_session(address: str, gattway: Gattway) -> tuple[bool, dict[str, int]]:
+async def cached_session(address: str, gattway: Gattway, phone: Phone) -> tuple[bool, dict[str, int]]:
     """Connects to gattway running layout B, waits for BlueZ to show it, reads every value (each
     its own: the written ones from their initial values, the relay off, the counters in their
     ranges), gets notifications of every notifying characteristic, drives the relay on the bonded
     link through its handle as BlueZ now knows it; returns whether bleak's first copy of the
     services (BlueZ's cache) was already right, and the characteristics' handles."""
-    async with BleakClient(address, timeout=30) as client:
+    async with BleakClient(address, timeout=30, bluez=phone.bluez) as client:
         first = set(await characteristics(client))
         chars = await settled_layout(client, LAYOUT_B)
         await read_all(client, gattway, {STATIC: b"gattway", WRITABLE: WRITABLE_INITIAL, PROTECTED: PROTECTED_INITIAL,
@@ -512,26 +692,47 @@ async def main() -> int:
     parser.add_argument("--gattway", required=True)
     parser.add_argument("--hci", required=True)
     parser.add_argument("--workdir", required=True)
-    parser.add_argument("--btmon", required=True)
+    parser.add_argument("--adapter", required=True, help="the first phone's adapter (hci0)")
+    parser.add_argument("--btmon", required=True, help="btmon's record of the first phone's adapter")
+    parser.add_argument("--second-adapter", required=True, help="the second phone's adapter")
+    parser.add_argument("--second-btmon", required=True)
     args = parser.parse_args()
     gattway = Gattway(args.gattway, args.hci, args.workdir)
-    bus = await prepare_adapter()
+    phone, second = Phone(args.adapter, args.btmon), Phone(args.second_adapter, args.second_btmon)
+    bus = await prepare_adapters([phone, second])
     try:
+        # A link whose pairing was refused stays up after BlueZ removed the device (Linux 6.1 keeps
+        # it; BlueZ can no longer disconnect it), and a link just bonded sometimes stays up after
+        # BlueZ's Disconnect (then connecting again fails with EBUSY): every such link ends with a
+        # restart of gattway, which keeps its bonds, its address (the virtual controller's
+        # --host-address) and, with bonds or first_start_window 0s, a closed window.
         await gattway.start(changed=False)
-        address, handles_a = await first_session(gattway, args.btmon)
-        # The link ends with gattway's restart: after pairing, the kernel (6.1) sometimes answers
-        # BlueZ's Disconnect without taking the link down, and connecting again then fails (EBUSY).
-        # The virtual controller keeps gattway's address across restarts, as an adapter does.
+        address, handles_a = await first_session(gattway, phone)
         gattway.stop()
 
         await gattway.start(changed=False)
-        await bonded_reconnection(gattway, address, args.btmon)
+        failure = await pair_refused(gattway, phone, address)
+        step(f"window closed: bleak's pair() refused (Pairing Not Supported): {failure}")
+        gattway.stop()
+
+        await gattway.start(changed=False)
+        await paired_in_window(gattway, phone, address)
+        failure = await pair_refused(gattway, second, await scan(second))
+        step(f"after the window: a second new phone ({second.adapter}, {second.address}): bleak's pair() refused "
+             f"(Pairing Not Supported): {failure}")
+        gattway.stop()
+
+        await gattway.start(changed=False)
+        await bonded_reconnection(gattway, address, phone)
+        await open_window(gattway, "1m")
+        async with BleakClient(await scan(second), timeout=30, bluez=second.bluez) as client:
+            await paired_on_write(client, gattway, second)
         gattway.stop()
 
         await gattway.start(changed=True)
-        before = att_requests(args.btmon, DISCOVERY)
-        cache_was_right, handles_b = await cached_session(address, gattway)
-        rediscovered = att_requests(args.btmon, DISCOVERY) - before
+        before = att_requests(phone.btmon, DISCOVERY)
+        cache_was_right, handles_b = await cached_session(address, gattway, phone)
+        rediscovered = att_requests(phone.btmon, DISCOVERY) - before
         check(rediscovered > 0, "the changed layout was not discovered again")
         shifted = sorted(uuid_ for uuid_ in handles_a.keys() & handles_b.keys() if handles_a[uuid_] != handles_b[uuid_])
         check({COUNTER, INDICATED, WRITABLE, PROTECTED, RELAY} <= set(shifted),
@@ -544,9 +745,9 @@ async def main() -> int:
         gattway.stop()
 
         await gattway.start(changed=True)
-        before = att_requests(args.btmon, DISCOVERY)
-        cache_was_right, handles = await cached_session(address, gattway)
-        rediscovered = att_requests(args.btmon, DISCOVERY) - before
+        before = att_requests(phone.btmon, DISCOVERY)
+        cache_was_right, handles = await cached_session(address, gattway, phone)
+        rediscovered = att_requests(phone.btmon, DISCOVERY) - before
         check(rediscovered == 0, f"the unchanged layout was discovered again ({rediscovered} requests)")
         check(cache_was_right, "BlueZ first reported another layout from its cache")
         check(handles == handles_b, f"handles {handles}, expected {handles_b}")
