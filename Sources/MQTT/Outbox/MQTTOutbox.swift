@@ -22,13 +22,17 @@ public struct OutboxEntry: Sendable, Equatable {
 /// cut at any point leaves either the old or the new journal. Appends are `write(2)` calls; a torn last line
 /// (power loss mid-write) is detected and discarded with a warning on load. `sync()` fsyncs the
 /// `add` records written since the last one (the mirror calls it after each event it hands to the
-/// broker), so an accepted event survives a power cut as well; `done` records are not fsynced (a
-/// lost one only delivers an event twice, which QoS 1 allows).
+/// broker), so an accepted event survives a power cut as well; `durableSequence` tells how far that
+/// has come. `done` records are not fsynced (a lost one only delivers an event twice, which QoS 1
+/// allows).
 public final class MQTTOutbox {
     public let capacity: Int
     public private(set) var droppedCount = 0
     public var pending: ArraySlice<OutboxEntry> { entries[head...] }
     public var count: Int { entries.count - head }
+    /// The newest event whose `add` record is on the disk (fsynced): it and every event before it
+    /// survive a power cut. The power-cut test (Tests/vm/power-cut-tests.sh) holds the outbox to it.
+    public var durableSequence: UInt64 { syncer.durableSequence }
 
     private let journalURL: URL
     private let logger: Logger
@@ -66,7 +70,7 @@ public final class MQTTOutbox {
         }
         // Start every run from a compact journal, which also discards a torn tail.
         journal = try Self.rewrite(journalURL, with: entries)
-        syncer = JournalSyncer(path: journalURL.path, logger: logger)
+        syncer = JournalSyncer(path: journalURL.path, durableSequence: nextSequence - 1, logger: logger)
         syncer.follow(journal.fileDescriptor)
         if !entries.isEmpty {
             logger.info("MQTT outbox: \(entries.count) undelivered event(s) restored from \(journalURL.path)")
@@ -108,7 +112,7 @@ public final class MQTTOutbox {
     public func sync() {
         guard unsynced else { return }
         unsynced = false
-        syncer.request()
+        syncer.request(through: nextSequence - 1)
     }
 
     /// Removes the event the broker acknowledged. Unknown sequence numbers (already dropped) are
@@ -232,15 +236,20 @@ private final class JournalSyncer: @unchecked Sendable {
     private let queue = DispatchQueue(label: "gattway.mqtt-outbox.fsync")
     private let path: String
     private let logger: Logger
-    // `pending` is guarded by `lock`; `descriptor` is touched on `queue` only.
-    private let lock = Mutex(())
-    private var pending = false
+    /// Whether an fsync is queued and not yet begun, and the newest sequence written before the
+    /// latest request: the fsync covers it once it begins.
+    private let requested = Mutex((pending: false, through: UInt64(0)))
+    private let durable: Atomic<UInt64>
+    // Touched on `queue` only.
     private var descriptor: Int32 = -1
 
-    init(path: String, logger: Logger) {
+    init(path: String, durableSequence: UInt64, logger: Logger) {
         self.path = path
         self.logger = logger
+        durable = Atomic(durableSequence)
     }
+
+    var durableSequence: UInt64 { durable.load(ordering: .acquiring) }
 
     deinit {
         let descriptor = descriptor
@@ -256,17 +265,23 @@ private final class JournalSyncer: @unchecked Sendable {
         }
     }
 
-    func request() {
-        let alreadyPending = lock.withLock { _ in
-            defer { pending = true }
-            return pending
+    /// fsyncs the journal, whose records up to `sequence` are written.
+    func request(through sequence: UInt64) {
+        let alreadyPending = requested.withLock { state in
+            defer { state = (true, max(state.through, sequence)) }
+            return state.pending
         }
         guard !alreadyPending else { return }
         queue.async {
-            self.lock.withLock { _ in self.pending = false }
+            let through = self.requested.withLock { state in
+                state.pending = false
+                return state.through
+            }
             guard self.descriptor >= 0 else { return }
             if fsync(self.descriptor) != 0 {
                 self.logger.error("cannot fsync MQTT outbox \(self.path): \(String(cString: strerror(errno)))")
+            } else {
+                self.durable.store(through, ordering: .releasing)
             }
         }
     }
