@@ -9,7 +9,8 @@
 #                             gets notifications and indications;
 #   ExecutableEndToEndTests   the same through the `gattway` executable (`gattway run --config F
 #                             --hci hciN`, GATTWAY_E2E_TRANSPORT=vhci): one phone doing
-#                             everything, eight phones at once with one killed mid prepared
+#                             everything, four phones at once (max_centrals: 4; eight over TCP
+#                             in `swift test`) with one killed mid prepared
 #                             write, and the vhci controller detached and attached again (the
 #                             kernel adapter disappears and reappears) under the running gattway.
 #   UserChannelHeldElsewhereTests  another process holds hciN's user channel
