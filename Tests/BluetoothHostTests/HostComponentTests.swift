@@ -6,6 +6,7 @@ import EventLoop
 import Logging
 import Synchronization
 import Testing
+import StateFile
 
 @testable import BluetoothHost
 
@@ -77,7 +78,8 @@ actor HostComponentBench {
 
     func bringUp(stateDirectory: String, readTxPower: Bool) async throws -> ControllerInfo? {
         try await ControllerBringUp.run(
-            on: channel, stateDirectory: stateDirectory, readTxPower: readTxPower, logger: Logger(label: "test"))
+            on: channel, stateDirectory: stateDirectory, stateWriter: StateFileWriter(), readTxPower: readTxPower,
+            logger: Logger(label: "test"))
     }
 
     func startAdvertising(_ settings: AdvertisingSettings, on info: ControllerInfo, connected: Int) async throws {
@@ -273,7 +275,8 @@ private func eventually(_ condition: @Sendable () async -> Bool) async throws {
             eventSink: sink, logger: logger)
         coordinator = SecurityCoordinator(
             configuration: HostConfiguration(transport: .tcp(host: "fake", port: 1), stateDirectory: directory, advertising: nil),
-            server: RecordingServer(), transmitter: transmitter, connections: table, eventSink: sink, logger: logger)
+            server: RecordingServer(), transmitter: transmitter, connections: table, eventSink: sink,
+            stateWriter: StateFileWriter(), logger: logger)
     }
 
     @Test func theBondsKeyAnswersItsCentralAndAnyOtherKeyGetsTheNegativeReply() async throws {

@@ -7,6 +7,7 @@ import struct BluetoothSMP.SecurityConfiguration
 import Foundation
 import Logging
 import Testing
+import StateFile
 import TestHarness
 
 @testable import BluetoothHost
@@ -114,7 +115,7 @@ struct PeripheralHostTests {
         let remaining = NSLock()
         nonisolated(unsafe) var queue = controllers
         let host = PeripheralHost(
-            configuration: configuration, server: server,
+            configuration: configuration, server: server, stateWriter: StateFileWriter(),
             logger: Logger(label: "test")
         ) { _ in
             try remaining.withLock {

@@ -4,6 +4,7 @@ import Logging
 import Testing
 import TestHarness
 @testable import MQTT
+import StateFile
 
 /// Records what the service hands to the gateway.
 actor GatewayRecorder {
@@ -33,7 +34,7 @@ struct RunningService {
                 host: "127.0.0.1", port: port, clientID: "gattway-\(UUID().uuidString.prefix(8))",
                 backoff: MQTTBackoff(initial: .milliseconds(100), maximum: .milliseconds(500)),
                 maximumBacklog: maximumBacklog),
-            mirror: configuration, stateDirectory: stateDirectory, logger: testLogger, now: now,
+            mirror: configuration, stateDirectory: stateDirectory, stateWriter: StateFileWriter(), logger: testLogger, now: now,
             birthDelay: birthDelay,
             onSet: onSet ?? { id, payload in
                 await recorder.set(id, payload)

@@ -99,11 +99,14 @@ func rewriteBonds(_ directory: String) throws {
 }
 
 func writeOutbox(_ directory: String, run: String) throws {
+    let writer = StateFileWriter()
     let logger = Logger(label: "probe") { _ in SwiftLogNoOpLogHandler() }
     var number = 0
     while true {
-        // Opening replays the journal and compacts it, as a restart does.
-        let outbox = try MQTTOutbox(directory: URL(fileURLWithPath: directory), logger: logger)
+        // Opening replays the journal and compacts it, as a restart does; after the writer has
+        // finished with the outbox before, as the mirror runner's replacement waits for it.
+        writer.waitUntilIdle()
+        let outbox = try MQTTOutbox(directory: URL(fileURLWithPath: directory), writer: writer, logger: logger)
         for _ in 0..<100 {
             let topic = "probe/\(run)/\(number)"
             number += 1
@@ -132,7 +135,7 @@ func takeBTHomeCounters(_ directory: String) {
             // has not reserved meanwhile, which comes to the same on disk.
             if let limit = counter.reservationDue() {
                 do {
-                    try BTHomeCounter.save(limit, to: counter.path)
+                    try StateFile.write(BTHomeCounter.contents(limit), to: counter.path)
                 } catch {
                     failed("\(error)")
                 }
@@ -142,12 +145,13 @@ func takeBTHomeCounters(_ directory: String) {
     }
 }
 
-func makeAddresses(kept: String, in directory: String) {
+func makeAddresses(kept: String, in directory: String) async {
+    let writer = StateFileWriter()
     do {
-        let keptAddress = try StaticAddressStore(directory: kept).loadOrCreate()
+        let keptAddress = try await StaticAddressStore(directory: kept).loadOrCreate(writer: writer)
         report("kept \(keptAddress)")
         for index in 0... {
-            let address = try StaticAddressStore(directory: directory + "/\(index)").loadOrCreate()
+            let address = try await StaticAddressStore(directory: directory + "/\(index)").loadOrCreate(writer: writer)
             report("made \(index) \(address)")
         }
     } catch {
@@ -156,7 +160,8 @@ func makeAddresses(kept: String, in directory: String) {
 }
 
 func rewriteDiscoveryRecord(_ directory: String) {
-    let file = PublishedComponentsFile(stateDirectory: directory)
+    let writer = StateFileWriter()
+    let file = PublishedComponentsFile(stateDirectory: directory, writer: writer)
     while true {
         var generation = 0
         do {
@@ -168,11 +173,10 @@ func rewriteDiscoveryRecord(_ directory: String) {
         } catch {
             torn("\(error)")
         }
-        do {
-            try file.save(discoveryComponents(generation: generation + 1))
-        } catch {
-            failed("\(error)")
+        file.save(discoveryComponents(generation: generation + 1)) { error in
+            if let error { failed("\(error)") }
         }
+        writer.waitUntilIdle()
     }
 }
 
@@ -191,7 +195,7 @@ do {
     case ("bonds", 3): try rewriteBonds(arguments[2])
     case ("outbox", 4): try writeOutbox(arguments[2], run: arguments[3])
     case ("bthome", 3): takeBTHomeCounters(arguments[2])
-    case ("address", 4): makeAddresses(kept: arguments[2], in: arguments[3])
+    case ("address", 4): await makeAddresses(kept: arguments[2], in: arguments[3])
     case ("discovery", 3): rewriteDiscoveryRecord(arguments[2])
     default:
         complain("usage: StateFileProbe counter FILE | bonds DIR | outbox DIR RUN | bthome DIR | address KEPT DIR | discovery DIR")

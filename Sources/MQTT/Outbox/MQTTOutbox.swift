@@ -1,7 +1,4 @@
-import Synchronization
-import Dispatch
 import FoundationEssentials
-import Glibc
 import Logging
 import StateFile
 
@@ -14,16 +11,18 @@ public struct OutboxEntry: Sendable, Equatable {
 /// Bounded, persistent FIFO of QoS 1 events that must reach the broker even across broker outages
 /// and gattway restarts.
 ///
-/// On disk it is an append-only journal (`outbox.jsonl` in the state directory): one JSON line per
-/// `add` (a new event) or `done` (acknowledged by the broker, or dropped because the outbox was
-/// full). Replaying the journal gives the pending events in order. When the journal holds more
-/// finished records than pending ones it is compacted: the pending events replace the journal
-/// through `StateFile.write` (temporary file, fsync, rename, directory fsync), so a crash or power
-/// cut at any point leaves either the old or the new journal. Appends are `write(2)` calls; a torn last line
-/// (power loss mid-write) is detected and discarded with a warning on load. `sync()` fsyncs the
-/// `add` records written since the last one (the mirror calls it after each event it hands to the
-/// broker), so an accepted event survives a power cut as well; `done` records are not fsynced (a
-/// lost one only delivers an event twice, which QoS 1 allows).
+/// On disk it is an append-only journal (`outbox.jsonl` in the state directory, a `StateJournal`):
+/// one JSON line per `add` (a new event) or `done` (acknowledged by the broker, or dropped because
+/// the outbox was full). Replaying the journal gives the pending events in order. When the journal
+/// holds more finished records than pending ones it is compacted, on the state files' writer
+/// thread: the pending events replace the journal (temporary file, fsync, rename, directory
+/// fsync), so a crash or power cut at any point leaves either the old or the new journal, each
+/// with every record appended so far. Appends are `write(2)` calls on the caller's thread; a torn
+/// last line (power loss mid-write) is detected and discarded with a warning on load. `sync()`
+/// fsyncs the `add` records written since the last one, on the writer's thread after any
+/// compaction asked for before (the mirror calls it after each event it hands to the broker), so
+/// an accepted event survives a power cut as well; `done` records are not fsynced (a lost one
+/// only delivers an event twice, which QoS 1 allows).
 public final class MQTTOutbox {
     public let capacity: Int
     public private(set) var droppedCount = 0
@@ -37,14 +36,12 @@ public final class MQTTOutbox {
     private var nextSequence: UInt64 = 1
     private var finishedRecords = 0
     private var reportedFull = false
-    private var journal: StateFile.Appender {
-        didSet { syncer.follow(journal.fileDescriptor) }
-    }
-    private let syncer: JournalSyncer
+    private let journal: StateJournal
     /// Whether `add` records were written since the last fsync was asked for.
     private var unsynced = false
 
-    public init(directory: URL, capacity: Int = 10_000, logger: Logger) throws {
+    /// `writer`: the service's state files' writer, which fsyncs and compacts the journal.
+    public init(directory: URL, capacity: Int = 10_000, writer: StateFileWriter, logger: Logger) throws {
         precondition(capacity > 0, "outbox capacity must be positive")
         self.capacity = capacity
         self.logger = logger
@@ -64,16 +61,17 @@ public final class MQTTOutbox {
         if droppedCount > 0 {
             logger.error("MQTT outbox: journal held more events than the capacity \(capacity); dropped the \(droppedCount) oldest")
         }
+        do {
+            journal = try StateJournal(path: journalURL.path, writer: writer)
+        } catch {
+            throw MQTTError.requestFailed("cannot open MQTT outbox \(journalURL.path): \(error)")
+        }
         // Start every run from a compact journal, which also discards a torn tail.
-        journal = try Self.rewrite(journalURL, with: entries)
-        syncer = JournalSyncer(path: journalURL.path, logger: logger)
-        syncer.follow(journal.fileDescriptor)
+        try compact()
         if !entries.isEmpty {
             logger.info("MQTT outbox: \(entries.count) undelivered event(s) restored from \(journalURL.path)")
         }
     }
-
-    deinit { journal.close() }
 
     /// Queues `message` and returns its entry. When the outbox is full the oldest event is
     /// dropped (and counted) to make room, with an error log naming it.
@@ -101,14 +99,16 @@ public final class MQTTOutbox {
     }
 
     /// Makes every event appended so far survive a power cut, not only a crash: an fsync of the
-    /// journal on a thread of its own (`JournalSyncer`), so neither the caller nor the publish
-    /// waits for the disk. Called after each event is handed to the broker: until the fsync the
+    /// journal on the state files' writer thread, so neither the caller nor the publish waits for
+    /// the disk. Called after each event is handed to the broker: until the fsync the
     /// event is already at the broker or, if the power goes first, no more lost than without an
     /// outbox.
     public func sync() {
         guard unsynced else { return }
         unsynced = false
-        syncer.request()
+        journal.sync { [logger, journalURL] error in
+            if let error { logger.error("cannot fsync MQTT outbox \(journalURL.path): \(error)") }
+        }
     }
 
     /// Removes the event the broker acknowledged. Unknown sequence numbers (already dropped) are
@@ -134,12 +134,21 @@ public final class MQTTOutbox {
         }
     }
 
+    /// Hands the pending events to the writer to replace the journal with (`StateJournal`); a
+    /// compaction already under way is left to finish first.
     private func compact() throws {
-        journal.close()
         entries = Array(entries[head...])
         head = 0
-        journal = try Self.rewrite(journalURL, with: entries)
-        finishedRecords = 0
+        var records: [UInt8] = []
+        let encoder = JSONEncoder()
+        for entry in entries {
+            records += try encoder.encode(Record(add: entry))
+            records.append(UInt8(ascii: "\n"))
+        }
+        let started = journal.compact(to: records) { [logger, journalURL] error in
+            if let error { logger.error("cannot compact MQTT outbox \(journalURL.path): \(error); it keeps growing until the next try") }
+        }
+        if started { finishedRecords = 0 }
     }
 
     private func write(_ record: Record) throws {
@@ -203,71 +212,5 @@ public final class MQTTOutbox {
             }
         }
         return pending.values.sorted { $0.sequence < $1.sequence }
-    }
-
-    /// Atomically replaces the journal with `entries` and returns a handle appending to it.
-    private static func rewrite(_ url: URL, with entries: [OutboxEntry]) throws -> StateFile.Appender {
-        var contents: [UInt8] = []
-        let encoder = JSONEncoder()
-        for entry in entries {
-            contents += try encoder.encode(Record(add: entry))
-            contents.append(UInt8(ascii: "\n"))
-        }
-        do {
-            // The state directory's one way to replace a file: temporary file, fsync, rename,
-            // directory fsync, so the compaction itself survives a power cut.
-            try StateFile.write(contents, to: url.path, mode: 0o600)
-            return try StateFile.appender(url.path)
-        } catch {
-            throw MQTTError.requestFailed("cannot rewrite MQTT outbox \(url.path): \(error)")
-        }
-    }
-}
-
-/// fsyncs the outbox journal off the caller's thread. Requests made while an fsync waits are
-/// folded into the next one, and the journal's descriptor is followed through compactions (a
-/// duplicate of it is kept, and replaced, on the syncer's own serial queue, so an fsync never
-/// touches a closed descriptor).
-private final class JournalSyncer: @unchecked Sendable {
-    private let queue = DispatchQueue(label: "gattway.mqtt-outbox.fsync")
-    private let path: String
-    private let logger: Logger
-    // `pending` is guarded by `lock`; `descriptor` is touched on `queue` only.
-    private let lock = Mutex(())
-    private var pending = false
-    private var descriptor: Int32 = -1
-
-    init(path: String, logger: Logger) {
-        self.path = path
-        self.logger = logger
-    }
-
-    deinit {
-        let descriptor = descriptor
-        if descriptor >= 0 { close(descriptor) }
-    }
-
-    /// From now on, fsync this descriptor (the journal's, after a rewrite).
-    func follow(_ journalDescriptor: Int32) {
-        let duplicate = dup(journalDescriptor)
-        queue.async {
-            if self.descriptor >= 0 { close(self.descriptor) }
-            self.descriptor = duplicate
-        }
-    }
-
-    func request() {
-        let alreadyPending = lock.withLock { _ in
-            defer { pending = true }
-            return pending
-        }
-        guard !alreadyPending else { return }
-        queue.async {
-            self.lock.withLock { _ in self.pending = false }
-            guard self.descriptor >= 0 else { return }
-            if fsync(self.descriptor) != 0 {
-                self.logger.error("cannot fsync MQTT outbox \(self.path): \(String(cString: strerror(errno)))")
-            }
-        }
     }
 }
