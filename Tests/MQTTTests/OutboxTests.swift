@@ -51,7 +51,9 @@ struct OutboxTests {
         writer.waitUntilIdle()
         let journal = directory.appendingPathComponent("outbox.jsonl")
         let lines = try String(contentsOf: journal, encoding: .utf8).split(separator: "\n").count
-        #expect(lines < 300, "journal has \(lines) lines for 100 pending events")
+        // A compaction runs on the writer while appends go on, and the next one waits for it: the
+        // journal holds a few dozen more finished records than with compactions in place.
+        #expect(lines < 400, "journal has \(lines) lines for 100 pending events")
         writer.waitUntilIdle()
         let reopened = try MQTTOutbox(directory: directory, writer: writer, logger: testLogger)
         #expect(reopened.pending.map(\.message) == (1...100).map { message($0 * 10) })
