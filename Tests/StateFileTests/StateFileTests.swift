@@ -165,6 +165,7 @@ import TestHarness
         let directory = try temporaryDirectory("statefile").path
         let check = try temporaryDirectory("statefile-check")
         let quiet = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        let checkWriter = StateFileWriter()
         /// The topics the outbox holds, oldest first.
         var expected: [String] = []
         for round in 0..<200 {
@@ -183,7 +184,9 @@ import TestHarness
             // A copy is reopened, so the child's next run replays the journal as the kill left it.
             let journal = try #require(FileManager.default.contents(atPath: directory + "/outbox.jsonl"), "round \(round): no journal")
             try journal.write(to: check.appendingPathComponent("outbox.jsonl"))
-            let pending = try MQTTOutbox(directory: check, writer: StateFileWriter(), logger: quiet).pending
+            // Opening compacts the copy on the writer: done before the next round copies over it.
+            let pending = try MQTTOutbox(directory: check, writer: checkWriter, logger: quiet).pending
+            checkWriter.waitUntilIdle()
             let topics = pending.map(\.message.topic)
             #expect(
                 [expected, expected + ["probe/\(round)/\(next)"], Array(expected.dropFirst())].contains(topics),
