@@ -88,7 +88,7 @@ stall_watchdog() {
 
 stage "lint (swift format, .swift-format)" make --no-print-directory lint
 stage "swift unit and integration tests" swift_test
-for script in Tests/userland/debian13.sh Tests/userland/home-assistant.sh Tests/vm/gpio-sim-tests.sh Tests/vm/hci-user-channel-tests.sh Tests/vm/bluez-central-tests.sh \
+for script in Tests/userland/debian13.sh Tests/userland/home-assistant.sh Tests/vm/gpio-sim-tests.sh Tests/vm/power-cut-tests.sh Tests/vm/hci-user-channel-tests.sh Tests/vm/bluez-central-tests.sh \
               Tests/Fuzz/run-short.sh Tests/deploy/deb-test.sh Tests/deploy/arm64-test.sh Tests/deploy/vm-test.sh; do
     [[ -x $script ]] && stage "$script" "$script"
 done

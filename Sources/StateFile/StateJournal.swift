@@ -28,8 +28,8 @@ public final class StateJournal: Sendable {
         /// The records appended since a compaction's contents were taken, until its rename; nil
         /// when no compaction is under way.
         var appendedDuringCompaction: [UInt8]?
-        /// Whether an fsync was asked for and has not started yet: later requests join it.
-        var syncRequested = false
+        /// The completions of the fsync asked for and not started yet: later requests join it.
+        var syncsWaiting: [StateFileWriter.Completion] = []
     }
 
     private let state: Mutex<State>
@@ -77,16 +77,17 @@ public final class StateJournal: Sendable {
     /// `completion` there with nil or the error. Requests made while one waits join it.
     public func sync(completion: @escaping StateFileWriter.Completion) {
         let alreadyRequested = state.withLock { state in
-            defer { state.syncRequested = true }
-            return state.syncRequested
+            defer { state.syncsWaiting.append(completion) }
+            return !state.syncsWaiting.isEmpty
         }
         guard !alreadyRequested else { return }
         writer.perform {
-            let descriptor = self.state.withLock { state in
-                state.syncRequested = false
-                return state.descriptor
+            let (descriptor, completions) = self.state.withLock { state in
+                defer { state.syncsWaiting = [] }
+                return (state.descriptor, state.syncsWaiting)
             }
-            completion(fsync(descriptor) == 0 ? nil : StateFileError(path: self.path, operation: "fsync", errno: errno))
+            let failure = fsync(descriptor) == 0 ? nil : StateFileError(path: self.path, operation: "fsync", errno: errno)
+            for completion in completions { completion(failure) }
         }
     }
 

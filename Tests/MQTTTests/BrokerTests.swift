@@ -268,7 +268,7 @@ struct BrokerTests {
         await watcher.stop()
     }
 
-    /// The first connection migrates the per-entity documents (migrate payload,
+    /// The first connection migrates the per-entity documents the broker holds (migrate payload,
     /// device document, cleared) and remembers it in the state directory, so the next run
     /// publishes the device document alone; a per-entity document still retained for this device
     /// is cleared.
@@ -279,7 +279,9 @@ struct BrokerTests {
         let watcher = try await TestSubscriber(port: broker.port, filters: ["homeassistant/#"])
         let old = "homeassistant/sensor/gattway_pi1/connected_centrals/config"
         let removed = "homeassistant/sensor/gattway_pi1/env_humidity/config"
+        try await watcher.publish(MQTTMessage(topic: old, text: #"{"name":"Connected centrals"}"#, retain: true))
         try await watcher.publish(MQTTMessage(topic: removed, text: #"{"name":"humidity"}"#, retain: true))
+        _ = try await watcher.next(on: old)
         _ = try await watcher.next(on: removed)
 
         var running = try RunningService(port: broker.port, stateDirectory: stateDirectory)
@@ -309,6 +311,86 @@ struct BrokerTests {
         _ = try await watcher.next(on: "homeassistant/device/gattway_pi1/config")
         try await Task.sleep(for: .milliseconds(300))
         #expect(await watcher.received(on: old).isEmpty, "no second migration")
+        await running.stop()
+        await watcher.stop()
+    }
+
+    /// A wiped state directory (a fresh card, a reflash) on a broker that holds the device
+    /// document and no per-entity one: nothing is migrated (a `migrate_discovery` there would reach
+    /// the device document's entity, and Home Assistant warns of a conflict), the document is
+    /// published again and recorded. On a broker that holds nothing, the survey costs a round trip,
+    /// not its timeout.
+    @Test func aWipedStateDirectoryMigratesNothingTheBrokerDoesNotHold() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#", "homeassistant/#"])
+        let device = "homeassistant/device/gattway_pi1/config"
+        let old = "homeassistant/sensor/gattway_pi1/connected_centrals/config"
+        var running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"))
+        _ = try await watcher.next(on: "gattway/pi1/availability")
+        let online = ContinuousClock.now
+        let first = try await watcher.next(on: device)
+        #expect(ContinuousClock.now - online < DiscoverySurvey.timeout / 2, "the marker came back")
+        await running.stop()
+        #expect(await watcher.received(on: old).isEmpty, "a fresh broker holds nothing to migrate")
+
+        let wiped = try temporaryDirectory("state")
+        running = try RunningService(port: broker.port, stateDirectory: wiped)
+        #expect(try await watcher.next(on: device).payload == first.payload)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(await watcher.received(on: old).isEmpty, "no migration of per-entity documents the broker does not hold")
+        await running.stop()
+        let record = FileManager.default.contents(atPath: wiped.appendingPathComponent("homeassistant-discovery").path)
+        #expect(record.map { String(decoding: $0, as: UTF8.self) }?.hasPrefix("device homeassistant\n") == true)
+        await watcher.stop()
+    }
+
+    /// A wiped state directory on a broker whose device document has a component the
+    /// configuration lost before the wipe (a characteristic removed or renamed): the new document
+    /// removes it (`{"p": <platform>}`), so its entity does not stay on the device with a stale
+    /// value, and the record keeps it.
+    @Test func aWipedStateDirectoryRemovesWhatTheBrokersDocumentHasAndTheConfigurationNot() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["homeassistant/#"])
+        let device = "homeassistant/device/gattway_pi1/config"
+        var running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"))
+        #expect(try await watcher.next(on: device).string.contains(#""env_temperature":{"p":"sensor","name":"Temperature""#))
+        await running.stop()
+
+        var configuration = sampleConfiguration()
+        configuration.characteristics.removeFirst()
+        let wiped = try temporaryDirectory("state")
+        running = try RunningService(port: broker.port, stateDirectory: wiped, configuration: configuration)
+        let document = try await watcher.next(on: device).string
+        #expect(document.contains(#","env_temperature":{"p":"sensor"}},"availability""#), "removed")
+        await running.stop()
+        let record = FileManager.default.contents(atPath: wiped.appendingPathComponent("homeassistant-discovery").path)
+        #expect(record.map { String(decoding: $0, as: UTF8.self) }?.contains("\nsensor env_temperature\n") == true)
+        await watcher.stop()
+    }
+
+    /// A broker whose ACL drops the survey's marker: discovery waits `DiscoverySurvey.timeout`,
+    /// not for ever, and then goes by what the broker sent meanwhile (its device document's
+    /// component the configuration lost is removed).
+    @Test func aMarkerThatNeverComesBackDelaysDiscoveryByTheTimeoutOnly() async throws {
+        let acl = try temporaryDirectory("acl").appendingPathComponent("acl")
+        try "topic deny gattway/pi1/discovery-survey\ntopic readwrite #\n".write(to: acl, atomically: true, encoding: .utf8)
+        let broker = try Broker(extra: "allow_anonymous true\nacl_file \(acl.path)")
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#", "homeassistant/#"])
+        let device = "homeassistant/device/gattway_pi1/config"
+        try await watcher.publish(
+            MQTTMessage(topic: device, text: #"{"cmps":{"env_old":{"p":"sensor"},"io_relay":{"p":"switch"}}}"#, retain: true))
+        _ = try await watcher.next(on: device)
+        let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"))
+        _ = try await watcher.next(on: "gattway/pi1/availability")
+        let online = ContinuousClock.now
+        let document = try await watcher.next(on: device, timeout: DiscoverySurvey.timeout + .seconds(5)).string
+        let waited = ContinuousClock.now - online
+        #expect(waited >= DiscoverySurvey.timeout - .milliseconds(200) && waited < DiscoverySurvey.timeout + .seconds(2), "\(waited)")
+        #expect(document.contains(#","env_old":{"p":"sensor"}},"availability""#))
+        #expect(await watcher.received(on: "gattway/pi1/discovery-survey").isEmpty, "the ACL dropped the marker")
         await running.stop()
         await watcher.stop()
     }
@@ -373,7 +455,10 @@ struct BrokerTests {
         defer { broker.stop() }
         let topic = "gattway/pi1/env/temperature"
         let watcher = try await TestSubscriber(port: broker.port, filters: [topic])
-        let running = try RunningService(port: broker.port, stateDirectory: try temporaryDirectory("state"), maximumBacklog: 20)
+        // Without discovery: a device document still on its way when the broker stops would be one of the 20.
+        let running = try RunningService(
+            port: broker.port, stateDirectory: try temporaryDirectory("state"), configuration: sampleConfiguration(discovery: nil),
+            maximumBacklog: 20)
         try await waitUntil { await running.service.isConnected }
 
         broker.pause()

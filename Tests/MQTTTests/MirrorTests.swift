@@ -492,29 +492,74 @@ struct MirrorTests {
         #expect(!document.contains("io_button"))
     }
 
-    /// Until the migration is remembered, the first discovery moves the per-entity
-    /// entities (those marked announcedPerEntity, and the connected-centrals sensor): migrate
-    /// payload on each old topic and the topic cleared, then the device document (a message on
-    /// an old topic after it would reach the new entity, which has the old discovery id).
-    @Test func migrationFromPerEntityTopicsIsPublishedInOrder() throws {
+    /// Without a record, discovery waits for the survey of what the broker holds; then it migrates
+    /// the per-entity entities (those marked announcedPerEntity, and the connected-centrals
+    /// sensor) whose old documents the broker holds, and no other: migrate payload on each old
+    /// topic and the topic cleared, then the device document (a message on an old topic after it
+    /// would reach the new entity, which has the old discovery id).
+    @Test func migrationFromPerEntityTopicsTheBrokerHoldsIsPublishedInOrder() throws {
         var configuration = sampleConfiguration()
         configuration.characteristics[0].homeAssistant?.announcedPerEntity = true
         var mirror = try Mirror(configuration: configuration)
-        #expect(mirror.publishedComponents == nil, "no record: migrate")
-        let discovery = mirror.retainedSnapshot.filter { $0.topic.hasPrefix("homeassistant/") }
+        #expect(mirror.publishedComponents == nil, "no record: survey the broker")
+        #expect(!mirror.retainedSnapshot.contains { $0.topic.hasPrefix("homeassistant/") }, "discovery waits")
+        var survey = try #require(mirror.discoverySurvey)
+        #expect(survey.subscriptions == ["homeassistant/device/gattway_pi1/config", "gattway/pi1/discovery-survey"])
+        #expect(survey.marker == MQTTMessage(topic: "gattway/pi1/discovery-survey", payload: []))
+        let held = MQTTMessage(topic: "homeassistant/sensor/gattway_pi1/env_temperature/config", text: "{}", retain: true)
+        let takes = [
+            survey.take(held),
+            survey.take(MQTTMessage(topic: "homeassistant/sensor/gattway_pi2/uptime/config", text: "{}", retain: true)),
+            survey.take(MQTTMessage(topic: "gattway/pi1/discovery-survey", payload: [], retain: true))
+        ]
+        #expect(takes == [false, false, true], "a per-entity document is routed as well; the marker is the survey's")
+        #expect(!survey.isComplete, "a retained marker is not this one")
+        let marker = survey.take(survey.marker)
+        #expect(marker && survey.isComplete)
+        #expect(survey.perEntityTopics == [held.topic])
+        let discovery = mirror.finishDiscovery(survey)
         #expect(
             discovery.map { "\($0.retain ? "retained " : "")\($0.topic) \($0.string.prefix(26))" } == [
                 #"retained homeassistant/sensor/gattway_pi1/env_temperature/config {"migrate_discovery":true}"#,
                 "retained homeassistant/sensor/gattway_pi1/env_temperature/config ",
-                #"retained homeassistant/sensor/gattway_pi1/connected_centrals/config {"migrate_discovery":true}"#,
-                "retained homeassistant/sensor/gattway_pi1/connected_centrals/config ",
                 #"retained homeassistant/device/gattway_pi1/config {"dev":{"identifiers":["ga"#
-            ])
+            ], "nothing sent to connected_centrals, whose old document the broker does not hold")
+        #expect(mirror.publishedComponents == [], "the broker held no device document")
+        #expect(mirror.discoverySurvey == nil)
         mirror.publishedComponents = mirror.componentsToRemember
         #expect(
             mirror.retainedSnapshot.filter { $0.topic.hasPrefix("homeassistant/") }.map(\.topic) == [
                 "homeassistant/device/gattway_pi1/config"
             ])
+        #expect(try Mirror(configuration: sampleConfiguration(discovery: nil)).discoverySurvey == nil, "discovery off")
+    }
+
+    /// Without a record, the device document the broker holds tells what was published: its
+    /// components the configuration no longer has (a characteristic removed or renamed before the
+    /// state directory was wiped) are removals in the new document, and remembered.
+    @Test func aSurveyedDocumentsLostComponentsAreRemoved() throws {
+        var mirror = try Mirror(configuration: sampleConfiguration())
+        var survey = try #require(mirror.discoverySurvey)
+        let document =
+            #"{"dev":{"identifiers":["gattway_pi1"]},"cmps":{"env_humidity":{"p":"sensor","name":"Humidity"},"#
+            + #""env_old":{"p":"binary_sensor"},"io_relay":{"p":"switch"}}}"#
+        let taken = survey.take(MQTTMessage(topic: "homeassistant/device/gattway_pi1/config", text: document, retain: true))
+        #expect(taken)
+        #expect(
+            survey.components == [
+                HomeAssistantComponent(platform: "sensor", id: "env_humidity"),
+                HomeAssistantComponent(platform: "binary_sensor", id: "env_old"),
+                HomeAssistantComponent(platform: "switch", id: "io_relay")
+            ])
+        let published = mirror.finishDiscovery(survey)
+        #expect(published.count == 1)
+        #expect(
+            published[0].string.contains(#","env_humidity":{"p":"sensor"},"env_old":{"p":"binary_sensor"}},"availability""#))
+        #expect(mirror.componentsToRemember.contains(HomeAssistantComponent(platform: "sensor", id: "env_humidity")))
+        #expect(DiscoverySurvey.components(ofDocument: Array("not json".utf8)).isEmpty)
+        #expect(
+            DiscoverySurvey.components(ofDocument: Array(#"{"components":{"a":{"platform":"sensor"}}}"#.utf8))
+                == [HomeAssistantComponent(platform: "sensor", id: "a")])
     }
 
     /// Whatever per-entity document is still retained for this device (a sensor removed from the

@@ -3,14 +3,18 @@
 // test must know to check the file after the kill goes to stdout, a line per step, written
 // unbuffered once the step is done. Exit 3: the file it found was torn (not a complete version).
 //
-//   StateFileProbe counter FILE   a counter total, as CounterStore writes it, one more each time
+//   StateFileProbe counter FILE   a counter total, as CounterStore writes it, one more each time.
+//                                 Prints "found N" (what it found first) and "saved N" (each
+//                                 total once written and fsynced)
 //   StateFileProbe bonds DIR      bonds.json through BondStore: up to 40 bonds, the generation
-//                                 in the first bond's CCCD value, one more each time
+//                                 in the first bond's CCCD value, one more each time. Prints
+//                                 "found G" (the generation it found first) and "saved G"
 //   StateFileProbe outbox DIR RUN the MQTT outbox journal through MQTTOutbox: events on topic
 //                                 probe/RUN/<n>, each payload its topic and ";" eight times; it
 //                                 keeps 20 pending, acknowledging the oldest (compacting as the
 //                                 outbox does), and reopens the outbox every 100 events.
-//                                 Prints "appended TOPIC" and "acknowledged TOPIC"
+//                                 Prints "appended TOPIC", "acknowledged TOPIC" and, once the
+//                                 outbox says an event is on the disk, "durable TOPIC"
 //   StateFileProbe bthome DIR     bthome.counter through BTHomeCounter: takes counters, reserving
 //                                 ahead as the advertiser does, and loads it anew (a restart)
 //                                 every 0–2047 counters. Prints each counter taken
@@ -62,6 +66,7 @@ func report(_ line: String) {
 }
 
 func rewriteCounter(_ path: String) throws {
+    var first = true
     while true {
         var total: UInt64 = 0
         if let bytes = try StateFile.read(path) {
@@ -69,7 +74,10 @@ func rewriteCounter(_ path: String) throws {
             guard text.hasSuffix("\n"), let value = UInt64(text.dropLast()) else { torn("\"\(text)\"") }
             total = value
         }
+        if first { report("found \(total)") }
+        first = false
         try StateFile.write(Array("\(total + 1)\n".utf8), to: path)
+        report("saved \(total + 1)")
     }
 }
 
@@ -78,6 +86,7 @@ func rewriteBonds(_ directory: String) throws {
     let key = LongTermKey(
         key: SecretKey(mostSignificantFirst: [UInt8](repeating: 0x5A, count: 16)), keySize: 16,
         authenticated: false, secureConnections: true)
+    var first = true
     while true {
         let registry: BondRegistry
         do {
@@ -85,7 +94,13 @@ func rewriteBonds(_ directory: String) throws {
         } catch {
             torn("\(error)")
         }
-        let generation = UInt16(registry.bonds.first?.clientConfigurations[1] ?? 0) &+ 1
+        let found = UInt16(registry.bonds.first?.clientConfigurations[1] ?? 0)
+        if registry.bonds.count != (registry.bonds.isEmpty ? 0 : Int(found) % 40 + 1) {
+            torn("generation \(found) with \(registry.bonds.count) bonds")
+        }
+        if first { report("found \(found)") }
+        first = false
+        let generation = found &+ 1
         var next = BondRegistry()
         for index in 0..<(Int(generation) % 40 + 1) {
             let address = BluetoothAddress(littleEndianBytes: [UInt8(index), 0, 0, 0, 0, 0xC0], kind: .random)
@@ -95,6 +110,7 @@ func rewriteBonds(_ directory: String) throws {
                     clientConfigurations: index == 0 ? [1: generation] : [2: 1]))
         }
         try store.save(next)
+        report("saved \(generation)")
     }
 }
 
@@ -102,17 +118,29 @@ func writeOutbox(_ directory: String, run: String) throws {
     let writer = StateFileWriter()
     let logger = Logger(label: "probe") { _ in SwiftLogNoOpLogHandler() }
     var number = 0
+    /// Appended events not yet reported durable, oldest first.
+    var notDurable: [OutboxEntry] = []
     while true {
-        // Opening replays the journal and compacts it, as a restart does; after the writer has
-        // finished with the outbox before, as the mirror runner's replacement waits for it.
+        // Opening replays the journal and compacts it (on the disk, fsynced, by the writer), as
+        // a restart does: once the writer is done with it, every event appended so far and not
+        // acknowledged is durable. After the writer has finished with the outbox before, as the
+        // mirror runner's replacement waits for it.
         writer.waitUntilIdle()
         let outbox = try MQTTOutbox(directory: URL(fileURLWithPath: directory), writer: writer, logger: logger)
+        writer.waitUntilIdle()
+        for entry in notDurable { report("durable \(entry.message.topic)") }
+        notDurable = []
         for _ in 0..<100 {
             let topic = "probe/\(run)/\(number)"
             number += 1
-            try outbox.append(MQTTMessage(topic: topic, text: String(repeating: topic + ";", count: 8)))
+            notDurable.append(try outbox.append(MQTTMessage(topic: topic, text: String(repeating: topic + ";", count: 8))))
             outbox.sync()
             report("appended \(topic)")
+            let durable = outbox.durableSequence
+            while let oldest = notDurable.first, oldest.sequence <= durable {
+                report("durable \(oldest.message.topic)")
+                notDurable.removeFirst()
+            }
             while outbox.count > 20, let oldest = outbox.pending.first {
                 try outbox.acknowledge(oldest.sequence)
                 report("acknowledged \(oldest.message.topic)")

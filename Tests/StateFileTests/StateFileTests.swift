@@ -176,7 +176,7 @@ import TestHarness
                 if fields.first == "appended" {
                     expected.append(String(fields[1]))
                     next += 1
-                } else {
+                } else if fields.first == "acknowledged" {
                     #expect(line == "acknowledged \(expected.first ?? "nothing")", "round \(round): not the oldest")
                     expected = Array(expected.dropFirst())
                 }

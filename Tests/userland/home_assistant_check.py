@@ -9,7 +9,8 @@ come with it). Phases, each its own command:
                               its event entity and its device triggers; the entity of a sensor
                               removed during the upgrade is gone; then stops gattway (PID) and
                               waits for every entity to become unavailable
-  removed TOKEN PORT          gattway runs again without the knob: its entity is gone, the others stay
+  removed TOKEN PORT          gattway runs again without the knob and with its state directory wiped:
+                              the knob's entity is gone, the others stay
 
 Exit status 0 when everything holds; each failure is printed as "FAIL: ..." naming what differs.
 """

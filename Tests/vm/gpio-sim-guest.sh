@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs inside the VM (see gpio-sim-tests.sh):
-# usage gpio-sim-guest.sh SHIM_TEST_V1 [D13_ROOT V2_BINARY [SWIFT_TEST_BUNDLE [D13_BUILD_DIR]]]
+# usage gpio-sim-guest.sh SHIM_TEST_V1 [D13_ROOT V2_BINARY [SWIFT_TEST_BUNDLE [D13_BUILD_DIR [GATTWAY]]]]
 set -uo pipefail
-shim_v1=$1 d13root=${2:-} shim_v2=${3:-} swift_tests=${4:-} d13build=${5:-}
+shim_v1=$1 d13root=${2:-} shim_v2=${3:-} swift_tests=${4:-} d13build=${5:-} gattway=${6:-}
 chip=${GATTWAY_GPIOSIM_CHIP##*/}
 failures=0
 check() { # check DESCRIPTION COMMAND...
@@ -83,6 +83,61 @@ if [[ -n $d13build ]]; then
     swift_suites "Swift libgpiod backend suites ran and passed (libgpiod 2.x)" \
         chroot "$d13root" /tmp/build-d13/debug/gattwayPackageTests.xctest
     for fs in dev sys proc opt/swift tmp/build-d13; do umount "$d13root/$fs"; done
+fi
+
+# A reload is all or nothing on real chips too: the gattway executable (libgpiod backend) runs a
+# binary sensor on SIM3; a reload to a line name no chip has (a typo `check` cannot see) fails
+# naming it, and the sensor keeps following SIM3 as before.
+if [[ -n $gattway ]]; then
+    echo "gattway reload with a missing line name (libgpiod)"
+    reload_dir=$(mktemp -d)
+    reload_config() { # reload_config LINE
+        cat >"$reload_dir/gattway.yaml" <<EOF
+device: {name: reload sim, id: reload-sim}
+bluetooth: {transport: "tcp:127.0.0.1:9"}
+state_dir: $reload_dir/state
+runtime_dir: $reload_dir/run
+gpio: {backend: libgpiod}
+sensors:
+  - {id: door, kind: binary, line: $1}
+services:
+  - uuid: 7c2b0000-8f5e-4d3c-9b1a-5d0e0c0ffee0
+    name: gpio
+    characteristics:
+      - {uuid: 7c2b0001-8f5e-4d3c-9b1a-5d0e0c0ffee0, name: open, format: bool, source: {sensor: door}}
+EOF
+    }
+    door_shows() { # door_shows VALUE: within 20 s, `gattway status` shows the door's VALUE
+        local _
+        for _ in $(seq 100); do
+            "$gattway" status --config "$reload_dir/gattway.yaml" 2>/dev/null | grep -q "^  door: gpio/open = $1\$" && return 0
+            sleep 0.2
+        done
+        "$gattway" status --config "$reload_dir/gattway.yaml" 2>&1 | sed 's/^/    /'
+        tail -n 20 "$reload_dir/gattway.log" | sed 's/^/    log: /'
+        return 1
+    }
+    reload_config SIM3
+    pull 3 pull-down
+    "$gattway" run --config "$reload_dir/gattway.yaml" >"$reload_dir/gattway.log" 2>&1 &
+    gattway_pid=$!
+    check "gattway runs the door on SIM3 (status shows false)" door_shows false
+    reload_config SIM33
+    reload_output=$("$gattway" reload --config "$reload_dir/gattway.yaml" 2>&1)
+    reload_status=$?
+    echo "$reload_output" | sed 's/^/    /'
+    check "gattway reload to the missing line SIM33 exits 1" test "$reload_status" -eq 1
+    check "gattway reload reports failed: naming SIM33, and that the sensor runs as before" \
+        bash -c 'grep -q "failed: sensor door could not start: .*SIM33" <<<"$1" && grep -q "it runs as before" <<<"$1"' _ "$reload_output"
+    pull 3 pull-up
+    check "after the failed reload the door still follows SIM3 (pulled up: true)" door_shows true
+    pull 3 pull-down
+    check "and back (pulled down: false)" door_shows false
+    kill "$gattway_pid" 2>/dev/null
+    wait "$gattway_pid"
+    stop_status=$?
+    check "gattway stops cleanly after it (exit 0)" test "$stop_status" -eq 0
+    unset -f reload_config door_shows
 fi
 
 echo "$failures failure(s)"

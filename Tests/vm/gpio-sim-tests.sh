@@ -67,7 +67,7 @@ exec 9>&-
 
 # gattway's own test bundle, built on this machine, runs inside the VM through the shared root.
 swift_tests=$repo/.build/debug/gattwayPackageTests.xctest
-if [[ ! -x $swift_tests ]]; then
+if [[ ! -x $swift_tests || ! -x $repo/.build/debug/gattway ]]; then
     echo "[gpio-sim] building the Swift test bundle"
     (cd "$repo" && swift build --build-tests >/dev/null) || { echo "[gpio-sim] FAILED: swift build"; exit 1; }
 fi
@@ -75,7 +75,7 @@ fi
 status=0
 "$here/run-in-vm.sh" --gpio-sim --module hci_vhci -- \
     bash "$here/gpio-sim-guest.sh" "$work/shim-test-v1" "$d13root" "$v2_binary" "$swift_tests" \
-    "$v2_build" || status=$?
+    "$v2_build" "$repo/.build/debug/gattway" || status=$?
 case $status in
 0) echo "[gpio-sim] PASSED in $((SECONDS - started)) s" ;;
 "$SKIP") exit "$SKIP" ;;

@@ -2,7 +2,8 @@
 # Runs one command inside a throw-away VM booted from Debian 12's own kernel, and returns the
 # command's output and exit status:
 #
-#   Tests/vm/run-in-vm.sh [--gpio-sim] [--module NAME]... [--env NAME=VALUE]... [--timeout S] -- CMD ARGS...
+#   Tests/vm/run-in-vm.sh [--gpio-sim] [--module NAME]... [--env NAME=VALUE]... [--disk FILE]
+#                         [--pidfile FILE] [--timeout S] -- CMD ARGS...
 #
 # The kernel (linux-image-<abi>, the one linux-image-amd64 currently points to) is downloaded with
 # `apt-get download` and unpacked with `dpkg -x`, never installed. It boots under
@@ -21,6 +22,10 @@
 #                 GATTWAY_GPIOSIM_PI_CHIPS="raspberry-pi-os=DEV:SYSFS mainline=DEV:SYSFS
 #                 unnamed=DEV:SYSFS" (see guest-setup.sh).
 #   --module M    modprobe M before CMD (e.g. hci_vhci for /dev/vhci).
+#   --disk FILE   attach FILE (a raw disk image) as /dev/vda, opened without the host's page cache
+#                 (cache=none: O_DIRECT), so what the guest has not flushed is lost when qemu dies,
+#                 as at a power cut (load virtio_blk and the file system with --module).
+#   --pidfile F   qemu writes its pid to F (to kill it from outside: a power cut).
 #   --prepare     only download and build what is needed (kernel, modules, gpio-sim, initramfs).
 #
 # Debian's kernel lacks gpio-sim (and the irq_sim it needs): both are compiled from
@@ -43,7 +48,7 @@ die() { echo "[vm] FAILED: $*" >&2; exit 1; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${GATTWAY_CACHE:-$HOME/.cache/gattway}
 
-gpio_sim=0 prepare_only=0 timeout_s=900
+gpio_sim=0 prepare_only=0 timeout_s=900 disk= pidfile=
 modules=() extra_env=()
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -51,6 +56,8 @@ while [[ $# -gt 0 ]]; do
     --module) modules+=("$2"); shift ;;
     --env) extra_env+=("$2"); shift ;;
     --timeout) timeout_s=$2; shift ;;
+    --disk) disk=$2; shift ;;
+    --pidfile) pidfile=$2; shift ;;
     --prepare) prepare_only=1 ;;
     --) shift; break ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -264,6 +271,8 @@ qemu=(
     -virtfs "local,path=$modroot,mount_tag=modules,security_model=none,readonly=on,multidevs=remap"
     -virtfs "local,path=$run,mount_tag=run,security_model=none,multidevs=remap"
 )
+[[ -n $disk ]] && qemu+=(-drive "file=$disk,format=raw,if=virtio,cache=none")
+[[ -n $pidfile ]] && qemu+=(-pidfile "$pidfile")
 started=$SECONDS
 timeout --signal=KILL "$timeout_s" "${qemu[@]}" &
 qemu_pid=$!

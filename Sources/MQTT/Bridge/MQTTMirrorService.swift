@@ -54,6 +54,10 @@ public actor MQTTMirrorService {
     private var held: [String: MQTTMessage] = [:]
     private var heldTopics: [String] = []
     private var superseded = 0
+    /// Without a record of the discovery published: what the live connection has learnt of the
+    /// broker's so far, until its marker is back or `DiscoverySurvey.timeout` has passed.
+    private var survey: DiscoverySurvey?
+    private var surveyTimeout: Task<Void, Never>?
 
     /// Why the mirror is not connected: the last attempt's failure, or how the last connection
     /// ended; nil while connected.
@@ -145,6 +149,7 @@ public actor MQTTMirrorService {
     /// Publishes `offline` (a clean shutdown does not trigger the Last Will), then disconnects.
     public func stop() async {
         isStopping = true
+        endSurvey()
         guard let client else { return }
         if let connection {
             _ = try? client.publish(mirror.offlineMessage, on: connection)
@@ -195,12 +200,13 @@ public actor MQTTMirrorService {
             dropHeld()
             logger.info("MQTT connected to \(brokerAddress) (\(id))")
             for topic in mirror.inboundSubscriptions { subscribe(topic) }
+            if let survey = mirror.discoverySurvey { begin(survey, on: id) }
             // Queued events first, then the current retained state, so the retained topics end
             // on their latest values even when the outbox held older ones.
             if outbox.count > 0 { logger.info("MQTT delivering \(outbox.count) queued event(s)") }
             for entry in outbox.pending { send(entry) }
             for message in mirror.retainedSnapshot { publish(message) }
-            rememberPublishedComponents()
+            if survey == nil { rememberPublishedComponents() }
 
         case .disconnected(let id, let reason):
             if connection == id {
@@ -209,6 +215,7 @@ public actor MQTTMirrorService {
                 if !isStopping { onConnectionChange("\(reason); reconnecting") }
                 inFlight = [:]
                 dropHeld()
+                endSurvey()
             }
 
         case .connectionFailed(let error, _):
@@ -224,8 +231,48 @@ public actor MQTTMirrorService {
             if id == connection { publishHeld(on: id) }
 
         case .message(let message):
+            if survey?.take(message) == true {
+                if survey?.isComplete == true { finishDiscovery() }
+                return
+            }
             await route(message)
         }
+    }
+
+    // MARK: Discovery without a record
+
+    /// Learns what the broker holds of the discovery before publishing it (`DiscoverySurvey`).
+    private func begin(_ survey: DiscoverySurvey, on connection: MQTTConnectionID) {
+        self.survey = survey
+        for topic in survey.subscriptions { subscribe(topic) }
+        publish(survey.marker)
+        surveyTimeout = Task {
+            guard (try? await Task.sleep(for: DiscoverySurvey.timeout)) != nil, self.connection == connection,
+                self.survey != nil
+            else { return }
+            self.logger.warning(
+                "MQTT: \(self.mirror.topics.discoverySurvey) did not come back within \(DiscoverySurvey.timeout); publishing Home Assistant discovery after what the broker sent meanwhile"
+            )
+            self.finishDiscovery()
+        }
+    }
+
+    /// Publishes the discovery after what the survey found, and records it.
+    private func finishDiscovery() {
+        guard let survey else { return }
+        endSurvey()
+        for topic in survey.subscriptions { unsubscribe(topic) }
+        logger.info(
+            "no record of the Home Assistant discovery published (a first start, or a wiped state directory): the broker held \(survey.components.count) component(s) of its device document and \(survey.perEntityTopics.count) per-entity document(s)"
+        )
+        for message in mirror.finishDiscovery(survey) { publish(message) }
+        rememberPublishedComponents()
+    }
+
+    private func endSurvey() {
+        survey = nil
+        surveyTimeout?.cancel()
+        surveyTimeout = nil
     }
 
     private func route(_ message: MQTTMessage) async {
@@ -272,7 +319,9 @@ public actor MQTTMirrorService {
         return "\(client.configuration.host):\(client.configuration.port)"
     }
 
+    /// The device document again; not while a survey is under way, which publishes it when done.
     private func publishDiscovery() {
+        guard survey == nil else { return }
         for message in mirror.discoveryMessages { publish(message) }
     }
 
@@ -299,9 +348,6 @@ public actor MQTTMirrorService {
             logger.error("could not record the Home Assistant discovery published: \(failure)")
             return
         }
-        if mirror.publishedComponents == nil {
-            logger.info("Home Assistant discovery migrated from per-entity topics to one device document")
-        }
         mirror.publishedComponents = components
         mirror.publishedDiscoveryPrefix = prefix
     }
@@ -325,8 +371,7 @@ public actor MQTTMirrorService {
         case .subscribe(let topic):
             subscribe(topic)
         case .unsubscribe(let topic):
-            guard let connection, let client else { return }
-            report { try client.unsubscribe(topic, on: connection) }
+            unsubscribe(topic)
         }
     }
 
@@ -388,6 +433,11 @@ public actor MQTTMirrorService {
     private func subscribe(_ topic: String) {
         guard let connection, let client else { return }
         report { try client.subscribe(topic, on: connection) }
+    }
+
+    private func unsubscribe(_ topic: String) {
+        guard let connection, let client else { return }
+        report { try client.unsubscribe(topic, on: connection) }
     }
 
     /// A connection that just died is reported by the client's own events; other failures are logged.

@@ -5,7 +5,7 @@
 ///
 /// earlier gattway versions announced each entity on its own topic (`<prefix>/<kind>/gattway_<dev>/<object>/config`).
 /// Those entities keep their entity ids through Home Assistant's migration: `{"migrate_discovery": true}`
-/// on each old topic (Home Assistant unloads the entity and keeps it in its registry), the old
+/// on each old topic the broker still holds (`DiscoverySurvey`; Home Assistant unloads the entity and keeps it in its registry), the old
 /// topic cleared, then the device document (same `unique_id`s). The component keys are the old
 /// object ids, so Home Assistant gives a component the old entity's discovery id
 /// (`gattway_<dev> <object>`), which is why the old topic is cleared before the document: a
@@ -35,19 +35,19 @@ struct HomeAssistantDiscovery {
     }
 
     /// Whether `topic` is one of the per-entity topics (`perEntityTopicFilter`).
-    private func isPerEntityTopic(_ topic: String) -> Bool {
+    func isPerEntityTopic(_ topic: String) -> Bool {
         guard let prefix = configuration.discoveryPrefix, topic.hasPrefix(prefix + "/") else { return false }
         let levels = topic.dropFirst(prefix.count + 1).split(separator: "/", omittingEmptySubsequences: false)
         return levels.count == 4 && levels[1] == node && levels[3] == "config" && levels[0] != "device"
     }
 
-    /// The device document, preceded when `migrating` by the migration of the per-entity topics
-    /// earlier gattway versions used for these entities (each gets the migrate payload, then is cleared).
-    func messages(migrating: Bool) -> [MQTTMessage] {
+    /// The device document, preceded by the migration of the per-entity topics earlier gattway
+    /// versions used for these entities that are among `held` (the per-entity topics the broker
+    /// holds a document on): each gets the migrate payload, then is cleared.
+    func messages(migrating held: Set<String> = []) -> [MQTTMessage] {
         guard let deviceTopic else { return [] }
         let document = MQTTMessage(topic: deviceTopic, payload: deviceDocument.bytes, retain: true)
-        guard migrating else { return [document] }
-        let old = perEntityTopics(components.filter(\.announcedPerEntity))
+        let old = perEntityTopics(components.filter(\.announcedPerEntity)).filter(held.contains)
         return old.flatMap {
             [
                 MQTTMessage(topic: $0, payload: Self.migratePayload, retain: true),

@@ -16,8 +16,8 @@ public struct Mirror: Sendable {
     /// Last value payload per characteristic (re-published on reconnect).
     private var values: [MirrorCharacteristicID: [UInt8]] = [:]
     /// The components earlier device documents carried (the service keeps them in its state
-    /// directory); nil when there is no record: the per-entity discovery may still be
-    /// in place, and the next discovery migrates it.
+    /// directory); nil when there is no record: discovery waits for a `discoverySurvey` of what
+    /// the broker holds (`finishDiscovery`).
     public var publishedComponents: Set<HomeAssistantComponent>?
     /// The discovery prefix those components were published under: a document there that the
     /// configuration no longer publishes (discovery turned off, or the prefix changed) is cleared.
@@ -85,13 +85,12 @@ public struct Mirror: Sendable {
         return result
     }
 
-    /// Everything retained, in publishing order: availability, discovery (with the migration
-    /// from per-entity topics while there is no record of `publishedComponents`), state, each
-    /// sensor value's availability, values (when retained), subscriber lists, connected centrals.
+    /// Everything retained, in publishing order: availability, discovery (not while there is no
+    /// record of `publishedComponents`: `finishDiscovery` publishes it then), state, each sensor
+    /// value's availability, values (when retained), subscriber lists, connected centrals.
     public var retainedSnapshot: [MQTTMessage] {
         var result =
-            [onlineMessage] + abandonedDiscovery + discovery.messages(migrating: publishedComponents == nil)
-            + [stateMessage]
+            [onlineMessage] + abandonedDiscovery + (publishedComponents == nil ? [] : discoveryMessages) + [stateMessage]
         for characteristic in configuration.characteristics where characteristic.reportsAvailability {
             result.append(availabilityMessage(characteristic.id))
         }
@@ -116,7 +115,23 @@ public struct Mirror: Sendable {
     }
 
     /// The Home Assistant device document alone (what Home Assistant's birth message asks for).
-    public var discoveryMessages: [MQTTMessage] { discovery.messages(migrating: false) }
+    public var discoveryMessages: [MQTTMessage] { discovery.messages() }
+
+    /// Where a start without a record of `publishedComponents` learns what the broker holds before
+    /// publishing discovery (`DiscoverySurvey`); nil with a record, or with discovery off.
+    public var discoverySurvey: DiscoverySurvey? {
+        guard publishedComponents == nil, configuration.discoveryPrefix != nil else { return nil }
+        return DiscoverySurvey(discovery: discovery, markerTopic: topics.discoverySurvey)
+    }
+
+    /// The discovery a start without a record publishes once `survey` says what the broker holds:
+    /// the migration of the per-entity documents it holds of these entities, then the device
+    /// document, in which the components of the broker's document that the configuration no
+    /// longer has are removals. Those components count as published from here on.
+    public mutating func finishDiscovery(_ survey: DiscoverySurvey) -> [MQTTMessage] {
+        publishedComponents = survey.components
+        return discovery.messages(migrating: survey.perEntityTopics)
+    }
 
     /// What to remember once discovery is published: every component published so far (those
     /// removed stay, so their removal is published again should Home Assistant have missed it).

@@ -15,6 +15,10 @@ public struct MirrorTopics: Sendable, Equatable {
     /// Passkey Entry: the passkey to type on the pairing central; not retained.
     public var pairing: String { "\(root)/pairing" }
 
+    /// An unretained message of the device's own, which tells it that the retained messages of its
+    /// subscriptions before have arrived (`DiscoverySurvey`).
+    public var discoverySurvey: String { "\(root)/discovery-survey" }
+
     public func value(_ id: MirrorCharacteristicID) -> String { "\(root)/\(id.service)/\(id.characteristic)" }
     public func set(_ id: MirrorCharacteristicID) -> String { "\(value(id))/set" }
     public func written(_ id: MirrorCharacteristicID) -> String { "\(value(id))/written" }

@@ -1,3 +1,4 @@
+import Synchronization
 import FoundationEssentials
 import Logging
 import StateFile
@@ -21,13 +22,17 @@ public struct OutboxEntry: Sendable, Equatable {
 /// last line (power loss mid-write) is detected and discarded with a warning on load. `sync()`
 /// fsyncs the `add` records written since the last one, on the writer's thread after any
 /// compaction asked for before (the mirror calls it after each event it hands to the broker), so
-/// an accepted event survives a power cut as well; `done` records are not fsynced (a lost one
-/// only delivers an event twice, which QoS 1 allows).
+/// an accepted event survives a power cut as well; `durableSequence` tells how far that has come.
+/// `done` records are not fsynced (a lost one only delivers an event twice, which QoS 1 allows).
 public final class MQTTOutbox {
     public let capacity: Int
     public private(set) var droppedCount = 0
     public var pending: ArraySlice<OutboxEntry> { entries[head...] }
     public var count: Int { entries.count - head }
+    /// The newest event whose `add` record is on the disk (fsynced, by a `sync()` or a compaction):
+    /// it and every event before it survive a power cut. The power-cut test
+    /// (Tests/vm/power-cut-tests.sh) holds the outbox to it.
+    public var durableSequence: UInt64 { durable.value }
 
     private let journalURL: URL
     private let logger: Logger
@@ -37,6 +42,7 @@ public final class MQTTOutbox {
     private var finishedRecords = 0
     private var reportedFull = false
     private let journal: StateJournal
+    private let durable = DurableSequence()
     /// Whether `add` records were written since the last fsync was asked for.
     private var unsynced = false
 
@@ -106,8 +112,13 @@ public final class MQTTOutbox {
     public func sync() {
         guard unsynced else { return }
         unsynced = false
-        journal.sync { [logger, journalURL] error in
-            if let error { logger.error("cannot fsync MQTT outbox \(journalURL.path): \(error)") }
+        let through = nextSequence - 1
+        journal.sync { [logger, journalURL, durable] error in
+            if let error {
+                logger.error("cannot fsync MQTT outbox \(journalURL.path): \(error)")
+            } else {
+                durable.advance(to: through)
+            }
         }
     }
 
@@ -145,8 +156,13 @@ public final class MQTTOutbox {
             records += try encoder.encode(Record(add: entry))
             records.append(UInt8(ascii: "\n"))
         }
-        let started = journal.compact(to: records) { [logger, journalURL] error in
-            if let error { logger.error("cannot compact MQTT outbox \(journalURL.path): \(error); it keeps growing until the next try") }
+        let through = nextSequence - 1
+        let started = journal.compact(to: records) { [logger, journalURL, durable] error in
+            if let error {
+                logger.error("cannot compact MQTT outbox \(journalURL.path): \(error); it keeps growing until the next try")
+            } else {
+                durable.advance(to: through)
+            }
         }
         if started { finishedRecords = 0 }
     }
@@ -212,5 +228,16 @@ public final class MQTTOutbox {
             }
         }
         return pending.values.sorted { $0.sequence < $1.sequence }
+    }
+}
+
+/// `MQTTOutbox.durableSequence`, which the writer's thread advances.
+private final class DurableSequence: Sendable {
+    private let sequence = Atomic<UInt64>(0)
+
+    var value: UInt64 { sequence.load(ordering: .acquiring) }
+
+    func advance(to newest: UInt64) {
+        _ = sequence.max(newest, ordering: .acquiringAndReleasing)
     }
 }
