@@ -33,12 +33,12 @@ let package = Package(
         .executable(name: "gattway", targets: ["gattway"]),
         // For the benchmark package (Tests/Benchmarks: GPIOBenchmark).
         .library(name: "GPIO", targets: ["GPIO", "GPIOLibgpiod"]),
-        .library(name: "Sensors", targets: ["Sensors"]),
+        .library(name: "Sensors", targets: ["Sensors", "StateFile"]),
         // The GATT server as a library, for the benchmark package in Tests/Benchmarks and the
         // fuzz package.
         .library(name: "BluetoothGATT", targets: ["BluetoothATT", "BluetoothGATT"]),
         // The BLE host as a library, for the round-trip benchmark (Tests/Benchmarks: EchoPeripheral).
-        .library(name: "BluetoothHost", targets: ["BluetoothHost"]),
+        .library(name: "BluetoothHost", targets: ["BluetoothHost", "StateFile"]),
         // For the fuzz package (Tests/Fuzz): the parsers it feeds.
         .library(name: "Config", targets: ["Config"]),
         .library(name: "Values", targets: ["Values"]),
@@ -238,7 +238,7 @@ let package = Package(
             name: "BluetoothHostTests",
             dependencies: [
                 "BluetoothHost", "EventLoop", "BluetoothCore", "BluetoothHCI", "BluetoothL2CAP", "BluetoothATT",
-                "BluetoothGATT", "BluetoothSMP", "TestHarness", .product(name: "Logging", package: "swift-log")
+                "BluetoothGATT", "BluetoothSMP", "StateFile", "TestHarness", .product(name: "Logging", package: "swift-log")
             ],
             path: "Tests/BluetoothHostTests", swiftSettings: swiftSettings),
         .testTarget(
@@ -248,7 +248,7 @@ let package = Package(
             name: "GPIOLibgpiodTests", dependencies: ["GPIOLibgpiod", "GPIO", "EventLoop", "TestHarness"],
             path: "Tests/GPIOLibgpiodTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "SensorsTests", dependencies: ["Sensors", "GPIO", "GPIOLibgpiod", "EventLoop", "TestHarness"],
+            name: "SensorsTests", dependencies: ["Sensors", "GPIO", "GPIOLibgpiod", "EventLoop", "StateFile", "TestHarness"],
             path: "Tests/SensorsTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "ValuesTests", dependencies: ["Values", "BluetoothCore"],
@@ -257,12 +257,13 @@ let package = Package(
             name: "NotifyTests", dependencies: ["Notify", "Values"],
             path: "Tests/NotifyTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "MQTTTests", dependencies: ["MQTT", "MQTTWillProbe", "TestHarness", .product(name: "Logging", package: "swift-log")],
+            name: "MQTTTests",
+            dependencies: ["MQTT", "MQTTWillProbe", "StateFile", "TestHarness", .product(name: "Logging", package: "swift-log")],
             path: "Tests/MQTTTests", swiftSettings: swiftSettings),
         // Child process the MQTT tests SIGKILL to see the Last Will.
         .executableTarget(
             name: "MQTTWillProbe",
-            dependencies: ["MQTT", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["MQTT", "StateFile", .product(name: "Logging", package: "swift-log")],
             path: "Tests/MQTTWillProbe", swiftSettings: swiftSettings),
         .testTarget(
             name: "StateFileTests",

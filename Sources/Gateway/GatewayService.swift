@@ -66,24 +66,27 @@ public struct GatewayService: Service {
         }
         // Trapped before anything can take a while: SIGHUP's default action ends the process.
         let hangups = await UnixSignalsSequence(trapping: .sighup)
+        // The one thread that writes the state directory's files for this run, off the loop.
+        let stateWriter = StateFileWriter()
         let hostConfiguration = try HostMapping.configuration(config)
         let readiness = ReadinessReporter(systemd: systemd, controller: "\(hostConfiguration.transport)")
         let running = try RunningConfiguration(
             config: config, load: reloadConfig, backend: GPIOBackendSelection.make(config.gpio),
-            readiness: readiness, logger: logger)
+            stateWriter: stateWriter, readiness: readiness, logger: logger)
         let layout = GATTLayout(config: config)
         let binding = GATTPeripheralBinding(configuration: layout.serverConfiguration)
-        let host = PeripheralHost(configuration: hostConfiguration, peripheral: binding, logger: logger)
+        let host = PeripheralHost(
+            configuration: hostConfiguration, peripheral: binding, stateWriter: stateWriter, logger: logger)
         let bthome = try BTHomeBroadcast(config: config).map { broadcast in
             BTHomeAdvertiser(
                 broadcast: broadcast, base: hostConfiguration.advertising ?? AdvertisingSettings(),
                 counter: try broadcast.key.map { _ in try BTHomeCounter.load(stateDirectory: config.stateDirectory) },
-                logger: logger, address: { await host.controller?.address },
+                stateWriter: stateWriter, logger: logger, address: { await host.controller?.address },
                 publish: { try await host.updateAdvertisingData($0) })
         }
         let pipeline = ValuePipeline(
             layout: layout, peripheral: binding.peripheral,
-            triggerFile: TriggerFile(stateDirectory: config.stateDirectory),
+            triggerFile: TriggerFile(stateDirectory: config.stateDirectory, writer: stateWriter),
             logger: logger,
             driveOutput: { sensor, level in
                 guard let runner = await running.runner(sensor) else { return }
@@ -95,7 +98,7 @@ public struct GatewayService: Service {
                 peripheral: binding.peripheral, host: host,
                 address: { id in
                     binding.address(of: id).map { "\($0)" } ?? "handle-\(String(id.rawValue, radix: 16))"
-                }, logger: logger, connectionChanged: { readiness.mqttChanged(down: $0) })
+                }, stateWriter: stateWriter, logger: logger, connectionChanged: { readiness.mqttChanged(down: $0) })
         }
         logger.notice("gattway running", metadata: ["device": "\(config.device.id)"])
         let control = GatewayControl(
@@ -154,8 +157,9 @@ public struct GatewayService: Service {
             await Self.awaitAtMost(.milliseconds(500)) { await hostTask.value }
             group.cancelAll()
         }
-        // The state files handed to the writer last (a bond, trigger settings) are on disk.
-        await StateFileWriter.shared.idle()
+        // The state files handed to the writer last (a bond, a counter's total, trigger settings)
+        // are on disk.
+        await stateWriter.idle()
         logger.notice("gattway stopped")
     }
 

@@ -1,5 +1,6 @@
 import EventLoop
 import GPIO
+import StateFile
 
 /// One reading an engine produced, before filtering and naming.
 struct Emission {
@@ -35,9 +36,12 @@ protocol SensorEngine: AnyObject {
     func tick(at now: UInt64) -> [Emission]
     /// Drives an output sensor; other kinds refuse writes.
     func write(_ value: Bool, at now: UInt64) throws -> [Emission]
-    /// Saves what the engine keeps across restarts (a counter's total), before it stops: a save
-    /// that failed comes back as a failure reading, so the loss is reported, not silent.
-    func persist(at now: UInt64) -> Emission?
+    /// Hands what the engine keeps across restarts (a counter's total) to the state files'
+    /// writer, before it stops; the caller waits for the writer, then asks `persisted`.
+    func persist(at now: UInt64)
+    /// How the saves handed over ended: the saved total, or a failure reading, so the loss is
+    /// reported, not silent; none when there was nothing to save.
+    func persisted() -> [Emission]
     /// Releases the engine's lines.
     func stop()
 }
@@ -45,7 +49,8 @@ protocol SensorEngine: AnyObject {
 extension SensorEngine {
     var pollIntervalNs: UInt64? { nil }
     func lost(_ count: Int, input: Int) {}
-    func persist(at now: UInt64) -> Emission? { nil }
+    func persist(at now: UInt64) {}
+    func persisted() -> [Emission] { [] }
     func write(_ value: Bool, at now: UInt64) throws -> [Emission] {
         throw SensorError.notWritable
     }
@@ -71,6 +76,10 @@ public struct EngineContext {
     let backend: any GPIOBackend
     let filters: [SensorFilter]
     let eventBufferSize: Int
+    /// Writes the engine's state files (a counter's total).
+    let stateWriter: StateFileWriter
+    /// Steps the sensor soon, on the loop: a line's readable callback, and how a save the writer
+    /// finished gets reported.
     let onReadable: @Sendable () -> Void
 
     /// The consumer label other programs see on our lines (`gpioinfo`, EBUSY messages).
@@ -133,11 +142,14 @@ final class SensorCore {
         var chain: FilterChain
     }
 
-    init(spec: SensorSpec, backend: any GPIOBackend, onReadable: @escaping @Sendable () -> Void) throws {
+    init(
+        spec: SensorSpec, backend: any GPIOBackend, stateWriter: StateFileWriter,
+        onReadable: @escaping @Sendable () -> Void
+    ) throws {
         self.spec = spec
         let context = EngineContext(
             name: spec.name, backend: backend, filters: spec.filters,
-            eventBufferSize: spec.eventBufferSize, onReadable: onReadable)
+            eventBufferSize: spec.eventBufferSize, stateWriter: stateWriter, onReadable: onReadable)
         engine = try spec.kind.makeEngine(context).engine
     }
 
@@ -221,11 +233,17 @@ final class SensorCore {
         finish(try engine.write(value, at: now))
     }
 
-    /// Saves the engine's state and releases its lines; returns the failure reading of a save
-    /// that did not succeed.
-    func stop(at now: UInt64) -> [SensorSample] {
+    /// Hands the engine's state to the state files' writer, before `stop`.
+    func persist(at now: UInt64) {
+        engine.persist(at: now)
+    }
+
+    /// Releases the engine's lines, once the writer has finished what `persist` handed it;
+    /// returns how that save ended (the saved total, or the failure reading of one that did not
+    /// succeed).
+    func stop() -> [SensorSample] {
         defer { engine.stop() }
-        return finish(engine.persist(at: now).map { [$0] } ?? [])
+        return finish(engine.persisted())
     }
 
     private func tickFilters(at time: UInt64, into values: inout [SensorSample]) {

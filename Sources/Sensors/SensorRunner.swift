@@ -1,5 +1,6 @@
 import EventLoop
 import GPIO
+import StateFile
 
 /// Runs one sensor in real time and hands each of its values to a consumer.
 ///
@@ -9,7 +10,7 @@ import GPIO
 /// sensor steps right there: no task, stream or thread between an edge and `deliver`.
 ///
 /// ```swift
-/// let runner = try SensorRunner(spec: spec, backend: LibgpiodBackend())
+/// let runner = try SensorRunner(spec: spec, backend: LibgpiodBackend(), stateWriter: writer)
 /// Task { try await runner.run { value in … } }   // until the task is cancelled
 /// try await runner.write(true)                    // output sensors only
 /// ```
@@ -19,6 +20,7 @@ public actor SensorRunner {
 
     public nonisolated let name: String
     private let backend: any GPIOBackend
+    private let stateWriter: StateFileWriter
     private let core: SensorCore
     /// The latest value of each channel: an array searched by channel, not a dictionary keyed by
     /// it, which would hash the channel's name on every value (a sensor has one to three).
@@ -30,13 +32,16 @@ public actor SensorRunner {
     /// Wakes the runner at the sensor's deadline.
     private let timer: DeadlineTimer
 
-    /// Requests the sensor's lines at once, so a missing or busy line fails here.
-    public init(spec: SensorSpec, backend: any GPIOBackend) throws {
+    /// Requests the sensor's lines at once, so a missing or busy line fails here. `stateWriter`
+    /// writes what the sensor keeps across restarts (a counter's total).
+    public init(spec: SensorSpec, backend: any GPIOBackend, stateWriter: StateFileWriter) throws {
         name = spec.name
         self.backend = backend
+        self.stateWriter = stateWriter
         let wake = WakeTarget()
         timer = DeadlineTimer { _ in wake.runner?.onLoop { $0.step() } }
-        core = try SensorCore(spec: spec, backend: backend, onReadable: { wake.stepOnLoop() })
+        core = try SensorCore(
+            spec: spec, backend: backend, stateWriter: stateWriter, onReadable: { wake.stepOnLoop() })
         wake.runner = self
     }
 
@@ -51,12 +56,14 @@ public actor SensorRunner {
     }
 
     /// Reads the sensor, handing every value to `deliver` in order, on the event loop and
-    /// isolated to this runner, until the surrounding task is cancelled; then releases its lines.
+    /// isolated to this runner, until the surrounding task is cancelled; then saves what it keeps
+    /// across restarts (waiting for the state files' writer, not blocking the loop) and releases
+    /// its lines.
     public func run(delivering deliver: @escaping @Sendable (SensorSample) -> Void) async throws {
         self.deliver = deliver
         defer {
             timer.cancel()
-            publish(core.stop(at: backend.now()))
+            publish(core.stop())
             self.deliver = nil
         }
         publish(try core.start(at: backend.now()))
@@ -66,6 +73,8 @@ public actor SensorRunner {
         let (cancelled, keepOpen) = AsyncStream<Never>.makeStream()
         for await _ in cancelled {}
         keepOpen.finish()
+        core.persist(at: backend.now())
+        await stateWriter.idle()
     }
 
     private func step() {
@@ -136,13 +145,23 @@ public actor SensorRunner {
 /// minutes of waveforms decode in milliseconds, identically on every run.
 public final class SimulatedSensorDriver {
     private let backend: SimulatedBackend
+    private let stateWriter: StateFileWriter
     private var cores: [SensorCore] = []
     private let maxStepNs: UInt64
 
-    public init(backend: SimulatedBackend, sensors: [SensorSpec], maxStep: Duration = .milliseconds(1)) throws {
+    /// `stateWriter` writes what the sensors keep (a counter's total); each step first waits for
+    /// it to finish what the steps before handed it, so a save ends at the next step, whatever
+    /// the disk's speed, and runs give the same values every time.
+    public init(
+        backend: SimulatedBackend, sensors: [SensorSpec], stateWriter: StateFileWriter,
+        maxStep: Duration = .milliseconds(1)
+    ) throws {
         self.backend = backend
+        self.stateWriter = stateWriter
         maxStepNs = maxStep.nanoseconds
-        cores = try sensors.map { try SensorCore(spec: $0, backend: backend, onReadable: {}) }
+        cores = try sensors.map {
+            try SensorCore(spec: $0, backend: backend, stateWriter: stateWriter, onReadable: {})
+        }
     }
 
     /// Starts every sensor; returns their initial values.
@@ -159,6 +178,7 @@ public final class SimulatedSensorDriver {
             let due = cores.compactMap(\.deadline).min() ?? .max
             let next = min(due, end, now + maxStepNs)
             if next > now { backend.advance(to: next) }
+            stateWriter.waitUntilIdle()
             for core in cores { core.step(now: backend.now(), into: &values) }
         } while backend.now() < end
         return values
@@ -176,6 +196,8 @@ public final class SimulatedSensorDriver {
     /// state that could not be saved.
     @discardableResult
     public func stop() -> [SensorSample] {
-        cores.flatMap { $0.stop(at: backend.now()) }
+        for core in cores { core.persist(at: backend.now()) }
+        stateWriter.waitUntilIdle()
+        return cores.flatMap { $0.stop() }
     }
 }

@@ -5,7 +5,8 @@ import Darwin
 #endif
 
 /// The one way gattway persists a file under its state directory (bonds, counter totals, the
-/// static address, the MQTT outbox's compacted journal).
+/// static address, the discovery record, trigger settings); the running service does it through
+/// `StateFileWriter`, off the event loop, and the MQTT outbox's journal through `StateJournal`.
 ///
 /// `write` replaces a file so that a crash or a power cut at any moment leaves either the old
 /// contents or the new ones, complete: the bytes go to a temporary file beside the target
@@ -91,48 +92,6 @@ public enum StateFile {
         defer { close(directoryDescriptor) }
         guard fsync(directoryDescriptor) == 0 else {
             throw StateFileError(path: directory, operation: "fsync", errno: errno)
-        }
-    }
-
-    /// Opens `path`, which must exist, for appending records to it (a journal that `write`
-    /// created and compacts).
-    public static func appender(_ path: String) throws(StateFileError) -> Appender {
-        let descriptor = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
-        guard descriptor >= 0 else { throw StateFileError(path: path, operation: "open", errno: errno) }
-        return Appender(path: path, descriptor: descriptor)
-    }
-
-    /// An append-only handle on a journal. Each `append` is `write(2)` calls of its own, so a crash
-    /// can tear only the last record; `fsync` is the caller's choice of when.
-    public final class Appender {
-        public let path: String
-        /// Open until `close()`; the caller may duplicate it (to fsync it elsewhere).
-        public let fileDescriptor: Int32
-        private var isClosed = false
-
-        init(path: String, descriptor: Int32) {
-            self.path = path
-            self.fileDescriptor = descriptor
-        }
-
-        deinit { close() }
-
-        public func append(_ bytes: [UInt8]) throws(StateFileError) {
-            var written = 0
-            while written < bytes.count {
-                let count = bytes[written...].withUnsafeBytes { Glibc.write(fileDescriptor, $0.baseAddress, $0.count) }
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    throw StateFileError(path: path, operation: "write", errno: errno)
-                }
-                written += count
-            }
-        }
-
-        public func close() {
-            guard !isClosed else { return }
-            isClosed = true
-            _ = Glibc.close(fileDescriptor)
         }
     }
 

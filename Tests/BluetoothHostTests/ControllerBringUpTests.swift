@@ -2,6 +2,7 @@ import BluetoothCore
 import BluetoothHCI
 import Foundation
 import Testing
+import StateFile
 import TestHarness
 
 @testable import BluetoothHost
@@ -87,7 +88,7 @@ import TestHarness
         #expect(address.isStaticRandom)
         #expect(first?.publicAddress == .zero)
         #expect(commands == Self.inquiries + [Self.setEventMask, Self.leSetEventMask, .leSetRandomAddress(address)])
-        #expect(try StaticAddressStore(directory: directory).loadOrCreate() == address)
+        #expect(try await StaticAddressStore(directory: directory).loadOrCreate(writer: StateFileWriter()) == address)
 
         let (second, again) = try await Self.bringUp(Self.replies(address: .zero), stateDirectory: directory)
         #expect(second?.address == address)

@@ -6,6 +6,7 @@ import BluetoothHCI
 import Foundation
 import Logging
 import Testing
+import StateFile
 import TestHarness
 
 @testable import BluetoothHost
@@ -101,7 +102,7 @@ struct GATTEndToEndTests {
                 stateDirectory: try temporaryDirectory("e2e").path,
                 advertising: AdvertisingSettings(localName: name, serviceUUIDs: [serviceUUID], intervalMilliseconds: 20),
                 transmitQueueCapacity: capacity, reconnectDelays: [.milliseconds(100), .milliseconds(300)]),
-            peripheral: binding, logger: logger)
+            peripheral: binding, stateWriter: StateFileWriter(), logger: logger)
         let peripheral = binding.peripheral
         await peripheral.setRequestHandlers(ValueStore().handlers(longValue: longValue))
         let task = Task(executorPreference: EventLoop.shared) { await host.run() }

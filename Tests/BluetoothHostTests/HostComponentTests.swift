@@ -6,6 +6,7 @@ import EventLoop
 import Logging
 import Synchronization
 import Testing
+import StateFile
 
 @testable import BluetoothHost
 
@@ -77,7 +78,8 @@ actor HostComponentBench {
 
     func bringUp(stateDirectory: String, readTxPower: Bool) async throws -> ControllerInfo? {
         try await ControllerBringUp.run(
-            on: channel, stateDirectory: stateDirectory, readTxPower: readTxPower, logger: Logger(label: "test"))
+            on: channel, stateDirectory: stateDirectory, stateWriter: StateFileWriter(), readTxPower: readTxPower,
+            logger: Logger(label: "test"))
     }
 
     func startAdvertising(_ settings: AdvertisingSettings, on info: ControllerInfo, connected: Int) async throws {
@@ -260,6 +262,8 @@ private func eventually(_ condition: @Sendable () async -> Bool) async throws {
 @Suite(.timeLimit(.minutes(1))) struct SecurityCoordinatorTests {
     let directory: String
     let store: BondStore
+    /// Writes the bond file; a test waits for it before it reads the file.
+    let writer = StateFileWriter()
     let table: ConnectionTable
     let coordinator: SecurityCoordinator
 
@@ -273,7 +277,8 @@ private func eventually(_ condition: @Sendable () async -> Bool) async throws {
             eventSink: sink, logger: logger)
         coordinator = SecurityCoordinator(
             configuration: HostConfiguration(transport: .tcp(host: "fake", port: 1), stateDirectory: directory, advertising: nil),
-            server: RecordingServer(), transmitter: transmitter, connections: table, eventSink: sink, logger: logger)
+            server: RecordingServer(), transmitter: transmitter, connections: table, eventSink: sink,
+            stateWriter: writer, logger: logger)
     }
 
     @Test func theBondsKeyAnswersItsCentralAndAnyOtherKeyGetsTheNegativeReply() async throws {
@@ -295,9 +300,11 @@ private func eventually(_ condition: @Sendable () async -> Bool) async throws {
 
     @Test func removingABondForgetsItInMemoryAndInTheFile() throws {
         #expect(coordinator.bonds.bonds.count == 1)
-        #expect(try coordinator.removeBond(HostSecurityTests.phone) == true)
-        #expect(try coordinator.removeBond(HostSecurityTests.phone) == false)
+        #expect(coordinator.removeBond(HostSecurityTests.phone) == true)
+        #expect(coordinator.removeBond(HostSecurityTests.phone) == false)
         #expect(coordinator.bonds.bonds.isEmpty)
+        coordinator.saveBonds { #expect($0 == nil) }
+        writer.waitUntilIdle()
         #expect(try store.load().bonds.isEmpty)
     }
 }

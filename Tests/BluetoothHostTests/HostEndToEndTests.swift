@@ -4,6 +4,7 @@ import BluetoothHCI
 import Foundation
 import Logging
 import Testing
+import StateFile
 import TestHarness
 
 @testable import BluetoothHost
@@ -40,7 +41,8 @@ struct HostEndToEndTests {
             advertising: AdvertisingSettings(localName: name, serviceUUIDs: [service], intervalMilliseconds: 20),
             maxCentrals: maxCentrals, reconnectDelays: [.milliseconds(100), .milliseconds(300)])
         let server = RecordingServer()
-        let host = PeripheralHost(configuration: configuration, server: server, logger: logger)
+        let host = PeripheralHost(
+            configuration: configuration, server: server, stateWriter: StateFileWriter(), logger: logger)
         let task = Task(executorPreference: EventLoop.shared) { await host.run() }
         _ = await server.events.first { $0 == .state(.poweredOn) }
         return Running(controller: virtual, host: host, server: server, task: task)
@@ -145,7 +147,8 @@ struct HostEndToEndTests {
                 transport: .unix(path: path),
                 stateDirectory: try temporaryDirectory("e2e").path,
                 advertising: AdvertisingSettings(localName: "gattway-unix", intervalMilliseconds: 20)),
-            server: server, logger: Logger(label: "host-e2e", factory: { StreamLogHandler.standardError(label: $0) }))
+            server: server, stateWriter: StateFileWriter(),
+            logger: Logger(label: "host-e2e", factory: { StreamLogHandler.standardError(label: $0) }))
         let task = Task(executorPreference: EventLoop.shared) { await host.run() }
         defer { task.cancel() }
         _ = await server.events.first { $0 == .state(.poweredOn) }

@@ -101,8 +101,10 @@ struct HostSecurityTests {
         rig.server.setClientConfigurations([12: 1, 18: 1], for: central)
         controller.receive(L2CAPChannel.att, [0x12, 0x10, 0x00, 0x00, 0x00], on: 0x40)
         controller.receive(L2CAPChannel.att, [0x0A, 0x01, 0x00], on: 0x40)
-        // PDUs are handled one at a time: once the second arrived, the first was persisted.
+        // PDUs are handled one at a time: once the second arrived, the first was handed to the
+        // state files' writer.
         _ = await rig.server.events.first(matching: { $0 == .pdu([0x0A, 0x01, 0x00], central) })
+        await rig.writer.idle()
         #expect(try store.load().bonds.first?.clientConfigurations == [12: 1, 18: 1])
         #expect(await rig.host.bonds.bonds.first?.clientConfigurations == [12: 1, 18: 1])
     }
@@ -181,6 +183,7 @@ struct HostSecurityTests {
         controller.receive(L2CAPChannel.att, [0x12, 0x0D, 0x00, 0x01], on: 0x40)
         controller.receive(L2CAPChannel.att, [0x0A, 0x01, 0x00], on: 0x40)
         _ = await rig.server.events.first(matching: { if case .pdu([0x0A, 0x01, 0x00], _) = $0 { true } else { false } })
+        await rig.writer.idle()
         #expect(try store.load().bonds.first?.clientSupportedFeatures == 0x01)
         rig.task.cancel()
 

@@ -4,6 +4,7 @@ import BluetoothHCI
 import BluetoothL2CAP
 import Logging
 import Testing
+import StateFile
 import TestHarness
 
 @testable import BluetoothHost
@@ -35,7 +36,7 @@ import TestHarness
             advertising: nil)
         let security = SecurityCoordinator(
             configuration: configuration, server: server, transmitter: transmitter, connections: table,
-            eventSink: sink, logger: logger)
+            eventSink: sink, stateWriter: StateFileWriter(), logger: logger)
         links = LinkDispatcher(
             server: server, transmitter: transmitter, connections: table, advertiser: advertiser, security: security,
             eventSink: sink, logger: logger)

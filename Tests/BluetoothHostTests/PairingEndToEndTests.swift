@@ -4,6 +4,7 @@ import BluetoothSMP
 import Foundation
 import Logging
 import Testing
+import StateFile
 import TestHarness
 
 @testable import BluetoothHost
@@ -158,7 +159,7 @@ struct PairingEndToEndTests {
                 advertising: AdvertisingSettings(localName: name, serviceUUIDs: [serviceUUID], intervalMilliseconds: 20),
                 reconnectDelays: [.milliseconds(100), .milliseconds(300)], security: security,
                 confirmsNumericComparison: confirmsNumericComparison),
-            peripheral: binding, logger: log.logger)
+            peripheral: binding, stateWriter: StateFileWriter(), logger: log.logger)
         let peripheral = binding.peripheral
         let values = ValueStore()
         await peripheral.setRequestHandlers(values.handlers(longValue: Array("secret".utf8)))

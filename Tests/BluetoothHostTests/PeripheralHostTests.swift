@@ -7,6 +7,7 @@ import struct BluetoothSMP.SecurityConfiguration
 import Foundation
 import Logging
 import Testing
+import StateFile
 import TestHarness
 
 @testable import BluetoothHost
@@ -98,6 +99,8 @@ struct PeripheralHostTests {
         let controllers: [FakeController]
         let task: Task<Void, Never>
         let stateDirectory: String
+        /// Writes the host's bond file; a test waits for it (`idle`) before it reads the file.
+        let writer: StateFileWriter
     }
 
     static func start(
@@ -113,8 +116,9 @@ struct PeripheralHostTests {
         let server = RecordingServer()
         let remaining = NSLock()
         nonisolated(unsafe) var queue = controllers
+        let writer = StateFileWriter()
         let host = PeripheralHost(
-            configuration: configuration, server: server,
+            configuration: configuration, server: server, stateWriter: writer,
             logger: Logger(label: "test")
         ) { _ in
             try remaining.withLock {
@@ -123,7 +127,8 @@ struct PeripheralHostTests {
             }
         }
         let task = Task(executorPreference: EventLoop.shared) { await host.run() }
-        return Rig(host: host, server: server, controllers: controllers, task: task, stateDirectory: directory)
+        return Rig(
+            host: host, server: server, controllers: controllers, task: task, stateDirectory: directory, writer: writer)
     }
 
     static func commands(_ controller: FakeController, until opcode: HCIOpcode) async -> [HCIOpcode] {

@@ -1,31 +1,32 @@
 import BluetoothCore
 import Foundation
 import Testing
+import StateFile
 import TestHarness
 
 @testable import BluetoothHost
 
 struct StaticAddressStoreTests {
-    @Test func createsOnceThenKeepsTheSameAddress() throws {
+    @Test func createsOnceThenKeepsTheSameAddress() async throws {
         let scratch = try temporaryDirectory("host")
         defer { try? FileManager.default.removeItem(at: scratch) }
         let directory = scratch.appendingPathComponent("state").path
         let store = StaticAddressStore(directory: directory)
-        let first = try store.loadOrCreate()
+        let first = try await store.loadOrCreate(writer: StateFileWriter())
         #expect(first.isStaticRandom)
-        #expect(try store.loadOrCreate() == first)
+        #expect(try await store.loadOrCreate(writer: StateFileWriter()) == first)
         #expect(try String(contentsOfFile: store.path, encoding: .utf8) == first.description + "\n")
     }
 
-    @Test func aCorruptFileIsAnErrorNamingIt() throws {
+    @Test func aCorruptFileIsAnErrorNamingIt() async throws {
         let scratch = try temporaryDirectory("host")
         defer { try? FileManager.default.removeItem(at: scratch) }
         let directory = scratch.appendingPathComponent("state").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let store = StaticAddressStore(directory: directory)
         try "12:34:56:78:9A:BC\n".write(toFile: store.path, atomically: true, encoding: .utf8)
-        #expect {
-            try store.loadOrCreate()
+        await #expect {
+            try await store.loadOrCreate(writer: StateFileWriter())
         } throws: { error in
             (error as? HostError)?.message.contains("not a static random address") == true
                 && (error as? HostError)?.message.contains(store.path) == true

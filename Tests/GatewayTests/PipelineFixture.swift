@@ -1,6 +1,7 @@
 import BluetoothCore
 import BluetoothGATT
 import Config
+import EventLoop
 import Foundation
 import Gateway
 import Logging
@@ -9,17 +10,25 @@ import Sensors
 /// The host side of the peripheral, in memory: every PDU the peripheral sends, per central.
 final class RecordingLink: PeripheralLink, @unchecked Sendable {
     private let lock = NSLock()
-    private var sent: [(CentralID, [UInt8])] = []
+    /// Each PDU with when it was sent (`EventLoop.now()`).
+    private var sent: [(CentralID, [UInt8], UInt64)] = []
 
-    func send(_ pdu: [UInt8], to central: CentralID) { lock.withLock { sent.append((central, pdu)) } }
-    func sendUpdate(_ pdu: [UInt8], to central: CentralID) { lock.withLock { sent.append((central, pdu)) } }
+    func send(_ pdu: [UInt8], to central: CentralID) { lock.withLock { sent.append((central, pdu, EventLoop.now())) } }
+    func sendUpdate(_ pdu: [UInt8], to central: CentralID) {
+        lock.withLock { sent.append((central, pdu, EventLoop.now())) }
+    }
     func disconnectAfterTransactionTimeout(_ central: CentralID) {}
     func requestConnectionLatency(_ latency: ConnectionLatency, for central: CentralID) {}
 
     /// PDUs sent to `central` since the last call.
     func take(_ central: CentralID) -> [[UInt8]] {
+        takeWithTimes(central).map(\.pdu)
+    }
+
+    /// PDUs sent to `central` since the last call, each with when it was sent.
+    func takeWithTimes(_ central: CentralID) -> [(pdu: [UInt8], sentNs: UInt64)] {
         lock.withLock {
-            let mine = sent.filter { $0.0 == central }.map(\.1)
+            let mine = sent.filter { $0.0 == central }.map { ($0.1, $0.2) }
             sent.removeAll { $0.0 == central }
             return mine
         }

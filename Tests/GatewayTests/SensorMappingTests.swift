@@ -3,6 +3,7 @@ import GPIO
 import Sensors
 import Testing
 @testable import Gateway
+import StateFile
 
 /// Configuration → GPIO and Sensors: the specs the sensor layer gets, and the demo's simulated
 /// sensors actually producing values through the mapping.
@@ -91,7 +92,7 @@ struct SensorMappingTests {
         let config = try loaded()
         let backend = SimulatedBackend(chips: SensorMapping.simulatedChips(config.gpio), clock: .virtual)
         let specs = config.sensors.map { SensorMapping.spec($0, gpio: config.gpio, stateDirectory: "/tmp/x") }
-        let driver = try SimulatedSensorDriver(backend: backend, sensors: specs)
+        let driver = try SimulatedSensorDriver(backend: backend, sensors: specs, stateWriter: StateFileWriter())
         defer { driver.stop() }
         let initial = try driver.start()
         #expect(initial.contains { $0.sensor == "relay" && $0.bool == true })
@@ -107,7 +108,7 @@ struct SensorMappingTests {
         let config = try ConfigLoader.load(file: "deploy/config/demo.yaml").config
         let backend = SimulatedBackend(chips: SensorMapping.simulatedChips(config.gpio), clock: .virtual)
         let specs = config.sensors.map { SensorMapping.spec($0, gpio: config.gpio, stateDirectory: "/tmp/x") }
-        let driver = try SimulatedSensorDriver(backend: backend, sensors: specs)
+        let driver = try SimulatedSensorDriver(backend: backend, sensors: specs, stateWriter: StateFileWriter())
         defer { driver.stop() }
         let values = try driver.start() + driver.run(for: .seconds(5))
         let produced = Set(values.filter { $0.number != nil || $0.bool != nil }.map(\.sensor))

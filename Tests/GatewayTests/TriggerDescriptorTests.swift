@@ -205,11 +205,14 @@ struct TriggerDescriptorTests {
 
     // MARK: Kept across restarts
 
+    /// Writes the trigger files; a test waits for it (`idle`) before it reads one.
+    let writer = StateFileWriter()
+
     /// Triggers written before a restart govern after it: the descriptors read what was written
     /// and the notifications follow them, with nothing written again.
     @Test func writtenTriggersAreKeptAcrossARestart() async throws {
         let state = try temporaryDirectory("triggers").path
-        let file = TriggerFile(stateDirectory: state)
+        let file = TriggerFile(stateDirectory: state, writer: writer)
         let path = "environment/temperature"
         do {
             let fixture = try await PipelineFixture(yaml: Self.yaml, triggerFile: file)
@@ -227,7 +230,7 @@ struct TriggerDescriptorTests {
             #expect(fixture.link.take(alice) == [[0x13], [0x13], [0x13]])
             await fixture.finish()
         }
-        await StateFileWriter.shared.idle()
+        await writer.idle()
         #expect(
             try file.load() == [
                 path: SavedTriggers(uuid: "2A6E", format: "sint16 e-2", settings: ["06c409", "040000"], configuration: "01")
@@ -260,12 +263,12 @@ struct TriggerDescriptorTests {
     /// meant something else) are forgotten with a warning naming it, and the file is written
     /// without them; the configured policy governs.
     @Test func savedTriggersOfAnotherFormatAreForgotten() async throws {
-        let file = TriggerFile(stateDirectory: try temporaryDirectory("triggers").path)
+        let file = TriggerFile(stateDirectory: try temporaryDirectory("triggers").path, writer: writer)
         file.save([
             "environment/temperature": SavedTriggers(
                 uuid: "2A6E", format: "uint8", settings: ["0619", "00"], configuration: "00")
         ]) { #expect($0 == nil) }
-        await StateFileWriter.shared.idle()
+        await writer.idle()
         let fixture = try await PipelineFixture(yaml: Self.yaml, triggerFile: file)
         let h = await handles(fixture)
         await fixture.peripheral.centralConnected(alice)
@@ -276,7 +279,7 @@ struct TriggerDescriptorTests {
                 "<4>test: saved notify triggers forgotten: environment/temperature: written for 2A6E in uint8, not for "
                     + "this characteristic; the configured policy governs\n"
             ])
-        await StateFileWriter.shared.idle()
+        await writer.idle()
         #expect(try file.load().isEmpty)
     }
 
@@ -284,7 +287,7 @@ struct TriggerDescriptorTests {
     /// and the next write replaces it.
     @Test func aBrokenTriggerFileIsNamedAndReplacedByTheNextWrite() async throws {
         let state = try temporaryDirectory("triggers").path
-        let file = TriggerFile(stateDirectory: state)
+        let file = TriggerFile(stateDirectory: state, writer: writer)
         try "{ not json".write(toFile: file.path, atomically: true, encoding: .utf8)
         let fixture = try await PipelineFixture(yaml: Self.yaml, triggerFile: file)
         var changes = fixture.pipeline.triggerChanges.makeAsyncIterator()
@@ -299,7 +302,7 @@ struct TriggerDescriptorTests {
         await fixture.peripheral.centralConnected(alice, security: Self.encrypted)
         await fixture.peripheral.receive([0x12] + le(h.configuration) + [0x01], from: alice)
         await fixture.pipeline.handle(try #require(await changes.next()))
-        await StateFileWriter.shared.idle()
+        await writer.idle()
         #expect(try file.load()["environment/temperature"]?.configuration == "01")
     }
 }

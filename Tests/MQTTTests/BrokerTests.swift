@@ -4,6 +4,7 @@ import Logging
 import Testing
 import TestHarness
 @testable import MQTT
+import StateFile
 
 /// Records what the service hands to the gateway.
 actor GatewayRecorder {
@@ -19,6 +20,8 @@ actor GatewayRecorder {
 struct RunningService {
     let service: MQTTMirrorService
     let task: Task<Void, Never>
+    /// Writes the outbox's compactions and the discovery record; `stop` waits for it.
+    let writer = StateFileWriter()
 
     init(
         port: Int, stateDirectory: URL, configuration: MirrorConfiguration = sampleConfiguration(),
@@ -33,7 +36,7 @@ struct RunningService {
                 host: "127.0.0.1", port: port, clientID: "gattway-\(UUID().uuidString.prefix(8))",
                 backoff: MQTTBackoff(initial: .milliseconds(100), maximum: .milliseconds(500)),
                 maximumBacklog: maximumBacklog),
-            mirror: configuration, stateDirectory: stateDirectory, logger: testLogger, now: now,
+            mirror: configuration, stateDirectory: stateDirectory, stateWriter: writer, logger: testLogger, now: now,
             birthDelay: birthDelay,
             onSet: onSet ?? { id, payload in
                 await recorder.set(id, payload)
@@ -47,6 +50,7 @@ struct RunningService {
     func stop() async {
         await service.stop()
         await task.value
+        await writer.idle()
     }
 }
 

@@ -3,6 +3,7 @@
 import Foundation
 import Logging
 import MQTT
+import StateFile
 
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let port = Int(arguments[1]) else {
@@ -12,6 +13,7 @@ guard arguments.count == 3, let port = Int(arguments[1]) else {
 let service = try MQTTMirrorService(
     client: MQTTClientConfiguration(host: "127.0.0.1", port: port, clientID: "will-probe", keepalive: .seconds(5)),
     mirror: MirrorConfiguration(deviceID: "probe", characteristics: [], discoveryPrefix: nil, softwareVersion: "1"),
-    stateDirectory: URL(fileURLWithPath: arguments[2]), logger: Logger(label: "will-probe"),
+    stateDirectory: URL(fileURLWithPath: arguments[2]), stateWriter: StateFileWriter(),
+    logger: Logger(label: "will-probe"),
     onSet: { _, _ in .rejected(reason: "read-only") }, onSourceValue: { _, _ in })
 await service.run()

@@ -2,6 +2,7 @@ import Foundation
 import GPIO
 import Testing
 @testable import Sensors
+import StateFile
 
 /// Sensors that provoke an answer (DHT, HC-SR04) read on a loaded machine, on the virtual clock:
 /// the sensor answers when its line changes, whenever gattway gets to run. A DHT's line must be
@@ -34,7 +35,7 @@ import Testing
 
     @Test func aSwitchThatRunsLateStillReadsTheWholeFrame() throws {
         let sim = simulator()
-        let core = try SensorCore(spec: spec, backend: sim, onReadable: {})
+        let core = try SensorCore(spec: spec, backend: sim, stateWriter: StateFileWriter(), onReadable: {})
         _ = try core.start(at: sim.now())
         #expect(core.step(now: sim.now()).isEmpty)  // the start signal: the line driven low
         #expect(core.deadline == Self.start + 1_100_000)
@@ -46,7 +47,7 @@ import Testing
 
     @Test func aStartSignalThatBeganLateIsStillHeldLongEnough() throws {
         let sim = simulator()
-        let core = try SensorCore(spec: spec, backend: sim, onReadable: {})
+        let core = try SensorCore(spec: spec, backend: sim, stateWriter: StateFileWriter(), onReadable: {})
         _ = try core.start(at: sim.now())
         sim.advance(by: .milliseconds(5))  // the first tick, due at the start, runs 5 ms late
         var values = core.step(now: sim.now())
@@ -62,7 +63,8 @@ import Testing
                 name: "tank",
                 kind:
                     DistanceSettings(
-                        trigger: LineSelector("TRIG"), echo: LineSelector("ECHO"))), backend: sim, onReadable: {})
+                        trigger: LineSelector("TRIG"), echo: LineSelector("ECHO"))), backend: sim,
+            stateWriter: StateFileWriter(), onReadable: {})
     }
 
     let hcsr04Lines = [
@@ -98,7 +100,7 @@ import Testing
     @Test func noEdgeIsLostWhenEveryGPIOCallIsLate() throws {
         let sim = simulator()
         let lagging = LaggingBackend(sim, lag: .milliseconds(3))
-        let core = try SensorCore(spec: spec, backend: lagging, onReadable: {})
+        let core = try SensorCore(spec: spec, backend: lagging, stateWriter: StateFileWriter(), onReadable: {})
         _ = try core.start(at: sim.now())
         let values = run(core, on: sim, for: .milliseconds(100))
         #expect(values.map(\.reading) == [.number(21.5), .number(48)])

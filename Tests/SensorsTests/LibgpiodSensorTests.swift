@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import GPIO
 import GPIOLibgpiod
+import StateFile
 import Testing
 @testable import Sensors
 
@@ -29,7 +30,8 @@ struct LibgpiodSensorTests {
                 name: "door",
                 kind:
                     BinarySettings(
-                        line: LineSelector("SIM0", chip: "gattway-sim"))), backend: backend)
+                        line: LineSelector("SIM0", chip: "gattway-sim"))), backend: backend,
+            stateWriter: StateFileWriter())
         let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
         let task = Task { try await door.run(delivering: { deliver.yield($0) }) }
         var values = delivered.makeAsyncIterator()
@@ -49,7 +51,8 @@ struct LibgpiodSensorTests {
         let relay = try SensorRunner(
             spec: SensorSpec(
                 name: "relay",
-                kind: OutputSensorSettings(line: LineSelector("SIM7", chip: "gattway-sim"))), backend: backend)
+                kind: OutputSensorSettings(line: LineSelector("SIM7", chip: "gattway-sim"))), backend: backend,
+            stateWriter: StateFileWriter())
         let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
         let task = Task { try await relay.run(delivering: { deliver.yield($0) }) }
         var values = delivered.makeAsyncIterator()

@@ -2,6 +2,7 @@ import GPIO
 import Testing
 import TestHarness
 @testable import Sensors
+import StateFile
 
 /// Single, double and long presses told apart from level changes and time, as the sensor core
 /// drives the detector: a deadline that has passed is ticked before a later change.
@@ -108,7 +109,7 @@ struct PressDetectorTests {
             kind: BinarySettings(line: LineSelector("BTN"), press: Self.defaults),
             filters: [.debounce(.milliseconds(10)), .scale(10)])
         let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "sensors", lines: [button])], startNs: 0)
-        let driver = try SimulatedSensorDriver(backend: sim, sensors: [spec])
+        let driver = try SimulatedSensorDriver(backend: sim, sensors: [spec], stateWriter: StateFileWriter())
         let values = try driver.start() + driver.run(for: .seconds(8))
         let presses = values.filter { $0.channel == SensorSample.pressChannel }
         #expect(presses.map(\.number) == [1, 2, 4])

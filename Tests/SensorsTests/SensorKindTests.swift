@@ -3,6 +3,7 @@ import GPIO
 import Testing
 import TestHarness
 @testable import Sensors
+import StateFile
 
 /// Every sensor kind decoded from simulated waveforms on the virtual clock.
 @Suite struct SensorKindTests {
@@ -11,10 +12,10 @@ import TestHarness
     /// A simulator with one chip of the given lines, and a driver running the sensors on it.
     func drive(
         _ lines: [SimulatedLineConfig], _ sensors: [SensorSpec],
-        maxStep: Duration = .milliseconds(1)
+        maxStep: Duration = .milliseconds(1), writer: StateFileWriter = StateFileWriter()
     ) throws -> (SimulatedBackend, SimulatedSensorDriver, [SensorSample]) {
         let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "sensors", lines: lines)], startNs: Self.start)
-        let driver = try SimulatedSensorDriver(backend: sim, sensors: sensors, maxStep: maxStep)
+        let driver = try SimulatedSensorDriver(backend: sim, sensors: sensors, stateWriter: writer, maxStep: maxStep)
         return (sim, driver, try driver.start())
     }
 

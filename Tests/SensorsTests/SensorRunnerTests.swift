@@ -1,6 +1,7 @@
 import GPIO
 import Testing
 @testable import Sensors
+import StateFile
 
 /// The real-time runner, woken by the simulator's readable callbacks; the test moves the
 /// simulator's virtual clock and awaits the values the runner delivers, so nothing sleeps.
@@ -15,7 +16,7 @@ import Testing
         let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "runner", lines: [door])])
         let runner = try SensorRunner(
             spec: SensorSpec(name: "door", kind: BinarySettings(line: LineSelector("DOOR"))),
-            backend: sim)
+            backend: sim, stateWriter: StateFileWriter())
         let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
         let task = Task { try await runner.run(delivering: { deliver.yield($0) }) }
         var values = delivered.makeAsyncIterator()
@@ -36,7 +37,7 @@ import Testing
         let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "runner", lines: [SimulatedLineConfig(name: "LED")])])
         let runner = try SensorRunner(
             spec: SensorSpec(name: "led", kind: OutputSensorSettings(line: LineSelector("LED"))),
-            backend: sim)
+            backend: sim, stateWriter: StateFileWriter())
         let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
         let task = Task { try await runner.run(delivering: { deliver.yield($0) }) }
         var values = delivered.makeAsyncIterator()

@@ -115,14 +115,19 @@ func rewriteBonds(_ directory: String) throws {
 }
 
 func writeOutbox(_ directory: String, run: String) throws {
+    let writer = StateFileWriter()
     let logger = Logger(label: "probe") { _ in SwiftLogNoOpLogHandler() }
     var number = 0
     /// Appended events not yet reported durable, oldest first.
     var notDurable: [OutboxEntry] = []
     while true {
-        // Opening replays the journal and compacts it (on the disk, fsynced), as a restart does:
-        // every event appended so far and not acknowledged is then durable.
-        let outbox = try MQTTOutbox(directory: URL(fileURLWithPath: directory), logger: logger)
+        // Opening replays the journal and compacts it (on the disk, fsynced, by the writer), as
+        // a restart does: once the writer is done with it, every event appended so far and not
+        // acknowledged is durable. After the writer has finished with the outbox before, as the
+        // mirror runner's replacement waits for it.
+        writer.waitUntilIdle()
+        let outbox = try MQTTOutbox(directory: URL(fileURLWithPath: directory), writer: writer, logger: logger)
+        writer.waitUntilIdle()
         for entry in notDurable { report("durable \(entry.message.topic)") }
         notDurable = []
         for _ in 0..<100 {
@@ -158,7 +163,7 @@ func takeBTHomeCounters(_ directory: String) {
             // has not reserved meanwhile, which comes to the same on disk.
             if let limit = counter.reservationDue() {
                 do {
-                    try BTHomeCounter.save(limit, to: counter.path)
+                    try StateFile.write(BTHomeCounter.contents(limit), to: counter.path)
                 } catch {
                     failed("\(error)")
                 }
@@ -168,12 +173,13 @@ func takeBTHomeCounters(_ directory: String) {
     }
 }
 
-func makeAddresses(kept: String, in directory: String) {
+func makeAddresses(kept: String, in directory: String) async {
+    let writer = StateFileWriter()
     do {
-        let keptAddress = try StaticAddressStore(directory: kept).loadOrCreate()
+        let keptAddress = try await StaticAddressStore(directory: kept).loadOrCreate(writer: writer)
         report("kept \(keptAddress)")
         for index in 0... {
-            let address = try StaticAddressStore(directory: directory + "/\(index)").loadOrCreate()
+            let address = try await StaticAddressStore(directory: directory + "/\(index)").loadOrCreate(writer: writer)
             report("made \(index) \(address)")
         }
     } catch {
@@ -182,7 +188,8 @@ func makeAddresses(kept: String, in directory: String) {
 }
 
 func rewriteDiscoveryRecord(_ directory: String) {
-    let file = PublishedComponentsFile(stateDirectory: directory)
+    let writer = StateFileWriter()
+    let file = PublishedComponentsFile(stateDirectory: directory, writer: writer)
     while true {
         var generation = 0
         do {
@@ -194,11 +201,10 @@ func rewriteDiscoveryRecord(_ directory: String) {
         } catch {
             torn("\(error)")
         }
-        do {
-            try file.save(discoveryComponents(generation: generation + 1))
-        } catch {
-            failed("\(error)")
+        file.save(discoveryComponents(generation: generation + 1)) { error in
+            if let error { failed("\(error)") }
         }
+        writer.waitUntilIdle()
     }
 }
 
@@ -217,7 +223,7 @@ do {
     case ("bonds", 3): try rewriteBonds(arguments[2])
     case ("outbox", 4): try writeOutbox(arguments[2], run: arguments[3])
     case ("bthome", 3): takeBTHomeCounters(arguments[2])
-    case ("address", 4): makeAddresses(kept: arguments[2], in: arguments[3])
+    case ("address", 4): await makeAddresses(kept: arguments[2], in: arguments[3])
     case ("discovery", 3): rewriteDiscoveryRecord(arguments[2])
     default:
         complain("usage: StateFileProbe counter FILE | bonds DIR | outbox DIR RUN | bthome DIR | address KEPT DIR | discovery DIR")

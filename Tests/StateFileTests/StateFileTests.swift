@@ -165,6 +165,7 @@ import TestHarness
         let directory = try temporaryDirectory("statefile").path
         let check = try temporaryDirectory("statefile-check")
         let quiet = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        let checkWriter = StateFileWriter()
         /// The topics the outbox holds, oldest first.
         var expected: [String] = []
         for round in 0..<200 {
@@ -183,7 +184,9 @@ import TestHarness
             // A copy is reopened, so the child's next run replays the journal as the kill left it.
             let journal = try #require(FileManager.default.contents(atPath: directory + "/outbox.jsonl"), "round \(round): no journal")
             try journal.write(to: check.appendingPathComponent("outbox.jsonl"))
-            let pending = try MQTTOutbox(directory: check, logger: quiet).pending
+            // Opening compacts the copy on the writer: done before the next round copies over it.
+            let pending = try MQTTOutbox(directory: check, writer: checkWriter, logger: quiet).pending
+            checkWriter.waitUntilIdle()
             let topics = pending.map(\.message.topic)
             #expect(
                 [expected, expected + ["probe/\(round)/\(next)"], Array(expected.dropFirst())].contains(topics),
@@ -236,14 +239,16 @@ import TestHarness
             let address = try #require(lines.first.flatMap { $0.count == 2 && $0[0] == "kept" ? $0[1] : nil }, "round \(round)")
             #expect(address == (keptAddress ?? address), "round \(round): the kept address changed")
             keptAddress = address
-            #expect(try StaticAddressStore(directory: kept).loadOrCreate().description == address)
+            #expect(try await StaticAddressStore(directory: kept).loadOrCreate(writer: StateFileWriter()).description == address)
             for (index, line) in lines.dropFirst().enumerated() {
                 try #require(line.count == 3 && line[0] == "made" && line[1] == "\(index)", "round \(round): \(line)")
-                #expect(try StaticAddressStore(directory: made + "/\(index)").loadOrCreate().description == line[2], "round \(round)")
+                #expect(
+                    try await StaticAddressStore(directory: made + "/\(index)").loadOrCreate(writer: StateFileWriter()).description
+                        == line[2], "round \(round)")
             }
             let interrupted = StaticAddressStore(directory: made + "/\(lines.count - 1)")
             let stored = try StateFile.readValue(interrupted.path)
-            let loaded = try interrupted.loadOrCreate()
+            let loaded = try await interrupted.loadOrCreate(writer: StateFileWriter())
             #expect(stored == nil || stored == loaded.description, "round \(round): \(stored ?? "")")
         }
     }
@@ -253,7 +258,7 @@ import TestHarness
     /// count matches it), never an older one.
     @Test func aKilledDiscoveryRecordWriterLeavesAWholeRecord() async throws {
         let directory = try temporaryDirectory("statefile").path
-        let file = PublishedComponentsFile(stateDirectory: directory)
+        let file = PublishedComponentsFile(stateDirectory: directory, writer: StateFileWriter())
         /// The record's generation: each component is named g<generation>_<k>, as the probe names them.
         func generation() throws -> Int? {
             try file.load()?.first.flatMap { Int($0.id.dropFirst().prefix { $0 != "_" }) }

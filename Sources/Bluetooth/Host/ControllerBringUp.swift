@@ -1,6 +1,7 @@
 import BluetoothCore
 import BluetoothHCI
 import Logging
+import StateFile
 
 /// What bring-up learned about the controller.
 public struct ControllerInfo: Equatable, Sendable {
@@ -40,7 +41,8 @@ enum ControllerBringUp {
     /// What the controller is, once it is set up; nil when it has no LE support. `readTxPower`
     /// reads its advertising TX power for advertising data that includes it.
     nonisolated(nonsending) static func run(
-        on commands: HCICommandChannel, stateDirectory: String, readTxPower: Bool, logger: Logger
+        on commands: HCICommandChannel, stateDirectory: String, stateWriter: StateFileWriter, readTxPower: Bool,
+        logger: Logger
     ) async throws -> ControllerInfo? {
         try await commands.executeChecked(.reset)
         let version = try LocalVersion(body: try await commands.executeChecked(.readLocalVersion))
@@ -66,7 +68,7 @@ enum ControllerBringUp {
             version: version, publicAddress: publicAddress, address: publicAddress,
             commands: supported, leFeatures: leFeatures, buffers: buffers)
         if publicAddress == .zero {
-            info.address = try StaticAddressStore(directory: stateDirectory).loadOrCreate()
+            info.address = try await StaticAddressStore(directory: stateDirectory).loadOrCreate(writer: stateWriter)
             if !info.usesExtendedAdvertising {
                 try await commands.executeChecked(.leSetRandomAddress(info.address))
             }

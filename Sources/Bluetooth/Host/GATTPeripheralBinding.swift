@@ -5,12 +5,14 @@ import BluetoothGATT
 import EventLoop
 import FoundationEssentials
 import Logging
+import StateFile
 
 /// Connects a GATT `Peripheral` (BluetoothGATT) to the host: ATT PDUs both ways, the host's
 /// state, transmit credits, disconnections, the latency wish and the ATT transaction timer.
 ///
 ///     let binding = GATTPeripheralBinding(configuration: gattConfiguration)
-///     let host = PeripheralHost(configuration: hostConfiguration, peripheral: binding, logger: logger)
+///     let host = PeripheralHost(
+///         configuration: hostConfiguration, peripheral: binding, stateWriter: writer, logger: logger)
 ///     // the program: binding.peripheral.add(...), .updateValue(...), .events
 ///     await host.run()   // until cancelled
 ///
@@ -176,8 +178,11 @@ extension PeripheralHost {
     /// named by `configuration.transport` (an `HCITransportSpec`), keeping state in
     /// `configuration.stateDirectory` and advertising `configuration.advertising`. Call `run()`;
     /// it returns when its task is cancelled.
-    public init(configuration: HostConfiguration, peripheral binding: GATTPeripheralBinding, logger: Logger) {
-        self.init(configuration: configuration, server: binding, logger: logger)
+    public init(
+        configuration: HostConfiguration, peripheral binding: GATTPeripheralBinding, stateWriter: StateFileWriter,
+        logger: Logger
+    ) {
+        self.init(configuration: configuration, server: binding, stateWriter: stateWriter, logger: logger)
         binding.attach(self)
     }
 }

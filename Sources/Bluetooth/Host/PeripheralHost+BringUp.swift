@@ -8,7 +8,8 @@ extension PeripheralHost {
         let readTxPower = configuration.advertising?.includeTxPower == true || advertiser.settings?.includeTxPower == true
         guard
             let info = try await ControllerBringUp.run(
-                on: commands, stateDirectory: configuration.stateDirectory, readTxPower: readTxPower, logger: logger)
+                on: commands, stateDirectory: configuration.stateDirectory, stateWriter: stateWriter, readTxPower: readTxPower,
+                logger: logger)
         else {
             await setState(.unsupported)
             return

@@ -14,12 +14,24 @@ extension PeripheralHost {
     /// Forgets the bond of `address` (identity, or a private address its IRK resolves); false
     /// when there is none. A central connected on that bond's key keeps its link until it
     /// disconnects; it must pair again to encrypt the next one.
-    public func removeBond(_ address: BluetoothAddress) throws(BondStore.Error) -> Bool {
-        try security.removeBond(address)
+    /// Returns once the bond file says so too (written off the event loop).
+    public func removeBond(_ address: BluetoothAddress) async throws(BondStore.Error) -> Bool {
+        guard security.removeBond(address) else { return false }
+        if let failure = await savedBonds() { throw failure }
+        return true
     }
 
-    /// Forgets every bond; returns how many there were.
-    public func removeAllBonds() throws(BondStore.Error) -> Int {
-        try security.removeAllBonds()
+    /// Forgets every bond; returns how many there were, once the bond file says so too.
+    public func removeAllBonds() async throws(BondStore.Error) -> Int {
+        let count = security.removeAllBonds()
+        if let failure = await savedBonds() { throw failure }
+        return count
+    }
+
+    /// The bonds as they are now, on disk: nil, or why not.
+    private func savedBonds() async -> BondStore.Error? {
+        await withCheckedContinuation { (done: CheckedContinuation<BondStore.Error?, Never>) in
+            security.saveBonds { done.resume(returning: $0) }
+        }
     }
 }

@@ -4,6 +4,7 @@ import BluetoothHCI
 import BluetoothHCITransport
 import EventLoop
 import Logging
+import StateFile
 import Synchronization
 
 /// gattway's BLE host in the peripheral role: opens the controller named by
@@ -11,13 +12,16 @@ import Synchronization
 /// ATT traffic to and from an `ATTServer`, until the task running `run()` is cancelled. A lost
 /// controller (socket error, hardware error, unexpected reset) is reopened with backoff.
 ///
-///     let host = PeripheralHost(configuration: configuration, server: gattServer, logger: logger)
+///     let host = PeripheralHost(
+///         configuration: configuration, server: gattServer, stateWriter: writer, logger: logger)
 ///     try await host.run()   // returns when cancelled
 public actor PeripheralHost {
     /// On the event loop, with the other actors of the event path: calls between them run inline.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
 
     public let configuration: HostConfiguration
+    /// Writes the host's state files (bonds, the static random address), off the event loop.
+    let stateWriter: StateFileWriter
     let server: any ATTServer
     let logger: Logger
     let openTransport: @Sendable (HCITransportSpec) throws -> any HCITransport
@@ -57,12 +61,13 @@ public actor PeripheralHost {
     var grantedTransmitCredits = false
 
     public init(
-        configuration: HostConfiguration, server: any ATTServer, logger: Logger,
+        configuration: HostConfiguration, server: any ATTServer, stateWriter: StateFileWriter, logger: Logger,
         openTransport: @escaping @Sendable (HCITransportSpec) throws -> any HCITransport = {
             try $0.open()
         }
     ) {
         self.configuration = configuration
+        self.stateWriter = stateWriter
         self.server = server
         self.logger = logger
         self.openTransport = openTransport
@@ -76,7 +81,7 @@ public actor PeripheralHost {
             eventSink: eventSink, logger: logger)
         security = SecurityCoordinator(
             configuration: configuration, server: server, transmitter: transmitter, connections: connections,
-            eventSink: eventSink, logger: logger)
+            eventSink: eventSink, stateWriter: stateWriter, logger: logger)
         links = LinkDispatcher(
             server: server, transmitter: transmitter, connections: connections, advertiser: advertiser,
             security: security, eventSink: eventSink, logger: logger)

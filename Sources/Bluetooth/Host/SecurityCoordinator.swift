@@ -5,6 +5,7 @@ import BluetoothL2CAP
 import BluetoothSMP
 import EventLoop
 import Logging
+import StateFile
 
 /// The Security Manager on L2CAP CID 0x0006 and the HCI side of encryption: SMP PDUs in and
 /// out, LE Long Term Key Request → Reply / Negative Reply, Encryption Change and Key Refresh →
@@ -28,6 +29,8 @@ final class SecurityCoordinator {
     /// The bond file; nil when the stored file could not be read (it is left alone and bonds
     /// live in memory only).
     private let bondStore: BondStore?
+    /// Writes the bond file, off the event loop.
+    private let stateWriter: StateFileWriter
     /// The origin of the Security Manager's monotonic time.
     private let clockOrigin = ContinuousClock.now
     /// The loop's clock at `clockOrigin`, for the timer.
@@ -39,9 +42,11 @@ final class SecurityCoordinator {
 
     init(
         configuration: HostConfiguration, server: any ATTServer, transmitter: LinkTransmitter,
-        connections: ConnectionTable, eventSink: AsyncStream<HostEvent>.Continuation, logger: Logger
+        connections: ConnectionTable, eventSink: AsyncStream<HostEvent>.Continuation, stateWriter: StateFileWriter,
+        logger: Logger
     ) {
         self.configuration = configuration
+        self.stateWriter = stateWriter
         self.server = server
         self.transmitter = transmitter
         self.connections = connections
@@ -216,19 +221,25 @@ final class SecurityCoordinator {
         return seconds % 60 == 0 && seconds > 0 ? "\(seconds / 60)m" : "\(seconds)s"
     }
 
-    /// See `PeripheralHost.removeBond`.
-    func removeBond(_ address: BluetoothAddress) throws(BondStore.Error) -> Bool {
+    /// See `PeripheralHost.removeBond`; false when there was none. The bond file follows with
+    /// `saveBonds(completion:)`.
+    func removeBond(_ address: BluetoothAddress) -> Bool {
         guard manager.removeBond(address) else { return false }
-        try bondStore?.save(manager.bonds)
         return true
     }
 
-    /// See `PeripheralHost.removeAllBonds`.
-    func removeAllBonds() throws(BondStore.Error) -> Int {
+    /// See `PeripheralHost.removeAllBonds`; returns how many there were.
+    func removeAllBonds() -> Int {
         let count = manager.bonds.bonds.count
         manager.removeAllBonds()
-        try bondStore?.save(manager.bonds)
         return count
+    }
+
+    /// Hands the bonds as they are now to the state files' writer; `completion` gets nil or the
+    /// error, on the writer's thread, once they are on disk (at once without a bond file).
+    func saveBonds(completion: @escaping @Sendable (BondStore.Error?) -> Void) {
+        guard let bondStore else { return completion(nil) }
+        bondStore.save(manager.bonds, using: stateWriter, completion: completion)
     }
 
     // MARK: Actions
@@ -365,12 +376,12 @@ final class SecurityCoordinator {
             + (security.isBonded ? ", bonded)" : ", not bonded)")
     }
 
+    /// Hands the bonds to the state files' writer; a write that fails is logged (the bonds stay
+    /// in memory, and the next change writes them all again).
     private func saveBonds() {
         guard let bondStore else { return }
-        do {
-            try bondStore.save(manager.bonds)
-        } catch {
-            logger.error("\(error)")
+        bondStore.save(manager.bonds, using: stateWriter) { [logger] error in
+            if let error { logger.error("\(error)") }
         }
     }
 

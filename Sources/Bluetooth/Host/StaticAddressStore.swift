@@ -11,8 +11,9 @@ struct StaticAddressStore {
 
     var path: String { directory + "/" + Self.fileName }
 
-    /// The stored address, or a new one written to the state directory (through `StateFile`).
-    func loadOrCreate() throws(HostError) -> BluetoothAddress {
+    /// The stored address, or a new one written to the state directory by `writer` (the bring-up
+    /// waits for it, the event loop does not).
+    func loadOrCreate(writer: StateFileWriter) async throws(HostError) -> BluetoothAddress {
         let stored: String?
         do {
             stored = try StateFile.readValue(path)
@@ -28,10 +29,8 @@ struct StaticAddressStore {
                     + "(AA:BB:CC:DD:EE:FF with the top two bits set); fix or delete it")
         }
         let address = Self.generate()
-        do {
-            try StateFile.write(Array((address.description + "\n").utf8), to: path, mode: 0o600)
-        } catch {
-            throw HostError("cannot store the static random address: \(error)")
+        if let failure = await writer.write(Array((address.description + "\n").utf8), to: path, mode: 0o600) {
+            throw HostError("cannot store the static random address: \(failure)")
         }
         return address
     }

@@ -9,7 +9,7 @@ import Darwin
 
 /// The bonds on disk: `bonds.json` in the state directory, readable by the service user only.
 ///
-/// Writes go through `StateFile` (a temporary file created with mode 0600 — never wider, not even
+/// Writes go through `StateFile`, the running service's on its writer thread (a temporary file created with mode 0600 — never wider, not even
 /// for a moment — written, fsynced, renamed over the old file, and the directory fsynced), so a
 /// power cut leaves either the old bonds or the new ones. The file holds keys: nothing here logs it.
 public struct BondStore: Sendable {
@@ -96,24 +96,48 @@ public struct BondStore: Sendable {
         try save(BondRegistry())
     }
 
-    /// Replaces the stored bonds with `registry`, atomically (`StateFile`).
+    /// Replaces the stored bonds with `registry`, atomically (`StateFile`), on the caller's
+    /// thread: for `gattway bonds` with the service stopped, which has no event loop to spare.
     public func save(_ registry: BondRegistry) throws(Error) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let file = StoredFile(version: 1, bonds: registry.bonds.map(StoredBond.init))
-        let bytes: [UInt8]
-        do {
-            bytes = Array(try encoder.encode(file))
-        } catch {
-            throw .malformed(path: path, reason: Self.describe(error))
-        }
+        let bytes = try contents(registry)
         do {
             try StateFile.write(bytes, to: path, mode: 0o600)
         } catch {
-            throw error.path == directory && error.operation == "create"
-                ? .cannotCreateDirectory(path: directory, errno: error.errno)
-                : .cannotWrite(path: error.path, errno: error.errno)
+            throw failure(error)
         }
+    }
+
+    /// Replaces the stored bonds with `registry`, atomically, on the state files' writer thread
+    /// (the running service: the event loop never waits for the disk); then calls `completion`
+    /// there with nil or the error.
+    public func save(
+        _ registry: BondRegistry, using writer: StateFileWriter, completion: @escaping @Sendable (Error?) -> Void
+    ) {
+        let bytes: [UInt8]
+        do {
+            bytes = try contents(registry)
+        } catch {
+            completion(error)
+            return
+        }
+        writer.write(bytes, to: path, mode: 0o600) { [self] error in completion(error.map(failure)) }
+    }
+
+    private func contents(_ registry: BondRegistry) throws(Error) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let file = StoredFile(version: 1, bonds: registry.bonds.map(StoredBond.init))
+        do {
+            return Array(try encoder.encode(file))
+        } catch {
+            throw .malformed(path: path, reason: Self.describe(error))
+        }
+    }
+
+    private func failure(_ error: StateFileError) -> Error {
+        error.path == directory && error.operation == "create"
+            ? .cannotCreateDirectory(path: directory, errno: error.errno)
+            : .cannotWrite(path: error.path, errno: error.errno)
     }
 
     /// Decoding errors name the key that is wrong, never the values (which may be keys).

@@ -189,13 +189,18 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     fileprivate func withInput(
         _ line: ResolvedLine, chip c: Int, id: UInt64, _ body: (inout SimulatedLine.InputRequest) -> Int
     ) throws -> Int {
-        try lock.withLock { _ in
-            _ = generateLocked(through: currentTimeLocked)
+        let (result, wakeups) = try lock.withLock { _ in
+            let wakeups = generateLocked(through: currentTimeLocked)
             guard let result = chipStates[c].lines[line.offset].withInput(id: id, body) else {
                 throw GPIOError.released(line.name)
             }
-            return result
+            return (result, wakeups)
         }
+        // Edges this read generated on other lines signal those lines too, as the kernel would:
+        // else a line whose edge another line's read generated first (two sensors on one chip)
+        // is read only at its own next edge. After this read, on the loop, not inside it.
+        if clock == .realTime, !wakeups.isEmpty { EventLoop.shared.execute { wakeups.run() } }
+        return result
     }
 
     fileprivate func inputLevel(_ line: ResolvedLine, id: UInt64) throws -> Bool {
@@ -280,9 +285,11 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
 /// The readable callbacks of the lines that got events in one step of the simulator, run once
 /// the lock is released. The first is kept inline: one line changing at a time (the common case)
 /// costs no array.
-private struct Wakeups {
+private struct Wakeups: Sendable {
     private var first: (@Sendable () -> Void)?
     private var others: [@Sendable () -> Void] = []
+
+    var isEmpty: Bool { first == nil }
 
     mutating func append(_ onReadable: @escaping @Sendable () -> Void) {
         if first == nil { first = onReadable } else { others.append(onReadable) }

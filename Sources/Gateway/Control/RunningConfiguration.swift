@@ -4,6 +4,7 @@ import EventLoop
 import GPIO
 import Logging
 import Sensors
+import StateFile
 
 /// The configuration the gateway runs now, and the sensors it runs from it: what a reload
 /// (`gattway reload`, SIGHUP) reads the file again for and changes.
@@ -39,6 +40,8 @@ actor RunningConfiguration {
     /// applied; nil for `gattway demo`, which does not reload.
     private let load: (@Sendable () throws(ConfigError) -> LoadedConfig)?
     private let backend: any GPIOBackend
+    /// Writes the sensors' state files (counter totals).
+    private let stateWriter: StateFileWriter
     private let logger: Logger
     /// Tells systemd when a reload begins and ends.
     private let readiness: ReadinessReporter
@@ -51,16 +54,18 @@ actor RunningConfiguration {
     /// Requests every sensor's lines, so a missing or busy line fails the start here.
     init(
         config: GatewayConfig, load: (@Sendable () throws(ConfigError) -> LoadedConfig)?,
-        backend: any GPIOBackend, readiness: ReadinessReporter, logger: Logger
+        backend: any GPIOBackend, stateWriter: StateFileWriter, readiness: ReadinessReporter, logger: Logger
     ) throws(GatewayError) {
         self.config = config
         self.load = load
         self.backend = backend
+        self.stateWriter = stateWriter
         self.readiness = readiness
         self.logger = logger
         for sensor in config.sensors {
             do {
-                sensors[sensor.id] = RunningSensor(runner: try Self.runner(sensor, config: config, backend: backend))
+                sensors[sensor.id] = RunningSensor(
+                    runner: try Self.runner(sensor, config: config, backend: backend, stateWriter: stateWriter))
             } catch {
                 throw GatewayError.sensor(sensor.id, "\(error)")
             }
@@ -155,7 +160,8 @@ actor RunningConfiguration {
             sensor.bthome = broadcasting.contains(sensor.id)
             if changes.sensorsAdded.contains(sensor.id) || restarted.contains(sensor.id) {
                 do {
-                    sensors[sensor.id] = RunningSensor(runner: try Self.runner(sensor, config: running, backend: backend))
+                    sensors[sensor.id] = RunningSensor(
+                        runner: try Self.runner(sensor, config: running, backend: backend, stateWriter: stateWriter))
                 } catch {
                     // A changed sensor runs as before (its lines were let go so the new one could
                     // take them; a line the new one names may be missing, which `check` cannot
@@ -166,7 +172,8 @@ actor RunningConfiguration {
                         continue
                     }
                     do {
-                        sensors[sensor.id] = RunningSensor(runner: try Self.runner(before, config: config, backend: backend))
+                        sensors[sensor.id] = RunningSensor(
+                            runner: try Self.runner(before, config: config, backend: backend, stateWriter: stateWriter))
                     } catch let restore {
                         report.failed.append(
                             "sensor \(sensor.id) could not start: \(error); nor as before (\(restore)): it is stopped until a reload starts it"
@@ -231,10 +238,12 @@ actor RunningConfiguration {
             + "\(change.kept.count) unchanged (Service Changed indicated)"
     }
 
-    private static func runner(_ sensor: SensorConfig, config: GatewayConfig, backend: any GPIOBackend) throws -> SensorRunner {
+    private static func runner(
+        _ sensor: SensorConfig, config: GatewayConfig, backend: any GPIOBackend, stateWriter: StateFileWriter
+    ) throws -> SensorRunner {
         try SensorRunner(
             spec: SensorMapping.spec(sensor, gpio: config.gpio, stateDirectory: config.stateDirectory),
-            backend: backend)
+            backend: backend, stateWriter: stateWriter)
     }
 
     private func launch(_ id: String) {

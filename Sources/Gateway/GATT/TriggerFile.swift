@@ -47,9 +47,12 @@ public struct TriggerFile: Sendable {
     public static let fileName = "es-triggers.json"
 
     public let path: String
+    private let writer: StateFileWriter
 
-    public init(stateDirectory: String) {
+    /// `writer`: the service's state files' writer, which writes the file.
+    public init(stateDirectory: String, writer: StateFileWriter) {
         path = stateDirectory + "/" + Self.fileName
+        self.writer = writer
     }
 
     /// The saved settings, none when there is no file yet.
@@ -69,7 +72,7 @@ public struct TriggerFile: Sendable {
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         do {
             let bytes = try encoder.encode(Contents(characteristics: characteristics))
-            StateFileWriter.shared.write(Array(bytes) + [UInt8(ascii: "\n")], to: path) { completion($0) }
+            writer.write(Array(bytes) + [UInt8(ascii: "\n")], to: path) { completion($0) }
         } catch {
             completion(error)
         }

@@ -3,6 +3,7 @@ import BluetoothHost
 import Config
 import EventLoop
 import Logging
+import StateFile
 import Sensors
 import Values
 
@@ -157,6 +158,7 @@ public actor BTHomeAdvertiser {
     private let publish: @Sendable (AdvertisingSettings) async throws -> Void
     /// With a bind key: the encryption counter, persisted ahead (`BTHomeCounter`).
     private var counter: BTHomeCounter?
+    private let stateWriter: StateFileWriter
     /// Object 0x00 of the next packet: receivers drop a packet whose id they have just seen.
     private var packetID: UInt8 = 0
     private var lastPublished: ContinuousClock.Instant?
@@ -164,17 +166,19 @@ public actor BTHomeAdvertiser {
     private var leftOut: [String] = []
     private var unsentReason: String?
 
-    /// `counter`: loaded when the broadcast has a key. `address`: the address the controller
-    /// advertises with (part of the encryption nonce), nil until it is up. `publish`: the host's
-    /// `updateAdvertisingData`.
+    /// `counter`: loaded when the broadcast has a key; `stateWriter` writes its reservations.
+    /// `address`: the address the controller advertises with (part of the encryption nonce), nil
+    /// until it is up. `publish`: the host's `updateAdvertisingData`.
     public init(
-        broadcast: BTHomeBroadcast, base: AdvertisingSettings, counter: BTHomeCounter?, logger: Logger,
+        broadcast: BTHomeBroadcast, base: AdvertisingSettings, counter: BTHomeCounter?, stateWriter: StateFileWriter,
+        logger: Logger,
         address: @escaping @Sendable () async -> BluetoothAddress?,
         publish: @escaping @Sendable (AdvertisingSettings) async throws -> Void
     ) {
         self.broadcast = broadcast
         self.base = base
         self.counter = counter
+        self.stateWriter = stateWriter
         self.logger = logger
         self.address = address
         self.publish = publish
@@ -243,22 +247,16 @@ public actor BTHomeAdvertiser {
         scheduleRefresh()
     }
 
-    /// Persists the next counter limit off the event loop (an fsync may take a while on flash)
-    /// when half of the reserved counters are used.
+    /// Persists the next counter limit on the state files' writer thread (an fsync may take a
+    /// while on flash) when half of the reserved counters are used.
     private func reserveAhead() {
         guard let limit = counter?.reservationDue(), let path = counter?.path else { return }
-        Task.detached {
-            var failure: String?
-            do {
-                try BTHomeCounter.save(limit, to: path)
-            } catch {
-                failure = "\(error)"
-            }
-            await self.reserved(limit, failure: failure)
+        stateWriter.write(BTHomeCounter.contents(limit), to: path) { [self] error in
+            EventLoop.shared.execute { self.onLoop { $0.reserved(limit, failure: error) } }
         }
     }
 
-    private func reserved(_ limit: UInt32, failure: String?) {
+    private func reserved(_ limit: UInt32, failure: StateFileError?) {
         counter?.reserved(limit, written: failure == nil)
         if let failure { logger.error("BTHome: encryption counter not reserved ahead: \(failure)") }
     }

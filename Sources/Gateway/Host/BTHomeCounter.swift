@@ -8,7 +8,7 @@ import StateFile
 /// ahead (`state_dir/bthome.counter`, a decimal number), counters are taken below it, and when
 /// half of the reserved ones are used the next limit, `reservation` further on, is written. A
 /// restart starts at the stored limit: it skips what the last run left unused, never repeats one.
-/// Pure apart from `load` and `save`: the advertiser runs the writes off the event loop.
+/// Pure apart from `load`: the advertiser has the state files' writer write the reservations.
 public struct BTHomeCounter: Sendable {
     public static let fileName = "bthome.counter"
     /// About 17 minutes of packets at the advertiser's one per second.
@@ -29,7 +29,8 @@ public struct BTHomeCounter: Sendable {
     }
 
     /// Reads the stored limit (none: a first start, from 0) and persists the first reservation.
-    /// At start-up, before readings flow: the one write on the caller's thread.
+    /// At start-up, before sensors, the host or the mirror run on the loop (no edge or packet can
+    /// wait for it): the one write on the caller's thread, which must end before the first packet.
     public static func load(stateDirectory: String) throws(BTHomeCounterError) -> BTHomeCounter {
         let path = stateDirectory + "/" + fileName
         let text: String?
@@ -52,7 +53,7 @@ public struct BTHomeCounter: Sendable {
             throw BTHomeCounterError(path: path, reason: "the counter is used up (\(start)); choose a new bind key")
         }
         do {
-            try save(first, to: path)
+            try StateFile.write(contents(first), to: path, mode: 0o600)
         } catch {
             throw BTHomeCounterError(path: path, reason: error.description)
         }
@@ -60,9 +61,9 @@ public struct BTHomeCounter: Sendable {
         return counter
     }
 
-    /// Persists `limit` (`StateFile`: temporary file, fsync, rename, directory fsync).
-    static func save(_ limit: UInt32, to path: String) throws(StateFileError) {
-        try StateFile.write(Array("\(limit)\n".utf8), to: path, mode: 0o600)
+    /// The file's contents for `limit`.
+    static func contents(_ limit: UInt32) -> [UInt8] {
+        Array("\(limit)\n".utf8)
     }
 
     /// The counter for the next packet; nil when none is reserved (the write of the next limit

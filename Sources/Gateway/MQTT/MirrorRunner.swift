@@ -5,6 +5,7 @@ import EventLoop
 import FoundationEssentials
 import Logging
 import MQTT
+import StateFile
 
 /// Runs the MQTT mirror for the gateway: pipeline events in, `/set` and source payloads out
 /// through `MirrorBridge`, and the `state` topic (peripheral state, counters) refreshed with
@@ -33,6 +34,8 @@ actor MirrorRunner {
     private let host: PeripheralHost
     private let address: @Sendable (CentralID) -> String
     private let logger: Logger
+    /// Writes the outbox's compactions and fsyncs and the discovery record.
+    private let stateWriter: StateFileWriter
     /// Tells systemd's status how the broker connection is (`ReadinessReporter.mqttChanged`).
     private let connectionChanged: @Sendable (String?) -> Void
     private var running: Running?
@@ -45,9 +48,10 @@ actor MirrorRunner {
     init(
         config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout, pipeline: ValuePipeline,
         peripheral: Peripheral, host: PeripheralHost,
-        address: @escaping @Sendable (CentralID) -> String, logger: Logger,
+        address: @escaping @Sendable (CentralID) -> String, stateWriter: StateFileWriter, logger: Logger,
         connectionChanged: @escaping @Sendable (String?) -> Void = { _ in }
     ) {
+        self.stateWriter = stateWriter
         self.connectionChanged = connectionChanged
         self.pipeline = pipeline
         self.peripheral = peripheral
@@ -57,8 +61,8 @@ actor MirrorRunner {
         self.mqtt = mqtt
         do {
             let (service, bridge) = try Self.make(
-                config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address, logger: logger,
-                connectionChanged: connectionChanged)
+                config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address,
+                stateWriter: stateWriter, logger: logger, connectionChanged: connectionChanged)
             running = Running(service: service, bridge: bridge, task: Self.run(service))
             if let failure = service.startFailure {
                 offReason = Self.wentOff(failure, queuing: true, logger: logger, connectionChanged: connectionChanged)
@@ -89,7 +93,7 @@ actor MirrorRunner {
 
     private static func make(
         config: GatewayConfig, mqtt: MQTTConfig, layout: GATTLayout, pipeline: ValuePipeline,
-        address: @escaping @Sendable (CentralID) -> String, logger: Logger,
+        address: @escaping @Sendable (CentralID) -> String, stateWriter: StateFileWriter, logger: Logger,
         connectionChanged: @escaping @Sendable (String?) -> Void
     ) throws -> (MQTTMirrorService, MirrorBridge) {
         let bridge = MirrorBridge(layout: layout, address: address)
@@ -97,7 +101,7 @@ actor MirrorRunner {
             client: MirrorMapping.clientConfiguration(mqtt),
             mirror: MirrorMapping.mirrorConfiguration(config, mqtt: mqtt, layout: layout),
             stateDirectory: URL(fileURLWithPath: config.stateDirectory), outboxCapacity: mqtt.outboxLimit,
-            logger: logger,
+            stateWriter: stateWriter, logger: logger,
             onSet: { id, payload in await bridge.set(id, payload: payload, pipeline: pipeline) },
             onSourceValue: { ids, payload in
                 await bridge.sourceValue(ids, payload: payload, pipeline: pipeline, logger: logger)
@@ -147,6 +151,9 @@ actor MirrorRunner {
             await running.service.stop()
             await running.task.value
         }
+        // The old outbox's compaction, if one is under way, ends before the new outbox reads the
+        // journal: else it would rename the old one's journal over the new one's appends.
+        await stateWriter.idle()
         // From here to the new mirror's start nothing suspends: no event falls between the two.
         var previous = config
         previous.mqtt = mqtt
@@ -178,8 +185,8 @@ actor MirrorRunner {
         let bridge: MirrorBridge
         do {
             (service, bridge) = try Self.make(
-                config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address, logger: logger,
-                connectionChanged: connectionChanged)
+                config: config, mqtt: mqtt, layout: layout, pipeline: pipeline, address: address,
+                stateWriter: stateWriter, logger: logger, connectionChanged: connectionChanged)
         } catch {
             if fallingBack { running = nil }
             throw error

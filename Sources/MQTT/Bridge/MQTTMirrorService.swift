@@ -1,6 +1,7 @@
 import EventLoop
 import FoundationEssentials
 import Logging
+import StateFile
 
 /// Runs the MQTT mirror: owns the client, the topic model and the persistent outbox.
 ///
@@ -82,21 +83,24 @@ public actor MQTTMirrorService {
     /// - Parameters:
     ///   - client: broker settings; the Last Will is set here to `offline` on the availability topic.
     ///   - stateDirectory: where the outbox journal lives (`outbox.jsonl`).
+    ///   - stateWriter: the service's state files' writer, which writes the outbox's compactions
+    ///     and fsyncs and the discovery record.
     ///   - now: the clock for `/error` timestamps, heartbeats and the uptime.
     ///   - birthDelay: how long to wait after Home Assistant's birth message before publishing
     ///     discovery again; random within 5 s by default, so gateways that all hear the same
     ///     birth message do not answer at once.
     public init(
         client configuration: MQTTClientConfiguration, mirror: MirrorConfiguration,
-        stateDirectory: URL, outboxCapacity: Int = 10_000, logger: Logger,
+        stateDirectory: URL, outboxCapacity: Int = 10_000, stateWriter: StateFileWriter, logger: Logger,
         now: @escaping @Sendable () -> Date = { Date() },
         birthDelay: @escaping @Sendable () -> Duration = { .milliseconds(Int.random(in: 0...5000)) },
         onSet: @escaping SetHandler, onSourceValue: @escaping SourceHandler,
         onConnectionChange: @escaping ConnectionHandler = { _ in }
     ) throws {
         var mirror = try Mirror(configuration: mirror)
-        self.outbox = try MQTTOutbox(directory: stateDirectory, capacity: outboxCapacity, logger: logger)
-        let publishedComponentsFile = PublishedComponentsFile(stateDirectory: stateDirectory.path)
+        self.outbox = try MQTTOutbox(
+            directory: stateDirectory, capacity: outboxCapacity, writer: stateWriter, logger: logger)
+        let publishedComponentsFile = PublishedComponentsFile(stateDirectory: stateDirectory.path, writer: stateWriter)
         var configuration = configuration
         configuration.will = mirror.lastWill
         do {
@@ -331,13 +335,21 @@ public actor MQTTMirrorService {
         guard prefix != nil || mirror.publishedDiscoveryPrefix != nil,
             components != mirror.publishedComponents || prefix != mirror.publishedDiscoveryPrefix
         else { return }
-        do {
-            try publishedComponentsFile.save(components, prefix: prefix)
-            mirror.publishedComponents = components
-            mirror.publishedDiscoveryPrefix = prefix
-        } catch {
-            logger.error("could not record the Home Assistant discovery published: \(error)")
+        publishedComponentsFile.save(components, prefix: prefix) { [self] error in
+            EventLoop.shared.execute {
+                self.onLoop { $0.recorded(components, prefix: prefix, failure: error) }
+            }
         }
+    }
+
+    /// The end of `rememberPublishedComponents`'s write, on the loop.
+    private func recorded(_ components: Set<HomeAssistantComponent>, prefix: String?, failure: StateFileError?) {
+        if let failure {
+            logger.error("could not record the Home Assistant discovery published: \(failure)")
+            return
+        }
+        mirror.publishedComponents = components
+        mirror.publishedDiscoveryPrefix = prefix
     }
 
     // MARK: Sending

@@ -7,9 +7,11 @@ import StateFile
 struct PublishedComponentsFile {
     static let fileName = "homeassistant-discovery"
     let path: String
+    private let writer: StateFileWriter
 
-    init(stateDirectory: String) {
+    init(stateDirectory: String, writer: StateFileWriter) {
         path = stateDirectory + "/" + Self.fileName
+        self.writer = writer
     }
 
     /// The recorded components; nil when there is no record.
@@ -37,11 +39,15 @@ struct PublishedComponentsFile {
 
     static let defaultPrefix = "homeassistant"
 
-    /// Replaces the record through `StateFile` (a crash leaves the old record or the new one).
-    /// `prefix`: the discovery prefix the components were published under.
-    func save(_ components: Set<HomeAssistantComponent>, prefix: String? = nil) throws(StateFileError) {
+    /// Replaces the record on the state files' writer thread (a crash leaves the old record or the
+    /// new one), then calls `completion` there with nil or the error. `prefix`: the discovery
+    /// prefix the components were published under.
+    func save(
+        _ components: Set<HomeAssistantComponent>, prefix: String? = nil,
+        completion: @escaping StateFileWriter.Completion
+    ) {
         let header = "device " + (prefix ?? Self.noPrefix)
         let text = ([header] + components.sorted().map { "\($0.platform) \($0.id)" }).joined(separator: "\n") + "\n"
-        try StateFile.write(Array(text.utf8), to: path, mode: 0o644)
+        writer.write(Array(text.utf8), to: path, mode: 0o644, completion: completion)
     }
 }

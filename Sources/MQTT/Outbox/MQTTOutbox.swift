@@ -1,7 +1,5 @@
 import Synchronization
-import Dispatch
 import FoundationEssentials
-import Glibc
 import Logging
 import StateFile
 
@@ -14,25 +12,27 @@ public struct OutboxEntry: Sendable, Equatable {
 /// Bounded, persistent FIFO of QoS 1 events that must reach the broker even across broker outages
 /// and gattway restarts.
 ///
-/// On disk it is an append-only journal (`outbox.jsonl` in the state directory): one JSON line per
-/// `add` (a new event) or `done` (acknowledged by the broker, or dropped because the outbox was
-/// full). Replaying the journal gives the pending events in order. When the journal holds more
-/// finished records than pending ones it is compacted: the pending events replace the journal
-/// through `StateFile.write` (temporary file, fsync, rename, directory fsync), so a crash or power
-/// cut at any point leaves either the old or the new journal. Appends are `write(2)` calls; a torn last line
-/// (power loss mid-write) is detected and discarded with a warning on load. `sync()` fsyncs the
-/// `add` records written since the last one (the mirror calls it after each event it hands to the
-/// broker), so an accepted event survives a power cut as well; `durableSequence` tells how far that
-/// has come. `done` records are not fsynced (a lost one only delivers an event twice, which QoS 1
-/// allows).
+/// On disk it is an append-only journal (`outbox.jsonl` in the state directory, a `StateJournal`):
+/// one JSON line per `add` (a new event) or `done` (acknowledged by the broker, or dropped because
+/// the outbox was full). Replaying the journal gives the pending events in order. When the journal
+/// holds more finished records than pending ones it is compacted, on the state files' writer
+/// thread: the pending events replace the journal (temporary file, fsync, rename, directory
+/// fsync), so a crash or power cut at any point leaves either the old or the new journal, each
+/// with every record appended so far. Appends are `write(2)` calls on the caller's thread; a torn
+/// last line (power loss mid-write) is detected and discarded with a warning on load. `sync()`
+/// fsyncs the `add` records written since the last one, on the writer's thread after any
+/// compaction asked for before (the mirror calls it after each event it hands to the broker), so
+/// an accepted event survives a power cut as well; `durableSequence` tells how far that has come.
+/// `done` records are not fsynced (a lost one only delivers an event twice, which QoS 1 allows).
 public final class MQTTOutbox {
     public let capacity: Int
     public private(set) var droppedCount = 0
     public var pending: ArraySlice<OutboxEntry> { entries[head...] }
     public var count: Int { entries.count - head }
-    /// The newest event whose `add` record is on the disk (fsynced): it and every event before it
-    /// survive a power cut. The power-cut test (Tests/vm/power-cut-tests.sh) holds the outbox to it.
-    public var durableSequence: UInt64 { syncer.durableSequence }
+    /// The newest event whose `add` record is on the disk (fsynced, by a `sync()` or a compaction):
+    /// it and every event before it survive a power cut. The power-cut test
+    /// (Tests/vm/power-cut-tests.sh) holds the outbox to it.
+    public var durableSequence: UInt64 { durable.value }
 
     private let journalURL: URL
     private let logger: Logger
@@ -41,14 +41,13 @@ public final class MQTTOutbox {
     private var nextSequence: UInt64 = 1
     private var finishedRecords = 0
     private var reportedFull = false
-    private var journal: StateFile.Appender {
-        didSet { syncer.follow(journal.fileDescriptor) }
-    }
-    private let syncer: JournalSyncer
+    private let journal: StateJournal
+    private let durable = DurableSequence()
     /// Whether `add` records were written since the last fsync was asked for.
     private var unsynced = false
 
-    public init(directory: URL, capacity: Int = 10_000, logger: Logger) throws {
+    /// `writer`: the service's state files' writer, which fsyncs and compacts the journal.
+    public init(directory: URL, capacity: Int = 10_000, writer: StateFileWriter, logger: Logger) throws {
         precondition(capacity > 0, "outbox capacity must be positive")
         self.capacity = capacity
         self.logger = logger
@@ -68,16 +67,17 @@ public final class MQTTOutbox {
         if droppedCount > 0 {
             logger.error("MQTT outbox: journal held more events than the capacity \(capacity); dropped the \(droppedCount) oldest")
         }
+        do {
+            journal = try StateJournal(path: journalURL.path, writer: writer)
+        } catch {
+            throw MQTTError.requestFailed("cannot open MQTT outbox \(journalURL.path): \(error)")
+        }
         // Start every run from a compact journal, which also discards a torn tail.
-        journal = try Self.rewrite(journalURL, with: entries)
-        syncer = JournalSyncer(path: journalURL.path, durableSequence: nextSequence - 1, logger: logger)
-        syncer.follow(journal.fileDescriptor)
+        try compact()
         if !entries.isEmpty {
             logger.info("MQTT outbox: \(entries.count) undelivered event(s) restored from \(journalURL.path)")
         }
     }
-
-    deinit { journal.close() }
 
     /// Queues `message` and returns its entry. When the outbox is full the oldest event is
     /// dropped (and counted) to make room, with an error log naming it.
@@ -105,14 +105,21 @@ public final class MQTTOutbox {
     }
 
     /// Makes every event appended so far survive a power cut, not only a crash: an fsync of the
-    /// journal on a thread of its own (`JournalSyncer`), so neither the caller nor the publish
-    /// waits for the disk. Called after each event is handed to the broker: until the fsync the
+    /// journal on the state files' writer thread, so neither the caller nor the publish waits for
+    /// the disk. Called after each event is handed to the broker: until the fsync the
     /// event is already at the broker or, if the power goes first, no more lost than without an
     /// outbox.
     public func sync() {
         guard unsynced else { return }
         unsynced = false
-        syncer.request(through: nextSequence - 1)
+        let through = nextSequence - 1
+        journal.sync { [logger, journalURL, durable] error in
+            if let error {
+                logger.error("cannot fsync MQTT outbox \(journalURL.path): \(error)")
+            } else {
+                durable.advance(to: through)
+            }
+        }
     }
 
     /// Removes the event the broker acknowledged. Unknown sequence numbers (already dropped) are
@@ -138,12 +145,26 @@ public final class MQTTOutbox {
         }
     }
 
+    /// Hands the pending events to the writer to replace the journal with (`StateJournal`); a
+    /// compaction already under way is left to finish first.
     private func compact() throws {
-        journal.close()
         entries = Array(entries[head...])
         head = 0
-        journal = try Self.rewrite(journalURL, with: entries)
-        finishedRecords = 0
+        var records: [UInt8] = []
+        let encoder = JSONEncoder()
+        for entry in entries {
+            records += try encoder.encode(Record(add: entry))
+            records.append(UInt8(ascii: "\n"))
+        }
+        let through = nextSequence - 1
+        let started = journal.compact(to: records) { [logger, journalURL, durable] error in
+            if let error {
+                logger.error("cannot compact MQTT outbox \(journalURL.path): \(error); it keeps growing until the next try")
+            } else {
+                durable.advance(to: through)
+            }
+        }
+        if started { finishedRecords = 0 }
     }
 
     private func write(_ record: Record) throws {
@@ -208,81 +229,15 @@ public final class MQTTOutbox {
         }
         return pending.values.sorted { $0.sequence < $1.sequence }
     }
-
-    /// Atomically replaces the journal with `entries` and returns a handle appending to it.
-    private static func rewrite(_ url: URL, with entries: [OutboxEntry]) throws -> StateFile.Appender {
-        var contents: [UInt8] = []
-        let encoder = JSONEncoder()
-        for entry in entries {
-            contents += try encoder.encode(Record(add: entry))
-            contents.append(UInt8(ascii: "\n"))
-        }
-        do {
-            // The state directory's one way to replace a file: temporary file, fsync, rename,
-            // directory fsync, so the compaction itself survives a power cut.
-            try StateFile.write(contents, to: url.path, mode: 0o600)
-            return try StateFile.appender(url.path)
-        } catch {
-            throw MQTTError.requestFailed("cannot rewrite MQTT outbox \(url.path): \(error)")
-        }
-    }
 }
 
-/// fsyncs the outbox journal off the caller's thread. Requests made while an fsync waits are
-/// folded into the next one, and the journal's descriptor is followed through compactions (a
-/// duplicate of it is kept, and replaced, on the syncer's own serial queue, so an fsync never
-/// touches a closed descriptor).
-private final class JournalSyncer: @unchecked Sendable {
-    private let queue = DispatchQueue(label: "gattway.mqtt-outbox.fsync")
-    private let path: String
-    private let logger: Logger
-    /// Whether an fsync is queued and not yet begun, and the newest sequence written before the
-    /// latest request: the fsync covers it once it begins.
-    private let requested = Mutex((pending: false, through: UInt64(0)))
-    private let durable: Atomic<UInt64>
-    // Touched on `queue` only.
-    private var descriptor: Int32 = -1
+/// `MQTTOutbox.durableSequence`, which the writer's thread advances.
+private final class DurableSequence: Sendable {
+    private let sequence = Atomic<UInt64>(0)
 
-    init(path: String, durableSequence: UInt64, logger: Logger) {
-        self.path = path
-        self.logger = logger
-        durable = Atomic(durableSequence)
-    }
+    var value: UInt64 { sequence.load(ordering: .acquiring) }
 
-    var durableSequence: UInt64 { durable.load(ordering: .acquiring) }
-
-    deinit {
-        let descriptor = descriptor
-        if descriptor >= 0 { close(descriptor) }
-    }
-
-    /// From now on, fsync this descriptor (the journal's, after a rewrite).
-    func follow(_ journalDescriptor: Int32) {
-        let duplicate = dup(journalDescriptor)
-        queue.async {
-            if self.descriptor >= 0 { close(self.descriptor) }
-            self.descriptor = duplicate
-        }
-    }
-
-    /// fsyncs the journal, whose records up to `sequence` are written.
-    func request(through sequence: UInt64) {
-        let alreadyPending = requested.withLock { state in
-            defer { state = (true, max(state.through, sequence)) }
-            return state.pending
-        }
-        guard !alreadyPending else { return }
-        queue.async {
-            let through = self.requested.withLock { state in
-                state.pending = false
-                return state.through
-            }
-            guard self.descriptor >= 0 else { return }
-            if fsync(self.descriptor) != 0 {
-                self.logger.error("cannot fsync MQTT outbox \(self.path): \(String(cString: strerror(errno)))")
-            } else {
-                self.durable.store(through, ordering: .releasing)
-            }
-        }
+    func advance(to newest: UInt64) {
+        _ = sequence.max(newest, ordering: .acquiringAndReleasing)
     }
 }

@@ -4,6 +4,7 @@ import BluetoothHCI
 import BluetoothHost
 import Foundation
 import Logging
+import StateFile
 
 // gattway's host and GATT server as an echo peripheral: every value written to the echo
 // characteristic (Write Request or Write Command) is notified back to the subscribed centrals.
@@ -27,7 +28,7 @@ let host = PeripheralHost(
         transport: transport,
         stateDirectory: NSTemporaryDirectory() + "gattway-roundtrip-\(UUID().uuidString)",
         advertising: AdvertisingSettings(localName: name, serviceUUIDs: [serviceUUID], intervalMilliseconds: 20)),
-    peripheral: binding, logger: logger)
+    peripheral: binding, stateWriter: StateFileWriter(), logger: logger)
 let peripheral = binding.peripheral
 
 // The write handler is synchronous and must not block: it hands each value to the echo task.

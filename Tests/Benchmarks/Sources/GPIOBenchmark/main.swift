@@ -1,6 +1,7 @@
 import Foundation
 import GPIO
 import Sensors
+import StateFile
 
 // Edge events from the simulated backend processed end to end into sensor values.
 //
@@ -36,7 +37,8 @@ func chip(_ rate: Int) -> [SimulatedChipConfig] {
 // MARK: 1. Real time
 do {
     let sim = SimulatedBackend(chips: chip(hertz), clock: .realTime)
-    let runner = try SensorRunner(spec: counterSpec(buffer: 16_384, report: .milliseconds(100)), backend: sim)
+    let runner = try SensorRunner(
+        spec: counterSpec(buffer: 16_384, report: .milliseconds(100)), backend: sim, stateWriter: StateFileWriter())
     let (values, deliver) = AsyncStream.makeStream(of: SensorSample.self, bufferingPolicy: .bufferingNewest(100_000))
     let task = Task {
         defer { deliver.finish() }
@@ -81,7 +83,7 @@ do {
     let rate = 1_000_000
     let sim = SimulatedBackend(chips: chip(rate))
     let driver = try SimulatedSensorDriver(
-        backend: sim, sensors: [counterSpec(buffer: 16_384, report: .seconds(1))],
+        backend: sim, sensors: [counterSpec(buffer: 16_384, report: .seconds(1))], stateWriter: StateFileWriter(),
         maxStep: .milliseconds(10))
     _ = try driver.start()
     let start = ProcessInfo.processInfo.systemUptime
@@ -99,7 +101,7 @@ do {
     let rate = 100_000
     let sim = SimulatedBackend(chips: chip(rate))
     let driver = try SimulatedSensorDriver(
-        backend: sim, sensors: [counterSpec(buffer: 64, report: .seconds(1))],
+        backend: sim, sensors: [counterSpec(buffer: 64, report: .seconds(1))], stateWriter: StateFileWriter(),
         maxStep: .milliseconds(10))
     _ = try driver.start()
     let values = driver.run(for: .seconds(1))
