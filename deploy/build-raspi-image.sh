@@ -71,7 +71,8 @@ $prepare || [[ $(dpkg-deb --field "$deb" Package 2>/dev/null) == gattway && $(dp
 
 # 2. The Pi's Debian root (cached): the kernel and the Pi's boot firmware, the Wi-Fi and Bluetooth
 # firmware, networking, SSH, growing the root, and the gattway package's own dependencies (so an
-# image with a new package downloads nothing when they did not change).
+# image with a new package downloads nothing when they did not change). systemd-sysv makes
+# systemd /sbin/init: the minbase root has systemd, but the kernel finds no init without it.
 # build-arm64.sh holds its lock while it compiles; a base root it finished is used without it.
 base=$cache/base
 if [[ ! -f $base/.gattway-complete ]]; then
@@ -79,7 +80,7 @@ if [[ ! -f $base/.gattway-complete ]]; then
 fi
 raspi_packages="linux-image-arm64 raspi-firmware firmware-brcm80211 bluez-firmware initramfs-tools
  systemd-resolved systemd-timesyncd wpasupplicant wireless-regdb openssh-server cloud-guest-utils
- fdisk e2fsprogs dbus kmod iproute2 gpiod libgpiod3 libmosquitto1 libbluetooth3 libyaml-0-2 adduser"
+ fdisk e2fsprogs dbus kmod iproute2 gpiod libgpiod3 libmosquitto1 libbluetooth3 libyaml-0-2 adduser zstd systemd-sysv"
 raspi_packages=$(echo $raspi_packages)
 raspi_stamp="$(cat "$base/.gattway-complete"); trixie main non-free-firmware: $raspi_packages; $(sha256sum <"$files/raspi-firmware.default" | cut -c1-16)"
 apt_options=(-o Acquire::Check-Valid-Until=false -o Acquire::Retries=3 -o Dpkg::Options::=--force-confold)
@@ -111,10 +112,20 @@ EOF
     printf '#!/bin/sh\nexit 101\n' >"$raspi.partial/usr/sbin/policy-rc.d"
     chmod 0755 "$raspi.partial/usr/sbin/policy-rc.d"
     cp -L /etc/resolv.conf "$raspi.partial/etc/resolv.conf"
+    # The initramfs is made once, after every package is in: left to dpkg, the kernel's hook makes
+    # it and initramfs-tools' trigger makes it again, each time for many minutes under emulation.
+    inside "$raspi.partial" dpkg-divert --quiet --local --rename --add /usr/sbin/update-initramfs
+    printf '#!/bin/sh\n# made once by build-raspi-image.sh after apt\nexit 0\n' >"$raspi.partial/usr/sbin/update-initramfs"
+    chmod 0755 "$raspi.partial/usr/sbin/update-initramfs"
     inside "$raspi.partial" apt-get "${apt_options[@]}" update -qq >&2 || fail "apt-get update failed in the Pi's root"
     inside "$raspi.partial" apt-get "${apt_options[@]}" install -y -qq --no-install-recommends $raspi_packages \
         >"$cache/raspi-apt.log" 2>&1 \
         || { tail -n 30 "$cache/raspi-apt.log" >&2; fail "installing the Pi's packages failed (see $cache/raspi-apt.log)"; }
+    rm "$raspi.partial/usr/sbin/update-initramfs"
+    inside "$raspi.partial" dpkg-divert --quiet --local --rename --remove /usr/sbin/update-initramfs
+    # raspi-firmware's initramfs hook copies the new initrd to /boot/firmware beside the kernel.
+    inside "$raspi.partial" update-initramfs -c -k all >>"$cache/raspi-apt.log" 2>&1 \
+        || { tail -n 30 "$cache/raspi-apt.log" >&2; fail "update-initramfs failed in the Pi's root (see $cache/raspi-apt.log)"; }
     rm -f "$raspi.partial"/var/cache/apt/archives/*.deb
     ls "$raspi.partial"/boot/firmware/vmlinuz* "$raspi.partial"/boot/firmware/initrd.img* >/dev/null 2>&1 \
         || fail "raspi-firmware put no kernel and initrd into /boot/firmware (see $cache/raspi-apt.log)"
