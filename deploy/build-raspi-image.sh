@@ -22,7 +22,7 @@
 # file (sfdisk, MBR as every Pi's firmware reads) with dd.
 #
 # What the image holds, and what it must not: no password for any account (SSH takes only a key
-# put on the boot partition, deploy/image/gattway-setup.txt); an empty /etc/machine-id and no SSH
+# put on the boot partition, deploy/image/gattway-setup.txt); /etc/machine-id "uninitialized" and no SSH
 # host keys, so that each Pi makes its own at first boot; DHCP on Ethernet (and on Wi-Fi once
 # configured) through systemd-networkd; a first-boot unit that grows the root to the card.
 #
@@ -182,11 +182,16 @@ inside "$root" passwd --lock root >/dev/null
 inside "$root" systemctl enable --quiet systemd-networkd systemd-resolved systemd-timesyncd ssh \
     gattway.service gattway-import-boot-config.service gattway-first-boot.service gattway-boot-setup.service
 inside "$root" systemctl disable --quiet wpa_supplicant.service 2>/dev/null || true
-# What each Pi makes for itself at first boot: its machine id (systemd, from an empty file) and
+# systemd's first-boot wizard asks on the console for a locale, a keymap, a time zone and a root
+# password, and waits: a headless Pi would never finish its first boot.
+inside "$root" systemctl mask --quiet systemd-firstboot.service
+# What each Pi makes for itself at first boot: its machine id (systemd, from "uninitialized") and
 # its SSH host keys (gattway-first-boot); and what belongs to the build machine.
 rm -f "$root"/etc/ssh/ssh_host_*_key "$root"/etc/ssh/ssh_host_*_key.pub "$root/usr/sbin/policy-rc.d" \
     "$root/var/lib/dbus/machine-id" "$root/var/lib/systemd/random-seed" "$root/var/lib/systemd/credential.secret"
-: >"$root/etc/machine-id"
+# "uninitialized", not an empty file: systemd counts only a missing or "uninitialized" machine id
+# as a first boot (machine-id(5)); with an empty one it makes an id but skips ConditionFirstBoot units.
+echo uninitialized >"$root/etc/machine-id"
 ln -sf ../run/systemd/resolve/stub-resolv.conf "$root/etc/resolv.conf"
 rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/log/*.log "$root"/tmp/* "$root"/root/.bash_history
 grep -q '^root:[!*]' "$root/etc/shadow" || fail "root has a password in the image"
