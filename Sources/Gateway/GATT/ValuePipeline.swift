@@ -6,49 +6,17 @@ import Notify
 import Sensors
 import Values
 
-/// Where the pipeline's events go (the MQTT mirror): called on the event loop, in order, in the
-/// call that produced each, so a value reaches the broker with no task resumed and no queue in
-/// between. It must not call back into the pipeline.
-public typealias PipelineEventSink = @Sendable (PipelineEvent) -> Void
-
-/// What the pipeline tells the MQTT mirror, in order.
-public enum PipelineEvent: Sendable, Equatable {
-    /// The characteristic's new value, as its bytes on air: MQTT prints what a phone reads.
-    case valueChanged(CharacteristicRef, [UInt8])
-    /// The characteristic's value is no longer current (`unavailable`: its sensor has given no
-    /// good reading for its deadline), or is again (nil: a good reading came).
-    case availabilityChanged(CharacteristicRef, unavailable: String?)
-    case centralConnected(CentralID, mtu: Int)
-    /// The central's ATT_MTU changed (an MTU exchange).
-    case mtuChanged(CentralID, mtu: Int)
-    /// The central's link security changed (encryption, pairing, bond).
-    case securityChanged(CentralID, LinkSecurity)
-    case centralDisconnected(CentralID)
-    case subscribed(CharacteristicRef, CentralID, UpdateKind)
-    case unsubscribed(CharacteristicRef, CentralID)
-    /// A central's accepted write, as the bytes it wrote.
-    case written(CharacteristicRef, CentralID, [UInt8], GATTWriteKind)
-    /// A central's accepted write to an output could not drive its line (the write was already
-    /// answered: an ATT write is acknowledged before the line is driven).
-    case outputFailed(CharacteristicRef, CentralID, reason: String)
-    /// The peripheral's state and the notify counters summed over characteristics, on every
-    /// state change and every statistics interval (MQTT's `state` topic).
-    /// `pairing`: pairing is open; `unavailable`: the sensors whose readings are not current, with why.
-    case status(
-        peripheral: String, advertising: Bool, counters: [String: Int], pairing: Bool = false,
-        unavailable: [String: String] = [:])
-}
-
 /// The value pipeline: sensor readings (and MQTT values, and centrals' writes) become each
 /// characteristic's current value, served to reads, and go through the `NotifyEngine` to every
 /// subscribed central by `Peripheral.updateValue(_:for:onSubscribedCentrals:)`.
 ///
 /// An actor that connects stages with one job each, all owned by it and called on its executor:
 /// `ValueRouter` (which characteristics carry a reading, and its bytes in each one's format),
-/// `CharacteristicValues` (the one store of current values, served to reads, and the check of
-/// centrals' writes), `GATTPublication` (the services as published), `NotifyDriver` (the notify
-/// engine, backpressure and its deadline timer, sending through the peripheral) and
-/// `PipelineStatus` (MQTT's `state` counters). The pipeline itself keeps only what joins them:
+/// `CharacteristicValues` (the one store of current values, served to reads and consulted by the
+/// notify engine, and the check of centrals' writes), `TriggerSettings` (the ESS trigger
+/// descriptors centrals write, their file and restoration), `GATTPublication` (the services as
+/// published), `NotifyDriver` (the notify engine, backpressure and its deadline timer, sending
+/// through the peripheral) and `PipelineStatus` (MQTT's `state` counters). The pipeline itself keeps only what joins them:
 /// the sink of the MQTT mirror's events and the way to an output's line.
 public actor ValuePipeline {
     /// On the event loop, with the other actors of the event path: calls between them run inline.
@@ -64,9 +32,9 @@ public actor ValuePipeline {
     private let logger: Logger
     /// Drives an output sensor's line (`SensorRunner.write`).
     private let driveOutput: @Sendable (String, Bool) async throws -> Void
-    private let triggerFile: TriggerFile?
     private var router: ValueRouter
     private let values: CharacteristicValues
+    private let triggers: TriggerSettings
     private let publication: GATTPublication
     private let notifier: NotifyDriver
     private var status = PipelineStatus()
@@ -78,7 +46,7 @@ public actor ValuePipeline {
     /// Centrals' accepted writes, to hand back to `handle(_:)` (the `run` loop does).
     public nonisolated var centralWrites: AsyncStream<CentralWrite> { values.writes }
     /// Accepted trigger descriptor writes, to hand back to `handle(_:)` (the `run` loop does).
-    public nonisolated var triggerChanges: AsyncStream<TriggerChange> { values.triggerChanges }
+    public nonisolated var triggerChanges: AsyncStream<TriggerChange> { triggers.changes }
 
     /// `triggerFile`: where the trigger settings centrals write are kept across restarts (nil:
     /// for this run only).
@@ -93,20 +61,17 @@ public actor ValuePipeline {
         self.peripheral = peripheral
         self.logger = logger
         self.driveOutput = driveOutput
-        self.triggerFile = triggerFile
         router = ValueRouter(layout: layout)
-        var savedTriggers: [String: SavedTriggers] = [:]
-        do {
-            savedTriggers = try triggerFile?.load() ?? [:]
-        } catch {
-            logger.warning("\(error): the trigger settings written before are forgotten, the configured policies govern")
-        }
-        values = CharacteristicValues(layout: layout, savedTriggers: savedTriggers, logger: logger)
+        let values = CharacteristicValues(layout: layout, logger: logger)
+        let triggers = TriggerSettings(layout: layout, file: triggerFile, logger: logger)
+        self.values = values
+        self.triggers = triggers
         let publication = GATTPublication()
         self.publication = publication
         let wake = WakeTarget()
         notifier = NotifyDriver(
-            policies: layout.characteristics.mapValues(\.config.notify),
+            policies: layout.characteristics.mapValues(\.config.notify), values: values,
+            triggers: { [triggers] in triggers.triggerSet(of: $0) },
             timer: timing == .realTime ? DeadlineTimer { _ in wake.pipeline?.onLoop { $0.advance() } } : nil,
             clock: clock, logger: logger,
             send: { [peripheral] transmission in
@@ -118,7 +83,7 @@ public actor ValuePipeline {
                 }
             })
         for (ref, sample) in router.configuredSamples {
-            values.set(sample.bytes, of: ref)
+            values.set(sample, of: ref)
             notifier.update(ref, sample: sample)
         }
         wake.pipeline = self
@@ -136,37 +101,8 @@ public actor ValuePipeline {
     /// when the peripheral reaches `poweredOn` (CoreBluetooth's rule: publish once powered on);
     /// values that arrived before are served from the start.
     func publish() async throws {
-        await peripheral.setRequestHandlers(values.handlers)
-        try await publication.publish(layout, on: peripheral, values: values, logger: logger)
-        applyRestoredTriggers()
-    }
-
-    /// Hands the trigger settings that publishing restored to the notify engine, and saves the
-    /// file anew when some no longer fit their characteristic.
-    private func applyRestoredTriggers() {
-        for (ref, triggers) in values.takeRestoredTriggers().sorted(by: { $0.key < $1.key }) {
-            notifier.setTriggers(triggers, on: ref)
-            logger.info(
-                "notify triggers restored",
-                metadata: [
-                    "characteristic": "\(ref)",
-                    "triggers": "\(triggers.settings) \(triggers.logic)"
-                ])
-        }
-        let forgotten = values.takeForgottenTriggers()
-        for reason in forgotten {
-            logger.warning("saved notify triggers forgotten: \(reason); the configured policy governs")
-        }
-        if !forgotten.isEmpty { saveTriggers() }
-    }
-
-    /// Writes every characteristic's written trigger settings to `triggerFile`; a failure is
-    /// logged, and the settings govern until gattway stops.
-    private func saveTriggers() {
-        guard let triggerFile else { return }
-        triggerFile.save(values.savedTriggers) { [logger] error in
-            if let error { logger.warning("notify triggers not saved: \(error); they apply until gattway stops") }
-        }
+        await peripheral.setRequestHandlers(values.handlers(triggers: triggers))
+        try await publication.publish(layout, on: peripheral, values: values, triggers: triggers, logger: logger)
     }
 
     /// A reload's GATT layout (`ConfigChanges` found the services changed). The services that
@@ -187,21 +123,17 @@ public actor ValuePipeline {
         layout = newLayout
         router = ValueRouter(layout: newLayout)
         values.relayout(newLayout, keeping: keptRefs)
+        triggers.relayout(newLayout, keeping: keptRefs)
         for (ref, characteristic) in newLayout.characteristics {
             notifier.configure(ref, policy: characteristic.config.notify)
         }
         for (ref, sample) in router.configuredSamples where !keptRefs.contains(ref) {
-            values.set(sample.bytes, of: ref)
+            values.set(sample, of: ref)
             notifier.update(ref, sample: sample)
         }
         // A press is an event, not a state: the last one is not a new characteristic's value.
         for sample in currentReadings where SensorReading(rawValue: sample.channel)?.isEvent != true {
-            let value: Values.SensorValue
-            switch sample.reading {
-            case .number(let number): value = .number(number)
-            case .bool(let flag): value = .bool(flag)
-            case .failure: continue
-            }
+            guard let value = ValueRouter.value(of: sample.reading) else { continue }
             for ref in router.characteristics(carrying: sample.sensor, channel: sample.channel) ?? []
             where !keptRefs.contains(ref) {
                 setValue(value, of: ref)
@@ -210,13 +142,12 @@ public actor ValuePipeline {
         guard publication.services != nil else { return change }
         await peripheral.holdServiceChanged()
         do {
-            try await publication.change(to: newLayout, change, on: peripheral, values: values)
+            try await publication.change(to: newLayout, change, on: peripheral, values: values, triggers: triggers)
         } catch {
             await peripheral.releaseServiceChanged()
             throw error
         }
         await peripheral.releaseServiceChanged()
-        applyRestoredTriggers()
         logger.info(
             "services changed",
             metadata: [
@@ -241,11 +172,8 @@ public actor ValuePipeline {
     /// sensor's runner hands its readings over on the event loop, where this actor runs.
     public func sensorValue(_ reading: SensorSample) {
         guard let refs = router.characteristics(carrying: reading.sensor, channel: reading.channel) else { return }
-        let value: Values.SensorValue
-        switch reading.reading {
-        case .number(let number): value = .number(number)
-        case .bool(let flag): value = .bool(flag)
-        case .failure(let failure):
+        guard let value = ValueRouter.value(of: reading.reading) else {
+            guard case .failure(let failure) = reading.reading else { return }
             logger.warning(
                 "sensor reading failed",
                 metadata: [
@@ -367,13 +295,6 @@ public actor ValuePipeline {
     /// triggers for every central subscribed to it now and later.
     public func handle(_ change: TriggerChange) {
         notifier.setTriggers(change.triggers, on: change.ref)
-        logger.info(
-            "notify triggers changed",
-            metadata: [
-                "characteristic": "\(change.ref)", "central": "\(change.central)",
-                "triggers": "\(change.triggers.map { "\($0.settings) \($0.logic)" } ?? "the configured policy")"
-            ])
-        saveTriggers()
         notifier.drain()
     }
 
@@ -430,7 +351,7 @@ public actor ValuePipeline {
     }
 
     private func consumeTriggerChanges() async {
-        for await change in values.triggerChanges { handle(change) }
+        for await change in triggers.changes { handle(change) }
     }
 
     /// The pairing window opened or closed (for the `status` event).
@@ -484,7 +405,7 @@ public actor ValuePipeline {
                 ])
             return
         }
-        values.set(sample.bytes, of: ref)
+        values.set(sample, of: ref)
         notifier.update(ref, sample: sample)
         // Optional chaining: without MQTT the event is not even built.
         eventSink?(.valueChanged(ref, sample.bytes))
