@@ -172,6 +172,25 @@ struct NotifyDriverTests {
         #expect(link.take() == ["central#1 env/temperature 20", "central#1 env/humidity 50"])
     }
 
+    /// The store's value is the one value: a value put there without going through the driver
+    /// (as a central's write is, before the pipeline hears of it) is what a read gets, what the
+    /// next heartbeat sends and what a new subscriber is offered.
+    @Test func theStoresValueIsWhatReadsAndNotificationsSee() {
+        let driver = driver(policy: NotifyPolicy(maxInterval: .seconds(1), currentValueOnSubscribe: true))
+        driver.subscribe(alice, to: temperature, kind: .notification)
+        update(driver, temperature, 20)
+        driver.drain()
+        #expect(link.take() == ["central#1 env/temperature 20"])
+        values.set(sample(21), of: temperature)
+        #expect(values.bytes(of: temperature) == [21])
+        clock.advance(by: .seconds(1))
+        driver.advance()
+        #expect(link.take() == ["central#1 env/temperature 21"], "the heartbeat sends the store's value")
+        driver.subscribe(bob, to: temperature, kind: .notification)
+        driver.drain()
+        #expect(link.take() == ["central#2 env/temperature 21"], "a new subscriber gets the store's value")
+    }
+
     /// Triggers written for a characteristic apply to its subscribers now and to those that
     /// subscribe later; nil returns them to the configured policy. (All settings inactive: nothing
     /// is sent.)
