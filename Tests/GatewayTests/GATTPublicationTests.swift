@@ -63,7 +63,9 @@ struct GATTPublicationTests {
         for (ref, characteristic) in expected { #expect(publication.ref(of: characteristic) == ref) }
 
         // The value store serves each characteristic's own value at its value handle.
-        values.set(CharacteristicValuesTests.sample([0x66, 0x08], of: ref("environment/temperature"), in: layout), of: ref("environment/temperature"))
+        values.set(
+            CharacteristicValuesTests.sample([0x66, 0x08], of: ref("environment/temperature"), in: layout),
+            of: ref("environment/temperature"))
         values.set(CharacteristicValuesTests.sample([0x01], of: ref("gateway/relay"), in: layout), of: ref("gateway/relay"))
         values.set(CharacteristicValuesTests.sample(Array("hi".utf8), of: ref("gateway/label"), in: layout), of: ref("gateway/label"))
         #expect(expected.keys.sorted().map { read(expected[$0]!) } == [[0x66, 0x08], [0x01], Array("hi".utf8)])
@@ -76,7 +78,9 @@ struct GATTPublicationTests {
     /// handles (first fit): a characteristic is ours as it was published, not by its handle.
     @Test func aLayoutChangeReplacesTheChangedServicesAndKeepsTheOthers() async throws {
         try await publish()
-        values.set(CharacteristicValuesTests.sample([0x66, 0x08], of: ref("environment/temperature"), in: layout), of: ref("environment/temperature"))
+        values.set(
+            CharacteristicValuesTests.sample([0x66, 0x08], of: ref("environment/temperature"), in: layout),
+            of: ref("environment/temperature"))
         let temperature = try #require(publication.characteristics[ref("environment/temperature")])
         let oldGateway = try await published(Self.gatewayService)
         let newLayout = try Self.layout(ReloadPipelineTests.changedYAML)
@@ -105,7 +109,9 @@ struct GATTPublicationTests {
         #expect(publication.ref(of: extra.characteristics[0]) == ref("extra/humidity", in: newLayout))
 
         #expect(read(temperature) == [0x66, 0x08], "the kept characteristic keeps its value and handle")
-        values.set(CharacteristicValuesTests.sample([0x10, 0x27], of: ref("extra/humidity", in: newLayout), in: newLayout), of: ref("extra/humidity", in: newLayout))
+        values.set(
+            CharacteristicValuesTests.sample([0x10, 0x27], of: ref("extra/humidity", in: newLayout), in: newLayout),
+            of: ref("extra/humidity", in: newLayout))
         #expect(read(extra.characteristics[0]) == [0x10, 0x27])
         #expect(read(gateway.characteristics[1]) == [], "published anew: no value until its source gives one")
     }

@@ -47,7 +47,8 @@ final class GATTPublication {
     /// those they include), the kept ones stay as they are. The caller holds Service Changed back
     /// around this, so the centrals hear of it once.
     nonisolated(nonsending) func change(
-        to layout: GATTLayout, _ change: GATTLayoutChange, on peripheral: Peripheral, values: CharacteristicValues, triggers: TriggerSettings
+        to layout: GATTLayout, _ change: GATTLayoutChange, on peripheral: Peripheral, values: CharacteristicValues,
+        triggers: TriggerSettings
     ) async throws {
         let keptRefs = Set(change.kept.flatMap(\.refs))
         for (valueHandle, ref) in refsByValueHandle where !keptRefs.contains(ref) {

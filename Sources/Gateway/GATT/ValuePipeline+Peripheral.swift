@@ -1,8 +1,6 @@
 import BluetoothGATT
-import Config
 import Logging
 import Notify
-import Sensors
 import Values
 
 /// The peripheral's side of the pipeline: publishing the services, and what the peripheral

@@ -1,8 +1,6 @@
 import BluetoothGATT
-import Config
 import Logging
 import Notify
-import Sensors
 import Values
 
 /// What the pipeline tells of itself: sensors' availability, the counters, the `status` event.
