@@ -48,9 +48,6 @@ final class TriggerSettings: Sendable {
         (changes, changeContinuation) = AsyncStream.makeStream(of: TriggerChange.self)
     }
 
-    /// The settings written before a restart, as `file` keeps them now.
-    var savedTriggers: [String: SavedTriggers] { state.withLock { $0.saved } }
-
     /// The triggers every central subscribing to `ref` gets; nil while the configured policy
     /// governs.
     func triggerSet(of ref: CharacteristicRef) -> TriggerSet? {
