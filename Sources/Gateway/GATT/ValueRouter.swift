@@ -1,5 +1,6 @@
 import Config
 import Notify
+import Sensors
 import Values
 
 /// Where a value goes and what it becomes there: a sensor's reading names the characteristics

@@ -126,7 +126,7 @@ public enum MirrorMapping {
 
     /// The presses a binary sensor tells apart (`press:`).
     private static func pressEvents(_ sensor: SensorConfig?) -> [PressEvent] {
-        (sensor?.kind as? BinarySensorConfig)?.press?.events ?? []
+        sensor?.kind.pressEvents ?? []
     }
 
     /// Home Assistant's device trigger type for a press.
