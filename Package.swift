@@ -256,7 +256,8 @@ let package = Package(
             name: "GPIOLibgpiodTests", dependencies: ["GPIOLibgpiod", "GPIO", "EventLoop", "TestHarness"],
             path: "Tests/GPIOLibgpiodTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "SensorsTests", dependencies: ["Sensors", "GPIO", "GPIOLibgpiod", "EventLoop", "StateFile", "TestHarness"],
+            name: "SensorsTests",
+            dependencies: ["Sensors", "Config", "GPIO", "GPIOLibgpiod", "EventLoop", "StateFile", "TestHarness"],
             path: "Tests/SensorsTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "ValuesTests", dependencies: ["Values", "BluetoothCore"],

@@ -5,6 +5,7 @@ public enum SensorKinds {
         BinarySensorConfig.definition,
         CounterSensorConfig.definition,
         RateSensorConfig.definition,
+        TachometerSensorConfig.definition,
         PulseWidthSensorConfig.definition,
         DistanceSensorConfig.definition,
         DHTSensorConfig.dht22, DHTSensorConfig.dht11,
