@@ -117,10 +117,7 @@ public enum MirrorMapping {
                 HomeAssistantEntity.EventType(code: Int($0.rawValue), name: $0.eventType, triggerType: triggerType($0))
             }
         }
-        entity.expireAfter = changes.expireAfter.map {
-            let (seconds, attoseconds) = $0.components
-            return seconds + (attoseconds > 0 ? 1 : 0)
-        }
+        entity.expireAfter = changes.expireAfter.map(HomeAssistantEntity.expireAfter)
         return entity
     }
 
