@@ -3,7 +3,7 @@ import Sensors
 public struct SensorConfig: Sendable, Hashable {
     /// Unique; characteristics name it in `source: {sensor: id}`.
     public var id: String
-    /// What it measures, with its kind's settings (one type per kind, `Kinds/`).
+    /// What it measures, with its kind's settings (one type per kind, in Sources/Sensors/Kinds/).
     public var kind: any SensorKindConfig
     /// Applied in order to the sensor's value.
     public var filters: [SensorFilter]
