@@ -1,8 +1,10 @@
 import BluetoothCore
 import BluetoothHCI
 import Config
+import ConfigReading
 import Foundation
 import Notify
+import Sensors
 import Testing
 import Values
 

@@ -1,5 +1,7 @@
 import BluetoothCore
+import ConfigReading
 import Notify
+import Sensors
 import Values
 
 extension ConfigParser {
