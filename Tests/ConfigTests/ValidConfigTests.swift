@@ -3,6 +3,7 @@ import BluetoothHCI
 import Config
 import Foundation
 import Notify
+import MQTTMirror
 import Testing
 import Values
 

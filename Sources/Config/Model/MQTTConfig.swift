@@ -1,26 +1,28 @@
+import MQTTMirror
+
 public struct MQTTConfig: Sendable, Hashable {
     public var broker: MQTTBrokerURL
     public var clientID: String
     public var username: String?
     /// Where the password comes from; the password itself never appears in the configuration.
-    public var password: PasswordSource?
+    public var password: MQTTPasswordSource?
     public var tls: MQTTTLSConfig?
     public var baseTopic: String
     public var qos: Int
     public var retain: Bool
     /// Home Assistant discovery topic prefix; nil turns discovery off.
     public var discoveryPrefix: String?
-    public var protocolVersion: MQTTVersion
+    public var protocolVersion: MQTTProtocolVersion
     public var keepalive: Duration
-    public var payload: MQTTPayloadFormat
+    public var payload: MirrorPayloadStyle
     /// Most QoS 1 events kept while the broker is unreachable.
     public var outboxLimit: Int
 
     public init(
-        broker: MQTTBrokerURL, clientID: String, username: String?, password: PasswordSource?,
+        broker: MQTTBrokerURL, clientID: String, username: String?, password: MQTTPasswordSource?,
         tls: MQTTTLSConfig?, baseTopic: String, qos: Int, retain: Bool,
-        discoveryPrefix: String?, protocolVersion: MQTTVersion, keepalive: Duration,
-        payload: MQTTPayloadFormat, outboxLimit: Int
+        discoveryPrefix: String?, protocolVersion: MQTTProtocolVersion, keepalive: Duration,
+        payload: MirrorPayloadStyle, outboxLimit: Int
     ) {
         self.broker = broker
         self.clientID = clientID
@@ -119,20 +121,6 @@ public struct MQTTBrokerURL: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-public enum PasswordSource: Sendable, Hashable, CustomStringConvertible {
-    /// The first line of this file.
-    case file(String)
-    /// This environment variable.
-    case environment(String)
-
-    public var description: String {
-        switch self {
-        case .file(let path): "file \(path)"
-        case .environment(let name): "environment variable \(name)"
-        }
-    }
-}
-
 public struct MQTTTLSConfig: Sendable, Hashable {
     /// CA certificate file; nil uses the system's trust store.
     public var caFile: String?
@@ -144,14 +132,4 @@ public struct MQTTTLSConfig: Sendable, Hashable {
         self.certificateFile = certificateFile
         self.keyFile = keyFile
     }
-}
-
-public enum MQTTVersion: String, Sendable, Hashable, CaseIterable {
-    case v5 = "5"
-    case v311 = "3.1.1"
-}
-
-public enum MQTTPayloadFormat: String, Sendable, Hashable, CaseIterable {
-    case json
-    case raw
 }

@@ -1,20 +1,8 @@
 import FoundationEssentials
+import MQTTMirror
 import Glibc
 
-/// Which MQTT protocol revision the client speaks.
-public enum MQTTProtocolVersion: String, Sendable, Equatable {
-    case v311 = "3.1.1"
-    case v5 = "5"
-}
-
-/// Where the broker password comes from. It is never stored in the configuration file itself and
-/// never appears in a log line or a `description`.
-public enum MQTTPasswordSource: Sendable, Equatable, CustomStringConvertible {
-    /// A file whose first line is the password.
-    case file(String)
-    /// An environment variable holding the password.
-    case environment(String)
-
+extension MQTTPasswordSource {
     /// Reads the password. Throws `MQTTError.passwordUnavailable` naming the file or variable
     /// (never the value) when it cannot be read.
     public func resolve(
@@ -34,13 +22,6 @@ public enum MQTTPasswordSource: Sendable, Equatable, CustomStringConvertible {
                 throw MQTTError.passwordUnavailable("environment variable \(name) is not set")
             }
             return value
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .file(let path): "password from file \(path)"
-        case .environment(let name): "password from $\(name)"
         }
     }
 }
@@ -74,21 +55,6 @@ public struct MQTTTLSConfiguration: Sendable, Equatable {
         self.certificateFile = certificateFile
         self.keyFile = keyFile
         self.verifyPeer = verifyPeer
-    }
-}
-
-/// A message the broker publishes on our behalf when the connection dies without a DISCONNECT.
-public struct MQTTWill: Sendable, Equatable {
-    public var topic: String
-    public var payload: [UInt8]
-    public var qos: MQTTQoS
-    public var retain: Bool
-
-    public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = true) {
-        self.topic = topic
-        self.payload = payload
-        self.qos = qos
-        self.retain = retain
     }
 }
 

@@ -1,0 +1,56 @@
+import Foundation
+import StateFile
+import TestHarness
+import Testing
+
+@testable import MQTTMirror
+@testable import MQTTService
+
+/// `OutboxDelivery`: an acknowledgement takes exactly the entry its message id carried off the
+/// outbox, on the connection that sent it only; a refusal is reported and still taken off.
+@Suite struct OutboxDeliveryTests {
+    let writer = StateFileWriter()
+
+    func delivery() throws -> OutboxDelivery {
+        OutboxDelivery(outbox: try MQTTOutbox(directory: try temporaryDirectory("delivery"), writer: writer, logger: testLogger))
+    }
+
+    @Test func anAcknowledgementTakesItsOwnEntryOffTheOutbox() throws {
+        var delivery = try delivery()
+        let first = try delivery.outbox.append(MQTTMessage(topic: "t", text: "1"))
+        let second = try delivery.outbox.append(MQTTMessage(topic: "t", text: "2"))
+        delivery.sent(first, as: 7)
+        delivery.sent(second, as: 8)
+        let result1 = try delivery.delivered(8, reasonCode: 0)
+        #expect(result1 == nil)
+        #expect(delivery.outbox.pending.map(\.sequence) == [first.sequence])
+        let result2 = try delivery.delivered(99, reasonCode: 0)
+        #expect(result2 == nil, "not an outbox message")
+        #expect(delivery.outbox.count == 1)
+        let result3 = try delivery.delivered(7, reasonCode: 0)
+        #expect(result3 == nil)
+        #expect(delivery.outbox.count == 0)
+        #expect(delivery.awaiting == 0)
+        #expect(delivery.refused == 0)
+    }
+
+    @Test func aRefusedEntryIsReportedCountedAndNotRetried() throws {
+        var delivery = try delivery()
+        let entry = try delivery.outbox.append(MQTTMessage(topic: "t", text: "too big"))
+        delivery.sent(entry, as: 1)
+        let result4 = try delivery.delivered(1, reasonCode: 0x97)
+        #expect(result4 == entry)
+        #expect(delivery.refused == 1)
+        #expect(delivery.outbox.count == 0)
+    }
+
+    @Test func aNewConnectionForgetsTheOldOnesMessageIDs() throws {
+        var delivery = try delivery()
+        let entry = try delivery.outbox.append(MQTTMessage(topic: "t", text: "1"))
+        delivery.sent(entry, as: 1)
+        delivery.connectionChanged()
+        let result5 = try delivery.delivered(1, reasonCode: 0)
+        #expect(result5 == nil, "message 1 of the next connection is another")
+        #expect(delivery.outbox.pending.map(\.sequence) == [entry.sequence], "still to deliver on the next connection")
+    }
+}
