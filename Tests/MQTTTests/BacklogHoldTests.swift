@@ -10,24 +10,21 @@ import Testing
 
     @Test func keepsTheNewestOfEachTopicInTheOrderTopicsBeganToWait() {
         var hold = BacklogHold()
-        let result1 = hold.hold(Self.message("a", "1"))
-        #expect(result1, "the first message held starts the hold")
-        let result2 = hold.hold(Self.message("b", "1"))
-        #expect(!result2)
-        let result3 = hold.hold(Self.message("a", "2"))
-        #expect(!result3)
-        let result4 = hold.hold(Self.message("a", "3"))
-        #expect(!result4)
+        let started = [
+            hold.hold(Self.message("a", "1")), hold.hold(Self.message("b", "1")), hold.hold(Self.message("a", "2")),
+            hold.hold(Self.message("a", "3"))
+        ]
+        #expect(started == [true, false, false, false], "only the first message held starts the hold")
         #expect(hold.count == 2)
         #expect(hold.superseded == 2)
         var published: [String] = []
-        let result5 = hold.release(while: { true }, to: { published.append("\($0.topic)=\($0.text!)") })
-        #expect(result5 == 2)
+        let superseded = hold.release(while: { true }, to: { published.append("\($0.topic)=\($0.text!)") })
+        #expect(superseded == 2)
         #expect(published == ["a=3", "b=1"])
         #expect(hold.isEmpty)
         #expect(hold.superseded == 0, "counted afresh for the next hold")
-        let result6 = hold.hold(Self.message("c", "1"))
-        #expect(result6, "a hold after the last one released starts anew")
+        let startedAnew = hold.hold(Self.message("c", "1"))
+        #expect(startedAnew, "a hold after the last one released starts anew")
     }
 
     @Test func releasesOnlyWhatTheBrokerTakesAndKeepsTheRestInOrder() {
@@ -61,8 +58,8 @@ import Testing
         #expect(hold.isEmpty)
         #expect(hold.superseded == 0)
         var published = 0
-        let result7 = hold.release(while: { true }, to: { _ in published += 1 })
-        #expect(result7 == 0)
+        let supersededAfterDrop = hold.release(while: { true }, to: { _ in published += 1 })
+        #expect(supersededAfterDrop == 0)
         #expect(published == 0)
     }
 }

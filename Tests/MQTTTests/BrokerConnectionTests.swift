@@ -25,8 +25,8 @@ import Testing
         connection.connected(Self.first)
         #expect(connection.live == Self.first)
         #expect(connection.lastError == nil)
-        let result1 = connection.disconnected(Self.first, reason: "broker gone")
-        #expect(result1)
+        let wasLive = connection.disconnected(Self.first, reason: "broker gone")
+        #expect(wasLive)
         #expect(connection.live == nil)
         #expect(connection.lastError == "broker gone")
         #expect(
@@ -38,8 +38,8 @@ import Testing
     @Test func theEndOfAnOlderConnectionIsNoNews() {
         var connection = connection()
         connection.connected(Self.second)
-        let result2 = connection.disconnected(Self.first, reason: "old one")
-        #expect(!result2)
+        let wasLive = connection.disconnected(Self.first, reason: "old one")
+        #expect(!wasLive)
         #expect(connection.live == Self.second)
         #expect(connection.lastError == nil)
         #expect(reports.all == [nil])
@@ -49,8 +49,8 @@ import Testing
         var connection = connection()
         connection.connected(Self.first)
         connection.stopping()
-        let result3 = connection.disconnected(Self.first, reason: "stopped")
-        #expect(result3)
+        let wasLive = connection.disconnected(Self.first, reason: "stopped")
+        #expect(wasLive)
         #expect(connection.lastError == "stopped")
         #expect(reports.all == [nil])
     }
