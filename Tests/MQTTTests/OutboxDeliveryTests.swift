@@ -34,14 +34,17 @@ import Testing
         #expect(delivery.refused == 0)
     }
 
-    @Test func aRefusedEntryIsReportedCountedAndNotRetried() throws {
+    /// MQTT 5 reason codes from 0x80 are refusals (0x80 unspecified error, 0x97 quota exceeded);
+    /// below, successes (0x10: no matching subscribers).
+    @Test(arguments: [(Int32(0x80), true), (0x97, true), (0x10, false), (0x7F, false)])
+    func aRefusedEntryIsReportedCountedAndNotRetried(reasonCode: Int32, isRefusal: Bool) throws {
         var delivery = try delivery()
         let entry = try delivery.outbox.append(MQTTMessage(topic: "t", text: "too big"))
         delivery.sent(entry, as: 1)
-        let refused = try delivery.delivered(1, reasonCode: 0x97)
-        #expect(refused == entry)
-        #expect(delivery.refused == 1)
-        #expect(delivery.outbox.count == 0)
+        let refused = try delivery.delivered(1, reasonCode: reasonCode)
+        #expect(refused == (isRefusal ? entry : nil))
+        #expect(delivery.refused == (isRefusal ? 1 : 0))
+        #expect(delivery.outbox.count == 0, "taken off the outbox either way")
     }
 
     @Test func aNewConnectionForgetsTheOldOnesMessageIDs() throws {
