@@ -6,7 +6,7 @@ public struct MQTTConfig: Sendable, Hashable {
     public var username: String?
     /// Where the password comes from; the password itself never appears in the configuration.
     public var password: MQTTPasswordSource?
-    public var tls: MQTTTLSConfig?
+    public var tls: MQTTTLSConfiguration?
     public var baseTopic: String
     public var qos: Int
     public var retain: Bool
@@ -20,7 +20,7 @@ public struct MQTTConfig: Sendable, Hashable {
 
     public init(
         broker: MQTTBrokerURL, clientID: String, username: String?, password: MQTTPasswordSource?,
-        tls: MQTTTLSConfig?, baseTopic: String, qos: Int, retain: Bool,
+        tls: MQTTTLSConfiguration?, baseTopic: String, qos: Int, retain: Bool,
         discoveryPrefix: String?, protocolVersion: MQTTProtocolVersion, keepalive: Duration,
         payload: MirrorPayloadStyle, outboxLimit: Int
     ) {
@@ -118,18 +118,5 @@ public struct MQTTBrokerURL: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         let shownHost = host.contains(":") ? "[\(host)]" : host
         return "\(usesTLS ? "mqtts" : "mqtt")://\(shownHost):\(port)"
-    }
-}
-
-public struct MQTTTLSConfig: Sendable, Hashable {
-    /// CA certificate file; nil uses the system's trust store.
-    public var caFile: String?
-    public var certificateFile: String?
-    public var keyFile: String?
-
-    public init(caFile: String?, certificateFile: String?, keyFile: String?) {
-        self.caFile = caFile
-        self.certificateFile = certificateFile
-        self.keyFile = keyFile
     }
 }

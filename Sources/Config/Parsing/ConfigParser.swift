@@ -411,9 +411,9 @@ struct ConfigParser {
             }
             password = .environment(env)
         }
-        var tls: MQTTTLSConfig?
+        var tls: MQTTTLSConfiguration?
         if let t = m["tls"]?.mapping("mqtt.tls") {
-            let config = MQTTTLSConfig(
+            let config = MQTTTLSConfiguration(
                 caFile: t["ca"]?.nonEmptyString(), certificateFile: t["cert"]?.nonEmptyString(),
                 keyFile: t["key"]?.nonEmptyString())
             for key in ["ca", "cert", "key"] {

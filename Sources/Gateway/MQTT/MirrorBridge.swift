@@ -47,10 +47,8 @@ public enum MirrorMapping {
     }
 
     public static func clientConfiguration(_ mqtt: MQTTConfig) -> MQTTClientConfiguration {
-        let tls =
-            mqtt.tls.map {
-                MQTTTLSConfiguration(caFile: $0.caFile, certificateFile: $0.certificateFile, keyFile: $0.keyFile)
-            } ?? (mqtt.broker.usesTLS ? MQTTTLSConfiguration() : nil)
+        // An `mqtts://` broker without `tls:` verifies against the system's trust store.
+        let tls = mqtt.tls ?? (mqtt.broker.usesTLS ? MQTTTLSConfiguration() : nil)
         return MQTTClientConfiguration(
             host: mqtt.broker.host, port: Int(mqtt.broker.port),
             protocolVersion: mqtt.protocolVersion, clientID: mqtt.clientID,

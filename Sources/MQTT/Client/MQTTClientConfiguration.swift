@@ -36,28 +36,6 @@ public struct MQTTCredentials: Sendable, Equatable {
     }
 }
 
-/// TLS settings; their presence turns TLS on (what an `mqtts://` broker URL means).
-public struct MQTTTLSConfiguration: Sendable, Equatable {
-    /// PEM file of the CA(s) the broker certificate must chain to; nil uses the system store.
-    public var caFile: String?
-    /// Client certificate and key (PEM) for brokers that require client authentication.
-    public var certificateFile: String?
-    public var keyFile: String?
-    /// Verify the broker certificate and host name. On by default; turning it off is for lab
-    /// setups only and is logged as a warning by the client.
-    public var verifyPeer: Bool
-
-    public init(
-        caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil,
-        verifyPeer: Bool = true
-    ) {
-        self.caFile = caFile
-        self.certificateFile = certificateFile
-        self.keyFile = keyFile
-        self.verifyPeer = verifyPeer
-    }
-}
-
 /// Exponential reconnect back-off: `initial`, doubled after each failed attempt, capped at `maximum`.
 public struct MQTTBackoff: Sendable, Equatable {
     public var initial: Duration

@@ -20,3 +20,25 @@ public enum MQTTPasswordSource: Sendable, Hashable, CustomStringConvertible {
         }
     }
 }
+
+/// TLS settings (`mqtt.tls`); their presence turns TLS on (what an `mqtts://` broker URL means).
+public struct MQTTTLSConfiguration: Sendable, Hashable {
+    /// PEM file of the CA(s) the broker certificate must chain to; nil uses the system store.
+    public var caFile: String?
+    /// Client certificate and key (PEM) for brokers that require client authentication.
+    public var certificateFile: String?
+    public var keyFile: String?
+    /// Verify the broker certificate and host name. On by default; turning it off is for lab
+    /// setups only and is logged as a warning by the client.
+    public var verifyPeer: Bool
+
+    public init(
+        caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil,
+        verifyPeer: Bool = true
+    ) {
+        self.caFile = caFile
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
+        self.verifyPeer = verifyPeer
+    }
+}
