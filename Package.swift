@@ -119,6 +119,10 @@ let package = Package(
             ],
             path: "Sources/Bluetooth/Host", swiftSettings: swiftSettings),
 
+        // MARK: Reading the configuration: YAML nodes to typed values with errors naming path and
+        // line. Pure (no C library), so each sensor kind reads its own schema beside its engine.
+        .target(name: "ConfigReading", path: "Sources/ConfigReading", swiftSettings: swiftSettings),
+
         // MARK: Sensors side.
         // Lines by name, edge events, the backend interface and the simulator: no C library, so
         // the layers above can use its types without linking libgpiod.
@@ -131,7 +135,9 @@ let package = Package(
             path: "Sources/GPIOLibgpiod", swiftSettings: swiftSettings),
         .target(
             name: "Sensors",
-            dependencies: ["EventLoop", "GPIO", "StateFile", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "EventLoop", "GPIO", "StateFile", "ConfigReading", "Values", .product(name: "Logging", package: "swift-log")
+            ],
             path: "Sources/Sensors", swiftSettings: swiftSettings),
         .target(
             name: "Values", dependencies: ["BluetoothCore"],
@@ -157,9 +163,10 @@ let package = Package(
 
         // MARK: Configuration, wiring, executable.
         // libyaml's event parser, wrapped once: YAML text in, nodes with their lines out.
-        .target(name: "YAML", dependencies: ["CYAML"], path: "Sources/YAML", swiftSettings: swiftSettings),
+        .target(name: "YAML", dependencies: ["CYAML", "ConfigReading"], path: "Sources/YAML", swiftSettings: swiftSettings),
         .target(
-            name: "Config", dependencies: ["BluetoothCore", "BluetoothHCI", "MQTTMirror", "Values", "Notify", "GPIO", "Sensors", "YAML"],
+            name: "Config",
+            dependencies: ["BluetoothCore", "BluetoothHCI", "ConfigReading", "MQTTMirror", "Values", "Notify", "GPIO", "Sensors", "YAML"],
             path: "Sources/Config", swiftSettings: swiftSettings),
         .target(
             name: "Gateway",
@@ -185,7 +192,8 @@ let package = Package(
         .executableTarget(
             name: "gattway",
             dependencies: [
-                "Gateway", "DevelopmentHarness", "EventLoop", "Config", "GPIO", "GPIOLibgpiod", "BluetoothSMP", "BluetoothCore",
+                "Gateway", "DevelopmentHarness", "EventLoop", "Config", "ConfigReading", "GPIO", "GPIOLibgpiod", "BluetoothSMP",
+                "BluetoothCore",
                 "StateFile",
                 "BluetoothHCI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -259,7 +267,8 @@ let package = Package(
             name: "GPIOLibgpiodTests", dependencies: ["GPIOLibgpiod", "GPIO", "EventLoop", "TestHarness"],
             path: "Tests/GPIOLibgpiodTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "SensorsTests", dependencies: ["Sensors", "GPIO", "GPIOLibgpiod", "EventLoop", "StateFile", "TestHarness"],
+            name: "SensorsTests",
+            dependencies: ["Sensors", "Config", "MQTTMirror", "GPIO", "GPIOLibgpiod", "EventLoop", "StateFile", "TestHarness"],
             path: "Tests/SensorsTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "ValuesTests", dependencies: ["Values", "BluetoothCore"],
@@ -298,11 +307,13 @@ let package = Package(
             ],
             path: "Tests/StateFileProbe", swiftSettings: swiftSettings),
         .testTarget(
-            name: "YAMLTests", dependencies: ["YAML"],
+            name: "YAMLTests", dependencies: ["YAML", "ConfigReading"],
             path: "Tests/YAMLTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "ConfigTests",
-            dependencies: ["Config", "BluetoothCore", "BluetoothHCI", "MQTTMirror", "Values", "Notify", "Sensors", "TestHarness"],
+            dependencies: [
+                "Config", "ConfigReading", "BluetoothCore", "BluetoothHCI", "MQTTMirror", "Values", "Notify", "Sensors", "TestHarness"
+            ],
             path: "Tests/ConfigTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "GatewayTests",

@@ -2,8 +2,9 @@ import MQTTMirror
 import BluetoothHCI
 
 /// Every default of the configuration outside the sensor kinds, in one place (a kind's own
-/// defaults are in its folder under `Kinds/`). The parser applies these and `ConfigReference`
-/// prints them, so the documentation cannot drift from the behaviour.
+/// defaults are in its folder under Sources/Sensors/Kinds/, an input line's in
+/// `InputLineConfig`). The parser applies these and `ConfigReference` prints them, so the
+/// documentation cannot drift from the behaviour.
 public enum ConfigDefaults {
     public static let deviceName = "gattway"
     /// `device.name_add_suffix`: off, as ESPHome's `name_add_mac_suffix`; the Raspberry Pi
@@ -37,9 +38,6 @@ public enum ConfigDefaults {
     public static let dhtTemperature = 21.5
     public static let dhtHumidity = 45.0
     public static let hcsr04Distance = 1.0
-    public static let bias = LineBias.asIs
-    public static let activeLow = false
-    public static let debounce = Duration.zero
     public static let bthome = false
     public static let primary = true
     public static let readPermission = SecurityRequirement.open

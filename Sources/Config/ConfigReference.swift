@@ -1,5 +1,7 @@
+import ConfigReading
 import FoundationEssentials
 import Glibc
+import Sensors
 import Values
 
 /// The configuration reference: every key gattway accepts, with its type, default and meaning.
@@ -16,7 +18,7 @@ public enum ConfigReference {
         public let meaning: String
     }
 
-    static let required = "required"
+    static let required = SensorKindDescription.Setting.required
     static let none = "—"
 
     private static func d(_ duration: Duration) -> String { DurationText.format(duration) }
@@ -239,13 +241,13 @@ public enum ConfigReference {
             key: "sensors[].chip", type: "string", defaultValue: "any chip",
             meaning: "Chip label, name or /dev path holding the sensor's lines."),
         Entry(
-            key: "sensors[].bias", type: "enum", defaultValue: D.bias.rawValue,
+            key: "sensors[].bias", type: "enum", defaultValue: InputLineConfig.defaultBias.rawValue,
             meaning: "Inputs: `as_is`, `disabled`, `pull_up`, `pull_down`."),
         Entry(
-            key: "sensors[].active_low", type: "bool", defaultValue: String(D.activeLow),
+            key: "sensors[].active_low", type: "bool", defaultValue: String(InputLineConfig.defaultActiveLow),
             meaning: "The line is active when low."),
         Entry(
-            key: "sensors[].debounce", type: "duration", defaultValue: d(D.debounce),
+            key: "sensors[].debounce", type: "duration", defaultValue: d(InputLineConfig.defaultDebounce),
             meaning: "Inputs: ignore changes shorter than this (0 = off).")
     ]
 

@@ -1,3 +1,5 @@
+import ConfigReading
+
 /// What a configuration would serve, in a few lines (`gattway check`, and the log at start-up).
 public enum ConfigSummary {
     public static func lines(_ config: GatewayConfig) -> [String] {

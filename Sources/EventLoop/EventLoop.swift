@@ -238,9 +238,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
 
         /// Fires once when `delay` has passed (at once for a delay of zero or less).
         public func arm(after delay: Duration) {
-            let (seconds, attoseconds) = delay.components
-            let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-            arm(at: EventLoop.now() + UInt64(max(nanoseconds, 0)))
+            arm(at: EventLoop.now() + delay.nanoseconds)
         }
 
         public func disarm() {

@@ -17,6 +17,9 @@ public struct Transmission<Central: Hashable & Sendable, Characteristic: Hashabl
 /// The notify policy engine: decides, per (central, characteristic), which values go out and
 /// when, and holds what waits for the link. Pure and deterministic: time is a `Duration` since
 /// an origin the driver chooses, passed in with every call; nothing sleeps or reads a clock.
+/// The current values are not kept here: they are the caller's (one store, which reads are
+/// served from too), handed in where the engine needs one — the new value at `update`, the
+/// current one at `subscribe` and at the deadlines of `advance`.
 ///
 /// Two stages:
 /// 1. Policy. Every new value (`update`), every deadline (`advance`) and, under the policy's
@@ -62,8 +65,9 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     struct CharacteristicState: Sendable {
         let characteristic: Characteristic
         var policy = NotifyPolicy.immediate
-        var latest: NotifySample?
-        /// `latest` is no longer current (its source stopped giving readings): no heartbeat or
+        /// The characteristic has had a value (`update`): its deadlines begin.
+        var hasValue = false
+        /// Its value is no longer current (its source stopped giving readings): no heartbeat or
         /// fixed-interval tick resends it, and no new subscription is offered it, until a new
         /// value comes.
         var isStale = false
@@ -190,10 +194,10 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     // MARK: Subscriptions
 
     /// Starts a subscription (again, if there is one: a fresh start). Under the policy's
-    /// `currentValueOnSubscribe` the characteristic's current value, if it has one, is judged at
+    /// `currentValueOnSubscribe` the characteristic's `current` value, if it has one, is judged at
     /// once like a new value — by the central's triggers when it has some, so set those first.
     public mutating func subscribe(
-        _ central: Central, to characteristic: Characteristic, kind: UpdateKind,
+        _ central: Central, to characteristic: Characteristic, kind: UpdateKind, current: NotifySample?,
         now: Duration
     ) {
         if position(of: central, on: characteristic) != nil { unsubscribe(central, from: characteristic) }
@@ -205,9 +209,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         characteristics[state].subscriptions.append(subscription)
         if centralIndex(of: central) == nil { centrals.append(CentralState(central: central)) }
         let position = Position(state: state, slot: characteristics[state].subscriptions.count - 1)
-        if policy(position).currentValueOnSubscribe, !characteristics[state].isStale,
-            let current = characteristics[state].latest
-        {
+        if policy(position).currentValueOnSubscribe, !characteristics[state].isStale, let current {
             judgeValue(at: position, sample: current, now: now)
         }
     }
@@ -267,10 +269,11 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         characteristics[place(of: characteristic)].isStale = true
     }
 
-    /// A new value of `characteristic`, judged for every subscribed central.
+    /// A new value of `characteristic` (the caller's current value from now on), judged for
+    /// every subscribed central.
     public mutating func update(_ characteristic: Characteristic, sample: NotifySample, now: Duration) {
         let state = place(of: characteristic)
-        characteristics[state].latest = sample
+        characteristics[state].hasValue = true
         characteristics[state].isStale = false
         for slot in characteristics[state].subscriptions.indices {
             let position = Position(state: state, slot: slot)
@@ -280,10 +283,11 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         }
     }
 
-    /// Handles every deadline up to `now`, each at its own time, in order.
-    public mutating func advance(to now: Duration) {
+    /// Handles every deadline up to `now`, each at its own time, in order; `currentValue`: a
+    /// characteristic's value now, which a held value's interval end and a tick send.
+    public mutating func advance(to now: Duration, currentValue: (Characteristic) -> NotifySample?) {
         while let (position, deadline) = earliestDeadline(), deadline <= now {
-            fire(position, at: deadline)
+            fire(position, at: deadline, sample: currentValue(characteristics[position.state].characteristic))
         }
     }
 
@@ -496,9 +500,10 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     }
 
     /// A deadline of the subscription at `position` at `time`: a held value's interval ended, or
-    /// a tick. Either way the deadline moves past `time`, so `advance` always progresses.
-    private mutating func fire(_ position: Position, at time: Duration) {
-        guard let sample = characteristics[position.state].latest else {
+    /// a tick, for the characteristic's current `sample`. Either way the deadline moves past
+    /// `time`, so `advance` always progresses.
+    private mutating func fire(_ position: Position, at time: Duration, sample: NotifySample?) {
+        guard characteristics[position.state].hasValue, let sample else {
             // Deadlines only exist once a value does; clearing keeps `advance` from spinning.
             self[position].retryAt = nil
             return
@@ -520,7 +525,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     private func nextTick(_ position: Position) -> Duration? {
         let handled = self[position].ticksHandledUntil
         // A stale value is not ticked: resending it would show it as current.
-        let hasValue = characteristics[position.state].latest != nil && !characteristics[position.state].isStale
+        let hasValue = characteristics[position.state].hasValue && !characteristics[position.state].isStale
         if let state = triggerState(position) {
             guard hasValue else { return nil }
             return state.triggers.fixedIntervals.map { interval in

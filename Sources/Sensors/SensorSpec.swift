@@ -31,8 +31,8 @@ public struct SensorSpec: Sendable, Equatable {
 }
 
 /// The settings of one sensor kind. Each kind's folder under `Kinds/` holds its settings type,
-/// conforming to this, and the engine `makeEngine` builds; nothing else in this module knows
-/// the kinds. Only this module can build engines: `EngineContext` and `SensorEngineHandle` have
+/// conforming to this, and the engine `makeEngine` builds, beside its schema; nothing else in
+/// this module knows the kinds but their registry, `SensorKinds.all`. Only this module can build engines: `EngineContext` and `SensorEngineHandle` have
 /// no public initializers.
 public protocol SensorKindSettings: Sendable, Equatable {
     func makeEngine(_ context: EngineContext) throws -> SensorEngineHandle

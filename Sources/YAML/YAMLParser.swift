@@ -1,3 +1,4 @@
+import ConfigReading
 import CYAML
 
 /// Reads YAML text into `YAMLNode`s through libyaml's event parser: the one place libyaml is

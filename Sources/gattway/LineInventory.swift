@@ -1,5 +1,6 @@
 import ArgumentParser
 import Config
+import ConfigReading
 import GPIO
 
 /// A source of GPIO chip listings for `gattway lines`.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Config
+import ConfigReading
 import Gateway
 
 /// `gattway pair`: opens the running service's pairing window, so a new phone can pair.

@@ -109,7 +109,7 @@ struct BrokenConfigTests {
                     line: GPIO17
                 """,
             expected: [
-                #"sensors[0].kind (line 3): "binnary" is not valid; did you mean "binary"? expected one of binary, counter, rate, pulse_width, distance, dht22, dht11, rotary_encoder, output"#
+                #"sensors[0].kind (line 3): "binnary" is not valid; did you mean "binary"? expected one of binary, counter, rate, tachometer, pulse_width, distance, dht22, dht11, rotary_encoder, output"#
             ]),
         Case(
             name: "sensor without a kind",

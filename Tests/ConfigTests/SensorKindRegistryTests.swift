@@ -1,4 +1,5 @@
 import Foundation
+import Sensors
 import Testing
 
 @testable import Config
@@ -34,8 +35,10 @@ struct SensorKindRegistryTests {
     /// Shared keys get one row naming each kind's default and meaning.
     @Test func aKeySharedByKindsIsOneRowNamingEachKind() throws {
         let window = try #require(ConfigReference.entries.first { $0.key == "sensors[].window" })
-        #expect(window.defaultValue == "10s (`rate`), 1s (`pulse_width`)")
-        #expect(window.meaning == "`rate`: sliding window the rate is measured over; `pulse_width`: averaging period.")
+        #expect(window.defaultValue == "10s (`rate`), 3s (`tachometer`), 1s (`pulse_width`)")
+        #expect(
+            window.meaning
+                == "`rate`, `tachometer`: sliding window the rate is measured over; `pulse_width`: averaging period.")
         #expect(ConfigReference.entries.filter { $0.key == "sensors[].interval" }.count == 1)
     }
 

@@ -1,9 +1,11 @@
 import BluetoothCore
 import BluetoothHCI
 import Config
+import ConfigReading
 import Foundation
 import Notify
 import MQTTMirror
+import Sensors
 import Testing
 import Values
 

@@ -1,6 +1,7 @@
 import BluetoothGATT
 import Config
 import Logging
+import Notify
 import Testing
 import Values
 
@@ -13,6 +14,7 @@ import Values
 struct CharacteristicValuesTests {
     let layout: GATTLayout
     let values: CharacteristicValues
+    let triggers: TriggerSettings
     let peripheral: Peripheral
     let publication = GATTPublication()
     let alice = CentralID(1)
@@ -20,15 +22,21 @@ struct CharacteristicValuesTests {
     init() async throws {
         layout = GATTLayout(config: try ConfigLoader.load(yaml: ValuePipelineTests.yaml).config)
         values = CharacteristicValues(layout: layout, logger: Logger(label: "test"))
+        triggers = TriggerSettings(layout: layout, file: nil, logger: Logger(label: "test"))
         peripheral = Peripheral(configuration: .init(deviceName: "store"), link: RecordingLink())
         await peripheral.updateState(.poweredOn)
     }
 
     func ref(_ path: String) -> CharacteristicRef { layout.ref(path)! }
 
+    /// `bytes` as a value of `ref`, decoded in its format.
+    static func sample(_ bytes: [UInt8], of ref: CharacteristicRef, in layout: GATTLayout) -> NotifySample {
+        NotifySample(value: try! layout.characteristics[ref]!.config.encoding.decode(bytes), bytes: bytes)
+    }
+
     /// What a central's read gets; nil when it is refused.
     func read(_ path: String) -> [UInt8]? {
-        try? values.handlers.read(
+        try? values.handlers(triggers: triggers).read(
             GATTReadRequest(central: alice, characteristic: publication.characteristics[ref(path)]!, offset: 0)
         ).get()
     }
@@ -36,11 +44,11 @@ struct CharacteristicValuesTests {
     @Test func valuesSetBeforePublishingAreServedAfter() async throws {
         let temperature = ref("environment/temperature")
         #expect(values.bytes(of: temperature) == nil, "no value before the sensor's first")
-        values.set([0x66, 0x08], of: temperature)
-        try await publication.publish(layout, on: peripheral, values: values, logger: Logger(label: "test"))
+        values.set(CharacteristicValuesTests.sample([0x66, 0x08], of: temperature, in: layout), of: temperature)
+        try await publication.publish(layout, on: peripheral, values: values, triggers: triggers, logger: Logger(label: "test"))
         #expect(read("environment/temperature") == [0x66, 0x08])
         #expect(read("gateway/label") == [], "a read before any value gets no bytes")
-        values.set([0x67, 0x08], of: temperature)
+        values.set(CharacteristicValuesTests.sample([0x67, 0x08], of: temperature, in: layout), of: temperature)
         #expect(read("environment/temperature") == [0x67, 0x08])
         #expect(values.bytes(of: temperature) == [0x67, 0x08])
     }
@@ -52,14 +60,14 @@ struct CharacteristicValuesTests {
     /// Part F 3.4.5.1, 3.4.6.3); bytes its format cannot decode are a Value Not Allowed (Vol 3
     /// Part F 3.4.1.1 Table 3.4: the parameter value was not allowed).
     @Test func writesChangeTheOneEntry() async throws {
-        try await publication.publish(layout, on: peripheral, values: values, logger: Logger(label: "test"))
+        try await publication.publish(layout, on: peripheral, values: values, triggers: triggers, logger: Logger(label: "test"))
         let label = ref("gateway/label")
         let published = try #require(publication.characteristics[label])
         #expect(publication.ref(of: published) == label)
-        values.set(Array("hi".utf8), of: label)
+        values.set(CharacteristicValuesTests.sample(Array("hi".utf8), of: label, in: layout), of: label)
         var writes = values.writes.makeAsyncIterator()
         let write = { (bytes: [UInt8], offset: Int) in
-            values.handlers.write([
+            values.handlers(triggers: triggers).write([
                 GATTWriteRequest(central: alice, characteristic: published, offset: offset, value: bytes, kind: .request)
             ])
         }

@@ -2,6 +2,7 @@ import BluetoothCore
 import BluetoothGATT
 import Config
 import Logging
+import Notify
 import Testing
 import Values
 
@@ -13,6 +14,7 @@ import Values
 struct GATTPublicationTests {
     let layout: GATTLayout
     let values: CharacteristicValues
+    let triggers: TriggerSettings
     let peripheral: Peripheral
     let publication = GATTPublication()
     let alice = CentralID(1)
@@ -21,6 +23,7 @@ struct GATTPublicationTests {
     init() async throws {
         layout = try Self.layout(ValuePipelineTests.yaml)
         values = CharacteristicValues(layout: layout, logger: Logger(label: "test"))
+        triggers = TriggerSettings(layout: layout, file: nil, logger: Logger(label: "test"))
         peripheral = Peripheral(configuration: .init(deviceName: "publication"), link: RecordingLink())
         await peripheral.updateState(.poweredOn)
     }
@@ -36,11 +39,11 @@ struct GATTPublicationTests {
 
     /// What a central's read of `characteristic` gets from the value store; nil when refused.
     func read(_ characteristic: PublishedCharacteristic) -> [UInt8]? {
-        try? values.handlers.read(GATTReadRequest(central: alice, characteristic: characteristic, offset: 0)).get()
+        try? values.handlers(triggers: triggers).read(GATTReadRequest(central: alice, characteristic: characteristic, offset: 0)).get()
     }
 
     func publish() async throws {
-        try await publication.publish(layout, on: peripheral, values: values, logger: Logger(label: "test"))
+        try await publication.publish(layout, on: peripheral, values: values, triggers: triggers, logger: Logger(label: "test"))
     }
 
     @Test func eachConfiguredCharacteristicIsThePublishedOneAtItsPositionAndBack() async throws {
@@ -60,9 +63,11 @@ struct GATTPublicationTests {
         for (ref, characteristic) in expected { #expect(publication.ref(of: characteristic) == ref) }
 
         // The value store serves each characteristic's own value at its value handle.
-        values.set([0x66, 0x08], of: ref("environment/temperature"))
-        values.set([0x01], of: ref("gateway/relay"))
-        values.set(Array("hi".utf8), of: ref("gateway/label"))
+        values.set(
+            CharacteristicValuesTests.sample([0x66, 0x08], of: ref("environment/temperature"), in: layout),
+            of: ref("environment/temperature"))
+        values.set(CharacteristicValuesTests.sample([0x01], of: ref("gateway/relay"), in: layout), of: ref("gateway/relay"))
+        values.set(CharacteristicValuesTests.sample(Array("hi".utf8), of: ref("gateway/label"), in: layout), of: ref("gateway/label"))
         #expect(expected.keys.sorted().map { read(expected[$0]!) } == [[0x66, 0x08], [0x01], Array("hi".utf8)])
     }
 
@@ -73,7 +78,9 @@ struct GATTPublicationTests {
     /// handles (first fit): a characteristic is ours as it was published, not by its handle.
     @Test func aLayoutChangeReplacesTheChangedServicesAndKeepsTheOthers() async throws {
         try await publish()
-        values.set([0x66, 0x08], of: ref("environment/temperature"))
+        values.set(
+            CharacteristicValuesTests.sample([0x66, 0x08], of: ref("environment/temperature"), in: layout),
+            of: ref("environment/temperature"))
         let temperature = try #require(publication.characteristics[ref("environment/temperature")])
         let oldGateway = try await published(Self.gatewayService)
         let newLayout = try Self.layout(ReloadPipelineTests.changedYAML)
@@ -81,7 +88,7 @@ struct GATTPublicationTests {
         #expect(change.kept.map(\.index) == [0] && change.removed.map(\.index) == [1] && change.added == [1, 2])
 
         values.relayout(newLayout, keeping: [ref("environment/temperature")])
-        try await publication.change(to: newLayout, change, on: peripheral, values: values)
+        try await publication.change(to: newLayout, change, on: peripheral, values: values, triggers: triggers)
         let gateway = try await published(Self.gatewayService)
         let extra = try await published(BluetoothUUID("6E400010-B5A3-F393-E0A9-E50E24DC0001")!)
         #expect(gateway.id != oldGateway.id)
@@ -102,7 +109,9 @@ struct GATTPublicationTests {
         #expect(publication.ref(of: extra.characteristics[0]) == ref("extra/humidity", in: newLayout))
 
         #expect(read(temperature) == [0x66, 0x08], "the kept characteristic keeps its value and handle")
-        values.set([0x10, 0x27], of: ref("extra/humidity", in: newLayout))
+        values.set(
+            CharacteristicValuesTests.sample([0x10, 0x27], of: ref("extra/humidity", in: newLayout), in: newLayout),
+            of: ref("extra/humidity", in: newLayout))
         #expect(read(extra.characteristics[0]) == [0x10, 0x27])
         #expect(read(gateway.characteristics[1]) == [], "published anew: no value until its source gives one")
     }
@@ -111,11 +120,11 @@ struct GATTPublicationTests {
     @Test func aLayoutChangeForgetsARemovedService() async throws {
         let reloaded = try Self.layout(ReloadPipelineTests.changedYAML)
         let reloadedValues = CharacteristicValues(layout: reloaded, logger: Logger(label: "test"))
-        try await publication.publish(reloaded, on: peripheral, values: reloadedValues, logger: Logger(label: "test"))
+        try await publication.publish(reloaded, on: peripheral, values: reloadedValues, triggers: triggers, logger: Logger(label: "test"))
         let humidity = try #require(publication.characteristics[ref("extra/humidity", in: reloaded)])
         let change = try GATTLayoutChange(from: try #require(publication.services), to: layout)
         #expect(change.kept.map(\.index) == [0] && change.removed.map(\.index) == [1, 2] && change.added == [1])
-        try await publication.change(to: layout, change, on: peripheral, values: reloadedValues)
+        try await publication.change(to: layout, change, on: peripheral, values: reloadedValues, triggers: triggers)
         #expect(publication.characteristics[ref("extra/humidity", in: reloaded)] == nil)
         #expect(publication.ref(of: humidity) == nil)
         #expect(Set(publication.characteristics.entries.keys) == Set(layout.characteristics.keys))

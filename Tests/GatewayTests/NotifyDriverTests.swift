@@ -1,4 +1,5 @@
 import BluetoothGATT
+import Config
 import EventLoop
 import Foundation
 import Logging
@@ -50,13 +51,52 @@ struct NotifyDriverTests {
     let bob = CentralID(2)
     let link = Link()
     let clock = TestClock()
+    /// The store of current values the driver consults.
+    let values: CharacteristicValues
+    /// The triggers centrals wrote, as `TriggerSettings` tells the driver at a subscription.
+    final class ServerTriggers {
+        var byCharacteristic: [CharacteristicRef: TriggerSet] = [:]
+    }
+    let serverTriggers = ServerTriggers()
+
+    static let yaml = """
+        device: {name: driver}
+        gpio:
+          backend: simulated
+          chips:
+            - lines:
+                - name: DHT
+        sensors:
+          - id: climate
+            kind: dht22
+            line: DHT
+        services:
+          - uuid: 181A
+            name: env
+            characteristics:
+              - {uuid: 2A6E, name: temperature, source: {sensor: climate, reading: temperature}}
+              - {uuid: 2A6F, name: humidity, source: {sensor: climate, reading: humidity}}
+        """
+
+    init() throws {
+        let layout = GATTLayout(config: try ConfigLoader.load(yaml: Self.yaml).config)
+        values = CharacteristicValues(layout: layout, logger: Logger(label: "test"))
+        #expect(layout.ref("env/temperature") == temperature && layout.ref("env/humidity") == humidity)
+    }
 
     func driver(policy: NotifyPolicy = .immediate, timer: DeadlineTimer? = nil) -> NotifyDriver {
         let link = self.link
         let clock = self.clock
         return NotifyDriver(
-            policies: [temperature: policy, humidity: policy], timer: timer, clock: { clock.now },
-            logger: Logger(label: "test"), send: { try link.send($0) })
+            policies: [temperature: policy, humidity: policy], values: values,
+            triggers: { [serverTriggers] in serverTriggers.byCharacteristic[$0] }, timer: timer,
+            clock: { clock.now }, logger: Logger(label: "test"), send: { try link.send($0) })
+    }
+
+    /// `value` becomes `ref`'s current value and goes to `driver`, as the pipeline does it.
+    func update(_ driver: NotifyDriver, _ ref: CharacteristicRef, _ value: Double) {
+        values.set(sample(value), of: ref)
+        driver.update(ref, sample: sample(value))
     }
 
     func sample(_ value: Double) -> NotifySample { NotifySample(value: .number(value), bytes: [UInt8(value)]) }
@@ -66,8 +106,8 @@ struct NotifyDriverTests {
         driver.subscribe(bob, to: temperature, kind: .notification)
         driver.subscribe(alice, to: temperature, kind: .notification)
         driver.subscribe(alice, to: humidity, kind: .notification)
-        driver.update(temperature, sample: sample(20))
-        driver.update(humidity, sample: sample(50))
+        update(driver, temperature, 20)
+        update(driver, humidity, 50)
         #expect(link.take().isEmpty, "nothing goes before the owner drains")
         driver.drain()
         #expect(
@@ -75,7 +115,7 @@ struct NotifyDriverTests {
                 "central#1 env/temperature 20", "central#1 env/humidity 50", "central#2 env/temperature 20"
             ])
         driver.unsubscribe(alice, from: humidity)
-        driver.update(humidity, sample: sample(51))
+        update(driver, humidity, 51)
         driver.drain()
         #expect(link.take().isEmpty)
     }
@@ -87,12 +127,12 @@ struct NotifyDriverTests {
         driver.subscribe(alice, to: temperature, kind: .notification)
         driver.subscribe(bob, to: temperature, kind: .notification)
         link.fill(alice)
-        driver.update(temperature, sample: sample(1))
+        update(driver, temperature, 1)
         driver.drain()
         #expect(link.take() == ["central#2 env/temperature 1"])
         let attempts = link.attempts
         for value in 2...5 {
-            driver.update(temperature, sample: sample(Double(value)))
+            update(driver, temperature, Double(value))
             driver.drain()
         }
         #expect(link.take() == (2...5).map { "central#2 env/temperature \($0)" })
@@ -112,9 +152,9 @@ struct NotifyDriverTests {
         let driver = driver()
         driver.subscribe(alice, to: temperature, kind: .notification)
         link.failFromNowOn()
-        driver.update(temperature, sample: sample(1))
+        update(driver, temperature, 1)
         driver.drain()
-        driver.update(temperature, sample: sample(2))
+        update(driver, temperature, 2)
         driver.drain()
         #expect(link.attempts == 2)
         #expect(driver.statistics.valuesWaiting == 0)
@@ -126,10 +166,29 @@ struct NotifyDriverTests {
         let driver = driver()
         driver.subscribe(alice, to: temperature, kind: .indication)
         driver.subscribe(alice, to: humidity, kind: .indication)
-        driver.update(temperature, sample: sample(20))
-        driver.update(humidity, sample: sample(50))
+        update(driver, temperature, 20)
+        update(driver, humidity, 50)
         driver.drain()
         #expect(link.take() == ["central#1 env/temperature 20", "central#1 env/humidity 50"])
+    }
+
+    /// The store's value is the one value: a value put there without going through the driver
+    /// (as a central's write is, before the pipeline hears of it) is what a read gets, what the
+    /// next heartbeat sends and what a new subscriber is offered.
+    @Test func theStoresValueIsWhatReadsAndNotificationsSee() {
+        let driver = driver(policy: NotifyPolicy(maxInterval: .seconds(1), currentValueOnSubscribe: true))
+        driver.subscribe(alice, to: temperature, kind: .notification)
+        update(driver, temperature, 20)
+        driver.drain()
+        #expect(link.take() == ["central#1 env/temperature 20"])
+        values.set(sample(21), of: temperature)
+        #expect(values.bytes(of: temperature) == [21])
+        clock.advance(by: .seconds(1))
+        driver.advance()
+        #expect(link.take() == ["central#1 env/temperature 21"], "the heartbeat sends the store's value")
+        driver.subscribe(bob, to: temperature, kind: .notification)
+        driver.drain()
+        #expect(link.take() == ["central#2 env/temperature 21"], "a new subscriber gets the store's value")
     }
 
     /// Triggers written for a characteristic apply to its subscribers now and to those that
@@ -138,13 +197,15 @@ struct NotifyDriverTests {
     @Test func triggersApplyToSubscribersNowAndLater() {
         let driver = driver()
         driver.subscribe(alice, to: temperature, kind: .notification)
+        serverTriggers.byCharacteristic[temperature] = TriggerSet([.inactive])
         driver.setTriggers(TriggerSet([.inactive]), on: temperature)
         driver.subscribe(bob, to: temperature, kind: .notification)
-        driver.update(temperature, sample: sample(20))
+        update(driver, temperature, 20)
         driver.drain()
         #expect(link.take().isEmpty)
+        serverTriggers.byCharacteristic[temperature] = nil
         driver.setTriggers(nil, on: temperature)
-        driver.update(temperature, sample: sample(21))
+        update(driver, temperature, 21)
         driver.drain()
         #expect(link.take() == ["central#1 env/temperature 21", "central#2 env/temperature 21"])
     }
@@ -155,12 +216,12 @@ struct NotifyDriverTests {
         let driver = driver()
         driver.subscribe(alice, to: temperature, kind: .notification)
         link.fill(alice)
-        driver.update(temperature, sample: sample(1))
+        update(driver, temperature, 1)
         driver.drain()
         driver.disconnect(alice)
         link.free(alice)
         driver.subscribe(alice, to: temperature, kind: .notification)
-        driver.update(temperature, sample: sample(2))
+        update(driver, temperature, 2)
         driver.drain()
         #expect(link.take() == ["central#1 env/temperature 2"])
     }
@@ -173,8 +234,8 @@ struct NotifyDriverTests {
         let start = EventLoop.now()
         let driver = driver(policy: NotifyPolicy(minInterval: .milliseconds(200)), timer: timer)
         driver.subscribe(alice, to: temperature, kind: .notification)
-        driver.update(temperature, sample: sample(1))
-        driver.update(temperature, sample: sample(2))
+        update(driver, temperature, 1)
+        update(driver, temperature, 2)
         driver.drain()
         #expect(link.take() == ["central#1 env/temperature 1"])
         #expect(driver.nextDeadline == .milliseconds(200))

@@ -35,8 +35,8 @@ struct BackpressureTests {
     /// 100,000 updates to a stalled central: one value waits, every other one was coalesced.
     @Test func stalledCentralStaysBounded() {
         var engine = NotifyEngine<String, String>()
-        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
-        engine.subscribe("B", to: "temp", kind: .notification, now: .zero)
+        engine.subscribe("A", to: "temp", kind: .notification, current: nil, now: .zero)
+        engine.subscribe("B", to: "temp", kind: .notification, current: nil, now: .zero)
         var deliveredToA = 0
         for index in 0..<100_000 {
             let sample = NotifySample(value: .number(Double(index)), bytes: [UInt8(truncatingIfNeeded: index)])
@@ -84,10 +84,10 @@ struct BackpressureTests {
     /// One indication outstanding per central; notifications are not held back by it.
     @Test func indicationsAreSerialisedPerCentral() {
         var engine = NotifyEngine<String, String>()
-        engine.subscribe("A", to: "alarm", kind: .indication, now: .zero)
-        engine.subscribe("A", to: "door", kind: .indication, now: .zero)
-        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
-        engine.subscribe("B", to: "alarm", kind: .indication, now: .zero)
+        engine.subscribe("A", to: "alarm", kind: .indication, current: nil, now: .zero)
+        engine.subscribe("A", to: "door", kind: .indication, current: nil, now: .zero)
+        engine.subscribe("A", to: "temp", kind: .notification, current: nil, now: .zero)
+        engine.subscribe("B", to: "alarm", kind: .indication, current: nil, now: .zero)
         let sample = NotifySample(value: .bool(true), bytes: [1])
         engine.update("alarm", sample: sample, now: .zero)
         engine.update("door", sample: sample, now: .zero)
@@ -129,7 +129,7 @@ struct BackpressureTests {
     /// Centrals not subscribed get nothing; the driver learns who has something waiting.
     @Test func onlySubscribersReceive() {
         var engine = NotifyEngine<String, String>()
-        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
+        engine.subscribe("A", to: "temp", kind: .notification, current: nil, now: .zero)
         engine.update("temp", sample: NotifySample(value: .number(1), bytes: [1]), now: .zero)
         var pending: [String] = []
         engine.collectCentralsWithPendingTransmissions(into: &pending)
@@ -146,8 +146,8 @@ struct BackpressureTests {
     @Test func aRemovedCharacteristicIsForgotten() {
         var engine = NotifyEngine<String, String>()
         engine.configure("temp", policy: NotifyPolicy(minInterval: .seconds(1)))
-        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
-        engine.subscribe("A", to: "hum", kind: .notification, now: .zero)
+        engine.subscribe("A", to: "temp", kind: .notification, current: nil, now: .zero)
+        engine.subscribe("A", to: "hum", kind: .notification, current: nil, now: .zero)
         engine.update("temp", sample: NotifySample(value: .number(1), bytes: [1]), now: .zero)
         engine.update("hum", sample: NotifySample(value: .number(2), bytes: [2]), now: .zero)
         engine.remove("temp")
@@ -155,7 +155,7 @@ struct BackpressureTests {
         #expect(engine.statistics.perCharacteristic["temp"] == nil)
         #expect(engine.nextTransmission(for: "A")?.sample.bytes == [2])
         #expect(engine.nextTransmission(for: "A") == nil, "the removed value waits no more")
-        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
+        engine.subscribe("A", to: "temp", kind: .notification, current: nil, now: .zero)
         #expect(engine.nextTransmission(for: "A") == nil, "no old value on subscribe")
         #expect(engine.subscribers(of: "temp") == ["A"])
     }
@@ -194,7 +194,7 @@ struct RefusedTransmissionTests {
 
     @Test func aRefusedValueIsReplacedByANewerOne() throws {
         var engine = NotifyEngine<String, String>()
-        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
+        engine.subscribe("A", to: "temp", kind: .notification, current: nil, now: .zero)
         engine.update("temp", sample: Self.sample(1), now: .zero)
         let next = engine.nextTransmission(for: "A")
         let taken = try #require(next)
@@ -210,8 +210,8 @@ struct RefusedTransmissionTests {
 
     @Test func aRefusedValueWithoutSuccessorWaitsFirstInLine() throws {
         var engine = NotifyEngine<String, String>()
-        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
-        engine.subscribe("A", to: "hum", kind: .notification, now: .zero)
+        engine.subscribe("A", to: "temp", kind: .notification, current: nil, now: .zero)
+        engine.subscribe("A", to: "hum", kind: .notification, current: nil, now: .zero)
         engine.update("temp", sample: Self.sample(1), now: .zero)
         engine.update("hum", sample: Self.sample(50), now: .zero)
         let next = engine.nextTransmission(for: "A")
@@ -226,8 +226,8 @@ struct RefusedTransmissionTests {
 
     @Test func aRefusedValueOfAnEndedSubscriptionIsDropped() throws {
         var engine = NotifyEngine<String, String>()
-        engine.subscribe("A", to: "temp", kind: .notification, now: .zero)
-        engine.subscribe("B", to: "temp", kind: .notification, now: .zero)
+        engine.subscribe("A", to: "temp", kind: .notification, current: nil, now: .zero)
+        engine.subscribe("B", to: "temp", kind: .notification, current: nil, now: .zero)
         engine.update("temp", sample: Self.sample(1), now: .zero)
         let next = engine.nextTransmission(for: "A")
         let taken = try #require(next)

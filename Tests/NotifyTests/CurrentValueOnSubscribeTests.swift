@@ -109,7 +109,7 @@ struct CurrentValueOnSubscribeTests {
         engine.configure("temp", policy: Self.policy())
         let sample = try NotifySample(.number(20), encoding: EnvironmentalSensingCharacteristic.temperature.encoding)
         engine.update("temp", sample: sample, now: .zero)
-        engine.subscribe("A", to: "temp", kind: .indication, now: .seconds(1))
+        engine.subscribe("A", to: "temp", kind: .indication, current: sample, now: .seconds(1))
         let next = engine.nextTransmission(for: "A")
         let transmission = try #require(next)
         #expect(transmission.kind == .indication)

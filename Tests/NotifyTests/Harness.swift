@@ -16,6 +16,8 @@ struct Harness {
     }
 
     var engine = NotifyEngine<String, String>()
+    /// The current values, as the gateway's store keeps them: the engine keeps none.
+    var current: [String: NotifySample] = [:]
     var now: Duration = .zero
     var sent: [Sent] = []
     var centrals: [String] = []
@@ -34,7 +36,7 @@ struct Harness {
         kind: UpdateKind = .notification
     ) {
         if !centrals.contains(central) { centrals.append(central) }
-        engine.subscribe(central, to: characteristic, kind: kind, now: now)
+        engine.subscribe(central, to: characteristic, kind: kind, current: current[characteristic], now: now)
         drain()
     }
 
@@ -43,7 +45,7 @@ struct Harness {
         while let deadline = engine.nextDeadline, deadline <= time {
             #expect(deadline >= now, "deadline \(deadline) lies in the past (now \(now))")
             now = deadline
-            engine.advance(to: deadline)
+            engine.advance(to: deadline) { [current] in current[$0] }
             drain()
         }
         now = time
@@ -52,6 +54,7 @@ struct Harness {
     mutating func update(_ value: Double, at time: Duration, characteristic: String = "temp") {
         run(until: time)
         let sample = try! NotifySample(.number(value), encoding: encoding)
+        current[characteristic] = sample
         engine.update(characteristic, sample: sample, now: time)
         drain()
     }

@@ -1,3 +1,4 @@
+import ConfigReading
 import Testing
 import YAML
 

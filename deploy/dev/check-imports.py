@@ -21,14 +21,16 @@ import_line = re.compile(
     r"^(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|fileprivate|private)\s+)?"
     r"import\s+(?:(?:struct|class|enum|protocol|typealias|func|var|let)\s+)?(\w+)")
 # Targets whose dependencies, all the way down, must not reach these C modules: loading and
-# checking a configuration links no Bluetooth, MQTT or GPIO library, and the GPIO and sensor
-# layers leave libgpiod to its backend (docs/architecture.md).
-# The MQTT mirror's model is pure too, and the configuration uses its types (not twins of them)
-# without the client: `MQTTMirror` below Config, `MQTTClient` beside it, `MQTTService` above both.
+# checking a configuration links no Bluetooth, MQTT or GPIO library, the GPIO and sensor
+# layers leave libgpiod to its backend, and the sensor kinds read their schema from YAML nodes
+# without linking libyaml (docs/architecture.md). The MQTT mirror's model is pure too, and the
+# configuration uses its types (not twins of them) without the client: `MQTTMirror` below Config,
+# `MQTTClient` beside it, `MQTTService` above both.
 DEVICE_LIBRARIES = {"CBlueZ", "CMosquitto", "CGPIOD", "CGPIODShim"}
 MQTT_CONNECTION = {"MQTTClient", "MQTTService"}
 FREE_OF = {"Config": DEVICE_LIBRARIES | MQTT_CONNECTION, "MQTTMirror": DEVICE_LIBRARIES | MQTT_CONNECTION,
-           "GPIO": DEVICE_LIBRARIES, "Sensors": DEVICE_LIBRARIES}
+           "GPIO": DEVICE_LIBRARIES, "Sensors": DEVICE_LIBRARIES | {"CYAML"},
+           "ConfigReading": DEVICE_LIBRARIES | {"CYAML"}}
 # Each C module enters through one target, its wrapper; no other target declares or imports it.
 WRAPPER_OF = {"CMosquitto": "MQTTClient", "CBlueZ": "BluetoothHCITransport", "CGPIODShim": "GPIOLibgpiod",
               "CGPIOD": "CGPIODShim", "CYAML": "YAML", "CEpoll": "EventLoop", "CSpawn": "DevelopmentHarness"}

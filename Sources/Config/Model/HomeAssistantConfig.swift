@@ -12,7 +12,7 @@ extension HomeAssistantDomain {
             guard let sensor else { return nil }
             if reading == .press { return .event }
             if sensor.kind.isOutput { return .switch }
-            return sensor.kind is BinarySensorConfig ? .binarySensor : .sensor
+            return sensor.kind.isBinary ? .binarySensor : .sensor
         case .written:
             guard characteristic.properties.isWritable else { return nil }
             switch characteristic.encoding.format {

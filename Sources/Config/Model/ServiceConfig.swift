@@ -1,5 +1,6 @@
 import BluetoothCore
 import Notify
+import Sensors
 import Values
 
 public struct ServiceConfig: Sendable, Hashable {

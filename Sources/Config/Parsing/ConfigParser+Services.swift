@@ -1,6 +1,8 @@
 import MQTTMirror
 import BluetoothCore
+import ConfigReading
 import Notify
+import Sensors
 import Values
 
 extension ConfigParser {

@@ -1,8 +1,10 @@
 import MQTTMirror
 import BluetoothCore
 import BluetoothHCI
+import ConfigReading
 import FoundationEssentials
 import Glibc
+import Sensors
 import Values
 
 /// Turns a YAML document into a `GatewayConfig`. It never stops at the first problem: each part
@@ -139,7 +141,7 @@ struct ConfigParser {
         let path = ConfigPath.root.key("bluetooth").key("security").key(key)
         let report = { (message: String) in context.error(path, line: nil, message) }
         guard let sensor = references.sensor(id, report: report) else { return }
-        if sensor.kind is BinarySensorConfig { return }
+        if sensor.kind.isBinary { return }
         report("sensor \"\(id)\" is a \(sensor.kind.name) sensor; \(doing) needs a binary one (a button)")
     }
 

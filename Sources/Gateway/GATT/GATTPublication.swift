@@ -3,7 +3,8 @@ import Values
 import Logging
 
 /// The layout's services as the peripheral published them: adds them in publishing order, tells
-/// the value store each characteristic's value handle, and answers which published characteristic
+/// the value store each characteristic's value handle (and the trigger settings where its trigger
+/// descriptors are), and answers which published characteristic
 /// a configured one is and back. A reload's layout replaces the services that changed
 /// (`change`). Owned by the `ValuePipeline` and used only on its executor.
 final class GATTPublication {
@@ -24,14 +25,15 @@ final class GATTPublication {
     }
 
     /// Publishes every service of `layout` on `peripheral`, a service after those it includes, and
-    /// registers each characteristic's value handle (and trigger descriptors) with `values`.
+    /// registers each characteristic's value handle with `values` (its trigger descriptors with
+    /// `triggers`).
     nonisolated(nonsending) func publish(
-        _ layout: GATTLayout, on peripheral: Peripheral, values: CharacteristicValues, logger: Logger
+        _ layout: GATTLayout, on peripheral: Peripheral, values: CharacteristicValues, triggers: TriggerSettings, logger: Logger
     ) async throws {
         services = []
         var ids: [String: GATTServiceID] = [:]
         for index in layout.publishingOrder {
-            try await publishService(index, of: layout, on: peripheral, values: values, includedIDs: &ids)
+            try await publishService(index, of: layout, on: peripheral, values: values, triggers: triggers, includedIDs: &ids)
         }
         logger.info(
             "services published",
@@ -45,7 +47,8 @@ final class GATTPublication {
     /// those they include), the kept ones stay as they are. The caller holds Service Changed back
     /// around this, so the centrals hear of it once.
     nonisolated(nonsending) func change(
-        to layout: GATTLayout, _ change: GATTLayoutChange, on peripheral: Peripheral, values: CharacteristicValues
+        to layout: GATTLayout, _ change: GATTLayoutChange, on peripheral: Peripheral, values: CharacteristicValues,
+        triggers: TriggerSettings
     ) async throws {
         let keptRefs = Set(change.kept.flatMap(\.refs))
         for (valueHandle, ref) in refsByValueHandle where !keptRefs.contains(ref) {
@@ -61,14 +64,14 @@ final class GATTPublication {
             try await peripheral.remove(service.published.id)
         }
         for index in change.added {
-            try await publishService(index, of: layout, on: peripheral, values: values, includedIDs: &ids)
+            try await publishService(index, of: layout, on: peripheral, values: values, triggers: triggers, includedIDs: &ids)
         }
     }
 
     /// Publishes configured service `index` and registers its characteristics; `includedIDs` (the
     /// published services by configured name) gets it too.
     private nonisolated(nonsending) func publishService(
-        _ index: Int, of layout: GATTLayout, on peripheral: Peripheral, values: CharacteristicValues,
+        _ index: Int, of layout: GATTLayout, on peripheral: Peripheral, values: CharacteristicValues, triggers: TriggerSettings,
         includedIDs ids: inout [String: GATTServiceID]
     ) async throws {
         let service = try layout.service(index) { ids[$0] }
@@ -84,7 +87,8 @@ final class GATTPublication {
             let triggerPosition = service.characteristics[position].descriptors.firstIndex {
                 $0.uuid == ESTriggerSetting.descriptorUUID && $0.value == .dynamic
             }
-            values.register(ref, valueHandle: characteristic.valueHandle, triggerPosition: triggerPosition)
+            values.register(ref, valueHandle: characteristic.valueHandle)
+            if let triggerPosition { triggers.register(ref, firstPosition: triggerPosition) }
         }
     }
 }

@@ -5,7 +5,9 @@ import Notify
 
 /// Drives the `NotifyEngine` for the gateway: subscriptions, values and the triggers centrals
 /// wrote go in, and every transmission the engine hands out goes to `send`, the link's side.
-/// Owned by the `ValuePipeline` and used only on its executor, the event loop.
+/// Owned by the `ValuePipeline` and used only on its executor, the event loop. The current values
+/// are `values`' (the store reads are served from): the engine is handed the one it needs at a
+/// subscription and at its deadlines.
 ///
 /// Backpressure: when `send` returns false the link is full; the transmission goes back to the
 /// engine's slot for its subscription (unless a newer value took it meanwhile), which keeps only
@@ -14,12 +16,16 @@ import Notify
 /// the engine's `nextDeadline` after every drain; its owner calls `advance()` when it fires.
 ///
 /// Triggers: a central's accepted write to an ESS characteristic's trigger descriptors becomes
-/// the triggers of every central subscribed to it, and of those subscribing later.
+/// the triggers of every central subscribed to it (`setTriggers`), and of those subscribing later
+/// (`triggers`, asked at each subscription).
 final class NotifyDriver {
     typealias Send = (Transmission<CentralID, CharacteristicRef>) throws -> Bool
 
     private var engine = NotifyEngine<CentralID, CharacteristicRef>()
     private let send: Send
+    private let values: CharacteristicValues
+    /// A characteristic's triggers written by centrals (`TriggerSettings`), for a new subscriber.
+    private let triggers: (CharacteristicRef) -> TriggerSet?
     private let timer: DeadlineTimer?
     private let clock: @Sendable () -> ContinuousClock.Instant
     private let origin: ContinuousClock.Instant
@@ -31,16 +37,18 @@ final class NotifyDriver {
     private var fullCentrals: Set<CentralID> = []
     /// The centrals `drain()` serves, kept between drains so that one allocates nothing.
     private var pendingCentrals: [CentralID] = []
-    /// The triggers centrals wrote, per characteristic (`TriggerDescriptors`).
-    private var serverTriggers: [CharacteristicRef: TriggerSet] = [:]
 
     /// `timer`: scheduled for the engine's deadlines; nil leaves time to the caller's `advance()`
     /// (tests, with a manual clock). `send`: puts one update on the link, false when it is full.
     init(
-        policies: [CharacteristicRef: NotifyPolicy], timer: DeadlineTimer?,
+        policies: [CharacteristicRef: NotifyPolicy], values: CharacteristicValues,
+        triggers: @escaping (CharacteristicRef) -> TriggerSet?,
+        timer: DeadlineTimer?,
         clock: @escaping @Sendable () -> ContinuousClock.Instant, logger: Logger, send: @escaping Send
     ) {
         for (ref, policy) in policies { engine.configure(ref, policy: policy) }
+        self.values = values
+        self.triggers = triggers
         self.timer = timer
         self.clock = clock
         origin = clock()
@@ -65,7 +73,7 @@ final class NotifyDriver {
         engine.configure(ref, policy: policy)
     }
 
-    /// `ref`'s new value, judged for every subscriber.
+    /// `ref`'s new value (`values` has it already), judged for every subscriber.
     func update(_ ref: CharacteristicRef, sample: NotifySample) {
         engine.update(ref, sample: sample, now: now)
     }
@@ -78,8 +86,8 @@ final class NotifyDriver {
     /// The characteristic's triggers come first: they judge the current value the subscription
     /// may start with.
     func subscribe(_ central: CentralID, to ref: CharacteristicRef, kind: UpdateKind) {
-        if let triggers = serverTriggers[ref] { engine.setTriggers(triggers, for: central, on: ref, now: now) }
-        engine.subscribe(central, to: ref, kind: kind, now: now)
+        if let triggers = triggers(ref) { engine.setTriggers(triggers, for: central, on: ref, now: now) }
+        engine.subscribe(central, to: ref, kind: kind, current: values.sample(of: ref), now: now)
     }
 
     func unsubscribe(_ central: CentralID, from ref: CharacteristicRef) {
@@ -91,11 +99,10 @@ final class NotifyDriver {
         fullCentrals.remove(central)
     }
 
-    /// A characteristic a reload no longer serves: its subscriptions, value, policy, triggers and
+    /// A characteristic a reload no longer serves: its subscriptions, policy, triggers and
     /// counters are forgotten.
     func forget(_ ref: CharacteristicRef) {
         engine.remove(ref)
-        serverTriggers[ref] = nil
     }
 
     /// The link has room again (`readyToUpdateSubscribers`): every central is tried again.
@@ -103,10 +110,9 @@ final class NotifyDriver {
         fullCentrals = []
     }
 
-    /// `ref`'s triggers (nil: the configured policy) for every central subscribed to it now and
-    /// later.
+    /// `ref`'s triggers (nil: the configured policy) for every central subscribed to it now
+    /// (`triggers` has them for those subscribing later).
     func setTriggers(_ triggers: TriggerSet?, on ref: CharacteristicRef) {
-        serverTriggers[ref] = triggers
         for central in engine.subscribers(of: ref).sorted() {
             engine.setTriggers(triggers, for: central, on: ref, now: now)
         }
@@ -114,7 +120,7 @@ final class NotifyDriver {
 
     /// Handles the engine's deadlines up to now, then drains.
     func advance() {
-        engine.advance(to: now)
+        engine.advance(to: now) { [values] in values.sample(of: $0) }
         drain()
     }
 

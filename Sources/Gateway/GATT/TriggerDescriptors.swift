@@ -17,7 +17,7 @@ import Values
 /// Until a central writes, the configured notify policy governs and the descriptors read as
 /// "value changed" (0x03) and "inactive" (0x00), combined with AND (0x00). After the first write,
 /// the written triggers replace the policy's value tests (its `min_interval` stays a floor).
-/// Pure: parsing and reads here; the value pipeline applies `triggerSet` to the notify engine.
+/// Pure: parsing and reads here; `TriggerSettings` keeps them and hands `triggerSet` to the notify driver.
 struct TriggerDescriptors: Sendable, Equatable {
     /// ES Trigger Setting descriptors per characteristic: two conditions, e.g. "no less than 10 s"
     /// AND "greater than 25 °C". ESS allows up to three.

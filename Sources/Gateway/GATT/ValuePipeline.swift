@@ -6,49 +6,17 @@ import Notify
 import Sensors
 import Values
 
-/// Where the pipeline's events go (the MQTT mirror): called on the event loop, in order, in the
-/// call that produced each, so a value reaches the broker with no task resumed and no queue in
-/// between. It must not call back into the pipeline.
-public typealias PipelineEventSink = @Sendable (PipelineEvent) -> Void
-
-/// What the pipeline tells the MQTT mirror, in order.
-public enum PipelineEvent: Sendable, Equatable {
-    /// The characteristic's new value, as its bytes on air: MQTT prints what a phone reads.
-    case valueChanged(CharacteristicRef, [UInt8])
-    /// The characteristic's value is no longer current (`unavailable`: its sensor has given no
-    /// good reading for its deadline), or is again (nil: a good reading came).
-    case availabilityChanged(CharacteristicRef, unavailable: String?)
-    case centralConnected(CentralID, mtu: Int)
-    /// The central's ATT_MTU changed (an MTU exchange).
-    case mtuChanged(CentralID, mtu: Int)
-    /// The central's link security changed (encryption, pairing, bond).
-    case securityChanged(CentralID, LinkSecurity)
-    case centralDisconnected(CentralID)
-    case subscribed(CharacteristicRef, CentralID, UpdateKind)
-    case unsubscribed(CharacteristicRef, CentralID)
-    /// A central's accepted write, as the bytes it wrote.
-    case written(CharacteristicRef, CentralID, [UInt8], GATTWriteKind)
-    /// A central's accepted write to an output could not drive its line (the write was already
-    /// answered: an ATT write is acknowledged before the line is driven).
-    case outputFailed(CharacteristicRef, CentralID, reason: String)
-    /// The peripheral's state and the notify counters summed over characteristics, on every
-    /// state change and every statistics interval (MQTT's `state` topic).
-    /// `pairing`: pairing is open; `unavailable`: the sensors whose readings are not current, with why.
-    case status(
-        peripheral: String, advertising: Bool, counters: [String: Int], pairing: Bool = false,
-        unavailable: [String: String] = [:])
-}
-
 /// The value pipeline: sensor readings (and MQTT values, and centrals' writes) become each
 /// characteristic's current value, served to reads, and go through the `NotifyEngine` to every
 /// subscribed central by `Peripheral.updateValue(_:for:onSubscribedCentrals:)`.
 ///
 /// An actor that connects stages with one job each, all owned by it and called on its executor:
 /// `ValueRouter` (which characteristics carry a reading, and its bytes in each one's format),
-/// `CharacteristicValues` (the one store of current values, served to reads, and the check of
-/// centrals' writes), `GATTPublication` (the services as published), `NotifyDriver` (the notify
-/// engine, backpressure and its deadline timer, sending through the peripheral) and
-/// `PipelineStatus` (MQTT's `state` counters). The pipeline itself keeps only what joins them:
+/// `CharacteristicValues` (the one store of current values, served to reads and consulted by the
+/// notify engine, and the check of centrals' writes), `TriggerSettings` (the ESS trigger
+/// descriptors centrals write, their file and restoration), `GATTPublication` (the services as
+/// published), `NotifyDriver` (the notify engine, backpressure and its deadline timer, sending
+/// through the peripheral) and `PipelineStatus` (MQTT's `state` counters). The pipeline itself keeps only what joins them:
 /// the sink of the MQTT mirror's events and the way to an output's line.
 public actor ValuePipeline {
     /// On the event loop, with the other actors of the event path: calls between them run inline.
@@ -59,26 +27,26 @@ public actor ValuePipeline {
     public enum Timing: Sendable { case realTime, manual }
 
     /// The GATT layout served: the configuration's, or a reload's since (`changeLayout`).
-    public private(set) var layout: GATTLayout
-    private let peripheral: Peripheral
-    private let logger: Logger
+    public internal(set) var layout: GATTLayout
+    let peripheral: Peripheral
+    let logger: Logger
     /// Drives an output sensor's line (`SensorRunner.write`).
     private let driveOutput: @Sendable (String, Bool) async throws -> Void
-    private let triggerFile: TriggerFile?
-    private var router: ValueRouter
-    private let values: CharacteristicValues
-    private let publication: GATTPublication
-    private let notifier: NotifyDriver
-    private var status = PipelineStatus()
+    var router: ValueRouter
+    let values: CharacteristicValues
+    let triggers: TriggerSettings
+    let publication: GATTPublication
+    let notifier: NotifyDriver
+    var status = PipelineStatus()
     /// The MQTT mirror's (`setEventSink`); without one (no MQTT) no event is even built. Nothing
     /// waits between the two: the mirror publishes a value or appends a durable event (a write,
     /// a subscription, a central and its MTU and security) to its persistent outbox before the
     /// call that produced it returns, so none waits in memory here for a slow consumer.
-    private var eventSink: PipelineEventSink?
+    var eventSink: PipelineEventSink?
     /// Centrals' accepted writes, to hand back to `handle(_:)` (the `run` loop does).
     public nonisolated var centralWrites: AsyncStream<CentralWrite> { values.writes }
     /// Accepted trigger descriptor writes, to hand back to `handle(_:)` (the `run` loop does).
-    public nonisolated var triggerChanges: AsyncStream<TriggerChange> { values.triggerChanges }
+    public nonisolated var triggerChanges: AsyncStream<TriggerChange> { triggers.changes }
 
     /// `triggerFile`: where the trigger settings centrals write are kept across restarts (nil:
     /// for this run only).
@@ -93,20 +61,17 @@ public actor ValuePipeline {
         self.peripheral = peripheral
         self.logger = logger
         self.driveOutput = driveOutput
-        self.triggerFile = triggerFile
         router = ValueRouter(layout: layout)
-        var savedTriggers: [String: SavedTriggers] = [:]
-        do {
-            savedTriggers = try triggerFile?.load() ?? [:]
-        } catch {
-            logger.warning("\(error): the trigger settings written before are forgotten, the configured policies govern")
-        }
-        values = CharacteristicValues(layout: layout, savedTriggers: savedTriggers, logger: logger)
+        let values = CharacteristicValues(layout: layout, logger: logger)
+        let triggers = TriggerSettings(layout: layout, file: triggerFile, logger: logger)
+        self.values = values
+        self.triggers = triggers
         let publication = GATTPublication()
         self.publication = publication
         let wake = WakeTarget()
         notifier = NotifyDriver(
-            policies: layout.characteristics.mapValues(\.config.notify),
+            policies: layout.characteristics.mapValues(\.config.notify), values: values,
+            triggers: { [triggers] in triggers.triggerSet(of: $0) },
             timer: timing == .realTime ? DeadlineTimer { _ in wake.pipeline?.onLoop { $0.advance() } } : nil,
             clock: clock, logger: logger,
             send: { [peripheral] transmission in
@@ -118,7 +83,7 @@ public actor ValuePipeline {
                 }
             })
         for (ref, sample) in router.configuredSamples {
-            values.set(sample.bytes, of: ref)
+            values.set(sample, of: ref)
             notifier.update(ref, sample: sample)
         }
         wake.pipeline = self
@@ -130,108 +95,6 @@ public actor ValuePipeline {
         eventSink = sink
     }
 
-    // MARK: Publishing
-
-    /// Publishes every configured service and serves reads and writes from this pipeline. Called
-    /// when the peripheral reaches `poweredOn` (CoreBluetooth's rule: publish once powered on);
-    /// values that arrived before are served from the start.
-    func publish() async throws {
-        await peripheral.setRequestHandlers(values.handlers)
-        try await publication.publish(layout, on: peripheral, values: values, logger: logger)
-        applyRestoredTriggers()
-    }
-
-    /// Hands the trigger settings that publishing restored to the notify engine, and saves the
-    /// file anew when some no longer fit their characteristic.
-    private func applyRestoredTriggers() {
-        for (ref, triggers) in values.takeRestoredTriggers().sorted(by: { $0.key < $1.key }) {
-            notifier.setTriggers(triggers, on: ref)
-            logger.info(
-                "notify triggers restored",
-                metadata: [
-                    "characteristic": "\(ref)",
-                    "triggers": "\(triggers.settings) \(triggers.logic)"
-                ])
-        }
-        let forgotten = values.takeForgottenTriggers()
-        for reason in forgotten {
-            logger.warning("saved notify triggers forgotten: \(reason); the configured policy governs")
-        }
-        if !forgotten.isEmpty { saveTriggers() }
-    }
-
-    /// Writes every characteristic's written trigger settings to `triggerFile`; a failure is
-    /// logged, and the settings govern until gattway stops.
-    private func saveTriggers() {
-        guard let triggerFile else { return }
-        triggerFile.save(values.savedTriggers) { [logger] error in
-            if let error { logger.warning("notify triggers not saved: \(error); they apply until gattway stops") }
-        }
-    }
-
-    /// A reload's GATT layout (`ConfigChanges` found the services changed). The services that
-    /// changed (`GATTLayoutChange`) are removed and published anew, and every central that enabled
-    /// Service Changed gets one indication over the handles they took; the characteristics of the
-    /// others keep their handles, subscriptions, values and counters. A new characteristic starts
-    /// with its configured value, or its sensor's reading among `currentReadings` (the running
-    /// sensors' latest; presses excepted), or none until its source gives one. Before the services are first
-    /// published (the controller not on yet) `publish()` will publish the new layout; while the
-    /// controller is off after that, nothing changes and this throws.
-    func changeLayout(to newLayout: GATTLayout, currentReadings: [SensorSample]) async throws -> GATTLayoutChange {
-        if publication.services != nil, status.peripheralState != .poweredOn {
-            throw PeripheralError.notPoweredOn(status.peripheralState)
-        }
-        let change = try GATTLayoutChange(from: publication.services ?? [], to: newLayout)
-        let keptRefs = Set(change.kept.flatMap(\.refs))
-        for ref in layout.characteristics.keys where !keptRefs.contains(ref) { notifier.forget(ref) }
-        layout = newLayout
-        router = ValueRouter(layout: newLayout)
-        values.relayout(newLayout, keeping: keptRefs)
-        for (ref, characteristic) in newLayout.characteristics {
-            notifier.configure(ref, policy: characteristic.config.notify)
-        }
-        for (ref, sample) in router.configuredSamples where !keptRefs.contains(ref) {
-            values.set(sample.bytes, of: ref)
-            notifier.update(ref, sample: sample)
-        }
-        // A press is an event, not a state: the last one is not a new characteristic's value.
-        for sample in currentReadings where SensorReading(rawValue: sample.channel)?.isEvent != true {
-            let value: Values.SensorValue
-            switch sample.reading {
-            case .number(let number): value = .number(number)
-            case .bool(let flag): value = .bool(flag)
-            case .failure: continue
-            }
-            for ref in router.characteristics(carrying: sample.sensor, channel: sample.channel) ?? []
-            where !keptRefs.contains(ref) {
-                setValue(value, of: ref)
-            }
-        }
-        guard publication.services != nil else { return change }
-        await peripheral.holdServiceChanged()
-        do {
-            try await publication.change(to: newLayout, change, on: peripheral, values: values)
-        } catch {
-            await peripheral.releaseServiceChanged()
-            throw error
-        }
-        await peripheral.releaseServiceChanged()
-        applyRestoredTriggers()
-        logger.info(
-            "services changed",
-            metadata: [
-                "kept": "\(change.kept.count)", "removed": "\(change.removed.count)",
-                "published": "\(change.added.count)"
-            ])
-        notifier.drain()
-        return change
-    }
-
-    /// The published characteristic of `ref` (after `publish()`).
-    public func publishedCharacteristic(_ ref: CharacteristicRef) -> PublishedCharacteristic? {
-        publication.characteristics[ref]
-    }
-
     /// The value reads get now.
     public func currentBytes(_ ref: CharacteristicRef) -> [UInt8]? { values.bytes(of: ref) }
 
@@ -241,11 +104,8 @@ public actor ValuePipeline {
     /// sensor's runner hands its readings over on the event loop, where this actor runs.
     public func sensorValue(_ reading: SensorSample) {
         guard let refs = router.characteristics(carrying: reading.sensor, channel: reading.channel) else { return }
-        let value: Values.SensorValue
-        switch reading.reading {
-        case .number(let number): value = .number(number)
-        case .bool(let flag): value = .bool(flag)
-        case .failure(let failure):
+        guard let value = ValueRouter.value(of: reading.reading) else {
+            guard case .failure(let failure) = reading.reading else { return }
             logger.warning(
                 "sensor reading failed",
                 metadata: [
@@ -257,32 +117,6 @@ public actor ValuePipeline {
         }
         for ref in refs { setValue(value, of: ref) }
         notifier.drain()
-    }
-
-    /// A sensor's readings stopped being current (`reason`), or are again (nil): every
-    /// characteristic carrying it is marked so for MQTT (its availability), and the notify
-    /// heartbeat stops resending the value it has until a new one comes.
-    public func sensorAvailability(sensor: String, unavailable reason: String?) {
-        guard status.sensorAvailability(sensor: sensor, unavailable: reason) else { return }
-        if let reason {
-            logger.warning("sensor unavailable", metadata: ["sensor": "\(sensor)", "reason": "\(reason)"])
-        } else {
-            logger.notice("sensor available again", metadata: ["sensor": "\(sensor)"])
-        }
-        for ref in router.characteristics(carrying: sensor) {
-            if reason != nil { notifier.markStale(ref) }
-            eventSink?(.availabilityChanged(ref, unavailable: reason))
-        }
-        eventSink?(statusEvent)
-    }
-
-    /// Why each unavailable sensor is, by sensor.
-    public var unavailableSensors: [String: String] { status.unavailableSensors }
-
-    /// A sensor's running total of lost GPIO events, for the `state` counters
-    /// (`<sensor>.lost_events`, and `lost_events` over all sensors).
-    public func lostEvents(sensor: String, total: Int) {
-        status.lostEvents(sensor: sensor, total: total)
     }
 
     /// A value from MQTT (`/set`, or a characteristic sourced from a topic), already checked
@@ -312,79 +146,11 @@ public actor ValuePipeline {
         notifier.drain()
     }
 
-    /// What the peripheral reports: connections, subscriptions, and room on the link.
-    public func handle(_ event: PeripheralEvent) async {
-        switch event {
-        case .centralConnected(let central):
-            let mtu = await peripheral.maximumUpdateValueLength(for: central).map { $0 + 3 } ?? 23
-            eventSink?(.centralConnected(central, mtu: mtu))
-        case .centralDisconnected(let central):
-            notifier.disconnect(central)
-            eventSink?(.centralDisconnected(central))
-            // The departed central's counters are gone: `state` says so now, not at the next tick.
-            eventSink?(statusEvent)
-        case .subscribed(let central, let characteristic):
-            guard let ref = publication.ref(of: characteristic) else { return }
-            // The event does not say which the central enabled; notification when offered.
-            let kind: UpdateKind = characteristic.properties.contains(.notify) ? .notification : .indication
-            notifier.subscribe(central, to: ref, kind: kind)
-            eventSink?(.subscribed(ref, central, kind))
-        case .unsubscribed(let central, let characteristic):
-            guard let ref = publication.ref(of: characteristic) else { return }
-            notifier.unsubscribe(central, from: ref)
-            eventSink?(.unsubscribed(ref, central))
-        case .readyToUpdateSubscribers:
-            notifier.linkReady()
-        case .stateChanged(let state):
-            status.peripheralChanged(state)
-            eventSink?(statusEvent)
-            guard state == .poweredOn, publication.services == nil else { return }
-            do {
-                try await publish()
-            } catch {
-                logger.error("publishing the GATT services failed", metadata: ["error": "\(error)"])
-            }
-            return
-        case .maximumUpdateValueLengthChanged(let central, let length):
-            eventSink?(.mtuChanged(central, mtu: length + 3))
-            return
-        case .securityChanged(let central, let security):
-            eventSink?(.securityChanged(central, security))
-            return
-        case .writeCommandRefused(let central, let handle, let code):
-            status.writeCommandRefused()
-            logger.debug(
-                "write command refused",
-                metadata: ["central": "\(central)", "handle": "\(handle)", "reason": "\(code)"])
-            return
-        case .serviceAdded, .serviceRemoved:
-            return
-        }
-        notifier.drain()
-    }
-
     /// A central's accepted trigger descriptor write (from `triggerChanges`): the characteristic's
     /// triggers for every central subscribed to it now and later.
     public func handle(_ change: TriggerChange) {
         notifier.setTriggers(change.triggers, on: change.ref)
-        logger.info(
-            "notify triggers changed",
-            metadata: [
-                "characteristic": "\(change.ref)", "central": "\(change.central)",
-                "triggers": "\(change.triggers.map { "\($0.settings) \($0.logic)" } ?? "the configured policy")"
-            ])
-        saveTriggers()
         notifier.drain()
-    }
-
-    /// A reload's notify policies, from `services` laid out as this pipeline's (`ConfigChanges`
-    /// found only policies changed): every subscriber gets each characteristic's new policy from
-    /// its next value on, on its connection as it is.
-    public func changeNotifyPolicies(_ services: [ServiceConfig]) {
-        for ref in layout.characteristics.keys {
-            notifier.configure(ref, policy: services[ref.service].characteristics[ref.characteristic].notify)
-        }
-        advance()
     }
 
     /// Handles the engine's deadlines up to now (the timer calls this; tests call it after moving
@@ -392,12 +158,6 @@ public actor ValuePipeline {
     public func advance() {
         notifier.advance()
     }
-
-    /// The per-characteristic and per-central counters, for the log line and MQTT `state`.
-    public var statistics: NotifyStatistics<CentralID, CharacteristicRef> { notifier.statistics }
-
-    /// When the engine next has work (relative to the pipeline's start).
-    public var nextDeadline: Duration? { notifier.nextDeadline }
 
     /// Consumes the peripheral's events and the centrals' writes until cancelled, and logs the
     /// counters every `statisticsInterval`.
@@ -430,33 +190,7 @@ public actor ValuePipeline {
     }
 
     private func consumeTriggerChanges() async {
-        for await change in values.triggerChanges { handle(change) }
-    }
-
-    /// The pairing window opened or closed (for the `status` event).
-    public func pairingWindowChanged(_ isOpen: Bool) {
-        if status.pairingChanged(isOpen) { eventSink?(statusEvent) }
-    }
-
-    /// The host started or stopped advertising (for the `status` event).
-    public func advertisingChanged(_ isAdvertising: Bool) {
-        if status.advertisingChanged(isAdvertising) { eventSink?(statusEvent) }
-    }
-
-    public func logStatistics() {
-        logger.info("notify counters", metadata: ["counters": "\(notifier.statistics.logLine)"])
-        eventSink?(statusEvent)
-    }
-
-    /// The `status` event now (`PipelineStatus`).
-    var statusEvent: PipelineEvent { status.event(notifier.statistics) }
-
-    /// The characteristics whose sensor is unavailable now, with why (a mirror that starts after
-    /// the sensor went stale learns it here).
-    public var unavailableCharacteristics: [(CharacteristicRef, String)] {
-        status.unavailableSensors.sorted { $0.key < $1.key }.flatMap { sensor, reason in
-            router.characteristics(carrying: sensor).map { ($0, reason) }
-        }
+        for await change in triggers.changes { handle(change) }
     }
 
     /// Stops the timer and the events, after a last counters line (the totals of the run).
@@ -470,7 +204,7 @@ public actor ValuePipeline {
 
     /// `value` becomes `ref`'s current value and goes to the notify engine and the mirror; the
     /// caller drains.
-    private func setValue(_ value: Values.SensorValue, of ref: CharacteristicRef) {
+    func setValue(_ value: Values.SensorValue, of ref: CharacteristicRef) {
         let sample: NotifySample
         do throws(ValueError) {
             guard let encoded = try router.sample(value, for: ref) else { return }
@@ -484,7 +218,7 @@ public actor ValuePipeline {
                 ])
             return
         }
-        values.set(sample.bytes, of: ref)
+        values.set(sample, of: ref)
         notifier.update(ref, sample: sample)
         // Optional chaining: without MQTT the event is not even built.
         eventSink?(.valueChanged(ref, sample.bytes))

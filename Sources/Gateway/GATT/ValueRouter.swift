@@ -1,5 +1,6 @@
 import Config
 import Notify
+import Sensors
 import Values
 
 /// Where a value goes and what it becomes there: a sensor's reading names the characteristics
@@ -72,6 +73,15 @@ struct ValueRouter {
 
     /// The output sensor whose line a value of `ref` drives, when `ref` is an output's.
     func outputSensor(of ref: CharacteristicRef) -> String? { targets[ref]?.outputSensor }
+
+    /// A sensor's reading as the value its characteristics take; nil for a reading that failed.
+    static func value(of reading: SensorSample.Reading) -> SensorValue? {
+        switch reading {
+        case .number(let number): .number(number)
+        case .bool(let flag): .bool(flag)
+        case .failure: nil
+        }
+    }
 
     /// Booleans on numeric characteristics are 0 and 1; numbers on boolean ones are "non-zero".
     static func adapt(_ value: SensorValue, to format: ValueFormat) -> SensorValue {

@@ -108,16 +108,13 @@ public enum MirrorMapping {
                 HomeAssistantEntity.EventType(code: Int($0.rawValue), name: $0.eventType, triggerType: triggerType($0))
             }
         }
-        entity.expireAfter = changes.expireAfter.map {
-            let (seconds, attoseconds) = $0.components
-            return seconds + (attoseconds > 0 ? 1 : 0)
-        }
+        entity.expireAfter = changes.expireAfter.map(HomeAssistantEntity.expireAfter)
         return entity
     }
 
     /// The presses a binary sensor tells apart (`press:`).
     private static func pressEvents(_ sensor: SensorConfig?) -> [PressEvent] {
-        (sensor?.kind as? BinarySensorConfig)?.press?.events ?? []
+        sensor?.kind.pressEvents ?? []
     }
 
     /// Home Assistant's device trigger type for a press.

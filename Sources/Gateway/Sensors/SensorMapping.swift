@@ -9,7 +9,7 @@ import Sensors
 /// The configuration names a simulated chip `gpiochipN` *and* gives it a label, while the
 /// simulator knows chips by label only, so line references by chip name or `/dev` path are
 /// rewritten to the label. What each kind's settings become is the kind's own business
-/// (`SensorKindConfig.sensorSettings`, in Config's `Kinds/`).
+/// (`SensorKindConfig.sensorSettings`, in each kind's folder under Sources/Sensors/Kinds/).
 public enum SensorMapping {
     /// The simulator's chips for the configuration's `gpio.chips`.
     public static func simulatedChips(_ config: GPIOConfig) -> [SimulatedChipConfig] {

@@ -289,11 +289,9 @@ struct HomeAssistantDiscovery {
     }
 
     /// Seconds without a value after which Home Assistant shows a sensor as unavailable: three
-    /// heartbeats, so one late or lost publication is not an outage; whole seconds (what
-    /// `expire_after` takes), rounded up.
+    /// heartbeats, so one late or lost publication is not an outage.
     static func expireAfter(_ heartbeat: Duration) -> Int64 {
-        let (seconds, attoseconds) = (heartbeat * 3).components
-        return seconds + (attoseconds > 0 ? 1 : 0)
+        HomeAssistantEntity.expireAfter(heartbeat * 3)
     }
 
     /// Home Assistant node and object ids allow `[a-zA-Z0-9_-]` only.

@@ -339,3 +339,11 @@ public enum MirrorAction: Sendable, Equatable {
     case subscribe(String)
     case unsubscribe(String)
 }
+
+extension HomeAssistantEntity {
+    /// `expire_after` for `duration`: whole seconds (what Home Assistant takes), rounded up.
+    public static func expireAfter(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds + (attoseconds > 0 ? 1 : 0)
+    }
+}

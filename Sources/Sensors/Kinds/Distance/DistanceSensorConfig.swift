@@ -1,5 +1,5 @@
+import ConfigReading
 import GPIO
-import Sensors
 import Values
 
 /// HC-SR04: a pulse on `trigger`, distance in metres from the echo's high time.
@@ -38,10 +38,10 @@ public struct DistanceSensorConfig: SensorKindConfig {
         name: "distance", settings: ["trigger", "echo", "bias", "interval", "timeout"],
         reference: [
             .init(
-                key: "trigger", type: "line name", defaultValue: ConfigReference.required,
+                key: "trigger", type: "line name", defaultValue: SensorKindDescription.Setting.required,
                 meaning: "HC-SR04 trigger (output) line."),
             .init(
-                key: "echo", type: "line name", defaultValue: ConfigReference.required,
+                key: "echo", type: "line name", defaultValue: SensorKindDescription.Setting.required,
                 meaning: "HC-SR04 echo (input) line."),
             .init(
                 key: "interval", type: "duration", defaultValue: DurationText.format(defaultInterval),

@@ -1,10 +1,10 @@
 import GPIO
-import Sensors
 import Values
 
 /// The kind-specific settings of one configured sensor, as written in the file. Each kind has one
 /// type conforming to it, in its folder under `Kinds/` beside the description that parses it
-/// (`SensorKindDescription`); the rest of gattway asks this protocol, never a list of kinds.
+/// (`SensorKindDescription`) and the engine that runs it; the rest of gattway asks this protocol,
+/// never a list of kinds and never a kind's type.
 public protocol SensorKindConfig: Sendable, Hashable {
     /// The `kind:` it was written as (`dht22`).
     var name: String { get }
@@ -18,6 +18,11 @@ public protocol SensorKindConfig: Sendable, Hashable {
     var isOutput: Bool { get }
     /// Its value only grows (a counter): Home Assistant sums it as `total_increasing`.
     var isTotal: Bool { get }
+    /// Its value is 0 or 1 (a button, a door contact): Home Assistant shows it as a binary sensor,
+    /// and it can confirm pairings.
+    var isBinary: Bool { get }
+    /// The presses its `press` reading tells apart; empty when it has none.
+    var pressEvents: [PressEvent] { get }
     /// The BTHome objects its readings are broadcast as with `bthome: true`; empty when BTHome
     /// has none for it.
     var bthomeObjects: [(reading: SensorReading, object: BTHomeObject)] { get }
@@ -37,21 +42,7 @@ extension SensorKindConfig {
     public var outputLines: [LineReference] { [] }
     public var isOutput: Bool { false }
     public var isTotal: Bool { false }
+    public var isBinary: Bool { false }
+    public var pressEvents: [PressEvent] { [] }
     public var bthomeObjects: [(reading: SensorReading, object: BTHomeObject)] { [] }
-}
-
-extension InputLineConfig {
-    /// The line filters `active_low` and `debounce` stand for, in the Sensors layer's terms.
-    var lineFilters: [SensorFilter] {
-        (activeLow ? [.invert] : []) + (debounce > .zero ? [.debounce(debounce)] : [])
-    }
-
-    var gpioBias: GPIOBias {
-        switch bias {
-        case .asIs: .asIs
-        case .disabled: .disabled
-        case .pullUp: .pullUp
-        case .pullDown: .pullDown
-        }
-    }
 }

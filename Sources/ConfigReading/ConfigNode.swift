@@ -1,123 +1,41 @@
-import BluetoothCore
-import YAML
-
-/// Everything one load of a configuration learns besides the model: the problems found and the
-/// line of every path visited (so checks that run on the finished model can still name lines).
-/// Lives for one load on one thread.
-final class LoadContext {
-    private(set) var errors: [ConfigIssue] = []
-    private(set) var warnings: [ConfigIssue] = []
-    private var lines: [String: Int] = [:]
-
-    func error(_ path: ConfigPath, line: Int?, _ message: String) {
-        errors.append(
-            ConfigIssue(
-                path: path.description, line: line ?? self.line(of: path),
-                message: message))
-    }
-
-    func warning(_ path: ConfigPath, line: Int?, _ message: String) {
-        warnings.append(
-            ConfigIssue(
-                path: path.description, line: line ?? self.line(of: path),
-                message: message))
-    }
-
-    func record(_ path: ConfigPath, line: Int?) {
-        if let line { lines[path.description] = line }
-    }
-
-    /// The line of `path`, or of its nearest recorded ancestor.
-    func line(of path: ConfigPath) -> Int? {
-        var current: ConfigPath? = path
-        while let candidate = current {
-            if let line = lines[candidate.description] { return line }
-            current = candidate.parent
-        }
-        return nil
-    }
-}
-
-/// A YAML path as gattway prints it: `services[0].characteristics[2].uuid`.
-struct ConfigPath: Hashable, CustomStringConvertible {
-    private var components: [Component] = []
-
-    enum Component: Hashable {
-        case key(String)
-        case index(Int)
-    }
-
-    static let root = ConfigPath()
-
-    func key(_ key: String) -> ConfigPath {
-        var copy = self
-        copy.components.append(.key(key))
-        return copy
-    }
-
-    func index(_ index: Int) -> ConfigPath {
-        var copy = self
-        copy.components.append(.index(index))
-        return copy
-    }
-
-    var parent: ConfigPath? {
-        guard !components.isEmpty else { return nil }
-        var copy = self
-        copy.components.removeLast()
-        return copy
-    }
-
-    var description: String {
-        var text = ""
-        for component in components {
-            switch component {
-            case .key(let key): text += text.isEmpty ? key : ".\(key)"
-            case .index(let index): text += "[\(index)]"
-            }
-        }
-        return text
-    }
-}
-
 /// A YAML node at a known path. Each typed accessor returns nil and records an error naming the
 /// path, line and the expected type when the node does not hold what is asked for.
-struct ConfigNode {
-    let node: YAMLNode
-    let path: ConfigPath
-    let context: LoadContext
+public struct ConfigNode {
+    public let node: YAMLNode
+    public let path: ConfigPath
+    public let context: LoadContext
 
-    init(_ node: YAMLNode, path: ConfigPath, context: LoadContext) {
+    public init(_ node: YAMLNode, path: ConfigPath, context: LoadContext) {
         self.node = node
         self.path = path
         self.context = context
         context.record(path, line: node.line)
     }
 
-    var line: Int? { node.line }
+    public var line: Int? { node.line }
 
     /// Records an error at this node and returns nil, so accessors can `return fail(...)`.
-    func fail<T>(_ message: String) -> T? {
+    public func fail<T>(_ message: String) -> T? {
         report(message)
         return nil
     }
 
     /// Records an error at this node.
-    func report(_ message: String) {
+    public func report(_ message: String) {
         context.error(path, line: line, message)
     }
 
-    func warn(_ message: String) {
+    public func warn(_ message: String) {
         context.warning(path, line: line, message)
     }
 
-    var isNull: Bool {
+    public var isNull: Bool {
         guard case .scalar(let text, isPlain: true) = node.content else { return false }
         return ["", "~", "null", "Null", "NULL"].contains(text)
     }
 
     /// How the node reads in a message: `"two"`, `a list`, `a mapping`.
-    var shown: String {
+    public var shown: String {
         switch node.content {
         case .scalar(let text, _): "\"\(text)\""
         case .mapping: "a mapping"
@@ -125,24 +43,25 @@ struct ConfigNode {
         }
     }
 
-    private func scalarText(expected: String) -> String? {
+    /// The scalar's text, or nil with "expected <expected>, got …" recorded.
+    public func scalarText(expected: String) -> String? {
         guard let text = node.scalar else { return fail("expected \(expected), got \(shown)") }
         return text
     }
 
     // MARK: Scalars
 
-    func string() -> String? {
+    public func string() -> String? {
         scalarText(expected: "a string")
     }
 
-    func nonEmptyString() -> String? {
+    public func nonEmptyString() -> String? {
         guard let text = string() else { return nil }
         guard !text.isEmpty else { return fail("must not be empty") }
         return text
     }
 
-    func bool() -> Bool? {
+    public func bool() -> Bool? {
         guard let text = scalarText(expected: "true or false") else { return nil }
         switch text.lowercased() {
         case "true", "yes", "on": return true
@@ -152,11 +71,11 @@ struct ConfigNode {
     }
 
     /// Decimal or `0x` hexadecimal, within `range` when given.
-    func integer(in range: ClosedRange<Int>? = nil) -> Int? {
+    public func integer(in range: ClosedRange<Int>? = nil) -> Int? {
         integer(Int.self, in: range)
     }
 
-    func integer<T: FixedWidthInteger>(_ type: T.Type, in range: ClosedRange<T>? = nil) -> T? {
+    public func integer<T: FixedWidthInteger>(_ type: T.Type, in range: ClosedRange<T>? = nil) -> T? {
         guard let text = scalarText(expected: "an integer") else { return nil }
         let negative = text.hasPrefix("-")
         let unsigned = negative || text.hasPrefix("+") ? String(text.dropFirst()) : text
@@ -173,7 +92,7 @@ struct ConfigNode {
         return value
     }
 
-    func number(in range: ClosedRange<Double>? = nil) -> Double? {
+    public func number(in range: ClosedRange<Double>? = nil) -> Double? {
         guard let text = scalarText(expected: "a number") else { return nil }
         guard let value = Double(text), value.isFinite else {
             return fail("expected a number, got \(shown)")
@@ -186,12 +105,12 @@ struct ConfigNode {
         return value
     }
 
-    static func formatNumber(_ value: Double) -> String {
+    public static func formatNumber(_ value: Double) -> String {
         value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 
     /// A duration such as `500ms` or `2s`, within `range` when given.
-    func duration(in range: ClosedRange<Duration>? = nil) -> Duration? {
+    public func duration(in range: ClosedRange<Duration>? = nil) -> Duration? {
         guard let text = scalarText(expected: "a duration") else { return nil }
         guard let value = DurationText.parse(text) else {
             return fail("\(shown) is not a duration (write a number and a unit: 500ms, 2s, 1m)")
@@ -204,20 +123,13 @@ struct ConfigNode {
         return value
     }
 
-    /// A 16-bit SIG short form (`2A6E`, `0x2A6E`), 32-bit, or full 128-bit UUID.
-    func uuid() -> BluetoothUUID? {
-        guard let text = scalarText(expected: "a UUID") else { return nil }
-        guard let uuid = BluetoothUUID(text) else { return fail("\(shown) is not a UUID") }
-        return uuid
-    }
-
     /// One of the raw values of `E`, with a did-you-mean hint.
-    func choice<E: CaseIterable & RawRepresentable>(_ type: E.Type) -> E? where E.RawValue == String {
+    public func choice<E: CaseIterable & RawRepresentable>(_ type: E.Type) -> E? where E.RawValue == String {
         choice(among: E.allCases.map(\.rawValue)).flatMap(E.init(rawValue:))
     }
 
     /// One of `names`, with a did-you-mean hint.
-    func choice(among names: [String]) -> String? {
+    public func choice(among names: [String]) -> String? {
         guard let text = scalarText(expected: "one of \(names.joined(separator: ", "))") else {
             return nil
         }
@@ -227,7 +139,7 @@ struct ConfigNode {
     }
 
     /// Hexadecimal bytes, optionally separated by spaces or colons: `01 02 ff`, `0102ff`.
-    func hexBytes() -> [UInt8]? {
+    public func hexBytes() -> [UInt8]? {
         guard let text = scalarText(expected: "hexadecimal bytes") else { return nil }
         guard let bytes = Self.parseHex(text) else {
             return fail("\(shown) is not hexadecimal bytes (write pairs of hex digits, as in \"01 a0 ff\")")
@@ -235,7 +147,7 @@ struct ConfigNode {
         return bytes
     }
 
-    static func parseHex(_ text: String) -> [UInt8]? {
+    public static func parseHex(_ text: String) -> [UInt8]? {
         let digits = text.filter { $0 != " " && $0 != ":" }
         guard digits.count % 2 == 0, digits.allSatisfy(\.isHexDigit) else { return nil }
         var bytes: [UInt8] = []
@@ -251,7 +163,7 @@ struct ConfigNode {
     // MARK: Collections
 
     /// The items of a list, each at `path[i]`.
-    func list() -> [ConfigNode]? {
+    public func list() -> [ConfigNode]? {
         guard case .sequence(let sequence) = node.content else {
             return fail("expected a list, got \(shown)")
         }
@@ -259,14 +171,14 @@ struct ConfigNode {
     }
 
     /// The scalar text under `key` when this is a mapping, without checking or reporting anything.
-    func plainValue(of key: String) -> String? {
+    public func plainValue(of key: String) -> String? {
         guard case .mapping(let pairs) = node.content else { return nil }
         return pairs.first { $0.key.scalar == key }?.value.scalar
     }
 
     /// A mapping whose keys must come from `keys`; any other key is reported with a hint.
     /// `forbidden` maps keys that are refused with a specific explanation to that explanation.
-    func mapping(keys: [String], forbidden: [String: String] = [:]) -> ConfigMapping? {
+    public func mapping(keys: [String], forbidden: [String: String] = [:]) -> ConfigMapping? {
         guard case .mapping(let pairs) = node.content else {
             return fail("expected a mapping, got \(shown)")
         }
@@ -292,12 +204,7 @@ struct ConfigNode {
         return ConfigMapping(node: self, entries: entries, order: order)
     }
 
-    /// A mapping of the keys `ConfigReference` documents under `referencePath`.
-    func mapping(_ referencePath: String, forbidden: [String: String] = [:]) -> ConfigMapping? {
-        mapping(keys: ConfigReference.keys(under: referencePath), forbidden: forbidden)
-    }
-
-    static func unknownKeyMessage(_ key: String, known: [String]) -> String {
+    public static func unknownKeyMessage(_ key: String, known: [String]) -> String {
         if let suggestion = Suggestion.closest(to: key, among: known) {
             return "unknown key; did you mean \"\(suggestion)\"?"
         }
@@ -306,30 +213,30 @@ struct ConfigNode {
 }
 
 /// A mapping whose keys have been checked against the allowed set.
-struct ConfigMapping {
-    let node: ConfigNode
+public struct ConfigMapping {
+    public let node: ConfigNode
     private let entries: [String: ConfigNode]
     /// Present keys in file order.
-    let order: [String]
+    public let order: [String]
 
-    init(node: ConfigNode, entries: [String: ConfigNode], order: [String]) {
+    public init(node: ConfigNode, entries: [String: ConfigNode], order: [String]) {
         self.node = node
         self.entries = entries
         self.order = order
     }
 
-    var path: ConfigPath { node.path }
+    public var path: ConfigPath { node.path }
 
     /// The value under `key`; nil when the key is absent or its value is null (`key:` / `~`).
-    subscript(key: String) -> ConfigNode? {
+    public subscript(key: String) -> ConfigNode? {
         guard let value = entries[key], !value.isNull else { return nil }
         return value
     }
 
-    func has(_ key: String) -> Bool { self[key] != nil }
+    public func has(_ key: String) -> Bool { self[key] != nil }
 
     /// The value under `key`, recording `missing required key` when it is absent.
-    func required(_ key: String) -> ConfigNode? {
+    public func required(_ key: String) -> ConfigNode? {
         if let value = self[key] { return value }
         node.context.error(path, line: node.line, "missing required key \"\(key)\"")
         return nil

@@ -1,7 +1,7 @@
 /// "Did you mean" suggestions for misspelt keys and names.
-enum Suggestion {
+public enum Suggestion {
     /// The candidate closest to `word`, if it is close enough to be a plausible typo.
-    static func closest(to word: String, among candidates: some Sequence<String>) -> String? {
+    public static func closest(to word: String, among candidates: some Sequence<String>) -> String? {
         let lowered = word.lowercased()
         let limit = max(2, lowered.count / 3)
         var best: (candidate: String, distance: Int)?
@@ -33,7 +33,7 @@ enum Suggestion {
     }
 
     /// `; did you mean "debounce"?` or an empty string.
-    static func hint(for word: String, among candidates: some Sequence<String>) -> String {
+    public static func hint(for word: String, among candidates: some Sequence<String>) -> String {
         closest(to: word, among: candidates).map { "; did you mean \"\($0)\"?" } ?? ""
     }
 }

@@ -1,5 +1,5 @@
+import ConfigReading
 import GPIO
-import Sensors
 
 /// Pulses per second or minute over a sliding `window`, multiplied by `scale`.
 public struct RateSensorConfig: SensorKindConfig {

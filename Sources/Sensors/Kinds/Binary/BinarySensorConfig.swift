@@ -1,5 +1,5 @@
+import ConfigReading
 import GPIO
-import Sensors
 import Values
 
 /// Button, door contact, PIR: 1 while active, kept active for `holdTime` after it last became active. With
@@ -18,6 +18,8 @@ public struct BinarySensorConfig: SensorKindConfig {
     public var name: String { "binary" }
     public var readings: [SensorReading] { press == nil ? [.value] : [.value, .press] }
     public var lines: [LineReference] { [input.line] }
+    public var isBinary: Bool { true }
+    public var pressEvents: [PressEvent] { press?.events ?? [] }
     public var bthomeObjects: [(reading: SensorReading, object: BTHomeObject)] {
         press == nil ? [(.value, .genericBoolean)] : [(.value, .genericBoolean), (.press, .button)]
     }
@@ -64,7 +66,7 @@ public struct BinarySensorConfig: SensorKindConfig {
     /// `press:`: a long press must outlast the debounce, or no press could be shorter than a
     /// long one.
     private static func parsePress(_ node: ConfigNode, debounce: ConfigNode?) -> PressSettings? {
-        guard let m = node.mapping("sensors[].press") else { return nil }
+        guard let m = node.mapping(keys: ["double_press_window", "long_press_time"]) else { return nil }
         let window =
             m["double_press_window"]?.duration(in: .zero...(.seconds(2))) ?? PressSettings.defaultDoublePressWindow
         let long =

@@ -1,5 +1,5 @@
+import ConfigReading
 import GPIO
-import Sensors
 import Values
 
 /// DHT22 / DHT11 temperature (°C) and humidity (%), read every `interval`.

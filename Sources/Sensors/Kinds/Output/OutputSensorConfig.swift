@@ -1,5 +1,5 @@
+import ConfigReading
 import GPIO
-import Sensors
 
 /// A relay or LED, driven by BLE or MQTT writes.
 public struct OutputSensorConfig: SensorKindConfig {
@@ -39,7 +39,7 @@ public struct OutputSensorConfig: SensorKindConfig {
         parse: { reader in
             reader.line("line").map {
                 OutputSensorConfig(
-                    line: $0, activeLow: reader["active_low"]?.bool() ?? ConfigDefaults.activeLow,
+                    line: $0, activeLow: reader["active_low"]?.bool() ?? InputLineConfig.defaultActiveLow,
                     initial: reader["initial"]?.bool() ?? defaultInitial)
             }
         })

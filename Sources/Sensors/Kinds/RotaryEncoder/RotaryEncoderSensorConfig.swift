@@ -1,5 +1,5 @@
+import ConfigReading
 import GPIO
-import Sensors
 
 /// Quadrature encoder: one step per `transitionsPerStep` quadrature transitions; steps wrap
 /// into 0..<wrap when set.
@@ -37,8 +37,8 @@ public struct RotaryEncoderSensorConfig: SensorKindConfig {
     static let definition = SensorKindDescription(
         name: "rotary_encoder", settings: ["a", "b", "bias", "active_low", "debounce", "transitions_per_step", "wrap"],
         reference: [
-            .init(key: "a", type: "line name", defaultValue: ConfigReference.required, meaning: "channel A."),
-            .init(key: "b", type: "line name", defaultValue: ConfigReference.required, meaning: "channel B."),
+            .init(key: "a", type: "line name", defaultValue: SensorKindDescription.Setting.required, meaning: "channel A."),
+            .init(key: "b", type: "line name", defaultValue: SensorKindDescription.Setting.required, meaning: "channel B."),
             .init(
                 key: "transitions_per_step", type: "1, 2 or 4", defaultValue: String(defaultTransitionsPerStep),
                 meaning: "quadrature transitions per reported step (4 for detented encoders)."),

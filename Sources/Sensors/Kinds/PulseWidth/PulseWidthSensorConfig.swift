@@ -1,5 +1,5 @@
+import ConfigReading
 import GPIO
-import Sensors
 
 /// High time and duty cycle, averaged over `window`.
 public struct PulseWidthSensorConfig: SensorKindConfig {

@@ -1,5 +1,5 @@
+import ConfigReading
 import GPIO
-import Sensors
 import Values
 
 /// Counts pulses; the total persists in the state directory, saved before it is reported.
