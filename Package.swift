@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// Layering (bottom to top): C module targets → thin wrappers (GPIO, MQTT, BluetoothHCI transports)
+// Layering (bottom to top): C module targets → thin wrappers (GPIO, MQTT client, BluetoothHCI transports)
 // → protocol layers (BluetoothCore → ATT → GATT, HCI → L2CAP → Host) → Sensors/Values/Notify →
 // Gateway (wiring) → the `gattway` executable. Nothing above a wrapper imports a C module.
 
@@ -147,24 +147,33 @@ let package = Package(
             path: "Sources/Notify", swiftSettings: swiftSettings),
 
         // MARK: MQTT mirror.
+        // The mirror's topic model, Home Assistant discovery, messages and connection settings:
+        // pure, so the configuration uses its types without linking libmosquitto.
+        .target(name: "MQTTMirror", path: "Sources/MQTT/Mirror", swiftSettings: swiftSettings),
+        // The broker connection: the only target that sees libmosquitto.
         .target(
-            name: "MQTT",
-            dependencies: ["EventLoop", "StateFile", "CMosquitto", .product(name: "Logging", package: "swift-log")],
-            path: "Sources/MQTT", swiftSettings: swiftSettings),
+            name: "MQTTClient",
+            dependencies: ["EventLoop", "MQTTMirror", "CMosquitto", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/MQTT/Client", swiftSettings: swiftSettings),
+        // The mirror run over a client: outbox, backlog hold, heartbeats, discovery, `/set`.
+        .target(
+            name: "MQTTService",
+            dependencies: ["EventLoop", "StateFile", "MQTTMirror", "MQTTClient", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/MQTT/Service", swiftSettings: swiftSettings),
 
         // MARK: Configuration, wiring, executable.
         // libyaml's event parser, wrapped once: YAML text in, nodes with their lines out.
         .target(name: "YAML", dependencies: ["CYAML", "ConfigReading"], path: "Sources/YAML", swiftSettings: swiftSettings),
         .target(
             name: "Config",
-            dependencies: ["BluetoothCore", "BluetoothHCI", "ConfigReading", "Values", "Notify", "GPIO", "Sensors", "YAML"],
+            dependencies: ["BluetoothCore", "BluetoothHCI", "ConfigReading", "MQTTMirror", "Values", "Notify", "GPIO", "Sensors", "YAML"],
             path: "Sources/Config", swiftSettings: swiftSettings),
         .target(
             name: "Gateway",
             dependencies: [
                 "EventLoop", "Config", "BluetoothCore", "BluetoothATT", "BluetoothGATT", "BluetoothL2CAP",
                 "BluetoothSMP", "BluetoothHost", "GPIO", "GPIOLibgpiod", "Sensors",
-                "Values", "Notify", "MQTT", "StateFile",
+                "Values", "Notify", "MQTTMirror", "MQTTClient", "MQTTService", "StateFile",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle")
@@ -176,7 +185,7 @@ let package = Package(
         .target(
             name: "DevelopmentHarness",
             dependencies: [
-                "BluetoothCore", "MQTT", "CSpawn", .product(name: "Logging", package: "swift-log"),
+                "BluetoothCore", "MQTTMirror", "MQTTClient", "CSpawn", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ],
             path: "Sources/DevelopmentHarness", swiftSettings: swiftSettings),
@@ -215,7 +224,9 @@ let package = Package(
         // mosquitto, and the built `gattway` executable as child processes.
         .target(
             name: "TestHarness",
-            dependencies: ["DevelopmentHarness", "BluetoothCore", "MQTT", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "DevelopmentHarness", "BluetoothCore", "MQTTMirror", "MQTTClient", .product(name: "Logging", package: "swift-log")
+            ],
             path: "Tests/TestHarness", swiftSettings: swiftSettings),
         .testTarget(
             name: "EventLoopTests", dependencies: ["EventLoop"],
@@ -257,7 +268,7 @@ let package = Package(
             path: "Tests/GPIOLibgpiodTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "SensorsTests",
-            dependencies: ["Sensors", "Config", "GPIO", "GPIOLibgpiod", "EventLoop", "StateFile", "TestHarness"],
+            dependencies: ["Sensors", "Config", "MQTTMirror", "GPIO", "GPIOLibgpiod", "EventLoop", "StateFile", "TestHarness"],
             path: "Tests/SensorsTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "ValuesTests", dependencies: ["Values", "BluetoothCore"],
@@ -267,17 +278,21 @@ let package = Package(
             path: "Tests/NotifyTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "MQTTTests",
-            dependencies: ["MQTT", "MQTTWillProbe", "StateFile", "TestHarness", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "MQTTService", "MQTTClient", "MQTTMirror", "MQTTWillProbe", "StateFile", "TestHarness", "EventLoop",
+                .product(name: "Logging", package: "swift-log")
+            ],
             path: "Tests/MQTTTests", swiftSettings: swiftSettings),
         // Child process the MQTT tests SIGKILL to see the Last Will.
         .executableTarget(
             name: "MQTTWillProbe",
-            dependencies: ["MQTT", "StateFile", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["MQTTService", "MQTTClient", "MQTTMirror", "StateFile", .product(name: "Logging", package: "swift-log")],
             path: "Tests/MQTTWillProbe", swiftSettings: swiftSettings),
         .testTarget(
             name: "StateFileTests",
             dependencies: [
-                "StateFile", "StateFileProbe", "BluetoothSMP", "BluetoothCore", "BluetoothHost", "Gateway", "MQTT", "TestHarness",
+                "StateFile", "StateFileProbe", "BluetoothSMP", "BluetoothCore", "BluetoothHost", "Gateway", "MQTTService", "MQTTMirror",
+                "TestHarness",
                 .product(name: "Logging", package: "swift-log")
             ],
             path: "Tests/StateFileTests", swiftSettings: swiftSettings),
@@ -287,7 +302,7 @@ let package = Package(
         .executableTarget(
             name: "StateFileProbe",
             dependencies: [
-                "StateFile", "BluetoothSMP", "BluetoothCore", "BluetoothHost", "Gateway", "MQTT",
+                "StateFile", "BluetoothSMP", "BluetoothCore", "BluetoothHost", "Gateway", "MQTTService", "MQTTMirror",
                 .product(name: "Logging", package: "swift-log")
             ],
             path: "Tests/StateFileProbe", swiftSettings: swiftSettings),
@@ -296,19 +311,22 @@ let package = Package(
             path: "Tests/YAMLTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "ConfigTests",
-            dependencies: ["Config", "ConfigReading", "BluetoothCore", "BluetoothHCI", "Values", "Notify", "Sensors", "TestHarness"],
+            dependencies: [
+                "Config", "ConfigReading", "BluetoothCore", "BluetoothHCI", "MQTTMirror", "Values", "Notify", "Sensors", "TestHarness"
+            ],
             path: "Tests/ConfigTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
                 "EventLoop", "Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify", "BluetoothHost",
-                "BluetoothGATT", "BluetoothCore", "BluetoothSMP", "MQTT", "StateFile", "TestHarness", "DevelopmentHarness",
+                "BluetoothGATT", "BluetoothCore", "BluetoothSMP", "MQTTMirror", "MQTTClient", "MQTTService", "StateFile", "TestHarness",
+                "DevelopmentHarness",
                 .product(name: "Logging", package: "swift-log")
             ],
             path: "Tests/GatewayTests", swiftSettings: swiftSettings),
         // gattway's executable end to end: a configuration, `gattway run`, Bumble phones (Tests/harness).
         .testTarget(
-            name: "EndToEndTests", dependencies: ["gattway", "TestHarness", "BluetoothCore", "MQTT"],
+            name: "EndToEndTests", dependencies: ["gattway", "TestHarness", "BluetoothCore", "MQTTMirror"],
             path: "Tests/EndToEndTests", swiftSettings: swiftSettings)
     ]
 )

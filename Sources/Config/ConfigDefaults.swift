@@ -1,3 +1,4 @@
+import MQTTMirror
 import BluetoothHCI
 
 /// Every default of the configuration outside the sensor kinds, in one place (a kind's own
@@ -55,9 +56,9 @@ public enum ConfigDefaults {
     public static let mqttRetain = true
     public static let mqttDiscovery = true
     public static let mqttDiscoveryPrefix = "homeassistant"
-    public static let mqttProtocol = MQTTVersion.v5
+    public static let mqttProtocol = MQTTProtocolVersion.v5
     public static let mqttKeepalive = Duration.seconds(60)
-    public static let mqttPayload = MQTTPayloadFormat.json
+    public static let mqttPayload = MirrorPayloadStyle.json
     public static let mqttOutboxLimit = 10_000
 
     /// `device.id` when not set: the name, lower-cased, with anything but letters, digits, `-`

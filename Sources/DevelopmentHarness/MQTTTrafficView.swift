@@ -2,7 +2,8 @@ import BluetoothCore
 import FoundationEssentials
 import Glibc
 import Logging
-import MQTT
+import MQTTMirror
+import MQTTClient
 import ServiceLifecycle
 
 /// `gattway demo`'s view of the MQTT traffic: subscribes to `<base>/#` with gattway's own MQTT

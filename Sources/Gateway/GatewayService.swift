@@ -8,7 +8,7 @@ import FoundationEssentials
 import Glibc
 import GPIO
 import Logging
-import MQTT
+import MQTTService
 import Sensors
 import ServiceLifecycle
 import StateFile

@@ -1,6 +1,7 @@
 import Config
 import Foundation
 import TestHarness
+import MQTTMirror
 import Testing
 
 /// The files the MQTT mirror reads when it connects (`mqtt.tls` ca, cert and key, and
@@ -26,7 +27,7 @@ struct MQTTFilesConfigTests {
                   password_file: \(password)
                   tls: {ca: \(ca), cert: \(cert), key: \(key)}
                 """)
-        #expect(loaded.config.mqtt?.tls == MQTTTLSConfig(caFile: ca, certificateFile: cert, keyFile: key))
+        #expect(loaded.config.mqtt?.tls == MQTTTLSConfiguration(caFile: ca, certificateFile: cert, keyFile: key))
     }
 
     @Test func missingTLSFilesAreNamed() {

@@ -4,6 +4,7 @@ import Config
 import ConfigReading
 import Foundation
 import Notify
+import MQTTMirror
 import Sensors
 import Testing
 import Values
@@ -311,7 +312,7 @@ struct ValidConfigTests {
         #expect(mqtt.broker == MQTTBrokerURL(host: "broker.lan", port: 8883, usesTLS: true))
         #expect(mqtt.clientID == "gattway-shed")
         #expect(mqtt.password == .environment("GATTWAY_MQTT_PASSWORD"))
-        #expect(mqtt.tls == MQTTTLSConfig(caFile: ca, certificateFile: nil, keyFile: nil))
+        #expect(mqtt.tls == MQTTTLSConfiguration(caFile: ca, certificateFile: nil, keyFile: nil))
         #expect(mqtt.baseTopic == "gattway" && mqtt.qos == 1 && mqtt.retain)
         #expect(mqtt.discoveryPrefix == "homeassistant" && mqtt.protocolVersion == .v5)
         #expect(mqtt.keepalive == .seconds(60) && mqtt.payload == .json && mqtt.outboxLimit == 10_000)

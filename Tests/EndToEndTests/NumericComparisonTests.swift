@@ -1,5 +1,5 @@
 import Foundation
-import MQTT
+import MQTTMirror
 import Testing
 import TestHarness
 

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import MQTT
+import MQTTMirror
 import Testing
 import TestHarness
 

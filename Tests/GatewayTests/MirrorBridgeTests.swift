@@ -3,7 +3,8 @@ import Config
 import Foundation
 import Gateway
 import Logging
-import MQTT
+import MQTTMirror
+import MQTTClient
 import Testing
 import Values
 
@@ -40,23 +41,23 @@ struct MirrorBridgeTests {
         #expect(
             byName["environment/temperature"]?.homeAssistant
                 == HomeAssistantEntity(
-                    kind: .sensor, name: "temperature", deviceClass: "temperature", unit: "°C", stateClass: "measurement",
+                    domain: .sensor, name: "temperature", deviceClass: "temperature", unit: "°C", stateClass: "measurement",
                     displayPrecision: 2, announcedPerEntity: true))
         #expect(
             byName["gateway/door"]?.homeAssistant
-                == HomeAssistantEntity(kind: .binarySensor, name: "door", deviceClass: "door", announcedPerEntity: true))
+                == HomeAssistantEntity(domain: .binarySensor, name: "door", deviceClass: "door", announcedPerEntity: true))
         #expect(
             byName["gateway/relay"]?.homeAssistant
-                == HomeAssistantEntity(kind: .switch, name: "relay", deviceClass: "outlet", announcedPerEntity: true))
+                == HomeAssistantEntity(domain: .switch, name: "relay", deviceClass: "outlet", announcedPerEntity: true))
         #expect(
             byName["gateway/level"]?.homeAssistant
                 == HomeAssistantEntity(
-                    kind: .sensor, name: "level", deviceClass: "distance", unit: "m", stateClass: "measurement",
+                    domain: .sensor, name: "level", deviceClass: "distance", unit: "m", stateClass: "measurement",
                     displayPrecision: 3, announcedPerEntity: true))
-        #expect(byName["gateway/button"]?.homeAssistant?.kind == .event)
+        #expect(byName["gateway/button"]?.homeAssistant?.domain == .event)
         #expect(byName["gateway/button"]?.isEvent == true)
         #expect(byName["gateway/flow"]?.homeAssistant?.displayPrecision == nil, "a float carries no fixed precision")
-        #expect(byName["gateway/label"]?.homeAssistant == HomeAssistantEntity(kind: .text, name: "label", maxLength: 32))
+        #expect(byName["gateway/label"]?.homeAssistant == HomeAssistantEntity(domain: .text, name: "label", maxLength: 32))
         #expect(byName["environment/temperature"]?.heartbeat == .seconds(30), "notify.max_interval")
         #expect(byName["environment/humidity"]?.heartbeat == nil)
         #expect(byName["gateway/label"]?.acceptsSet == true)
@@ -99,7 +100,7 @@ struct MirrorBridgeTests {
         #expect(
             characteristics["presses"]?.homeAssistant
                 == HomeAssistantEntity(
-                    kind: .event, name: "presses", deviceClass: "button",
+                    domain: .event, name: "presses", deviceClass: "button",
                     eventTypes: [
                         .init(code: 1, name: "single_press", triggerType: "button_short_press"),
                         .init(code: 2, name: "double_press", triggerType: "button_double_press"),
@@ -107,7 +108,7 @@ struct MirrorBridgeTests {
                     ]), "no per-entity topic to migrate from")
         #expect(characteristics["presses"]?.isEvent == true)
         #expect(characteristics["pressed"]?.isEvent == false)
-        #expect(characteristics["pressed"]?.homeAssistant?.kind == .binarySensor)
+        #expect(characteristics["pressed"]?.homeAssistant?.domain == .binarySensor)
         let noDouble = try mirror("{double_press_window: 0s}")
         #expect(noDouble["presses"]?.homeAssistant?.eventTypes.map(\.name) == ["single_press", "long_press"])
     }
@@ -179,19 +180,19 @@ struct MirrorBridgeTests {
         #expect(
             entity["water"]
                 == HomeAssistantEntity(
-                    kind: .sensor, name: "water", stateClass: "total_increasing", displayPrecision: 0, announcedPerEntity: true))
+                    domain: .sensor, name: "water", stateClass: "total_increasing", displayPrecision: 0, announcedPerEntity: true))
         #expect(
             entity["water_litres"]
                 == HomeAssistantEntity(
-                    kind: .sensor, name: "Water", deviceClass: "water", unit: "L", stateClass: "total", displayPrecision: 1,
+                    domain: .sensor, name: "Water", deviceClass: "water", unit: "L", stateClass: "total", displayPrecision: 1,
                     icon: "mdi:water", expireAfter: 90, enabled: false, announcedPerEntity: true))
         #expect(entity["hall"]??.deviceClass == "motion", "pir in the sensor id")
         #expect(
             entity["setpoint"]
                 == HomeAssistantEntity(
-                    kind: .number, name: "setpoint", deviceClass: "temperature", unit: "°C",
+                    domain: .number, name: "setpoint", deviceClass: "temperature", unit: "°C",
                     range: .init(min: "-3276.8", max: "3276.7", step: "0.1")))
-        #expect(entity["heating"] == HomeAssistantEntity(kind: .switch, name: "heating", deviceClass: "switch"))
+        #expect(entity["heating"] == HomeAssistantEntity(domain: .switch, name: "heating", deviceClass: "switch"))
         #expect(entity["fixed"] == .some(nil))
     }
 

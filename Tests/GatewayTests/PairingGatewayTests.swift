@@ -1,6 +1,6 @@
 import BluetoothCore
 import Foundation
-import MQTT
+import MQTTMirror
 import Testing
 import TestHarness
 

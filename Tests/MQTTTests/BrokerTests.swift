@@ -3,7 +3,9 @@ import Synchronization
 import Logging
 import Testing
 import TestHarness
-@testable import MQTT
+@testable import MQTTMirror
+@testable import MQTTClient
+@testable import MQTTService
 import StateFile
 
 /// Records what the service hands to the gateway.

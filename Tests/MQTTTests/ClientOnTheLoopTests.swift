@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 import TestHarness
-@testable import MQTT
+@testable import MQTTMirror
+@testable import MQTTClient
 
 @Suite("The client on the event loop, against a real mosquitto", .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct ClientOnTheLoopTests {

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 import TestHarness
-@testable import MQTT
+@testable import MQTTMirror
+@testable import MQTTClient
 
 @Suite("Client configuration")
 struct ConfigurationTests {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import MQTT
+@testable import MQTTMirror
 
 let t0 = Date(timeIntervalSince1970: 1_800_000_000.25)  // 2027-01-15T08:00:00.250Z
 let t1 = Date(timeIntervalSince1970: 1_800_000_100)  // 2027-01-15T08:01:40.000Z
@@ -19,12 +19,12 @@ func sampleConfiguration(discovery: String? = "homeassistant") -> MirrorConfigur
             MirrorCharacteristic(
                 id: temperature,
                 homeAssistant: HomeAssistantEntity(
-                    kind: .sensor, name: "Temperature", deviceClass: "temperature", unit: "°C",
+                    domain: .sensor, name: "Temperature", deviceClass: "temperature", unit: "°C",
                     stateClass: "measurement", displayPrecision: 2)),
             MirrorCharacteristic(
                 id: relay, acceptsSet: true,
                 homeAssistant: HomeAssistantEntity(
-                    kind: .switch, name: "Relay", deviceClass: "outlet")),
+                    domain: .switch, name: "Relay", deviceClass: "outlet")),
             MirrorCharacteristic(id: remote, sourceTopic: "weather/outside"),
             MirrorCharacteristic(id: blob, payloadStyle: .raw)
         ], discoveryPrefix: discovery, softwareVersion: "1.2.3")
@@ -409,16 +409,16 @@ struct MirrorTests {
                 deviceID: "pi1",
                 characteristics: [
                     MirrorCharacteristic(
-                        id: label, acceptsSet: true, homeAssistant: HomeAssistantEntity(kind: .text, name: "Label", maxLength: 32)),
+                        id: label, acceptsSet: true, homeAssistant: HomeAssistantEntity(domain: .text, name: "Label", maxLength: 32)),
                     MirrorCharacteristic(
                         id: setpoint, acceptsSet: true,
                         homeAssistant: HomeAssistantEntity(
-                            kind: .number, name: "Setpoint", deviceClass: "temperature", unit: "°C",
+                            domain: .number, name: "Setpoint", deviceClass: "temperature", unit: "°C",
                             enabled: false, range: .init(min: "-3276.8", max: "3276.7", step: "0.1"))),
                     MirrorCharacteristic(
                         id: door,
                         homeAssistant: HomeAssistantEntity(
-                            kind: .binarySensor, name: "Door", deviceClass: "door", icon: "mdi:door", expireAfter: 90),
+                            domain: .binarySensor, name: "Door", deviceClass: "door", icon: "mdi:door", expireAfter: 90),
                         heartbeat: .seconds(20))
                 ], softwareVersion: "1.2.3")
         ).discoveryMessages[0].string
@@ -454,7 +454,7 @@ struct MirrorTests {
                     MirrorCharacteristic(
                         id: button,
                         homeAssistant: HomeAssistantEntity(
-                            kind: .event, name: "Button", deviceClass: "button", eventTypes: Self.pressEvents),
+                            domain: .event, name: "Button", deviceClass: "button", eventTypes: Self.pressEvents),
                         isEvent: true)
                 ], softwareVersion: "1.2.3"))
         let document = mirror.discoveryMessages[0].string
@@ -485,7 +485,7 @@ struct MirrorTests {
                 characteristics: [
                     MirrorCharacteristic(
                         id: button, payloadStyle: .raw,
-                        homeAssistant: HomeAssistantEntity(kind: .event, name: "Button", eventTypes: Self.pressEvents),
+                        homeAssistant: HomeAssistantEntity(domain: .event, name: "Button", eventTypes: Self.pressEvents),
                         isEvent: true)
                 ], softwareVersion: "1.2.3")
         ).discoveryMessages[0].string

@@ -2,7 +2,8 @@ import Foundation
 import Logging
 import Testing
 import TestHarness
-@testable import MQTT
+@testable import MQTTMirror
+@testable import MQTTService
 import StateFile
 
 @Suite("Persistent outbox")

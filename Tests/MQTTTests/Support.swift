@@ -2,7 +2,8 @@ import Foundation
 import Logging
 import Testing
 import TestHarness
-@testable import MQTT
+@testable import MQTTMirror
+@testable import MQTTClient
 
 let testLogger: Logger = {
     var logger = Logger(label: "mqtt-tests")

@@ -2,7 +2,9 @@
 // `online`, and waits to be killed. Usage: MQTTWillProbe <port> <state directory>
 import Foundation
 import Logging
-import MQTT
+import MQTTMirror
+import MQTTClient
+import MQTTService
 import StateFile
 
 let arguments = CommandLine.arguments

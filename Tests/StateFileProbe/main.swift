@@ -30,7 +30,8 @@ import BluetoothSMP
 import FoundationEssentials
 @testable import Gateway
 import Logging
-@testable import MQTT
+@testable import MQTTMirror
+@testable import MQTTService
 import StateFile
 
 #if canImport(Glibc)

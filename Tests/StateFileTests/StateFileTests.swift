@@ -4,7 +4,7 @@ import BluetoothSMP
 import Foundation
 import Gateway
 import Logging
-@testable import MQTT
+@testable import MQTTService
 @testable import StateFile
 import Testing
 import TestHarness

@@ -23,10 +23,17 @@ import_line = re.compile(
 # Targets whose dependencies, all the way down, must not reach these C modules: loading and
 # checking a configuration links no Bluetooth, MQTT or GPIO library, the GPIO and sensor
 # layers leave libgpiod to its backend, and the sensor kinds read their schema from YAML nodes
-# without linking libyaml (docs/architecture.md).
+# without linking libyaml (docs/architecture.md). The MQTT mirror's model is pure too, and the
+# configuration uses its types (not twins of them) without the client: `MQTTMirror` below Config,
+# `MQTTClient` beside it, `MQTTService` above both.
 DEVICE_LIBRARIES = {"CBlueZ", "CMosquitto", "CGPIOD", "CGPIODShim"}
-FREE_OF = {"Config": DEVICE_LIBRARIES, "GPIO": DEVICE_LIBRARIES, "Sensors": DEVICE_LIBRARIES | {"CYAML"},
+MQTT_CONNECTION = {"MQTTClient", "MQTTService"}
+FREE_OF = {"Config": DEVICE_LIBRARIES | MQTT_CONNECTION, "MQTTMirror": DEVICE_LIBRARIES | MQTT_CONNECTION,
+           "GPIO": DEVICE_LIBRARIES, "Sensors": DEVICE_LIBRARIES | {"CYAML"},
            "ConfigReading": DEVICE_LIBRARIES | {"CYAML"}}
+# Each C module enters through one target, its wrapper; no other target declares or imports it.
+WRAPPER_OF = {"CMosquitto": "MQTTClient", "CBlueZ": "BluetoothHCITransport", "CGPIODShim": "GPIOLibgpiod",
+              "CGPIOD": "CGPIODShim", "CYAML": "YAML", "CEpoll": "EventLoop", "CSpawn": "DevelopmentHarness"}
 
 undeclared = 0
 dependencies_of = {}
@@ -44,6 +51,15 @@ for name, arguments, path in target.findall(manifest):
                 print(f"{source.relative_to(root)}:{number}: target {name} imports {match[1]}, "
                       "which its dependencies in Package.swift do not list")
                 undeclared += 1
+            if match and WRAPPER_OF.get(match[1], name) != name:
+                print(f"{source.relative_to(root)}:{number}: target {name} imports {match[1]}, "
+                      f"which only {WRAPPER_OF[match[1]]} may (it wraps it for everything above)")
+                undeclared += 1
+for name, declared in dependencies_of.items():
+    for module in sorted(declared):
+        if WRAPPER_OF.get(module, name) != name:
+            print(f"Package.swift: target {name} depends on {module}, which only {WRAPPER_OF[module]} may")
+            undeclared += 1
 for name, forbidden in FREE_OF.items():
     reached, pending = set(), [name]
     while pending:

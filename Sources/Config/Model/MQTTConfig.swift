@@ -1,26 +1,28 @@
+import MQTTMirror
+
 public struct MQTTConfig: Sendable, Hashable {
     public var broker: MQTTBrokerURL
     public var clientID: String
     public var username: String?
     /// Where the password comes from; the password itself never appears in the configuration.
-    public var password: PasswordSource?
-    public var tls: MQTTTLSConfig?
+    public var password: MQTTPasswordSource?
+    public var tls: MQTTTLSConfiguration?
     public var baseTopic: String
     public var qos: Int
     public var retain: Bool
     /// Home Assistant discovery topic prefix; nil turns discovery off.
     public var discoveryPrefix: String?
-    public var protocolVersion: MQTTVersion
+    public var protocolVersion: MQTTProtocolVersion
     public var keepalive: Duration
-    public var payload: MQTTPayloadFormat
+    public var payload: MirrorPayloadStyle
     /// Most QoS 1 events kept while the broker is unreachable.
     public var outboxLimit: Int
 
     public init(
-        broker: MQTTBrokerURL, clientID: String, username: String?, password: PasswordSource?,
-        tls: MQTTTLSConfig?, baseTopic: String, qos: Int, retain: Bool,
-        discoveryPrefix: String?, protocolVersion: MQTTVersion, keepalive: Duration,
-        payload: MQTTPayloadFormat, outboxLimit: Int
+        broker: MQTTBrokerURL, clientID: String, username: String?, password: MQTTPasswordSource?,
+        tls: MQTTTLSConfiguration?, baseTopic: String, qos: Int, retain: Bool,
+        discoveryPrefix: String?, protocolVersion: MQTTProtocolVersion, keepalive: Duration,
+        payload: MirrorPayloadStyle, outboxLimit: Int
     ) {
         self.broker = broker
         self.clientID = clientID
@@ -117,41 +119,4 @@ public struct MQTTBrokerURL: Sendable, Hashable, CustomStringConvertible {
         let shownHost = host.contains(":") ? "[\(host)]" : host
         return "\(usesTLS ? "mqtts" : "mqtt")://\(shownHost):\(port)"
     }
-}
-
-public enum PasswordSource: Sendable, Hashable, CustomStringConvertible {
-    /// The first line of this file.
-    case file(String)
-    /// This environment variable.
-    case environment(String)
-
-    public var description: String {
-        switch self {
-        case .file(let path): "file \(path)"
-        case .environment(let name): "environment variable \(name)"
-        }
-    }
-}
-
-public struct MQTTTLSConfig: Sendable, Hashable {
-    /// CA certificate file; nil uses the system's trust store.
-    public var caFile: String?
-    public var certificateFile: String?
-    public var keyFile: String?
-
-    public init(caFile: String?, certificateFile: String?, keyFile: String?) {
-        self.caFile = caFile
-        self.certificateFile = certificateFile
-        self.keyFile = keyFile
-    }
-}
-
-public enum MQTTVersion: String, Sendable, Hashable, CaseIterable {
-    case v5 = "5"
-    case v311 = "3.1.1"
-}
-
-public enum MQTTPayloadFormat: String, Sendable, Hashable, CaseIterable {
-    case json
-    case raw
 }

@@ -1,3 +1,4 @@
+import MQTTMirror
 import BluetoothCore
 import ConfigReading
 import Notify

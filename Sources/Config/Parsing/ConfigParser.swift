@@ -1,3 +1,4 @@
+import MQTTMirror
 import BluetoothCore
 import BluetoothHCI
 import ConfigReading
@@ -398,7 +399,7 @@ struct ConfigParser {
         }
         let clientID = m["client_id"]?.nonEmptyString() ?? D.mqttClientID(deviceID: device.id)
         let username = m["username"]?.nonEmptyString()
-        var password: PasswordSource?
+        var password: MQTTPasswordSource?
         if let node = m["password_file"], let file = node.nonEmptyString() {
             password = .file(file)
             checkReadable(file, at: node)
@@ -412,9 +413,9 @@ struct ConfigParser {
             }
             password = .environment(env)
         }
-        var tls: MQTTTLSConfig?
+        var tls: MQTTTLSConfiguration?
         if let t = m["tls"]?.mapping("mqtt.tls") {
-            let config = MQTTTLSConfig(
+            let config = MQTTTLSConfiguration(
                 caFile: t["ca"]?.nonEmptyString(), certificateFile: t["cert"]?.nonEmptyString(),
                 keyFile: t["key"]?.nonEmptyString())
             for key in ["ca", "cert", "key"] {
@@ -443,9 +444,9 @@ struct ConfigParser {
         let retain = m["retain"]?.bool() ?? D.mqttRetain
         let discovery = m["discovery"]?.bool() ?? D.mqttDiscovery
         let prefix = m["discovery_prefix"]?.nonEmptyString() ?? D.mqttDiscoveryPrefix
-        let version = m["protocol"]?.choice(MQTTVersion.self) ?? D.mqttProtocol
+        let version = m["protocol"]?.choice(MQTTProtocolVersion.self) ?? D.mqttProtocol
         let keepalive = m["keepalive"]?.duration(in: .seconds(5)...(.seconds(65_535))) ?? D.mqttKeepalive
-        let payload = m["payload"]?.choice(MQTTPayloadFormat.self) ?? D.mqttPayload
+        let payload = m["payload"]?.choice(MirrorPayloadStyle.self) ?? D.mqttPayload
         let outbox = m["outbox_limit"]?.integer(in: 1...1_000_000) ?? D.mqttOutboxLimit
         return MQTTConfig(
             broker: broker, clientID: clientID, username: username, password: password,

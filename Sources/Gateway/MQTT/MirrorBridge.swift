@@ -3,7 +3,8 @@ import Config
 import FoundationEssentials
 import Glibc
 import Logging
-import MQTT
+import MQTTClient
+import MQTTMirror
 import Sensors
 import Values
 
@@ -32,7 +33,7 @@ public enum MirrorMapping {
             }
             return MirrorCharacteristic(
                 id: id(characteristic.ref, layout: layout),
-                payloadStyle: mqtt.payload == .raw ? .raw : .json, acceptsSet: acceptsSet,
+                payloadStyle: mqtt.payload, acceptsSet: acceptsSet,
                 sourceTopic: sourceTopic, homeAssistant: entity(characteristic, config: config),
                 heartbeat: characteristic.config.notify.maxInterval, isEvent: isEvent,
                 reportsAvailability: fromSensor && !isEvent)
@@ -46,21 +47,13 @@ public enum MirrorMapping {
     }
 
     public static func clientConfiguration(_ mqtt: MQTTConfig) -> MQTTClientConfiguration {
-        let tls =
-            mqtt.tls.map {
-                MQTTTLSConfiguration(caFile: $0.caFile, certificateFile: $0.certificateFile, keyFile: $0.keyFile)
-            } ?? (mqtt.broker.usesTLS ? MQTTTLSConfiguration() : nil)
-        let password: MQTTPasswordSource? = mqtt.password.map {
-            switch $0 {
-            case .file(let path): .file(path)
-            case .environment(let name): .environment(name)
-            }
-        }
+        // An `mqtts://` broker without `tls:` verifies against the system's trust store.
+        let tls = mqtt.tls ?? (mqtt.broker.usesTLS ? MQTTTLSConfiguration() : nil)
         return MQTTClientConfiguration(
             host: mqtt.broker.host, port: Int(mqtt.broker.port),
-            protocolVersion: mqtt.protocolVersion == .v311 ? .v311 : .v5, clientID: mqtt.clientID,
+            protocolVersion: mqtt.protocolVersion, clientID: mqtt.clientID,
             keepalive: mqtt.keepalive, tls: tls,
-            credentials: mqtt.username.map { MQTTCredentials(username: $0, password: password) })
+            credentials: mqtt.username.map { MQTTCredentials(username: $0, password: mqtt.password) })
     }
 
     public static func id(_ ref: CharacteristicRef, layout: GATTLayout) -> MirrorCharacteristicID {
@@ -79,13 +72,11 @@ public enum MirrorMapping {
             sensor = config.sensor(id: id)
             reading = sensorReading
         }
-        guard let domain = HomeAssistantDomain.of(settings, sensor: sensor),
-            let kind = HomeAssistantEntity.Kind(rawValue: domain.rawValue)
-        else { return nil }
+        guard let domain = HomeAssistantDomain.of(settings, sensor: sensor) else { return nil }
         let changes = settings.homeAssistant ?? HomeAssistantOverride()
         let unit = changes.unit ?? settings.unit.map(\.symbol).flatMap { $0.isEmpty ? nil : $0 }
         var entity = HomeAssistantEntity(
-            kind: kind, name: changes.name ?? characteristic.name, unit: unit, icon: changes.icon,
+            domain: domain, name: changes.name ?? characteristic.name, unit: unit, icon: changes.icon,
             // Earlier gattway versions announced sensors' entities on their own topics; presses
             // had none, so there is nothing to migrate.
             enabled: changes.enabled ?? true, announcedPerEntity: sensor != nil && domain != .event)

@@ -4,7 +4,8 @@ import Config
 import EventLoop
 import FoundationEssentials
 import Logging
-import MQTT
+import MQTTMirror
+import MQTTService
 import StateFile
 
 /// Runs the MQTT mirror for the gateway: pipeline events in, `/set` and source payloads out

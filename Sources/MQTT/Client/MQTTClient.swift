@@ -2,6 +2,7 @@ import Synchronization
 import CMosquitto
 import Dispatch
 import FoundationEssentials
+import MQTTMirror
 import Glibc
 import EventLoop
 import Logging

@@ -1,20 +1,8 @@
 import FoundationEssentials
+import MQTTMirror
 import Glibc
 
-/// Which MQTT protocol revision the client speaks.
-public enum MQTTProtocolVersion: String, Sendable, Equatable {
-    case v311 = "3.1.1"
-    case v5 = "5"
-}
-
-/// Where the broker password comes from. It is never stored in the configuration file itself and
-/// never appears in a log line or a `description`.
-public enum MQTTPasswordSource: Sendable, Equatable, CustomStringConvertible {
-    /// A file whose first line is the password.
-    case file(String)
-    /// An environment variable holding the password.
-    case environment(String)
-
+extension MQTTPasswordSource {
     /// Reads the password. Throws `MQTTError.passwordUnavailable` naming the file or variable
     /// (never the value) when it cannot be read.
     public func resolve(
@@ -36,13 +24,6 @@ public enum MQTTPasswordSource: Sendable, Equatable, CustomStringConvertible {
             return value
         }
     }
-
-    public var description: String {
-        switch self {
-        case .file(let path): "password from file \(path)"
-        case .environment(let name): "password from $\(name)"
-        }
-    }
 }
 
 public struct MQTTCredentials: Sendable, Equatable {
@@ -52,43 +33,6 @@ public struct MQTTCredentials: Sendable, Equatable {
     public init(username: String, password: MQTTPasswordSource? = nil) {
         self.username = username
         self.password = password
-    }
-}
-
-/// TLS settings; their presence turns TLS on (what an `mqtts://` broker URL means).
-public struct MQTTTLSConfiguration: Sendable, Equatable {
-    /// PEM file of the CA(s) the broker certificate must chain to; nil uses the system store.
-    public var caFile: String?
-    /// Client certificate and key (PEM) for brokers that require client authentication.
-    public var certificateFile: String?
-    public var keyFile: String?
-    /// Verify the broker certificate and host name. On by default; turning it off is for lab
-    /// setups only and is logged as a warning by the client.
-    public var verifyPeer: Bool
-
-    public init(
-        caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil,
-        verifyPeer: Bool = true
-    ) {
-        self.caFile = caFile
-        self.certificateFile = certificateFile
-        self.keyFile = keyFile
-        self.verifyPeer = verifyPeer
-    }
-}
-
-/// A message the broker publishes on our behalf when the connection dies without a DISCONNECT.
-public struct MQTTWill: Sendable, Equatable {
-    public var topic: String
-    public var payload: [UInt8]
-    public var qos: MQTTQoS
-    public var retain: Bool
-
-    public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = true) {
-        self.topic = topic
-        self.payload = payload
-        self.qos = qos
-        self.retain = retain
     }
 }
 

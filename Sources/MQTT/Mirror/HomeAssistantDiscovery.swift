@@ -124,18 +124,18 @@ struct HomeAssistantDiscovery {
     private func component(_ characteristic: MirrorCharacteristic) -> Component? {
         guard let entity = characteristic.homeAssistant else { return nil }
         // A raw payload is the event code's byte, which no template of Home Assistant reads.
-        if entity.kind == .event, characteristic.payloadStyle != .json { return nil }
+        if entity.domain == .event, characteristic.payloadStyle != .json { return nil }
         let object = objectID(characteristic.id)
         var members: [(String, JSONText)] = [
-            ("p", .string(entity.kind.rawValue)), ("name", .string(entity.name)),
+            ("p", .string(entity.domain.rawValue)), ("name", .string(entity.name)),
             ("unique_id", .string("\(node)_\(object)")), ("state_topic", .string(topics.value(characteristic.id)))
         ]
-        if entity.kind == .event {
+        if entity.domain == .event {
             members += [
                 ("event_types", .array(entity.eventTypes.map { .string($0.name) })),
                 ("value_template", .string(#"{"event_type": "{{ "# + Self.eventName(entity.eventTypes) + #" }}"}"#))
             ]
-        } else if let template = Self.valueTemplate(entity.kind, characteristic.payloadStyle) {
+        } else if let template = Self.valueTemplate(entity.domain, characteristic.payloadStyle) {
             members.append(("value_template", .string(template)))
         }
         if let deviceClass = entity.deviceClass { members.append(("device_class", .string(deviceClass))) }
@@ -145,12 +145,12 @@ struct HomeAssistantDiscovery {
             members.append(("suggested_display_precision", .integer(Int64(precision))))
         }
         if let icon = entity.icon { members.append(("icon", .string(icon))) }
-        if entity.kind == .sensor || entity.kind == .binarySensor,
+        if entity.domain == .sensor || entity.domain == .binarySensor,
             let expireAfter = entity.expireAfter ?? characteristic.heartbeat.map(Self.expireAfter)
         {
             members.append(("expire_after", .integer(expireAfter)))
         }
-        switch entity.kind {
+        switch entity.domain {
         case .sensor, .binarySensor, .event: break
         case .switch:
             members += [
@@ -182,7 +182,7 @@ struct HomeAssistantDiscovery {
             ]
         }
         return Component(
-            id: object, platform: entity.kind.rawValue, members: members,
+            id: object, platform: entity.domain.rawValue, members: members,
             announcedPerEntity: entity.announcedPerEntity)
     }
 
@@ -190,7 +190,7 @@ struct HomeAssistantDiscovery {
     /// type), which automations pick from the device's triggers: `type` says the press
     /// (`button_short_press`, ...), `subtype` the button (the entity's name).
     private func deviceTriggers(_ characteristic: MirrorCharacteristic) -> [Component] {
-        guard let entity = characteristic.homeAssistant, entity.kind == .event, characteristic.payloadStyle == .json
+        guard let entity = characteristic.homeAssistant, entity.domain == .event, characteristic.payloadStyle == .json
         else { return [] }
         let object = objectID(characteristic.id)
         return entity.eventTypes.map { event in
@@ -278,9 +278,9 @@ struct HomeAssistantDiscovery {
 
     /// JSON-style values carry `{"value": ...}`; binary sensors and switches map the boolean to
     /// the state strings Home Assistant compares against.
-    private static func valueTemplate(_ kind: HomeAssistantEntity.Kind, _ style: MirrorPayloadStyle) -> String? {
+    private static func valueTemplate(_ domain: HomeAssistantDomain, _ style: MirrorPayloadStyle) -> String? {
         guard style == .json else { return nil }
-        return switch kind {
+        return switch domain {
         case .sensor, .text, .number: "{{ value_json.value }}"
         case .binarySensor: "{{ 'ON' if value_json.value else 'OFF' }}"
         case .switch: "{{ 'true' if value_json.value else 'false' }}"

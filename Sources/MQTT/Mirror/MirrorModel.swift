@@ -13,8 +13,8 @@ public struct MirrorCharacteristicID: Hashable, Sendable, CustomStringConvertibl
     public var description: String { "\(service)/\(characteristic)" }
 }
 
-/// How a characteristic's value topic is encoded.
-public enum MirrorPayloadStyle: String, Sendable, Equatable {
+/// How a characteristic's value topic is encoded (`mqtt.payload`).
+public enum MirrorPayloadStyle: String, Sendable, Hashable, CaseIterable {
     /// `{"value": <decoded value>, "ts": "<ISO 8601>"}` (default).
     case json
     /// The characteristic's bytes exactly as a central reads them.
@@ -35,21 +35,6 @@ public struct MirrorValue: Sendable, Equatable {
 
 /// Home Assistant entity announced for a characteristic through MQTT discovery.
 public struct HomeAssistantEntity: Sendable, Equatable {
-    public enum Kind: String, Sendable, Equatable, CaseIterable {
-        case sensor
-        case binarySensor = "binary_sensor"
-        /// An output: state from the value topic, commands to the `/set` topic.
-        case `switch`
-        /// A writable utf8 characteristic: text from the value topic, edits to `/set`.
-        case text
-        /// A writable numeric characteristic: within the format's range, in steps of its
-        /// resolution.
-        case number
-        /// A button's presses: each value an event code (`eventTypes`), also offered as device
-        /// triggers.
-        case event
-    }
-
     /// An event code a value carries and Home Assistant's name for it (`single_press`, ...).
     public struct EventType: Sendable, Equatable {
         public var code: Int
@@ -77,7 +62,7 @@ public struct HomeAssistantEntity: Sendable, Equatable {
         }
     }
 
-    public var kind: Kind
+    public var domain: HomeAssistantDomain
     public var name: String
     /// Home Assistant device class (`temperature`, `motion`, `outlet`, ...).
     public var deviceClass: String?
@@ -104,12 +89,12 @@ public struct HomeAssistantEntity: Sendable, Equatable {
     public var announcedPerEntity: Bool
 
     public init(
-        kind: Kind, name: String, deviceClass: String? = nil, unit: String? = nil, stateClass: String? = nil,
+        domain: HomeAssistantDomain, name: String, deviceClass: String? = nil, unit: String? = nil, stateClass: String? = nil,
         displayPrecision: Int? = nil, icon: String? = nil, expireAfter: Int64? = nil, enabled: Bool = true,
         range: NumberRange? = nil, maxLength: Int? = nil, eventTypes: [EventType] = [],
         announcedPerEntity: Bool = false
     ) {
-        self.kind = kind
+        self.domain = domain
         self.name = name
         self.deviceClass = deviceClass
         self.unit = unit

@@ -1,5 +1,7 @@
 import Synchronization
 import FoundationEssentials
+import MQTTMirror
+import MQTTClient
 import Logging
 import StateFile
 

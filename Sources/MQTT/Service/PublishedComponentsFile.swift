@@ -1,3 +1,4 @@
+import MQTTMirror
 import StateFile
 
 /// The record of the components the mirror's Home Assistant device documents published

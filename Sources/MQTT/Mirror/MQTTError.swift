@@ -1,4 +1,5 @@
-/// Everything that can go wrong talking to the broker, phrased for the person reading the log.
+/// Everything that can go wrong in the MQTT layers, phrased for the person reading the log: a
+/// mirror configuration the model refuses, and each failure talking to the broker.
 public enum MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Nothing listens on the broker's address (TCP connection refused).
     case connectionRefused(host: String, port: Int)
@@ -42,32 +43,4 @@ public enum MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
             "MQTT request failed: \(detail)"
         }
     }
-}
-
-public enum MQTTQoS: Int32, Sendable, Equatable, Codable {
-    case atMostOnce = 0
-    case atLeastOnce = 1
-    case exactlyOnce = 2
-}
-
-/// One MQTT application message, inbound or outbound.
-public struct MQTTMessage: Sendable, Equatable, Codable {
-    public var topic: String
-    public var payload: [UInt8]
-    public var qos: MQTTQoS
-    public var retain: Bool
-
-    public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false) {
-        self.topic = topic
-        self.payload = payload
-        self.qos = qos
-        self.retain = retain
-    }
-
-    public init(topic: String, text: String, qos: MQTTQoS = .atLeastOnce, retain: Bool = false) {
-        self.init(topic: topic, payload: Array(text.utf8), qos: qos, retain: retain)
-    }
-
-    /// The payload as UTF-8 text, nil when it is not valid UTF-8.
-    public var text: String? { String(validating: payload, as: UTF8.self) }
 }
