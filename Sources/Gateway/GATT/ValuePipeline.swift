@@ -62,7 +62,7 @@ public actor ValuePipeline {
         self.logger = logger
         self.driveOutput = driveOutput
         router = ValueRouter(layout: layout)
-        let values = CharacteristicValues(layout: layout, logger: logger)
+        let values = CharacteristicValues(layout: layout, samples: router.configuredSamples, logger: logger)
         let triggers = TriggerSettings(layout: layout, file: triggerFile, logger: logger)
         self.values = values
         self.triggers = triggers
@@ -83,7 +83,6 @@ public actor ValuePipeline {
                 }
             })
         for (ref, sample) in router.configuredSamples {
-            values.set(sample, of: ref)
             notifier.update(ref, sample: sample)
         }
         wake.pipeline = self
