@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """CPU time, context switches and allocations per event: the `gattway` executable against a
-Bumble peripheral, on one Bumble virtual link, in one run.
+Bumble peripheral and a BTstack one, on one Bumble virtual link, in one run.
 
   event_cost.py --gattway PATH/TO/gattway [--seconds 15] [--warmup 3] [--rate 1000]
                 [--transport unix|tcp] [--drive socket|timer]
+                [--btstack PATH/TO/btstack_notifier]
                 [--malloc-counter PATH/TO/malloc_counter.so]
-                [--wake-floor PATH/TO/wake_floor] [--logs DIR]
+                [--wake-floor PATH/TO/wake_floor] [--callgrind] [--logs DIR]
 
 Scenarios, each a fresh process on its own virtual controller:
   edges    gattway serving a binary sensor on a simulated line that changes `rate` times a
@@ -19,6 +20,9 @@ Scenarios, each a fresh process on its own virtual controller:
   bumble   a Bumble GATT server (bumble_notifier.py) changing the same kind of characteristic
            `rate` times a second, driven the same way (its own socket, or its own timer), with
            the same phone subscribed: its cost per notification.
+  btstack  the same for a BTstack peripheral (btstack/btstack_notifier.c, built from a BTstack
+           source tree by btstack/build-btstack-notifier.sh; `--btstack`): an embedded-grade C
+           host on BTstack's posix run loop and H4 transport, driven the same way.
   mqtt     the `edges` scenario with the MQTT mirror on, publishing every value (JSON, QoS 1,
            retained: the defaults) to a mosquitto broker on loopback, nothing subscribed over
            Bluetooth: cost per value a broker subscriber receives (line → sensor → value → MQTT).
@@ -34,6 +38,12 @@ when given), and the events counted (edges generated, notifications received). P
 the ratio gattway / Bumble per notification, and (with --wake-floor) what a bare wake-up and a
 notification's system calls alone cost any process on this machine: the floor under every
 per-event figure, and how far above it gattway is.
+
+With --callgrind, a second pass runs the same scenarios under `valgrind --tool=callgrind`
+(gattway with its debug information stripped, see `profiled_gattway`) at `--callgrind-rate` and
+prints the user-space instructions each process executes per event: callgrind's counts are
+zeroed once the scenario is steady and dumped `seconds` later. Not Bumble's: its interpreter
+takes minutes to start under valgrind.
 """
 
 from __future__ import annotations
@@ -42,7 +52,10 @@ import argparse
 import asyncio
 import glob
 import os
+import shlex
+import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -138,20 +151,47 @@ async def measure(pid: int, malloc_file: str | None, warmup: float, seconds: flo
     return result
 
 
+async def count_instructions(pid: int, out_file: str, warmup: float, seconds: float, events) -> dict:
+    """The instructions a process running under callgrind executes over `seconds` after `warmup`:
+    zeroes its counts, dumps them `seconds` later and reads the dump's total."""
+    await asyncio.sleep(warmup)
+    control = shutil.which("callgrind_control") or "callgrind_control"
+    await asyncio.to_thread(subprocess.run, [control, "-z", str(pid)], check=True, capture_output=True)
+    first = events()
+    await asyncio.sleep(seconds)
+    await asyncio.to_thread(subprocess.run, [control, "-d", str(pid)], check=True, capture_output=True)
+    last = events()
+    dumps = sorted(glob.glob(f"{out_file}.*"), key=os.path.getmtime)
+    if not dumps:
+        raise RuntimeError(f"callgrind wrote no dump beside {out_file}")
+    with open(dumps[-1]) as dump:
+        total = next(int(line.split()[1]) for line in dump if line.startswith(("totals:", "summary:")))
+    return {"events": last - first, "instructions": total}
+
+
 async def scenario(label: str, argv: list[str], ready: str | None, name: str, port: int, args,
                    subscribed: bool, edges_per_second: float | None, env: dict[str, str],
-                   line_socket: str | None, broker: int | None = None) -> dict:
+                   line_socket: str | None, broker: int | None = None, rate: int | None = None,
+                   callgrind_out: str | None = None) -> dict:
     malloc_file = env.get("MALLOC_COUNTER_FILE")
+    rate = rate or args.rate
     process, _ = await start_process(argv, os.path.join(args.logs, f"{label}.log"), ready=ready, env=env)
-    driver = LineDriver(line_socket, args.rate) if line_socket else None
+    driver = LineDriver(line_socket, rate) if line_socket else None
     if label == "mosquitto_pub":
-        driver = PayloadLineDriver(process.stdin.transport.get_extra_info("pipe").fileno(), args.rate)
+        driver = PayloadLineDriver(process.stdin.transport.get_extra_info("pipe").fileno(), rate)
     if driver:
         driver.start()
+
+    async def window(events) -> dict:
+        if callgrind_out:
+            # Under valgrind, start-up takes seconds more before the steady state.
+            return await count_instructions(process.pid, callgrind_out, args.warmup + 10, args.seconds, events)
+        return await measure(process.pid, malloc_file, args.warmup, args.seconds, events)
+
     try:
         if broker:
             async with TopicCounter(broker, VALUE_TOPIC) as counter:
-                return await measure(process.pid, malloc_file, args.warmup, args.seconds, lambda: counter.received)
+                return await window(lambda: counter.received)
         async with await open_transport(f"tcp-client:127.0.0.1:{port}") as transport:
             phone = Device.with_hci("phone", hci.Address("C1:C2:C3:C4:C5:C7"), transport.source, transport.sink)
             await phone.power_on()
@@ -162,15 +202,14 @@ async def scenario(label: str, argv: list[str], ready: str | None, name: str, po
                     received[0] += 1
 
                 connection, _, _ = await subscribe(phone, address, SERVICE_UUID, VALUE_UUID, on_value)
-                result = await measure(process.pid, malloc_file, args.warmup, args.seconds, lambda: received[0])
+                result = await window(lambda: received[0])
                 await connection.disconnect()
             elif driver:
-                result = await measure(process.pid, malloc_file, args.warmup, args.seconds, lambda: driver.sent)
+                result = await window(lambda: driver.sent)
             elif edges_per_second is not None:
-                result = await measure(process.pid, malloc_file, args.warmup, args.seconds,
-                                       lambda: time.monotonic() * edges_per_second)
+                result = await window(lambda: time.monotonic() * rate)
             else:
-                result = await measure(process.pid, malloc_file, args.warmup, args.seconds, lambda: 0)
+                result = await window(lambda: 0)
             return result
     finally:
         if driver:
@@ -237,6 +276,69 @@ def per_event(result: dict) -> dict:
             "allocations": None if result["allocations"] is None else result["allocations"] / count}
 
 
+SCENARIOS = ["edges", "notify", "btstack", "bumble", "mqtt", "mosquitto_pub", "idle"]
+
+
+async def run_pass(args, wanted: list[str], port: int, socket_path: str, broker_port: int | None,
+                   callgrind: bool) -> dict:
+    """Runs each scenario in `wanted` in turn; under callgrind, each process's instructions."""
+    peripheral_transport = f"unix:{socket_path}" if args.transport == "unix" else f"tcp:127.0.0.1:{port}"
+    results = {}
+    for label in wanted:
+        rate = args.callgrind_rate if callgrind else args.rate
+        env = dict(os.environ)
+        if args.malloc_counter and not callgrind:
+            env["LD_PRELOAD"] = os.path.abspath(args.malloc_counter)
+            env["MALLOC_COUNTER_FILE"] = os.path.join(args.logs, f"{label}.allocations")
+        name = f"cost-{label}"
+        line_socket = None
+        if args.drive == "socket" and label not in ("idle", "mosquitto_pub"):
+            line_socket = os.path.join(args.logs, f"{label}.line")
+            if os.path.exists(line_socket):
+                os.unlink(line_socket)
+        if label == "mosquitto_pub":
+            argv = ["mosquitto_pub", "-h", "127.0.0.1", "-p", str(broker_port), "-t", VALUE_TOPIC,
+                    "-q", "1", "-r", "-l"]
+        elif label == "bumble":
+            argv = [sys.executable, os.path.join(HERE, "bumble_notifier.py"), peripheral_transport,
+                    name, str(rate)] + ([line_socket] if line_socket else [])
+        elif label == "btstack":
+            argv = [args.btstack, peripheral_transport, name, str(rate)] + ([line_socket] if line_socket else [])
+        else:
+            generator = "{type: constant, level: 0}" if label == "idle" else (
+                f"{{type: socket, path: {line_socket}}}" if line_socket else
+                f"{{type: square, period: {2_000_000 // rate}us}}")  # two edges per period
+            state_dir = tempfile.mkdtemp(prefix=f"state-{label}-", dir=args.logs)
+            config = os.path.join(args.logs, f"{label}.yaml")
+            with open(config, "w") as file:
+                file.write(gattway_config(name, peripheral_transport, generator, state_dir,
+                                          broker=broker_port if label in ("mqtt", "mosquitto_pub") else None))
+            executable = profiled_gattway(args) if callgrind else args.gattway
+            argv = shlex.split(args.wrap) + [executable, "run", "--config", config, "--log-level", "warning"]
+        callgrind_out = None
+        if callgrind:
+            callgrind_out = os.path.join(args.logs, f"callgrind.{label}")
+            for stale in glob.glob(f"{callgrind_out}.*"):
+                os.unlink(stale)
+            argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={callgrind_out}.%p"] + argv
+        results[label] = await scenario(label, argv, "ready" if label in ("bumble", "btstack") else None, name,
+                                        port, args, subscribed=label in ("notify", "bumble", "btstack"),
+                                        edges_per_second=rate if label == "edges" else None, env=env,
+                                        line_socket=line_socket,
+                                        broker=broker_port if label in ("mqtt", "mosquitto_pub") else None,
+                                        rate=rate, callgrind_out=callgrind_out)
+    return results
+
+
+def profiled_gattway(args) -> str:
+    """gattway as callgrind runs it: the shipped binary with its debug information stripped. The
+    Swift 6 toolchain writes DWARF 5 that valgrind 3.19 cannot read (it stops at start-up); the
+    symbol table, which callgrind needs to name functions, stays."""
+    stripped = os.path.join(args.logs, "gattway.profiled")
+    subprocess.run(["strip", "--strip-debug", "-o", stripped, args.gattway], check=True)
+    return stripped
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gattway", required=True, help="the release-built gattway executable")
@@ -258,56 +360,35 @@ async def main() -> None:
                         "peripheral's own timer (the simulator's square wave, Bumble's toggle loop)")
     parser.add_argument("--wake-floor", help="wake_floor (built from wake_floor.c): measures this "
                         "machine's CPU cost of a bare wake-up in the same run")
-    parser.add_argument("--only", nargs="*", choices=["edges", "notify", "bumble", "mqtt", "mosquitto_pub", "idle"],
-                        help="run only these scenarios")
+    parser.add_argument("--btstack", help="the BTstack peripheral (btstack_notifier, built by "
+                        "btstack/build-btstack-notifier.sh from BTSTACK_SRC): the `btstack` scenario")
+    parser.add_argument("--callgrind", action="store_true", help="then count each process's instructions "
+                        "per event under valgrind's callgrind (a second pass)")
+    parser.add_argument("--callgrind-rate", type=int, default=200,
+                        help="value changes per second in the callgrind pass")
+    parser.add_argument("--only", nargs="*", choices=SCENARIOS, help="run only these scenarios")
     args = parser.parse_args()
     os.makedirs(args.logs, exist_ok=True)
-    wanted = args.only or ["edges", "notify", "bumble", "mqtt", "mosquitto_pub", "idle"]
+    wanted = args.only or [label for label in SCENARIOS if label != "btstack" or args.btstack]
+    if "btstack" in wanted and not args.btstack:
+        parser.error("the btstack scenario needs --btstack (build-btstack-notifier.sh with BTSTACK_SRC)")
+    if not args.btstack:
+        print("No BTstack peer in this run: --btstack not given (Tests/Benchmarks/btstack/"
+              "build-btstack-notifier.sh builds it from a BTstack tree given in BTSTACK_SRC)", flush=True)
 
-    # The phone always reaches the controller over TCP; the peripherals (gattway, Bumble) over
-    # `--transport`, both the same way.
+    # The phone always reaches the controller over TCP; the peripherals (gattway, Bumble, BTstack)
+    # over `--transport`, all the same way.
     socket_path = os.path.join(args.logs, "controller.socket")
     controller, ready = await start_process([sys.executable, HARNESS, "--tcp-port", "0", "--unix", socket_path],
                                             os.path.join(args.logs, "virtual_controller.log"), ready="READY")
     port = int(ready.split("tcp=")[1].split()[0])
-    peripheral_transport = f"unix:{socket_path}" if args.transport == "unix" else f"tcp:127.0.0.1:{port}"
-    period_us = 2_000_000 // args.rate  # a square wave has two edges per period
-    square = f"{{type: square, period: {period_us}us}}"
-    results = {}
     uses_broker = {"mqtt", "mosquitto_pub"} & set(wanted)
     broker, broker_port = await start_broker(args.logs) if uses_broker else (None, None)
     try:
-        for label in wanted:
-            env = dict(os.environ)
-            if args.malloc_counter:
-                env["LD_PRELOAD"] = os.path.abspath(args.malloc_counter)
-                env["MALLOC_COUNTER_FILE"] = os.path.join(args.logs, f"{label}.allocations")
-            name = f"cost-{label}"
-            line_socket = None
-            if args.drive == "socket" and label not in ("idle", "mosquitto_pub"):
-                line_socket = os.path.join(args.logs, f"{label}.line")
-                if os.path.exists(line_socket):
-                    os.unlink(line_socket)
-            if label == "mosquitto_pub":
-                argv = ["mosquitto_pub", "-h", "127.0.0.1", "-p", str(broker_port), "-t", VALUE_TOPIC,
-                        "-q", "1", "-r", "-l"]
-            elif label == "bumble":
-                argv = [sys.executable, os.path.join(HERE, "bumble_notifier.py"), peripheral_transport,
-                        name, str(args.rate)] + ([line_socket] if line_socket else [])
-            else:
-                generator = "{type: constant, level: 0}" if label == "idle" else (
-                    f"{{type: socket, path: {line_socket}}}" if line_socket else square)
-                state_dir = tempfile.mkdtemp(prefix=f"state-{label}-", dir=args.logs)
-                config = os.path.join(args.logs, f"{label}.yaml")
-                with open(config, "w") as file:
-                    file.write(gattway_config(name, peripheral_transport, generator, state_dir,
-                                              broker=broker_port if label in uses_broker else None))
-                argv = args.wrap.split() + [args.gattway, "run", "--config", config, "--log-level", "warning"]
-            results[label] = await scenario(label, argv, "ready" if label == "bumble" else None, name, port, args,
-                                            subscribed=label in ("notify", "bumble"),
-                                            edges_per_second=args.rate if label == "edges" else None, env=env,
-                                            line_socket=line_socket,
-                                            broker=broker_port if label in uses_broker else None)
+        results = await run_pass(args, wanted, port, socket_path, broker_port, callgrind=False)
+        # Not Bumble: its interpreter under valgrind takes minutes to start.
+        instructions = (await run_pass(args, [label for label in wanted if label not in ("idle", "bumble")], port,
+                                       socket_path, broker_port, callgrind=True) if args.callgrind else {})
     finally:
         await stop_process(controller)
         if broker:
@@ -335,6 +416,9 @@ async def main() -> None:
     if "notify" in results and "bumble" in results:
         ratio = per_event(results["notify"])["cpu_us"] / per_event(results["bumble"])["cpu_us"]
         print(f"CPU per notification, gattway / Bumble: {ratio:.2f}")
+    if "notify" in results and "btstack" in results:
+        ratio = per_event(results["notify"])["cpu_us"] / per_event(results["btstack"])["cpu_us"]
+        print(f"CPU per notification, gattway / BTstack: {ratio:.2f}")
     if "mqtt" in results and "mosquitto_pub" in results:
         ratio = per_event(results["mqtt"])["cpu_us"] / per_event(results["mosquitto_pub"])["cpu_us"]
         print(f"CPU per value published over MQTT, gattway (line → value → MQTT) / mosquitto_pub (a line "
@@ -356,6 +440,13 @@ async def main() -> None:
             if args.drive == "socket":
                 print(f"gattway per edge above the datagram floor (the wake-up its simulated line's socket "
                       f"costs): {edge - floor['datagram_us']:.1f} µs")
+    if instructions:
+        print(f"User-space instructions per event (callgrind, {args.callgrind_rate} value changes/s, "
+              f"{args.seconds:g} s counted):")
+        for label, result in instructions.items():
+            count = result["events"]
+            each = f"{result['instructions'] / count:,.0f}" if count else "no events"
+            print(f"  {label:<14}{each:>12}  ({result['instructions']:,} over {count:.0f} events)")
     binary = os.path.realpath(args.gattway)
     stripped = os.path.join(args.logs, "gattway.stripped")
     if os.system(f"strip -o '{stripped}' '{binary}' 2>/dev/null") == 0:
