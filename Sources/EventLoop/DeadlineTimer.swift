@@ -26,14 +26,14 @@ public final class DeadlineTimer: Sendable {
 
     /// `body` runs on the loop's thread at the scheduled moment.
     public init(loop: EventLoop = .shared, _ body: @escaping @Sendable (DeadlineTimer) -> Void) {
-        let owner = Owner()
+        let owner = BackReference<DeadlineTimer>()
         timer = loop.makeTimer {
-            guard let deadlineTimer = owner.timer else { return }
+            guard let deadlineTimer = owner.target else { return }
             deadlineTimer.armedAt.withLock { $0 = nil }
             body(deadlineTimer)
         }
         armedAt = Mutex(nil)
-        owner.timer = self
+        owner.target = self
     }
 
     /// Makes sure the timer fires no later than `deadline` (CLOCK_MONOTONIC, ns; one already past
@@ -67,11 +67,5 @@ public final class DeadlineTimer: Sendable {
     public func cancel() {
         armedAt.withLock { $0 = nil }
         timer.disarm()
-    }
-
-    /// The timer as its loop timer's body reaches it: weak, so the body keeps no stopped timer
-    /// alive; set once in `init`, before the timer can fire.
-    private final class Owner: @unchecked Sendable {
-        weak var timer: DeadlineTimer?
     }
 }

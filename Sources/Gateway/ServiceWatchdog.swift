@@ -19,12 +19,12 @@ public final class ServiceWatchdog: Sendable {
         self.interval = interval
         self.systemd = systemd
         // The timer's body re-arms it through this box: the timer cannot name itself when made.
-        let rearm = TimerBox()
+        let rearm = BackReference<EventLoop.Timer>()
         timer = loop.makeTimer {
             systemd.send("WATCHDOG=1")
-            rearm.timer?.arm(after: interval)
+            rearm.target?.arm(after: interval)
         }
-        rearm.timer = timer
+        rearm.target = timer
     }
 
     /// Half of `WATCHDOG_USEC`, when systemd asks this process (`WATCHDOG_PID` absent or ours)
@@ -39,9 +39,4 @@ public final class ServiceWatchdog: Sendable {
     public func start() { timer.arm(after: interval) }
 
     public func stop() { timer.disarm() }
-}
-
-/// The watchdog's timer, set once right after it is made, read by its own body on the loop.
-private final class TimerBox: @unchecked Sendable {
-    weak var timer: EventLoop.Timer?
 }

@@ -38,11 +38,12 @@ public actor SensorRunner {
         name = spec.name
         self.backend = backend
         self.stateWriter = stateWriter
-        let wake = WakeTarget()
-        timer = DeadlineTimer { _ in wake.runner?.onLoop { $0.step() } }
+        // The line and the timer reach the runner, which they are made before, through this.
+        let wake = BackReference<SensorRunner>()
+        timer = DeadlineTimer { _ in wake.target?.onLoop { $0.step() } }
         core = try SensorCore(
-            spec: spec, backend: backend, stateWriter: stateWriter, onReadable: { wake.stepOnLoop() })
-        wake.runner = self
+            spec: spec, backend: backend, stateWriter: stateWriter, onReadable: { Self.stepOnLoop(wake.target) })
+        wake.target = self
     }
 
     /// The latest value of each channel.
@@ -120,22 +121,15 @@ public actor SensorRunner {
         }
     }
 
-    /// The runner as the line's readable callback and the timer reach it: made before the runner
-    /// is complete, and weak, so neither keeps a stopped runner alive.
-    private final class WakeTarget: @unchecked Sendable {
-        // Set once in `init`, before any line or timer can call.
-        weak var runner: SensorRunner?
-
-        /// A line's edges are read on the event loop: at once when the line signals there (the
-        /// kernel's descriptor, the simulator's real-time timer), else (the simulator's virtual
-        /// clock, moved by a test) after the loop's queued work.
-        func stepOnLoop() {
-            guard let runner else { return }
-            if EventLoop.shared.inLoop {
-                runner.onLoop { $0.step() }
-            } else {
-                EventLoop.shared.execute { runner.onLoop { $0.step() } }
-            }
+    /// A line's edges are read on the event loop: at once when the line signals there (the
+    /// kernel's descriptor, the simulator's real-time timer), else (the simulator's virtual
+    /// clock, moved by a test) after the loop's queued work.
+    private static func stepOnLoop(_ runner: SensorRunner?) {
+        guard let runner else { return }
+        if EventLoop.shared.inLoop {
+            runner.onLoop { $0.step() }
+        } else {
+            EventLoop.shared.execute { runner.onLoop { $0.step() } }
         }
     }
 }

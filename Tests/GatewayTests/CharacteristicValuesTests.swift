@@ -10,7 +10,7 @@ import Values
 /// The store of current values with the publication beside it: one entry per characteristic from
 /// the start, values kept across publishing, reads and writes by value handle reaching the same
 /// entry the pipeline sets by characteristic.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(1)), .onTheLoop)
 struct CharacteristicValuesTests {
     let layout: GATTLayout
     let values: CharacteristicValues

@@ -10,7 +10,7 @@ import Values
 
 /// `GATTPublication` on an in-memory peripheral: which published characteristic a configured one
 /// is and back, the value handles the value store learns, and what a reload's layout does to them.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(1)), .onTheLoop)
 struct GATTPublicationTests {
     let layout: GATTLayout
     let values: CharacteristicValues

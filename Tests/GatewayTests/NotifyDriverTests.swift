@@ -12,7 +12,7 @@ import Values
 /// The notify driver on its own: the engine's transmissions go to an injected send, a full link
 /// holds each subscription's newest value until it has room, and the timer is scheduled for the
 /// engine's deadlines.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(1)), .onTheLoop)
 struct NotifyDriverTests {
     /// What the driver sent, and whether the link takes more, per central.
     final class Link: @unchecked Sendable {

@@ -14,7 +14,7 @@ import Values
 /// gateway publishes them: what a central writes is what the notify driver is handed and what a
 /// restart restores; a batch refused in part changes nothing; a reload keeps only the settings of
 /// the characteristics it keeps.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(1)), .onTheLoop)
 struct TriggerSettingsTests {
     /// One published gateway: its store of values, its trigger settings, and the temperature's
     /// trigger descriptors as the server names them in requests.

@@ -62,17 +62,18 @@ public actor ValuePipeline {
         self.logger = logger
         self.driveOutput = driveOutput
         router = ValueRouter(layout: layout)
-        let values = CharacteristicValues(layout: layout, logger: logger)
+        let values = CharacteristicValues(layout: layout, samples: router.configuredSamples, logger: logger)
         let triggers = TriggerSettings(layout: layout, file: triggerFile, logger: logger)
         self.values = values
         self.triggers = triggers
         let publication = GATTPublication()
         self.publication = publication
-        let wake = WakeTarget()
+        // The timer reaches the pipeline, which it is made before, through this.
+        let wake = BackReference<ValuePipeline>()
         notifier = NotifyDriver(
             policies: layout.characteristics.mapValues(\.config.notify), values: values,
             triggers: { [triggers] in triggers.triggerSet(of: $0) },
-            timer: timing == .realTime ? DeadlineTimer { _ in wake.pipeline?.onLoop { $0.advance() } } : nil,
+            timer: timing == .realTime ? DeadlineTimer { _ in wake.target?.onLoop { $0.advance() } } : nil,
             clock: clock, logger: logger,
             send: { [peripheral] transmission in
                 // Subscriptions come only from published characteristics; nothing to send on else.
@@ -83,10 +84,9 @@ public actor ValuePipeline {
                 }
             })
         for (ref, sample) in router.configuredSamples {
-            values.set(sample, of: ref)
             notifier.update(ref, sample: sample)
         }
-        wake.pipeline = self
+        wake.target = self
     }
 
     /// The MQTT mirror's sink, before `run` (whose first events, the status and the configured
@@ -237,12 +237,5 @@ public actor ValuePipeline {
             logger.error("driving output failed", metadata: ["sensor": "\(sensor)", "error": "\(error)"])
             return "driving output \(sensor) failed: \(error)"
         }
-    }
-
-    /// The pipeline as its deadline timer reaches it: made before the pipeline is complete, and
-    /// weak, so the timer keeps no finished pipeline alive.
-    private final class WakeTarget: @unchecked Sendable {
-        // Set once in `init`, before the timer can be scheduled.
-        weak var pipeline: ValuePipeline?
     }
 }
