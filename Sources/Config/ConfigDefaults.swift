@@ -1,5 +1,5 @@
-import MQTTMirror
 import BluetoothHCI
+import MQTTMirror
 
 /// Every default of the configuration outside the sensor kinds, in one place (a kind's own
 /// defaults are in its folder under Sources/Sensors/Kinds/, an input line's in

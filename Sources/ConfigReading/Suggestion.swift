@@ -16,7 +16,8 @@ public enum Suggestion {
 
     /// Levenshtein distance (insertions, deletions, substitutions), two-row dynamic programming.
     static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var previous = Array(0...b.count)

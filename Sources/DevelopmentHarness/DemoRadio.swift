@@ -127,8 +127,14 @@ final class PhoneConversation: @unchecked Sendable {
         }
         struct Characteristic: Decodable {
             var uuid: String
-            var value_handle: Int
+            var valueHandle: Int
             var properties: Int
+
+            enum CodingKeys: String, CodingKey {
+                case uuid
+                case valueHandle = "value_handle"
+                case properties
+            }
         }
         struct Update: Decodable {
             var handle: Int
@@ -161,7 +167,7 @@ final class PhoneConversation: @unchecked Sendable {
         for service in services {
             print("phone service \(service.uuid)")
             for characteristic in service.characteristics ?? [] {
-                let handle = characteristic.value_handle
+                let handle = characteristic.valueHandle
                 let properties = characteristic.properties
                 print(
                     "phone   characteristic \(characteristic.uuid) handle \(handle) properties 0x\(String(properties, radix: 16))"

@@ -2,8 +2,8 @@ import BluetoothCore
 import FoundationEssentials
 import Glibc
 import Logging
-import MQTTMirror
 import MQTTClient
+import MQTTMirror
 import ServiceLifecycle
 
 /// `gattway demo`'s view of the MQTT traffic: subscribes to `<base>/#` with gattway's own MQTT

@@ -39,9 +39,9 @@ public func spawnWithDefaultSignals(
     files(&actions)
     posix_spawn_file_actions_addclosefrom_np(&actions, 3)
     let argv = command.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
+    defer { for pointer in argv { free(pointer) } }
     var envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
-    defer { envp?.forEach { free($0) } }
+    defer { for pointer in envp ?? [] { free(pointer) } }
     var pid: pid_t = 0
     let status =
         envp == nil

@@ -18,22 +18,22 @@ public enum GPIOError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .lineNotFound(selector, closest):
+        case .lineNotFound(let selector, let closest):
             let hint = closest.isEmpty ? "" : "; closest names: \(closest.joined(separator: ", "))"
             return "GPIO line \(selector) not found\(hint) (run `gattway lines` to list them)"
-        case let .headerChipMissing(selector, board, chips):
+        case .headerChipMissing(let selector, let board, let chips):
             return "GPIO line \(selector) not found: \(board.missingHeaderChip(chips: chips))"
-        case let .chipNotFound(chip, available):
+        case .chipNotFound(let chip, let available):
             return "GPIO chip \(chip) not found; chips: \(available.joined(separator: ", "))"
-        case let .lineBusy(line, consumer):
+        case .lineBusy(let line, let consumer):
             let holder = consumer.isEmpty ? "another process" : "consumer \"\(consumer)\""
             return "GPIO line \(line) is busy: held by \(holder)"
-        case let .permissionDenied(path):
+        case .permissionDenied(let path):
             return "permission denied opening \(path): add the user to group `gpio` "
                 + "(sudo usermod -aG gpio $USER, with the udev rules installed) and log in again"
-        case let .system(operation, target, errno, message):
+        case .system(let operation, let target, let errno, let message):
             return "\(operation) \(target) failed: \(message) (errno \(errno))"
-        case let .released(line):
+        case .released(let line):
             return "GPIO line \(line) was already released"
         }
     }

@@ -1,9 +1,9 @@
-import Synchronization
 import CGPIODShim
 import EventLoop
-import GPIO
 import FoundationEssentials
+import GPIO
 import Glibc
+import Synchronization
 
 /// GPIO through the kernel's character devices with libgpiod (v1 or v2, whichever the shim was
 /// compiled against).

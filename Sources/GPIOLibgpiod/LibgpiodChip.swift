@@ -1,8 +1,8 @@
-import Synchronization
 import CGPIODShim
 import FoundationEssentials
 import GPIO
 import Glibc
+import Synchronization
 
 /// An open GPIO chip: the only owner of a `gw_chip` pointer.
 final class LibgpiodChip: @unchecked Sendable {

@@ -1,7 +1,7 @@
 import CGPIODShim
 import EventLoop
-import GPIO
 import FoundationEssentials
+import GPIO
 import Glibc
 
 /// A requested input: the event loop watches the request's file descriptor and, on its thread,

@@ -1,10 +1,11 @@
+import FoundationEssentials
+import Logging
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import FoundationEssentials
-import Logging
 
 /// gattway's swift-log handler: one line per event on stderr. Under systemd (stderr is the
 /// journal, announced by `JOURNAL_STREAM`) lines carry a syslog `<N>` priority prefix and no

@@ -1,17 +1,17 @@
-import Synchronization
 import BluetoothGATT
 import BluetoothHost
 import BluetoothSMP
 import Config
 import EventLoop
 import FoundationEssentials
-import Glibc
 import GPIO
+import Glibc
 import Logging
 import MQTTService
 import Sensors
 import ServiceLifecycle
 import StateFile
+import Synchronization
 import UnixSignals
 
 /// The running gateway: started by `gattway run` (and `gattway demo`) inside a `ServiceGroup`
@@ -263,7 +263,7 @@ public enum GatewayError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .sensor(id, reason): "sensor \(id): \(reason)"
+        case .sensor(let id, let reason): "sensor \(id): \(reason)"
         }
     }
 }

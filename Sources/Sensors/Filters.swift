@@ -28,7 +28,7 @@ struct FilterChain {
     /// Asked after every value, so it builds no array.
     var deadline: UInt64? {
         var earliest: UInt64?
-        for case let .delayed(_, _, _, pending?) in stages { earliest = min(earliest ?? pending, pending) }
+        for case .delayed(_, _, _, let pending?) in stages { earliest = min(earliest ?? pending, pending) }
         return earliest
     }
 
@@ -41,7 +41,7 @@ struct FilterChain {
     mutating func tick(at time: UInt64) -> [SensorSample.Reading] {
         var released: [SensorSample.Reading] = []
         for index in stages.indices {
-            guard case let .delayed(target, delay, _, pending?) = stages[index], pending <= time else { continue }
+            guard case .delayed(let target, let delay, _, let pending?) = stages[index], pending <= time else { continue }
             stages[index] = .delayed(target: target, delayNs: delay, reported: target, pending: nil)
             if let out = apply(.bool(target), at: time, from: index + 1) { released.append(out) }
         }
@@ -52,7 +52,7 @@ struct FilterChain {
         var reading = reading
         for index in stages.indices where index >= start {
             switch (stages[index], reading) {
-            case let (.delayed(target, delay, reported, pending), .bool(value)):
+            case (.delayed(let target, let delay, let reported, let pending), .bool(let value)):
                 if value == target, delay > 0, reported != target {
                     // Hold the change back; a contrary value before the deadline cancels it.
                     stages[index] = .delayed(

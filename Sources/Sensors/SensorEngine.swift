@@ -65,7 +65,7 @@ public enum SensorError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .notWritable: "only output sensors accept writes"
         case .unknownSensor(let name): "no sensor named \(name)"
-        case let .stateFile(path, message): "sensor state file \(path): \(message)"
+        case .stateFile(let path, let message): "sensor state file \(path): \(message)"
         }
     }
 }

@@ -110,11 +110,11 @@ public enum StateDirectoryLockError: Error, Equatable, Sendable, CustomStringCon
 
     public var description: String {
         switch self {
-        case let .held(directory, pid):
+        case .held(let directory, let pid):
             "state directory \(directory) is in use by another gattway"
                 + (pid.map { " (pid \($0))" } ?? "")
                 + "; stop it first, or give this one a state_dir of its own"
-        case let .unusable(error): "state directory: \(error)"
+        case .unusable(let error): "state directory: \(error)"
         }
     }
 }

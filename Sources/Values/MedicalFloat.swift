@@ -95,9 +95,18 @@ extension MedicalFloat {
     /// magnitudes beyond the largest number (2045 × 10^7 for SFLOAT) to ±INF; zero is 0 × 10^0,
     /// and values below half the finest step round to that zero.
     public init(_ value: Double) {
-        if value.isNaN { self.init(MedicalFloatSpecial.nan); return }
-        if value.isInfinite { self.init(value > 0 ? MedicalFloatSpecial.positiveInfinity : .negativeInfinity); return }
-        if value == 0 { self = Self.pack(mantissa: 0, exponent: 0); return }
+        if value.isNaN {
+            self.init(MedicalFloatSpecial.nan)
+            return
+        }
+        if value.isInfinite {
+            self.init(value > 0 ? MedicalFloatSpecial.positiveInfinity : .negativeInfinity)
+            return
+        }
+        if value == 0 {
+            self = Self.pack(mantissa: 0, exponent: 0)
+            return
+        }
         let limit = Double(Self.mantissaRange.upperBound)
         // Exponents below this one give a mantissa of more digits than the limit has, so the
         // search starts here (one lower to absorb log10's rounding).

@@ -1,5 +1,5 @@
-import ConfigReading
 import CYAML
+import ConfigReading
 
 /// Reads YAML text into `YAMLNode`s through libyaml's event parser: the one place libyaml is
 /// called. libyaml does the scanning and the grammar (and words its errors); this builds the tree,

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Config
-import Gateway
 import GPIOLibgpiod
+import Gateway
 
 struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -25,7 +25,7 @@ struct DemoCommand: AsyncParsableCommand {
     @OptionGroup var runtime: RuntimeOptions
 
     func run() async throws {
-        GatewayLogHandler.bootstrap(level: runtime.logLevel)
+        GatewayLogHandler.bootstrap(level: runtime.logLevel.level)
         let loaded = try loadConfigOrExit(config)
         let logger = Logger(label: "demo")
         let config = runtime.apply(to: loaded.config)

@@ -5,7 +5,21 @@ import FoundationEssentials
 import Glibc
 import Logging
 
-extension Logger.Level: @retroactive ExpressibleByArgument {}
+/// `--log-level`: swift-log's levels by their names. A type of our own, because conforming
+/// swift-log's `Logger.Level` to ArgumentParser's protocol would be a retroactive conformance.
+struct LogLevelArgument: ExpressibleByArgument {
+    let level: Logger.Level
+
+    init(_ level: Logger.Level) { self.level = level }
+
+    init?(argument: String) {
+        guard let level = Logger.Level(rawValue: argument) else { return nil }
+        self.level = level
+    }
+
+    static var allValueStrings: [String] { Logger.Level.allCases.map(\.rawValue) }
+    var defaultValueDescription: String { level.rawValue }
+}
 
 /// `--config FILE`, shared by the commands that read a configuration.
 struct ConfigFileOption: ParsableArguments {
@@ -36,7 +50,7 @@ struct RuntimeOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp("The lowest level logged.", valueName: "level"))
-    var logLevel: Logger.Level = .info
+    var logLevel = LogLevelArgument(.info)
 
     /// The configuration with the command line's overrides applied.
     func apply(to config: GatewayConfig) -> GatewayConfig {

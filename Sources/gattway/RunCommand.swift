@@ -1,8 +1,8 @@
 import ArgumentParser
 import Config
 import FoundationEssentials
-import Glibc
 import Gateway
+import Glibc
 import Logging
 import ServiceLifecycle
 
@@ -20,7 +20,7 @@ struct RunCommand: AsyncParsableCommand {
     @OptionGroup var runtime: RuntimeOptions
 
     func run() async throws {
-        GatewayLogHandler.bootstrap(level: runtime.logLevel)
+        GatewayLogHandler.bootstrap(level: runtime.logLevel.level)
         let loaded = try loadConfigOrExit(file.config)
         let (path, runtime) = (file.config, runtime)
         try await runGateway(loaded, runtime: runtime) { () throws(ConfigError) in

@@ -1,5 +1,6 @@
 import BluetoothCore
 import Testing
+
 @testable import BluetoothATT
 
 private let uuid128 = BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!
@@ -107,7 +108,7 @@ private let uuid128LE = "9ecadc240ee5a9e093f3a3b50100406e"
         #expect {
             _ = try ATTPDU(decoding: bytes)
         } throws: { error in
-            guard case let .malformed(failed, _) = error as? ATTDecodingError else { return false }
+            guard case .malformed(let failed, _) = error as? ATTDecodingError else { return false }
             return failed == opcode
         }
     }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BluetoothCore
 
 /// AES-CCM without associated data. The vectors: BTHome's encryption example

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BluetoothCore
 
 /// RFC 4493 section 4 test vectors (also Core Vol 3 Part H D.1).

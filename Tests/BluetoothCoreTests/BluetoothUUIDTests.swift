@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BluetoothCore
 
 @Suite struct BluetoothUUIDTests {
@@ -62,7 +63,7 @@ import Testing
         writer.write(UInt8(0xAA))
         writer.write(UInt16(0x1234))
         writer.writeUInt24(0x56789A)
-        writer.write(UInt32(0xDEADBEEF))
+        writer.write(UInt32(0xDEAD_BEEF))
         #expect(writer.bytes == [0xAA, 0x34, 0x12, 0x9A, 0x78, 0x56, 0xEF, 0xBE, 0xAD, 0xDE])
         #expect([UInt8](hexString: "aa:34 12") == [0xAA, 0x34, 0x12])
         #expect(writer.bytes.hexString == "aa34129a7856efbeadde")

@@ -2,6 +2,7 @@ import BluetoothATT
 import BluetoothCore
 import Foundation
 import Testing
+
 @testable import BluetoothGATT
 
 /// One table row: PDUs a central sends, each with the exact answer expected ("" = none).

@@ -2,6 +2,7 @@ import BluetoothATT
 import BluetoothCore
 import Foundation
 import Testing
+
 @testable import BluetoothGATT
 
 /// gattway's `bonded` permission and the restoring of a bonded central's subscriptions.

@@ -1,8 +1,9 @@
 import BluetoothATT
 import BluetoothCore
 import Foundation
-import Testing
 import TestHarness
+import Testing
+
 @testable import BluetoothGATT
 
 @Suite struct DatabaseHashTests {
@@ -58,7 +59,7 @@ import TestHarness
             if hashed.contains(entry.type) { message += try client.readLong(entry.handle, mtu: 23) }
         }
         guard
-            case let .readByTypeResponse(entries) = try client.request(
+            case .readByTypeResponse(let entries) = try client.request(
                 .readByTypeRequest(ATTHandleRange(start: 1, end: 0xFFFF), type: .databaseHash))
         else {
             Issue.record("Database Hash not readable by type")

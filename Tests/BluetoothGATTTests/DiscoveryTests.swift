@@ -1,6 +1,7 @@
 import BluetoothATT
 import BluetoothCore
 import Testing
+
 @testable import BluetoothGATT
 
 /// A full discovery of the fixture (three primary services and a secondary one, plus GAP and

@@ -2,6 +2,7 @@ import BluetoothATT
 import BluetoothCore
 import Foundation
 import Testing
+
 @testable import BluetoothGATT
 
 /// Dynamic descriptors: reads and writes go to the program's handlers, which see the central and

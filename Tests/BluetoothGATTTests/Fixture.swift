@@ -1,6 +1,7 @@
 import BluetoothATT
 import BluetoothCore
 import Foundation
+
 @testable import BluetoothGATT
 
 /// The test database: GAP (1–7) and GATT (8–15), then a secondary service and three primary
@@ -131,8 +132,8 @@ extension GATTServer {
         var events: [GATTServerEvent] = []
         for item in output {
             switch item {
-            case let .send(pdu, _), let .sendUpdate(pdu, _): sent.append(pdu.hexString)
-            case let .event(event): events.append(event)
+            case .send(let pdu, _), .sendUpdate(let pdu, _): sent.append(pdu.hexString)
+            case .event(let event): events.append(event)
             }
         }
         return (sent, events)

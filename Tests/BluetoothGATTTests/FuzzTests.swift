@@ -1,6 +1,7 @@
 import BluetoothATT
 import BluetoothCore
 import Testing
+
 @testable import BluetoothGATT
 
 /// SplitMix64: a small seeded generator, so every failure reproduces from its seed.
@@ -77,11 +78,11 @@ private struct Fuzzer {
         var answers: [[UInt8]] = []
         for item in server.takeOutput() {
             switch item {
-            case let .send(bytes, to):
+            case .send(let bytes, let to):
                 // Updates are marked as such: a response never carries an update's opcode.
                 if [0x1B, 0x1D].contains(bytes.first) { Issue.record("update \(bytes.hexString) sent as a response") }
                 if to == central { answers.append(bytes) }
-            case let .sendUpdate(bytes, _):
+            case .sendUpdate(let bytes, _):
                 if ![0x1B, 0x1D].contains(bytes.first) { Issue.record("\(bytes.hexString) sent as an update") }
             case .event:
                 break
@@ -213,7 +214,7 @@ private struct Fuzzer {
         }
         for (handle, bits) in state.clientConfigurations {
             guard let attribute = server.database.attribute(at: handle),
-                case let .clientConfiguration(characteristic) = attribute.value
+                case .clientConfiguration(let characteristic) = attribute.value
             else {
                 Issue.record("subscription at \(handle), which is no CCCD")
                 throw FuzzFailure()

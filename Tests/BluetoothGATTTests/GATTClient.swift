@@ -1,5 +1,6 @@
 import BluetoothATT
 import BluetoothCore
+
 @testable import BluetoothGATT
 
 /// A minimal GATT client over the server, speaking only through ATT PDUs, for discovery tests.
@@ -32,7 +33,7 @@ struct GATTClient {
     func request(_ pdu: ATTPDU) throws -> ATTPDU {
         server.receive(pdu.encoded, from: central, now: .now)
         let sent = server.takeOutput().compactMap { item -> [UInt8]? in
-            if case let .send(bytes, to) = item, to == central { return bytes } else { return nil }
+            if case .send(let bytes, let to) = item, to == central { return bytes } else { return nil }
         }
         guard sent.count == 1 else { throw Failure.unexpected(.readResponse([])) }
         return try ATTPDU(decoding: sent[0])
@@ -57,7 +58,7 @@ struct GATTClient {
     func services(type: BluetoothUUID) throws -> [Service] {
         try paged(from: 1, to: 0xFFFF) { start in
             switch try request(.readByGroupTypeRequest(ATTHandleRange(start: start, end: 0xFFFF), type: type)) {
-            case let .readByGroupTypeResponse(groups):
+            case .readByGroupTypeResponse(let groups):
                 return (
                     groups.map {
                         Service(
@@ -75,11 +76,12 @@ struct GATTClient {
     func includes(of service: Service) throws -> [Include] {
         try paged(from: service.start, to: service.end) { start in
             switch try request(.readByTypeRequest(ATTHandleRange(start: start, end: service.end), type: .includedService)) {
-            case let .readByTypeResponse(entries):
+            case .readByTypeResponse(let entries):
                 return (
                     entries.map { entry in
                         var reader = ByteReader(entry.value)
-                        let start = try! reader.readUInt16(), end = try! reader.readUInt16()
+                        let start = try! reader.readUInt16()
+                        let end = try! reader.readUInt16()
                         return Include(
                             handle: entry.handle, start: start, end: end,
                             uuid: BluetoothUUID(littleEndianBytes: reader.readRemaining()))
@@ -94,11 +96,12 @@ struct GATTClient {
     func characteristics(of service: Service) throws -> [Characteristic] {
         try paged(from: service.start, to: service.end) { start in
             switch try request(.readByTypeRequest(ATTHandleRange(start: start, end: service.end), type: .characteristicDeclaration)) {
-            case let .readByTypeResponse(entries):
+            case .readByTypeResponse(let entries):
                 return (
                     entries.map { entry in
                         var reader = ByteReader(entry.value)
-                        let properties = try! reader.readUInt8(), value = try! reader.readUInt16()
+                        let properties = try! reader.readUInt8()
+                        let value = try! reader.readUInt16()
                         return Characteristic(
                             declaration: entry.handle, properties: properties, valueHandle: value,
                             uuid: BluetoothUUID(littleEndianBytes: reader.readRemaining())!)
@@ -115,7 +118,7 @@ struct GATTClient {
         guard start <= end else { return [] }
         return try paged(from: start, to: end) { start in
             switch try request(.findInformationRequest(ATTHandleRange(start: start, end: end))) {
-            case let .findInformationResponse(entries): return (entries, entries.last!.handle)
+            case .findInformationResponse(let entries): return (entries, entries.last!.handle)
             case .errorResponse(_, _, .attributeNotFound): return nil
             case let other: throw Failure.unexpected(other)
             }
@@ -124,12 +127,12 @@ struct GATTClient {
 
     /// A whole value: Read, then Read Blob while the response was full.
     func readLong(_ handle: UInt16, mtu: Int) throws -> [UInt8] {
-        guard case var .readResponse(value) = try request(.readRequest(handle: handle)) else {
+        guard case .readResponse(var value) = try request(.readRequest(handle: handle)) else {
             throw Failure.unexpected(.readRequest(handle: handle))
         }
         var last = value.count
         while last == mtu - 1 {
-            guard case let .readBlobResponse(part) = try request(.readBlobRequest(handle: handle, offset: UInt16(value.count))) else {
+            guard case .readBlobResponse(let part) = try request(.readBlobRequest(handle: handle, offset: UInt16(value.count))) else {
                 break
             }
             value += part

@@ -1,6 +1,7 @@
 import BluetoothATT
 import BluetoothCore
 import Testing
+
 @testable import BluetoothGATT
 
 /// The transmit credits are shared; a central whose updates are not delivered (a stalled link)

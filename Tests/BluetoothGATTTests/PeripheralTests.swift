@@ -2,6 +2,7 @@ import BluetoothATT
 import BluetoothCore
 import Foundation
 import Testing
+
 @testable import BluetoothGATT
 
 /// The host side of the seam, in memory: records what the peripheral asks of the link.
@@ -202,7 +203,9 @@ struct EventReader {
         var (peripheral, reader) = await makePeripheral()
         let service = try await peripheral.add(Self.sensor)
         let temperature = try #require(service.characteristic(BluetoothUUID(0x2A6E)))
-        let small = CentralID(1), large = CentralID(2), notSubscribed = CentralID(3)
+        let small = CentralID(1)
+        let large = CentralID(2)
+        let notSubscribed = CentralID(3)
         for id in [small, large, notSubscribed] { await peripheral.centralConnected(id) }
         await peripheral.receive([0x02, 0x40, 0x00], from: large)
         for id in [small, large] {

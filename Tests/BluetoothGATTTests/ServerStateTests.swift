@@ -1,6 +1,7 @@
 import BluetoothATT
 import BluetoothCore
 import Testing
+
 @testable import BluetoothGATT
 
 /// Per-central state across several PDUs: robust caching, indication flow and disconnects.

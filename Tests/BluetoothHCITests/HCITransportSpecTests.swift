@@ -1,5 +1,5 @@
-import Testing
 import BluetoothHCI
+import Testing
 
 @Suite struct HCITransportSpecTests {
     @Test(arguments: [

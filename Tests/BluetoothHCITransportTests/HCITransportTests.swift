@@ -1,9 +1,8 @@
 import BluetoothCore
+import BluetoothHCI
 import Foundation
 import Glibc
 import Testing
-
-import BluetoothHCI
 
 @testable import BluetoothHCITransport
 
@@ -124,8 +123,8 @@ struct HCITransportTests {
         defer { close(master) }
         var unlock: Int32 = 0
         var number: UInt32 = 0
-        #expect(ioctl(master, UInt(0x4004_5431) /* TIOCSPTLCK */, &unlock) == 0)
-        #expect(ioctl(master, UInt(0x8004_5430) /* TIOCGPTN */, &number) == 0)
+        #expect(ioctl(master, UInt(0x4004_5431), &unlock) == 0)  // TIOCSPTLCK
+        #expect(ioctl(master, UInt(0x8004_5430), &number) == 0)  // TIOCGPTN
         let device = "/dev/pts/\(number)"
         let transport = try HCITransportSpec.serial(device: device, baudRate: 1_000_000).open()
         defer { transport.close() }

@@ -1,9 +1,9 @@
 import BluetoothCore
 import BluetoothHCI
 import Foundation
-import Testing
 import StateFile
 import TestHarness
+import Testing
 
 @testable import BluetoothHost
 

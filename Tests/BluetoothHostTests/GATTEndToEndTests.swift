@@ -1,13 +1,13 @@
-import EventLoop
 import BluetoothATT
 import BluetoothCore
 import BluetoothGATT
 import BluetoothHCI
+import EventLoop
 import Foundation
 import Logging
-import Testing
 import StateFile
 import TestHarness
+import Testing
 
 @testable import BluetoothHost
 

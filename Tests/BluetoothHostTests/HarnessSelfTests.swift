@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 /// The virtual controller's patches of Bumble's gaps, checked in raw HCI by
 /// Tests/harness/selftest.py (Reset, scan responses, PHY, data length, LE Encrypt against the

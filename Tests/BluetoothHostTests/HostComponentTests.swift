@@ -4,9 +4,9 @@ import BluetoothL2CAP
 import BluetoothSMP
 import EventLoop
 import Logging
+import StateFile
 import Synchronization
 import Testing
-import StateFile
 
 @testable import BluetoothHost
 

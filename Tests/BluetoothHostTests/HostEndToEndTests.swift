@@ -1,11 +1,11 @@
-import EventLoop
 import BluetoothCore
 import BluetoothHCI
+import EventLoop
 import Foundation
 import Logging
-import Testing
 import StateFile
 import TestHarness
+import Testing
 
 @testable import BluetoothHost
 

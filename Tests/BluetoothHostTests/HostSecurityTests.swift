@@ -4,8 +4,8 @@ import BluetoothHCI
 import BluetoothL2CAP
 import BluetoothSMP
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 @testable import BluetoothHost
 

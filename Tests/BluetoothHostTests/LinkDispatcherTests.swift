@@ -3,9 +3,9 @@ import BluetoothGATT
 import BluetoothHCI
 import BluetoothL2CAP
 import Logging
-import Testing
 import StateFile
 import TestHarness
+import Testing
 
 @testable import BluetoothHost
 

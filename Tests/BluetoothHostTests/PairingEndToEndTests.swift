@@ -3,9 +3,9 @@ import BluetoothGATT
 import BluetoothSMP
 import Foundation
 import Logging
-import Testing
 import StateFile
 import TestHarness
+import Testing
 
 @testable import BluetoothHost
 

@@ -1,14 +1,15 @@
-import EventLoop
 import BluetoothCore
 import BluetoothGATT
 import BluetoothHCI
 import BluetoothL2CAP
-import struct BluetoothSMP.SecurityConfiguration
+import EventLoop
 import Foundation
 import Logging
-import Testing
 import StateFile
 import TestHarness
+import Testing
+
+import struct BluetoothSMP.SecurityConfiguration
 
 @testable import BluetoothHost
 

@@ -1,8 +1,8 @@
 import BluetoothCore
 import Foundation
-import Testing
 import StateFile
 import TestHarness
+import Testing
 
 @testable import BluetoothHost
 

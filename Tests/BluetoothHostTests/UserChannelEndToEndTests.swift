@@ -1,7 +1,7 @@
 import BluetoothHCI
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 /// Set by Tests/vm/hci-user-channel-tests.sh inside its VM, where hci_vhci is loaded and the
 /// tests run as root: only there can a controller become a kernel adapter.

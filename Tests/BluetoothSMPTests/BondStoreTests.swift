@@ -1,7 +1,8 @@
 import BluetoothCore
 import Foundation
-import Testing
 import TestHarness
+import Testing
+
 @testable import BluetoothSMP
 
 @Suite struct BondStoreTests {

@@ -1,5 +1,6 @@
 import BluetoothCore
 import Testing
+
 @testable import BluetoothSMP
 
 /// A recorded Passkey Entry pairing (passkey 123456, random seeds 1 for the gateway and 99 for

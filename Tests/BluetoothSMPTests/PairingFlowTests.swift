@@ -1,5 +1,6 @@
 import BluetoothCore
 import Testing
+
 @testable import BluetoothSMP
 
 /// Whole pairings between the gateway (responder) and `TestCentral` (initiator).
@@ -143,11 +144,13 @@ import Testing
             done += manager.receive(pdu.encoded, on: Self.handle, now: .zero)
         }
         guard case .pairingComplete(_, let outcome) = done.events.last, let bond = outcome.bond else {
-            Issue.record("\(done)"); return
+            Issue.record("\(done)")
+            return
         }
         #expect(bond.peerSigningKey == SecretKey(littleEndianBytes: csrk))
         guard case .signingInformation(let local) = ours.last else {
-            Issue.record("the gateway's last key PDU is not its CSRK: \(ours)"); return
+            Issue.record("the gateway's last key PDU is not its CSRK: \(ours)")
+            return
         }
         #expect(bond.localSigningKey == SecretKey(littleEndianBytes: local))
     }
@@ -242,7 +245,10 @@ import Testing
         _ = manager.receive(try central.dhKeyCheck(passkey: nil).encoded, on: Self.handle, now: .zero)
         _ = manager.longTermKeyRequest(on: Self.handle, ediv: 0, rand: 0)
         let done = manager.encryptionChanged(on: Self.handle, enabled: true, now: .zero)
-        guard case .pairingComplete(_, let outcome) = done.events.first else { Issue.record("\(done)"); return }
+        guard case .pairingComplete(_, let outcome) = done.events.first else {
+            Issue.record("\(done)")
+            return
+        }
         #expect(outcome.bond == nil && !outcome.security.bonded)
         #expect(manager.bonds.bonds.isEmpty)
     }
@@ -273,7 +279,8 @@ import Testing
         var central = Self.central()
         let keys = try Self.exchangeKeys(manager, &central)
         guard case .displayPasskey(Self.handle, Self.centralAddress, let passkey) = keys.events.first else {
-            Issue.record("no passkey shown: \(keys)"); return
+            Issue.record("no passkey shown: \(keys)")
+            return
         }
         #expect(passkey <= 999_999)
         #expect(keys.sent.count == 2)  // Pairing Response and our public key; the central confirms first.
@@ -470,7 +477,10 @@ import Testing
         // No Security Request while the peer must wait.
         #expect(manager.requestSecurity(on: Self.handle, authenticated: true, now: .seconds(20)).isEmpty)
         let later = manager.receive(Self.central().pairingRequest.encoded, on: Self.handle, now: .seconds(24))
-        guard case .pairingResponse = later.sent.first else { Issue.record("\(later)"); return }
+        guard case .pairingResponse = later.sent.first else {
+            Issue.record("\(later)")
+            return
+        }
     }
 
     @Test func backoffIsPerPeer() throws {
@@ -479,7 +489,10 @@ import Testing
         let other = BluetoothAddress("C0:99:99:99:99:99", kind: .random)!
         manager.connectionOpened(0x41, peer: other, local: Self.gatewayAddress)
         let actions = manager.receive(Self.central().pairingRequest.encoded, on: 0x41, now: .seconds(1))
-        guard case .pairingResponse = actions.sent.first else { Issue.record("\(actions)"); return }
+        guard case .pairingResponse = actions.sent.first else {
+            Issue.record("\(actions)")
+            return
+        }
     }
 
     // MARK: Timeout
@@ -566,14 +579,23 @@ import Testing
         let manager = Self.manager(try SecurityConfiguration(ioCapability: .noInputNoOutput, allowLegacy: true))
         var central = Self.central(Self.features(io: .noInputNoOutput, auth: [.bonding]))
         let response = manager.receive(central.pairingRequest.encoded, on: Self.handle, now: .zero)
-        guard case .pairingResponse(let features) = response.sent.first else { Issue.record("\(response)"); return }
+        guard case .pairingResponse(let features) = response.sent.first else {
+            Issue.record("\(response)")
+            return
+        }
         #expect(features.responderKeys == [.encryptionKey, .identityKey])
         central.accept(response: features)
         let tk = [UInt8](repeating: 0, count: 16)
         let sconfirm = manager.receive(try central.legacyConfirm(tk: tk).encoded, on: Self.handle, now: .zero)
-        guard case .pairingConfirm(let confirm) = sconfirm.sent.first else { Issue.record("\(sconfirm)"); return }
+        guard case .pairingConfirm(let confirm) = sconfirm.sent.first else {
+            Issue.record("\(sconfirm)")
+            return
+        }
         let srandom = manager.receive(SMPPDU.pairingRandom(central.mrand.reversed()).encoded, on: Self.handle, now: .zero)
-        guard case .pairingRandom(let srand) = srandom.sent.first else { Issue.record("\(srandom)"); return }
+        guard case .pairingRandom(let srand) = srandom.sent.first else {
+            Issue.record("\(srandom)")
+            return
+        }
         #expect(try central.c1(tk: tk, rand: srand.reversed()) == confirm.reversed())
         let stk = try SecurityToolbox.s1(k: tk, r1: srand.reversed(), r2: central.mrand)
         #expect(manager.longTermKeyRequest(on: Self.handle, ediv: 0, rand: 0)?.key.bytes == stk)
@@ -581,12 +603,14 @@ import Testing
         guard case .encryptionInformation(let ltk) = distributed.sent.first,
             case .centralIdentification(let ediv, let rand) = distributed.sent.dropFirst().first
         else {
-            Issue.record("\(distributed)"); return
+            Issue.record("\(distributed)")
+            return
         }
         var done: [SecurityManager.Action] = []
         for pdu in central.identityKeys { done += manager.receive(pdu.encoded, on: Self.handle, now: .zero) }
         guard case .pairingComplete(_, let outcome) = done.events.first, let bond = outcome.bond else {
-            Issue.record("\(done)"); return
+            Issue.record("\(done)")
+            return
         }
         #expect(bond.longTermKey.key.littleEndianBytes == ltk)
         #expect(bond.longTermKey.ediv == ediv && bond.longTermKey.rand == rand)
@@ -605,12 +629,18 @@ import Testing
         var central = Self.central(Self.features(auth: [.bonding, .mitm]))
         let response = manager.receive(central.pairingRequest.encoded, on: Self.handle, now: .zero)
         #expect(response.events == [.displayPasskey(Self.handle, peer: Self.centralAddress, passkey: 999_999)])
-        guard case .pairingResponse(let features) = response.sent.first else { Issue.record("\(response)"); return }
+        guard case .pairingResponse(let features) = response.sent.first else {
+            Issue.record("\(response)")
+            return
+        }
         central.accept(response: features)
         // The right TK first: the gateway's confirm checks out.
         let right = TestCentral.r(passkey: 999_999)
         let sconfirm = manager.receive(try central.legacyConfirm(tk: right).encoded, on: Self.handle, now: .zero)
-        guard case .pairingConfirm = sconfirm.sent.first else { Issue.record("\(sconfirm)"); return }
+        guard case .pairingConfirm = sconfirm.sent.first else {
+            Issue.record("\(sconfirm)")
+            return
+        }
         // Then a random that does not match the confirm: Confirm Value Failed.
         let bad = manager.receive(SMPPDU.pairingRandom([UInt8](repeating: 7, count: 16)).encoded, on: Self.handle, now: .zero)
         #expect(bad.sent == [.pairingFailed(.confirmValueFailed)])

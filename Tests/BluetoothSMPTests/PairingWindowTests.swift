@@ -1,5 +1,6 @@
 import BluetoothCore
 import Testing
+
 @testable import BluetoothSMP
 
 /// The pairing window: when it is open (pure, time passed in), and the Security Manager refusing

@@ -1,5 +1,6 @@
 import BluetoothCore
 import Testing
+
 @testable import BluetoothSMP
 
 @Suite struct SMPPDUTests {

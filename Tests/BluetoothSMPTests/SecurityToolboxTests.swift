@@ -1,5 +1,6 @@
 import Crypto
 import Testing
+
 @testable import BluetoothSMP
 
 /// The sample data of Core Vol 3 Part H Appendix D (values most significant byte first).

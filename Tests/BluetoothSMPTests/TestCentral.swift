@@ -1,6 +1,7 @@
 import BluetoothCore
 import Crypto
 import Testing
+
 @testable import BluetoothSMP
 
 /// Reproducible randomness (SplitMix64), so every pairing in the tests replays exactly.

@@ -1,6 +1,6 @@
 import Config
-import Testing
 import TestHarness
+import Testing
 
 /// Each case is a small configuration with one mistake, and the exact report gattway gives for it:
 /// path, line and message.

@@ -1,7 +1,7 @@
 import Config
 import Foundation
-import TestHarness
 import MQTTMirror
+import TestHarness
 import Testing
 
 /// The files the MQTT mirror reads when it connects (`mqtt.tls` ca, cert and key, and

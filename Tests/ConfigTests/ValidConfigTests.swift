@@ -3,8 +3,8 @@ import BluetoothHCI
 import Config
 import ConfigReading
 import Foundation
-import Notify
 import MQTTMirror
+import Notify
 import Sensors
 import Testing
 import Values

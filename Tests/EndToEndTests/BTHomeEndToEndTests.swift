@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 /// The `gattway` executable's BTHome broadcasts as Home Assistant receives them: a Bumble scanner
 /// scanning passively (no scan requests, as Home Assistant's Bluetooth integration scans) hands

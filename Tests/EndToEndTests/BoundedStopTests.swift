@@ -58,7 +58,7 @@ struct BoundedStopTests {
             return descriptor
         }
 
-        deinit { descriptors.forEach { close($0) } }
+        deinit { for descriptor in descriptors { close(descriptor) } }
     }
 
     static func config(port: Int, scheme: String, base: String) -> String {

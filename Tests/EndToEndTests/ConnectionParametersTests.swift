@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 /// `bluetooth.connection` is a wish gattway acts on: a central whose connection does not meet it
 /// is asked (an L2CAP Connection Parameter Update Request), and a Bumble phone that accepts ends

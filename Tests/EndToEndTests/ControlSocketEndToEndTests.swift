@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 /// The control socket through the executables: `gattway status` and `gattway bonds` ask the
 /// running `gattway run` (Bumble phones connected, paired) and fall back to the state directory's

@@ -1,6 +1,6 @@
 import BluetoothCore
-import Testing
 import TestHarness
+import Testing
 
 /// `notify.on_subscribe` through the `gattway` executable, against a Bumble phone: a door contact
 /// that never moves (its simulated line is held high) and a relay only the phone's writes change.

@@ -1,7 +1,7 @@
 import Foundation
 import MQTTMirror
-import Testing
 import TestHarness
+import Testing
 
 /// A sensor that stops answering is never shown as alive (issue 30): a simulated DHT22 whose
 /// wire "comes loose" 8 s after the start and is back 16 s later, read every 2 s. Through the

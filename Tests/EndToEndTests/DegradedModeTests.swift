@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 /// The BLE side is one part of the gateway: `gattway run` started while its controller is
 /// missing runs the sensors and the MQTT mirror, tells systemd READY=1 with a STATUS= that says

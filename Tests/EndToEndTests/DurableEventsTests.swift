@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 extension LoadSensitiveEndToEnd {
     /// Nothing a phone writes is lost on MQTT: 10,000 writes, with the broker stopped for the second

@@ -1,7 +1,7 @@
 import BluetoothCore
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 /// The "must show" list through gattway's executable: `gattway run` with a configuration
 /// (GatewayRig), the phones Bumble centrals. Over TCP to the virtual controller by default; inside

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 /// gattway's executable end to end: a YAML configuration, the harness's virtual controller,
 /// optionally a mosquitto broker, and `gattway run --config FILE --hci TRANSPORT` as a child
@@ -152,7 +152,8 @@ final class GatewayRig: @unchecked Sendable {
     func stop(timeout: TimeInterval = 5) -> Int32? {
         guard
             lock.withLock({
-                defer { stopped = true }; return !stopped
+                defer { stopped = true }
+                return !stopped
             })
         else { return nil }
         var status = gattway.waitForExit(timeout: 0)  // already gone (killed, or it failed)

@@ -1,7 +1,7 @@
 import Foundation
 import MQTTMirror
-import Testing
 import TestHarness
+import Testing
 
 extension LoadSensitiveEndToEnd {
     /// The MQTT mirror seen from a real phone: `gattway run` with a configuration, the virtual

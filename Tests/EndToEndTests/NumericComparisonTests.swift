@@ -1,7 +1,7 @@
 import Foundation
 import MQTTMirror
-import Testing
 import TestHarness
+import Testing
 
 /// Numeric Comparison through the `gattway` executable: `io_capabilities: display_yes_no` with a
 /// confirm button (`confirm_with`) on a simulated line pressed once a second. The number reaches

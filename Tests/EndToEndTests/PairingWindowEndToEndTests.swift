@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 /// Pairing only when the owner permits it, through the `gattway` executable and Bumble phones:
 /// outside a pairing window a new phone's Pairing Request gets Pairing Failed (Pairing Not

@@ -1,7 +1,7 @@
 import BluetoothCore
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 extension LoadSensitiveEndToEnd {
     /// The `gattway` executable on the virtual controller with simulated GPIO, against Bumble phones:

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 /// Reloading the configuration of a running `gattway run` with phones connected, through
 /// `gattway reload` and SIGHUP: a changed sensor is restarted and its subscribers get its new

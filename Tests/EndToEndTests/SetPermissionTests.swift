@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 /// MQTT's `/set` gets no more than a phone: on a characteristic no central may write (a sensor's
 /// reading) it is refused on `<base>/<dev>/error`, and neither MQTT nor a phone sees a new value.

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 /// On a real kernel adapter (the VM stage, Tests/vm/hci-user-channel-tests.sh): another program
 /// holds hciN's user channel (Tests/harness/hold_user_channel.py), so the kernel refuses

@@ -1,6 +1,7 @@
 import Glibc
 import Synchronization
 import Testing
+
 @testable import EventLoop
 
 /// An actor whose executor is the loop, as the event path's actors are.

@@ -1,8 +1,8 @@
 import EventLoop
 import Foundation
+import GPIO
 import TestHarness
 import Testing
-import GPIO
 
 @testable import GPIOLibgpiod
 

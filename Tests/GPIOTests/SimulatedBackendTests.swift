@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import TestHarness
 import Testing
+
 @testable import GPIO
 
 /// Behaviour of the simulated backend on its virtual clock: the same behaviours
@@ -42,7 +43,10 @@ import Testing
     @Test func aMissingLineNamesTheClosestOnes() throws {
         let sim = backend([line("GPIO17"), line("GPIO27"), line("ID_SDA")])
         let error = #expect(throws: GPIOError.self) { try sim.resolve(LineSelector("GPIO71")) }
-        guard case let .lineNotFound(_, closest) = error else { Issue.record("\(String(describing: error))"); return }
+        guard case .lineNotFound(_, let closest) = error else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
         #expect(closest == ["GPIO17", "GPIO27"])
         #expect(error!.description.contains("closest names: GPIO17, GPIO27"))
     }

@@ -1,8 +1,8 @@
 import BluetoothCore
 import BluetoothSMP
 import Foundation
-import Testing
 import TestHarness
+import Testing
 
 /// The `gattway` command line, run as a real process: exit codes and output.
 @Suite(.serialized)

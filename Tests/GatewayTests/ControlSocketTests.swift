@@ -1,8 +1,8 @@
 import EventLoop
 import Foundation
 import Gateway
-import Testing
 import TestHarness
+import Testing
 
 /// The control socket's framing and file: JSON lines in, JSON lines out, in order; bad lines
 /// answered with what is wrong; owner-only; a stale socket replaced, a live one left alone.

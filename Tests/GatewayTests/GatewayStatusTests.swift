@@ -1,5 +1,6 @@
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 /// `gattway status`'s text: one line per fact, the MQTT mirror's last.
 struct GatewayStatusTests {

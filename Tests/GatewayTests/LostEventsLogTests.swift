@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Gateway
 
 /// Lost GPIO events are logged: the first loss at once, then at most once a minute with the

@@ -1,8 +1,8 @@
 import Foundation
 import Logging
 import MQTTMirror
-import Testing
 import TestHarness
+import Testing
 
 /// `gattway run` against a real mosquitto on a free loopback port: simulated sensor values reach
 /// their topics, `/set` is applied or rejected on the error topic, and a clean stop says offline.

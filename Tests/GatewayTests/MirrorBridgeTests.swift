@@ -3,8 +3,8 @@ import Config
 import Foundation
 import Gateway
 import Logging
-import MQTTMirror
 import MQTTClient
+import MQTTMirror
 import Testing
 import Values
 

@@ -1,8 +1,8 @@
 import BluetoothCore
 import Foundation
 import MQTTMirror
-import Testing
 import TestHarness
+import Testing
 
 /// `gattway run` with a Bumble phone and a real mosquitto: the default permissions keep an
 /// unpaired phone from writing, the random passkey is published on `<base>/<dev>/pairing`, the

@@ -2,6 +2,7 @@ import BluetoothGATT
 import BluetoothSMP
 import Config
 import Testing
+
 @testable import Gateway
 
 /// The configuration's security settings as the BLE side takes them: `permissions` per

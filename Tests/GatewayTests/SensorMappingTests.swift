@@ -1,9 +1,10 @@
 import Config
 import GPIO
 import Sensors
-import Testing
-@testable import Gateway
 import StateFile
+import Testing
+
+@testable import Gateway
 
 /// Configuration → GPIO and Sensors: the specs the sensor layer gets, and the demo's simulated
 /// sensors actually producing values through the mapping.

@@ -5,8 +5,8 @@ import GPIO
 import Sensors
 import StateFile
 import Synchronization
-import Testing
 import TestHarness
+import Testing
 
 @testable import Gateway
 

@@ -1,9 +1,10 @@
 import BluetoothGATT
-@testable import EventLoop
 import Glibc
 import Synchronization
-import Testing
 import TestHarness
+import Testing
+
+@testable import EventLoop
 @testable import Gateway
 
 @Suite struct SystemdNotifierTests {

@@ -1,12 +1,13 @@
 import BluetoothCore
 import BluetoothGATT
 import Foundation
-@testable import Gateway
 import Notify
 import StateFile
-import Testing
 import TestHarness
+import Testing
 import Values
+
+@testable import Gateway
 
 /// The ESS trigger descriptors of a notifying Environmental Sensing measurement, over ATT: exact
 /// PDUs in and out, and what a written trigger changes in the notifications (manual clock).

@@ -1,14 +1,15 @@
 import BluetoothCore
-@testable import BluetoothGATT
 import Config
 import Foundation
-@testable import Gateway
 import Logging
 import Notify
 import StateFile
-import Testing
 import TestHarness
+import Testing
 import Values
+
+@testable import BluetoothGATT
+@testable import Gateway
 
 /// The trigger settings stage on its own, behind the GATT server's request handlers as the
 /// gateway publishes them: what a central writes is what the notify driver is handed and what a

@@ -1,11 +1,11 @@
 import BluetoothCore
 import BluetoothGATT
 import Config
+import EventLoop
 import Foundation
 import Gateway
 import Notify
 import Sensors
-import EventLoop
 import Testing
 import Values
 
@@ -413,7 +413,10 @@ struct ValuePipelineTests {
         await fixture.pipeline.handle(try #require(await writes.next()))
         var failure: PipelineEvent?
         while let event = await fixture.durableEvents.next() {
-            if case .outputFailed = event { failure = event; break }
+            if case .outputFailed = event {
+                failure = event
+                break
+            }
         }
         #expect(failure == .outputFailed(fixture.ref("gateway/relay"), alice, reason: "driving output relay failed: the line is gone"))
     }

@@ -35,7 +35,8 @@ import Testing
         let remaining = hold.release(
             while: { budget > 0 },
             to: {
-                published.append($0.topic); budget -= 1
+                published.append($0.topic)
+                budget -= 1
             })
         #expect(remaining == nil, "still holding")
         #expect(published == ["a"])
@@ -45,7 +46,8 @@ import Testing
             hold.release(
                 while: { budget > 0 },
                 to: {
-                    published.append($0.topic); budget -= 1
+                    published.append($0.topic)
+                    budget -= 1
                 }) == 0)
         #expect(published == ["a", "b", "c", "a"], "a began to wait again after b and c")
     }

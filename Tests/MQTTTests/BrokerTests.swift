@@ -1,12 +1,13 @@
 import Foundation
-import Synchronization
 import Logging
-import Testing
-import TestHarness
-@testable import MQTTMirror
-@testable import MQTTClient
-@testable import MQTTService
 import StateFile
+import Synchronization
+import TestHarness
+import Testing
+
+@testable import MQTTClient
+@testable import MQTTMirror
+@testable import MQTTService
 
 /// Records what the service hands to the gateway.
 actor GatewayRecorder {
@@ -63,7 +64,10 @@ func firstConnectionOutcome(_ configuration: MQTTClientConfiguration, logger: Lo
     var outcome: MQTTError?
     for await event in client.events {
         if case .connected = event { break }
-        if case .connectionFailed(let error, _) = event { outcome = error; break }
+        if case .connectionFailed(let error, _) = event {
+            outcome = error
+            break
+        }
     }
     await client.stop()
     return outcome

@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 import TestHarness
-@testable import MQTTMirror
+import Testing
+
 @testable import MQTTClient
+@testable import MQTTMirror
 
 @Suite("Client configuration")
 struct ConfigurationTests {

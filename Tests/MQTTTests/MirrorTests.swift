@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import MQTTMirror
 
 let t0 = Date(timeIntervalSince1970: 1_800_000_000.25)  // 2027-01-15T08:00:00.250Z

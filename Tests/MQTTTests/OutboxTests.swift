@@ -1,10 +1,11 @@
 import Foundation
 import Logging
-import Testing
+import StateFile
 import TestHarness
+import Testing
+
 @testable import MQTTMirror
 @testable import MQTTService
-import StateFile
 
 @Suite("Persistent outbox")
 struct OutboxTests {

@@ -1,9 +1,10 @@
 import Foundation
 import Logging
-import Testing
 import TestHarness
-@testable import MQTTMirror
+import Testing
+
 @testable import MQTTClient
+@testable import MQTTMirror
 
 let testLogger: Logger = {
     var logger = Logger(label: "mqtt-tests")
@@ -82,7 +83,7 @@ private actor Inbox {
 
     func add(_ message: MQTTMessage) {
         messages.append(message)
-        waiters.forEach { $0.resume() }
+        for waiter in waiters { waiter.resume() }
         waiters = []
     }
 
@@ -122,7 +123,7 @@ private actor Inbox {
     }
 
     private func wakeAll() {
-        waiters.forEach { $0.resume() }
+        for waiter in waiters { waiter.resume() }
         waiters = []
     }
 }

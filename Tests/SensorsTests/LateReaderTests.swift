@@ -1,8 +1,9 @@
 import Foundation
 import GPIO
-import Testing
-@testable import Sensors
 import StateFile
+import Testing
+
+@testable import Sensors
 
 /// Sensors that provoke an answer (DHT, HC-SR04) read on a loaded machine, on the virtual clock:
 /// the sensor answers when its line changes, whenever gattway gets to run. A DHT's line must be

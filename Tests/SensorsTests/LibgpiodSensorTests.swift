@@ -4,6 +4,7 @@ import GPIO
 import GPIOLibgpiod
 import StateFile
 import Testing
+
 @testable import Sensors
 
 /// Sensors end to end on the kernel's gpio-sim (see `LibgpiodBackendTests` in GPIOLibgpiodTests for the

@@ -1,9 +1,10 @@
 import Foundation
 import GPIO
-import Testing
-import TestHarness
-@testable import Sensors
 import StateFile
+import TestHarness
+import Testing
+
+@testable import Sensors
 
 /// Every sensor kind decoded from simulated waveforms on the virtual clock.
 @Suite struct SensorKindTests {

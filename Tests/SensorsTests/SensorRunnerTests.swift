@@ -1,7 +1,8 @@
 import GPIO
-import Testing
-@testable import Sensors
 import StateFile
+import Testing
+
+@testable import Sensors
 
 /// The real-time runner, woken by the simulator's readable callbacks; the test moves the
 /// simulator's virtual clock and awaits the values the runner delivers, so nothing sleeps.

@@ -1,13 +1,14 @@
 import BluetoothCore
-@testable import BluetoothHost
 import BluetoothSMP
 import Foundation
 import Gateway
 import Logging
+import TestHarness
+import Testing
+
+@testable import BluetoothHost
 @testable import MQTTService
 @testable import StateFile
-import Testing
-import TestHarness
 
 /// Serialized: each crash test keeps a writer fsyncing in a loop, and six of them at once loaded
 /// the machine enough to starve timing-sensitive tests elsewhere in the suite.

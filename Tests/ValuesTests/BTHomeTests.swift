@@ -1,5 +1,6 @@
 import BluetoothCore
 import Testing
+
 @testable import Values
 
 /// BTHome v2 objects against the examples in the BTHome format documentation

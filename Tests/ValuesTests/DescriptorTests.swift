@@ -1,5 +1,6 @@
 import BluetoothCore
 import Testing
+
 @testable import Values
 
 /// Presentation Format (0x2904), User Description (0x2901) and the Environmental Sensing

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Values
 
 /// IEEE 11073-20601 SFLOAT and FLOAT against the standard's examples and reserved values.

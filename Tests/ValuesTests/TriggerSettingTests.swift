@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Values
 
 /// ES Trigger Setting (0x290D) and ES Configuration (0x290B) writes: each condition parses as

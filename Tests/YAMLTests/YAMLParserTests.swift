@@ -57,7 +57,10 @@ private func shape(_ node: YAMLNode) -> String {
 
     @Test func duplicateKeysInDifferentMappingsAreFine() throws {
         let root = try #require(try YAMLParser.parse("a: {k: 1}\nb: {k: 2}\n"))
-        guard case .mapping(let pairs) = root.content else { Issue.record("not a mapping"); return }
+        guard case .mapping(let pairs) = root.content else {
+            Issue.record("not a mapping")
+            return
+        }
         #expect(pairs.map(\.key.scalar) == ["a", "b"])
     }
 }

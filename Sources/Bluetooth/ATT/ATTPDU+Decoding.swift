@@ -12,8 +12,8 @@ public enum ATTDecodingError: Error, Hashable, Sendable, CustomStringConvertible
     public var description: String {
         switch self {
         case .empty: "empty ATT PDU"
-        case let .unknownOpcode(raw): "unknown ATT opcode 0x\(String(raw, radix: 16))"
-        case let .malformed(opcode, reason): "malformed ATT \(opcode) PDU: \(reason)"
+        case .unknownOpcode(let raw): "unknown ATT opcode 0x\(String(raw, radix: 16))"
+        case .malformed(let opcode, let reason): "malformed ATT \(opcode) PDU: \(reason)"
         }
     }
 }
@@ -41,7 +41,9 @@ private struct ATTParser {
     mutating func parse() throws(ATTDecodingError) -> ATTPDU {
         switch opcode {
         case .errorResponse:
-            let request = try u8(), handle = try u16(), code = try u8()
+            let request = try u8()
+            let handle = try u16()
+            let code = try u8()
             try end()
             return .errorResponse(requestOpcode: request, handle: handle, error: ATTErrorCode(rawValue: code))
         case .exchangeMTURequest:
@@ -69,7 +71,8 @@ private struct ATTParser {
             }
             return .findInformationResponse(entries)
         case .findByTypeValueRequest:
-            let range = try handleRange(), type = try u16()
+            let range = try handleRange()
+            let type = try u16()
             return .findByTypeValueRequest(range, type: type, value: reader.readRemaining())
         case .findByTypeValueResponse:
             let ranges = try list(entryLength: 4) { parser throws(ATTDecodingError) in try parser.handleRange() }
@@ -95,7 +98,8 @@ private struct ATTParser {
         case .readResponse:
             return .readResponse(reader.readRemaining())
         case .readBlobRequest:
-            let handle = try u16(), offset = try u16()
+            let handle = try u16()
+            let offset = try u16()
             try end()
             return .readBlobRequest(handle: handle, offset: offset)
         case .readBlobResponse:
@@ -138,7 +142,8 @@ private struct ATTParser {
             let value = try bytes(valueLength)
             return .signedWriteCommand(handle: handle, value: value, signature: reader.readRemaining())
         case .prepareWriteRequest, .prepareWriteResponse:
-            let handle = try u16(), offset = try u16()
+            let handle = try u16()
+            let offset = try u16()
             let value = reader.readRemaining()
             return opcode == .prepareWriteRequest
                 ? .prepareWriteRequest(handle: handle, offset: offset, value: value)
@@ -162,7 +167,8 @@ private struct ATTParser {
         case .multipleHandleValueNotification:
             var entries: [ATTHandleValue] = []
             while !reader.isAtEnd {
-                let handle = try u16(), length = try u16()
+                let handle = try u16()
+                let length = try u16()
                 entries.append(ATTHandleValue(handle: handle, value: try bytes(Int(length))))
             }
             guard entries.count >= 2 else { throw fail("\(entries.count) tuples; at least 2 are required") }

@@ -144,9 +144,9 @@ public enum ATTPDU: Hashable, Sendable {
     /// allocation more for every value sent).
     private var valueLength: Int {
         switch self {
-        case let .readResponse(value), let .readBlobResponse(value), let .readMultipleResponse(value),
-            let .writeRequest(_, value),
-            let .writeCommand(_, value), let .handleValueNotification(_, value), let .handleValueIndication(_, value):
+        case .readResponse(let value), .readBlobResponse(let value), .readMultipleResponse(let value),
+            .writeRequest(_, let value),
+            .writeCommand(_, let value), .handleValueNotification(_, let value), .handleValueIndication(_, let value):
             value.count
         default:
             0
@@ -158,75 +158,75 @@ public enum ATTPDU: Hashable, Sendable {
         var writer = ByteWriter(capacity: 8 + valueLength)
         writer.write(opcode.rawValue)
         switch self {
-        case let .errorResponse(requestOpcode, handle, error):
+        case .errorResponse(let requestOpcode, let handle, let error):
             writer.write(requestOpcode)
             writer.write(handle)
             writer.write(error.rawValue)
-        case let .exchangeMTURequest(mtu), let .exchangeMTUResponse(mtu):
+        case .exchangeMTURequest(let mtu), .exchangeMTUResponse(let mtu):
             writer.write(mtu)
-        case let .findInformationRequest(range):
+        case .findInformationRequest(let range):
             writer.write(range)
-        case let .findInformationResponse(entries):
+        case .findInformationResponse(let entries):
             let is16Bit = entries.first?.type.uint16Value != nil
             writer.write(UInt8(is16Bit ? 0x01 : 0x02))
             for entry in entries {
                 writer.write(entry.handle)
                 writer.write(contentsOf: is16Bit ? entry.type.attBytes : entry.type.uint128Bytes)
             }
-        case let .findByTypeValueRequest(range, type, value):
+        case .findByTypeValueRequest(let range, let type, let value):
             writer.write(range)
             writer.write(type)
             writer.write(contentsOf: value)
-        case let .findByTypeValueResponse(ranges):
+        case .findByTypeValueResponse(let ranges):
             for range in ranges { writer.write(range) }
-        case let .readByTypeRequest(range, type), let .readByGroupTypeRequest(range, type):
+        case .readByTypeRequest(let range, let type), .readByGroupTypeRequest(let range, let type):
             writer.write(range)
             writer.write(contentsOf: type.attBytes)
-        case let .readByTypeResponse(entries):
+        case .readByTypeResponse(let entries):
             writer.write(UInt8(truncatingIfNeeded: 2 + (entries.first?.value.count ?? 0)))
             for entry in entries {
                 writer.write(entry.handle)
                 writer.write(contentsOf: entry.value)
             }
-        case let .readRequest(handle):
+        case .readRequest(let handle):
             writer.write(handle)
-        case let .readResponse(value), let .readBlobResponse(value), let .readMultipleResponse(value):
+        case .readResponse(let value), .readBlobResponse(let value), .readMultipleResponse(let value):
             writer.write(contentsOf: value)
-        case let .readBlobRequest(handle, offset):
+        case .readBlobRequest(let handle, let offset):
             writer.write(handle)
             writer.write(offset)
-        case let .readMultipleRequest(handles), let .readMultipleVariableRequest(handles):
+        case .readMultipleRequest(let handles), .readMultipleVariableRequest(let handles):
             for handle in handles { writer.write(handle) }
-        case let .readMultipleVariableResponse(tuples):
+        case .readMultipleVariableResponse(let tuples):
             for tuple in tuples {
                 writer.write(tuple.length)
                 writer.write(contentsOf: tuple.value)
             }
-        case let .readByGroupTypeResponse(groups):
+        case .readByGroupTypeResponse(let groups):
             writer.write(UInt8(truncatingIfNeeded: 4 + (groups.first?.value.count ?? 0)))
             for group in groups {
                 writer.write(group.handle)
                 writer.write(group.endGroupHandle)
                 writer.write(contentsOf: group.value)
             }
-        case let .writeRequest(handle, value), let .writeCommand(handle, value),
-            let .handleValueNotification(handle, value), let .handleValueIndication(handle, value):
+        case .writeRequest(let handle, let value), .writeCommand(let handle, let value),
+            .handleValueNotification(let handle, let value), .handleValueIndication(let handle, let value):
             writer.write(handle)
             writer.write(contentsOf: value)
-        case let .signedWriteCommand(handle, value, signature):
+        case .signedWriteCommand(let handle, let value, let signature):
             writer.write(handle)
             writer.write(contentsOf: value)
             writer.write(contentsOf: signature)
-        case let .prepareWriteRequest(handle, offset, value),
-            let .prepareWriteResponse(handle, offset, value):
+        case .prepareWriteRequest(let handle, let offset, let value),
+            .prepareWriteResponse(let handle, let offset, let value):
             writer.write(handle)
             writer.write(offset)
             writer.write(contentsOf: value)
-        case let .executeWriteRequest(commit):
+        case .executeWriteRequest(let commit):
             writer.write(UInt8(commit ? 0x01 : 0x00))
         case .writeResponse, .executeWriteResponse, .handleValueConfirmation:
             break
-        case let .multipleHandleValueNotification(entries):
+        case .multipleHandleValueNotification(let entries):
             for entry in entries {
                 writer.write(entry.handle)
                 writer.write(UInt16(truncatingIfNeeded: entry.value.count))

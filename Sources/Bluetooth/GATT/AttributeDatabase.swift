@@ -59,14 +59,14 @@ public enum GATTDatabaseError: Error, Hashable, Sendable, CustomStringConvertibl
 
     public var description: String {
         switch self {
-        case let .includedServiceNotPublished(id): "included \(id) is not published; publish it first"
-        case let .fixedValueMustBeReadOnly(uuid):
+        case .includedServiceNotPublished(let id): "included \(id) is not published; publish it first"
+        case .fixedValueMustBeReadOnly(let uuid):
             "characteristic \(uuid) has a fixed value, so it must be read-only (use a dynamic value to accept writes)"
-        case let .valueTooLong(uuid, length): "value of \(uuid) is \(length) bytes; the maximum is 512"
-        case let .reservedDescriptor(uuid): "descriptor \(uuid) is managed by the server and cannot be added"
-        case let .unknownService(id): "\(id) is not published"
-        case let .notRemovable(id): "\(id) belongs to the server (GAP/GATT) and cannot be removed"
-        case let .databaseFull(needed): "no free range of \(needed) handles is left"
+        case .valueTooLong(let uuid, let length): "value of \(uuid) is \(length) bytes; the maximum is 512"
+        case .reservedDescriptor(let uuid): "descriptor \(uuid) is managed by the server and cannot be added"
+        case .unknownService(let id): "\(id) is not published"
+        case .notRemovable(let id): "\(id) belongs to the server (GAP/GATT) and cannot be removed"
+        case .databaseFull(let needed): "no free range of \(needed) handles is left"
         }
     }
 }
@@ -94,7 +94,8 @@ struct AttributeDatabase: Sendable {
 
     /// The index of the first attribute whose handle is ≥ `handle`.
     func lowerBound(_ handle: UInt16) -> Int {
-        var low = 0, high = attributes.count
+        var low = 0
+        var high = attributes.count
         while low < high {
             let middle = (low + high) / 2
             if attributes[middle].handle < handle { low = middle + 1 } else { high = middle }
@@ -185,7 +186,7 @@ struct AttributeDatabase: Sendable {
             }
             writer.write(attribute.handle)
             writer.write(contentsOf: attribute.type.attBytes)
-            if withValue, case let .fixed(value) = attribute.value { writer.write(contentsOf: value) }
+            if withValue, case .fixed(let value) = attribute.value { writer.write(contentsOf: value) }
         }
         return writer.bytes
     }
@@ -202,7 +203,7 @@ struct AttributeDatabase: Sendable {
             .characteristicDeclaration
         ]
         for characteristic in service.characteristics {
-            if case let .fixed(value) = characteristic.value {
+            if case .fixed(let value) = characteristic.value {
                 let writable =
                     !characteristic.permissions.isDisjoint(with: GATTPermissions.anyWrite)
                     || !characteristic.properties.isDisjoint(with: [.write, .writeWithoutResponse, .authenticatedSignedWrites])
@@ -214,7 +215,7 @@ struct AttributeDatabase: Sendable {
             for descriptor in characteristic.descriptors {
                 guard !reserved.contains(descriptor.uuid) else { throw .reservedDescriptor(descriptor.uuid) }
                 // A fixed descriptor takes no writes whatever its permissions say (no `writes`).
-                guard case let .fixed(value) = descriptor.value else { continue }
+                guard case .fixed(let value) = descriptor.value else { continue }
                 guard value.count <= Self.maximumValueLength else {
                     throw .valueTooLong(descriptor.uuid, length: value.count)
                 }
@@ -297,7 +298,7 @@ struct AttributeDatabase: Sendable {
 
             let value: AttributeValue
             switch characteristic.value {
-            case let .fixed(bytes): value = .fixed(bytes)
+            case .fixed(let bytes): value = .fixed(bytes)
             case .dynamic where isSystem && characteristic.uuid == .clientSupportedFeatures:
                 value = .clientSupportedFeatures
             case .dynamic where isSystem && characteristic.uuid == .databaseHash:
@@ -327,7 +328,7 @@ struct AttributeDatabase: Sendable {
             }
             for (position, descriptor) in characteristic.descriptors.enumerated() {
                 switch descriptor.value {
-                case let .fixed(bytes):
+                case .fixed(let bytes):
                     append(descriptor.uuid, .fixed(bytes), descriptor.permissions)
                 case .dynamic:
                     let published = PublishedDescriptor(

@@ -42,9 +42,9 @@ extension GATTServer {
         } catch {
             switch error {
             case .empty: break
-            case let .unknownOpcode(raw):
+            case .unknownOpcode(let raw):
                 if ATTOpcode.isRequest(raw) { reject(raw, 0, .requestNotSupported, to: central) }
-            case let .malformed(opcode, _):
+            case .malformed(let opcode, _):
                 if opcode.isRequest { reject(opcode.rawValue, 0, .invalidPDU, to: central) }
             }
             return
@@ -61,7 +61,7 @@ extension GATTServer {
             return
         }
         switch pdu {
-        case let .writeCommand(handle, value):
+        case .writeCommand(let handle, let value):
             // Unanswered: a write that cannot be applied is dropped (Vol 3 Part F 3.4.5.3), and
             // reported to the program, which counts it.
             do throws(ATTFailure) {
@@ -95,10 +95,10 @@ extension GATTServer {
         case .exchangeMTURequest, .handleValueConfirmation, .findInformationRequest, .findByTypeValueRequest,
             .readByGroupTypeRequest:
             return true
-        case let .readByTypeRequest(_, type) where type == .databaseHash:
+        case .readByTypeRequest(_, let type) where type == .databaseHash:
             central.isChangeAware = true
             return true
-        case let .readByTypeRequest(range, type)
+        case .readByTypeRequest(let range, let type)
         where type == .includedService || type == .characteristicDeclaration
             || (range.start == 0x0001 && range.end == 0xFFFF):
             return true
@@ -129,36 +129,36 @@ extension GATTServer {
 
     private func respond(to pdu: ATTPDU, from central: CentralState, now: ContinuousClock.Instant) throws(ATTFailure) -> ATTPDU {
         switch pdu {
-        case let .exchangeMTURequest(clientMTU):
+        case .exchangeMTURequest(let clientMTU):
             let mtu = min(max(clientMTU, ATTPDU.defaultMTU), configuration.maximumMTU)
             if mtu != central.mtu {
                 central.mtu = mtu
                 emit(.mtuChanged(central.id, mtu: mtu))
             }
             return .exchangeMTUResponse(serverRxMTU: configuration.maximumMTU)
-        case let .findInformationRequest(range):
+        case .findInformationRequest(let range):
             return try findInformation(range, central)
-        case let .findByTypeValueRequest(range, type, value):
+        case .findByTypeValueRequest(let range, let type, let value):
             return try findByTypeValue(range, type: type, value: value, central)
-        case let .readByTypeRequest(range, type):
+        case .readByTypeRequest(let range, let type):
             return try readByType(range, type: type, central)
-        case let .readRequest(handle):
+        case .readRequest(let handle):
             let value = try read(try existing(handle), offset: 0, central)
             return .readResponse(Array(value.prefix(Int(central.mtu) - 1)))
-        case let .readBlobRequest(handle, offset):
+        case .readBlobRequest(let handle, let offset):
             return try readBlob(handle, offset: Int(offset), central)
-        case let .readMultipleRequest(handles):
+        case .readMultipleRequest(let handles):
             var values: [UInt8] = []
             for handle in handles { values += try read(try existing(handle), offset: 0, central) }
             return .readMultipleResponse(Array(values.prefix(Int(central.mtu) - 1)))
-        case let .readMultipleVariableRequest(handles):
+        case .readMultipleVariableRequest(let handles):
             return try readMultipleVariable(handles, central)
-        case let .readByGroupTypeRequest(range, type):
+        case .readByGroupTypeRequest(let range, let type):
             return try readByGroupType(range, type: type, central)
-        case let .writeRequest(handle, value):
+        case .writeRequest(let handle, let value):
             try commit([try validateWrite(handle, offset: 0, value: value, kind: .request, central)], central)
             return .writeResponse
-        case let .prepareWriteRequest(handle, offset, value):
+        case .prepareWriteRequest(let handle, let offset, let value):
             let attribute = try existing(handle)
             try checkWrite(attribute, kind: .request, central)
             guard central.preparedWrites.count < configuration.preparedWriteQueueLimit else {
@@ -166,7 +166,7 @@ extension GATTServer {
             }
             central.preparedWrites.append(PreparedWrite(handle: handle, offset: Int(offset), value: value))
             return .prepareWriteResponse(handle: handle, offset: offset, value: value)
-        case let .executeWriteRequest(commit):
+        case .executeWriteRequest(let commit):
             let queued = central.preparedWrites
             central.preparedWrites.removeAll()
             if commit { try execute(queued, central) }
@@ -223,7 +223,7 @@ extension GATTServer {
         let capacity = (Int(central.mtu) - 1) / 4
         // Only fixed values are compared: dynamic values are the program's and are not matched.
         for attribute in attributes(in: range) where attribute.type == uuid {
-            guard case let .fixed(bytes) = attribute.value, bytes == value else { continue }
+            guard case .fixed(let bytes) = attribute.value, bytes == value else { continue }
             found.append(ATTHandleRange(start: attribute.handle, end: attribute.groupEnd))
             if found.count == capacity { break }
         }
@@ -291,7 +291,7 @@ extension GATTServer {
         var groups: [ATTGroupValue] = []
         var space = Int(central.mtu) - 2
         for attribute in attributes(in: range) where attribute.type == type {
-            guard case let .fixed(bytes) = attribute.value else { continue }
+            guard case .fixed(let bytes) = attribute.value else { continue }
             let value = Array(bytes.prefix(maximumLength))
             guard groups.isEmpty || value.count == groups[0].value.count, 4 + value.count <= space else { break }
             space -= 4 + value.count
@@ -309,21 +309,21 @@ extension GATTServer {
             throw ATTFailure(attribute.handle, code)
         }
         switch attribute.value {
-        case let .fixed(bytes):
+        case .fixed(let bytes):
             return bytes
-        case let .dynamic(characteristic):
+        case .dynamic(let characteristic):
             let request = GATTReadRequest(central: central.id, characteristic: characteristic, offset: offset)
             switch handlers.read(request) {
-            case let .success(bytes): return Array(bytes.prefix(AttributeDatabase.maximumValueLength))
-            case let .failure(code): throw ATTFailure(attribute.handle, code)
+            case .success(let bytes): return Array(bytes.prefix(AttributeDatabase.maximumValueLength))
+            case .failure(let code): throw ATTFailure(attribute.handle, code)
             }
-        case let .dynamicDescriptor(descriptor):
+        case .dynamicDescriptor(let descriptor):
             let request = GATTReadRequest(
                 central: central.id, characteristic: descriptor.characteristic,
                 offset: offset, descriptor: descriptor)
             switch handlers.read(request) {
-            case let .success(bytes): return Array(bytes.prefix(AttributeDatabase.maximumValueLength))
-            case let .failure(code): throw ATTFailure(attribute.handle, code)
+            case .success(let bytes): return Array(bytes.prefix(AttributeDatabase.maximumValueLength))
+            case .failure(let code): throw ATTFailure(attribute.handle, code)
             }
         case .clientConfiguration:
             let bits = central.clientConfigurations[attribute.handle, default: 0]
@@ -391,17 +391,17 @@ extension GATTServer {
             throw ATTFailure(handle, .invalidAttributeValueLength)
         }
         switch attribute.value {
-        case let .dynamic(characteristic):
+        case .dynamic(let characteristic):
             return .dynamic(
                 GATTWriteRequest(
                     central: central.id, characteristic: characteristic,
                     offset: offset, value: value, kind: kind))
-        case let .dynamicDescriptor(descriptor):
+        case .dynamicDescriptor(let descriptor):
             return .dynamic(
                 GATTWriteRequest(
                     central: central.id, characteristic: descriptor.characteristic,
                     offset: offset, value: value, kind: kind, descriptor: descriptor))
-        case let .clientConfiguration(characteristic):
+        case .clientConfiguration(let characteristic):
             guard offset == 0 else { throw ATTFailure(handle, .invalidOffset) }
             guard value.count == 2 else { throw ATTFailure(handle, .invalidAttributeValueLength) }
             let bits = UInt16(value[0]) | UInt16(value[1]) << 8
@@ -426,19 +426,19 @@ extension GATTServer {
     /// the server's own attributes, so a refused batch changes nothing.
     private func commit(_ writes: [PendingWrite], _ central: CentralState) throws(ATTFailure) {
         let dynamic = writes.compactMap { write -> GATTWriteRequest? in
-            if case let .dynamic(request) = write { return request } else { return nil }
+            if case .dynamic(let request) = write { return request } else { return nil }
         }
         if let first = dynamic.first, let code = handlers.write(dynamic) {
             throw ATTFailure(first.handle, code)
         }
         for write in writes {
             switch write {
-            case let .clientConfiguration(characteristic, handle, bits):
+            case .clientConfiguration(let characteristic, let handle, let bits):
                 let old = central.clientConfigurations[handle, default: 0]
                 central.clientConfigurations[handle] = bits == 0 ? nil : bits
                 if old == 0, bits != 0 { emit(.subscribed(central.id, characteristic)) }
                 if old != 0, bits == 0 { emit(.unsubscribed(central.id, characteristic)) }
-            case let .clientSupportedFeatures(features):
+            case .clientSupportedFeatures(let features):
                 central.clientSupportedFeatures = features
             case .dynamic:
                 break

@@ -281,7 +281,7 @@ public final class GATTServer {
         guard let index = centrals.firstIndex(where: { $0.id == id }) else { return }
         let central = centrals.remove(at: index)
         for handle in central.clientConfigurations.keys.sorted() {
-            if let attribute = database.attribute(at: handle), case let .clientConfiguration(characteristic) = attribute.value {
+            if let attribute = database.attribute(at: handle), case .clientConfiguration(let characteristic) = attribute.value {
                 emit(.unsubscribed(id, characteristic))
             }
         }
@@ -324,7 +324,7 @@ public final class GATTServer {
         for handle in configurations.keys.sorted() {
             let bits = configurations[handle]!
             guard bits != 0, let attribute = database.attribute(at: handle),
-                case let .clientConfiguration(characteristic) = attribute.value
+                case .clientConfiguration(let characteristic) = attribute.value
             else { continue }
             var allowed: UInt16 = 0
             if characteristic.properties.contains(.notify) { allowed |= 0x0001 }

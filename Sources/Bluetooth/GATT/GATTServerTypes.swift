@@ -161,9 +161,9 @@ public enum GATTServerError: Error, Hashable, Sendable, CustomStringConvertible 
 
     public var description: String {
         switch self {
-        case let .characteristicNotPublished(uuid): "characteristic \(uuid) is not published"
-        case let .characteristicCannotNotify(uuid): "characteristic \(uuid) has neither the notify nor the indicate property"
-        case let .unknownCentral(id): "\(id) is not connected"
+        case .characteristicNotPublished(let uuid): "characteristic \(uuid) is not published"
+        case .characteristicCannotNotify(let uuid): "characteristic \(uuid) has neither the notify nor the indicate property"
+        case .unknownCentral(let id): "\(id) is not connected"
         }
     }
 }

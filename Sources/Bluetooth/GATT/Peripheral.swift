@@ -21,9 +21,9 @@ public enum PeripheralError: Error, Hashable, Sendable, CustomStringConvertible 
 
     public var description: String {
         switch self {
-        case let .notPoweredOn(state): "the peripheral is \(state.rawValue), not poweredOn"
-        case let .database(error): error.description
-        case let .server(error): error.description
+        case .notPoweredOn(let state): "the peripheral is \(state.rawValue), not poweredOn"
+        case .database(let error): error.description
+        case .server(let error): error.description
         }
     }
 }
@@ -315,21 +315,21 @@ public actor Peripheral {
         server.takeOutput(into: &output)
         for item in output {
             switch item {
-            case let .send(pdu, central):
+            case .send(let pdu, let central):
                 link.send(pdu, to: central)
-            case let .sendUpdate(pdu, central):
+            case .sendUpdate(let pdu, let central):
                 link.sendUpdate(pdu, to: central)
-            case let .event(.subscribed(central, characteristic)):
+            case .event(.subscribed(let central, let characteristic)):
                 continuation.yield(.subscribed(central, characteristic))
-            case let .event(.unsubscribed(central, characteristic)):
+            case .event(.unsubscribed(let central, let characteristic)):
                 continuation.yield(.unsubscribed(central, characteristic))
             case .event(.readyToUpdateSubscribers):
                 continuation.yield(.readyToUpdateSubscribers)
-            case let .event(.mtuChanged(central, mtu)):
+            case .event(.mtuChanged(let central, let mtu)):
                 continuation.yield(.maximumUpdateValueLengthChanged(central, Int(mtu) - 3))
-            case let .event(.transactionTimedOut(central)):
+            case .event(.transactionTimedOut(let central)):
                 link.disconnectAfterTransactionTimeout(central)
-            case let .event(.writeCommandRefused(central, handle, code)):
+            case .event(.writeCommandRefused(let central, let handle, let code)):
                 continuation.yield(.writeCommandRefused(central, handle: handle, code))
             }
         }

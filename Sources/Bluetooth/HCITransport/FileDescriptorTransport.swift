@@ -1,8 +1,8 @@
 import BluetoothHCI
-import Synchronization
 import EventLoop
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// An `HCITransport` over one open file descriptor carrying H4 framing: a stream socket, a UART,
 /// or the user channel (which delivers one whole packet per read, indicator byte first).

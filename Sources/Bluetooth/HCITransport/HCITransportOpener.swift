@@ -1,6 +1,6 @@
 import BluetoothHCI
-import EventLoop
 import CBlueZ
+import EventLoop
 import Glibc
 
 extension HCITransportSpec {

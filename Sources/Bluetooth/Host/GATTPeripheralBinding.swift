@@ -1,4 +1,3 @@
-import Synchronization
 import BluetoothATT
 import BluetoothCore
 import BluetoothGATT
@@ -6,6 +5,7 @@ import EventLoop
 import FoundationEssentials
 import Logging
 import StateFile
+import Synchronization
 
 /// Connects a GATT `Peripheral` (BluetoothGATT) to the host: ATT PDUs both ways, the host's
 /// state, transmit credits, disconnections, the latency wish and the ATT transaction timer.

@@ -1,8 +1,8 @@
-import Synchronization
 import BluetoothHCI
 import BluetoothL2CAP
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// Update frames a connection's link delivered (from Number Of Completed Packets).
 struct DeliveredUpdates {

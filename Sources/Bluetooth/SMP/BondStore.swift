@@ -1,6 +1,7 @@
 import BluetoothCore
 import FoundationEssentials
 import StateFile
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

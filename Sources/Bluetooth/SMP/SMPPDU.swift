@@ -152,7 +152,11 @@ public enum SMPPDU: Hashable, Sendable, CustomStringConvertible {
     case keypressNotification(KeypressNotification)
 
     public enum KeypressNotification: UInt8, Hashable, Sendable {
-        case entryStarted = 0, digitEntered = 1, digitErased = 2, cleared = 3, entryCompleted = 4
+        case entryStarted = 0
+        case digitEntered = 1
+        case digitErased = 2
+        case cleared = 3
+        case entryCompleted = 4
     }
 
     /// Why a received PDU could not be decoded, and what the spec says to do about it.

@@ -1,6 +1,6 @@
-import MQTTMirror
 import BluetoothCore
 import ConfigReading
+import MQTTMirror
 import Notify
 import Sensors
 import Values

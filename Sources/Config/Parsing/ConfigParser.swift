@@ -1,9 +1,9 @@
-import MQTTMirror
 import BluetoothCore
 import BluetoothHCI
 import ConfigReading
 import FoundationEssentials
 import Glibc
+import MQTTMirror
 import Sensors
 import Values
 

@@ -1,7 +1,7 @@
-import Synchronization
 import EventLoop
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// GPIO without hardware: chips with named lines whose levels come from `SignalGenerator`s.
 ///
@@ -368,14 +368,14 @@ private struct SimulatedChip {
         let held = now - heldSince
         if after, !before {
             switch config.lines[offset].generator {
-            case let .dht22(humidity, temperature, corrupt, silence)
+            case .dht22(let humidity, let temperature, let corrupt, let silence)
             where held >= SimulatedSensorTiming.dht22MinimumStartNs && !Self.silent(silence, at: now, origin: origin):
                 lines[offset].waveform.schedule(
                     SensorWaveforms.dhtFrame(
                         bytes: SensorWaveforms.dht22Bytes(
                             humidity: humidity, temperature: temperature,
                             corruptChecksum: corrupt), release: now))
-            case let .dht11(humidity, temperature, corrupt, silence)
+            case .dht11(let humidity, let temperature, let corrupt, let silence)
             where held >= SimulatedSensorTiming.dht11MinimumStartNs && !Self.silent(silence, at: now, origin: origin):
                 lines[offset].waveform.schedule(
                     SensorWaveforms.dhtFrame(
@@ -388,7 +388,7 @@ private struct SimulatedChip {
         if before, !after, held >= SimulatedSensorTiming.hcsr04MinimumTriggerNs {
             let name = config.lines[offset].name
             for echo in lines.indices {
-                if case let .hcsr04(trigger, distance) = config.lines[echo].generator, trigger == name {
+                if case .hcsr04(let trigger, let distance) = config.lines[echo].generator, trigger == name {
                     lines[echo].waveform.schedule(SensorWaveforms.echo(distanceMeters: distance, triggerEnd: now))
                 }
             }

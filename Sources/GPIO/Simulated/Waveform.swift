@@ -31,21 +31,21 @@ struct Waveform {
             level = false
         case .constant(let value):
             level = value
-        case let .square(period, duty) where duty <= 0 || duty >= 1 || period <= .zero:
+        case .square(let period, let duty) where duty <= 0 || duty >= 1 || period <= .zero:
             level = duty >= 1  // degenerate: a constant level
-        case let .square(period, duty):
+        case .square(let period, let duty):
             let cycleNs = Double(period.nanoseconds)
             level = true
             pattern = Pattern(changes: [(0, true), (cycleNs * duty, false)], cycleNs: cycleNs, repeats: true)
-        case let .pulses(perSecond, _) where perSecond <= 0:
+        case .pulses(let perSecond, _) where perSecond <= 0:
             level = false
-        case let .pulses(perSecond, width):
+        case .pulses(let perSecond, let width):
             let cycleNs = 1e9 / perSecond
             level = true
             pattern = Pattern(
                 changes: [(0, true), (max(1, min(Double(width.nanoseconds), cycleNs / 2)), false)],
                 cycleNs: cycleNs, repeats: true)
-        case let .steps(steps, repeats):
+        case .steps(let steps, let repeats):
             var offset = 0.0
             var changes: [(Double, Bool)] = []
             for step in steps {
@@ -84,8 +84,8 @@ struct Waveform {
         let fromPattern = nextPatternChange()?.time
         let fromSchedule = scheduled.first?.time
         switch (fromPattern, fromSchedule) {
-        case let (a?, b?): return min(a, b)
-        case let (a, b): return a ?? b
+        case (let a?, let b?): return min(a, b)
+        case (let a, let b): return a ?? b
         }
     }
 
@@ -134,16 +134,20 @@ enum SensorWaveforms {
     static func dhtFrame(bytes: [UInt8], release: UInt64) -> [Waveform.Transition] {
         var t = release + 30_000
         var out: [Waveform.Transition] = [.init(time: t, level: false)]
-        t += 80_000; out.append(.init(time: t, level: true))
-        t += 80_000; out.append(.init(time: t, level: false))
+        t += 80_000
+        out.append(.init(time: t, level: true))
+        t += 80_000
+        out.append(.init(time: t, level: false))
         for byte in bytes {
             for bit in (0..<8).reversed() {
-                t += 50_000; out.append(.init(time: t, level: true))
+                t += 50_000
+                out.append(.init(time: t, level: true))
                 t += (byte >> UInt8(bit)) & 1 == 1 ? 70_000 : 26_000
                 out.append(.init(time: t, level: false))
             }
         }
-        t += 50_000; out.append(.init(time: t, level: true))
+        t += 50_000
+        out.append(.init(time: t, level: true))
         return out
     }
 

@@ -23,11 +23,11 @@ public final class ControlSocket: @unchecked Sendable {
 
         public var description: String {
             switch self {
-            case let .unsafeDirectory(path, reason):
+            case .unsafeDirectory(let path, let reason):
                 "runtime_dir \(path) \(reason); refusing to put the control socket there (chown it to the "
                     + "service's user and chmod 0700, or remove it so gattway makes it)"
-            case let .failed(step, path, code): "control socket \(path): \(step) failed: \(String(cString: strerror(code)))"
-            case let .taken(path): "control socket \(path): another gattway answers there"
+            case .failed(let step, let path, let code): "control socket \(path): \(step) failed: \(String(cString: strerror(code)))"
+            case .taken(let path): "control socket \(path): another gattway answers there"
             }
         }
     }

@@ -58,7 +58,7 @@ struct CharacteristicTable<Value> {
     /// Every entry, keyed by its ref: to look at the whole table, not for the event path.
     var entries: [CharacteristicRef: Value] {
         var entries: [CharacteristicRef: Value] = [:]
-        for case let (ref, value)? in slots.joined() { entries[ref] = value }
+        for case (let ref, let value)? in slots.joined() { entries[ref] = value }
         return entries
     }
 }

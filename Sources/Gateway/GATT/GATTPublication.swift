@@ -1,6 +1,6 @@
 import BluetoothGATT
-import Values
 import Logging
+import Values
 
 /// The layout's services as the peripheral published them: adds them in publishing order, tells
 /// the value store each characteristic's value handle (and the trigger settings where its trigger

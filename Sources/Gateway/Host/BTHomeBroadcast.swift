@@ -3,8 +3,8 @@ import BluetoothHost
 import Config
 import EventLoop
 import Logging
-import StateFile
 import Sensors
+import StateFile
 import Values
 
 /// The readings of sensors configured with `bthome: true`, as BTHome v2 service data (UUID 0xFCD2)

@@ -1,11 +1,11 @@
-import Synchronization
 import CMosquitto
 import Dispatch
-import FoundationEssentials
-import MQTTMirror
-import Glibc
 import EventLoop
+import FoundationEssentials
+import Glibc
 import Logging
+import MQTTMirror
+import Synchronization
 
 /// Identifies one broker connection (one CONNECT/CONNACK). Message ids are only meaningful
 /// within the connection that issued them.
@@ -414,7 +414,7 @@ public final class MQTTClient: @unchecked Sendable {
         linkEnded.signal()
         let waiters = linkEndWaiters
         linkEndWaiters = []
-        waiters.forEach { $0.resume() }
+        for waiter in waiters { waiter.resume() }
     }
 
     private func classify(_ rc: Int32, errno savedErrno: Int32) -> MQTTError {

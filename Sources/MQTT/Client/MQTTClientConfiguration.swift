@@ -1,6 +1,6 @@
 import FoundationEssentials
-import MQTTMirror
 import Glibc
+import MQTTMirror
 
 extension MQTTPasswordSource {
     /// Reads the password. Throws `MQTTError.passwordUnavailable` naming the file or variable

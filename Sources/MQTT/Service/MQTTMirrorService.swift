@@ -1,8 +1,8 @@
 import EventLoop
 import FoundationEssentials
-import MQTTMirror
-import MQTTClient
 import Logging
+import MQTTClient
+import MQTTMirror
 import StateFile
 
 /// Runs the MQTT mirror: owns the client, the topic model and the persistent outbox.

@@ -1,9 +1,9 @@
-import Synchronization
 import FoundationEssentials
-import MQTTMirror
-import MQTTClient
 import Logging
+import MQTTClient
+import MQTTMirror
 import StateFile
+import Synchronization
 
 /// One queued QoS 1 event, numbered in production order.
 public struct OutboxEntry: Sendable, Equatable {

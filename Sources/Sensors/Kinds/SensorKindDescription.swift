@@ -26,13 +26,6 @@ public struct SensorKindDescription: Sendable {
 
         /// The default of a key that must be written.
         public static let required = "required"
-
-        init(key: String, type: String, defaultValue: String, meaning: String) {
-            self.key = key
-            self.type = type
-            self.defaultValue = defaultValue
-            self.meaning = meaning
-        }
     }
 
     /// The `kind:` it is written as.

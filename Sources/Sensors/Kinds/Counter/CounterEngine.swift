@@ -1,6 +1,6 @@
 import FoundationEssentials
-import Glibc
 import GPIO
+import Glibc
 import StateFile
 import Synchronization
 
@@ -191,8 +191,8 @@ final class CounterStore: Sendable {
     var endedSaveTime: UInt64? {
         news.withLock { news in
             switch (news.saved?.time, news.failed?.time) {
-            case let (saved?, failed?): min(saved, failed)
-            case let (saved, failed): saved ?? failed
+            case (let saved?, let failed?): min(saved, failed)
+            case (let saved, let failed): saved ?? failed
             }
         }
     }

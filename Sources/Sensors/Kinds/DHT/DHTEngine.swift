@@ -27,7 +27,7 @@ final class DHTEngine: SensorEngine {
     }
 
     var inputs: [any InputLine] {
-        if case let .receiving(_, line, _) = phase { return [line] }
+        if case .receiving(_, let line, _) = phase { return [line] }
         return []
     }
 

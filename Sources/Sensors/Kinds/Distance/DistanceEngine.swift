@@ -43,7 +43,7 @@ final class DistanceEngine: SensorEngine {
     }
 
     func handle(_ event: EdgeEvent, input: Int, into emissions: inout [Emission]) {
-        guard case let .listening(until, rise) = phase else { return }
+        guard case .listening(let until, let rise) = phase else { return }
         switch (event.edge, rise) {
         case (.rising, _):
             phase = .listening(until: until, rise: event.timestampNs)

@@ -54,7 +54,8 @@ final class PulseWidthEngine: SensorEngine {
             cycles = 0
             edgesInInterval = 0
         }
-        let high: Double, duty: Double
+        let high: Double
+        let duty: Double
         if cycles > 0 {
             high = Double(sumHigh) / Double(cycles) / 1e9
             duty = Double(sumHigh) / Double(sumPeriod) * 100

@@ -46,7 +46,8 @@ public struct RotaryEncoderSensorConfig: SensorKindConfig {
         ],
         value: .numeric,
         parse: { reader in
-            let a = reader.input("a"), b = reader.input("b")
+            let a = reader.input("a")
+            let b = reader.input("b")
             var transitions = defaultTransitionsPerStep
             if let node = reader["transitions_per_step"], let value = node.integer() {
                 if [1, 2, 4].contains(value) { transitions = value } else { node.report("must be 1, 2 or 4") }

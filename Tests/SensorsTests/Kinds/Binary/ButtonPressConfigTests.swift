@@ -1,7 +1,7 @@
 import Config
 import Foundation
-import Sensors
 import MQTTMirror
+import Sensors
 import Testing
 
 /// `press:` of a binary sensor and the characteristics carrying its `press` reading: what is

@@ -1,8 +1,9 @@
 import GPIO
-import Testing
-import TestHarness
-@testable import Sensors
 import StateFile
+import TestHarness
+import Testing
+
+@testable import Sensors
 
 /// Single, double and long presses told apart from level changes and time, as the sensor core
 /// drives the detector: a deadline that has passed is ticked before a later change.
