@@ -2,8 +2,8 @@
 // `online`, and waits to be killed. Usage: MQTTWillProbe <port> <state directory>
 import Foundation
 import Logging
-import MQTTMirror
 import MQTTClient
+import MQTTMirror
 import MQTTService
 import StateFile
 

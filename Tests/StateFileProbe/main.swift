@@ -25,14 +25,15 @@
 //                                 PublishedComponentsFile: generation g holds g % 30 + 1
 //                                 components named g<g>_<k>, one generation more each time
 import BluetoothCore
-@testable import BluetoothHost
 import BluetoothSMP
 import FoundationEssentials
-@testable import Gateway
 import Logging
+import StateFile
+
+@testable import BluetoothHost
+@testable import Gateway
 @testable import MQTTMirror
 @testable import MQTTService
-import StateFile
 
 #if canImport(Glibc)
 import Glibc

@@ -88,11 +88,23 @@ public class ChildProcess: @unchecked Sendable {
         return "\(status.st_dev):\(status.st_ino)"
     }
 
-    public var stdout: String { condition.lock(); defer { condition.unlock() }; return String(decoding: stdoutData, as: UTF8.self) }
-    public var stderr: String { condition.lock(); defer { condition.unlock() }; return String(decoding: stderrData, as: UTF8.self) }
+    public var stdout: String {
+        condition.lock()
+        defer { condition.unlock() }
+        return String(decoding: stdoutData, as: UTF8.self)
+    }
+    public var stderr: String {
+        condition.lock()
+        defer { condition.unlock() }
+        return String(decoding: stderrData, as: UTF8.self)
+    }
 
     /// Whether it has not exited yet (or not been started).
-    public var isRunning: Bool { condition.lock(); defer { condition.unlock() }; return exitStatus == nil }
+    public var isRunning: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return exitStatus == nil
+    }
 
     /// The signal that ended it; nil while it runs and when it exited by itself.
     public var terminatingSignal: Int32? {

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import MQTTMirror
 import MQTTClient
+import MQTTMirror
 
 /// Collects every message under a topic filter with gattway's own MQTT client, each stamped with
 /// the time it arrived (for latency figures). Waiting suspends on a continuation that the

@@ -1,5 +1,5 @@
-import Foundation
 import BluetoothCore
+import Foundation
 import Testing
 
 /// One reply line from a phone.

@@ -45,11 +45,16 @@ do {
         try await runner.run(delivering: { deliver.yield($0) })
     }
     let consumer = Task {
-        var checked = 0, mismatches = 0, lost = 0
+        var checked = 0
+        var mismatches = 0
+        var lost = 0
         var last: SensorSample?
         var offset: UInt64?
         for await value in values.dropFirst() {  // the first is the total before any read
-            if value.channel == "lost_events" { lost = Int(value.number ?? 0); continue }
+            if value.channel == "lost_events" {
+                lost = Int(value.number ?? 0)
+                continue
+            }
             let generated = (value.timestampNs - sim.originNs) / periodNs
             if offset == nil { offset = generated - UInt64(value.number ?? 0) }
             let expected = generated - offset!

@@ -21,8 +21,8 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let session = Session()
     while let record = script.nextRecord() {
         switch record {
-        case let .pdu(pdu, central): session.deliver(pdu, from: central)
-        case let .action(code, parameter): session.act(code, parameter)
+        case .pdu(let pdu, let central): session.deliver(pdu, from: central)
+        case .action(let code, let parameter): session.act(code, parameter)
         }
     }
     return 0
@@ -90,7 +90,7 @@ private final class Session {
         server.receive(pdu, from: central, now: now)
         let answers = server.takeOutput().compactMap { output -> [UInt8]? in
             // Notifications and indications come as `.sendUpdate`: server-initiated, not answers.
-            guard case let .send(bytes, to) = output, to == central else { return nil }
+            guard case .send(let bytes, let to) = output, to == central else { return nil }
             return bytes
         }
         let after = server.snapshot(of: central)

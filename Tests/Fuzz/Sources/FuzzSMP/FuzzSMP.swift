@@ -58,7 +58,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         default:
             actions = manager.requestSecurity(on: handle, authenticated: parameter & 1 != 0, now: now)
         }
-        for case let .send(to, pdu) in actions {
+        for case .send(let to, let pdu) in actions {
             guard to == handle else { fatalError("\(pdu) sent to connection \(to)") }
             guard (try? SMPPDU(decoding: pdu.encoded)) == pdu else {
                 fatalError("sent \(pdu) does not decode back: \(pdu.encoded.hexString)")
