@@ -4,12 +4,15 @@
 # (linux-image-arm64, raspi-firmware, firmware-brcm80211, bluez-firmware; main and
 # non-free-firmware), with the arm64 gattway package installed by apt and its service enabled.
 #
-#   deploy/build-raspi-image.sh [--deb FILE] [--boot-config FILE] [--out DIR]
+#   deploy/build-raspi-image.sh [--deb FILE] [--boot-config FILE] [--out DIR] [--raw]
 #     → DIR/gattway-<version>-raspi-arm64.img.xz and .img.xz.sha256 (DIR: <repo>/.build/image)
 #
 #   --deb FILE          the arm64 package (default: deploy/build-deb.sh --arch arm64 builds one)
 #   --boot-config FILE  put FILE on the boot partition as gattway.yaml (imported at first boot)
 #   --out DIR           where the image goes
+#   --raw               write the image uncompressed (.img and .img.sha256), as dd or Raspberry Pi
+#                       Imager writes it to a card: the image test boots it at once, and xz -6
+#                       alone takes minutes on a 2-core machine
 #   --prepare           only make (or check) the cached Pi root, no package, no image
 #
 # How, with no loop device and no mount of the image (so it runs in a container too): the
@@ -40,12 +43,13 @@ say() { echo "build-raspi-image: $*" >&2; }
 fail() { echo "build-raspi-image: $*" >&2; exit 1; }
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; exit "${1:-0}"; }
 
-deb='' boot_config='' out=$repo/.build/image prepare=false
+deb='' boot_config='' out=$repo/.build/image prepare=false raw=false
 while (($#)); do
     case $1 in
         --deb) deb=${2:?--deb needs a file}; shift 2 ;;
         --boot-config) boot_config=${2:?--boot-config needs a file}; shift 2 ;;
         --out) out=${2:?--out needs a directory}; shift 2 ;;
+        --raw) raw=true; shift ;;
         --prepare) prepare=true; shift ;;
         -h | --help) usage 0 ;;
         *) echo "build-raspi-image: unknown option $1" >&2; usage 2 ;;
@@ -79,7 +83,7 @@ if [[ ! -f $base/.gattway-complete ]]; then
     base=$("$repo/deploy/cross/build-arm64.sh" --base) || fail "no Debian 13 arm64 root (deploy/cross/build-arm64.sh --base)"
 fi
 raspi_packages="linux-image-arm64 raspi-firmware firmware-brcm80211 bluez-firmware initramfs-tools
- systemd-resolved systemd-timesyncd wpasupplicant wireless-regdb openssh-server cloud-guest-utils
+ systemd-resolved systemd-timesyncd wpasupplicant wireless-regdb openssh-server
  fdisk e2fsprogs dbus kmod iproute2 gpiod libgpiod3 libmosquitto1 libbluetooth3 libyaml-0-2 adduser zstd systemd-sysv"
 raspi_packages=$(echo $raspi_packages)
 raspi_stamp="$(cat "$base/.gattway-complete"); trixie main non-free-firmware: $raspi_packages; $(sha256sum <"$files/raspi-firmware.default" | cut -c1-16)"
@@ -228,6 +232,13 @@ dd if="$work/boot.vfat" of="$image" bs=1M seek=4 conv=notrunc,sparse status=none
 dd if="$work/root.ext4" of="$image" bs=1M seek=$((4 + boot_mib)) conv=notrunc,sparse status=none
 
 mkdir -p "$out"
+if $raw; then
+    mv "$image" "$out/$name.img"
+    (cd "$out" && sha256sum "$name.img" >"$name.img.sha256")
+    say "$out/$name.img: ${image_mib} MiB raw, not compressed, in $((SECONDS - started)) s"
+    echo "$out/$name.img"
+    exit 0
+fi
 say "compressing ${image_mib} MiB (xz)"
 xz -T0 -6 -c "$image" >"$out/$name.img.xz.partial"
 mv "$out/$name.img.xz.partial" "$out/$name.img.xz"

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The Raspberry Pi image a user flashes (`make image`, deploy/build-raspi-image.sh), built once
-# and booted twice under qemu-system-aarch64 as two Pis flashed from it, checked from outside:
-#   - the image file: its sha256, /etc/machine-id "uninitialized" (the first boot makes it), no SSH host keys, no password;
+# and booted under qemu-system-aarch64 as two Pis flashed from it, side by side, then as a Pi 3,
+# checked from outside:
+#   - the image file (uncompressed: `--raw`; xz -6 alone would take minutes): its sha256, /etc/machine-id "uninitialized" (the first boot makes it), no SSH host keys, no password;
 #   - set up the way a user does from a PC, by copying files onto the FAT boot partition (mtools):
 #     gattway.yaml (a simulated sensor, the broker on the host) and gattway-setup.txt (an SSH key);
 #   - each boot: multi-user reached; the root grew to the (enlarged) card; the SSH host keys and
 #     the machine id made there; the boot partition's gattway.yaml imported; gattway.service
 #     active and degraded without a controller; its sensor's values on a mosquitto on this host,
 #     reached through QEMU's user network (10.0.2.2 is the host's loopback);
-#   - the two Pis: two machine ids, two gattway identities (device id, host name, MQTT client
+#   - the two Pis, booted at the same time: two machine ids, two gattway identities (device id, host name, MQTT client
 #     id, topics, Home Assistant device), publishing side by side on one broker, which never had
 #     to close one client's connection for the other's.
 # The machine is `virt` with virtio disk and network and the image's own kernel and initramfs,
@@ -17,7 +18,7 @@
 # partition, labels, fstab and units are the same either way. What only a real Pi shows (its
 # firmware booting the card, Wi-Fi, the Bluetooth UART, GPIO) is not here.
 #
-#   Tests/deploy/image-test.sh             # builds the image (deploy/build-raspi-image.sh)
+#   Tests/deploy/image-test.sh             # builds the image (deploy/build-raspi-image.sh --raw)
 #   GATTWAY_IMAGE=FILE.img.xz Tests/deploy/image-test.sh   # tests that image (or FILE.img, uncompressed)
 # Exit 0 pass, 1 fail, 77 skipped (reason printed).
 set -uo pipefail
@@ -51,14 +52,22 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # 1. The image, built once.
 image_xz=${GATTWAY_IMAGE:-}
 if [[ -z $image_xz ]]; then
-    echo "== make image (deploy/build-raspi-image.sh)"
+    # make test makes the image's Debian roots in the background from its start (Tests/run-all.sh).
+    if [[ -n ${GATTWAY_IMAGE_ROOTS_LOG:-} ]]; then
+        echo "== the image's Debian roots, made in the background since the run's start:"
+        flock "${GATTWAY_CACHE:-$HOME/.cache/gattway}/arm64/.raspi-lock" true # until they are done
+        sed 's/^/     /' "$GATTWAY_IMAGE_ROOTS_LOG"
+    fi
+    echo "== make image (deploy/build-raspi-image.sh --raw)"
     build_started=$SECONDS
-    image_xz=$("$repo/deploy/build-raspi-image.sh" --out "$work/out" 2>"$work/build.log" | tail -n 1)
+    image_xz=$("$repo/deploy/build-raspi-image.sh" --raw --out "$work/out" 2>"$work/build.log" | tail -n 1)
     [[ -f $image_xz ]] || { tail -n 30 "$work/build.log"; echo "FAIL - the image did not build"; failures=1; exit 1; }
-    grep '^build-raspi-image: .*compressed' "$work/build.log" | sed 's/^/     /'
+    grep -E '^build-raspi-image: .*(making|compressed|not compressed)' "$work/build.log" | sed 's/^/     /'
     echo "     built in $((SECONDS - build_started)) s"
 fi
-if [[ $image_xz == *.img ]]; then # an uncompressed image (GATTWAY_IMAGE=FILE.img), as dd writes it
+if [[ $image_xz == *.img ]]; then # an uncompressed image, as dd writes it
+    [[ -f $image_xz.sha256 ]] && check "the image's sha256 file matches it" \
+        bash -c "cd '$(dirname "$image_xz")' && sha256sum --quiet -c '$(basename "$image_xz").sha256'"
     cp --sparse=always "$image_xz" "$work/pristine.img"
 else
     check "the image's sha256 file matches it" \
@@ -139,7 +148,8 @@ ssh-keygen -q -t ed25519 -N '' -C image-test -f "$work/id_ed25519"
 printf 'ssh_authorized_key=%s\r\n' "$(cat "$work/id_ed25519.pub")" >"$work/gattway-setup.txt"
 append=$(tr -d '\n' <"$work/cmdline.txt" | sed -E 's/(^| )console=[^ ]*//g')" console=ttyAMA0"
 
-# boot NAME: a fresh copy of the image, set up from "a PC", on a 4 GiB "card", booted.
+# boot NAME: a fresh copy of the image, set up from "a PC", on a 4 GiB "card", booted (one CPU:
+# two of them share this machine's).
 boot_pi() {
     local name=$1 disk=$work/$1.img ssh_port
     cp --sparse=always "$work/pristine.img" "$disk"
@@ -147,7 +157,7 @@ boot_pi() {
     truncate -s 4G "$disk"
     ssh_port=$(free_port)
     echo "$ssh_port" >"$work/$name.ssh-port"
-    qemu-system-aarch64 -M virt -cpu cortex-a53 -smp 2 -m 1024 -display none -monitor none \
+    qemu-system-aarch64 -M virt -cpu cortex-a53 -smp 1 -m 1024 -display none -monitor none \
         -kernel "$work/vmlinuz" -initrd "$work/initrd.img" -append "$append" \
         -drive "if=none,file=$disk,format=raw,id=card" -device virtio-blk-pci,drive=card \
         -netdev "user,id=net0,hostfwd=tcp:127.0.0.1:$ssh_port-:22" -device virtio-net-pci,netdev=net0 \
@@ -190,6 +200,7 @@ check_pi() {
     check "$name: gattway is degraded without a controller, as designed" \
         bash -c "on $name 'systemctl show -p StatusText --value gattway' | tee '$work/$name.status' | grep -q 'degraded: Bluetooth controller'"
     sed "s/^/     $name status: /" "$work/$name.status"
+    echo "     $name: gattway READY $(($(on "$name" 'systemctl show -p ActiveEnterTimestampMonotonic --value gattway') / 1000000)) s after the kernel started"
     id=$(on "$name" 'gattway check --config /etc/gattway/gattway.yaml --print device-id')
     echo "$id" >"$work/$name.id"
     check "$name: its gattway device id is gattway-<6 hex digits> ($id)" bash -c "[[ '$id' =~ ^gattway-[0-9a-f]{6}\$ ]]"
@@ -210,55 +221,72 @@ publishes() {
     return 1
 }
 
-echo "== first Pi: a fresh copy of the image"
+echo "== two Pis: two fresh copies of the image, the same gattway.yaml, booted at the same time"
 boot_pi pi1
-if wait_ready pi1; then
-    check_pi pi1
-    check "pi1: its simulated door's values reach the broker on the host" publishes "$(cat "$work/pi1.id")"
-else
-    echo "FAIL - pi1 did not come up (console: $work/pi1.console)"; failures=$((failures + 1))
-    tail -n 40 "$work/pi1.console"
-fi
-
-echo "== second Pi: another fresh copy, the same gattway.yaml, while the first runs"
-mark=$(wc -l <"$work/mqtt.log")
 boot_pi pi2
-if wait_ready pi2; then
-    check_pi pi2
-    id1=$(cat "$work/pi1.id" 2>/dev/null) id2=$(cat "$work/pi2.id")
+up=()
+for name in pi1 pi2; do
+    if wait_ready "$name"; then
+        check_pi "$name"
+        check "$name: its simulated door's values reach the broker on the host" publishes "$(cat "$work/$name.id")"
+        up+=("$name")
+    else
+        echo "FAIL - $name did not come up (console: $work/$name.console)"; failures=$((failures + 1))
+        tail -n 40 "$work/$name.console"
+    fi
+done
+if ((${#up[@]} == 2)); then
+    id1=$(cat "$work/pi1.id") id2=$(cat "$work/pi2.id")
     check "two Pis, two machine ids" bash -c "[[ \$(on pi1 'cat /etc/machine-id') != \$(on pi2 'cat /etc/machine-id') ]]"
     check "two Pis, two gattway identities ($id1, $id2)" test "$id1" != "$id2"
+    mark=$(wc -l <"$work/mqtt.log")
     sleep 10
-    check "both publish side by side: new values of each door after the second started" \
+    check "both publish side by side: new values of each door in the same 10 s" \
         bash -c "tail -n +$((mark + 1)) '$work/mqtt.log' | grep -q '^gattway/$id1/site/door ' \
             && tail -n +$((mark + 1)) '$work/mqtt.log' | grep -q '^gattway/$id2/site/door '"
-    publishes "$id2" || true
-    check "pi2: its simulated door's values reach the broker on the host" publishes "$id2"
     check "the broker saw two client ids (gattway-$id1, gattway-$id2: mqtt.client_id's default)" \
         bash -c "grep -q 'as gattway-$id1 ' '$work/mosquitto.log' && grep -q 'as gattway-$id2 ' '$work/mosquitto.log'"
     check "the broker never closed one Pi's connection for the other's" \
         bash -c "[[ -s '$work/mosquitto.log' ]] && ! grep -q 'already connected, closing old connection' '$work/mosquitto.log'"
-else
-    echo "FAIL - pi2 did not come up (console: $work/pi2.console)"; failures=$((failures + 1))
-    tail -n 40 "$work/pi2.console"
 fi
 
-# 3. A Pi 3 (QEMU's raspi3b) with the image's own kernel, initramfs and device tree: which GPIO
-# lines its kernel names, and that GPIO<n> finds them (issue 34). No network there, so the command
-# runs from the kernel command line (systemd-run-generator) and its output comes back on the
-# console (journald forwards to it); the Pi 3's console is the mini UART, QEMU's second -serial.
+# 3. A Pi 3 (QEMU's raspi3b) with the image's own kernel, initramfs and device tree. No network
+# there, so what runs is given on the kernel command line (systemd-run-generator) and its output
+# comes back on the console (journald forwards to it; the Pi 3's console is the mini UART,
+# QEMU's second -serial):
+#   - which GPIO lines its kernel names, and that GPIO<n> finds them (issue 34);
+#   - gattway on the Pi's Bluetooth UART (the PL011, QEMU's first -serial) carrying H4 to a
+#     Bumble virtual controller on this host, and a Bumble phone on the same virtual radio that
+#     scans, connects, discovers and reads the device name. The device tree's Bluetooth node is
+#     removed in the test's copy so the kernel leaves the PL011 a plain ttyAMA0 (on a real Pi the
+#     kernel's hci_uart driver attaches the BCM43438 there and gattway opens hci0); gattway runs
+#     from the command line as root with --hci serial:/dev/ttyAMA0, gattway.service masked (its
+#     unit allows the GPIO devices only).
 for pid in "${pids[@]:2}"; do kill "$pid" 2>/dev/null; done # the two virt Pis: their CPU for this one
-echo "== a Pi 3 (raspi3b): gattway lines on the image's own kernel and device tree"
-pi3_lines() {
-    local disk=$work/pi3.img size card=1 deadline=$((SECONDS + 900)) qemu
+echo "== a Pi 3 (raspi3b): gattway lines on the image's own kernel and device tree, gattway on its Bluetooth UART"
+python=${GATTWAY_PYTHON:-$repo/.venv/bin/python3}
+pi3() {
+    local disk=$work/pi3.img size card=1 deadline=$((SECONDS + 900)) qemu controller_port line
+    if [[ ! -x $python ]] || ! "$python" -c 'import bumble' 2>/dev/null; then
+        echo "FAIL - $python has no Bumble (deploy/dev/install-deps.sh --test makes .venv)"; failures=$((failures + 1)); return
+    fi
+    cp "$work/bcm2837-rpi-3-b.dtb" "$work/pi3.dtb"
+    fdtput -r "$work/pi3.dtb" /soc/serial@7e201000/bluetooth || { echo "FAIL - fdtput could not remove the Bluetooth node"; failures=$((failures + 1)); return; }
+    # The virtual controller: QEMU's PL011 connects to it, then the phone.
+    "$python" "$repo/Tests/harness/virtual_controller.py" --tcp-port 0 >"$work/controller.out" 2>"$work/controller.log" &
+    pids+=($!)
+    for _ in {1..60}; do grep -q READY "$work/controller.out" && break; sleep 1; done
+    [[ $(cat "$work/controller.out") =~ READY\ tcp=([0-9]+) ]] \
+        || { echo "FAIL - the virtual controller did not start: $(cat "$work/controller.out" "$work/controller.log")"; failures=$((failures + 1)); return; }
+    controller_port=${BASH_REMATCH[1]}
     cp --sparse=always "$work/pristine.img" "$disk"
     size=$(stat -c %s "$disk")
     while ((card < size)); do card=$((card * 2)); done # QEMU's SD card takes a power-of-two size only
     truncate -s "$card" "$disk"
     qemu-system-aarch64 -M raspi3b -display none -monitor none \
-        -kernel "$work/vmlinuz" -initrd "$work/initrd.img" -dtb "$work/bcm2837-rpi-3-b.dtb" \
-        -append "$(tr -d '\n' <"$work/cmdline.txt") systemd.journald.forward_to_console=1 systemd.run=\"gattway lines --chip pinctrl-bcm2835\" systemd.run_success_action=none" \
-        -drive "if=sd,file=$disk,format=raw" -serial null -serial "file:$work/pi3.console" \
+        -kernel "$work/vmlinuz" -initrd "$work/initrd.img" -dtb "$work/pi3.dtb" \
+        -append "$(tr -d '\n' <"$work/cmdline.txt") systemd.journald.forward_to_console=1 systemd.mask=gattway.service systemd.run=\"gattway lines --chip pinctrl-bcm2835\" systemd.run=\"gattway run --config /etc/gattway/gattway.yaml --hci serial:/dev/ttyAMA0,115200\" systemd.run_success_action=none" \
+        -drive "if=sd,file=$disk,format=raw" -serial "tcp:127.0.0.1:$controller_port" -serial "file:$work/pi3.console" \
         </dev/null >"$work/pi3.qemu.log" 2>&1 &
     qemu=$!
     pids+=("$qemu")
@@ -266,12 +294,50 @@ pi3_lines() {
         grep -q 'GPIO27' "$work/pi3.console" 2>/dev/null && break
         sleep 5
     done
-    sleep 2
-    kill "$qemu" 2>/dev/null
     echo "     pi3: $((SECONDS - deadline + 900)) s to the lines' listing"
-    grep -E 'gattway\[[0-9]+\]:' "$work/pi3.console" | sed 's/.*gattway\[[0-9]*\]: */     pi3 lines: /' | head -n 40
+    grep -E 'gattway\[[0-9]+\]:' "$work/pi3.console" | grep -E 'GPIO|gpiochip' | sed 's/.*gattway\[[0-9]*\]: */     pi3 lines: /' | head -n 40
+
+    # The phone: scans until the Pi advertises, connects, discovers, reads the GAP device name.
+    coproc PHONE { exec "$python" "$repo/Tests/harness/phone.py" "tcp:127.0.0.1:$controller_port" 2>"$work/phone.log"; }
+    pids+=("$PHONE_PID")
+    read -r -t 60 line <&"${PHONE[0]}"
+    [[ $line == *'"ready": true'* ]] || { echo "FAIL - the phone did not start: $line"; failures=$((failures + 1)); return; }
+    local name='' address='' gap=''
+    while ((SECONDS < deadline)) && kill -0 "$qemu" 2>/dev/null; do
+        ask '{"cmd": "scan", "timeout": 20}' 60 && break
+    done
+    echo "     pi3: $((SECONDS - deadline + 900)) s to its advertisement on the virtual radio"
+    if [[ $answer == *'"ok": true'* ]]; then
+        name=$(json_field "$answer" name) address=$(json_field "$answer" address)
+    fi
+    check "pi3: a phone on the host's virtual radio sees gattway advertise through the Pi's UART ($name)" \
+        bash -c "[[ '$name' =~ ^gattway-[0-9a-f]{6}\$ ]]"
+    [[ -n $address ]] || return
+    check "pi3: the phone connects" ask "{\"cmd\": \"connect\", \"address\": \"$address\", \"timeout\": 60}" 90
+    ask '{"cmd": "discover"}' 300 && gap=$(python3 -c '
+import json, sys
+for service in json.loads(sys.argv[1])["services"]:
+    for characteristic in service["characteristics"]:
+        if characteristic["uuid"].upper().startswith(("2A00", "00002A00")):
+            print(characteristic["value_handle"])' "$answer")
+    check "pi3: the phone discovers the GAP Device Name characteristic" test -n "$gap"
+    [[ -n $gap ]] || return
+    check "pi3: the phone reads the device name, the one it advertises ($name)" reads "$gap" "$name"
 }
-pi3_lines
+# reads HANDLE TEXT: the phone reads HANDLE and gets TEXT
+reads() {
+    ask "{\"cmd\": \"read\", \"handle\": $1}" 120 \
+        && [[ $(python3 -c 'import json, sys; print(bytes.fromhex(json.loads(sys.argv[1])["value"]).decode())' "$answer") == "$2" ]]
+}
+# ask JSON TIMEOUT: one command to the phone; its answer in $answer (and phone.answers)
+ask() {
+    answer=''
+    echo "$1" >&"${PHONE[1]}" && read -r -t "$2" answer <&"${PHONE[0]}"
+    echo "$1 -> ${answer:-no answer}" >>"$work/phone.answers"
+    [[ $answer == *'"ok": true'* ]]
+}
+json_field() { python3 -c 'import json, sys; print(json.loads(sys.argv[1]).get(sys.argv[2]) or "")' "$1" "$2"; }
+pi3
 check "pi3: the kernel's pinctrl-bcm2835 chip is listed" grep -q 'pinctrl-bcm2835' "$work/pi3.console"
 check "pi3: GPIO4 found by its BCM number though this kernel names it GPIO_GCLK, header pin 7" \
     grep -qE 'GPIO4 \(named GPIO_GCLK by this kernel\).*header pin 7' "$work/pi3.console"
@@ -279,6 +345,6 @@ check "pi3: GPIO2 found by its BCM number though this kernel names it SDA1, head
     grep -qE 'GPIO2 \(named SDA1 by this kernel\).*header pin 3' "$work/pi3.console"
 check "pi3: GPIO17 under its own name, header pin 11" grep -qE ' GPIO17 .*header pin 11' "$work/pi3.console"
 
-echo "== image stage: $((SECONDS - started)) s; image ${raw_mib} MiB raw, $(($(stat -c %s "$image_xz") / 1048576)) MiB compressed"
+echo "== image stage: $((SECONDS - started)) s; image ${raw_mib} MiB raw, its file $(($(stat -c %s "$image_xz") / 1048576)) MiB"
 ((failures == 0)) || { echo "$failures check(s) failed"; exit 1; }
 exit 0
