@@ -5,7 +5,6 @@ import EventLoop
 import FoundationEssentials
 import Logging
 import StateFile
-import Synchronization
 
 /// Connects a GATT `Peripheral` (BluetoothGATT) to the host: ATT PDUs both ways, the host's
 /// state, transmit credits, disconnections, the latency wish and the ATT transaction timer.
@@ -18,19 +17,21 @@ import Synchronization
 ///
 /// The host calls it on its executor, the event loop, which is the peripheral's too: so each call
 /// enters the peripheral synchronously (`onLoop`), without an executor switch per packet.
-public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
+public final class GATTPeripheralBinding: ATTServer, Sendable {
     public let peripheral: Peripheral
     private let link: HostPeripheralLink
-    private let lock = Mutex(())
     /// Wakes the peripheral at its ATT transaction deadline; on the loop, the peripheral's executor.
     private let expiryTimer: DeadlineTimer
     /// The address behind each `CentralID`, recorded before the peripheral hears of the central,
     /// so whatever handles its events can name it. Kept after a disconnection (the events of a
-    /// central that has gone still name it) until the connection handle is reused.
-    private var addresses: [CentralID: BluetoothAddress] = [:]
+    /// central that has gone still name it) until the connection handle is reused. Loop-bound:
+    /// the host records it and the handlers of the peripheral's events (the MQTT mirror) read it,
+    /// all on the loop.
+    private let addresses: LoopBound<[CentralID: BluetoothAddress]>
 
     public init(configuration: GATTServer.Configuration = .init()) {
         link = HostPeripheralLink()
+        addresses = LoopBound([:])
         let peripheral = Peripheral(configuration: configuration, link: link)
         self.peripheral = peripheral
         expiryTimer = DeadlineTimer { timer in
@@ -54,14 +55,14 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
         peripheral.onLoop(with: state) { $0.updateState($1) }
     }
 
-    /// The address of the central the peripheral's events call `id`.
+    /// The address of the central the peripheral's events call `id`; on the loop.
     public func address(of id: CentralID) -> BluetoothAddress? {
-        lock.withLock { _ in addresses[id] }
+        addresses.value[id]
     }
 
     public func centralConnected(_ bearer: ATTBearer) {
         let id = Self.centralID(bearer.central)
-        lock.withLock { _ in addresses[id] = bearer.central.address }
+        addresses.value[id] = bearer.central.address
         link.register(bearer, as: id)
         peripheral.onLoop(with: id) { $0.centralConnected($1) }
     }
@@ -124,24 +125,25 @@ public final class GATTPeripheralBinding: ATTServer, @unchecked Sendable {
     }
 }
 
-/// The peripheral's outbound seam, implemented over the host's ATT bearers.
-final class HostPeripheralLink: PeripheralLink, @unchecked Sendable {
-    private let lock = Mutex(())
+/// The peripheral's outbound seam, implemented over the host's ATT bearers. Its callers are all
+/// on the loop (the host registering a central's bearer, the peripheral sending), so the bearers
+/// are loop-bound, not locked.
+final class HostPeripheralLink: PeripheralLink, Sendable {
     /// A list searched by id, not a table keyed by it: there are a handful of centrals, and every
     /// PDU sent looked its bearer up, hashing the id.
-    private var bearers: [(id: CentralID, bearer: ATTBearer)] = []
-    private weak var host: PeripheralHost?
+    private let bearers = LoopBound<[(id: CentralID, bearer: ATTBearer)]>([])
+    /// Set once by the host's `init` (`attach`), which may run off the loop, before the host runs
+    /// and so before the peripheral can ask it for anything.
+    private let host = BackReference<PeripheralHost>()
 
-    func attach(_ host: PeripheralHost) { lock.withLock { _ in self.host = host } }
+    func attach(_ host: PeripheralHost) { self.host.target = host }
 
     func register(_ bearer: ATTBearer, as id: CentralID) {
-        lock.withLock { _ in
-            bearers.removeAll { $0.id == id }
-            bearers.append((id, bearer))
-        }
+        bearers.value.removeAll { $0.id == id }
+        bearers.value.append((id, bearer))
     }
 
-    func unregister(_ id: CentralID) { lock.withLock { _ in bearers.removeAll { $0.id == id } } }
+    func unregister(_ id: CentralID) { bearers.value.removeAll { $0.id == id } }
 
     func send(_ pdu: [UInt8], to central: CentralID) {
         bearer(of: central)?.send(pdu)
@@ -152,14 +154,12 @@ final class HostPeripheralLink: PeripheralLink, @unchecked Sendable {
     }
 
     private func bearer(of central: CentralID) -> ATTBearer? {
-        lock.withLock { _ in bearers.first { $0.id == central }?.bearer }
+        bearers.value.first { $0.id == central }?.bearer
     }
 
     private func target(_ central: CentralID) -> (Central, PeripheralHost)? {
-        lock.withLock { _ in
-            guard let bearer = bearers.first(where: { $0.id == central })?.bearer, let host else { return nil }
-            return (bearer.central, host)
-        }
+        guard let bearer = bearer(of: central), let host = host.target else { return nil }
+        return (bearer.central, host)
     }
 
     func disconnectAfterTransactionTimeout(_ central: CentralID) {
