@@ -10,3 +10,19 @@ public final class BackReference<Target: AnyObject & Sendable>: @unchecked Senda
 
     public init() {}
 }
+
+/// A weak reference as a value, for the back-reference to an object that is not `Sendable` but
+/// used only on the loop (a component of an actor on the loop, its timer's body reaching it):
+/// kept in a `LoopBound`, so that the body, which must be `Sendable`, reaches it through a check
+/// that it runs on the loop's thread instead of an unchecked capture.
+///
+/// ```swift
+/// let owner = LoopBound(WeakReference<Component>())
+/// owner.value.target = self   // on the loop
+/// timer = DeadlineTimer { _ in owner.value.target?.deadlineReached() }
+/// ```
+public struct WeakReference<Target: AnyObject> {
+    public weak var target: Target?
+
+    public init() {}
+}

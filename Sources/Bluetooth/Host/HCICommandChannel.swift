@@ -106,12 +106,10 @@ final class HCICommandChannel {
     private func armTimer() {
         if timer == nil {
             // The timer runs on the loop, the executor of the host that owns this channel and
-            // the only place the channel is used.
-            nonisolated(unsafe) weak let channel = self
-            timer = DeadlineTimer { _ in
-                precondition(EventLoop.shared.inLoop, "the command timer ran off the event loop")
-                channel?.timedOut()
-            }
+            // the only place the channel is used; the loop-bound reference checks that it does.
+            let channel = LoopBound(WeakReference<HCICommandChannel>())
+            channel.value.target = self
+            timer = DeadlineTimer { _ in channel.value.target?.timedOut() }
         }
         timer?.schedule(after: timeout)
     }

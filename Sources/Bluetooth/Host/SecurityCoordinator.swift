@@ -393,9 +393,10 @@ final class SecurityCoordinator {
         guard let deadline = manager.nextDeadline else { return }
         if timer == nil {
             // The timer fires on the loop, the executor of the host that owns this coordinator and
-            // the only place it is used.
-            nonisolated(unsafe) weak let coordinator = self
-            timer = DeadlineTimer { _ in coordinator?.deadlineReached() }
+            // the only place it is used; the loop-bound reference checks that it does.
+            let coordinator = LoopBound(WeakReference<SecurityCoordinator>())
+            coordinator.value.target = self
+            timer = DeadlineTimer { _ in coordinator.value.target?.deadlineReached() }
         }
         timer?.schedule(at: deadline, since: loopOrigin)
     }
