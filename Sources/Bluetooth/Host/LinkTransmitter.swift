@@ -12,6 +12,11 @@ struct DeliveredUpdates {
 
 /// The host's ACL transmit path: the flow-control scheduler and the transport it feeds, shared by
 /// the host's event loop (credits, connections) and every bearer (sends, from any thread).
+///
+/// Locked, not loop-bound (`LoopBound`): in the gateway every send is on the loop (the peripheral
+/// through `HostPeripheralLink`, the host's components), but `ATTBearer` is public and promises
+/// any thread, and the host's tests send through it from their own threads, as they drive this
+/// class and `LinkDispatcher` directly.
 final class LinkTransmitter: @unchecked Sendable {
     // `lock` guards everything below; transport writes happen under it so fragments keep order.
     private let lock = Mutex(())
