@@ -61,7 +61,7 @@ public final class StateJournal: Sendable {
     }
 
     deinit {
-        state.withLock { close($0.descriptor) }
+        state.withLock { _ = close($0.descriptor) }
     }
 
     /// Appends `bytes` (whole records) to the journal.

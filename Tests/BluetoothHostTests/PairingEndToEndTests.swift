@@ -73,6 +73,7 @@ struct PairingEndToEndTests {
         let peripheral: Peripheral
         let published: PublishedService
         let stateDirectory: String
+        let stateWriter: StateFileWriter
         let log: CapturedLog
         let events: HostEventLog
         let task: Task<Void, Never>
@@ -95,8 +96,16 @@ struct PairingEndToEndTests {
             try await phone.expect("connect", ["address": try #require(found.string("address"))])
         }
 
-        /// The stored bond file as JSON.
-        func bondFile() throws -> [String: Any] {
+        /// Waits until what the host has saved so far is on disk: it hands its bonds to the state
+        /// writer's own thread, so a file read straight after a host event can race the write.
+        func stateFilesWritten() async {
+            _ = await host.bonds  // the host's turn that handed the write over has ended
+            stateWriter.waitUntilIdle()
+        }
+
+        /// The stored bond file as JSON, once written.
+        func bondFile() async throws -> [String: Any] {
+            await stateFilesWritten()
             let data = try Data(contentsOf: URL(fileURLWithPath: stateDirectory + "/bonds.json"))
             return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         }
@@ -153,13 +162,14 @@ struct PairingEndToEndTests {
         let log = CapturedLog()
         let directory = try temporaryDirectory("pairing").path
         let binding = GATTPeripheralBinding(configuration: GATTServer.Configuration(deviceName: name))
+        let stateWriter = StateFileWriter()
         let host = PeripheralHost(
             configuration: HostConfiguration(
                 transport: .tcp(host: "127.0.0.1", port: UInt16(virtual.tcpPort)), stateDirectory: directory,
                 advertising: AdvertisingSettings(localName: name, serviceUUIDs: [serviceUUID], intervalMilliseconds: 20),
                 reconnectDelays: [.milliseconds(100), .milliseconds(300)], security: security,
                 confirmsNumericComparison: confirmsNumericComparison),
-            peripheral: binding, stateWriter: StateFileWriter(), logger: log.logger)
+            peripheral: binding, stateWriter: stateWriter, logger: log.logger)
         let peripheral = binding.peripheral
         let values = ValueStore()
         await peripheral.setRequestHandlers(values.handlers(longValue: Array("secret".utf8)))
@@ -170,7 +180,7 @@ struct PairingEndToEndTests {
         let published = try await peripheral.add(service)
         return Running(
             controller: virtual, host: host, peripheral: peripheral, published: published,
-            stateDirectory: directory, log: log, events: events, task: task)
+            stateDirectory: directory, stateWriter: stateWriter, log: log, events: events, task: task)
     }
 
     static let insufficientAuthentication = 0x05
@@ -208,12 +218,13 @@ struct PairingEndToEndTests {
                         isEncrypted: true, isAuthenticated: false, encryptionKeySize: 16, isBonded: true)))
 
         // The bond file: 0600, owned by the user running gattway, one bond with its keys.
+        await running.stateFilesWritten()
         let path = running.stateDirectory + "/bonds.json"
         var status = stat()
         #expect(stat(path, &status) == 0)
         #expect(status.st_mode & 0o777 == 0o600)
         #expect(status.st_uid == getuid())
-        let bonds = try #require(try running.bondFile()["bonds"] as? [[String: Any]])
+        let bonds = try #require(try await running.bondFile()["bonds"] as? [[String: Any]])
         #expect(bonds.count == 1)
         let bond = try #require(bonds.first)
         let secrets = ["longTermKey", "peerIdentityResolvingKey", "localIdentityResolvingKey"]
@@ -375,7 +386,7 @@ struct PairingEndToEndTests {
         let cccd = try #require(notify.clientConfigurationHandle)
         let host = running.host
         #expect(await host.bonds.bonds.first?.clientConfigurations == [cccd: 1])
-        let stored = try #require(try running.bondFile()["bonds"] as? [[String: Any]]).first
+        let stored = try #require(try await running.bondFile()["bonds"] as? [[String: Any]]).first
         #expect(stored?["clientConfigurations"] as? [String: Int] == ["\(cccd)": 1])
 
         let first = try #require(await host.connectedCentrals.first)
@@ -438,7 +449,8 @@ struct PairingEndToEndTests {
         let rpa = try #require(BluetoothAddress(String(text.prefix(17)), kind: .random))
         #expect(rpa.isResolvablePrivate, "\(rpa) is a resolvable private address")
         #expect(rpa != identity && rpa != first.address)
-        let storedIRK = try #require(try running.bondFile()["bonds"] as? [[String: Any]]).first?["peerIdentityResolvingKey"] as? String
+        let storedBond = try #require(try await running.bondFile()["bonds"] as? [[String: Any]]).first
+        let storedIRK = storedBond?["peerIdentityResolvingKey"] as? String
         #expect(storedIRK != nil, "the phone distributed its IRK")
 
         try await running.connect(phone)
