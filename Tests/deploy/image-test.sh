@@ -52,6 +52,14 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # 1. The image, built once.
 image_xz=${GATTWAY_IMAGE:-}
 if [[ -z $image_xz ]]; then
+    # make test makes the image's Debian roots in the background (Tests/run-all.sh).
+    if [[ -n ${GATTWAY_IMAGE_ROOTS_LOG:-} ]]; then
+        echo "== the image's Debian roots, made in the background by make test:"
+        waited=$SECONDS
+        flock "${GATTWAY_CACHE:-$HOME/.cache/gattway}/arm64/.raspi-lock" true # until they are done
+        sed 's/^/     /' "$GATTWAY_IMAGE_ROOTS_LOG"
+        echo "   (this stage waited $((SECONDS - waited)) s for them)"
+    fi
     echo "== make image (deploy/build-raspi-image.sh --raw)"
     build_started=$SECONDS
     image_xz=$("$repo/deploy/build-raspi-image.sh" --raw --out "$work/out" 2>"$work/build.log" | tail -n 1)
