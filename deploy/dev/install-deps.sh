@@ -17,8 +17,8 @@ apt_packages=(
     mosquitto mosquitto-clients openssl python3-venv
 )
 # What the test command's extra stages use (Debian 13 build, VM kernel tests, .deb tests, the
-# arm64 package under qemu-user, BlueZ as the central in the VM), and Tests/deploy/image-test.sh
-# (the Pi image booted under qemu-system-aarch64).
+# arm64 package under qemu-user, BlueZ as the central in the VM, the Pi image booted under
+# qemu-system-aarch64).
 if [[ "${1:-}" == "--test" ]]; then
     apt_packages+=(debootstrap qemu-system-x86 qemu-user-static binfmt-support file dpkg-dev binutils e2fsprogs gcc make bluez
         qemu-system-arm dosfstools mtools fdisk xz-utils openssh-client device-tree-compiler)
