@@ -1,7 +1,8 @@
 /// A weak reference to an object from the closures it hands out while it is being made (a
 /// loop timer's body, a line's readable callback): they exist before the object is complete, so
 /// they reach it through this, set at the end of its `init`. Weak, so they keep no stopped object
-/// alive; the one way the project writes that back-reference.
+/// alive; the one way the project writes that back-reference to a `Sendable` object (to one that
+/// is not, used only on the loop: `WeakReference` in a `LoopBound`, below).
 public final class BackReference<Target: AnyObject & Sendable>: @unchecked Sendable {
     /// Set once, by the object's `init`, before anything that reads it can run: arming the timer
     /// or watching the line comes after and goes through the loop's lock, which orders the write

@@ -27,11 +27,10 @@ public final class GATTPeripheralBinding: ATTServer, Sendable {
     /// central that has gone still name it) until the connection handle is reused. Loop-bound:
     /// the host records it and the handlers of the peripheral's events (the MQTT mirror) read it,
     /// all on the loop.
-    private let addresses: LoopBound<[CentralID: BluetoothAddress]>
+    private let addresses = LoopBound<[CentralID: BluetoothAddress]>([:])
 
     public init(configuration: GATTServer.Configuration = .init()) {
         link = HostPeripheralLink()
-        addresses = LoopBound([:])
         let peripheral = Peripheral(configuration: configuration, link: link)
         self.peripheral = peripheral
         expiryTimer = DeadlineTimer { timer in
