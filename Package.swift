@@ -326,7 +326,7 @@ let package = Package(
             path: "Tests/GatewayTests", swiftSettings: swiftSettings),
         // gattway's executable end to end: a configuration, `gattway run`, Bumble phones (Tests/harness).
         .testTarget(
-            name: "EndToEndTests", dependencies: ["gattway", "TestHarness", "BluetoothCore", "MQTTMirror"],
+            name: "EndToEndTests", dependencies: ["gattway", "Gateway", "Config", "TestHarness", "BluetoothCore", "MQTTMirror"],
             path: "Tests/EndToEndTests", swiftSettings: swiftSettings)
     ]
 )

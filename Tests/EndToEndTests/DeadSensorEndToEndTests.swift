@@ -49,7 +49,7 @@ struct DeadSensorEndToEndTests {
         let offline = await watcher.first(timeout: .seconds(40)) { $0.topic == Self.availability && $0.text == "offline" }
         try #require(offline != nil, "the silent sensor is reported unavailable:\n\(rig.log)")
         let wentOffline = watcher.count
-        #expect(rig.log.contains("sensor unavailable"), "logged")
+        #expect(rig.waitForLog("sensor unavailable"), "logged:\n\(rig.log)")
         let state = await watcher.first(after: 0) {
             $0.topic == "gattway/shed/state" && ($0.text ?? "").contains(#""unavailable":{"climate":"no good reading for "#)
         }

@@ -99,7 +99,7 @@ extension LoadSensitiveEndToEnd {
             let broker = try #require(rig.broker)
             let record = try ReloadEndToEndTests.blockDiscoveryRecord(rig)
             try rig.restartGattway()
-            #expect(rig.log.contains("the MQTT mirror did not start: "), "\(rig.log)")
+            #expect(rig.waitForLog("the MQTT mirror did not start: "), "\(rig.log)")
 
             let (phone, _) = try await rig.connectedPhone()
             let handle = try await phone.valueHandle(of: Self.levelUUID)

@@ -53,7 +53,7 @@ struct NumericComparisonTests {
         let number = try #require(paired.int("compared"), "the phone was asked to compare numbers")
         #expect(paired["authenticated"] as? Bool == true)
         let digits = String(format: "%06d", number)
-        #expect(rig.log.contains("if \(phone.address) shows \(digits), press \"pair\" to pair"), "\(rig.log)")
+        #expect(rig.waitForLog("if \(phone.address) shows \(digits), press \"pair\" to pair"), "\(rig.log)")
         let prompt = await watcher.first { $0.topic == "gattway/confirm/pairing" }
         let payload = try JSONSerialization.jsonObject(with: Data((prompt?.text ?? "{}").utf8)) as? [String: Any]
         #expect(payload?["central"] as? String == phone.address)

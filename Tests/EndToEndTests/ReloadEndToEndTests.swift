@@ -103,7 +103,7 @@ struct ReloadEndToEndTests {
         #expect(
             both.map(\.stdout).sorted() == ["configuration reloaded\n  applied: sensor open restarted\n", "configuration unchanged\n"],
             "\(both)")
-        #expect(rig.log.contains("gattway: configuration reloaded\n"), "the service logs it too")
+        #expect(rig.waitForLog("gattway: configuration reloaded\n"), "the service logs it too")
         #expect(
             try await Self.notifications(doorPhone, doorHandle, count: 1, seconds: 5) == ["00"],
             "the inverted line, from the restarted sensor, notified on the same connection")
@@ -431,7 +431,7 @@ struct ReloadEndToEndTests {
         let broker = try #require(rig.broker)
         let record = try Self.blockDiscoveryRecord(rig)
         try rig.restartGattway()
-        #expect(rig.log.contains("the MQTT mirror did not start: "), "\(rig.log)")
+        #expect(rig.waitForLog("the MQTT mirror did not start: "), "\(rig.log)")
 
         let (phone, _) = try await rig.connectedPhone()
         let handle = try await phone.valueHandle(of: "6E400002-B5A3-F393-E0A9-E50E24DC0018")

@@ -1,13 +1,12 @@
 import Config
 import EventLoop
-import Gateway
 import Glibc
 import StateFile
 
 /// The command line's side of the running service's control socket (`ControlSocket`): one
 /// request, one answer.
-enum ControlClient {
-    enum Outcome {
+public enum ControlClient {
+    public enum Outcome: Sendable {
         case answered(ControlResponse)
         /// Nothing listens on the socket (no file, or a stale one) and no gattway holds the
         /// configuration's state directory: the service is not running.
@@ -18,7 +17,7 @@ enum ControlClient {
 
     /// A gattway (`pid`) holds the configuration's `state_dir` but does not answer on its
     /// control socket: its `runtime_dir` is another, or it could not make the socket.
-    static func unanswered(_ config: GatewayConfig, pid: pid_t?) -> String {
+    public static func unanswered(_ config: GatewayConfig, pid: pid_t?) -> String {
         "a gattway\(pid.map { " (pid \($0))" } ?? "") runs on state_dir \(config.stateDirectory) but nothing "
             + "answers on \(ControlSocket.path(runtimeDirectory: config.runtimeDirectory)): its runtime_dir is another "
             + "than this configuration's, or its log says why it has no control socket"
@@ -29,7 +28,7 @@ enum ControlClient {
 
     /// Sends `request` for the service of `config` (its `state_dir` goes with it, see
     /// `ControlRequest.stateDirectory`).
-    static func ask(_ request: ControlRequest, config: GatewayConfig) -> Outcome {
+    public static func ask(_ request: ControlRequest, config: GatewayConfig) -> Outcome {
         let path = ControlSocket.path(runtimeDirectory: config.runtimeDirectory)
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return .failed("socket: \(String(cString: strerror(errno)))") }
