@@ -106,6 +106,11 @@ public struct GatewayService: Service {
         let controlSocket = Self.openControlSocket(config.runtimeDirectory, control: control, logger: logger)
         controlSocket?.start()
 
+        // Before the host runs, so its first events (the controller's state) find the sink.
+        await host.setEventSink(
+            Self.hostEventSink(
+                host: host, pipeline: pipeline, mirror: mirror, confirmWith: config.bluetooth.security.confirmWith,
+                readiness: readiness, logger: logger))
         // The host runs beside the group: its shutdown wait is bounded below, so a controller caught
         // mid-command cannot hold the exit.
         let hostTask = Task(executorPreference: EventLoop.shared) { await host.run() }
@@ -127,12 +132,6 @@ public struct GatewayService: Service {
                 }
             }
             group.addTask { [readinessGrace] in await readiness.expireGrace(after: readinessGrace) }
-            group.addTask {
-                await Self.follow(
-                    host.events, host: host, pipeline: pipeline, mirror: mirror,
-                    confirmWith: config.bluetooth.security.confirmWith,
-                    readiness: readiness, logger: logger)
-            }
             // Suspends until the group starts a graceful shutdown (SIGTERM/SIGINT); a plain
             // cancellation ends the wait the same way.
             try? await gracefulShutdown()
@@ -192,49 +191,59 @@ public struct GatewayService: Service {
         }
     }
 
-    /// Logs the host's events, tells the pipeline (for MQTT's
-    /// `state`) when advertising starts and stops and the pairing window opens and closes (which
-    /// the advertising flags say too), publishes a pairing's random passkey or
-    /// Numeric Comparison number on MQTT, and tells systemd how the controller is doing
-    /// (`ServiceReadiness`: READY=1 at the first power-on, when the services are published; the
-    /// number of connected centrals in STATUS=).
-    private static func follow(
-        _ events: AsyncStream<HostEvent>, host: PeripheralHost, pipeline: ValuePipeline,
-        mirror: MirrorRunner?, confirmWith: String?,
+    /// The sink of the host's events (`PeripheralHost.setEventSink`), run on the loop in the call
+    /// that reported each: logs them, tells the pipeline (for MQTT's `state`) when advertising
+    /// starts and stops and the pairing window opens and closes (which the advertising flags say
+    /// too), publishes a pairing's random passkey or Numeric Comparison number on MQTT, and tells
+    /// systemd how the controller is doing (`ServiceReadiness`: READY=1 at the first power-on,
+    /// when the services are published; the number of connected centrals in STATUS=).
+    static func hostEventSink(
+        host: PeripheralHost, pipeline: ValuePipeline, mirror: MirrorRunner?, confirmWith: String?,
         readiness: ReadinessReporter, logger: Logger
-    ) async {
-        for await event in events {
+    ) -> HostEventSink {
+        // The advertising flags follow the pairing window by HCI commands, which are awaited off
+        // the event path: a task per change of the window (not per packet), each after the one
+        // before, so the flags end as the window does even when it opens and closes at once.
+        let windowFlags = LoopBound<Task<Void, Never>?>(nil)
+        return { event in
             switch event {
             case .stateChanged(let state):
                 logger.notice("controller \(state.rawValue)")
                 readiness.controllerStateChanged(state)
             case .connected(let central):
                 logger.info("central connected", metadata: ["central": "\(central)"])
-                readiness.centralsChanged(await host.connectedCentrals.count)
+                readiness.centralsChanged(host.onLoop { $0.connectedCentrals.count })
             case .disconnected(let central, let reason):
                 logger.info("central disconnected", metadata: ["central": "\(central)", "reason": "\(reason)"])
-                readiness.centralsChanged(await host.connectedCentrals.count)
+                readiness.centralsChanged(host.onLoop { $0.connectedCentrals.count })
             case .advertisingStarted:
                 logger.info("advertising")
-                await pipeline.advertisingChanged(true)
+                pipeline.onLoop { $0.advertisingChanged(true) }
             case .advertisingStopped:
                 logger.info("advertising stopped")
-                await pipeline.advertisingChanged(false)
+                pipeline.onLoop { $0.advertisingChanged(false) }
             case .passkeyDisplayed(let central, let passkey?):
                 // The host logged it already (notice); a fixed passkey (nil) is never published.
-                await mirror?.pairing(central: "\(central.address)", prompt: .passkey(SecurityEvent.sixDigits(passkey)))
+                mirror?.onLoop(with: ("\(central.address)", SecurityEvent.sixDigits(passkey))) {
+                    $0.pairing(central: $1.0, prompt: .passkey($1.1))
+                }
             case .pairingWindowChanged(let open):
                 // The host logged it; the advertising flags and MQTT's state follow.
-                do {
-                    try await host.advertisePairingWindow(open)
-                } catch {
-                    logger.warning("advertising the pairing window: \(error)")
+                let previous = windowFlags.value
+                windowFlags.value = Task(executorPreference: EventLoop.shared) {
+                    await previous?.value
+                    do {
+                        try await host.advertisePairingWindow(open)
+                    } catch {
+                        logger.warning("advertising the pairing window: \(error)")
+                    }
                 }
-                await pipeline.pairingWindowChanged(open)
+                pipeline.onLoop(with: open) { $0.pairingWindowChanged($1) }
             case .numericComparison(let central, let number):
                 // The host logged the number; the press reaches the host from the sensor's values.
-                logger.notice("if \(central.address) shows \(SecurityEvent.sixDigits(number)), press \"\(confirmWith ?? "")\" to pair")
-                await mirror?.pairing(central: "\(central.address)", prompt: .compare(SecurityEvent.sixDigits(number)))
+                let shown = SecurityEvent.sixDigits(number)
+                logger.notice("if \(central.address) shows \(shown), press \"\(confirmWith ?? "")\" to pair")
+                mirror?.onLoop(with: ("\(central.address)", shown)) { $0.pairing(central: $1.0, prompt: .compare($1.1)) }
             default:
                 logger.debug("host event", metadata: ["event": "\(event)"])
             }

@@ -6,6 +6,7 @@ import EventLoop
 import Logging
 import StateFile
 import Synchronization
+import TestHarness
 import Testing
 
 @testable import BluetoothHost
@@ -44,16 +45,14 @@ actor HostComponentBench {
     let transport = CommandRecorder()
     let channel: HCICommandChannel
     let advertiser: Advertiser
-    nonisolated let events: AsyncStream<HostEvent>
+    nonisolated let events = EventLog<HostEvent>()
 
     /// `timeout`: far beyond any wait of a test that does not test it, so a machine loaded by the
     /// whole suite (the test's own steps starved for seconds) cannot time a command out under it.
     init(timeout: Duration = .seconds(60), settings: AdvertisingSettings? = nil, maxCentrals: Int = 1) {
         channel = HCICommandChannel(timeout: timeout)
-        let (events, sink) = AsyncStream.makeStream(of: HostEvent.self)
-        self.events = events
         advertiser = Advertiser(
-            settings: settings, commands: channel, maxCentrals: maxCentrals, eventSink: sink,
+            settings: settings, commands: channel, maxCentrals: maxCentrals, eventSink: HostEventOutlet(events.append),
             logger: Logger(label: "test"))
     }
 
@@ -164,13 +163,12 @@ private func eventually(_ condition: @Sendable () async -> Bool) async throws {
         await bench.advertisingStopped()
         #expect(await bench.isAdvertising == false)
 
-        var events = bench.events.makeAsyncIterator()
+        // Each event reached the sink in the call that made it; only one stop.
         let payload = AdvertisingPayload(settings: Self.settings, txPower: nil)
-        #expect(await events.next() == .advertisingStarted(payload, extended: false))
-        #expect(await events.next() == .advertisingStopped)
-        // Only one stop: the next event is the start below.
+        #expect(bench.events.all == [.advertisingStarted(payload, extended: false), .advertisingStopped])
         try await bench.enableAdvertising(on: Self.info, connected: 0)
-        #expect(await events.next() == .advertisingStarted(payload, extended: false))
+        #expect(bench.events.all.last == .advertisingStarted(payload, extended: false))
+        #expect(bench.events.all.count == 3)
     }
 
     @Test func doesNotAdvertiseWithMaxCentralsConnected() async throws {
@@ -202,17 +200,15 @@ private func eventually(_ condition: @Sendable () async -> Bool) async throws {
 @Suite(.timeLimit(.minutes(1))) struct ConnectionTableTests {
     let transport = CommandRecorder()
     let transmitter = LinkTransmitter()
-    let events: AsyncStream<HostEvent>
+    let events = EventLog<HostEvent>()
     let table: ConnectionTable
     /// 30–50 ms, no latency, 4 s supervision timeout.
     static let preferred = ConnectionParameters(intervalMin: 24, intervalMax: 40, latency: 0, supervisionTimeout: 400)
 
     init() {
-        let (events, sink) = AsyncStream.makeStream(of: HostEvent.self)
-        self.events = events
         table = ConnectionTable(
             transmitter: transmitter, commands: HCICommandChannel(timeout: .seconds(1)),
-            preferredParameters: Self.preferred, eventSink: sink, logger: Logger(label: "test"))
+            preferredParameters: Self.preferred, eventSink: HostEventOutlet(events.append), logger: Logger(label: "test"))
         transmitter.start(transport: transport, buffers: ACLBufferSize(dataLength: 27, packetCount: 4))
     }
 
@@ -251,11 +247,10 @@ private func eventually(_ condition: @Sendable () async -> Bool) async throws {
         #expect(Array(request.prefix(1)) == [0x12])
         #expect(Array(request.dropFirst(4)) == [24, 0, 40, 0, 0, 0, 0x90, 0x01])
 
-        // The central's answer (accepted) becomes an event.
+        // The central's answer (accepted) becomes an event, in the same call.
         let identifier = request.count > 1 ? request[1] : 0
         table.signalingReceived([0x13, identifier, 0x02, 0x00, 0x00, 0x00], from: missing)
-        var iterator = events.makeAsyncIterator()
-        #expect(await iterator.next() == .connectionParameterUpdateAnswered(missing.central, accepted: true))
+        #expect(events.all == [.connectionParameterUpdateAnswered(missing.central, accepted: true)])
     }
 }
 
@@ -270,7 +265,7 @@ private func eventually(_ condition: @Sendable () async -> Bool) async throws {
     init() throws {
         (directory, store) = try HostSecurityTests.stateDirectoryWithBond()
         let transmitter = LinkTransmitter()
-        let (_, sink) = AsyncStream.makeStream(of: HostEvent.self)
+        let sink = HostEventOutlet()
         let logger = Logger(label: "test")
         table = ConnectionTable(
             transmitter: transmitter, commands: HCICommandChannel(timeout: .seconds(1)), preferredParameters: nil,

@@ -288,8 +288,8 @@ struct HostSecurityTests {
         let replies = await Self.smpReplies(controller, count: 2)
         #expect(replies.first?.first == 0x02, "Pairing Response")
         #expect(replies.last == [0x05, 0x01], "Pairing Failed, Passkey Entry Failed")
-        let failed = await rig.host.events.first { if case .pairingFailed = $0 { true } else { false } }
-        guard case .pairingFailed(_, let reason)? = failed else { return }
+        let failed = try await rig.events.next { if case .pairingFailed = $0 { true } else { false } }
+        guard case .pairingFailed(_, let reason) = failed else { return }
         #expect(reason.contains("Passkey Entry Failed"))
     }
 

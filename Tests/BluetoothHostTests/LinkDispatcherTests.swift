@@ -17,14 +17,13 @@ import Testing
     let table: ConnectionTable
     let advertiser: Advertiser
     let server = RecordingServer()
-    let events: AsyncStream<HostEvent>
+    let events = EventLog<HostEvent>()
     let links: LinkDispatcher
     static let local = BluetoothAddress("F0:00:00:00:00:01")!
     static let peer = BluetoothAddress("D0:99:99:99:99:99", kind: .random)!
 
     init() throws {
-        let (events, sink) = AsyncStream.makeStream(of: HostEvent.self)
-        self.events = events
+        let sink = HostEventOutlet(events.append)
         let logger = Logger(label: "test")
         let commands = HCICommandChannel(timeout: .seconds(1))
         table = ConnectionTable(
@@ -70,11 +69,34 @@ import Testing
         #expect(followUp == .readvertiseAndRequestFasterLink(central))
         var serverEvents = server.events.makeAsyncIterator()
         #expect(await serverEvents.next() == .connected(central))
-        var hostEvents = events.makeAsyncIterator()
-        #expect(await hostEvents.next() == .connected(central))
+        #expect(events.all == [.connected(central)], "the host's event is out before the packet's call returns")
 
         #expect(links.handle(Self.connection(0x41, role: .central), local: Self.local) == nil)
         #expect(table.count == 1, "a central-role connection is not a central of ours")
+    }
+
+    /// No buffer sits between the host and its sink, so none overflows: a burst of more events
+    /// than the stream it replaced kept (the newest 1,024) reaches the sink whole and in order.
+    @Test func everyEventOfABurstReachesTheSinkInOrder() throws {
+        for _ in 0..<600 {
+            _ = links.handle(Self.connection(0x40), local: Self.local)
+            _ = links.handle(.disconnectionComplete(status: .success, handle: 0x40, reason: .remoteUserTerminated), local: Self.local)
+        }
+        let recorded = events.all
+        #expect(recorded.count == 1_200)
+        let kinds = recorded.map { event -> String in
+            switch event {
+            case .connected: "connected"
+            case .disconnected(_, reason: .remoteUserTerminated): "disconnected"
+            default: "\(event)"
+            }
+        }
+        #expect(kinds == Array(repeating: ["connected", "disconnected"], count: 600).flatMap { $0 })
+        guard case .connected(let first) = recorded.first, case .connected(let last) = recorded[1_198] else {
+            Issue.record("no connection first: \(recorded.prefix(2))")
+            return
+        }
+        #expect(last.connectionID == first.connectionID + 599)
     }
 
     @Test func framesGoToTheirChannelAndDataForAnUnknownHandleIsDropped() async throws {

@@ -75,7 +75,8 @@ struct PairingEndToEndTests {
         let stateDirectory: String
         let stateWriter: StateFileWriter
         let log: CapturedLog
-        let events: HostEventLog
+        /// The host's events, recorded from the start so none is missed.
+        let events: EventLog<HostEvent>
         let task: Task<Void, Never>
 
         func stop() {
@@ -111,49 +112,6 @@ struct PairingEndToEndTests {
         }
     }
 
-    /// The host's events, recorded from the start so none is missed.
-    final class HostEventLog: @unchecked Sendable {
-        private let lock = NSLock()
-        private var events: [HostEvent] = []
-        private var waiters: [UUID: (predicate: (HostEvent) -> Bool, continuation: CheckedContinuation<HostEvent?, Never>)] = [:]
-
-        func append(_ event: HostEvent) {
-            let ready = lock.withLock {
-                events.append(event)
-                let matched = waiters.filter { $0.value.predicate(event) }
-                for id in matched.keys { waiters[id] = nil }
-                return matched.values.map(\.continuation)
-            }
-            for continuation in ready { continuation.resume(returning: event) }
-        }
-
-        var all: [HostEvent] { lock.withLock { events } }
-
-        /// The first event (already recorded or still to come) matching `predicate`; throws when
-        /// none comes within `limit`, so a missing event fails the test instead of hanging it.
-        func first(within limit: Duration = .seconds(20), where predicate: @escaping (HostEvent) -> Bool) async throws -> HostEvent {
-            let id = UUID()
-            let found: HostEvent? = await withCheckedContinuation { continuation in
-                let recorded: HostEvent?? = lock.withLock {
-                    if let event = events.first(where: predicate) { return .some(event) }
-                    waiters[id] = (predicate, continuation)
-                    return .none
-                }
-                if case .some(let event) = recorded {
-                    continuation.resume(returning: event)
-                    return
-                }
-                Task {
-                    try? await Task.sleep(for: limit)
-                    let expired = lock.withLock { waiters.removeValue(forKey: id) }
-                    expired?.continuation.resume(returning: nil)
-                }
-            }
-            guard let found else { throw TestFailure("no matching host event within \(limit); events: \(all)") }
-            return found
-        }
-    }
-
     static func start(
         security: SecurityConfiguration = .standard,
         confirmsNumericComparison: Bool = false
@@ -173,8 +131,8 @@ struct PairingEndToEndTests {
         let peripheral = binding.peripheral
         let values = ValueStore()
         await peripheral.setRequestHandlers(values.handlers(longValue: Array("secret".utf8)))
-        let events = HostEventLog()
-        Task { for await event in host.events { events.append(event) } }
+        let events = EventLog<HostEvent>()
+        await host.setEventSink(events.append)
         let task = Task { await host.run() }
         _ = await peripheral.events.first { $0 == .stateChanged(.poweredOn) }
         let published = try await peripheral.add(service)

@@ -97,6 +97,8 @@ struct PeripheralHostTests {
     struct Rig {
         let host: PeripheralHost
         let server: RecordingServer
+        /// The host's events, from its start.
+        let events: EventLog<HostEvent>
         let controllers: [FakeController]
         let task: Task<Void, Never>
         let stateDirectory: String
@@ -127,9 +129,14 @@ struct PeripheralHostTests {
                 return queue.removeFirst()
             }
         }
-        let task = Task(executorPreference: EventLoop.shared) { await host.run() }
+        let events = EventLog<HostEvent>()
+        let task = Task(executorPreference: EventLoop.shared) {
+            await host.setEventSink(events.append)
+            await host.run()
+        }
         return Rig(
-            host: host, server: server, controllers: controllers, task: task, stateDirectory: directory, writer: writer)
+            host: host, server: server, events: events, controllers: controllers, task: task, stateDirectory: directory,
+            writer: writer)
     }
 
     static func commands(_ controller: FakeController, until opcode: HCIOpcode) async -> [HCIOpcode] {
@@ -174,7 +181,7 @@ struct PeripheralHostTests {
                 .leSetAdvertisingParameters, .leSetAdvertisingData, .leSetScanResponseData,
                 .leSetAdvertisingEnable
             ])
-        let started = await rig.host.events.first { if case .advertisingStarted = $0 { true } else { false } }
+        let started = try await rig.events.next { if case .advertisingStarted = $0 { true } else { false } }
         guard case .advertisingStarted(let payload, let extended) = started else {
             Issue.record("advertising did not start")
             return

@@ -79,7 +79,11 @@ struct PairingGatewayTests {
         #expect(
             await watcher.first { $0.topic == "gattway/pairing-e2e/gateway/label" && $0.text?.hasPrefix(#"{"value":"hi""#) == true } != nil)
 
-        // The bond file is private; none of its keys is in the trace-level log of this run.
+        // The bond file is private; none of its keys is in the trace-level log of this run. Read
+        // once the gateway has stopped: it hands the file to its state writer's thread, and
+        // waits for that at its exit, not before the phone's next write is answered.
+        gateway.signal(SIGTERM)
+        _ = gateway.waitForExit(timeout: 3)
         let bondPath = state + "/bonds.json"
         var status = stat()
         #expect(stat(bondPath, &status) == 0)
@@ -88,8 +92,6 @@ struct PairingGatewayTests {
         let bond = try #require((file?["bonds"] as? [[String: Any]])?.first)
         let keys = ["longTermKey", "peerIdentityResolvingKey", "localIdentityResolvingKey"].compactMap { bond[$0] as? String }
         #expect(keys.count == 3)
-        gateway.signal(SIGTERM)
-        _ = gateway.waitForExit(timeout: 3)
         let log = (gateway.stderr + gateway.stdout).lowercased()
         #expect(log.contains("paired with"))
         for key in keys {

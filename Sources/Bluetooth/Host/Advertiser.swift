@@ -13,7 +13,7 @@ final class Advertiser {
 
     private let commands: HCICommandChannel
     private let maxCentrals: Int
-    private let eventSink: AsyncStream<HostEvent>.Continuation
+    private let eventSink: HostEventOutlet
     private let logger: Logger
     /// What to advertise; nil when advertising is off by the program's wish.
     private(set) var settings: AdvertisingSettings?
@@ -25,7 +25,7 @@ final class Advertiser {
 
     init(
         settings: AdvertisingSettings?, commands: HCICommandChannel, maxCentrals: Int,
-        eventSink: AsyncStream<HostEvent>.Continuation, logger: Logger
+        eventSink: HostEventOutlet, logger: Logger
     ) {
         self.settings = settings
         self.commands = commands
@@ -135,7 +135,7 @@ final class Advertiser {
                 advertising (\(kind)): data \(payload.advertisingData.hexString), \
                 scan response \(payload.scanResponseData.hexString)
                 """)
-            eventSink.yield(.advertisingStarted(payload, extended: info.usesExtendedAdvertising))
+            eventSink(.advertisingStarted(payload, extended: info.usesExtendedAdvertising))
         }
         do {
             if info.usesExtendedAdvertising {
@@ -164,7 +164,7 @@ final class Advertiser {
         guard isAdvertising else { return }
         isAdvertising = false
         logger.info("advertising stopped")
-        eventSink.yield(.advertisingStopped)
+        eventSink(.advertisingStopped)
     }
 
     /// The controller is gone: nothing is configured on the next one yet.

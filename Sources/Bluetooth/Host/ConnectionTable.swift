@@ -13,7 +13,7 @@ final class ConnectionTable {
     private let commands: HCICommandChannel
     /// The connection parameters to ask a central for when its connection does not meet them.
     private let preferredParameters: ConnectionParameters?
-    private let eventSink: AsyncStream<HostEvent>.Continuation
+    private let eventSink: HostEventOutlet
     private let logger: Logger
     /// In connection order. A list searched by handle, not a table keyed by it: a controller
     /// serves a handful of links, and every packet the controller completes looked its connection
@@ -23,7 +23,7 @@ final class ConnectionTable {
 
     init(
         transmitter: LinkTransmitter, commands: HCICommandChannel, preferredParameters: ConnectionParameters?,
-        eventSink: AsyncStream<HostEvent>.Continuation, logger: Logger
+        eventSink: HostEventOutlet, logger: Logger
     ) {
         self.transmitter = transmitter
         self.commands = commands
@@ -99,7 +99,7 @@ final class ConnectionTable {
             transmitter.send(L2CAPFrame(channel: L2CAPChannel.leSignaling, payload: bytes), on: central.handle)
         case .parameterUpdateAnswered(let accepted):
             logger.info("\(central) \(accepted ? "accepted" : "rejected") the connection parameter request")
-            eventSink.yield(.connectionParameterUpdateAnswered(central, accepted: accepted))
+            eventSink(.connectionParameterUpdateAnswered(central, accepted: accepted))
         case .rejected(let identifier):
             logger.info("\(central) rejected signaling command \(identifier)")
         case .malformed(let count):
@@ -116,7 +116,7 @@ final class ConnectionTable {
         guard let central = self[handle]?.central else { return }
         if status == .success {
             logger.info("\(central): interval \(Double(interval) * 1.25) ms, latency \(latency), timeout \(Int(timeout) * 10) ms")
-            eventSink.yield(
+            eventSink(
                 .connectionParametersChanged(
                     central, interval: interval, latency: latency,
                     supervisionTimeout: timeout))
@@ -129,7 +129,7 @@ final class ConnectionTable {
     func dataLengthChanged(_ handle: UInt16, txOctets: UInt16, rxOctets: UInt16) {
         guard let central = self[handle]?.central else { return }
         logger.info("\(central): data length \(txOctets) bytes out, \(rxOctets) in")
-        eventSink.yield(.dataLengthChanged(central, maxTxOctets: txOctets, maxRxOctets: rxOctets))
+        eventSink(.dataLengthChanged(central, maxTxOctets: txOctets, maxRxOctets: rxOctets))
     }
 
     /// HCI LE PHY Update Complete.
@@ -137,7 +137,7 @@ final class ConnectionTable {
         guard let central = self[handle]?.central else { return }
         if status == .success {
             logger.info("\(central): PHY \(tx == 2 ? "2M" : "\(tx)") out, \(rx == 2 ? "2M" : "\(rx)") in")
-            eventSink.yield(.phyChanged(central, txPHY: tx, rxPHY: rx))
+            eventSink(.phyChanged(central, txPHY: tx, rxPHY: rx))
         } else {
             logger.info("\(central): PHY update refused: \(status); staying on the current PHY")
         }

@@ -4,6 +4,24 @@ import BluetoothHCI
 import BluetoothL2CAP
 import BluetoothSMP
 
+/// Where the host's events go (`PeripheralHost.setEventSink`): called on the event loop, in
+/// order, in the call that produced each (a packet's, a timer's, a command's answer), so an event
+/// reaches the program with no task, stream or queue between. It must not block; work that waits
+/// (an HCI command) starts a task of its own.
+public typealias HostEventSink = @Sendable (HostEvent) -> Void
+
+/// The host's one outlet for its events, shared by the components that report them and set once
+/// at wiring time (`PeripheralHost.setEventSink`). Used only on the host's executor, the event
+/// loop. With no sink set an event is dropped where it is reported: nothing queues in the host
+/// for a consumer that has not started or has fallen behind.
+final class HostEventOutlet {
+    var sink: HostEventSink?
+
+    init(_ sink: HostEventSink? = nil) { self.sink = sink }
+
+    func callAsFunction(_ event: HostEvent) { sink?(event) }
+}
+
 /// Everything the host reports, in order: for logs, tests and the program above.
 public enum HostEvent: Equatable, Sendable {
     case stateChanged(PeripheralState)

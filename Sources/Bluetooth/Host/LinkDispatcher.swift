@@ -31,14 +31,14 @@ final class LinkDispatcher {
     private let connections: ConnectionTable
     private let advertiser: Advertiser
     private let security: SecurityCoordinator
-    private let eventSink: AsyncStream<HostEvent>.Continuation
+    private let eventSink: HostEventOutlet
     private let logger: Logger
     /// Kept between Number Of Completed Packets events, which come once per packet sent.
     private var deliveredUpdates: [DeliveredUpdates] = []
 
     init(
         server: any ATTServer, transmitter: LinkTransmitter, connections: ConnectionTable, advertiser: Advertiser,
-        security: SecurityCoordinator, eventSink: AsyncStream<HostEvent>.Continuation, logger: Logger
+        security: SecurityCoordinator, eventSink: HostEventOutlet, logger: Logger
     ) {
         self.server = server
         self.transmitter = transmitter
@@ -130,7 +130,7 @@ final class LinkDispatcher {
         // A controller stops advertising when a central connects (legacy and extended alike).
         advertiser.markStopped()
         logger.info("central \(central) connected (\(connections.count) connected); interval \(Double(event.interval) * 1.25) ms")
-        eventSink.yield(.connected(central))
+        eventSink(.connected(central))
         server.centralConnected(connection.bearer)
         security.connectionOpened(connection, local: local)
         connections.askForPreferredParameters(
@@ -144,7 +144,7 @@ final class LinkDispatcher {
         let dropped = transmitter.close(handle)
         security.connectionClosed(handle)
         logger.info("central \(connection.central) disconnected: \(reason) (\(connections.count) connected)")
-        eventSink.yield(.disconnected(connection.central, reason: reason))
+        eventSink(.disconnected(connection.central, reason: reason))
         server.centralDisconnected(connection.central)
         if dropped > 0 { server.transmitCreditsAvailable(dropped) }
         return .readvertise
@@ -156,7 +156,7 @@ final class LinkDispatcher {
         security.sessionEnded(closing: connections.inOrder.map(\.central.handle))
         let dropped = transmitter.stop()
         for connection in connections.removeAll() {
-            eventSink.yield(.disconnected(connection.central, reason: .hardwareFailure))
+            eventSink(.disconnected(connection.central, reason: .hardwareFailure))
             server.centralDisconnected(connection.central)
         }
         if dropped > 0 { server.transmitCreditsAvailable(dropped) }

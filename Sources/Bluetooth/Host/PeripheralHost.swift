@@ -35,9 +35,8 @@ public actor PeripheralHost {
     /// The address centrals see, kept apart from `controller` so that an event, which needs only
     /// it, does not copy the whole description (and retain and release what it holds).
     private(set) var localAddress: BluetoothAddress = .zero
-    /// Every event, in order. One consumer.
-    public nonisolated let events: AsyncStream<HostEvent>
-    let eventSink: AsyncStream<HostEvent>.Continuation
+    /// Every event, in order, to the sink the program set (`setEventSink`).
+    let eventSink = HostEventOutlet()
 
     // The components, each with one job and its own state, called only on the host's executor
     // (docs/architecture.md, "The host's components").
@@ -72,7 +71,6 @@ public actor PeripheralHost {
         self.logger = logger
         self.openTransport = openTransport
         commands = HCICommandChannel(timeout: configuration.commandTimeout)
-        (events, eventSink) = AsyncStream.makeStream(of: HostEvent.self, bufferingPolicy: .bufferingNewest(1024))
         connections = ConnectionTable(
             transmitter: transmitter, commands: commands, preferredParameters: configuration.preferredConnection,
             eventSink: eventSink, logger: logger)
@@ -85,6 +83,13 @@ public actor PeripheralHost {
         links = LinkDispatcher(
             server: server, transmitter: transmitter, connections: connections, advertiser: advertiser,
             security: security, eventSink: eventSink, logger: logger)
+    }
+
+    /// From now on every event goes to `sink`, in the call that reported it, on the event loop;
+    /// nil stops them. Set it before `run`: an event reported while none is set is dropped, not
+    /// kept for later.
+    public func setEventSink(_ sink: HostEventSink?) {
+        eventSink.sink = sink
     }
 
     /// Runs the host until the calling task is cancelled; then closes the controller and returns.
@@ -120,7 +125,6 @@ public actor PeripheralHost {
         }
         _ = transmitter.stop()
         await setState(.unknown)
-        eventSink.finish()
     }
 
     /// The state a failure to open the controller leaves the peripheral in.
@@ -207,7 +211,7 @@ public actor PeripheralHost {
         guard newState != state else { return }
         logger.info("peripheral state: \(state) → \(newState)")
         state = newState
-        eventSink.yield(.stateChanged(newState))
+        eventSink(.stateChanged(newState))
         server.hostStateChanged(newState)
     }
 

@@ -22,7 +22,7 @@ final class SecurityCoordinator {
     private let server: any ATTServer
     private let transmitter: LinkTransmitter
     private let connections: ConnectionTable
-    private let eventSink: AsyncStream<HostEvent>.Continuation
+    private let eventSink: HostEventOutlet
     private let logger: Logger
     /// The pairing state machine (pure) with the bonds.
     private var manager: SecurityManager
@@ -42,7 +42,7 @@ final class SecurityCoordinator {
 
     init(
         configuration: HostConfiguration, server: any ATTServer, transmitter: LinkTransmitter,
-        connections: ConnectionTable, eventSink: AsyncStream<HostEvent>.Continuation, stateWriter: StateFileWriter,
+        connections: ConnectionTable, eventSink: HostEventOutlet, stateWriter: StateFileWriter,
         logger: Logger
     ) {
         self.configuration = configuration
@@ -204,7 +204,7 @@ final class SecurityCoordinator {
         }
         manager.openPairingWindow(for: length, now: now)
         logger.notice("pairing window open for \(Self.format(length)) (\(reason)): new phones can pair now")
-        eventSink.yield(.pairingWindowChanged(open: true))
+        eventSink(.pairingWindowChanged(open: true))
         scheduleTimer()
     }
 
@@ -212,7 +212,7 @@ final class SecurityCoordinator {
     func closePairingWindow() {
         guard manager.closePairingWindow() else { return }
         logger.notice("pairing window closed")
-        eventSink.yield(.pairingWindowChanged(open: false))
+        eventSink(.pairingWindowChanged(open: false))
     }
 
     /// `2m`, `90s`: whole minutes as minutes, else seconds.
@@ -263,10 +263,10 @@ final class SecurityCoordinator {
             guard let central = connections[handle]?.central else { return }
             if configuration.security.fixedPasskey != nil {
                 logger.notice("pairing with \(peer): enter the configured passkey on the device")
-                eventSink.yield(.passkeyDisplayed(central, passkey: nil))
+                eventSink(.passkeyDisplayed(central, passkey: nil))
             } else {
                 logger.notice("\(event)")
-                eventSink.yield(.passkeyDisplayed(central, passkey: passkey))
+                eventSink(.passkeyDisplayed(central, passkey: passkey))
             }
         case .passkeyRequested(let handle, let peer):
             // The central shows a passkey for the user to type on gattway, which has no keyboard
@@ -291,26 +291,26 @@ final class SecurityCoordinator {
             }
             awaitingConfirmation.insert(handle)
             logger.notice("\(event)")
-            eventSink.yield(.numericComparison(central, number: value))
+            eventSink(.numericComparison(central, number: value))
         case .pairingComplete(let handle, let outcome):
             awaitingConfirmation.remove(handle)
             logger.notice("\(event)")
             if outcome.bond != nil { saveBonds() }
             guard let connection = connections[handle] else { return }
-            eventSink.yield(.paired(connection.central, identity: outcome.identity, bonded: outcome.bond != nil))
+            eventSink(.paired(connection.central, identity: outcome.identity, bonded: outcome.bond != nil))
             updateSecurity(of: connection)
         case .pairingFailed(let handle, _, let failure):
             awaitingConfirmation.remove(handle)
             logger.notice("\(event)")
             guard let central = connections[handle]?.central else { return }
-            eventSink.yield(.pairingFailed(central, reason: failure.description))
+            eventSink(.pairingFailed(central, reason: failure.description))
         case .pairingRefused(let handle, _):
             logger.warning("\(event) [\(manager.refusedPairings) refused since the start]")
             guard let central = connections[handle]?.central else { return }
-            eventSink.yield(.pairingRefused(central))
+            eventSink(.pairingRefused(central))
         case .pairingWindowClosed:
             logger.notice("\(event): new phones cannot pair until it is opened again")
-            eventSink.yield(.pairingWindowChanged(open: false))
+            eventSink(.pairingWindowChanged(open: false))
         }
     }
 
@@ -336,7 +336,7 @@ final class SecurityCoordinator {
             restoreBond(bond, of: central)
         }
         // After the restore, so whoever sees the event finds the subscriptions in place.
-        eventSink.yield(.securityChanged(central, security))
+        eventSink(.securityChanged(central, security))
     }
 
     /// A bonded link: the central's subscriptions come back, unless the database changed since

@@ -135,9 +135,10 @@ actor MirrorRunner {
         running.service.onLoop(with: running.bridge.mirrorEvent(event, at: Date())) { $0.handle($1) }
     }
 
-    /// Publishes what a pairing asks of the user (`<base>/<dev>/pairing`).
-    func pairing(central: String, prompt: MirrorPairingPrompt) async {
-        await running?.service.handle(.pairing(central: central, prompt: prompt, at: Date()))
+    /// Publishes what a pairing asks of the user (`<base>/<dev>/pairing`), in the call (the host's
+    /// event sink calls this on the loop).
+    func pairing(central: String, prompt: MirrorPairingPrompt) {
+        running?.service.onLoop(with: MirrorEvent.pairing(central: central, prompt: prompt, at: Date())) { $0.handle($1) }
     }
 
     /// Replaces the mirror by one for `config` (its `mqtt` section and services) on `layout`.
