@@ -1,6 +1,7 @@
 import BluetoothATT
 import BluetoothCore
 import Foundation
+import Synchronization
 import Testing
 
 @testable import BluetoothGATT
@@ -325,6 +326,37 @@ struct EventReader {
         #expect(link.takeSent(to: central) == ["0d" + String(repeating: "5a", count: 18)])
         await peripheral.receive([0x12] + value + [0xEE], from: central)
         #expect(link.takeSent(to: central) == ["0112" + value.hexString + "81"])
+    }
+
+    /// The program hears that a write was applied in the call that carried it, after its answer
+    /// went to the link (so what it then sends follows the answer), and only when it was applied.
+    @Test func appliedWritesAreReportedAfterTheirAnswer() async throws {
+        let link = self.link
+        let central = self.central
+        let peripheral = Peripheral(configuration: .init(deviceName: "test"), link: link)
+        let sentWhenApplied = Mutex<[[String]]>([])
+        await peripheral.setRequestHandlers(
+            GATTRequestHandlers(
+                read: { _ in .success([]) },
+                write: { batch in batch.contains { $0.value == [0xEE] } ? .application(0x81) : nil },
+                applied: { sentWhenApplied.withLock { $0.append(link.takeSent(to: central)) } }))
+        await peripheral.updateState(.poweredOn)
+        let writable = GATTService(
+            uuid: BluetoothUUID(0xBBB0),
+            characteristics: [
+                GATTCharacteristic(
+                    uuid: BluetoothUUID(0xBBB1), properties: [.read, .write, .writeWithoutResponse],
+                    permissions: [.readable, .writeable], value: .dynamic)
+            ])
+        let value = le(try await peripheral.add(writable).characteristics[0].valueHandle)
+        await peripheral.centralConnected(central)
+
+        await peripheral.receive([0x12] + value + [0x01], from: central)
+        #expect(sentWhenApplied.withLock { $0 } == [["13"]], "the Write Response was out first")
+        await peripheral.receive([0x12] + value + [0xEE], from: central)
+        #expect(link.takeSent(to: central) == ["0112" + value.hexString + "81"])
+        await peripheral.receive([0x52] + value + [0x02], from: central)
+        #expect(sentWhenApplied.withLock { $0 } == [["13"], []], "a refused write is not reported; a Write Command is")
     }
 
     @Test func latencyWishesReachTheHost() async throws {

@@ -39,7 +39,9 @@ struct GATTPublicationTests {
 
     /// What a central's read of `characteristic` gets from the value store; nil when refused.
     func read(_ characteristic: PublishedCharacteristic) -> [UInt8]? {
-        try? values.handlers(triggers: triggers).read(GATTReadRequest(central: alice, characteristic: characteristic, offset: 0)).get()
+        try? values.handlers(triggers: triggers, applied: {}).read(
+            GATTReadRequest(central: alice, characteristic: characteristic, offset: 0)
+        ).get()
     }
 
     func publish() async throws {

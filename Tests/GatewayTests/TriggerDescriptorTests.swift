@@ -120,7 +120,6 @@ struct TriggerDescriptorTests {
     /// subscriber, including one that subscribes later.
     @Test func aWrittenTriggerGovernsTheNotifications() async throws {
         var fixture = try await PipelineFixture(yaml: Self.yaml)
-        var changes = fixture.pipeline.triggerChanges.makeAsyncIterator()
         let h = await handles(fixture)
         let path = "environment/temperature"
         await fixture.peripheral.transmitRoomFreed(100)
@@ -134,10 +133,11 @@ struct TriggerDescriptorTests {
         // "Greater than 25.00 °C".
         await fixture.peripheral.receive([0x12] + le(h.firstSetting) + [0x06, 0xC4, 0x09], from: alice)
         #expect(fixture.link.take(alice) == [[0x13]])
-        let first = await changes.next()
-        let change = try #require(first)
-        #expect(change.triggers == TriggerSet([.compare(.greaterThan, reference: .number(25)), .inactive]))
-        await fixture.pipeline.handle(change)
+        // In force for the notify driver once the write is answered, in the same call.
+        let ref = fixture.ref(path)
+        #expect(
+            await fixture.pipeline.triggers.triggerSet(of: ref)
+                == TriggerSet([.compare(.greaterThan, reference: .number(25)), .inactive]))
 
         var received: [[UInt8]] = []
         for value in [21.0, 26, 24, 30] {
@@ -161,18 +161,13 @@ struct TriggerDescriptorTests {
         await fixture.peripheral.receive([0x12] + le(h.secondSetting) + [0x04, 0x00, 0x00], from: alice)
         await fixture.peripheral.receive([0x12] + le(h.configuration) + [0x01], from: alice)
         #expect(fixture.link.take(alice) == [[0x13], [0x13]])
-        let second = await changes.next()
-        await fixture.pipeline.handle(try #require(second))
-        let third = await changes.next()
-        let or = try #require(third)
         #expect(
-            or.triggers
+            await fixture.pipeline.triggers.triggerSet(of: ref)
                 == TriggerSet(
                     [
                         .compare(.greaterThan, reference: .number(25)),
                         .compare(.lessThan, reference: .number(0))
                     ], logic: .or))
-        await fixture.pipeline.handle(or)
         received = []
         for value in [-1.0, 10, 28] {
             await fixture.advance(by: .seconds(1))
@@ -186,7 +181,6 @@ struct TriggerDescriptorTests {
     /// while they do not hold.
     @Test func theTriggersJudgeTheCurrentValueOnSubscribe() async throws {
         var fixture = try await PipelineFixture(yaml: Self.yaml)
-        var changes = fixture.pipeline.triggerChanges.makeAsyncIterator()
         let h = await handles(fixture)
         let path = "environment/temperature"
         await fixture.peripheral.transmitRoomFreed(100)
@@ -195,7 +189,6 @@ struct TriggerDescriptorTests {
         await fixture.peripheral.centralConnected(alice, security: Self.encrypted)
         await fixture.peripheral.receive([0x12] + le(h.firstSetting) + [0x06, 0xC4, 0x09], from: alice)
         #expect(fixture.link.take(alice) == [[0x13]])
-        await fixture.pipeline.handle(try #require(await changes.next()))
 
         #expect(await fixture.subscribe(bob, to: path).isEmpty, "20 °C is not above 25 °C")
         await fixture.advance(by: .seconds(1))
@@ -217,7 +210,6 @@ struct TriggerDescriptorTests {
         let path = "environment/temperature"
         do {
             let fixture = try await PipelineFixture(yaml: Self.yaml, triggerFile: file)
-            var changes = fixture.pipeline.triggerChanges.makeAsyncIterator()
             let h = await handles(fixture)
             await fixture.peripheral.centralConnected(alice, security: Self.encrypted)
             // "Greater than 25.00 °C" OR "less than 0 °C".
@@ -226,7 +218,6 @@ struct TriggerDescriptorTests {
                 [0x12] + le(h.configuration) + [0x01]
             ] {
                 await fixture.peripheral.receive(write, from: alice)
-                await fixture.pipeline.handle(try #require(await changes.next()))
             }
             #expect(fixture.link.take(alice) == [[0x13], [0x13], [0x13]])
             await fixture.finish()
@@ -291,7 +282,6 @@ struct TriggerDescriptorTests {
         let file = TriggerFile(stateDirectory: state, writer: writer)
         try "{ not json".write(toFile: file.path, atomically: true, encoding: .utf8)
         let fixture = try await PipelineFixture(yaml: Self.yaml, triggerFile: file)
-        var changes = fixture.pipeline.triggerChanges.makeAsyncIterator()
         #expect(fixture.warnings.all.count == 1)
         #expect(
             fixture.warnings.all.first?.hasPrefix("<4>test: \(file.path) is not a trigger file (") == true,
@@ -302,7 +292,6 @@ struct TriggerDescriptorTests {
         let h = await handles(fixture)
         await fixture.peripheral.centralConnected(alice, security: Self.encrypted)
         await fixture.peripheral.receive([0x12] + le(h.configuration) + [0x01], from: alice)
-        await fixture.pipeline.handle(try #require(await changes.next()))
         await writer.idle()
         #expect(try file.load()["environment/temperature"]?.configuration == "01")
     }

@@ -51,6 +51,13 @@ extension GATTServer {
         }
         let opcode = pdu.opcode
         guard passesRobustCaching(pdu, central) else { return }
+        // After the answer, which the request's handling below produces.
+        defer {
+            if appliedWrites {
+                appliedWrites = false
+                emit(.writesApplied)
+            }
+        }
 
         if opcode.isRequest {
             do throws(ATTFailure) {
@@ -428,8 +435,9 @@ extension GATTServer {
         let dynamic = writes.compactMap { write -> GATTWriteRequest? in
             if case .dynamic(let request) = write { return request } else { return nil }
         }
-        if let first = dynamic.first, let code = handlers.write(dynamic) {
-            throw ATTFailure(first.handle, code)
+        if let first = dynamic.first {
+            if let code = handlers.write(dynamic) { throw ATTFailure(first.handle, code) }
+            appliedWrites = true
         }
         for write in writes {
             switch write {

@@ -89,6 +89,8 @@ public final class GATTServer {
 
     public let configuration: Configuration
     public var handlers: GATTRequestHandlers
+    /// The PDU being handled had a batch applied by `handlers.write` (`GATTServerEvent.writesApplied`).
+    var appliedWrites = false
     var database = AttributeDatabase()
     /// The connected centrals in id order. A list searched by id, not a table keyed by it: a link
     /// serves a handful of centrals, and every update, credit and delivery looked one up, each

@@ -109,15 +109,23 @@ public struct GATTRequestHandlers: Sendable {
     /// Returns the characteristic's whole value, or the ATT error to answer.
     public var read: @Sendable (GATTReadRequest) -> Result<[UInt8], ATTErrorCode>
     /// Applies all writes of a batch, or none of them and returns the single error to answer.
-    /// Write Commands also come here; their result is not answered.
+    /// Write Commands also come here; their result is not answered. It runs inside the server's
+    /// handling of the request, so it must not call back into the server or the peripheral.
     public var write: @Sendable ([GATTWriteRequest]) -> ATTErrorCode?
+    /// Called once a request whose batch `write` applied has been answered (the answer handed to
+    /// the link), in the same call and outside the server's handling of it: where the program
+    /// acts on what the writes changed (tells other subscribers, drives an output), which may
+    /// call the peripheral again.
+    public var applied: @Sendable () -> Void
 
     public init(
         read: @escaping @Sendable (GATTReadRequest) -> Result<[UInt8], ATTErrorCode>,
-        write: @escaping @Sendable ([GATTWriteRequest]) -> ATTErrorCode?
+        write: @escaping @Sendable ([GATTWriteRequest]) -> ATTErrorCode?,
+        applied: @escaping @Sendable () -> Void = {}
     ) {
         self.read = read
         self.write = write
+        self.applied = applied
     }
 
     /// What a server without a program answers: dynamic values are unavailable.
@@ -141,6 +149,9 @@ public enum GATTServerEvent: Hashable, Sendable {
     /// A Write Command (write without response) that could not be applied: it gets no answer
     /// (Vol 3 Part F 3.4.5.3), so this is the only trace of it.
     case writeCommandRefused(CentralID, handle: UInt16, ATTErrorCode)
+    /// The program's `write` handler applied a batch; last in the output of the PDU that carried
+    /// it, after its answer, for the peripheral to call `GATTRequestHandlers.applied`.
+    case writesApplied
 }
 
 /// What the server produced, in order: PDUs for the host to transmit, and events.

@@ -331,6 +331,9 @@ public actor Peripheral {
                 link.disconnectAfterTransactionTimeout(central)
             case .event(.writeCommandRefused(let central, let handle, let code)):
                 continuation.yield(.writeCommandRefused(central, handle: handle, code))
+            case .event(.writesApplied):
+                // Last in the output: the answer has gone to the link.
+                server.handlers.applied()
             }
         }
     }

@@ -15,8 +15,9 @@ import Values
 /// the services are published are kept here too; publishing only tells the store each one's value
 /// handle. Its callers all run on the event loop: the `ValuePipeline` (the status command asks it
 /// there) and the GATT server's request handlers, which are synchronous and run inside the
-/// peripheral actor, so they cannot await the pipeline: they read and write here, and accepted
-/// writes are handed to the pipeline as `CentralWrite`s through `writes`. So the store is
+/// peripheral actor and must not call back into it: they read and write here, and accepted
+/// writes wait here as `CentralWrite`s until the peripheral has answered them and calls the
+/// handlers' `applied`, where the pipeline takes them (`takeAcceptedWrites`). So the store is
 /// loop-bound (`LoopBound`), not locked. Requests to a trigger descriptor go to `TriggerSettings`.
 final class CharacteristicValues: Sendable {
     struct Entry {
@@ -34,6 +35,8 @@ final class CharacteristicValues: Sendable {
         /// Changed only by a reload's layout (`relayout`).
         var positionsByRef: CharacteristicTable<Int>
         var positionsByHandle: [UInt16: Int] = [:]
+        /// Writes applied during the request the peripheral is answering, for `applied`.
+        var acceptedWrites: [CentralWrite] = []
 
         init(entries: [Entry]) {
             self.entries = entries
@@ -48,8 +51,6 @@ final class CharacteristicValues: Sendable {
 
     private let logger: Logger
     private let store: LoopBound<Store>
-    private let writeContinuation: AsyncStream<CentralWrite>.Continuation
-    let writes: AsyncStream<CentralWrite>
 
     /// An entry for every characteristic of `layout`, with its value in `samples` (the configured
     /// ones) or without one. On any thread: nothing else has the store yet.
@@ -60,7 +61,6 @@ final class CharacteristicValues: Sendable {
                 entries: layout.characteristics.keys.sorted().map { ref in
                     Entry(ref: ref, encoding: layout.characteristics[ref]!.config.encoding, sample: samples[ref])
                 }))
-        (writes, writeContinuation) = AsyncStream.makeStream(of: CentralWrite.self)
     }
 
     /// A reload's layout: an entry, without a value, for every characteristic of `layout`, except
@@ -102,11 +102,20 @@ final class CharacteristicValues: Sendable {
     /// `ref`'s current value as its bytes on air; nil before it has one.
     func bytes(of ref: CharacteristicRef) -> [UInt8]? { sample(of: ref)?.bytes }
 
-    /// The GATT server's handlers: values here, trigger descriptors in `triggers`.
-    func handlers(triggers: TriggerSettings) -> GATTRequestHandlers {
+    /// The GATT server's handlers: values here, trigger descriptors in `triggers`; `applied`
+    /// once the peripheral has answered a request whose writes were applied.
+    func handlers(triggers: TriggerSettings, applied: @escaping @Sendable () -> Void) -> GATTRequestHandlers {
         GATTRequestHandlers(
             read: { [self] request in read(request, triggers: triggers) },
-            write: { [self] batch in write(batch, triggers: triggers) })
+            write: { [self] batch in write(batch, triggers: triggers) },
+            applied: applied)
+    }
+
+    /// The writes applied since the last call, in order.
+    func takeAcceptedWrites() -> [CentralWrite] {
+        guard !store.value.acceptedWrites.isEmpty else { return [] }
+        defer { store.value.acceptedWrites.removeAll() }
+        return store.value.acceptedWrites
     }
 
     private func read(_ request: GATTReadRequest, triggers: TriggerSettings) -> Result<[UInt8], ATTErrorCode> {
@@ -179,17 +188,17 @@ final class CharacteristicValues: Sendable {
                 store.value.entries[position].sample = NotifySample(value: write.value, bytes: write.bytes)
             }
         }
-        for (_, write) in accepted { writeContinuation.yield(write) }
+        store.value.acceptedWrites += accepted.map(\.1)
         return nil
     }
 }
 
 /// A value a central wrote and the server accepted.
-public struct CentralWrite: Sendable, Equatable {
-    public let ref: CharacteristicRef
-    public let central: CentralID
-    public let value: SensorValue
-    public let bytes: [UInt8]
+struct CentralWrite: Sendable, Equatable {
+    let ref: CharacteristicRef
+    let central: CentralID
+    let value: SensorValue
+    let bytes: [UInt8]
     /// The ATT write that carried it (for MQTT's `/written`).
-    public let kind: GATTWriteKind
+    let kind: GATTWriteKind
 }

@@ -10,7 +10,8 @@ import Values
 /// (`TriggerFile`: loaded once, written anew through the state files' writer after each change,
 /// so the loop never waits on the disk) and the restoration of what it kept when a characteristic
 /// is published. The notify driver asks it a characteristic's triggers when a central subscribes
-/// (`triggerSet(of:)`), and hears of each accepted change through `changes`.
+/// (`triggerSet(of:)`), and hears of each accepted change from the pipeline, which takes them
+/// (`takeChanges`) once the peripheral has answered the write.
 ///
 /// The GATT server's request handlers run inside the peripheral actor and the pipeline on its
 /// own executor: the state is kept under a lock.
@@ -23,15 +24,13 @@ final class TriggerSettings: Sendable {
         /// What `file` keeps: the settings centrals wrote, by characteristic path, restored
         /// when their characteristic is published with the UUID and format they were written for.
         var saved: [String: SavedTriggers]
+        /// Changes applied during the request the peripheral is answering, for `takeChanges`.
+        var changes: [TriggerChange] = []
     }
 
     private let state: Mutex<State>
     private let file: TriggerFile?
     private let logger: Logger
-    private let changeContinuation: AsyncStream<TriggerChange>.Continuation
-    /// Accepted trigger descriptor writes, for the notify driver (the pipeline's `run` loop hands
-    /// them over).
-    let changes: AsyncStream<TriggerChange>
 
     /// `file`: where the settings are kept across restarts (nil: for this run only); one that
     /// cannot be read is logged and forgotten, and the configured policies govern.
@@ -45,7 +44,6 @@ final class TriggerSettings: Sendable {
         state = Mutex(State(layout: layout, saved: saved))
         self.file = file
         self.logger = logger
-        (changes, changeContinuation) = AsyncStream.makeStream(of: TriggerChange.self)
     }
 
     /// The triggers every central subscribing to `ref` gets; nil while the configured policy
@@ -148,6 +146,7 @@ final class TriggerSettings: Sendable {
                 return TriggerChange(ref: ref, central: central, triggers: descriptors.triggerSet)
             }
             save(state.saved)
+            state.changes += changes
             return changes
         }
         for change in changes {
@@ -157,7 +156,14 @@ final class TriggerSettings: Sendable {
                     "characteristic": "\(change.ref)", "central": "\(change.central)",
                     "triggers": "\(change.triggers.map { "\($0.settings) \($0.logic)" } ?? "the configured policy")"
                 ])
-            changeContinuation.yield(change)
+        }
+    }
+
+    /// The changes applied since the last call, in order.
+    func takeChanges() -> [TriggerChange] {
+        state.withLock { state in
+            defer { state.changes.removeAll() }
+            return state.changes
         }
     }
 
@@ -178,8 +184,8 @@ struct TriggerWrites {
 
 /// A central changed a characteristic's trigger descriptors: the triggers every subscribed central
 /// now gets (nil: the configured policy).
-public struct TriggerChange: Sendable, Equatable {
-    public let ref: CharacteristicRef
-    public let central: CentralID
-    public let triggers: TriggerSet?
+struct TriggerChange: Sendable, Equatable {
+    let ref: CharacteristicRef
+    let central: CentralID
+    let triggers: TriggerSet?
 }

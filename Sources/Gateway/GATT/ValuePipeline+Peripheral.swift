@@ -12,7 +12,9 @@ extension ValuePipeline {
     /// when the peripheral reaches `poweredOn` (CoreBluetooth's rule: publish once powered on);
     /// values that arrived before are served from the start.
     func publish() async throws {
-        await peripheral.setRequestHandlers(values.handlers(triggers: triggers))
+        // Weak: the peripheral keeps the handlers, and the pipeline the peripheral.
+        let applied: @Sendable () -> Void = { [weak self] in self?.onLoop { $0.writesApplied() } }
+        await peripheral.setRequestHandlers(values.handlers(triggers: triggers, applied: applied))
         try await publication.publish(layout, on: peripheral, values: values, triggers: triggers, logger: logger)
     }
 

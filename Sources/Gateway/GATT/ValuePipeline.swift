@@ -43,10 +43,8 @@ public actor ValuePipeline {
     /// a subscription, a central and its MTU and security) to its persistent outbox before the
     /// call that produced it returns, so none waits in memory here for a slow consumer.
     var eventSink: PipelineEventSink?
-    /// Centrals' accepted writes, to hand back to `handle(_:)` (the `run` loop does).
-    public nonisolated var centralWrites: AsyncStream<CentralWrite> { values.writes }
-    /// Accepted trigger descriptor writes, to hand back to `handle(_:)` (the `run` loop does).
-    public nonisolated var triggerChanges: AsyncStream<TriggerChange> { triggers.changes }
+    /// The outputs centrals wrote, driven one after the other (each awaits its sensor's runner).
+    private var outputDrives: Task<Void, Never>?
 
     /// `triggerFile`: where the trigger settings centrals write are kept across restarts (nil:
     /// for this run only).
@@ -133,24 +131,35 @@ public actor ValuePipeline {
         return nil
     }
 
-    /// A central's accepted write (from `centralWrites`), already the current value in the store.
-    public func handle(_ write: CentralWrite) async {
-        eventSink?(.written(write.ref, write.central, write.bytes, write.kind))
-        if let sensor = router.outputSensor(of: write.ref) {
-            if let failure = await drive(sensor, write.value) {
-                eventSink?(.outputFailed(write.ref, write.central, reason: failure))
-            }
-            return
-        }
-        setValue(write.value, of: write.ref)
+    /// What a central's request changed, once the peripheral has answered it (the request
+    /// handlers' `applied`, in the same call): the values it wrote, already current in the store,
+    /// and the trigger descriptors.
+    func writesApplied() {
+        for write in values.takeAcceptedWrites() { handle(write) }
+        for change in triggers.takeChanges() { notifier.setTriggers(change.triggers, on: change.ref) }
         notifier.drain()
     }
 
-    /// A central's accepted trigger descriptor write (from `triggerChanges`): the characteristic's
-    /// triggers for every central subscribed to it now and later.
-    public func handle(_ change: TriggerChange) {
-        notifier.setTriggers(change.triggers, on: change.ref)
-        notifier.drain()
+    /// A central's accepted write: to MQTT, and to the other subscribers or the output's line.
+    private func handle(_ write: CentralWrite) {
+        eventSink?(.written(write.ref, write.central, write.bytes, write.kind))
+        guard let sensor = router.outputSensor(of: write.ref) else {
+            setValue(write.value, of: write.ref)
+            return
+        }
+        // The write is answered; the line is driven after it, in the order of the writes.
+        let previous = outputDrives
+        outputDrives = Task {
+            await previous?.value
+            if let failure = await drive(sensor, write.value) {
+                eventSink?(.outputFailed(write.ref, write.central, reason: failure))
+            }
+        }
+    }
+
+    /// Returns once the outputs centrals wrote so far are driven (or have failed).
+    public func outputsDriven() async {
+        await outputDrives?.value
     }
 
     /// Handles the engine's deadlines up to now (the timer calls this; tests call it after moving
@@ -159,19 +168,17 @@ public actor ValuePipeline {
         notifier.advance()
     }
 
-    /// Consumes the peripheral's events and the centrals' writes until cancelled, and logs the
-    /// counters every `statisticsInterval`.
+    /// Consumes the peripheral's events until cancelled, and logs the counters every
+    /// `statisticsInterval`.
     public func run(statisticsInterval: Duration) async {
         eventSink?(statusEvent)
         for (ref, sample) in router.configuredSamples.sorted(by: { $0.key < $1.key }) {
             eventSink?(.valueChanged(ref, sample.bytes))
         }
         await withDiscardingTaskGroup { group in
-            // Each stream is consumed isolated to the pipeline, so an element is handled on the
+            // The stream is consumed isolated to the pipeline, so an element is handled on the
             // event loop where it was yielded, without a hop.
             group.addTask { await self.consumePeripheralEvents() }
-            group.addTask { await self.consumeCentralWrites() }
-            group.addTask { await self.consumeTriggerChanges() }
             group.addTask {
                 while (try? await Task.sleep(for: statisticsInterval)) != nil {
                     await self.logStatistics()
@@ -183,14 +190,6 @@ public actor ValuePipeline {
 
     private func consumePeripheralEvents() async {
         for await event in peripheral.events { await handle(event) }
-    }
-
-    private func consumeCentralWrites() async {
-        for await write in values.writes { await handle(write) }
-    }
-
-    private func consumeTriggerChanges() async {
-        for await change in triggers.changes { handle(change) }
     }
 
     /// Stops the timer and the events, after a last counters line (the totals of the run).
