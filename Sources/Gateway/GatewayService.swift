@@ -106,7 +106,9 @@ public struct GatewayService: Service {
         let controlSocket = Self.openControlSocket(config.runtimeDirectory, control: control, logger: logger)
         controlSocket?.start()
 
-        // Before the host runs, so its first events (the controller's state) find the sink.
+        // Before the host runs, so its first events (the controller's state) find the sinks.
+        await mirror?.attach()
+        await pipeline.attach()
         await host.setEventSink(
             Self.hostEventSink(
                 host: host, pipeline: pipeline, mirror: mirror, confirmWith: config.bluetooth.security.confirmWith,
@@ -116,7 +118,6 @@ public struct GatewayService: Service {
         let hostTask = Task(executorPreference: EventLoop.shared) { await host.run() }
         let watchdog = watchdogInterval.map { ServiceWatchdog(interval: $0, systemd: systemd) }
         watchdog?.start()
-        await mirror?.attach()
         if config.bluetooth.security.pairing == .open {
             logger.warning("pairing is open at all times (bluetooth.security.pairing: open): anyone in radio range can pair")
             await pipeline.pairingWindowChanged(true)

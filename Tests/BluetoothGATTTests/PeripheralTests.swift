@@ -2,6 +2,7 @@ import BluetoothATT
 import BluetoothCore
 import Foundation
 import Synchronization
+import TestHarness
 import Testing
 
 @testable import BluetoothGATT
@@ -63,37 +64,23 @@ final class ManualClock: @unchecked Sendable {
     }
 }
 
-/// Reads the events buffered so far. In poweredOn a sentinel connection marks the end;
-/// otherwise the caller says how many events to read.
+/// The peripheral's events as its sink delivered them, in the calls that produced them.
 struct EventReader {
-    var iterator: AsyncStream<PeripheralEvent>.Iterator
-    let peripheral: Peripheral
+    let log = EventLog<PeripheralEvent>()
 
-    init(_ peripheral: Peripheral) {
-        self.peripheral = peripheral
-        iterator = peripheral.events.makeAsyncIterator()
+    init(_ peripheral: Peripheral) async {
+        await peripheral.setEventSink(log.append)
     }
 
-    mutating func take(_ count: Int) async -> [PeripheralEvent] {
+    /// The next `count` events.
+    func take(_ count: Int) async throws -> [PeripheralEvent] {
         var events: [PeripheralEvent] = []
-        while events.count < count, let event = await iterator.next() { events.append(event) }
+        while events.count < count { events.append(try await log.next(within: .seconds(5))) }
         return events
     }
 
-    /// Everything buffered (requires poweredOn, where the sentinel connection is accepted).
-    mutating func take() async -> [PeripheralEvent] {
-        let state = await peripheral.state
-        precondition(state == .poweredOn, "the sentinel needs poweredOn")
-        let sentinel = CentralID(0xFFFF)
-        await peripheral.centralConnected(sentinel)
-        await peripheral.centralDisconnected(sentinel)
-        var events: [PeripheralEvent] = []
-        while let event = await iterator.next() {
-            if event == .centralDisconnected(sentinel) { break }
-            if event != .centralConnected(sentinel) { events.append(event) }
-        }
-        return events
-    }
+    /// Every event not taken yet.
+    func take() -> [PeripheralEvent] { log.takeAll() }
 }
 
 @Suite(.timeLimit(.minutes(1))) struct PeripheralTests {
@@ -108,10 +95,10 @@ struct EventReader {
             GATTRequestHandlers(
                 read: { request in .success(Array(repeating: 0x5A, count: 40 + request.offset * 0)) },
                 write: { batch in batch.contains { $0.value == [0xEE] } ? .application(0x81) : nil }))
-        var reader = EventReader(peripheral)
+        let reader = await EventReader(peripheral)
         if poweredOn {
             await peripheral.updateState(.poweredOn)
-            _ = await reader.take()
+            _ = reader.take()
         }
         return (peripheral, reader)
     }
@@ -125,21 +112,21 @@ struct EventReader {
 
     @Test func commandsOutsidePoweredOnFailClearly() async throws {
         let (peripheral, _) = await makePeripheral(poweredOn: false)
-        var reader = EventReader(peripheral)
+        let reader = await EventReader(peripheral)
         #expect(await peripheral.state == .unknown)
         await #expect(throws: PeripheralError.notPoweredOn(.unknown)) { try await peripheral.add(Self.sensor) }
-        #expect(await reader.take(1) == [.serviceAdded(.failure(.notPoweredOn(.unknown)))])
+        #expect(try await reader.take(1) == [.serviceAdded(.failure(.notPoweredOn(.unknown)))])
         await peripheral.updateState(.poweredOff)
         await #expect(throws: PeripheralError.notPoweredOn(.poweredOff)) { try await peripheral.removeAllServices() }
         await peripheral.centralConnected(central)
         #expect(await peripheral.connectedCentrals.isEmpty, "no connections below poweredOn")
         #expect(PeripheralError.notPoweredOn(.poweredOff).description == "the peripheral is poweredOff, not poweredOn")
         await peripheral.updateState(.poweredOn)
-        #expect(await reader.take() == [.stateChanged(.poweredOff), .stateChanged(.poweredOn)])
+        #expect(reader.take() == [.stateChanged(.poweredOff), .stateChanged(.poweredOn)])
     }
 
     @Test func leavingPoweredOnDisconnectsAndUnsubscribesEveryone() async throws {
-        var (peripheral, reader) = await makePeripheral()
+        let (peripheral, reader) = await makePeripheral()
         let service = try await peripheral.add(Self.sensor)
         let temperature = try #require(service.characteristic(BluetoothUUID(0x2A6E)))
         await peripheral.centralConnected(central)
@@ -147,7 +134,7 @@ struct EventReader {
         #expect(link.takeSent(to: central) == ["13"])
         await peripheral.updateState(.resetting)
         #expect(
-            await reader.take(6) == [
+            try await reader.take(6) == [
                 .serviceAdded(.success(service)), .centralConnected(central), .subscribed(central, temperature),
                 .unsubscribed(central, temperature), .centralDisconnected(central), .stateChanged(.resetting)
             ])
@@ -158,7 +145,7 @@ struct EventReader {
     }
 
     @Test func subscriptionsAreEventsIncludingTheImplicitUnsubscribeOnDisconnect() async throws {
-        var (peripheral, reader) = await makePeripheral()
+        let (peripheral, reader) = await makePeripheral()
         let service = try await peripheral.add(Self.sensor)
         let temperature = try #require(service.characteristic(BluetoothUUID(0x2A6E)))
         let humidity = try #require(service.characteristic(BluetoothUUID(0x2A6F)))
@@ -170,7 +157,7 @@ struct EventReader {
         await peripheral.receive([0x12] + le(temperature.clientConfigurationHandle!) + [0x00, 0x00], from: CentralID(2))
         await peripheral.centralDisconnected(central)
         #expect(
-            await reader.take() == [
+            reader.take() == [
                 .serviceAdded(.success(service)), .centralConnected(central), .centralConnected(CentralID(2)),
                 .subscribed(central, temperature), .subscribed(central, humidity),
                 .subscribed(CentralID(2), temperature), .unsubscribed(CentralID(2), temperature),
@@ -179,29 +166,29 @@ struct EventReader {
     }
 
     @Test func fullTransmitQueueReturnsFalseThenExactlyOneReadyEvent() async throws {
-        var (peripheral, reader) = await makePeripheral()
+        let (peripheral, reader) = await makePeripheral()
         let service = try await peripheral.add(Self.sensor)
         let temperature = try #require(service.characteristic(BluetoothUUID(0x2A6E)))
         await peripheral.centralConnected(central)
         await peripheral.receive([0x12] + le(temperature.clientConfigurationHandle!) + [0x01, 0x00], from: central)
         _ = link.takeSent(to: central)
-        _ = await reader.take()
+        _ = reader.take()
 
         await peripheral.transmitRoomFreed(1)
         #expect(try await peripheral.updateValue([1], for: temperature) == true)
         #expect(try await peripheral.updateValue([2], for: temperature) == false)
         #expect(try await peripheral.updateValue([3], for: temperature) == false)
         #expect(link.takeSent(to: central) == ["1b" + le(temperature.valueHandle).hexString + "01"])
-        #expect(await reader.take() == [])
+        #expect(reader.take() == [])
         await peripheral.transmitRoomFreed(2)
         await peripheral.transmitRoomFreed(1)
-        #expect(await reader.take() == [.readyToUpdateSubscribers], "one event, however much room frees")
+        #expect(reader.take() == [.readyToUpdateSubscribers], "one event, however much room frees")
         #expect(try await peripheral.updateValue([4], for: temperature) == true)
         #expect(link.takeSent(to: central) == ["1b" + le(temperature.valueHandle).hexString + "04"])
     }
 
     @Test func updatesAreTruncatedToEachCentralsMaximumLength() async throws {
-        var (peripheral, reader) = await makePeripheral()
+        let (peripheral, reader) = await makePeripheral()
         let service = try await peripheral.add(Self.sensor)
         let temperature = try #require(service.characteristic(BluetoothUUID(0x2A6E)))
         let small = CentralID(1)
@@ -214,7 +201,7 @@ struct EventReader {
         }
         #expect(await peripheral.maximumUpdateValueLength(for: small) == 20)
         #expect(await peripheral.maximumUpdateValueLength(for: large) == 61)
-        let events = await reader.take()
+        let events = reader.take()
         #expect(events.contains(.maximumUpdateValueLengthChanged(large, 61)))
         _ = (link.takeSent(to: small), link.takeSent(to: large))
 
@@ -291,7 +278,7 @@ struct EventReader {
     }
 
     @Test func addingAndRemovingServicesIndicatesServiceChanged() async throws {
-        var (peripheral, reader) = await makePeripheral()
+        let (peripheral, reader) = await makePeripheral()
         await peripheral.centralConnected(central)
         await peripheral.transmitRoomFreed(10)
         // Enable Service Changed indications (its CCCD is handle 11).
@@ -304,7 +291,7 @@ struct EventReader {
         try await peripheral.remove(service.id)
         #expect(link.takeSent(to: central) == ["1d0a00" + "1000" + "1600"])
         await #expect(throws: PeripheralError.database(.unknownService(service.id))) { try await peripheral.remove(service.id) }
-        let events = await reader.take()
+        let events = reader.take()
         #expect(events.contains(.serviceAdded(.success(service))))
         #expect(events.contains(.serviceRemoved(.success(service))))
         #expect(events.contains(.serviceRemoved(.failure(.database(.unknownService(service.id))))))

@@ -65,6 +65,8 @@ struct GATTEndToEndTests {
         let controller: VirtualController
         let host: PeripheralHost
         let peripheral: Peripheral
+        /// The peripheral's events, from the host's start.
+        let events: EventLog<PeripheralEvent>
         let published: PublishedService
         let task: Task<Void, Never>
 
@@ -105,10 +107,13 @@ struct GATTEndToEndTests {
             peripheral: binding, stateWriter: StateFileWriter(), logger: logger)
         let peripheral = binding.peripheral
         await peripheral.setRequestHandlers(ValueStore().handlers(longValue: longValue))
+        let events = EventLog<PeripheralEvent>()
+        await peripheral.setEventSink(events.append)
         let task = Task(executorPreference: EventLoop.shared) { await host.run() }
-        _ = await peripheral.events.first { $0 == .stateChanged(.poweredOn) }
+        _ = try await events.next { $0 == .stateChanged(.poweredOn) }
         let published = try await peripheral.add(service)
-        return Running(controller: virtual, host: host, peripheral: peripheral, published: published, task: task)
+        return Running(
+            controller: virtual, host: host, peripheral: peripheral, events: events, published: published, task: task)
     }
 
     @Test func onePhoneDoesEverything() async throws {
@@ -161,10 +166,9 @@ struct GATTEndToEndTests {
 
         // Disconnecting unsubscribes the central from both, each an event.
         try await phone.expect("disconnect")
-        var unsubscribed: [PublishedCharacteristic] = []
-        for await event in running.peripheral.events {
-            if case .unsubscribed(_, let characteristic) = event { unsubscribed.append(characteristic) }
-            if case .centralDisconnected = event { break }
+        _ = try await running.events.next { if case .centralDisconnected = $0 { true } else { false } }
+        let unsubscribed = running.events.all.compactMap { event -> PublishedCharacteristic? in
+            if case .unsubscribed(_, let characteristic) = event { characteristic } else { nil }
         }
         #expect(Set(unsubscribed) == [notify, indicate])
     }
@@ -190,7 +194,7 @@ struct GATTEndToEndTests {
         // Phone 3 queues part of a prepared write and is killed before executing it.
         try await phones[3].expect("prepare", ["handle": running.writableHandle, "offset": 0, "value": "0102"])
         phones[3].kill()
-        _ = await running.peripheral.events.first { if case .centralDisconnected = $0 { true } else { false } }
+        _ = try await running.events.next { if case .centralDisconnected = $0 { true } else { false } }
 
         // The others are undisturbed: a value longer than every MTU reaches each subscriber
         // truncated to its own maximum, and a full prepared write from another phone works.
@@ -222,7 +226,7 @@ struct GATTEndToEndTests {
             Issue.record("the host granted only 2 credits, yet \(sent) updates were accepted")
             return
         }
-        _ = await running.peripheral.events.first { $0 == .readyToUpdateSubscribers }
+        _ = try await running.events.next { $0 == .readyToUpdateSubscribers }
         #expect(try await running.peripheral.updateValue([0xFF], for: notify))
         let got = try await phone.expect("notifications", ["count": sent + 1])
         #expect((got["values"] as? [Any])?.count == sent + 1)
@@ -236,12 +240,12 @@ struct GATTEndToEndTests {
         let phone = try await running.connectedPhone()
         first.stop()
         phone.kill()
-        _ = await running.peripheral.events.first { $0 == .stateChanged(.resetting) }
+        _ = try await running.events.next { $0 == .stateChanged(.resetting) }
         let second = try await VirtualController(port: port)
         defer { second.stop() }
-        _ = await running.peripheral.events.first { $0 == .stateChanged(.poweredOn) }
+        _ = try await running.events.next { $0 == .stateChanged(.poweredOn) }
         let restarted = Running(
-            controller: second, host: running.host, peripheral: running.peripheral,
+            controller: second, host: running.host, peripheral: running.peripheral, events: running.events,
             published: running.published, task: running.task)
         let newPhone = try await restarted.connectedPhone(mtu: 517)
         #expect(try await newPhone.expect("read", ["handle": running.longHandle]).bytes("value") == Self.longValue)

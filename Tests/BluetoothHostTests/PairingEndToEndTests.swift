@@ -133,8 +133,10 @@ struct PairingEndToEndTests {
         await peripheral.setRequestHandlers(values.handlers(longValue: Array("secret".utf8)))
         let events = EventLog<HostEvent>()
         await host.setEventSink(events.append)
+        let peripheralEvents = EventLog<PeripheralEvent>()
+        await peripheral.setEventSink(peripheralEvents.append)
         let task = Task { await host.run() }
-        _ = await peripheral.events.first { $0 == .stateChanged(.poweredOn) }
+        _ = try await peripheralEvents.next { $0 == .stateChanged(.poweredOn) }
         let published = try await peripheral.add(service)
         return Running(
             controller: virtual, host: host, peripheral: peripheral, published: published,

@@ -45,7 +45,7 @@ struct CharacteristicValuesTests {
         let temperature = ref("environment/temperature")
         #expect(values.bytes(of: temperature) == nil, "no value before the sensor's first")
         values.set(CharacteristicValuesTests.sample([0x66, 0x08], of: temperature, in: layout), of: temperature)
-        try await publication.publish(layout, on: peripheral, values: values, triggers: triggers, logger: Logger(label: "test"))
+        try publication.publish(layout, on: peripheral, values: values, triggers: triggers, logger: Logger(label: "test"))
         #expect(read("environment/temperature") == [0x66, 0x08])
         #expect(read("gateway/label") == [], "a read before any value gets no bytes")
         values.set(CharacteristicValuesTests.sample([0x67, 0x08], of: temperature, in: layout), of: temperature)
@@ -60,7 +60,7 @@ struct CharacteristicValuesTests {
     /// Part F 3.4.5.1, 3.4.6.3); bytes its format cannot decode are a Value Not Allowed (Vol 3
     /// Part F 3.4.1.1 Table 3.4: the parameter value was not allowed).
     @Test func writesChangeTheOneEntry() async throws {
-        try await publication.publish(layout, on: peripheral, values: values, triggers: triggers, logger: Logger(label: "test"))
+        try publication.publish(layout, on: peripheral, values: values, triggers: triggers, logger: Logger(label: "test"))
         let label = ref("gateway/label")
         let published = try #require(publication.characteristics[label])
         #expect(publication.ref(of: published) == label)

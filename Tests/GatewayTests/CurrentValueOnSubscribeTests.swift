@@ -59,7 +59,7 @@ struct CurrentValueOnSubscribeTests {
     /// On by default for a sensor source: the current value at the subscription, then on_change
     /// counts from it (the same value again is not sent, a change is).
     @Test func aNewSubscriberGetsTheSensorsCurrentValueAtOnce() async throws {
-        var fixture = try await Self.fixture()
+        let fixture = try await Self.fixture()
         let path = "environment/temperature"
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 21.5))
         await fixture.advance(by: .seconds(5))
@@ -74,7 +74,7 @@ struct CurrentValueOnSubscribeTests {
     /// `on_subscribe: false`: nothing at the subscription; the next value goes (nothing was sent
     /// to this central yet, so on_change lets even the same value through).
     @Test func offTheSubscriberWaitsForTheNextValue() async throws {
-        var fixture = try await Self.fixture()
+        let fixture = try await Self.fixture()
         let path = "gateway/quiet"
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 21.5))
         #expect(await fixture.subscribe(alice, to: path).isEmpty)
@@ -84,7 +84,7 @@ struct CurrentValueOnSubscribeTests {
     }
 
     @Test func beforeTheFirstValueThereIsNothingToSend() async throws {
-        var fixture = try await Self.fixture()
+        let fixture = try await Self.fixture()
         let path = "environment/temperature"
         #expect(await fixture.subscribe(alice, to: path).isEmpty)
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 20))
@@ -93,32 +93,30 @@ struct CurrentValueOnSubscribeTests {
 
     /// Off by default for the other sources: a written value waits for the next write.
     @Test func aWrittenValueIsNotSentOnSubscribeByDefault() async throws {
-        var fixture = try await Self.fixture()
+        let fixture = try await Self.fixture()
         #expect(await fixture.pipeline.currentBytes(fixture.ref("gateway/label")) == Array("hi".utf8))
         #expect(await fixture.subscribe(alice, to: "gateway/label").isEmpty)
     }
 
     /// A central that unsubscribes and subscribes again gets the current value again.
     @Test func aResubscriptionGetsTheCurrentValueAgain() async throws {
-        var fixture = try await Self.fixture()
+        let fixture = try await Self.fixture()
         let path = "environment/temperature"
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 21.5))
         #expect(await fixture.subscribe(alice, to: path) == [sint16(2150)])
         let cccd = await fixture.characteristic(path).clientConfigurationHandle!
         await fixture.peripheral.receive([0x12] + le(cccd) + [0x00, 0x00], from: alice)
-        await fixture.pump()
         await fixture.advance(by: .milliseconds(100))
         #expect(await fixture.subscribe(alice, to: path) == [sint16(2150)], "within min_interval of the first: a new subscription")
     }
 
     /// A central that enables indications gets the current value as an indication.
     @Test func anIndicationSubscriberGetsItAsAnIndication() async throws {
-        var fixture = try await Self.fixture()
+        let fixture = try await Self.fixture()
         let humidity = await fixture.characteristic("environment/humidity")
         await fixture.pipeline.sensorValue(reading("climate", "humidity", 45))
         await fixture.peripheral.centralConnected(alice)
         await fixture.peripheral.receive([0x12] + le(humidity.clientConfigurationHandle!) + [0x02, 0x00], from: alice)
-        await fixture.pump()
         // Write Response, then the Handle Value Indication of 45.00 % (uint16, exponent -2).
         #expect(fixture.link.take(alice) == [[0x13], [0x1D] + le(humidity.valueHandle) + le(4500)])
     }
@@ -126,13 +124,12 @@ struct CurrentValueOnSubscribeTests {
     /// A bonded central whose subscription comes back on reconnection (restored from its bond,
     /// without a CCCD write) gets the current value just as when it enabled notifications.
     @Test func aRestoredSubscriptionGetsTheCurrentValue() async throws {
-        var fixture = try await Self.fixture()
+        let fixture = try await Self.fixture()
         let path = "environment/temperature"
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 21.5))
         let cccd = await fixture.characteristic(path).clientConfigurationHandle!
         await fixture.peripheral.centralConnected(alice)
         await fixture.peripheral.restoreSubscriptions([cccd: 0x0001], for: alice)
-        await fixture.pump()
         #expect(await fixture.notifications(alice, on: path) == [sint16(2150)])
     }
 }

@@ -45,7 +45,7 @@ struct GATTPublicationTests {
     }
 
     func publish() async throws {
-        try await publication.publish(layout, on: peripheral, values: values, triggers: triggers, logger: Logger(label: "test"))
+        try publication.publish(layout, on: peripheral, values: values, triggers: triggers, logger: Logger(label: "test"))
     }
 
     @Test func eachConfiguredCharacteristicIsThePublishedOneAtItsPositionAndBack() async throws {
@@ -90,7 +90,7 @@ struct GATTPublicationTests {
         #expect(change.kept.map(\.index) == [0] && change.removed.map(\.index) == [1] && change.added == [1, 2])
 
         values.relayout(newLayout, keeping: [ref("environment/temperature")])
-        try await publication.change(to: newLayout, change, on: peripheral, values: values, triggers: triggers)
+        try publication.change(to: newLayout, change, on: peripheral, values: values, triggers: triggers)
         let gateway = try await published(Self.gatewayService)
         let extra = try await published(BluetoothUUID("6E400010-B5A3-F393-E0A9-E50E24DC0001")!)
         #expect(gateway.id != oldGateway.id)
@@ -122,11 +122,11 @@ struct GATTPublicationTests {
     @Test func aLayoutChangeForgetsARemovedService() async throws {
         let reloaded = try Self.layout(ReloadPipelineTests.changedYAML)
         let reloadedValues = CharacteristicValues(layout: reloaded, logger: Logger(label: "test"))
-        try await publication.publish(reloaded, on: peripheral, values: reloadedValues, triggers: triggers, logger: Logger(label: "test"))
+        try publication.publish(reloaded, on: peripheral, values: reloadedValues, triggers: triggers, logger: Logger(label: "test"))
         let humidity = try #require(publication.characteristics[ref("extra/humidity", in: reloaded)])
         let change = try GATTLayoutChange(from: try #require(publication.services), to: layout)
         #expect(change.kept.map(\.index) == [0] && change.removed.map(\.index) == [1, 2] && change.added == [1])
-        try await publication.change(to: layout, change, on: peripheral, values: reloadedValues, triggers: triggers)
+        try publication.change(to: layout, change, on: peripheral, values: reloadedValues, triggers: triggers)
         #expect(publication.characteristics[ref("extra/humidity", in: reloaded)] == nil)
         #expect(publication.ref(of: humidity) == nil)
         #expect(Set(publication.characteristics.entries.keys) == Set(layout.characteristics.keys))

@@ -70,7 +70,6 @@ struct PipelineFixture {
     let peripheral: Peripheral
     let pipeline: ValuePipeline
     let layout: GATTLayout
-    var events: AsyncStream<PeripheralEvent>.Iterator
     /// What the pipeline handed its event sink, as the mirror gets it: values and status here,
     /// the events the mirror keeps in its outbox (writes, centrals, subscriptions) in
     /// `durableEvents`; both end at `finish()`.
@@ -99,7 +98,6 @@ struct PipelineFixture {
                 GatewayLogHandler(label: label, level: .warning, style: .journal, write: { warnings.append($0) })
             },
             driveOutput: { sensor, level in try outputs.record(sensor, level) })
-        events = peripheral.events.makeAsyncIterator()
         let (values, valueContinuation) = AsyncStream.makeStream(of: PipelineEvent.self)
         let (durable, durableContinuation) = AsyncStream.makeStream(of: PipelineEvent.self)
         pipelineEvents = values.makeAsyncIterator()
@@ -114,8 +112,8 @@ struct PipelineFixture {
             default: durableContinuation.yield(event)
             }
         }
+        await pipeline.attach()
         await peripheral.updateState(.poweredOn)
-        await pump()
     }
 
     func ref(_ path: String) -> CharacteristicRef { layout.ref(path)! }
@@ -130,27 +128,13 @@ struct PipelineFixture {
         await pipeline.publishedCharacteristic(ref(path))!
     }
 
-    /// Hands every event the peripheral has produced so far to the pipeline (a sentinel central's
-    /// connection marks the end of what is buffered).
-    mutating func pump() async {
-        let sentinel = CentralID(0xFFFF)
-        await peripheral.centralConnected(sentinel)
-        await peripheral.centralDisconnected(sentinel)
-        while let event = await events.next() {
-            if event == .centralDisconnected(sentinel) { break }
-            if event == .centralConnected(sentinel) { continue }
-            await pipeline.handle(event)
-        }
-    }
-
     /// Connects `central` and enables notifications on `path`; returns the values notified at
     /// once (the current value, under `notify.on_subscribe`).
     @discardableResult
-    mutating func subscribe(_ central: CentralID, to path: String) async -> [[UInt8]] {
+    func subscribe(_ central: CentralID, to path: String) async -> [[UInt8]] {
         let characteristic = await characteristic(path)
         await peripheral.centralConnected(central)
         await peripheral.receive([0x12] + le(characteristic.clientConfigurationHandle!) + [0x01, 0x00], from: central)
-        await pump()
         return await notifications(central, on: path)
     }
 

@@ -53,7 +53,7 @@ struct SlowDiskTests {
     @Test func edgesAndNotificationsKeepTheirTimingWhileTheDiskIsSlow() async throws {
         let state = try temporaryDirectory("slowdisk").path
         let writer = StateFileWriter(delayBeforeEachWrite: .milliseconds(200))
-        var fixture = try await PipelineFixture(
+        let fixture = try await PipelineFixture(
             yaml: Self.yaml, timing: .realTime, triggerFile: TriggerFile(stateDirectory: state, writer: writer))
         let alice = CentralID(1)
         await fixture.subscribe(alice, to: "gateway/door")

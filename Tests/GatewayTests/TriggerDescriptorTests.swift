@@ -119,7 +119,7 @@ struct TriggerDescriptorTests {
     /// A trigger written over ATT changes what gets notified, for the writer and for every other
     /// subscriber, including one that subscribes later.
     @Test func aWrittenTriggerGovernsTheNotifications() async throws {
-        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
         let h = await handles(fixture)
         let path = "environment/temperature"
         await fixture.peripheral.transmitRoomFreed(100)
@@ -180,7 +180,7 @@ struct TriggerDescriptorTests {
     /// The server's triggers judge the current value a new subscriber would get at once: refused
     /// while they do not hold.
     @Test func theTriggersJudgeTheCurrentValueOnSubscribe() async throws {
-        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
         let h = await handles(fixture)
         let path = "environment/temperature"
         await fixture.peripheral.transmitRoomFreed(100)
@@ -228,7 +228,7 @@ struct TriggerDescriptorTests {
                 path: SavedTriggers(uuid: "2A6E", format: "sint16 e-2", settings: ["06c409", "040000"], configuration: "01")
             ])
 
-        var fixture = try await PipelineFixture(yaml: Self.yaml, triggerFile: file)
+        let fixture = try await PipelineFixture(yaml: Self.yaml, triggerFile: file)
         let h = await handles(fixture)
         await fixture.peripheral.centralConnected(bob, security: Self.encrypted)
         let written: [(UInt16, [UInt8])] = [

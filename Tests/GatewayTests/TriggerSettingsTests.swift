@@ -35,7 +35,7 @@ struct TriggerSettingsTests {
             let peripheral = Peripheral(configuration: .init(deviceName: "triggers"), link: RecordingLink())
             await peripheral.updateState(.poweredOn)
             let publication = GATTPublication()
-            try await publication.publish(
+            try publication.publish(
                 layout, on: peripheral, values: values, triggers: triggers, logger: Logger(label: "test"))
             let temperature = try #require(publication.characteristics[layout.ref("environment/temperature")!])
             self.temperature = temperature

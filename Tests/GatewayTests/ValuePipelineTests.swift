@@ -191,7 +191,7 @@ struct ValuePipelineTests {
     /// twice too, and a central that subscribes later is not sent the last press as a new one;
     /// a read gets the last press's code.
     @Test func everyPressIsNotifiedOnce() async throws {
-        var fixture = try await PipelineFixture(
+        let fixture = try await PipelineFixture(
             yaml: """
                 device: {name: presses}
                 gpio:
@@ -232,7 +232,6 @@ struct ValuePipelineTests {
         let first = try #require(await fixture.pipeline.currentBytes(temperature))
         #expect(seen.events == [.valueChanged(temperature, first)])
         await fixture.peripheral.centralConnected(alice)
-        await fixture.pipeline.handle(PeripheralEvent.centralConnected(alice))
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 22))
         let second = try #require(await fixture.pipeline.currentBytes(temperature))
         #expect(seen.events == [.valueChanged(temperature, first), .centralConnected(alice, mtu: 23), .valueChanged(temperature, second)])
@@ -245,7 +244,7 @@ struct ValuePipelineTests {
     /// disconnection is followed by a status with the counters as they are now (three phones
     /// that came and went are not `centrals 3` until the next statistics tick).
     @Test func aDisconnectionIsFollowedByTheCountersAsTheyAreNow() async throws {
-        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
         await fixture.subscribe(alice, to: "environment/temperature")
         let seen = EventLog()
         await fixture.pipeline.setEventSink { seen.append($0) }
@@ -267,7 +266,7 @@ struct ValuePipelineTests {
     /// good reading brings the value and the heartbeat back.
     @Test func anUnavailableSensorGetsNoHeartbeatUntilItsNextReading() async throws {
         let yaml = Self.yaml.replacingOccurrences(of: "notify: {min_interval: 250ms}", with: "notify: {max_interval: 1s}")
-        var fixture = try await PipelineFixture(yaml: yaml)
+        let fixture = try await PipelineFixture(yaml: yaml)
         await fixture.peripheral.transmitRoomFreed(1000)
         let temperature = fixture.ref("environment/temperature")
         await fixture.subscribe(alice, to: "environment/temperature")
@@ -305,7 +304,7 @@ struct ValuePipelineTests {
     /// A Write Command (write without response) gets no answer when it cannot be applied, so
     /// the pipeline counts it (`write_commands_refused` in `state`) and logs it at debug level.
     @Test func aRefusedWriteCommandIsCounted() async throws {
-        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
         await fixture.peripheral.centralConnected(alice)
         let temperature = await fixture.characteristic("environment/temperature")
         let label = await fixture.characteristic("gateway/label")
@@ -313,7 +312,6 @@ struct ValuePipelineTests {
         await fixture.peripheral.receive([0x52] + le(temperature.valueHandle) + [1, 2], from: alice)
         await fixture.peripheral.receive([0x52] + le(label.valueHandle) + Array("far too long".utf8), from: alice)
         await fixture.peripheral.receive([0x52] + le(label.valueHandle) + Array("ok".utf8), from: alice)
-        await fixture.pump()
         #expect(fixture.link.take(alice).isEmpty, "a Write Command is never answered")
         let seen = EventLog()
         await fixture.pipeline.setEventSink { seen.append($0) }
@@ -458,7 +456,7 @@ struct ValuePipelineTests {
     /// `min_interval` goes out when the interval ends, with nobody calling `advance()`.
     @Test func theTimerSendsHeldValuesOnTheRealClock() async throws {
         let interval = Duration.milliseconds(1500)
-        var fixture = try await PipelineFixture(
+        let fixture = try await PipelineFixture(
             yaml: Self.yaml.replacingOccurrences(of: "min_interval: 250ms", with: "min_interval: 1500ms"),
             timing: .realTime)
         await fixture.peripheral.transmitRoomFreed(10)
@@ -484,7 +482,7 @@ struct ValuePipelineTests {
     /// slot, later values replace it, and on ready-to-update only the newest goes out — never a stale
     /// value before it.
     @Test func fullLinkHoldsOneValueAndResumesWhenReady() async throws {
-        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
         await fixture.subscribe(alice, to: "gateway/label")
         await fixture.peripheral.transmitRoomFreed(1)
         let label = fixture.ref("gateway/label")
@@ -495,12 +493,10 @@ struct ValuePipelineTests {
         let waiting = await fixture.pipeline.statistics.valuesWaiting
         #expect(waiting <= 1)
         await fixture.peripheral.transmitRoomFreed(1)
-        await fixture.pump()
         #expect(
             await fixture.notifications(alice, on: "gateway/label") == [Array("e".utf8)],
             "b (refused by the link), c and d coalesced; no stale value first")
         await fixture.peripheral.transmitRoomFreed(1)
-        await fixture.pump()
         #expect(await fixture.notifications(alice, on: "gateway/label").isEmpty)
         let counters = await fixture.pipeline.statistics.perCharacteristic[label]
         #expect(counters?.sent == 2)
@@ -510,11 +506,10 @@ struct ValuePipelineTests {
     /// A central whose updates are never delivered (its link stalled) fills its share and then
     /// waits with one value; the other central keeps getting every value.
     @Test func aStalledCentralDoesNotHoldUpTheOther() async throws {
-        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
         await fixture.subscribe(alice, to: "gateway/label")
         await fixture.subscribe(bob, to: "gateway/label")
         await fixture.peripheral.transmitRoomFreed(8)
-        await fixture.pump()
         let label = fixture.ref("gateway/label")
         var toAlice: [[UInt8]] = []
         for index in 0..<20 {
@@ -522,7 +517,6 @@ struct ValuePipelineTests {
             toAlice += await fixture.notifications(alice, on: "gateway/label")
             // The link returns alice's credit; bob's stay with his stalled link.
             await fixture.peripheral.transmitRoomFreed(1)
-            await fixture.pump()
         }
         #expect(toAlice == (0..<20).map { Array("v\($0)".utf8) })
         let statistics = await fixture.pipeline.statistics
@@ -567,10 +561,8 @@ struct ValuePipelineTests {
     @Test func anMTUExchangeReachesTheMirror() async throws {
         var fixture = try await PipelineFixture(yaml: Self.yaml)
         await fixture.peripheral.centralConnected(alice)
-        await fixture.pump()
         await fixture.peripheral.receive([0x02] + le(185), from: alice)
         #expect(fixture.link.take(alice).first?.first == 0x03)
-        await fixture.pump()
         var mirrored: [PipelineEvent] = []
         while let event = await fixture.durableEvents.next() {
             mirrored.append(event)
@@ -626,7 +618,7 @@ struct ValuePipelineTests {
     }
 
     @Test func failedReadingsAndUnsubscribedCentralsSendNothing() async throws {
-        var fixture = try await PipelineFixture(yaml: Self.yaml)
+        let fixture = try await PipelineFixture(yaml: Self.yaml)
         await fixture.peripheral.transmitRoomFreed(100)
         await fixture.subscribe(alice, to: "environment/temperature")
         await fixture.pipeline.sensorValue(
@@ -639,7 +631,6 @@ struct ValuePipelineTests {
         #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2150)])
         let temperature = await fixture.characteristic("environment/temperature")
         await fixture.peripheral.receive([0x12] + le(temperature.clientConfigurationHandle!) + [0x00, 0x00], from: alice)
-        await fixture.pump()
         _ = fixture.link.take(alice)
         await fixture.advance(by: .seconds(1))
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 22))

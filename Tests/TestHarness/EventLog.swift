@@ -8,8 +8,8 @@ import Synchronization
 ///     await host.setEventSink(events.append)
 ///     let connected = try await events.next { if case .connected = $0 { true } else { false } }
 ///
-/// Two ways to read: `next` takes events in order, each once (what iterating a stream did), and
-/// `first` looks at everything recorded, taken or not. Both throw when nothing matching comes
+/// Two ways to read: `next` and `takeAll` take events in order, each once (what iterating a
+/// stream did), and `first` looks at everything recorded, taken or not. Both throw when nothing matching comes
 /// within their limit, so a missing event fails the test instead of hanging it.
 public final class EventLog<Event: Sendable>: Sendable {
     private struct Waiter {
@@ -52,6 +52,14 @@ public final class EventLog<Event: Sendable>: Sendable {
 
     /// Everything recorded so far, in order.
     public var all: [Event] { state.withLock { $0.events } }
+
+    /// The events not taken yet, taking them: what a synchronous sink has delivered so far.
+    public func takeAll() -> [Event] {
+        state.withLock { state in
+            defer { state.cursor = state.events.count }
+            return Array(state.events[state.cursor...])
+        }
+    }
 
     /// The next event not yet taken that matches `predicate`, taking it and those before it.
     public func next(

@@ -28,6 +28,12 @@ public enum PeripheralError: Error, Hashable, Sendable, CustomStringConvertible 
     }
 }
 
+/// Where the peripheral's events go (`Peripheral.setEventSink`): called on the event loop, in
+/// order, in the call that produced them, once that call's PDUs are handed to the link, so the
+/// program may call the peripheral again from it (what it sends then follows them). Nothing
+/// queues between calls: an event with no sink set is dropped.
+public typealias PeripheralEventSink = @Sendable (PeripheralEvent) -> Void
+
 /// Everything the program hears from the peripheral, in order.
 public enum PeripheralEvent: Hashable, Sendable {
     case stateChanged(PeripheralState)
@@ -65,7 +71,7 @@ public protocol PeripheralLink: Sendable {
 /// An actor because two parties drive it concurrently — the program (publishing services,
 /// updating values) and the host (delivering PDUs, link state) — and the `GATTServer` state
 /// machine inside must see their calls one at a time. Every call runs the server synchronously
-/// and then hands its output on: PDUs to `PeripheralLink`, events to `events`.
+/// and then hands its output on: PDUs to `PeripheralLink`, events to the program's sink.
 ///
 /// Host seam (inbound): `updateState(_:)`, `centralConnected(_:security:)`,
 /// `centralDisconnected(_:)`, `securityChanged(_:for:)`, `restoreSubscriptions(_:for:)`,
@@ -77,8 +83,12 @@ public actor Peripheral {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
 
     public private(set) var state: PeripheralState = .unknown
-    public nonisolated let events: AsyncStream<PeripheralEvent>
-    private let continuation: AsyncStream<PeripheralEvent>.Continuation
+    /// The program's (`setEventSink`).
+    private var eventSink: PeripheralEventSink?
+    /// The events of the call under way, handed to the sink once its PDUs are out
+    /// (`deliverEvents`); a call the sink makes back adds its own after them. Emptied in place.
+    private var pendingEvents: [PeripheralEvent] = []
+    private var deliveringEvents = false
     private let server: GATTServer
     private let link: any PeripheralLink
     private let now: @Sendable () -> ContinuousClock.Instant
@@ -92,14 +102,15 @@ public actor Peripheral {
         server = GATTServer(configuration: configuration)
         self.link = link
         self.now = now
-        let (stream, continuation) = AsyncStream.makeStream(of: PeripheralEvent.self)
-        events = stream
-        self.continuation = continuation
     }
 
-    deinit { continuation.finish() }
-
     // MARK: Program-facing
+
+    /// From now on every event goes to `sink`; nil stops them. Set it before the host runs: an
+    /// event while none is set is dropped, not kept for later.
+    public func setEventSink(_ sink: PeripheralEventSink?) {
+        eventSink = sink
+    }
 
     /// Serves dynamic values: reads and write batches go to these synchronous handlers.
     public func setRequestHandlers(_ handlers: GATTRequestHandlers) {
@@ -118,7 +129,8 @@ public actor Peripheral {
             }
         }
         flush()
-        continuation.yield(.serviceAdded(result))
+        report(.serviceAdded(result))
+        deliverEvents()
         return try result.get()
     }
 
@@ -134,7 +146,8 @@ public actor Peripheral {
             }
         }
         flush()
-        continuation.yield(.serviceRemoved(result))
+        report(.serviceRemoved(result))
+        deliverEvents()
         return try result.get()
     }
 
@@ -143,7 +156,8 @@ public actor Peripheral {
         try requirePoweredOn()
         let removed = server.removeAllServices(now: now())
         flush()
-        for service in removed { continuation.yield(.serviceRemoved(.success(service))) }
+        for service in removed { report(.serviceRemoved(.success(service))) }
+        deliverEvents()
     }
 
     public var services: [PublishedService] { server.services }
@@ -188,7 +202,8 @@ public actor Peripheral {
         do throws(GATTServerError) { sent = try send() } catch {
             throw .server(error)
         }
-        flush()
+        // Updates only, never an event: nothing to deliver.
+        if server.hasOutput { sendOutput() }
         return sent
     }
 
@@ -216,24 +231,28 @@ public actor Peripheral {
         if newState != .poweredOn {
             for central in server.connectedCentrals { disconnect(central) }
         }
-        continuation.yield(.stateChanged(newState))
+        report(.stateChanged(newState))
+        deliverEvents()
     }
 
     public func centralConnected(_ central: CentralID, security: LinkSecurity = .unencrypted) {
         guard state == .poweredOn, server.snapshot(of: central) == nil else { return }
         server.connect(central, security: security)
-        continuation.yield(.centralConnected(central))
+        report(.centralConnected(central))
+        deliverEvents()
     }
 
     public func centralDisconnected(_ central: CentralID) {
         guard server.snapshot(of: central) != nil else { return }
         disconnect(central)
+        deliverEvents()
     }
 
     public func securityChanged(_ security: LinkSecurity, for central: CentralID) {
         guard let before = server.snapshot(of: central)?.security, before != security else { return }
         server.setSecurity(security, for: central)
-        continuation.yield(.securityChanged(central, security))
+        report(.securityChanged(central, security))
+        deliverEvents()
     }
 
     /// A bonded central's subscriptions from its bond, once its link is encrypted with the
@@ -302,16 +321,47 @@ public actor Peripheral {
         guard state == .poweredOn else { throw .notPoweredOn(state) }
     }
 
+    /// The caller delivers the events.
     private func disconnect(_ central: CentralID) {
         server.disconnect(central)
-        flush()
-        continuation.yield(.centralDisconnected(central))
+        if server.hasOutput { sendOutput() }
+        report(.centralDisconnected(central))
     }
 
+    /// An event for the sink, delivered at the end of the call (`deliverEvents`); none is kept
+    /// without a sink.
+    private func report(_ event: PeripheralEvent) {
+        guard eventSink != nil else { return }
+        pendingEvents.append(event)
+    }
+
+    /// Hands the call's events to the sink, in order. A call the sink makes back into the
+    /// peripheral reports its events behind them, and this loop delivers those too.
+    private func deliverEvents() {
+        guard !deliveringEvents, !pendingEvents.isEmpty, let eventSink else { return }
+        deliveringEvents = true
+        var next = 0
+        while next < pendingEvents.count {
+            let event = pendingEvents[next]
+            next += 1
+            eventSink(event)
+        }
+        pendingEvents.removeAll(keepingCapacity: true)
+        deliveringEvents = false
+    }
+
+    /// Sends the server's output and hands its events to the sink.
     private func flush() {
         // Most calls on the event path (credits back, deliveries) produce nothing: then there is
         // no buffer to exchange and empty.
         guard server.hasOutput else { return }
+        sendOutput()
+        deliverEvents()
+    }
+
+    /// Sends the server's output and reports its events, for the caller to deliver.
+    @inline(__always)
+    private func sendOutput() {
         server.takeOutput(into: &output)
         for item in output {
             switch item {
@@ -320,17 +370,17 @@ public actor Peripheral {
             case .sendUpdate(let pdu, let central):
                 link.sendUpdate(pdu, to: central)
             case .event(.subscribed(let central, let characteristic)):
-                continuation.yield(.subscribed(central, characteristic))
+                report(.subscribed(central, characteristic))
             case .event(.unsubscribed(let central, let characteristic)):
-                continuation.yield(.unsubscribed(central, characteristic))
+                report(.unsubscribed(central, characteristic))
             case .event(.readyToUpdateSubscribers):
-                continuation.yield(.readyToUpdateSubscribers)
+                report(.readyToUpdateSubscribers)
             case .event(.mtuChanged(let central, let mtu)):
-                continuation.yield(.maximumUpdateValueLengthChanged(central, Int(mtu) - 3))
+                report(.maximumUpdateValueLengthChanged(central, Int(mtu) - 3))
             case .event(.transactionTimedOut(let central)):
                 link.disconnectAfterTransactionTimeout(central)
             case .event(.writeCommandRefused(let central, let handle, let code)):
-                continuation.yield(.writeCommandRefused(central, handle: handle, code))
+                report(.writeCommandRefused(central, handle: handle, code))
             case .event(.writesApplied):
                 // Last in the output: the answer has gone to the link.
                 server.handlers.applied()

@@ -12,7 +12,7 @@ import StateFile
 ///     let binding = GATTPeripheralBinding(configuration: gattConfiguration)
 ///     let host = PeripheralHost(
 ///         configuration: hostConfiguration, peripheral: binding, stateWriter: writer, logger: logger)
-///     // the program: binding.peripheral.add(...), .updateValue(...), .events
+///     // the program: binding.peripheral.setEventSink(...), .add(...), .updateValue(...)
 ///     await host.run()   // until cancelled
 ///
 /// The host calls it on its executor, the event loop, which is the peripheral's too: so each call

@@ -1,4 +1,5 @@
 import BluetoothGATT
+import EventLoop
 import Logging
 import Values
 
@@ -6,7 +7,9 @@ import Values
 /// the value store each characteristic's value handle (and the trigger settings where its trigger
 /// descriptors are), and answers which published characteristic
 /// a configured one is and back. A reload's layout replaces the services that changed
-/// (`change`). Owned by the `ValuePipeline` and used only on its executor.
+/// (`change`). Owned by the `ValuePipeline` and used only on its executor, the event loop, where
+/// the peripheral runs too: it calls the peripheral with `onLoop`, so the pipeline publishes in
+/// the call that told it of the power-on.
 final class GATTPublication {
     /// Found by the ref's positions, not hashed: the notify driver looks one up for every update
     /// it sends.
@@ -27,13 +30,13 @@ final class GATTPublication {
     /// Publishes every service of `layout` on `peripheral`, a service after those it includes, and
     /// registers each characteristic's value handle with `values` (its trigger descriptors with
     /// `triggers`).
-    nonisolated(nonsending) func publish(
+    func publish(
         _ layout: GATTLayout, on peripheral: Peripheral, values: CharacteristicValues, triggers: TriggerSettings, logger: Logger
-    ) async throws {
+    ) throws {
         services = []
         var ids: [String: GATTServiceID] = [:]
         for index in layout.publishingOrder {
-            try await publishService(index, of: layout, on: peripheral, values: values, triggers: triggers, includedIDs: &ids)
+            try publishService(index, of: layout, on: peripheral, values: values, triggers: triggers, includedIDs: &ids)
         }
         logger.info(
             "services published",
@@ -46,10 +49,10 @@ final class GATTPublication {
     /// A reload's layout: the services `change` removes go, those it adds are published (after
     /// those they include), the kept ones stay as they are. The caller holds Service Changed back
     /// around this, so the centrals hear of it once.
-    nonisolated(nonsending) func change(
+    func change(
         to layout: GATTLayout, _ change: GATTLayoutChange, on peripheral: Peripheral, values: CharacteristicValues,
         triggers: TriggerSettings
-    ) async throws {
+    ) throws {
         let keptRefs = Set(change.kept.flatMap(\.refs))
         for (valueHandle, ref) in refsByValueHandle where !keptRefs.contains(ref) {
             refsByValueHandle[valueHandle] = nil
@@ -61,21 +64,25 @@ final class GATTPublication {
             if let name = layout.serviceName(service.index) { ids[name] = service.published.id }
         }
         for service in change.removed {
-            try await peripheral.remove(service.published.id)
+            try peripheral.onLoop(with: service.published.id) { peripheral, id throws(PeripheralError) in
+                try peripheral.remove(id)
+            }
         }
         for index in change.added {
-            try await publishService(index, of: layout, on: peripheral, values: values, triggers: triggers, includedIDs: &ids)
+            try publishService(index, of: layout, on: peripheral, values: values, triggers: triggers, includedIDs: &ids)
         }
     }
 
     /// Publishes configured service `index` and registers its characteristics; `includedIDs` (the
     /// published services by configured name) gets it too.
-    private nonisolated(nonsending) func publishService(
+    private func publishService(
         _ index: Int, of layout: GATTLayout, on peripheral: Peripheral, values: CharacteristicValues, triggers: TriggerSettings,
         includedIDs ids: inout [String: GATTServiceID]
-    ) async throws {
+    ) throws {
         let service = try layout.service(index) { ids[$0] }
-        let publishedService = try await peripheral.add(service)
+        let publishedService = try peripheral.onLoop(with: service) { peripheral, service throws(PeripheralError) in
+            try peripheral.add(service)
+        }
         if let name = layout.serviceName(index) { ids[name] = publishedService.id }
         services?.append(
             PublishedLayoutService(

@@ -9,13 +9,20 @@ extension ValuePipeline {
     // MARK: Publishing
 
     /// Publishes every configured service and serves reads and writes from this pipeline. Called
-    /// when the peripheral reaches `poweredOn` (CoreBluetooth's rule: publish once powered on);
-    /// values that arrived before are served from the start.
-    func publish() async throws {
+    /// when the peripheral reaches `poweredOn` (CoreBluetooth's rule: publish once powered on),
+    /// in the call that reported it; values that arrived before are served from the start.
+    func publish() throws {
         // Weak: the peripheral keeps the handlers, and the pipeline the peripheral.
         let applied: @Sendable () -> Void = { [weak self] in self?.onLoop { $0.writesApplied() } }
-        await peripheral.setRequestHandlers(values.handlers(triggers: triggers, applied: applied))
-        try await publication.publish(layout, on: peripheral, values: values, triggers: triggers, logger: logger)
+        peripheral.onLoop(with: values.handlers(triggers: triggers, applied: applied)) { $0.setRequestHandlers($1) }
+        try publication.publish(layout, on: peripheral, values: values, triggers: triggers, logger: logger)
+    }
+
+    /// From now on the peripheral's events reach the pipeline in the call that produced them
+    /// (both run on the event loop). Before the host runs, so the first power-on finds it.
+    public func attach() async {
+        // Weak: the peripheral keeps its sink, and the pipeline the peripheral.
+        await peripheral.setEventSink { [weak self] event in self?.onLoop(with: event) { $0.handle($1) } }
     }
 
     /// The published characteristic of `ref` (after `publish()`).
@@ -23,11 +30,13 @@ extension ValuePipeline {
         publication.characteristics[ref]
     }
 
-    /// What the peripheral reports: connections, subscriptions, and room on the link.
-    public func handle(_ event: PeripheralEvent) async {
+    /// What the peripheral reports (its event sink, `attach`): connections, subscriptions, and
+    /// room on the link, when a full link resumes what waited for it.
+    public func handle(_ event: PeripheralEvent) {
         switch event {
         case .centralConnected(let central):
-            let mtu = await peripheral.maximumUpdateValueLength(for: central).map { $0 + 3 } ?? 23
+            let length = peripheral.onLoop(with: central) { $0.maximumUpdateValueLength(for: $1) }
+            let mtu = length.map { $0 + 3 } ?? 23
             eventSink?(.centralConnected(central, mtu: mtu))
         case .centralDisconnected(let central):
             notifier.disconnect(central)
@@ -51,7 +60,7 @@ extension ValuePipeline {
             eventSink?(statusEvent)
             guard state == .poweredOn, publication.services == nil else { return }
             do {
-                try await publish()
+                try publish()
             } catch {
                 logger.error("publishing the GATT services failed", metadata: ["error": "\(error)"])
             }

@@ -44,7 +44,7 @@ extension ValuePipeline {
         guard publication.services != nil else { return change }
         await peripheral.holdServiceChanged()
         do {
-            try await publication.change(to: newLayout, change, on: peripheral, values: values, triggers: triggers)
+            try publication.change(to: newLayout, change, on: peripheral, values: values, triggers: triggers)
         } catch {
             await peripheral.releaseServiceChanged()
             throw error

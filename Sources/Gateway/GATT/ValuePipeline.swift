@@ -168,28 +168,17 @@ public actor ValuePipeline {
         notifier.advance()
     }
 
-    /// Consumes the peripheral's events until cancelled, and logs the counters every
-    /// `statisticsInterval`.
+    /// Logs the counters every `statisticsInterval` until cancelled (the peripheral's events come
+    /// through `attach`).
     public func run(statisticsInterval: Duration) async {
         eventSink?(statusEvent)
         for (ref, sample) in router.configuredSamples.sorted(by: { $0.key < $1.key }) {
             eventSink?(.valueChanged(ref, sample.bytes))
         }
-        await withDiscardingTaskGroup { group in
-            // The stream is consumed isolated to the pipeline, so an element is handled on the
-            // event loop where it was yielded, without a hop.
-            group.addTask { await self.consumePeripheralEvents() }
-            group.addTask {
-                while (try? await Task.sleep(for: statisticsInterval)) != nil {
-                    await self.logStatistics()
-                }
-            }
+        while (try? await Task.sleep(for: statisticsInterval)) != nil {
+            logStatistics()
         }
         notifier.stop()
-    }
-
-    private func consumePeripheralEvents() async {
-        for await event in peripheral.events { await handle(event) }
     }
 
     /// Stops the timer and the events, after a last counters line (the totals of the run).

@@ -41,8 +41,11 @@ await peripheral.setRequestHandlers(
             return nil
         }))
 
+// The peripheral's events, as its sink hands them over on the loop, for the waits below.
+let (events, eventSink) = AsyncStream.makeStream(of: PeripheralEvent.self)
+await peripheral.setEventSink { eventSink.yield($0) }
 let hostTask = Task { await host.run() }
-_ = await peripheral.events.first { $0 == .stateChanged(.poweredOn) }
+_ = await events.first { $0 == .stateChanged(.poweredOn) }
 let published = try await peripheral.add(
     GATTService(
         uuid: serviceUUID,
@@ -56,7 +59,7 @@ FileHandle.standardOutput.write(Data("ready\n".utf8))  // unbuffered: the runner
 
 // Round trips are sequential, so the transmit queue is never full; if it ever is, the value is
 // retried once room frees (readyToUpdateSubscribers) rather than dropped.
-try await echoWrites(writes, on: peripheral, characteristic: echo)
+try await echoWrites(writes, on: peripheral, characteristic: echo, events: events)
 hostTask.cancel()
 
 /// Notifies each written value back. Isolated to the peripheral, an actor on gattway's event loop,
@@ -64,11 +67,11 @@ hostTask.cancel()
 /// from there, with no hop to another thread (top-level code would run on the main actor).
 func echoWrites(
     _ writes: AsyncStream<[UInt8]>, on peripheral: isolated Peripheral,
-    characteristic: PublishedCharacteristic
+    characteristic: PublishedCharacteristic, events: AsyncStream<PeripheralEvent>
 ) async throws {
     for await value in writes {
         while try !peripheral.updateValue(value, for: characteristic) {
-            _ = await peripheral.events.first { $0 == .readyToUpdateSubscribers }
+            _ = await events.first { $0 == .readyToUpdateSubscribers }
         }
     }
 }
