@@ -6,6 +6,7 @@ import Foundation
 import Gateway
 import Notify
 import Sensors
+import TestHarness
 import Testing
 import Values
 
@@ -225,19 +226,19 @@ struct ValuePipelineTests {
     /// sent anywhere.
     @Test func eventsReachTheSinkInTheCallThatMadeThem() async throws {
         let fixture = try await PipelineFixture(yaml: Self.yaml)
-        let seen = EventLog()
+        let seen = EventLog<PipelineEvent>()
         await fixture.pipeline.setEventSink { seen.append($0) }
         let temperature = fixture.ref("environment/temperature")
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 21))
         let first = try #require(await fixture.pipeline.currentBytes(temperature))
-        #expect(seen.events == [.valueChanged(temperature, first)])
+        #expect(seen.all == [.valueChanged(temperature, first)])
         await fixture.peripheral.centralConnected(alice)
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 22))
         let second = try #require(await fixture.pipeline.currentBytes(temperature))
-        #expect(seen.events == [.valueChanged(temperature, first), .centralConnected(alice, mtu: 23), .valueChanged(temperature, second)])
+        #expect(seen.all == [.valueChanged(temperature, first), .centralConnected(alice, mtu: 23), .valueChanged(temperature, second)])
         await fixture.pipeline.setEventSink(nil)
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 23))
-        #expect(seen.events.count == 3, "no sink, no event")
+        #expect(seen.all.count == 3, "no sink, no event")
     }
 
     /// A central that leaves takes its counters with it, and `state` says so at once: the
@@ -246,15 +247,15 @@ struct ValuePipelineTests {
     @Test func aDisconnectionIsFollowedByTheCountersAsTheyAreNow() async throws {
         let fixture = try await PipelineFixture(yaml: Self.yaml)
         await fixture.subscribe(alice, to: "environment/temperature")
-        let seen = EventLog()
+        let seen = EventLog<PipelineEvent>()
         await fixture.pipeline.setEventSink { seen.append($0) }
         await fixture.pipeline.logStatistics()
-        guard case .status(_, _, let before, _, _) = seen.events.last else { return }
+        guard case .status(_, _, let before, _, _) = seen.all.last else { return }
         #expect(before["centrals"] == 1)
         await fixture.pipeline.handle(PeripheralEvent.centralDisconnected(alice))
-        let after = seen.events.drop { $0 != .centralDisconnected(alice) }.dropFirst()
+        let after = seen.all.drop { $0 != .centralDisconnected(alice) }.dropFirst()
         guard case .status(_, _, let counters, _, _) = after.first else {
-            Issue.record("no status after the disconnection: \(seen.events)")
+            Issue.record("no status after the disconnection: \(seen.all)")
             return
         }
         #expect(counters["centrals"] == 0)
@@ -270,7 +271,7 @@ struct ValuePipelineTests {
         await fixture.peripheral.transmitRoomFreed(1000)
         let temperature = fixture.ref("environment/temperature")
         await fixture.subscribe(alice, to: "environment/temperature")
-        let seen = EventLog()
+        let seen = EventLog<PipelineEvent>()
         await fixture.pipeline.setEventSink { seen.append($0) }
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 21))
         #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2100)])
@@ -278,9 +279,9 @@ struct ValuePipelineTests {
         #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2100)], "a heartbeat")
 
         await fixture.pipeline.sensorAvailability(sensor: "climate", unavailable: "no good reading for 30 s")
-        #expect(seen.events.contains(.availabilityChanged(temperature, unavailable: "no good reading for 30 s")))
-        guard case .status(_, _, _, _, let unavailable) = seen.events.last else {
-            Issue.record("no status: \(seen.events)")
+        #expect(seen.all.contains(.availabilityChanged(temperature, unavailable: "no good reading for 30 s")))
+        guard case .status(_, _, _, _, let unavailable) = seen.all.last else {
+            Issue.record("no status: \(seen.all)")
             return
         }
         #expect(unavailable == ["climate": "no good reading for 30 s"])
@@ -293,7 +294,7 @@ struct ValuePipelineTests {
             })
 
         await fixture.pipeline.sensorAvailability(sensor: "climate", unavailable: nil)
-        #expect(seen.events.contains(.availabilityChanged(temperature, unavailable: nil)))
+        #expect(seen.all.contains(.availabilityChanged(temperature, unavailable: nil)))
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 22))
         #expect(await fixture.notifications(alice, on: "environment/temperature") == [sint16(2200)])
         await fixture.advance(by: .seconds(1))
@@ -313,23 +314,15 @@ struct ValuePipelineTests {
         await fixture.peripheral.receive([0x52] + le(label.valueHandle) + Array("far too long".utf8), from: alice)
         await fixture.peripheral.receive([0x52] + le(label.valueHandle) + Array("ok".utf8), from: alice)
         #expect(fixture.link.take(alice).isEmpty, "a Write Command is never answered")
-        let seen = EventLog()
+        let seen = EventLog<PipelineEvent>()
         await fixture.pipeline.setEventSink { seen.append($0) }
         await fixture.pipeline.logStatistics()
-        guard case .status(_, _, let counters, _, _) = seen.events.last else {
-            Issue.record("no status: \(seen.events)")
+        guard case .status(_, _, let counters, _, _) = seen.all.last else {
+            Issue.record("no status: \(seen.all)")
             return
         }
         #expect(counters["write_commands_refused"] == 2)
         #expect(await fixture.pipeline.currentBytes(fixture.ref("gateway/label")) == Array("ok".utf8))
-    }
-
-    /// What a sink was handed.
-    final class EventLog: @unchecked Sendable {
-        private let lock = NSLock()
-        private var recorded: [PipelineEvent] = []
-        var events: [PipelineEvent] { lock.withLock { recorded } }
-        func append(_ event: PipelineEvent) { lock.withLock { recorded.append(event) } }
     }
 
     /// Lost GPIO events reach MQTT's `state` counters, per sensor and in total.
@@ -480,7 +473,8 @@ struct ValuePipelineTests {
 
     /// With the link full, `updateValue` returns false: the refused value goes back to the engine's
     /// slot, later values replace it, and on ready-to-update only the newest goes out — never a stale
-    /// value before it.
+    /// value before it — in the call that freed the room (the peripheral's event reaches the
+    /// pipeline there: no task takes it later).
     @Test func fullLinkHoldsOneValueAndResumesWhenReady() async throws {
         let fixture = try await PipelineFixture(yaml: Self.yaml)
         await fixture.subscribe(alice, to: "gateway/label")
