@@ -64,7 +64,7 @@ final class GATTPublication {
             if let name = layout.serviceName(service.index) { ids[name] = service.published.id }
         }
         for service in change.removed {
-            try peripheral.onLoop(with: service.published.id) { peripheral, id throws(PeripheralError) in
+            _ = try peripheral.onLoop(with: service.published.id) { peripheral, id throws(PeripheralError) in
                 try peripheral.remove(id)
             }
         }
