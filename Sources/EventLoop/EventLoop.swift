@@ -168,7 +168,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         return Watch(descriptor: descriptor, token: token, file: Self.identity(of: descriptor))
     }
 
-    /// Stops watching; no handler of this watch runs after it returns on the loop's thread.
+    /// Stops watching; no handler of this watch runs after it returns on the loop's thread (from
+    /// another, the watcher is forgotten on the loop's next turn).
     ///
     /// A descriptor closed before its unwatch (against `watch`'s rule) has left epoll with its
     /// file, and its number may already name another watched file: that one is left alone, where
