@@ -97,7 +97,7 @@ public actor SensorRunner {
     private func scheduleDeadline() {
         guard let deadline = core.deadline else { return }
         let now = backend.now()
-        timer.schedule(at: EventLoop.now() + (deadline > now ? deadline - now : 0))
+        timer.schedule(after: .nanoseconds(Int64(clamping: deadline > now ? deadline - now : 0)))
     }
 
     private func publish(_ new: [SensorSample]) {
