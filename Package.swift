@@ -139,7 +139,7 @@ let package = Package(
         .target(
             name: "Sensors",
             dependencies: [
-                "EventLoop", "GPIO", "StateFile", "ConfigReading", "Values", .product(name: "Logging", package: "swift-log")
+                "EventLoop", "LoopClock", "GPIO", "StateFile", "ConfigReading", "Values", .product(name: "Logging", package: "swift-log")
             ],
             path: "Sources/Sensors", swiftSettings: swiftSettings),
         .target(
@@ -161,7 +161,9 @@ let package = Package(
         // The mirror run over a client: outbox, backlog hold, heartbeats, discovery, `/set`.
         .target(
             name: "MQTTService",
-            dependencies: ["EventLoop", "LoopClock", "StateFile", "MQTTMirror", "MQTTClient", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "EventLoop", "LoopClock", "StateFile", "MQTTMirror", "MQTTClient", .product(name: "Logging", package: "swift-log")
+            ],
             path: "Sources/MQTT/Service", swiftSettings: swiftSettings),
 
         // MARK: Configuration, wiring, executable.

@@ -20,6 +20,8 @@ public struct LoopInstant: Comparable, Hashable, Sendable {
     /// `duration` later (earlier for a negative one), clamped to the clock's range.
     public static func + (instant: LoopInstant, duration: Duration) -> LoopInstant {
         let delta = duration.signedNanoseconds
+        // A duration beyond 292 years (clamped to `Int64`'s nanoseconds) is beyond the clock's end.
+        if delta == .max { return LoopInstant(nanoseconds: .max) }
         let moved =
             delta >= 0
             ? instant.nanoseconds.addingReportingOverflow(UInt64(delta))

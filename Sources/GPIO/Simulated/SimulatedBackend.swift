@@ -90,7 +90,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
                 if let due = chipStates[c].lines[l].input?.debouncer?.deadline { next = min(next ?? due, due) }
             }
         }
-        timer.schedule(at: next.map { max(LoopInstant(nanoseconds: $0), EventLoop.now() + .milliseconds(1)) })
+        timer.schedule(at: next.map { LoopInstant(nanoseconds: max($0, EventLoop.now().nanoseconds + 1_000_000)) })
     }
 
     /// Generates edges up to `time`; returns the readable callbacks to run outside the lock.

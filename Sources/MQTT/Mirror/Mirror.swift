@@ -27,8 +27,8 @@ public struct Mirror: Sendable {
     /// The characteristics whose value is not current (their sensor stopped answering): their
     /// availability topic says `offline` and no heartbeat republishes their value.
     private var unavailable: Set<MirrorCharacteristicID> = []
-    /// When each value topic was last published, by a value or a heartbeat: on the loop's
-    /// monotonic clock, since the wall clock may jump (a Pi's, when NTP first syncs).
+    /// When each value topic with a heartbeat was last published, by a value or a heartbeat: on
+    /// the loop's monotonic clock, since the wall clock may jump (a Pi's, when NTP first syncs).
     private var lastPublished: [MirrorCharacteristicID: LoopInstant] = [:]
     /// The characteristics with a heartbeat, and its length.
     private let heartbeatIntervals: [(id: MirrorCharacteristicID, interval: Duration)]
@@ -151,8 +151,9 @@ public struct Mirror: Sendable {
 
     // MARK: Gateway events
 
-    /// `now`: when the event is applied, on the loop's clock (a value's heartbeat counts from it).
-    public mutating func apply(_ event: MirrorEvent, now: LoopInstant) -> [MirrorAction] {
+    /// `now`: when the event is applied, on the loop's clock (a value's heartbeat counts from it);
+    /// read only for a value with a heartbeat, so no other event pays for reading the clock.
+    public mutating func apply(_ event: MirrorEvent, now: @autoclosure () -> LoopInstant) -> [MirrorAction] {
         switch event {
         case .peripheralState(let state):
             peripheral = state
@@ -166,7 +167,7 @@ public struct Mirror: Sendable {
                 case .raw: raw
                 }
             values[id] = payload
-            lastPublished[id] = now
+            if characteristic.heartbeat != nil { lastPublished[id] = now() }
             return [.publish(valueMessage(id, payload), durable: false)]
 
         case .availabilityChanged(let id, let reason):
