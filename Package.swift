@@ -42,7 +42,7 @@ let package = Package(
         // For the fuzz package (Tests/Fuzz): the parsers it feeds.
         .library(name: "Config", targets: ["Config"]),
         .library(name: "Values", targets: ["Values"]),
-        .library(name: "BluetoothSMP", targets: ["BluetoothSMP"]),
+        .library(name: "BluetoothSMP", targets: ["BluetoothSMP", "LoopClock"]),
         .library(name: "BluetoothL2CAP", targets: ["BluetoothHCI", "BluetoothL2CAP"])
     ],
     dependencies: [
@@ -99,7 +99,7 @@ let package = Package(
             path: "Sources/Bluetooth/GATT", swiftSettings: swiftSettings),
         .target(
             name: "BluetoothSMP",
-            dependencies: ["BluetoothCore", "StateFile", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["BluetoothCore", "LoopClock", "StateFile", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/Bluetooth/SMP", swiftSettings: swiftSettings),
         // The HCI codec: packets, commands, events, H4 framing, the transport's interface and
         // spec. Pure, so the configuration can name a transport without linking libbluetooth.
@@ -247,7 +247,7 @@ let package = Package(
             path: "Tests/BluetoothGATTTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "BluetoothSMPTests",
-            dependencies: ["BluetoothSMP", "BluetoothCore", "TestHarness", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["BluetoothSMP", "BluetoothCore", "LoopClock", "TestHarness", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/BluetoothSMPTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "BluetoothHCITests", dependencies: ["BluetoothHCI", "BluetoothCore"],

@@ -32,8 +32,6 @@ final class SecurityCoordinator {
     private let bondStore: BondStore?
     /// Writes the bond file, off the event loop.
     private let stateWriter: StateFileWriter
-    /// The origin, on the loop's clock, of the Security Manager's time (a `Duration` since it).
-    private let origin = EventLoop.now()
     /// Wakes the Security Manager at its earliest deadline (made at the first one).
     private var timer: DeadlineTimer?
     /// Connections whose pairing shows a Numeric Comparison value and waits for the user.
@@ -77,7 +75,7 @@ final class SecurityCoordinator {
     }
 
     /// Monotonic time for the Security Manager (its timeout and back-off).
-    private var now: Duration { EventLoop.now() - origin }
+    private var now: LoopInstant { EventLoop.now() }
 
     var bonds: BondRegistry { manager.bonds }
 
@@ -397,7 +395,7 @@ final class SecurityCoordinator {
             coordinator.value.target = self
             timer = DeadlineTimer { _ in coordinator.value.target?.deadlineReached() }
         }
-        timer?.schedule(at: origin + deadline)
+        timer?.schedule(at: deadline)
     }
 
     private func deadlineReached() {
