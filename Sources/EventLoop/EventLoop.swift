@@ -2,6 +2,7 @@ import CEpoll
 import Dispatch
 import Glibc
 import LoopClock
+import Synchronization
 
 /// The process's one event loop: a thread blocked in `epoll_wait` that owns the descriptors that
 /// carry events (the HCI transport, GPIO line requests), the timers, and the Swift jobs of every
@@ -32,19 +33,30 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         public var isFailure: Bool { rawValue & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 }
     }
 
-    // Guarded by `lock`: plain stored state and an explicit lock rather than a closure-taking
-    // mutex, so the loop's turn allocates nothing.
+    // What other threads hand the loop, guarded by `lock`: plain stored state and an explicit
+    // lock rather than a closure-taking mutex, so taking it allocates nothing. The loop's turn
+    // takes it only when `queued` says there is something to take: most turns a descriptor woke
+    // and nothing was queued.
     private let lock = Lock()
     private nonisolated(unsafe) var jobs: [UnownedJob] = []
     private nonisolated(unsafe) var closures: [@Sendable () -> Void] = []
-    /// The loop is in (or about to enter) `epoll_wait` and needs the eventfd to wake.
-    private nonisolated(unsafe) var waiting = false
+    /// Watchers added since the loop last took them into `watchers`.
+    private nonisolated(unsafe) var addedWatchers: [Watcher] = []
+    private nonisolated(unsafe) var nextToken: UInt64 = 1
+    /// Set (under `lock`) with every job or closure queued; cleared by the loop as it takes them.
+    private let queued = Atomic<Bool>(false)
+    /// The loop is in (or about to enter) `epoll_wait` and needs the eventfd to wake. With
+    /// `queued`, sequentially consistent: the loop sets this, then reads `queued`; a queuing
+    /// thread sets `queued`, then takes this. One of them sees the other's write, so a queued job
+    /// either stops the loop from sleeping or wakes it.
+    private let waiting = Atomic<Bool>(false)
+
+    // The loop thread's own, touched nowhere else (other threads reach them through `execute`).
     /// A list searched by token, not a dictionary keyed by it: there are few (the HCI transport,
     /// the GPIO lines, the control socket), and hashing the token cost more than the search on
     /// every readable descriptor. Boxed: a closure kept directly in a collection comes back out
     /// through a re-abstraction thunk, allocated at every lookup.
     private nonisolated(unsafe) var watchers: [Watcher] = []
-    private nonisolated(unsafe) var nextToken: UInt64 = 1
     /// Armed timers; few (one per sensor and state machine), so a list.
     private nonisolated(unsafe) var timers: [ArmedTimer] = []
 
@@ -84,10 +96,9 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         precondition(started == 0, "the event loop's thread cannot start")
     }
 
-    /// Under `lock`: whether the caller must wake the loop, clearing the flag so only one does.
-    private func takeWaitingLocked() -> Bool {
-        defer { waiting = false }
-        return waiting
+    /// After queuing (`queued` set): wakes the loop if it sleeps, only the first caller doing so.
+    private func wakeIfWaiting() {
+        if waiting.exchange(false, ordering: .sequentiallyConsistent) { signal() }
     }
 
     private func newTokenLocked() -> UInt64 {
@@ -104,9 +115,9 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         let unowned = UnownedJob(job)
         lock.lock()
         jobs.append(unowned)
-        let wake = takeWaitingLocked()
+        queued.store(true, ordering: .sequentiallyConsistent)
         lock.unlock()
-        if wake { signal() }
+        wakeIfWaiting()
     }
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
@@ -121,9 +132,9 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     public func execute(_ body: @escaping @Sendable () -> Void) {
         lock.lock()
         closures.append(body)
-        let wake = takeWaitingLocked()
+        queued.store(true, ordering: .sequentiallyConsistent)
         lock.unlock()
-        if wake { signal() }
+        wakeIfWaiting()
     }
 
     /// Runs `body` on the loop's thread and returns what it returns: at once when called there,
@@ -146,9 +157,11 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// descriptor stays the caller's; `unwatch` before closing it, from the loop's thread (a
     /// handler already taken for a wake-up on another thread could otherwise still run).
     public func watch(_ descriptor: Int32, handler: @escaping @Sendable (Readiness) -> Void) -> Watch {
+        // Added before epoll can report the descriptor: the loop looks among the added watchers
+        // for a token it does not know (`watcher(for:)`).
         lock.lock()
         let token = newTokenLocked()
-        watchers.append(Watcher(token: token, handler: handler))
+        addedWatchers.append(Watcher(token: token, handler: handler))
         lock.unlock()
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: token))
         let result = epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event)
@@ -156,7 +169,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         return Watch(descriptor: descriptor, token: token, file: Self.identity(of: descriptor))
     }
 
-    /// Stops watching; no handler of this watch runs after it returns on the loop's thread.
+    /// Stops watching; no handler of this watch runs after it returns on the loop's thread (from
+    /// another, the watcher is forgotten on the loop's next turn).
     ///
     /// A descriptor closed before its unwatch (against `watch`'s rule) has left epoll with its
     /// file, and its number may already name another watched file: that one is left alone, where
@@ -166,9 +180,30 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
             var event = epoll_event()
             _ = epoll_ctl(epoll, EPOLL_CTL_DEL, watch.descriptor, &event)
         }
+        guard inLoop else { return execute { [self] in forget(watch.token) } }
+        forget(watch.token)
+    }
+
+    /// On the loop: removes the watcher of `token`, added or not yet taken in.
+    private func forget(_ token: UInt64) {
+        takeAddedWatchers()
+        watchers.removeAll { $0.token == token }
+    }
+
+    /// On the loop: moves the watchers other threads added into `watchers`.
+    private func takeAddedWatchers() {
         lock.lock()
-        watchers.removeAll { $0.token == watch.token }
+        watchers.append(contentsOf: addedWatchers)
+        addedWatchers.removeAll()
         lock.unlock()
+    }
+
+    /// On the loop: the watcher of `token`; nil once unwatched (epoll may still report a
+    /// descriptor in the batch that a handler before it unwatched).
+    private func watcher(for token: UInt64) -> Watcher? {
+        if let watcher = watchers.first(where: { $0.token == token }) { return watcher }
+        takeAddedWatchers()
+        return watchers.first { $0.token == token }
     }
 
     /// Whether `watch`'s handler is called when its descriptor is writable too, for a writer
@@ -247,22 +282,20 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         }
     }
 
+    /// The loop's own timers change on the loop; another thread's arming is queued to it (a
+    /// closure allocated then, off the event path).
     private func arm(_ token: UInt64, at deadline: UInt64, _ body: @escaping @Sendable () -> Void) {
-        lock.lock()
+        guard inLoop else { return execute { [self] in arm(token, at: deadline, body) } }
         if let index = timers.firstIndex(where: { $0.token == token }) {
             timers[index].deadline = deadline
         } else {
             timers.append(ArmedTimer(token: token, deadline: deadline, body: body))
         }
-        let wake = takeWaitingLocked()
-        lock.unlock()
-        if wake { signal() }
     }
 
     private func disarm(_ token: UInt64) {
-        lock.lock()
+        guard inLoop else { return execute { [self] in disarm(token) } }
         timers.removeAll { $0.token == token }
-        lock.unlock()
     }
 
     /// Now on the loop's clock (CLOCK_MONOTONIC): the clock of every deadline and timer, and of
@@ -291,27 +324,23 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         var turnsWithoutPolling = 0
         while true {
             // The jobs and closures queued so far, then the timers that are due, until none is left.
-            // Also where the loop stops waiting, rather than in a lock of its own after every
-            // `epoll_wait`: a thread that enqueues while the loop runs a descriptor's handlers then
-            // signals when it need not (a spare wake-up, rare: the event path stays on this thread).
-            lock.lock()
-            waiting = false
-            swap(&batch, &jobs)
-            swap(&batchClosures, &closures)
-            lock.unlock()
-            // Emptying an empty array still costs a call: skipped on the turns that ran nothing
-            // queued (most turns a descriptor woke).
-            if !batch.isEmpty {
-                for job in batch { job.runSynchronously(isolatedTo: serial, taskExecutor: task) }
-                batch.removeAll(keepingCapacity: true)
-            }
-            if !batchClosures.isEmpty {
-                for closure in batchClosures { closure() }
-                batchClosures.removeAll(keepingCapacity: true)
+            if queued.load(ordering: .relaxed) {
+                lock.lock()
+                queued.store(false, ordering: .relaxed)
+                swap(&batch, &jobs)
+                swap(&batchClosures, &closures)
+                lock.unlock()
+                if !batch.isEmpty {
+                    for job in batch { job.runSynchronously(isolatedTo: serial, taskExecutor: task) }
+                    batch.removeAll(keepingCapacity: true)
+                }
+                if !batchClosures.isEmpty {
+                    for closure in batchClosures { closure() }
+                    batchClosures.removeAll(keepingCapacity: true)
+                }
             }
 
             var next = UInt64.max
-            lock.lock()
             // The clock is read only when a timer may be due: most turns have none armed.
             let now = timers.isEmpty ? 0 : Self.now().nanoseconds
             var index = 0
@@ -323,9 +352,6 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
                     index += 1
                 }
             }
-            let busy = !due.isEmpty || !jobs.isEmpty || !closures.isEmpty
-            if !busy { waiting = true }
-            lock.unlock()
             if !due.isEmpty {
                 for body in due { body() }
                 due.removeAll(keepingCapacity: true)
@@ -335,14 +361,23 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
             // next without asking the kernel first: an `epoll_wait` that finds nothing is a system
             // call per hop, several per event. The descriptors are still polled every few turns, so a
             // chain of jobs that keeps queueing more cannot keep their events waiting.
+            var busy = queued.load(ordering: .relaxed)
             if busy && turnsWithoutPolling < Self.turnsBetweenPolls {
                 turnsWithoutPolling += 1
                 continue
             }
             turnsWithoutPolling = 0
+            let sleeps = !busy
+            if sleeps {
+                waiting.store(true, ordering: .sequentiallyConsistent)
+                busy = queued.load(ordering: .sequentiallyConsistent)
+            }
             // Rounded up to the millisecond epoll_wait counts in: a timer is never early.
             let timeout = busy ? 0 : next == .max ? -1 : Int32(clamping: (next - now + 999_999) / 1_000_000)
             let count = epoll_wait(epoll, &events, Int32(events.count), timeout)
+            // Awake again: a thread that queues while the handlers below run need not signal
+            // (one that took `waiting` just before this did: a spare wake-up, rare).
+            if sleeps { waiting.store(false, ordering: .relaxed) }
             for event in events.prefix(Int(max(count, 0))) {
                 let token = event.data.u64
                 if token == Self.wakeToken {
@@ -350,10 +385,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
                     _ = read(wakeDescriptor, &value, 8)
                     continue
                 }
-                lock.lock()
-                let watcher = watchers.first { $0.token == token }
-                lock.unlock()
-                watcher?.handler(Readiness(rawValue: event.events))
+                watcher(for: token)?.handler(Readiness(rawValue: event.events))
             }
         }
     }

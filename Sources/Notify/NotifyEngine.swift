@@ -237,7 +237,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// (values waiting count as dropped), and its value, policy, triggers, overrides and counters
     /// are forgotten, so a characteristic configured again under the same key starts afresh.
     public mutating func remove(_ characteristic: Characteristic) {
-        if let state = characteristicPlaces[characteristic] {
+        if let state = existingPlace(of: characteristic) {
             for subscription in characteristics[state].subscriptions {
                 unsubscribe(subscription.central, from: characteristic)
             }
@@ -348,7 +348,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// Centrals subscribed to `characteristic`, in no particular order.
     public func subscribers(of characteristic: Characteristic) -> Set<Central> {
-        guard let state = characteristicPlaces[characteristic] else { return [] }
+        guard let state = existingPlace(of: characteristic) else { return [] }
         return Set(characteristics[state].subscriptions.map(\.central))
     }
 
@@ -396,16 +396,28 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     }
 
     private func position(of central: Central, on characteristic: Characteristic) -> Position? {
-        guard let state = characteristicPlaces[characteristic],
+        guard let state = existingPlace(of: characteristic),
             let slot = characteristics[state].subscriptions.firstIndex(where: { $0.central == central })
         else { return nil }
         return Position(state: state, slot: slot)
     }
 
+    /// The characteristic's place in `characteristics`, if it has one. Searched in the list while
+    /// it is short: comparing a few keys costs less than hashing one (SipHash), which every value
+    /// did here.
+    private func existingPlace(of characteristic: Characteristic) -> Int? {
+        guard characteristics.count > Self.characteristicsSearchedInTheList else {
+            return characteristics.firstIndex { $0.characteristic == characteristic }
+        }
+        return characteristicPlaces[characteristic]
+    }
+
+    private static var characteristicsSearchedInTheList: Int { 8 }
+
     /// The characteristic's place in `characteristics`, given one (with the default policy) if it
     /// has none.
     private mutating func place(of characteristic: Characteristic) -> Int {
-        if let state = characteristicPlaces[characteristic] { return state }
+        if let state = existingPlace(of: characteristic) { return state }
         characteristics.append(CharacteristicState(characteristic: characteristic))
         characteristicPlaces[characteristic] = characteristics.count - 1
         return characteristics.count - 1

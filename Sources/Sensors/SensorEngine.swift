@@ -4,12 +4,21 @@ import StateFile
 
 /// One reading an engine produced, before filtering and naming.
 struct Emission {
-    var channel: String
+    let channel: String
+    let role: ChannelRole
     var reading: SensorSample.Reading
     var unit: String
     var time: UInt64
 
-    static let valueChannel = "value"
+    init(channel: String, reading: SensorSample.Reading, unit: String, time: UInt64) {
+        self.channel = channel
+        role = ChannelRole(channel)
+        self.reading = reading
+        self.unit = unit
+        self.time = time
+    }
+
+    static let valueChannel = SensorSample.valueChannel
     static let lostEventsChannel = SensorSample.lostEventsChannel
     static let pressChannel = SensorSample.pressChannel
     static let availabilityChannel = SensorSample.availabilityChannel
@@ -267,30 +276,28 @@ final class SensorCore {
             let unit = emission.channel == Emission.valueChannel ? (spec.unit ?? emission.unit) : emission.unit
             // Lost-event totals, press events and availability are counts, codes and states: no
             // filter applies to them, and only availability is not a reading of the sensor.
-            guard emission.channel != Emission.lostEventsChannel, emission.channel != Emission.pressChannel,
-                emission.channel != Emission.availabilityChannel
-            else {
-                if emission.channel == Emission.pressChannel, let back = health?.good(at: emission.time) {
-                    values.append(value(channel: back.channel, reading: back.reading, unit: "", time: back.time))
+            guard emission.role == .reading else {
+                if emission.role == .press, let back = health?.good(at: emission.time) {
+                    values.append(value(of: back, unit: ""))
                 }
-                values.append(value(channel: emission.channel, reading: emission.reading, unit: unit, time: emission.time))
+                values.append(value(of: emission, unit: unit))
                 continue
             }
             if case .failure(let failure) = emission.reading {
-                values.append(value(channel: emission.channel, reading: emission.reading, unit: unit, time: emission.time))
+                values.append(value(of: emission, unit: unit))
                 if let became = health?.failed(failure, at: emission.time) {
-                    values.append(value(channel: became.channel, reading: became.reading, unit: "", time: became.time))
+                    values.append(value(of: became, unit: ""))
                 }
                 continue
             }
             // Back before the value, so whoever shows the value shows it as current.
             if let back = health?.good(at: emission.time) {
-                values.append(value(channel: back.channel, reading: back.reading, unit: "", time: back.time))
+                values.append(value(of: back, unit: ""))
             }
             let position = filteredChannel(emission.channel, unit: unit)
             // In place: a chain copied out and back would copy its state for every value.
             if let filtered = channels[position].chain.apply(emission.reading, at: emission.time) {
-                values.append(value(channel: emission.channel, reading: filtered, unit: unit, time: emission.time))
+                values.append(value(of: emission, reading: filtered, unit: unit))
             }
         }
     }
@@ -307,7 +314,14 @@ final class SensorCore {
         return position
     }
 
+    /// A filtered channel's value: always a reading.
     private func value(channel: String, reading: SensorSample.Reading, unit: String, time: UInt64) -> SensorSample {
-        SensorSample(sensor: spec.name, channel: channel, reading: reading, unit: unit, timestampNs: time)
+        SensorSample(sensor: spec.name, channel: channel, role: .reading, reading: reading, unit: unit, timestampNs: time)
+    }
+
+    private func value(of emission: Emission, reading: SensorSample.Reading? = nil, unit: String) -> SensorSample {
+        SensorSample(
+            sensor: spec.name, channel: emission.channel, role: emission.role, reading: reading ?? emission.reading,
+            unit: unit, timestampNs: emission.time)
     }
 }

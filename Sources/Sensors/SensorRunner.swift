@@ -109,7 +109,7 @@ public actor SensorRunner {
                 deliver?(value)
                 continue
             }
-            guard value.channel != SensorSample.availabilityChannel else {
+            guard value.role != .availability else {
                 deliver?(value)
                 continue
             }

@@ -13,9 +13,14 @@ public struct SensorSample: Sendable, Equatable {
     /// and `humidity` for DHT, `high_time` and `duty_cycle` for pulse width, `press` (a
     /// `PressEvent` code, one value per press) for a binary sensor with press settings, and `lost_events`
     /// (running total) for any sensor whose edge events overflowed a buffer.
-    public var channel: String
+    public let channel: String
+    /// What `channel` is: a reading, or one of the channels named below, which say something
+    /// about the sensor rather than measure.
+    public let role: ChannelRole
     public var reading: Reading
 
+    /// The channel of a single-valued kind's readings.
+    public static let valueChannel = "value"
     /// The channel carrying the running total of lost edge events.
     public static let lostEventsChannel = "lost_events"
     /// The channel of a binary sensor's presses: each value is one press's `PressEvent` code.
@@ -30,8 +35,14 @@ public struct SensorSample: Sendable, Equatable {
     public var timestampNs: UInt64
 
     public init(sensor: String, channel: String, reading: Reading, unit: String, timestampNs: UInt64) {
+        self.init(sensor: sensor, channel: channel, role: ChannelRole(channel), reading: reading, unit: unit, timestampNs: timestampNs)
+    }
+
+    /// With the role its emission already knew, so a sample's channel is compared once.
+    init(sensor: String, channel: String, role: ChannelRole, reading: Reading, unit: String, timestampNs: UInt64) {
         self.sensor = sensor
         self.channel = channel
+        self.role = role
         self.reading = reading
         self.unit = unit
         self.timestampNs = timestampNs
@@ -74,6 +85,36 @@ public enum SensorFailure: Error, Sendable, Equatable, CustomStringConvertible {
             "checksum mismatch in frame \(bytes.map { String($0, radix: 16) }.joined(separator: " "))"
         case .incompleteFrame(let bits): "incomplete frame: \(bits) of 40 bits received"
         case .gpio(let message), .notSaved(let message), .unavailable(let message): message
+        }
+    }
+}
+
+/// What a sensor's channel carries.
+public enum ChannelRole: Sendable, Equatable {
+    /// A reading of the sensor: `value`, or a quantity of a kind with several.
+    case reading
+    /// `SensorSample.lostEventsChannel`.
+    case lostEvents
+    /// `SensorSample.pressChannel`.
+    case press
+    /// `SensorSample.availabilityChannel`.
+    case availability
+
+    /// Told once, where a channel's emission is made, and carried from there: the event path
+    /// asks what a sample is several times per edge, and text that differs compares byte by byte
+    /// (text that is the same compares by its bits, so `value`, the channel of nearly every
+    /// reading, is tried first).
+    public init(_ channel: String) {
+        if channel == SensorSample.valueChannel {
+            self = .reading
+        } else if channel == SensorSample.availabilityChannel {
+            self = .availability
+        } else if channel == SensorSample.lostEventsChannel {
+            self = .lostEvents
+        } else if channel == SensorSample.pressChannel {
+            self = .press
+        } else {
+            self = .reading
         }
     }
 }

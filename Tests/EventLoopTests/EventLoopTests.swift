@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import LoopClock
 import Synchronization
@@ -101,6 +102,28 @@ private struct Pipe {
         var sum = 0
         for value in 1...1_000 { sum += loop.runAndWait { value } }
         #expect(sum == 500_500)
+    }
+
+    /// Work queued from other threads always wakes a sleeping loop. Four threads each hand a loop
+    /// of their own 2,000 closures one at a time and wait for each to run: the loop goes back to
+    /// sleep between them, so every one crosses the handshake between a queuing thread and a loop
+    /// about to sleep. A lost wake-up leaves its closure waiting (here, for a second at most;
+    /// another thread's wake-up may rescue it, so a rare race can go unseen, a loop that does not
+    /// wake cannot).
+    @Test func workQueuedFromOtherThreadsAlwaysWakesTheLoop() {
+        let loop = EventLoop()
+        let stalls = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            let ran = DispatchSemaphore(value: 0)
+            for _ in 0..<2_000 {
+                loop.execute { ran.signal() }
+                guard ran.wait(timeout: .now() + 1) == .success else {
+                    stalls.add(1, ordering: .relaxed)
+                    return
+                }
+            }
+        }
+        #expect(stalls.load(ordering: .relaxed) == 0, "closures that waited for a wake-up that never came")
     }
 
     /// Work queued from the loop runs turn after turn without asking the kernel in between, but

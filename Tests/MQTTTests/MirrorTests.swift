@@ -676,12 +676,24 @@ struct MirrorTests {
     @Test func timestampsAreFoundationsISO8601WithMilliseconds() {
         let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt)
         var generator = SystemRandomNumberGenerator()
-        let fixed: [TimeInterval] = [0, 0.001, 0.0005, 0.999, 0.9999, 1.123, 59.9996, 951_782_400.5, 1_795_651_644.123]
+        // Leap days (1972, 2000, 2400; none in 2100), the ends of years and of a century.
+        let fixed: [TimeInterval] = [
+            0, 0.001, 0.0005, 0.999, 0.9999, 1.123, 59.9996, 31_535_999, 68_169_600, 946_684_799.9995,
+            951_782_400.5, 1_795_651_644.123, 4_107_542_399.999, 4_107_628_800, 13_574_563_200
+        ]
         let random = (0..<2000).map { _ in TimeInterval(Double.random(in: 0..<4_102_444_800, using: &generator)) }
         for interval in fixed + random {
             let date = Date(timeIntervalSince1970: interval)
             #expect(MirrorTimestamp.string(date) == date.formatted(style), "\(interval)")
         }
+    }
+
+    /// A value's payload, written straight into bytes, is what the JSON writer makes of it.
+    @Test(arguments: ["21.5", "-0.25", "true", "null", #""a \"quoted\" °C""#, #""0aff""#])
+    func aValuePayloadIsTheJSONObjectOfItsValueAndTime(_ literal: String) {
+        let date = Date(timeIntervalSince1970: 1_795_651_644.123)
+        let object = JSONText.object([("value", .literal(literal)), ("ts", .string(MirrorTimestamp.string(date)))])
+        #expect(Mirror.valuePayload(MirrorValue(json: literal), at: date) == object.bytes)
     }
 
     @Test func jsonEscapesStrings() {

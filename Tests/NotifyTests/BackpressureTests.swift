@@ -160,6 +160,26 @@ struct BackpressureTests {
         #expect(engine.subscribers(of: "temp") == ["A"])
     }
 
+    /// Characteristics are found by key whether few (searched in a list) or many (in a table),
+    /// also after a removal moved another into the removed one's place.
+    @Test(arguments: [3, 20])
+    func eachValueReachesItsOwnCharacteristicsSubscribersAfterARemoval(_ count: Int) {
+        var engine = NotifyEngine<String, String>()
+        let names = (0..<count).map { "c\($0)" }
+        for name in names {
+            engine.configure(name, policy: .immediate)
+            engine.subscribe(name == "c1" ? "B" : "A", to: name, kind: .notification, current: nil, now: .zero)
+        }
+        engine.remove("c0")
+        #expect(engine.subscribers(of: "c0").isEmpty)
+        for (index, name) in names.enumerated().dropFirst() {
+            engine.update(name, sample: NotifySample(value: .number(Double(index)), bytes: [UInt8(index)]), now: .zero)
+            let central = name == "c1" ? "B" : "A"
+            #expect(engine.subscribers(of: name) == [central])
+            #expect(engine.nextTransmission(for: central)?.sample.bytes == [UInt8(index)], "\(name)")
+        }
+    }
+
     @Test func countersLogLine() {
         var harness = Harness(policy: NotifyPolicy(minInterval: .seconds(1)))
         harness.subscribe("A")

@@ -46,13 +46,13 @@ actor SensorForwarder {
     }
 
     private func forward(_ value: SensorSample) {
-        if value.channel == SensorSample.lostEventsChannel, let number = value.number {
+        if value.role == .lostEvents, let number = value.number {
             let total = Int(number)
             if let line = lostEvents.record(total: total, at: EventLoop.now()) { logger.warning("\(line)") }
             pipeline.onLoop(with: (sensor, total)) { $0.lostEvents(sensor: $1.0, total: $1.1) }
             return
         }
-        if value.channel == SensorSample.availabilityChannel {
+        if value.role == .availability {
             var reason: String?
             if case .failure(let failure) = value.reading { reason = failure.description }
             pipeline.onLoop(with: (sensor, reason)) { $0.sensorAvailability(sensor: $1.0, unavailable: $1.1) }

@@ -163,7 +163,7 @@ public struct Mirror: Sendable {
             guard let characteristic = characteristics[id] else { return [] }
             let payload: [UInt8] =
                 switch characteristic.payloadStyle {
-                case .json: JSONText.object([("value", .literal(value.json)), ("ts", .string(MirrorTimestamp.string(date)))]).bytes
+                case .json: Self.valuePayload(value, at: date)
                 case .raw: raw
                 }
             values[id] = payload
@@ -382,6 +382,19 @@ public struct Mirror: Sendable {
 
     private func availabilityMessage(_ id: MirrorCharacteristicID) -> MQTTMessage {
         MQTTMessage(topic: topics.availability(id), text: unavailable.contains(id) ? "offline" : "online", retain: true)
+    }
+
+    /// `{"value":<value>,"ts":"<timestamp>"}`, what `JSONText.object` would write (no key or
+    /// timestamp needs escaping), written straight into the payload: one goes out per value.
+    static func valuePayload(_ value: MirrorValue, at date: Date) -> [UInt8] {
+        var payload: [UInt8] = []
+        payload.reserveCapacity(value.json.utf8.count + 40)
+        payload += #"{"value":"#.utf8
+        payload += value.json.utf8
+        payload += #","ts":""#.utf8
+        MirrorTimestamp.write(date, to: &payload)
+        payload += #""}"#.utf8
+        return payload
     }
 
     private func valueMessage(_ id: MirrorCharacteristicID, _ payload: [UInt8]) -> MQTTMessage {
