@@ -36,13 +36,13 @@ let package = Package(
         .library(name: "Sensors", targets: ["Sensors", "StateFile"]),
         // The GATT server as a library, for the benchmark package in Tests/Benchmarks and the
         // fuzz package.
-        .library(name: "BluetoothGATT", targets: ["BluetoothATT", "BluetoothGATT"]),
+        .library(name: "BluetoothGATT", targets: ["BluetoothATT", "BluetoothGATT", "LoopClock"]),
         // The BLE host as a library, for the round-trip benchmark (Tests/Benchmarks: EchoPeripheral).
         .library(name: "BluetoothHost", targets: ["BluetoothHost", "StateFile"]),
         // For the fuzz package (Tests/Fuzz): the parsers it feeds.
         .library(name: "Config", targets: ["Config"]),
         .library(name: "Values", targets: ["Values"]),
-        .library(name: "BluetoothSMP", targets: ["BluetoothSMP"]),
+        .library(name: "BluetoothSMP", targets: ["BluetoothSMP", "LoopClock"]),
         .library(name: "BluetoothL2CAP", targets: ["BluetoothHCI", "BluetoothL2CAP"])
     ],
     dependencies: [
@@ -71,7 +71,10 @@ let package = Package(
         // MARK: The event loop: one thread owning the event descriptors, timers and hot actors.
         .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
         .systemLibrary(name: "CSpawn", path: "Sources/CSpawn"),
-        .target(name: "EventLoop", dependencies: ["CEpoll"], path: "Sources/EventLoop", swiftSettings: swiftSettings),
+        // A moment on the loop's clock: the one time base of every deadline, for the pure layers
+        // too (no C, no loop).
+        .target(name: "LoopClock", path: "Sources/LoopClock", swiftSettings: swiftSettings),
+        .target(name: "EventLoop", dependencies: ["CEpoll", "LoopClock"], path: "Sources/EventLoop", swiftSettings: swiftSettings),
 
         // MARK: Persistence: the one way to write a file under the state directory.
         .target(name: "StateFile", path: "Sources/StateFile", swiftSettings: swiftSettings),
@@ -90,13 +93,13 @@ let package = Package(
         .target(
             name: "BluetoothGATT",
             dependencies: [
-                "EventLoop", "BluetoothCore", "BluetoothATT",
+                "EventLoop", "LoopClock", "BluetoothCore", "BluetoothATT",
                 .product(name: "Logging", package: "swift-log")
             ],
             path: "Sources/Bluetooth/GATT", swiftSettings: swiftSettings),
         .target(
             name: "BluetoothSMP",
-            dependencies: ["BluetoothCore", "StateFile", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["BluetoothCore", "LoopClock", "StateFile", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/Bluetooth/SMP", swiftSettings: swiftSettings),
         // The HCI codec: packets, commands, events, H4 framing, the transport's interface and
         // spec. Pure, so the configuration can name a transport without linking libbluetooth.
@@ -114,7 +117,7 @@ let package = Package(
         .target(
             name: "BluetoothHost",
             dependencies: [
-                "EventLoop", "BluetoothCore", "BluetoothHCI", "BluetoothHCITransport", "BluetoothL2CAP",
+                "EventLoop", "LoopClock", "BluetoothCore", "BluetoothHCI", "BluetoothHCITransport", "BluetoothL2CAP",
                 "BluetoothATT", "BluetoothGATT", "BluetoothSMP", "StateFile", .product(name: "Logging", package: "swift-log")
             ],
             path: "Sources/Bluetooth/Host", swiftSettings: swiftSettings),
@@ -127,16 +130,16 @@ let package = Package(
         // Lines by name, edge events, the backend interface and the simulator: no C library, so
         // the layers above can use its types without linking libgpiod.
         .target(
-            name: "GPIO", dependencies: ["EventLoop"],
+            name: "GPIO", dependencies: ["EventLoop", "LoopClock"],
             path: "Sources/GPIO", swiftSettings: swiftSettings),
         // The libgpiod backend: the only target that sees libgpiod (through CGPIODShim).
         .target(
-            name: "GPIOLibgpiod", dependencies: ["GPIO", "EventLoop", "CGPIODShim"],
+            name: "GPIOLibgpiod", dependencies: ["GPIO", "EventLoop", "LoopClock", "CGPIODShim"],
             path: "Sources/GPIOLibgpiod", swiftSettings: swiftSettings),
         .target(
             name: "Sensors",
             dependencies: [
-                "EventLoop", "GPIO", "StateFile", "ConfigReading", "Values", .product(name: "Logging", package: "swift-log")
+                "EventLoop", "LoopClock", "GPIO", "StateFile", "ConfigReading", "Values", .product(name: "Logging", package: "swift-log")
             ],
             path: "Sources/Sensors", swiftSettings: swiftSettings),
         .target(
@@ -149,16 +152,18 @@ let package = Package(
         // MARK: MQTT mirror.
         // The mirror's topic model, Home Assistant discovery, messages and connection settings:
         // pure, so the configuration uses its types without linking libmosquitto.
-        .target(name: "MQTTMirror", path: "Sources/MQTT/Mirror", swiftSettings: swiftSettings),
+        .target(name: "MQTTMirror", dependencies: ["LoopClock"], path: "Sources/MQTT/Mirror", swiftSettings: swiftSettings),
         // The broker connection: the only target that sees libmosquitto.
         .target(
             name: "MQTTClient",
-            dependencies: ["EventLoop", "MQTTMirror", "CMosquitto", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["EventLoop", "LoopClock", "MQTTMirror", "CMosquitto", .product(name: "Logging", package: "swift-log")],
             path: "Sources/MQTT/Client", swiftSettings: swiftSettings),
         // The mirror run over a client: outbox, backlog hold, heartbeats, discovery, `/set`.
         .target(
             name: "MQTTService",
-            dependencies: ["EventLoop", "StateFile", "MQTTMirror", "MQTTClient", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "EventLoop", "LoopClock", "StateFile", "MQTTMirror", "MQTTClient", .product(name: "Logging", package: "swift-log")
+            ],
             path: "Sources/MQTT/Service", swiftSettings: swiftSettings),
 
         // MARK: Configuration, wiring, executable.
@@ -171,7 +176,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "EventLoop", "Config", "BluetoothCore", "BluetoothATT", "BluetoothGATT", "BluetoothL2CAP",
+                "EventLoop", "LoopClock", "Config", "BluetoothCore", "BluetoothATT", "BluetoothGATT", "BluetoothL2CAP",
                 "BluetoothSMP", "BluetoothHost", "GPIO", "GPIOLibgpiod", "Sensors",
                 "Values", "Notify", "MQTTMirror", "MQTTClient", "MQTTService", "StateFile",
                 .product(name: "Logging", package: "swift-log"),
@@ -229,7 +234,7 @@ let package = Package(
             ],
             path: "Tests/TestHarness", swiftSettings: swiftSettings),
         .testTarget(
-            name: "EventLoopTests", dependencies: ["EventLoop"],
+            name: "EventLoopTests", dependencies: ["EventLoop", "LoopClock"],
             path: "Tests/EventLoopTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "BluetoothCoreTests", dependencies: ["BluetoothCore"],
@@ -238,11 +243,11 @@ let package = Package(
             name: "BluetoothATTTests", dependencies: ["BluetoothATT", "BluetoothCore"],
             path: "Tests/BluetoothATTTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT", "BluetoothCore", "TestHarness"],
+            name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothATT", "BluetoothCore", "LoopClock", "TestHarness"],
             path: "Tests/BluetoothGATTTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "BluetoothSMPTests",
-            dependencies: ["BluetoothSMP", "BluetoothCore", "TestHarness", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["BluetoothSMP", "BluetoothCore", "LoopClock", "TestHarness", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/BluetoothSMPTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "BluetoothHCITests", dependencies: ["BluetoothHCI", "BluetoothCore"],
@@ -279,7 +284,7 @@ let package = Package(
         .testTarget(
             name: "MQTTTests",
             dependencies: [
-                "MQTTService", "MQTTClient", "MQTTMirror", "MQTTWillProbe", "StateFile", "TestHarness", "EventLoop",
+                "MQTTService", "MQTTClient", "MQTTMirror", "MQTTWillProbe", "StateFile", "TestHarness", "EventLoop", "LoopClock",
                 .product(name: "Logging", package: "swift-log")
             ],
             path: "Tests/MQTTTests", swiftSettings: swiftSettings),
@@ -318,7 +323,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "EventLoop", "Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify", "BluetoothHost",
+                "EventLoop", "LoopClock", "Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify", "BluetoothHost",
                 "BluetoothGATT", "BluetoothCore", "BluetoothSMP", "MQTTMirror", "MQTTClient", "MQTTService", "StateFile", "TestHarness",
                 "DevelopmentHarness",
                 .product(name: "Logging", package: "swift-log")

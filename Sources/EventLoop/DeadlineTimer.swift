@@ -1,3 +1,4 @@
+import LoopClock
 import Synchronization
 
 /// The one way a state machine on the event path waits for its next deadline (`nextDeadline`,
@@ -21,8 +22,8 @@ import Synchronization
 /// ```
 public final class DeadlineTimer: Sendable {
     private let timer: EventLoop.Timer
-    /// The moment the timer is armed for (CLOCK_MONOTONIC, ns), nil while it is not.
-    private let armedAt: Mutex<UInt64?>
+    /// The moment the timer is armed for, nil while it is not.
+    private let armedAt: Mutex<LoopInstant?>
 
     /// `body` runs on the loop's thread at the scheduled moment.
     public init(loop: EventLoop = .shared, _ body: @escaping @Sendable (DeadlineTimer) -> Void) {
@@ -36,9 +37,11 @@ public final class DeadlineTimer: Sendable {
         owner.target = self
     }
 
-    /// Makes sure the timer fires no later than `deadline` (CLOCK_MONOTONIC, ns; one already past
-    /// fires on the loop's next turn). Nil, or a deadline after the one armed, changes nothing.
-    public func schedule(at deadline: UInt64?) {
+    /// Makes sure the timer fires no later than `deadline` (one already past fires on the loop's
+    /// next turn). Nil, or a deadline after the one armed, changes nothing. A machine's deadline
+    /// that has not moved is the same moment on every call, so it never re-arms the timer (a
+    /// delay from now would, by the nanoseconds between two clock readings).
+    public func schedule(at deadline: LoopInstant?) {
         guard let deadline else { return }
         let earlier = armedAt.withLock { armed in
             guard armed.map({ deadline < $0 }) ?? true else { return false }
@@ -51,16 +54,7 @@ public final class DeadlineTimer: Sendable {
     /// `schedule(at:)` for a deadline `delay` from now (at once for a delay of zero or less).
     public func schedule(after delay: Duration?) {
         guard let delay else { return }
-        schedule(at: EventLoop.now() + delay.nanoseconds)
-    }
-
-    /// `schedule(at:)` for a machine whose time is a `Duration` since `origin`, the loop's clock
-    /// (`EventLoop.now()`) when the machine's time began: a deadline that has not moved is the
-    /// same moment on every call, so it never re-arms the timer (a delay from now would, by the
-    /// nanoseconds between two clock readings).
-    public func schedule(at deadline: Duration?, since origin: UInt64) {
-        guard let deadline else { return }
-        schedule(at: origin + deadline.nanoseconds)
+        schedule(at: EventLoop.now() + delay)
     }
 
     /// Disarms it: the machine has stopped.

@@ -1,6 +1,7 @@
 import CEpoll
 import Dispatch
 import Glibc
+import LoopClock
 import Synchronization
 
 /// The process's one event loop: a thread blocked in `epoll_wait` that owns the descriptors that
@@ -265,15 +266,15 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
 
         deinit { disarm() }
 
-        /// Fires once at `deadline` (CLOCK_MONOTONIC, ns), replacing any earlier arming. A
-        /// deadline already past fires on the loop's next turn.
-        public func arm(at deadline: UInt64) {
-            loop.arm(token, at: deadline, body)
+        /// Fires once at `deadline`, replacing any earlier arming. A deadline already past fires
+        /// on the loop's next turn.
+        public func arm(at deadline: LoopInstant) {
+            loop.arm(token, at: deadline.nanoseconds, body)
         }
 
         /// Fires once when `delay` has passed (at once for a delay of zero or less).
         public func arm(after delay: Duration) {
-            arm(at: EventLoop.now() + delay.nanoseconds)
+            arm(at: EventLoop.now() + delay)
         }
 
         public func disarm() {
@@ -297,11 +298,12 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         timers.removeAll { $0.token == token }
     }
 
-    /// CLOCK_MONOTONIC now, in nanoseconds: the clock of timers and of the kernel's GPIO events.
-    public static func now() -> UInt64 {
+    /// Now on the loop's clock (CLOCK_MONOTONIC): the clock of every deadline and timer, and of
+    /// the kernel's GPIO events.
+    public static func now() -> LoopInstant {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+        return LoopInstant(nanoseconds: UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec))
     }
 
     // MARK: The loop
@@ -340,7 +342,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
 
             var next = UInt64.max
             // The clock is read only when a timer may be due: most turns have none armed.
-            let now = timers.isEmpty ? 0 : Self.now()
+            let now = timers.isEmpty ? 0 : Self.now().nanoseconds
             var index = 0
             while index < timers.count {
                 if timers[index].deadline <= now {

@@ -32,7 +32,7 @@ public final class LibgpiodBackend: GPIOBackend, @unchecked Sendable {
     public static var apiMajor: Int { Int(gw_gpiod_api_major()) }
     public static var libraryVersion: String { String(cString: gw_gpiod_version()) }
 
-    public func now() -> UInt64 { EventLoop.now() }
+    public func now() -> UInt64 { EventLoop.now().nanoseconds }
 
     /// Paths of the chip devices, in numeric order.
     public func chipPaths() -> [String] {

@@ -3,6 +3,7 @@ import EventLoop
 import FoundationEssentials
 import GPIO
 import Glibc
+import LoopClock
 
 /// A requested input: the event loop watches the request's file descriptor and, on its thread,
 /// moves kernel events into a user-space buffer as soon as they arrive (so the kernel's small
@@ -95,7 +96,7 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
     }
 
     private func scheduleDebounceLocked() {
-        debounceTimer?.schedule(at: debouncer?.deadline)
+        debounceTimer?.schedule(at: debouncer?.deadline.map(LoopInstant.init(nanoseconds:)))
     }
 
     /// Runs on the loop's thread when a pending debounced level has held for the period.
@@ -103,7 +104,7 @@ final class LibgpiodInputLine: InputLine, @unchecked Sendable {
         let notify: Bool = chip.lock.withLock { _ in
             guard request != nil else { return false }
             defer { scheduleDebounceLocked() }
-            guard let (edge, at) = debouncer?.flush(through: EventLoop.now()) else { return false }
+            guard let (edge, at) = debouncer?.flush(through: EventLoop.now().nanoseconds) else { return false }
             return emit(edge, at: at, kernelSequence: 0)
         }
         if notify { onReadable() }

@@ -1,6 +1,6 @@
 import BluetoothGATT
 import EventLoop
-import Glibc
+import LoopClock
 import Synchronization
 
 /// What gattway tells systemd about itself, decided from the controller's state and the time
@@ -118,7 +118,7 @@ final class ReadinessReporter: Sendable {
     private let sending = Mutex(Sending())
 
     private struct Sending {
-        var last: ContinuousClock.Instant?
+        var last: LoopInstant?
         /// Sends the status when the interval is over, while one waits (made at the first).
         var deferred: DeadlineTimer?
         var waiting = false
@@ -145,7 +145,7 @@ final class ReadinessReporter: Sendable {
     }
 
     private func sendStatusAtMostOncePerInterval() {
-        let now = ContinuousClock.now
+        let now = EventLoop.now()
         let sendsNow = sending.withLock { sending in
             if let last = sending.last, now - last < Self.minimumStatusInterval {
                 if !sending.waiting {
@@ -153,7 +153,7 @@ final class ReadinessReporter: Sendable {
                     if sending.deferred == nil {
                         sending.deferred = DeadlineTimer { [weak self] _ in self?.sendDeferredStatus() }
                     }
-                    sending.deferred?.schedule(after: Self.minimumStatusInterval - (now - last))
+                    sending.deferred?.schedule(at: last + Self.minimumStatusInterval)
                 }
                 return false
             }
@@ -171,9 +171,7 @@ final class ReadinessReporter: Sendable {
 
     /// See `ServiceReadiness.reloadStarted`.
     func reloadStarted() {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let microseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+        let microseconds = EventLoop.now().nanoseconds / 1000
         if let message = readiness.withLock({ $0.reloadStarted(monotonicMicroseconds: microseconds) }) { send(message) }
     }
 
@@ -187,7 +185,7 @@ final class ReadinessReporter: Sendable {
     }
 
     private func send(_ message: String) {
-        sending.withLock { $0.last = ContinuousClock.now }
+        sending.withLock { $0.last = EventLoop.now() }
         systemd.send(message)
     }
 }

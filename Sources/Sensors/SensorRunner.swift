@@ -1,5 +1,6 @@
 import EventLoop
 import GPIO
+import LoopClock
 import StateFile
 
 /// Runs one sensor in real time and hands each of its values to a consumer.
@@ -97,7 +98,7 @@ public actor SensorRunner {
     private func scheduleDeadline() {
         guard let deadline = core.deadline else { return }
         let now = backend.now()
-        timer.schedule(at: EventLoop.now() + (deadline > now ? deadline - now : 0))
+        timer.schedule(at: LoopInstant(nanoseconds: EventLoop.now().nanoseconds + (deadline > now ? deadline - now : 0)))
     }
 
     private func publish(_ new: [SensorSample]) {

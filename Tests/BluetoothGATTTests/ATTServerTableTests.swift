@@ -375,7 +375,7 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
         server.connect(CentralID(1), security: exchange.security)
         if exchange.changeUnaware {
             #expect(server.exchange("120d0001").sent == ["13"], "robust caching enabled")
-            try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: []), now: .now)
+            try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: []), now: serverStart)
             _ = server.takeOutput()
         }
         exchange.run(on: server)
@@ -404,7 +404,7 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
                         uuid: BluetoothUUID(0xFFE3), properties: .write, permissions: .writeAuthenticationRequired, value: .dynamic),
                     GATTCharacteristic(
                         uuid: BluetoothUUID(0xFFE4), properties: .write, permissions: .writeAuthorizationRequired, value: .dynamic)
-                ]), now: .now)
+                ]), now: serverStart)
         return server
     }
 
@@ -458,7 +458,7 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
                 uuid: BluetoothUUID(0xFFE0),
                 characteristics: [
                     GATTCharacteristic(uuid: BluetoothUUID(0xFFE1), properties: .read, permissions: .readable, value: .dynamic)
-                ]), now: .now)
+                ]), now: serverStart)
         server.connect(CentralID(1))
         // GAP (1–7) and GATT (8–15) come first: the service is 16, its value 18 (0x0012).
         #expect(server.exchange("0a1200").sent == ["0b" + value.hexString])
@@ -505,8 +505,8 @@ private let heartRate0to21 = (0..<22).map { UInt8($0) }.hexString
         server.connect(CentralID(1))
         #expect(server.exchange("161a00000001").sent == ["171a00000001"])
         #expect(server.exchange("162000000009").sent == ["172000000009"])
-        try server.removeService(services[1].id, now: .now)
-        let republished = try server.addService(Fixture.heartRate(including: services[0].id), now: .now)
+        try server.removeService(services[1].id, now: serverStart)
+        let republished = try server.addService(Fixture.heartRate(including: services[0].id), now: serverStart)
         #expect(republished.handles == services[1].handles, "the same handles, now another attribute's")
         _ = server.takeOutput()
         #expect(server.exchange("1801").sent == ["01181a0001"])

@@ -27,7 +27,7 @@ import Testing
 
     static func server() throws -> (GATTServer, PublishedService) {
         let server = GATTServer(handlers: GATTRequestHandlers(read: { _ in .success([0x07]) }, write: { _ in nil }))
-        let published = try server.addService(service, now: .now)
+        let published = try server.addService(service, now: serverStart)
         return (server, published)
     }
 
@@ -37,7 +37,7 @@ import Testing
         let central = CentralID(1)
         server.connect(central, security: security)
         _ = server.takeOutput()
-        server.receive(request, from: central, now: .now)
+        server.receive(request, from: central, now: serverStart)
         for case .send(let pdu, _) in server.takeOutput() { return pdu }
         return []
     }
@@ -87,12 +87,12 @@ import Testing
                 indicateCCCD: 0x0001,  // notify bits on an indicate-only characteristic
                 notify.valueHandle: 0x0001,  // not a CCCD (the database changed since)
                 0x0F00: 0x0002  // no such attribute
-            ], for: central, now: .now)
+            ], for: central, now: serverStart)
         #expect(server.takeOutput() == [.event(.subscribed(central, notify))])
         #expect(server.snapshot(of: central)?.clientConfigurations == [notifyCCCD: 0x0001])
         // The restored subscription is live: an update reaches the central.
-        server.addTransmitCredits(1, now: .now)
-        #expect(try server.updateValue([0x09], for: notify, now: .now))
+        server.addTransmitCredits(1, now: serverStart)
+        #expect(try server.updateValue([0x09], for: notify, now: serverStart))
         #expect(
             server.takeOutput() == [
                 .sendUpdate(
@@ -109,7 +109,7 @@ import Testing
         let (server, _) = try Self.server()
         let central = CentralID(6)
         server.connect(central)
-        server.restoreClientConfigurations([:], clientSupportedFeatures: 0x01, for: central, databaseChanged: true, now: .now)
+        server.restoreClientConfigurations([:], clientSupportedFeatures: 0x01, for: central, databaseChanged: true, now: serverStart)
         _ = server.takeOutput()
         #expect(server.clientSupportedFeatures(of: central) == 0x01)
         #expect(server.snapshot(of: central)?.isChangeAware == false)
@@ -118,7 +118,7 @@ import Testing
 
         let unchanged = CentralID(7)
         server.connect(unchanged)
-        server.restoreClientConfigurations([:], clientSupportedFeatures: 0x01, for: unchanged, now: .now)
+        server.restoreClientConfigurations([:], clientSupportedFeatures: 0x01, for: unchanged, now: serverStart)
         #expect(server.clientSupportedFeatures(of: unchanged) == 0x01)
         #expect(server.snapshot(of: unchanged)?.isChangeAware == true)
     }
@@ -136,9 +136,9 @@ import Testing
         let serviceChangedValue: UInt16 = 0x000A
         let serviceChangedCCCD: UInt16 = 0x000B
         let notifyCCCD = try #require(notify.clientConfigurationHandle)
-        server.addTransmitCredits(1, now: .now)
+        server.addTransmitCredits(1, now: serverStart)
         server.restoreClientConfigurations(
-            [serviceChangedCCCD: 0x0002, notifyCCCD: 0x0001], for: central, databaseChanged: true, now: .now)
+            [serviceChangedCCCD: 0x0002, notifyCCCD: 0x0001], for: central, databaseChanged: true, now: serverStart)
         let output = server.takeOutput()
         #expect(output.count == 2)
         if case .event(.subscribed(central, let characteristic)) = output.first {
@@ -153,7 +153,7 @@ import Testing
         let other = CentralID(5)
         server.connect(other)
         _ = server.takeOutput()
-        server.restoreClientConfigurations([notifyCCCD: 0x0001], for: other, databaseChanged: true, now: .now)
+        server.restoreClientConfigurations([notifyCCCD: 0x0001], for: other, databaseChanged: true, now: serverStart)
         #expect(server.takeOutput().isEmpty)
         #expect(server.snapshot(of: other)?.clientConfigurations == [:])
     }

@@ -74,9 +74,9 @@ import Testing
         let (server, _, services) = try Fixture.server()
         let before = server.databaseHash
         #expect(before.count == 16)
-        try server.removeService(services[3].id, now: .now)
+        try server.removeService(services[3].id, now: serverStart)
         #expect(server.databaseHash != before)
-        try server.addService(Fixture.battery, now: .now)
+        try server.addService(Fixture.battery, now: serverStart)
         #expect(server.databaseHash == before, "same structure on the same handles, same hash")
     }
 

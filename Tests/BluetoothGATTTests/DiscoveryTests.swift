@@ -100,9 +100,9 @@ import Testing
 
         // Removing the 13-handle service leaves 30–42 free; a 4-handle service takes 30–33.
         let hashBefore = first.databaseHash
-        try first.removeService(services[2].id, now: .now)
+        try first.removeService(services[2].id, now: serverStart)
         #expect(first.databaseHash != hashBefore)
-        let again = try first.addService(Fixture.battery, now: .now)
+        let again = try first.addService(Fixture.battery, now: serverStart)
         #expect(again.handles == 30...33)
         #expect(first.services.map(\.handles) == [1...7, 8...15, 16...18, 19...29, 30...33, 43...46])
     }
@@ -117,7 +117,7 @@ import Testing
                     value: .fixed([1]))
             ])
         #expect(throws: GATTDatabaseError.fixedValueMustBeReadOnly(BluetoothUUID(0xAAAB))) {
-            try server.addService(writableFixed, now: .now)
+            try server.addService(writableFixed, now: serverStart)
         }
         let ownCCCD = GATTService(
             uuid: BluetoothUUID(0xAAAA),
@@ -127,7 +127,7 @@ import Testing
                     descriptors: [GATTDescriptor(uuid: .clientCharacteristicConfiguration, value: [0, 0])])
             ])
         #expect(throws: GATTDatabaseError.reservedDescriptor(.clientCharacteristicConfiguration)) {
-            try server.addService(ownCCCD, now: .now)
+            try server.addService(ownCCCD, now: serverStart)
         }
         let tooLong = GATTService(
             uuid: BluetoothUUID(0xAAAA),
@@ -137,15 +137,15 @@ import Testing
                     value: .fixed([UInt8](repeating: 0, count: 513)))
             ])
         #expect(throws: GATTDatabaseError.valueTooLong(BluetoothUUID(0xAAAB), length: 513)) {
-            try server.addService(tooLong, now: .now)
+            try server.addService(tooLong, now: serverStart)
         }
-        try server.removeService(services[0].id, now: .now)
+        try server.removeService(services[0].id, now: serverStart)
         let orphan = GATTService(uuid: BluetoothUUID(0xAAAA), includedServices: [services[0].id], characteristics: [])
         #expect(throws: GATTDatabaseError.includedServiceNotPublished(services[0].id)) {
-            try server.addService(orphan, now: .now)
+            try server.addService(orphan, now: serverStart)
         }
         let gap = server.services[0].id
-        #expect(throws: GATTDatabaseError.notRemovable(gap)) { try server.removeService(gap, now: .now) }
-        #expect(throws: GATTDatabaseError.unknownService(services[0].id)) { try server.removeService(services[0].id, now: .now) }
+        #expect(throws: GATTDatabaseError.notRemovable(gap)) { try server.removeService(gap, now: serverStart) }
+        #expect(throws: GATTDatabaseError.unknownService(services[0].id)) { try server.removeService(services[0].id, now: serverStart) }
     }
 }

@@ -63,7 +63,7 @@ import Testing
                             .dynamic(BluetoothUUID(0x290B), permissions: [.readable, .writeEncryptionRequired]),
                             .dynamic(BluetoothUUID(0x290C), permissions: .readable)
                         ])
-                ]), now: .now)
+                ]), now: serverStart)
         return (server, store, service)
     }
 

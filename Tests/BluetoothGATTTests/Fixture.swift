@@ -1,6 +1,7 @@
 import BluetoothATT
 import BluetoothCore
 import Foundation
+import LoopClock
 
 @testable import BluetoothGATT
 
@@ -90,7 +91,7 @@ enum Fixture {
                     log.append(batch)
                     return nil
                 }))
-        let now = ContinuousClock.now
+        let now = serverStart
         let secondaryService = try server.addService(secondary, now: now)
         let heartRateService = try server.addService(heartRate(including: secondaryService.id), now: now)
         let nordicService = try server.addService(nordic, now: now)
@@ -117,11 +118,14 @@ final class WriteLog: @unchecked Sendable {
     }
 }
 
+/// The server's time at the start of a test: pure, it takes time as an argument.
+let serverStart = LoopInstant(nanoseconds: 1_000_000_000)
+
 extension GATTServer {
     /// Feeds one PDU given as hex and returns the PDUs sent back (as hex) and the events.
     func exchange(
         _ hex: String, from central: CentralID = CentralID(1),
-        now: ContinuousClock.Instant = .now
+        now: LoopInstant = serverStart
     ) -> (sent: [String], events: [GATTServerEvent]) {
         receive([UInt8](hexString: hex)!, from: central, now: now)
         return split(takeOutput())

@@ -1,5 +1,6 @@
 import BluetoothATT
 import BluetoothCore
+import LoopClock
 import Testing
 
 @testable import BluetoothGATT
@@ -39,7 +40,7 @@ private struct Fuzzer {
     var random: SeededGenerator
     let server: GATTServer
     let centrals = [CentralID(1), CentralID(2), CentralID(3)]
-    var now = ContinuousClock.now
+    var now = serverStart
     var notifiable: [PublishedCharacteristic]
     var removable: GATTServiceID?
     var requests = 0

@@ -31,7 +31,7 @@ struct GATTClient {
     enum Failure: Error { case unexpected(ATTPDU) }
 
     func request(_ pdu: ATTPDU) throws -> ATTPDU {
-        server.receive(pdu.encoded, from: central, now: .now)
+        server.receive(pdu.encoded, from: central, now: serverStart)
         let sent = server.takeOutput().compactMap { item -> [UInt8]? in
             if case .send(let bytes, let to) = item, to == central { return bytes } else { return nil }
         }

@@ -17,14 +17,14 @@ import Testing
         #expect(try !update(3, stalled), "two undelivered: the stalled central is full")
         for value: UInt8 in 10..<16 {
             #expect(try update(value, other), "the other central still has the link")
-            server.updatesDelivered(1, to: other, now: .now)
-            server.addTransmitCredits(1, now: .now)
+            server.updatesDelivered(1, to: other, now: serverStart)
+            server.addTransmitCredits(1, now: serverStart)
         }
         #expect(server.transmitCredits == 8, "the stalled central holds two credits, no more")
         #expect(try !update(3, stalled), "still full")
         // Its link moves again: room for it.
-        server.updatesDelivered(2, to: stalled, now: .now)
-        server.addTransmitCredits(2, now: .now)
+        server.updatesDelivered(2, to: stalled, now: serverStart)
+        server.addTransmitCredits(2, now: serverStart)
         #expect(try update(4, stalled))
     }
 }
@@ -43,8 +43,8 @@ import Testing
         for round: UInt8 in 0..<10 {
             for central in healthy {
                 #expect(try update(round, central), "round \(round): \(central) keeps its share")
-                server.updatesDelivered(1, to: central, now: .now)
-                server.addTransmitCredits(1, now: .now)
+                server.updatesDelivered(1, to: central, now: serverStart)
+                server.addTransmitCredits(1, now: serverStart)
             }
         }
         #expect(server.transmitCredits == 5, "the stalled three hold one credit each")
@@ -67,7 +67,7 @@ extension Fixture {
             _ = server.exchange("1217000100", from: central)
         }
         _ = server.takeOutput()
-        server.addTransmitCredits(credits, now: .now)
-        return (server, { value, central in try server.updateValue([value], for: heartRate, to: [central], now: .now) })
+        server.addTransmitCredits(credits, now: serverStart)
+        return (server, { value, central in try server.updateValue([value], for: heartRate, to: [central], now: serverStart) })
     }
 }

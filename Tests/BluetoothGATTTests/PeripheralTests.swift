@@ -1,6 +1,7 @@
 import BluetoothATT
 import BluetoothCore
 import Foundation
+import LoopClock
 import Synchronization
 import TestHarness
 import Testing
@@ -51,8 +52,8 @@ final class MemoryLink: PeripheralLink, @unchecked Sendable {
 /// A clock the test moves by hand.
 final class ManualClock: @unchecked Sendable {
     private let lock = NSLock()
-    private var current = ContinuousClock.now
-    var now: ContinuousClock.Instant {
+    private var current = serverStart
+    var now: LoopInstant {
         lock.lock()
         defer { lock.unlock() }
         return current

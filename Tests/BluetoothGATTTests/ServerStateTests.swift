@@ -1,5 +1,6 @@
 import BluetoothATT
 import BluetoothCore
+import LoopClock
 import Testing
 
 @testable import BluetoothGATT
@@ -15,7 +16,7 @@ import Testing
         let (server, _, _) = try Fixture.server()
         server.connect(central)
         #expect(server.exchange("120d0001").sent == ["13"], "enable robust caching")
-        try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: []), now: .now)
+        try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: []), now: serverStart)
         _ = server.takeOutput()
         #expect(server.snapshot(of: central)?.isChangeAware == false)
         #expect(server.exchange("520300aa").sent.isEmpty, "commands are ignored while change-unaware")
@@ -30,7 +31,7 @@ import Testing
         let (server, _, _) = try Fixture.server()
         server.connect(central)
         _ = server.exchange("120d0001")
-        try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: []), now: .now)
+        try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: []), now: serverStart)
         _ = server.takeOutput()
         let answer = server.exchange("080100ffff2a2b").sent
         #expect(answer == ["09120f00" + server.databaseHash.hexString])
@@ -42,7 +43,7 @@ import Testing
     @Test func clientsWithoutRobustCachingStayChangeAware() throws {
         let (server, _, _) = try Fixture.server()
         server.connect(central)
-        try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: []), now: .now)
+        try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: []), now: serverStart)
         #expect(server.exchange("0a0300").sent == ["0b67617474776179"])
     }
 
@@ -51,10 +52,10 @@ import Testing
         let tx = try #require(services[2].characteristic(Fixture.nordicTX))
         server.connect(central)
         _ = server.exchange("12220002 00".replacingOccurrences(of: " ", with: ""))
-        server.addTransmitCredits(10, now: .now)
-        #expect(try server.updateValue([1], for: tx, now: .now))
-        #expect(try server.updateValue([2], for: tx, now: .now), "queued behind the outstanding one")
-        #expect(try server.updateValue([3], for: tx, now: .now) == false, "the queue holds one")
+        server.addTransmitCredits(10, now: serverStart)
+        #expect(try server.updateValue([1], for: tx, now: serverStart))
+        #expect(try server.updateValue([2], for: tx, now: serverStart), "queued behind the outstanding one")
+        #expect(try server.updateValue([3], for: tx, now: serverStart) == false, "the queue holds one")
         #expect(server.split(server.takeOutput()).sent == ["1d200001"])
         let (sent, events) = server.exchange("1e")
         #expect(sent == ["1d200002"])
@@ -67,9 +68,9 @@ import Testing
         server.connect(central)
         _ = server.exchange("1222000200")
         _ = server.exchange("161a00000001")
-        server.addTransmitCredits(10, now: .now)
-        _ = try server.updateValue([1], for: tx, now: .now)
-        _ = try server.updateValue([2], for: tx, now: .now)
+        server.addTransmitCredits(10, now: serverStart)
+        _ = try server.updateValue([1], for: tx, now: serverStart)
+        _ = try server.updateValue([2], for: tx, now: serverStart)
         _ = server.takeOutput()
         server.disconnect(central)
         #expect(server.split(server.takeOutput()).events == [.unsubscribed(central, tx)])
@@ -86,7 +87,7 @@ import Testing
         let level = try #require(services[3].characteristic(BluetoothUUID(0x2A19)))
         server.connect(central)
         _ = server.exchange("122e000100")
-        try server.removeService(services[3].id, now: .now)
+        try server.removeService(services[3].id, now: serverStart)
         #expect(server.split(server.takeOutput()).events == [.unsubscribed(central, level)])
         #expect(server.snapshot(of: central)?.clientConfigurations.isEmpty == true)
     }
@@ -97,32 +98,32 @@ import Testing
     @Test func heldServiceChangesAreIndicatedOnceOverEveryHandleChanged() throws {
         let (server, _, services) = try Fixture.server()
         server.connect(central)
-        server.addTransmitCredits(10, now: .now)
+        server.addTransmitCredits(10, now: serverStart)
         #expect(server.exchange("120b000200").sent == ["13"], "Service Changed indications enabled")
         server.holdServiceChanged()
-        try server.removeService(services[3].id, now: .now)
+        try server.removeService(services[3].id, now: serverStart)
         let fixed = (0..<3).map { index in
             GATTCharacteristic(
                 uuid: BluetoothUUID(0xCCC1 + UInt16(index)), properties: .read, permissions: .readable, value: .fixed([1]))
         }
-        let added = try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: fixed), now: .now)
+        let added = try server.addService(GATTService(uuid: BluetoothUUID(0xCCC0), characteristics: fixed), now: serverStart)
         #expect(added.handles == 43...49)
         #expect(server.split(server.takeOutput()).sent.isEmpty, "nothing while held")
         #expect(!server.awaitsServiceChangedConfirmation(central))
-        server.releaseServiceChanged(now: .now)
+        server.releaseServiceChanged(now: serverStart)
         #expect(server.split(server.takeOutput()).sent == ["1d0a00" + "2b00" + "3100"])
         #expect(server.awaitsServiceChangedConfirmation(central))
         #expect(server.exchange("1e").sent.isEmpty, "confirmed")
         #expect(!server.awaitsServiceChangedConfirmation(central))
         server.holdServiceChanged()
-        server.releaseServiceChanged(now: .now)
+        server.releaseServiceChanged(now: serverStart)
         #expect(server.takeOutput().isEmpty)
     }
 
     @Test func theTransactionTimeoutIsThirtySecondsOfServerTime() throws {
         let (server, _, services) = try Fixture.server()
         let tx = try #require(services[2].characteristic(Fixture.nordicTX))
-        let start = ContinuousClock.now
+        let start = serverStart
         server.connect(central)
         _ = server.exchange("1222000200")
         server.addTransmitCredits(1, now: start)

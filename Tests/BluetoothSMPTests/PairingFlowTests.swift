@@ -1,4 +1,5 @@
 import BluetoothCore
+import LoopClock
 import Testing
 
 @testable import BluetoothSMP
@@ -38,7 +39,7 @@ import Testing
 
     /// Phase 1 and the public key exchange; returns what the gateway sent after our public key.
     static func exchangeKeys(
-        _ manager: Gateway, _ central: inout TestCentral, now: Duration = .zero
+        _ manager: Gateway, _ central: inout TestCentral, now: LoopInstant = .zero
     )
         throws -> [SecurityManager.Action]
     {
@@ -442,7 +443,7 @@ import Testing
     // MARK: Repeated attempts
 
     /// One failed passkey attempt at `now`.
-    static func failOnce(_ manager: Gateway, now: Duration) throws -> [SecurityManager.Action] {
+    static func failOnce(_ manager: Gateway, now: LoopInstant) throws -> [SecurityManager.Action] {
         var central = central()
         let first = manager.receive(central.pairingRequest.encoded, on: handle, now: now)
         guard case .pairingResponse(let response) = first.sent.first else { return first }

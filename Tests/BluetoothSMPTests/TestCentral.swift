@@ -1,5 +1,6 @@
 import BluetoothCore
 import Crypto
+import LoopClock
 import Testing
 
 @testable import BluetoothSMP
@@ -173,30 +174,30 @@ final class Gateway {
     init(_ manager: SecurityManager) { self.manager = manager }
 
     var bonds: BondRegistry { manager.bonds }
-    var nextDeadline: Duration? { manager.nextDeadline }
+    var nextDeadline: LoopInstant? { manager.nextDeadline }
     func connectionOpened(_ handle: UInt16, peer: BluetoothAddress, local: BluetoothAddress) {
         manager.connectionOpened(handle, peer: peer, local: local)
     }
     func connectionClosed(_ handle: UInt16) { manager.connectionClosed(handle) }
-    func receive(_ bytes: [UInt8], on handle: UInt16, now: Duration) -> [SecurityManager.Action] {
+    func receive(_ bytes: [UInt8], on handle: UInt16, now: LoopInstant) -> [SecurityManager.Action] {
         manager.receive(bytes, on: handle, now: now)
     }
-    func enterPasskey(_ passkey: UInt32?, on handle: UInt16, now: Duration) -> [SecurityManager.Action] {
+    func enterPasskey(_ passkey: UInt32?, on handle: UInt16, now: LoopInstant) -> [SecurityManager.Action] {
         manager.enterPasskey(passkey, on: handle, now: now)
     }
-    func confirmNumericComparison(on handle: UInt16, accepted: Bool, now: Duration) -> [SecurityManager.Action] {
+    func confirmNumericComparison(on handle: UInt16, accepted: Bool, now: LoopInstant) -> [SecurityManager.Action] {
         manager.confirmNumericComparison(on: handle, accepted: accepted, now: now)
     }
     func longTermKeyRequest(on handle: UInt16, ediv: UInt16, rand: UInt64) -> LongTermKey? {
         manager.longTermKeyRequest(on: handle, ediv: ediv, rand: rand)
     }
-    func encryptionChanged(on handle: UInt16, enabled: Bool, now: Duration) -> [SecurityManager.Action] {
+    func encryptionChanged(on handle: UInt16, enabled: Bool, now: LoopInstant) -> [SecurityManager.Action] {
         manager.encryptionChanged(on: handle, enabled: enabled, now: now)
     }
-    func requestSecurity(on handle: UInt16, authenticated: Bool, now: Duration) -> [SecurityManager.Action] {
+    func requestSecurity(on handle: UInt16, authenticated: Bool, now: LoopInstant) -> [SecurityManager.Action] {
         manager.requestSecurity(on: handle, authenticated: authenticated, now: now)
     }
-    func expireTimers(now: Duration) -> [SecurityManager.Action] { manager.expireTimers(now: now) }
+    func expireTimers(now: LoopInstant) -> [SecurityManager.Action] { manager.expireTimers(now: now) }
     func setClientConfiguration(_ value: UInt16, handle attribute: UInt16, on handle: UInt16) -> Bool {
         manager.setClientConfiguration(value, handle: attribute, on: handle)
     }

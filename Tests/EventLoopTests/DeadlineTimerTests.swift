@@ -1,3 +1,4 @@
+import LoopClock
 import Synchronization
 import Testing
 
@@ -7,18 +8,18 @@ import Testing
 /// never later than asked; a later one does not postpone an earlier arming; the body gets the
 /// timer to schedule the machine's next deadline.
 struct DeadlineTimerTests {
-    /// A machine with a list of deadlines (CLOCK_MONOTONIC, ns): each firing expires the due ones
+    /// A machine with a list of deadlines on the loop's clock: each firing expires the due ones
     /// and records when it ran.
     final class Machine: Sendable {
-        let deadlines: Mutex<[UInt64]>
-        let wakeUps = Mutex<[UInt64]>([])
-        let expired = Mutex<[UInt64]>([])
+        let deadlines: Mutex<[LoopInstant]>
+        let wakeUps = Mutex<[LoopInstant]>([])
+        let expired = Mutex<[LoopInstant]>([])
 
-        init(_ deadlines: [UInt64]) { self.deadlines = Mutex(deadlines) }
+        init(_ deadlines: [LoopInstant]) { self.deadlines = Mutex(deadlines) }
 
-        var nextDeadline: UInt64? { deadlines.withLock { $0.min() } }
+        var nextDeadline: LoopInstant? { deadlines.withLock { $0.min() } }
 
-        func expire(now: UInt64) {
+        func expire(now: LoopInstant) {
             wakeUps.withLock { $0.append(now) }
             let due = deadlines.withLock { deadlines in
                 defer { deadlines.removeAll { $0 <= now } }
@@ -43,7 +44,7 @@ struct DeadlineTimerTests {
 
     @Test func everyDeadlineExpiresInOrderAndNoneEarly() async {
         let start = EventLoop.now()
-        let deadlines = [start + 30_000_000, start + 10_000_000, start + 20_000_000]
+        let deadlines = [start + .milliseconds(30), start + .milliseconds(10), start + .milliseconds(20)]
         let machine = Machine(deadlines)
         await Self.drive(machine)
         #expect(machine.expired.withLock { $0 } == deadlines.sorted())
@@ -56,44 +57,28 @@ struct DeadlineTimerTests {
 
     @Test func aLaterDeadlineDoesNotPostponeAnEarlierArming() async {
         let start = EventLoop.now()
-        let (fired, firedSink) = AsyncStream.makeStream(of: UInt64.self)
+        let (fired, firedSink) = AsyncStream.makeStream(of: LoopInstant.self)
         let timer = DeadlineTimer { _ in firedSink.yield(EventLoop.now()) }
-        timer.schedule(at: start + 10_000_000)
+        timer.schedule(at: start + .milliseconds(10))
         // The machine's deadline moved a minute away; the armed moment stays.
-        timer.schedule(at: start + 60_000_000_000)
+        timer.schedule(at: start + .seconds(60))
         timer.schedule(at: nil)
         var iterator = fired.makeAsyncIterator()
         let firedAt = await iterator.next()!
-        #expect(firedAt >= start + 10_000_000)
-        #expect(firedAt < start + 30_000_000_000)
+        #expect(firedAt >= start + .milliseconds(10))
+        #expect(firedAt < start + .seconds(30))
     }
 
     @Test func anEarlierDeadlineMovesTheArmingForward() async {
         let start = EventLoop.now()
-        let (fired, firedSink) = AsyncStream.makeStream(of: UInt64.self)
+        let (fired, firedSink) = AsyncStream.makeStream(of: LoopInstant.self)
         let timer = DeadlineTimer { _ in firedSink.yield(EventLoop.now()) }
-        timer.schedule(at: start + 60_000_000_000)
+        timer.schedule(at: start + .seconds(60))
         timer.schedule(after: .milliseconds(10))
         var iterator = fired.makeAsyncIterator()
         let firedAt = await iterator.next()!
-        #expect(firedAt >= start + 10_000_000)
-        #expect(firedAt < start + 30_000_000_000)
-    }
-
-    /// A machine counting time as a `Duration` since an origin on the loop's clock: its deadline
-    /// is that long after the origin, not after the call.
-    @Test func aDeadlineSinceAnOriginIsThatLongAfterIt() async throws {
-        let origin = EventLoop.now()
-        try await Task.sleep(for: .milliseconds(200))
-        let (fired, firedSink) = AsyncStream.makeStream(of: UInt64.self)
-        let timer = DeadlineTimer { _ in firedSink.yield(EventLoop.now()) }
-        let scheduled = EventLoop.now()
-        timer.schedule(at: .milliseconds(250), since: origin)
-        timer.schedule(at: nil, since: origin)
-        var iterator = fired.makeAsyncIterator()
-        let firedAt = await iterator.next()!
-        #expect(firedAt >= origin + 250_000_000)
-        #expect(firedAt < scheduled + 250_000_000, "250 ms after the origin, not after the call")
+        #expect(firedAt >= start + .milliseconds(10))
+        #expect(firedAt < start + .seconds(30))
     }
 
     @Test func afterFiringTheTimerArmsAgainForALaterDeadline() async {

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import LoopClock
 import Synchronization
 import Testing
 
@@ -271,14 +272,14 @@ private struct Pipe {
     }
 
     @Test func aTimerFiresOnceAtItsDeadlineNeverEarly() async throws {
-        let fired = Mutex<[UInt64]>([])
+        let fired = Mutex<[LoopInstant]>([])
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
         let timer = loop.makeTimer { [loop] in
             precondition(loop.inLoop)
             fired.withLock { $0.append(EventLoop.now()) }
             continuation.yield()
         }
-        let deadline = EventLoop.now() + 20_000_000
+        let deadline = EventLoop.now() + .milliseconds(20)
         timer.arm(at: deadline)
         var iterator = stream.makeAsyncIterator()
         await iterator.next()
@@ -297,9 +298,9 @@ private struct Pipe {
         }
         let cancelled = loop.makeTimer { fired.withLock { $0.append("cancelled") } }
         let start = EventLoop.now()
-        moved.arm(at: start + 60_000_000_000)
-        moved.arm(at: start + 10_000_000)
-        cancelled.arm(at: start + 5_000_000)
+        moved.arm(at: start + .seconds(60))
+        moved.arm(at: start + .milliseconds(10))
+        cancelled.arm(at: start + .milliseconds(5))
         cancelled.disarm()
         var iterator = stream.makeAsyncIterator()
         await iterator.next()
@@ -307,7 +308,7 @@ private struct Pipe {
         try await Task.sleep(for: .milliseconds(30))
         #expect(fired.withLock { $0 } == ["moved"])
         // Well before the first deadline (a minute), however loaded the machine.
-        #expect(elapsed < 30_000_000_000)
+        #expect(elapsed < .seconds(30))
     }
 
     @Test func aTimerBodyEntersAnActorOnTheLoopSynchronously() async {
@@ -327,7 +328,7 @@ private struct Pipe {
     @Test func aPastDeadlineFiresOnTheNextTurn() async {
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
         let timer = loop.makeTimer { continuation.yield() }
-        timer.arm(at: 0)
+        timer.arm(at: LoopInstant(nanoseconds: 0))
         var iterator = stream.makeAsyncIterator()
         await iterator.next()
     }

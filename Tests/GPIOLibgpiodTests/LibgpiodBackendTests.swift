@@ -79,14 +79,14 @@ struct LibgpiodBackendTests {
             selector(2), consumer: "gattway-test",
             settings: InputSettings(edges: .both), onReadable: signal.callback)
         defer { input.release() }
-        let before = EventLoop.now()
+        let before = EventLoop.now().nanoseconds
         try GPIOSim.drive(2, high: true)
         #expect(await signal.wait())
         let rising = try input.readEvents()
         try GPIOSim.drive(2, high: false)
         #expect(await signal.wait())
         let falling = try input.readEvents()
-        let after = EventLoop.now()
+        let after = EventLoop.now().nanoseconds
         #expect(rising.events.map(\.edge) == [.rising])
         #expect(falling.events.map(\.edge) == [.falling])
         let stamps = (rising.events + falling.events).map(\.timestampNs)
@@ -105,7 +105,7 @@ struct LibgpiodBackendTests {
             onReadable: signal.callback)
         defer { input.release() }
         for high in [true, false, true, false, true] { try GPIOSim.drive(4, high: high) }
-        let settled = EventLoop.now()
+        let settled = EventLoop.now().nanoseconds
         #expect(await signal.wait())
         let batch = try input.readEvents()
         #expect(batch.events.map(\.edge) == [.rising])

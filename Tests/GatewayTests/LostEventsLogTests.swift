@@ -1,3 +1,4 @@
+import LoopClock
 import Testing
 
 @testable import Gateway
@@ -7,7 +8,7 @@ import Testing
 @Suite struct LostEventsLogTests {
     @Test func theFirstLossAtOnceThenOneLineAMinuteWithTheRate() {
         var log = LostEventsLog(sensor: "flow")
-        let start = ContinuousClock.now
+        let start = LoopInstant(nanoseconds: 1_000_000_000)
         #expect(log.record(total: 0, at: start) == nil, "nothing lost")
         #expect(
             log.record(total: 12, at: start)

@@ -3,6 +3,7 @@ import Config
 import Foundation
 import Gateway
 import Logging
+import LoopClock
 import MQTTClient
 import MQTTMirror
 import Testing
@@ -248,7 +249,9 @@ struct MirrorBridgeTests {
         var printed: [String] = []
         while printed.count < 1 + sourced.count, let event = await fixture.pipelineEvents.next() {
             guard case .valueChanged = event else { continue }
-            for case .publish(let message, _) in mirror.apply(bridge.mirrorEvent(event, at: Date(timeIntervalSince1970: 0))) {
+            for case .publish(let message, _) in mirror.apply(
+                bridge.mirrorEvent(event, at: Date(timeIntervalSince1970: 0)), now: LoopInstant(nanoseconds: 0))
+            {
                 printed.append("\(message.topic) \(message.text ?? "")")
             }
         }
@@ -359,9 +362,10 @@ struct MirrorBridgeTests {
         let outside = fixture.ref("gateway/outside")
         let date = Date()
         #expect(!mirror.inboundSubscriptions.contains("weather/outside"))
-        let subscribe = mirror.apply(bridge.mirrorEvent(.subscribed(outside, CentralID(1), .notification), at: date))
+        let subscribe = mirror.apply(
+            bridge.mirrorEvent(.subscribed(outside, CentralID(1), .notification), at: date), now: LoopInstant(nanoseconds: 0))
         #expect(subscribe.contains(.subscribe("weather/outside")))
-        let unsubscribe = mirror.apply(bridge.mirrorEvent(.unsubscribed(outside, CentralID(1)), at: date))
+        let unsubscribe = mirror.apply(bridge.mirrorEvent(.unsubscribed(outside, CentralID(1)), at: date), now: LoopInstant(nanoseconds: 0))
         #expect(unsubscribe.contains(.unsubscribe("weather/outside")))
 
         let id = MirrorCharacteristicID(service: "gateway", characteristic: "outside")

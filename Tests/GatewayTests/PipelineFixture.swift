@@ -5,6 +5,7 @@ import EventLoop
 import Foundation
 import Gateway
 import Logging
+import LoopClock
 import Sensors
 
 /// The host side of the peripheral, in memory: every PDU the peripheral sends, per central.
@@ -13,9 +14,9 @@ final class RecordingLink: PeripheralLink, @unchecked Sendable {
     /// Each PDU with when it was sent (`EventLoop.now()`).
     private var sent: [(CentralID, [UInt8], UInt64)] = []
 
-    func send(_ pdu: [UInt8], to central: CentralID) { lock.withLock { sent.append((central, pdu, EventLoop.now())) } }
+    func send(_ pdu: [UInt8], to central: CentralID) { lock.withLock { sent.append((central, pdu, EventLoop.now().nanoseconds)) } }
     func sendUpdate(_ pdu: [UInt8], to central: CentralID) {
-        lock.withLock { sent.append((central, pdu, EventLoop.now())) }
+        lock.withLock { sent.append((central, pdu, EventLoop.now().nanoseconds)) }
     }
     func disconnectAfterTransactionTimeout(_ central: CentralID) {}
     func requestConnectionLatency(_ latency: ConnectionLatency, for central: CentralID) {}
@@ -38,8 +39,8 @@ final class RecordingLink: PeripheralLink, @unchecked Sendable {
 /// A clock the test moves by hand, shared by the peripheral and the pipeline.
 final class TestClock: @unchecked Sendable {
     private let lock = NSLock()
-    private var current = ContinuousClock.now
-    var now: ContinuousClock.Instant { lock.withLock { current } }
+    private var current = EventLoop.now()
+    var now: LoopInstant { lock.withLock { current } }
     func advance(by duration: Duration) { lock.withLock { current += duration } }
 }
 
@@ -88,7 +89,7 @@ struct PipelineFixture {
         layout = GATTLayout(config: config)
         let clock = self.clock
         let realTime = timing == .realTime
-        let now: @Sendable () -> ContinuousClock.Instant = { realTime ? ContinuousClock.now : clock.now }
+        let now: @Sendable () -> LoopInstant = { realTime ? EventLoop.now() : clock.now }
         peripheral = Peripheral(configuration: .init(deviceName: config.device.name), link: link, now: now)
         let outputs = self.outputs
         pipeline = ValuePipeline(

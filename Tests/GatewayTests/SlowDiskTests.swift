@@ -85,7 +85,7 @@ struct SlowDiskTests {
         let peripheral = fixture.peripheral
         let doorTask = Task(executorPreference: EventLoop.shared) {
             try await door.run { sample in
-                let latency = EventLoop.now() - sample.timestampNs
+                let latency = EventLoop.now().nanoseconds - sample.timestampNs
                 pipeline.onLoop(with: sample) { $0.sensorValue($1) }
                 let sent = link.takeWithTimes(alice).filter { $0.pdu.first == 0x1B }
                 // Sent on air: the link takes the next ones.

@@ -1,5 +1,7 @@
+import EventLoop
 import Foundation
 import Logging
+import LoopClock
 import StateFile
 import Synchronization
 import TestHarness
@@ -30,6 +32,7 @@ struct RunningService {
         port: Int, stateDirectory: URL, configuration: MirrorConfiguration = sampleConfiguration(),
         recorder: GatewayRecorder = GatewayRecorder(),
         now: @escaping @Sendable () -> Date = { t1 },
+        clock: @escaping @Sendable () -> LoopInstant = { EventLoop.now() },
         birthDelay: @escaping @Sendable () -> Duration = { .zero },
         maximumBacklog: Int = 1_000,
         onSet: MQTTMirrorService.SetHandler? = nil
@@ -40,7 +43,7 @@ struct RunningService {
                 backoff: MQTTBackoff(initial: .milliseconds(100), maximum: .milliseconds(500)),
                 maximumBacklog: maximumBacklog),
             mirror: configuration, stateDirectory: stateDirectory, stateWriter: writer, logger: testLogger, now: now,
-            birthDelay: birthDelay,
+            clock: clock, birthDelay: birthDelay,
             onSet: onSet ?? { id, payload in
                 await recorder.set(id, payload)
                 return .accepted
@@ -91,6 +94,36 @@ struct BrokerTests {
         let messages = try await watcher.messages(on: "gattway/pi1/env/temperature", count: 3)
         #expect(Date().timeIntervalSince(start) >= 0.6, "two heartbeats after the value")
         #expect(Set(messages.map(\.string)).count == 1, "each one the value as it was")
+        await running.stop()
+    }
+
+    /// A Pi has no real-time clock: its wall clock jumps (by months or years) when NTP first
+    /// syncs after boot, or back when it corrects one restored from the last shutdown. The
+    /// heartbeats keep their cadence on the loop's clock: none stalls, none comes early.
+    @Test(arguments: [-86_400.0, 31_536_000.0])
+    func heartbeatsKeepTheirCadenceWhenTheWallClockJumps(by jump: TimeInterval) async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let wallClockJump = Mutex<TimeInterval>(0)
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#"])
+        var configuration = sampleConfiguration(discovery: nil)
+        let heartbeat = Duration.milliseconds(600)
+        configuration.characteristics[0].heartbeat = heartbeat
+        let running = try RunningService(
+            port: broker.port, stateDirectory: try temporaryDirectory("state"), configuration: configuration,
+            now: { Date() + wallClockJump.withLock { $0 } })
+        _ = try await watcher.next(on: "gattway/pi1/availability")
+        // The value comes half a heartbeat into the service's first check period, so a check that
+        // read the jumped wall clock would publish half a heartbeat early.
+        try await Task.sleep(for: heartbeat / 2)
+        let start = ContinuousClock.now
+        await running.service.handle(.valueChanged(temperature, value: MirrorValue(json: "21.5"), raw: [], at: Date()))
+        wallClockJump.withLock { $0 = jump }
+        let value = try await watcher.messages(on: "gattway/pi1/env/temperature", count: 2)
+        #expect(ContinuousClock.now - start >= heartbeat, "the first heartbeat a heartbeat after the value")
+        let second = try await watcher.next(on: "gattway/pi1/env/temperature")
+        #expect(ContinuousClock.now - start >= heartbeat * 2, "the second one a heartbeat later")
+        #expect(Set((value + [second]).map(\.string)).count == 1, "each one the value as it was")
         await running.stop()
     }
 
@@ -238,18 +271,20 @@ struct BrokerTests {
         await watcher.stop()
     }
 
-    /// The state topic says how long gattway has run and how deep the outbox is, as of each
-    /// publication.
+    /// The state topic says how long gattway has run (on the loop's clock, not the wall clock,
+    /// here a year ahead) and how deep the outbox is, as of each publication.
     @Test func stateCarriesUptimeAndOutboxDepth() async throws {
         let broker = try Broker()
         defer { broker.stop() }
-        let clock = Mutex(t0)
+        let wallClock = Mutex(t0)
+        let clock = Mutex(loopStart)
         let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#"])
         let running = try RunningService(
             port: broker.port, stateDirectory: try temporaryDirectory("state"), configuration: sampleConfiguration(discovery: nil),
-            now: { clock.withLock { $0 } })
+            now: { wallClock.withLock { $0 } }, clock: { clock.withLock { $0 } })
         _ = try await watcher.next(on: "gattway/pi1/state")
-        clock.withLock { $0 = t0 + 3605.9 }
+        wallClock.withLock { $0 = t0 + 31_536_000 }
+        clock.withLock { $0 = loopStart + .milliseconds(3_605_900) }
         await running.service.handle(.peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true)))
         #expect(
             try await watcher.next(on: "gattway/pi1/state").string

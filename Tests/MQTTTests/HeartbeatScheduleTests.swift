@@ -1,5 +1,6 @@
 import EventLoop
 import Foundation
+import LoopClock
 import Synchronization
 import Testing
 
@@ -22,7 +23,7 @@ import Testing
         var schedule = HeartbeatSchedule()
         schedule.start { firings.fire() }
         let start = ContinuousClock.now
-        schedule.schedule(Date().addingTimeInterval(0.2), now: Date())
+        schedule.schedule(EventLoop.now() + .milliseconds(200))
         var iterator = firings.stream.makeAsyncIterator()
         await iterator.next()
         #expect(ContinuousClock.now - start >= .milliseconds(190))
@@ -35,11 +36,11 @@ import Testing
         #expect(!schedule.isRunning)
         schedule.start { firings.fire() }
         #expect(schedule.isRunning)
-        schedule.schedule(nil, now: Date())
-        schedule.schedule(Date().addingTimeInterval(0.05), now: Date())
+        schedule.schedule(nil)
+        schedule.schedule(EventLoop.now() + .milliseconds(50))
         schedule.stop()
         #expect(!schedule.isRunning)
-        schedule.schedule(Date(), now: Date())
+        schedule.schedule(EventLoop.now())
         try await Task.sleep(for: .milliseconds(300))
         #expect(firings.times.withLock { $0.isEmpty })
     }

@@ -1,10 +1,13 @@
 import Foundation
+import LoopClock
 import Testing
 
 @testable import MQTTMirror
 
 let t0 = Date(timeIntervalSince1970: 1_800_000_000.25)  // 2027-01-15T08:00:00.250Z
 let t1 = Date(timeIntervalSince1970: 1_800_000_100)  // 2027-01-15T08:01:40.000Z
+/// The loop's clock when `t0` was the wall clock's (heartbeats count on the loop's).
+let loopStart = LoopInstant(nanoseconds: 1_000_000_000)
 
 let temperature = MirrorCharacteristicID(service: "env", characteristic: "temperature")
 let relay = MirrorCharacteristicID(service: "io", characteristic: "relay")
@@ -47,18 +50,19 @@ struct MirrorTests {
     @Test func valueTopicCarriesJSONValueAndTimestamp() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
         #expect(
-            published(mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "21.5"), raw: [0x66, 0x08], at: t0))) == [
-                #"retained gattway/pi1/env/temperature {"value":21.5,"ts":"2027-01-15T08:00:00.250Z"}"#
-            ])
+            published(mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "21.5"), raw: [0x66, 0x08], at: t0), now: loopStart))
+                == [
+                    #"retained gattway/pi1/env/temperature {"value":21.5,"ts":"2027-01-15T08:00:00.250Z"}"#
+                ])
         #expect(
-            published(mirror.apply(.valueChanged(relay, value: MirrorValue(json: "true"), raw: [1], at: t1))) == [
+            published(mirror.apply(.valueChanged(relay, value: MirrorValue(json: "true"), raw: [1], at: t1), now: loopStart)) == [
                 #"retained gattway/pi1/io/relay {"value":true,"ts":"2027-01-15T08:01:40.000Z"}"#
             ])
     }
 
     @Test func rawStylePublishesTheBytes() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
-        let actions = mirror.apply(.valueChanged(blob, value: MirrorValue(json: #""dead""#), raw: [0xde, 0xad], at: t0))
+        let actions = mirror.apply(.valueChanged(blob, value: MirrorValue(json: #""dead""#), raw: [0xde, 0xad], at: t0), now: loopStart)
         #expect(actions == [.publish(MQTTMessage(topic: "gattway/pi1/io/blob", payload: [0xde, 0xad], retain: true), durable: false)])
     }
 
@@ -67,7 +71,7 @@ struct MirrorTests {
         configuration.valueQoS = .atMostOnce
         configuration.retainValues = false
         var mirror = try Mirror(configuration: configuration)
-        let actions = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "7"), raw: [7], at: t0))
+        let actions = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "7"), raw: [7], at: t0), now: loopStart)
         #expect(
             actions == [
                 .publish(
@@ -87,23 +91,25 @@ struct MirrorTests {
         configuration.characteristics[0].heartbeat = .seconds(60)  // env/temperature
         configuration.characteristics[3].heartbeat = .milliseconds(1500)  // io/blob, raw
         var mirror = try Mirror(configuration: configuration)
-        #expect(mirror.heartbeats(at: t0 + 3600).isEmpty, "no value yet, so none to repeat")
-        #expect(mirror.nextHeartbeatCheck(after: t0) == t0 + 1.5, "a first value is due no sooner than the shortest heartbeat")
-
-        _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "21.5"), raw: [0x66, 0x08], at: t0))
-        _ = mirror.apply(.valueChanged(relay, value: MirrorValue(json: "true"), raw: [1], at: t0))
-        _ = mirror.apply(.valueChanged(blob, value: MirrorValue(json: #""dead""#), raw: [0xde, 0xad], at: t0))
-        #expect(mirror.nextHeartbeatCheck(after: t0 + 1) == t0 + 1.5, "the blob's heartbeat is due first")
-        #expect(mirror.heartbeats(at: t0 + 1.4).isEmpty)
+        #expect(mirror.heartbeats(at: loopStart + .seconds(3600)).isEmpty, "no value yet, so none to repeat")
         #expect(
-            mirror.heartbeats(at: t0 + 1.5) == [
+            mirror.nextHeartbeatCheck(after: loopStart) == loopStart + .seconds(1.5),
+            "a first value is due no sooner than the shortest heartbeat")
+
+        _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "21.5"), raw: [0x66, 0x08], at: t0), now: loopStart)
+        _ = mirror.apply(.valueChanged(relay, value: MirrorValue(json: "true"), raw: [1], at: t0), now: loopStart)
+        _ = mirror.apply(.valueChanged(blob, value: MirrorValue(json: #""dead""#), raw: [0xde, 0xad], at: t0), now: loopStart)
+        #expect(mirror.nextHeartbeatCheck(after: loopStart + .seconds(1)) == loopStart + .seconds(1.5), "the blob's heartbeat is due first")
+        #expect(mirror.heartbeats(at: loopStart + .seconds(1.4)).isEmpty)
+        #expect(
+            mirror.heartbeats(at: loopStart + .seconds(1.5)) == [
                 .publish(MQTTMessage(topic: "gattway/pi1/io/blob", payload: [0xde, 0xad], retain: true), durable: false)
             ])
-        #expect(mirror.nextHeartbeatCheck(after: t0 + 1.5) == t0 + 3, "counted from the heartbeat")
+        #expect(mirror.nextHeartbeatCheck(after: loopStart + .seconds(1.5)) == loopStart + .seconds(3), "counted from the heartbeat")
 
         var heartbeats: [String] = []
         for second in stride(from: 1.0, through: 130, by: 1) {
-            heartbeats += published(mirror.heartbeats(at: t0 + second))
+            heartbeats += published(mirror.heartbeats(at: loopStart + .seconds(second)))
         }
         #expect(
             heartbeats.filter { $0.contains("env/temperature") }
@@ -112,21 +118,26 @@ struct MirrorTests {
             "at 60 s and 120 s, the payload as it was")
         #expect(!heartbeats.contains { $0.contains("io/relay") }, "the relay has no heartbeat")
         // A new value restarts the count.
-        _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "22"), raw: [0x98, 0x08], at: t0 + 150))
-        #expect(!published(mirror.heartbeats(at: t0 + 180)).contains { $0.contains("env/temperature") })
-        #expect(published(mirror.heartbeats(at: t0 + 210)).contains { $0.contains(#"env/temperature {"value":22,"#) })
+        _ = mirror.apply(
+            .valueChanged(temperature, value: MirrorValue(json: "22"), raw: [0x98, 0x08], at: t0 + 150), now: loopStart + .seconds(150))
+        #expect(!published(mirror.heartbeats(at: loopStart + .seconds(180))).contains { $0.contains("env/temperature") })
+        #expect(published(mirror.heartbeats(at: loopStart + .seconds(210))).contains { $0.contains(#"env/temperature {"value":22,"#) })
     }
 
     @Test func writesAreDurableEventsNotRetained() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
         #expect(
-            published(mirror.apply(.written(relay, value: MirrorValue(json: "false"), central: phone, kind: .request, at: t0))) == [
-                #"durable gattway/pi1/io/relay/written {"value":false,"central":"AA:BB:CC:DD:EE:01","kind":"request","ts":"2027-01-15T08:00:00.250Z"}"#
-            ])
+            published(
+                mirror.apply(.written(relay, value: MirrorValue(json: "false"), central: phone, kind: .request, at: t0), now: loopStart))
+                == [
+                    #"durable gattway/pi1/io/relay/written {"value":false,"central":"AA:BB:CC:DD:EE:01","kind":"request","ts":"2027-01-15T08:00:00.250Z"}"#
+                ])
         #expect(
-            published(mirror.apply(.written(blob, value: MirrorValue(json: #""0aff""#), central: tablet, kind: .command, at: t1))) == [
-                #"durable gattway/pi1/io/blob/written {"value":"0aff","central":"AA:BB:CC:DD:EE:02","kind":"command","ts":"2027-01-15T08:01:40.000Z"}"#
-            ])
+            published(
+                mirror.apply(.written(blob, value: MirrorValue(json: #""0aff""#), central: tablet, kind: .command, at: t1), now: loopStart))
+                == [
+                    #"durable gattway/pi1/io/blob/written {"value":"0aff","central":"AA:BB:CC:DD:EE:02","kind":"command","ts":"2027-01-15T08:01:40.000Z"}"#
+                ])
     }
 
     /// The writer was answered before the line was driven: a failure reaches the error topic,
@@ -134,19 +145,21 @@ struct MirrorTests {
     @Test func anOutputThatFailedIsReportedOnTheErrorTopic() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
         #expect(
-            published(mirror.apply(.outputFailed(relay, central: phone, reason: "driving output relay failed: EBUSY", at: t1))) == [
-                #"durable gattway/pi1/error {"topic":"gattway/pi1/io/relay","central":"AA:BB:CC:DD:EE:01","reason":"driving output relay failed: EBUSY","ts":"2027-01-15T08:01:40.000Z"}"#
-            ])
+            published(
+                mirror.apply(.outputFailed(relay, central: phone, reason: "driving output relay failed: EBUSY", at: t1), now: loopStart))
+                == [
+                    #"durable gattway/pi1/error {"topic":"gattway/pi1/io/relay","central":"AA:BB:CC:DD:EE:01","reason":"driving output relay failed: EBUSY","ts":"2027-01-15T08:01:40.000Z"}"#
+                ])
     }
 
     @Test func pairingPromptsArePublishedUnretained() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
         #expect(
-            published(mirror.apply(.pairing(central: phone, prompt: .passkey("004217"), at: t0))) == [
+            published(mirror.apply(.pairing(central: phone, prompt: .passkey("004217"), at: t0), now: loopStart)) == [
                 #"gattway/pi1/pairing {"central":"AA:BB:CC:DD:EE:01","passkey":"004217","ts":"2027-01-15T08:00:00.250Z"}"#
             ])
         #expect(
-            published(mirror.apply(.pairing(central: phone, prompt: .compare("093811"), at: t1))) == [
+            published(mirror.apply(.pairing(central: phone, prompt: .compare("093811"), at: t1), now: loopStart)) == [
                 #"gattway/pi1/pairing {"central":"AA:BB:CC:DD:EE:01","compare":"093811","ts":"2027-01-15T08:01:40.000Z"}"#
             ])
     }
@@ -158,32 +171,33 @@ struct MirrorTests {
                 mirror.apply(
                     .peripheralState(
                         MirrorPeripheralState(
-                            state: "poweredOn", advertising: true, counters: ["writes": 2, "reads": 5])))) == [
+                            state: "poweredOn", advertising: true, counters: ["writes": 2, "reads": 5])), now: loopStart)) == [
                     #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":5,"writes":2},"pairing":false,"unavailable":{}}"#
                 ])
         #expect(
-            published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0))))
+            published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0)), now: loopStart))
                 == [
                     #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":23,"security":"none","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#,
                     #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":["AA:BB:CC:DD:EE:01"],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":5,"writes":2},"pairing":false,"unavailable":{}}"#
                 ])
         // An MTU/security update republishes the central only.
         #expect(
-            published(mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 247, security: .encrypted, since: t0))))
+            published(
+                mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 247, security: .encrypted, since: t0)), now: loopStart))
                 == [
                     #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":247,"security":"encrypted","bonded":false,"since":"2027-01-15T08:00:00.250Z"}"#
                 ])
         #expect(
-            published(mirror.apply(.subscribed(temperature, central: phone, kind: .notify))) == [
+            published(mirror.apply(.subscribed(temperature, central: phone, kind: .notify), now: loopStart)) == [
                 #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#
             ])
-        _ = mirror.apply(.subscribed(temperature, central: tablet, kind: .indicate))
+        _ = mirror.apply(.subscribed(temperature, central: tablet, kind: .indicate), now: loopStart)
         #expect(
-            published(mirror.apply(.unsubscribed(temperature, central: tablet))) == [
+            published(mirror.apply(.unsubscribed(temperature, central: tablet), now: loopStart)) == [
                 #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[{"address":"AA:BB:CC:DD:EE:01","kind":"notify"}]}"#
             ])
         #expect(
-            published(mirror.apply(.centralDisconnected(address: phone))) == [
+            published(mirror.apply(.centralDisconnected(address: phone), now: loopStart)) == [
                 #"durable retained gattway/pi1/env/temperature/subscribers {"centrals":[]}"#,
                 "durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 ",
                 #"retained gattway/pi1/state {"state":"poweredOn","advertising":true,"centrals":[],"uptime":0,"outbox":0,"refused":0,"counters":{"reads":5,"writes":2},"pairing":false,"unavailable":{}}"#
@@ -192,32 +206,33 @@ struct MirrorTests {
 
     @Test func anMTUChangeRepublishesTheCentralWithEverythingElseKept() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
-        #expect(mirror.apply(.centralMTUChanged(address: phone, mtu: 185)).isEmpty, "nothing for an unknown central")
-        _ = mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .encrypted, since: t0)))
+        #expect(mirror.apply(.centralMTUChanged(address: phone, mtu: 185), now: loopStart).isEmpty, "nothing for an unknown central")
+        _ = mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .encrypted, since: t0)), now: loopStart)
         // What a mirror that saw the central connect with MTU 185 in the first place publishes.
         var reference = try Mirror(configuration: sampleConfiguration())
-        let connectedWith185 = reference.apply(.centralConnected(MirrorCentral(address: phone, mtu: 185, security: .encrypted, since: t0)))
-        #expect(published(mirror.apply(.centralMTUChanged(address: phone, mtu: 185))) == [published(connectedWith185)[0]])
+        let connectedWith185 = reference.apply(
+            .centralConnected(MirrorCentral(address: phone, mtu: 185, security: .encrypted, since: t0)), now: loopStart)
+        #expect(published(mirror.apply(.centralMTUChanged(address: phone, mtu: 185), now: loopStart)) == [published(connectedWith185)[0]])
         #expect(published(connectedWith185)[0].contains(#""mtu":185,"security":"encrypted""#))
-        _ = mirror.apply(.centralDisconnected(address: phone))
-        #expect(mirror.apply(.centralMTUChanged(address: phone, mtu: 247)).isEmpty, "nothing after it disconnected")
+        _ = mirror.apply(.centralDisconnected(address: phone), now: loopStart)
+        #expect(mirror.apply(.centralMTUChanged(address: phone, mtu: 247), now: loopStart).isEmpty, "nothing after it disconnected")
     }
 
     @Test func aSecurityChangeRepublishesTheCentralKeepingItsMTUAndSince() throws {
         var mirror = try Mirror(configuration: sampleConfiguration())
         #expect(
-            mirror.apply(.centralSecurityChanged(address: phone, security: .encrypted, bonded: true)).isEmpty,
+            mirror.apply(.centralSecurityChanged(address: phone, security: .encrypted, bonded: true), now: loopStart).isEmpty,
             "nothing for an unknown central")
-        _ = mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0)))
-        _ = mirror.apply(.centralMTUChanged(address: phone, mtu: 185))
+        _ = mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0)), now: loopStart)
+        _ = mirror.apply(.centralMTUChanged(address: phone, mtu: 185), now: loopStart)
         #expect(
-            published(mirror.apply(.centralSecurityChanged(address: phone, security: .authenticated, bonded: true)))
+            published(mirror.apply(.centralSecurityChanged(address: phone, security: .authenticated, bonded: true), now: loopStart))
                 == [
                     #"durable retained gattway/pi1/centrals/AA:BB:CC:DD:EE:01 {"address":"AA:BB:CC:DD:EE:01","mtu":185,"security":"authenticated","bonded":true,"since":"2027-01-15T08:00:00.250Z"}"#
                 ])
-        _ = mirror.apply(.centralDisconnected(address: phone))
+        _ = mirror.apply(.centralDisconnected(address: phone), now: loopStart)
         #expect(
-            mirror.apply(.centralSecurityChanged(address: phone, security: .none, bonded: false)).isEmpty,
+            mirror.apply(.centralSecurityChanged(address: phone, security: .none, bonded: false), now: loopStart).isEmpty,
             "nothing after it disconnected")
     }
 
@@ -225,16 +240,20 @@ struct MirrorTests {
         var mirror = try Mirror(configuration: sampleConfiguration(discovery: nil))
         let sourceMessage = MQTTMessage(topic: "weather/outside", text: "3.5")
         #expect(mirror.route(sourceMessage) == .ignored)
-        #expect(published(mirror.apply(.subscribed(remote, central: phone, kind: .notify))).last == "subscribe weather/outside")
+        #expect(
+            published(mirror.apply(.subscribed(remote, central: phone, kind: .notify), now: loopStart)).last == "subscribe weather/outside")
         #expect(
             mirror.inboundSubscriptions == [
                 "gattway/pi1/io/relay/set", "weather/outside", "gattway/pi1/centrals/+", "gattway/pi1/+/+/subscribers"
             ])
         #expect(mirror.route(sourceMessage) == .sourceValue([remote], payload: Array("3.5".utf8)))
         // A second central changes nothing; the last one leaving unsubscribes.
-        #expect(!published(mirror.apply(.subscribed(remote, central: tablet, kind: .notify))).contains { $0.hasPrefix("subscribe") })
-        #expect(!published(mirror.apply(.unsubscribed(remote, central: phone))).contains { $0.hasPrefix("unsubscribe") })
-        #expect(published(mirror.apply(.centralDisconnected(address: tablet))).last == "unsubscribe weather/outside")
+        #expect(
+            !published(mirror.apply(.subscribed(remote, central: tablet, kind: .notify), now: loopStart)).contains {
+                $0.hasPrefix("subscribe")
+            })
+        #expect(!published(mirror.apply(.unsubscribed(remote, central: phone), now: loopStart)).contains { $0.hasPrefix("unsubscribe") })
+        #expect(published(mirror.apply(.centralDisconnected(address: tablet), now: loopStart)).last == "unsubscribe weather/outside")
         #expect(mirror.route(sourceMessage) == .ignored)
         #expect(mirror.inboundSubscriptions == ["gattway/pi1/io/relay/set", "gattway/pi1/centrals/+", "gattway/pi1/+/+/subscribers"])
     }
@@ -283,24 +302,25 @@ struct MirrorTests {
         #expect(mirror.retainedSnapshot.first { $0.topic == "gattway/pi1/env/temperature/availability" }?.string == "online")
         #expect(!mirror.retainedSnapshot.map(\.topic).contains("gattway/pi1/io/relay/availability"), "not a sensor's")
 
-        _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "21.5"), raw: [0x66, 0x08], at: t0))
+        _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "21.5"), raw: [0x66, 0x08], at: t0), now: loopStart)
         #expect(
-            published(mirror.apply(.availabilityChanged(temperature, unavailable: "no good reading for 30 s")))
+            published(mirror.apply(.availabilityChanged(temperature, unavailable: "no good reading for 30 s"), now: loopStart))
                 == ["retained gattway/pi1/env/temperature/availability offline"])
-        #expect(mirror.apply(.availabilityChanged(temperature, unavailable: "still none")).isEmpty, "no news")
-        #expect(mirror.heartbeats(at: t0 + 300).isEmpty, "the old value is not current: not republished")
+        #expect(mirror.apply(.availabilityChanged(temperature, unavailable: "still none"), now: loopStart).isEmpty, "no news")
+        #expect(mirror.heartbeats(at: loopStart + .seconds(300)).isEmpty, "the old value is not current: not republished")
         let state = published(
             mirror.apply(
                 .peripheralState(
                     MirrorPeripheralState(
-                        state: "poweredOn", advertising: true, unavailable: ["climate": "no good reading for 30 s"]))))
+                        state: "poweredOn", advertising: true, unavailable: ["climate": "no good reading for 30 s"])), now: loopStart))
         #expect(state.count == 1 && state[0].hasSuffix(#","unavailable":{"climate":"no good reading for 30 s"}}"#), "\(state)")
 
         #expect(
-            published(mirror.apply(.availabilityChanged(temperature, unavailable: nil)))
+            published(mirror.apply(.availabilityChanged(temperature, unavailable: nil), now: loopStart))
                 == ["retained gattway/pi1/env/temperature/availability online"])
-        _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "22"), raw: [0x98, 0x08], at: t0 + 400))
-        #expect(published(mirror.heartbeats(at: t0 + 460)).contains { $0.contains(#"env/temperature {"value":22,"#) })
+        _ = mirror.apply(
+            .valueChanged(temperature, value: MirrorValue(json: "22"), raw: [0x98, 0x08], at: t0 + 400), now: loopStart + .seconds(400))
+        #expect(published(mirror.heartbeats(at: loopStart + .seconds(460))).contains { $0.contains(#"env/temperature {"value":22,"#) })
     }
 
     /// After a crash or a power cut the broker still holds the centrals and subscriber lists of
@@ -309,7 +329,7 @@ struct MirrorTests {
     /// messages, are left alone.
     @Test func retainedCentralsAndSubscribersLeftByAnEarlierRunAreCorrected() throws {
         var mirror = try Mirror(configuration: sampleConfiguration(discovery: nil))
-        _ = mirror.apply(.centralConnected(MirrorCentral(address: tablet, mtu: 23, security: .none, since: t0)))
+        _ = mirror.apply(.centralConnected(MirrorCentral(address: tablet, mtu: 23, security: .none, since: t0)), now: loopStart)
         let gone = MQTTMessage(topic: "gattway/pi1/centrals/\(phone)", text: #"{"address":"\#(phone)"}"#, retain: true)
         #expect(mirror.route(gone) == .staleRetained(MQTTMessage(topic: "gattway/pi1/centrals/\(phone)", payload: [], retain: true)))
         let connected = try #require(mirror.retainedSnapshot.first { $0.topic == "gattway/pi1/centrals/\(tablet)" })
@@ -360,9 +380,9 @@ struct MirrorTests {
 
     @Test func retainedSnapshotHoldsEverythingInOrder() throws {
         var mirror = try Mirror(configuration: sampleConfiguration(discovery: nil))
-        _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "20"), raw: [20], at: t0))
-        _ = mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0)))
-        _ = mirror.apply(.subscribed(relay, central: phone, kind: .indicate))
+        _ = mirror.apply(.valueChanged(temperature, value: MirrorValue(json: "20"), raw: [20], at: t0), now: loopStart)
+        _ = mirror.apply(.centralConnected(MirrorCentral(address: phone, mtu: 23, security: .none, since: t0)), now: loopStart)
+        _ = mirror.apply(.subscribed(relay, central: phone, kind: .indicate), now: loopStart)
         #expect(
             mirror.retainedSnapshot.map(\.topic) == [
                 "gattway/pi1/availability", "gattway/pi1/state", "gattway/pi1/env/temperature",
@@ -472,7 +492,7 @@ struct MirrorTests {
                     #""io_button_\#(event)":{"p":"device_automation","automation_type":"trigger","topic":"gattway/pi1/io/button","type":"\#(type)","subtype":"Button","payload":"\#(event)","value_template":"{{ "#
                         + template + #" }}"}"#), "\(event)")
         }
-        let press = mirror.apply(.valueChanged(button, value: MirrorValue(json: "2"), raw: [2], at: t0))
+        let press = mirror.apply(.valueChanged(button, value: MirrorValue(json: "2"), raw: [2], at: t0), now: loopStart)
         #expect(published(press) == [#"gattway/pi1/io/button {"value":2,"ts":"2027-01-15T08:00:00.250Z"}"#])
         #expect(!mirror.retainedSnapshot.map(\.topic).contains("gattway/pi1/io/button"))
     }

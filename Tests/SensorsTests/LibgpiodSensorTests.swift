@@ -40,7 +40,7 @@ struct LibgpiodSensorTests {
         try pull(0, high: true)
         let opened = await values.next()
         #expect(opened?.bool == true)
-        #expect(opened.map { $0.timestampNs <= EventLoop.now() } == true)
+        #expect(opened.map { $0.timestampNs <= EventLoop.now().nanoseconds } == true)
         try pull(0, high: false)
         #expect(await values.next()?.bool == false)
         task.cancel()

@@ -1,5 +1,6 @@
 import BluetoothATT
 import BluetoothCore
+import LoopClock
 
 /// A request that fails: the handle and error its Error Response names.
 struct ATTFailure: Error {
@@ -24,7 +25,7 @@ extension GATTServer {
     /// Every request (every opcode without the Command flag that is not a response, notification,
     /// indication or confirmation) is answered by exactly one PDU; commands and unexpected PDUs
     /// are applied or dropped, never answered. Nothing here traps on malformed input.
-    public func receive(_ bytes: [UInt8], from id: CentralID, now: ContinuousClock.Instant) {
+    public func receive(_ bytes: [UInt8], from id: CentralID, now: LoopInstant) {
         guard let central = central(id) else { return }
         expireTransaction(of: central, now: now)
         guard !central.isClosed else { return }
@@ -124,7 +125,7 @@ extension GATTServer {
         }
     }
 
-    private func confirmIndication(_ central: CentralState, now: ContinuousClock.Instant) {
+    private func confirmIndication(_ central: CentralState, now: LoopInstant) {
         guard let outstanding = central.outstandingIndication else { return }
         central.outstandingIndication = nil
         if outstanding.isServiceChanged { central.isChangeAware = true }
@@ -134,7 +135,7 @@ extension GATTServer {
 
     // MARK: Requests
 
-    private func respond(to pdu: ATTPDU, from central: CentralState, now: ContinuousClock.Instant) throws(ATTFailure) -> ATTPDU {
+    private func respond(to pdu: ATTPDU, from central: CentralState, now: LoopInstant) throws(ATTFailure) -> ATTPDU {
         switch pdu {
         case .exchangeMTURequest(let clientMTU):
             let mtu = min(max(clientMTU, ATTPDU.defaultMTU), configuration.maximumMTU)

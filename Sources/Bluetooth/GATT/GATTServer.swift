@@ -1,5 +1,6 @@
 import BluetoothATT
 import BluetoothCore
+import LoopClock
 
 /// The GATT server: a pure, synchronous, deterministic state machine. ATT PDU bytes in for a
 /// central, ATT PDU bytes out plus events; no I/O, no clock, no threads.
@@ -133,7 +134,7 @@ public final class GATTServer {
 
     /// Publishes a service on the first free run of handles and indicates Service Changed.
     @discardableResult
-    public func addService(_ service: GATTService, now: ContinuousClock.Instant) throws(GATTDatabaseError) -> PublishedService {
+    public func addService(_ service: GATTService, now: LoopInstant) throws(GATTDatabaseError) -> PublishedService {
         let published = try database.add(service)
         databaseChanged(published.handles, now: now)
         return published
@@ -141,7 +142,7 @@ public final class GATTServer {
 
     /// Removes a program service and indicates Service Changed over the handles it freed.
     @discardableResult
-    public func removeService(_ id: GATTServiceID, now: ContinuousClock.Instant) throws(GATTDatabaseError) -> PublishedService {
+    public func removeService(_ id: GATTServiceID, now: LoopInstant) throws(GATTDatabaseError) -> PublishedService {
         let removed = try database.remove(id)
         forgetSubscriptions(to: removed)
         databaseChanged(removed.handles, now: now)
@@ -151,7 +152,7 @@ public final class GATTServer {
     /// Removes every program service (never GAP/GATT) with one Service Changed indication, and
     /// returns them in handle order.
     @discardableResult
-    public func removeAllServices(now: ContinuousClock.Instant) -> [PublishedService] {
+    public func removeAllServices(now: LoopInstant) -> [PublishedService] {
         let removable = database.services.values.filter { !$0.isSystem }.map(\.published)
             .sorted { $0.handles.lowerBound < $1.handles.lowerBound }
         guard let low = removable.first?.handles.lowerBound,
@@ -173,7 +174,7 @@ public final class GATTServer {
     }
 
     /// Ends `holdServiceChanged()`: one Service Changed over the handles changed since, if any.
-    public func releaseServiceChanged(now: ContinuousClock.Instant) {
+    public func releaseServiceChanged(now: LoopInstant) {
         holdsServiceChanged = false
         guard let range = heldChange else { return }
         heldChange = nil
@@ -193,7 +194,7 @@ public final class GATTServer {
     public func updateValue(
         _ value: [UInt8], for characteristic: PublishedCharacteristic,
         to targets: [CentralID]? = nil,
-        now: ContinuousClock.Instant
+        now: LoopInstant
     ) throws(GATTServerError) -> Bool {
         try updateValue(value, for: characteristic, among: targets, now: now)
     }
@@ -202,14 +203,14 @@ public final class GATTServer {
     /// sends each central its own updates, one call per notification.
     public func updateValue(
         _ value: [UInt8], for characteristic: PublishedCharacteristic, toCentral target: CentralID,
-        now: ContinuousClock.Instant
+        now: LoopInstant
     ) throws(GATTServerError) -> Bool {
         try updateValue(value, for: characteristic, among: CollectionOfOne(target), now: now)
     }
 
     private func updateValue<Targets: Collection<CentralID>>(
         _ value: [UInt8], for characteristic: PublishedCharacteristic, among targets: Targets?,
-        now: ContinuousClock.Instant
+        now: LoopInstant
     ) throws(GATTServerError) -> Bool {
         guard database.publishes(characteristic) else {
             throw .characteristicNotPublished(characteristic.uuid)
@@ -311,7 +312,7 @@ public final class GATTServer {
     /// change-unaware after a database change (2.5.2.1) until it catches up.
     public func restoreClientConfigurations(
         _ configurations: [UInt16: UInt16], clientSupportedFeatures: UInt8 = 0, for id: CentralID,
-        databaseChanged: Bool = false, now: ContinuousClock.Instant
+        databaseChanged: Bool = false, now: LoopInstant
     ) {
         guard let central = central(id), !central.isClosed else { return }
         // Bits once set stay set (7.2), so a restore only adds.
@@ -359,14 +360,14 @@ public final class GATTServer {
     }
 
     /// The link can take `count` more notification/indication PDUs.
-    public func addTransmitCredits(_ count: Int, now: ContinuousClock.Instant) {
+    public func addTransmitCredits(_ count: Int, now: LoopInstant) {
         transmitCredits += max(count, 0)
         for central in centrals { pumpIndications(central, now: now) }
         roomFreed()
     }
 
     /// `count` updates sent to the central have left the controller.
-    public func updatesDelivered(_ count: Int, to id: CentralID, now: ContinuousClock.Instant) {
+    public func updatesDelivered(_ count: Int, to id: CentralID, now: LoopInstant) {
         guard let central = central(id) else { return }
         central.updatesInFlight = max(central.updatesInFlight - max(count, 0), 0)
         pumpIndications(central, now: now)
@@ -374,10 +375,10 @@ public final class GATTServer {
     }
 
     /// The earliest instant an outstanding indication times out, for the host's timer.
-    public var nextTransactionDeadline: ContinuousClock.Instant? {
+    public var nextTransactionDeadline: LoopInstant? {
         // A loop, not a list of deadlines made and searched: the host asks after every packet
         // the controller completes.
-        var earliest: ContinuousClock.Instant?
+        var earliest: LoopInstant?
         for central in centrals {
             guard let deadline = central.outstandingIndication?.deadline else { continue }
             if earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
@@ -386,7 +387,7 @@ public final class GATTServer {
     }
 
     /// Ends the bearer of every central whose indication went unconfirmed past its deadline.
-    public func expireTransactions(now: ContinuousClock.Instant) {
+    public func expireTransactions(now: LoopInstant) {
         for central in centrals { expireTransaction(of: central, now: now) }
     }
 
@@ -425,7 +426,7 @@ public final class GATTServer {
         output.append(.sendUpdate(pdu.encoded, to: central.id))
     }
 
-    func expireTransaction(of central: CentralState, now: ContinuousClock.Instant) {
+    func expireTransaction(of central: CentralState, now: LoopInstant) {
         guard !central.isClosed, let outstanding = central.outstandingIndication, outstanding.deadline <= now else { return }
         central.isClosed = true
         central.outstandingIndication = nil
@@ -459,7 +460,7 @@ public final class GATTServer {
     }
 
     /// Sends the central's next queued indication if none is outstanding and the link has room.
-    func pumpIndications(_ central: CentralState, now: ContinuousClock.Instant) {
+    func pumpIndications(_ central: CentralState, now: LoopInstant) {
         // The queue first: usually empty, and `mayTakeCredit` walks every central.
         guard !central.isClosed, central.outstandingIndication == nil, !central.indicationQueue.isEmpty,
             mayTakeCredit(central)
@@ -504,7 +505,7 @@ public final class GATTServer {
     /// Tells centrals about a change of the handles in `range` (Vol 3 Part G 7.1): a Service
     /// Changed indication to those that enabled it, and change-unawareness to those that enabled
     /// robust caching (Vol 3 Part G 2.5.2.1).
-    private func databaseChanged(_ range: ClosedRange<UInt16>, now: ContinuousClock.Instant) {
+    private func databaseChanged(_ range: ClosedRange<UInt16>, now: LoopInstant) {
         if holdsServiceChanged {
             heldChange = heldChange.map { min($0.lowerBound, range.lowerBound)...max($0.upperBound, range.upperBound) } ?? range
             return
@@ -514,7 +515,7 @@ public final class GATTServer {
         }
     }
 
-    private func tellDatabaseChanged(_ range: ClosedRange<UInt16>, to central: CentralState, now: ContinuousClock.Instant) {
+    private func tellDatabaseChanged(_ range: ClosedRange<UInt16>, to central: CentralState, now: LoopInstant) {
         guard !central.isClosed else { return }
         if central.clientSupportedFeatures & ClientFeatures.robustCaching != 0 {
             central.isChangeAware = false
@@ -590,7 +591,7 @@ struct QueuedIndication {
 struct OutstandingIndication {
     let handle: UInt16
     let isServiceChanged: Bool
-    let deadline: ContinuousClock.Instant
+    let deadline: LoopInstant
 }
 
 struct PreparedWrite {

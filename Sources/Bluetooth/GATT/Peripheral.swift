@@ -1,6 +1,7 @@
 import BluetoothATT
 import BluetoothCore
 import EventLoop
+import LoopClock
 
 /// The peripheral's state (CoreBluetooth's peripheral-manager states). Commands are valid only
 /// in `poweredOn`.
@@ -91,13 +92,13 @@ public actor Peripheral {
     private var deliveringEvents = false
     private let server: GATTServer
     private let link: any PeripheralLink
-    private let now: @Sendable () -> ContinuousClock.Instant
+    private let now: @Sendable () -> LoopInstant
     /// The server's output being sent; exchanged with the server's own buffer at each flush.
     private var output: [GATTServerOutput] = []
 
     public init(
         configuration: GATTServer.Configuration = .init(), link: any PeripheralLink,
-        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+        now: @escaping @Sendable () -> LoopInstant = { EventLoop.now() }
     ) {
         server = GATTServer(configuration: configuration)
         self.link = link
@@ -308,7 +309,7 @@ public actor Peripheral {
         flush()
     }
 
-    public var nextTransactionDeadline: ContinuousClock.Instant? { server.nextTransactionDeadline }
+    public var nextTransactionDeadline: LoopInstant? { server.nextTransactionDeadline }
 
     public func expireTransactions() {
         server.expireTransactions(now: now())

@@ -38,7 +38,7 @@ public final class GATTPeripheralBinding: ATTServer, Sendable {
                 peripheral.expireTransactions()
                 return peripheral.nextTransactionDeadline
             }
-            timer.schedule(after: next.map { $0 - ContinuousClock.now })
+            timer.schedule(at: next)
         }
     }
 
@@ -120,7 +120,7 @@ public final class GATTPeripheralBinding: ATTServer, Sendable {
     /// Wakes the peripheral at its next ATT transaction deadline (an unconfirmed indication).
     private func armTransactionTimer() {
         guard let deadline = peripheral.onLoop({ $0.nextTransactionDeadline }) else { return }
-        expiryTimer.schedule(after: deadline - ContinuousClock.now)
+        expiryTimer.schedule(at: deadline)
     }
 }
 

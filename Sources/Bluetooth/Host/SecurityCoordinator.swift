@@ -5,6 +5,7 @@ import BluetoothL2CAP
 import BluetoothSMP
 import EventLoop
 import Logging
+import LoopClock
 import StateFile
 
 /// The Security Manager on L2CAP CID 0x0006 and the HCI side of encryption: SMP PDUs in and
@@ -31,10 +32,6 @@ final class SecurityCoordinator {
     private let bondStore: BondStore?
     /// Writes the bond file, off the event loop.
     private let stateWriter: StateFileWriter
-    /// The origin of the Security Manager's monotonic time.
-    private let clockOrigin = ContinuousClock.now
-    /// The loop's clock at `clockOrigin`, for the timer.
-    private let loopOrigin = EventLoop.now()
     /// Wakes the Security Manager at its earliest deadline (made at the first one).
     private var timer: DeadlineTimer?
     /// Connections whose pairing shows a Numeric Comparison value and waits for the user.
@@ -78,7 +75,7 @@ final class SecurityCoordinator {
     }
 
     /// Monotonic time for the Security Manager (its timeout and back-off).
-    private var now: Duration { ContinuousClock.now - clockOrigin }
+    private var now: LoopInstant { EventLoop.now() }
 
     var bonds: BondRegistry { manager.bonds }
 
@@ -398,7 +395,7 @@ final class SecurityCoordinator {
             coordinator.value.target = self
             timer = DeadlineTimer { _ in coordinator.value.target?.deadlineReached() }
         }
-        timer?.schedule(at: deadline, since: loopOrigin)
+        timer?.schedule(at: deadline)
     }
 
     private func deadlineReached() {

@@ -1,12 +1,13 @@
 import BluetoothCore
+import LoopClock
 
 /// Repeated-attempts protection (Core Vol 3 Part H 2.3.6): after a pairing with a peer fails
 /// authentication, that peer must wait before pairing again, and the wait doubles with each
-/// further failure. Time is a monotonic `Duration` since any origin, passed in by the caller.
+/// further failure. Time is a moment on the loop's clock (`LoopInstant`), passed in by the caller.
 public struct PairingBackoff: Hashable, Sendable {
     struct Entry: Hashable, Sendable {
         var failures: Int
-        var blockedUntil: Duration
+        var blockedUntil: LoopInstant
     }
 
     public let base: Duration
@@ -22,13 +23,13 @@ public struct PairingBackoff: Hashable, Sendable {
     }
 
     /// Whether `peer` must still wait at `now`.
-    public func isBlocked(_ peer: BluetoothAddress, now: Duration) -> Bool {
+    public func isBlocked(_ peer: BluetoothAddress, now: LoopInstant) -> Bool {
         guard let entry = entries[peer] else { return false }
         return now < entry.blockedUntil
     }
 
     /// Records a failed attempt: the wait is base × 2^(failures − 1), at most `maximum`.
-    public mutating func recordFailure(_ peer: BluetoothAddress, now: Duration) {
+    public mutating func recordFailure(_ peer: BluetoothAddress, now: LoopInstant) {
         let failures = (entries[peer]?.failures ?? 0) + 1
         var wait = base
         for _ in 1..<min(failures, 32) where wait < maximum { wait = wait * 2 }

@@ -1,8 +1,9 @@
 import BluetoothCore
+import LoopClock
 
 /// The gateway's Security Manager in the peripheral (responder) role: pairing, key
 /// distribution, bonds and the keys that encrypt links. Pure and deterministic: no sockets, no
-/// clocks (time is a monotonic `Duration` since any origin, passed in), randomness injected.
+/// clocks (time is a moment on the loop's clock, `LoopInstant`, passed in), randomness injected.
 ///
 /// ## The seam the host calls
 /// The host owns one `SecurityManager` (inside its actor) and for every LE connection:
@@ -56,7 +57,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
         let peer: BluetoothAddress
         let local: BluetoothAddress
         var session: PairingSession?
-        var deadline: Duration?
+        var deadline: LoopInstant?
         /// After an SMP timeout no further SMP traffic is allowed on the link (Vol 3 Part H 3.4).
         var timedOut = false
         /// The key handed to the controller in the last LTK reply, in effect once encryption is on.
@@ -113,7 +114,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
 
     // MARK: SMP PDUs
 
-    public mutating func receive(_ bytes: [UInt8], on handle: ConnectionHandle, now: Duration) -> [Action] {
+    public mutating func receive(_ bytes: [UInt8], on handle: ConnectionHandle, now: LoopInstant) -> [Action] {
         guard let link = links[handle], !link.timedOut else { return [] }
         let pdu: SMPPDU
         do {
@@ -146,7 +147,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
         }
     }
 
-    private mutating func startPairing(_ handle: ConnectionHandle, request: PairingFeatures, now: Duration) -> [Action] {
+    private mutating func startPairing(_ handle: ConnectionHandle, request: PairingFeatures, now: LoopInstant) -> [Action] {
         guard let link = links[handle] else { return [] }
         guard link.session == nil else { return fail(handle, .unspecifiedReason, now: now) }
         // Pairing Not Supported (Vol 3 Part H 3.5.5): pairing is not possible now. Not Repeated
@@ -173,7 +174,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
 
     // MARK: User answers
 
-    public mutating func confirmNumericComparison(on handle: ConnectionHandle, accepted: Bool, now: Duration) -> [Action] {
+    public mutating func confirmNumericComparison(on handle: ConnectionHandle, accepted: Bool, now: LoopInstant) -> [Action] {
         guard var session = links[handle]?.session else { return [] }
         do {
             let sends = try session.confirmNumericComparison(accepted)
@@ -185,7 +186,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
     }
 
     /// The passkey the user typed for `passkeyRequested`; nil cancels (Passkey Entry Failed).
-    public mutating func enterPasskey(_ passkey: UInt32?, on handle: ConnectionHandle, now: Duration) -> [Action] {
+    public mutating func enterPasskey(_ passkey: UInt32?, on handle: ConnectionHandle, now: LoopInstant) -> [Action] {
         guard var session = links[handle]?.session else { return [] }
         do {
             let sends = try session.enterPasskey(passkey, random: &random)
@@ -220,7 +221,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
     }
 
     /// HCI Encryption Change: the link now runs on the key of the last LTK reply (or not at all).
-    public mutating func encryptionChanged(on handle: ConnectionHandle, enabled: Bool, now: Duration) -> [Action] {
+    public mutating func encryptionChanged(on handle: ConnectionHandle, enabled: Bool, now: LoopInstant) -> [Action] {
         guard let link = links[handle] else { return [] }
         guard enabled, let key = link.pendingKey else {
             links[handle]?.security = nil
@@ -239,7 +240,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
     /// access needs more than the link has. Nothing is sent while pairing, after an SMP timeout,
     /// during the repeated-attempts wait, when the link already has what is asked, or to a central
     /// without a bond while no pairing window is open (its pairing would be refused).
-    public mutating func requestSecurity(on handle: ConnectionHandle, authenticated: Bool, now: Duration) -> [Action] {
+    public mutating func requestSecurity(on handle: ConnectionHandle, authenticated: Bool, now: LoopInstant) -> [Action] {
         guard let link = links[handle], !link.timedOut, link.session == nil,
             !backoff.isBlocked(backoffKey(link), now: now)
         else { return [] }
@@ -254,11 +255,11 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
     // MARK: Timeout
 
     /// The earliest SMP timeout pending or the pairing window's end, for the host's timer.
-    public var nextDeadline: Duration? {
+    public var nextDeadline: LoopInstant? {
         (links.values.compactMap(\.deadline) + [pairingWindow.deadline].compactMap { $0 }).min()
     }
 
-    public mutating func expireTimers(now: Duration) -> [Action] {
+    public mutating func expireTimers(now: LoopInstant) -> [Action] {
         var actions: [Action] = []
         if pairingWindow.expire(at: now) { actions.append(.event(.pairingWindowClosed)) }
         for handle in links.keys.sorted() {
@@ -274,7 +275,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
 
     /// Opens the pairing window for `length` from `now` (with `SecurityConfiguration.pairing`
     /// `.open`, pairing is always allowed and this changes nothing).
-    public mutating func openPairingWindow(for length: Duration, now: Duration) {
+    public mutating func openPairingWindow(for length: Duration, now: LoopInstant) {
         pairingWindow.open(for: length, at: now)
     }
 
@@ -325,7 +326,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
 
     private mutating func output(
         _ handle: ConnectionHandle, _ sends: [SMPPDU], _ prompts: [PairingPrompt],
-        now: Duration
+        now: LoopInstant
     ) -> [Action] {
         guard let link = links[handle] else { return [] }
         if !sends.isEmpty, link.session != nil { links[handle]?.deadline = now + Self.timeout }
@@ -339,7 +340,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
             }
     }
 
-    private mutating func completeIfDone(_ handle: ConnectionHandle, now: Duration) -> [Action] {
+    private mutating func completeIfDone(_ handle: ConnectionHandle, now: LoopInstant) -> [Action] {
         guard let link = links[handle], let keys = link.session?.result else { return [] }
         end(handle)
         let identity = keys.peerIdentity ?? link.peer
@@ -378,7 +379,7 @@ public struct SecurityManager: Sendable, CustomStringConvertible, CustomDebugStr
 
     /// Sends Pairing Failed, ends the pairing, and starts or lengthens the repeated-attempts wait
     /// when the failure was an authentication failure a guessing attacker would cause.
-    private mutating func fail(_ handle: ConnectionHandle, _ reason: PairingFailureReason, now: Duration) -> [Action] {
+    private mutating func fail(_ handle: ConnectionHandle, _ reason: PairingFailureReason, now: LoopInstant) -> [Action] {
         guard let link = links[handle] else { return [] }
         end(handle)
         let guessing: Set<PairingFailureReason> = [

@@ -1,6 +1,7 @@
 import EventLoop
 import FoundationEssentials
 import Glibc
+import LoopClock
 import Synchronization
 
 /// GPIO without hardware: chips with named lines whose levels come from `SignalGenerator`s.
@@ -29,7 +30,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     /// - Parameter startNs: the virtual clock's initial time (ignored in real time).
     public init(chips: [SimulatedChipConfig], clock: Clock = .virtual, startNs: UInt64 = 1_000_000_000) {
         self.clock = clock
-        let origin = clock == .virtual ? startNs : EventLoop.now()
+        let origin = clock == .virtual ? startNs : EventLoop.now().nanoseconds
         originNs = origin
         generatedThrough = origin
         chipStates = chips.map { SimulatedChip(config: $0, origin: origin) }
@@ -41,7 +42,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     // MARK: Clock
 
     public func now() -> UInt64 {
-        clock == .virtual ? lock.withLock { _ in generatedThrough } : EventLoop.now()
+        clock == .virtual ? lock.withLock { _ in generatedThrough } : EventLoop.now().nanoseconds
     }
 
     /// Moves the virtual clock forward, generating every edge in between. Virtual clock only.
@@ -59,7 +60,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
 
     private func realTimeWake() {
         let wakeups = lock.withLock { _ in
-            let callbacks = generateLocked(through: EventLoop.now())
+            let callbacks = generateLocked(through: EventLoop.now().nanoseconds)
             scheduleWakeLocked()
             return callbacks
         }
@@ -89,7 +90,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
                 if let due = chipStates[c].lines[l].input?.debouncer?.deadline { next = min(next ?? due, due) }
             }
         }
-        timer.schedule(at: next.map { max($0, EventLoop.now() + 1_000_000) })
+        timer.schedule(at: next.map { LoopInstant(nanoseconds: max($0, EventLoop.now().nanoseconds + 1_000_000)) })
     }
 
     /// Generates edges up to `time`; returns the readable callbacks to run outside the lock.
@@ -106,7 +107,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     }
 
     private var currentTimeLocked: UInt64 {
-        clock == .virtual ? generatedThrough : max(generatedThrough, EventLoop.now())
+        clock == .virtual ? generatedThrough : max(generatedThrough, EventLoop.now().nanoseconds)
     }
 
     // MARK: Observation

@@ -1,6 +1,7 @@
 import BluetoothGATT
 import EventLoop
 import Logging
+import LoopClock
 import Notify
 
 /// Drives the `NotifyEngine` for the gateway: subscriptions, values and the triggers centrals
@@ -27,11 +28,10 @@ final class NotifyDriver {
     /// A characteristic's triggers written by centrals (`TriggerSettings`), for a new subscriber.
     private let triggers: (CharacteristicRef) -> TriggerSet?
     private let timer: DeadlineTimer?
-    private let clock: @Sendable () -> ContinuousClock.Instant
-    private let origin: ContinuousClock.Instant
-    /// The loop's clock (CLOCK_MONOTONIC, ns) at `origin`: a deadline becomes the same moment on
-    /// the loop every time it is scheduled, so one that has not moved never re-arms the timer.
-    private let loopOrigin: UInt64
+    private let clock: @Sendable () -> LoopInstant
+    /// The engine's time is a `Duration` since this moment: a deadline becomes the same moment
+    /// on the loop every time it is scheduled, so one that has not moved never re-arms the timer.
+    private let origin: LoopInstant
     private let logger: Logger
     /// Centrals whose `send` returned false since the last `linkReady()`.
     private var fullCentrals: Set<CentralID> = []
@@ -44,7 +44,7 @@ final class NotifyDriver {
         policies: [CharacteristicRef: NotifyPolicy], values: CharacteristicValues,
         triggers: @escaping (CharacteristicRef) -> TriggerSet?,
         timer: DeadlineTimer?,
-        clock: @escaping @Sendable () -> ContinuousClock.Instant, logger: Logger, send: @escaping Send
+        clock: @escaping @Sendable () -> LoopInstant, logger: Logger, send: @escaping Send
     ) {
         for (ref, policy) in policies { engine.configure(ref, policy: policy) }
         self.values = values
@@ -52,7 +52,6 @@ final class NotifyDriver {
         self.timer = timer
         self.clock = clock
         origin = clock()
-        loopOrigin = EventLoop.now()
         self.logger = logger
         self.send = send
     }
@@ -145,7 +144,7 @@ final class NotifyDriver {
                 }
             }
         }
-        timer?.schedule(at: engine.nextDeadlineInPlace(), since: loopOrigin)
+        timer?.schedule(at: engine.nextDeadlineInPlace().map { origin + $0 })
     }
 
     /// Usually none is full, and a look into an empty set still hashes.

@@ -2,6 +2,7 @@ import BluetoothGATT
 import Config
 import EventLoop
 import Logging
+import LoopClock
 import Notify
 import Sensors
 import Values
@@ -50,7 +51,7 @@ public actor ValuePipeline {
     /// for this run only).
     public init(
         layout: GATTLayout, peripheral: Peripheral, timing: Timing = .realTime,
-        clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
+        clock: @escaping @Sendable () -> LoopInstant = { EventLoop.now() },
         triggerFile: TriggerFile? = nil,
         logger: Logger,
         driveOutput: @escaping @Sendable (String, Bool) async throws -> Void

@@ -3,6 +3,7 @@ import BluetoothHost
 import Config
 import EventLoop
 import Logging
+import LoopClock
 import Sensors
 import StateFile
 import Values
@@ -161,7 +162,7 @@ public actor BTHomeAdvertiser {
     private let stateWriter: StateFileWriter
     /// Object 0x00 of the next packet: receivers drop a packet whose id they have just seen.
     private var packetID: UInt8 = 0
-    private var lastPublished: ContinuousClock.Instant?
+    private var lastPublished: LoopInstant?
     private var pending: Task<Void, Never>?
     private var leftOut: [String] = []
     private var unsentReason: String?
@@ -195,16 +196,16 @@ public actor BTHomeAdvertiser {
 
     private func scheduleRefresh() {
         guard pending == nil else { return }
-        let due = lastPublished.map { $0 + Self.minimumInterval } ?? .now
+        let wait = lastPublished.map { $0 + Self.minimumInterval - EventLoop.now() } ?? .zero
         pending = Task {
-            if due > .now { try? await Task.sleep(until: due, clock: .continuous) }
+            if wait > .zero { try? await Task.sleep(for: wait) }
             await self.refresh()
         }
     }
 
     private func refresh() async {
         pending = nil
-        lastPublished = .now
+        lastPublished = EventLoop.now()
         var encryption: BTHomeEncryption?
         if let key = broadcast.key {
             // Until the controller is up (a moment at start): the address is part of the nonce.

@@ -1,3 +1,5 @@
+import LoopClock
+
 /// The log line for a sensor's lost GPIO events: edges the kernel dropped because they came
 /// faster than gattway read them, so counts and the edges in between are missing. The first loss
 /// is reported at once; after that at most one line per `interval`, with how many were lost since
@@ -6,7 +8,7 @@ struct LostEventsLog {
     let sensor: String
     let interval: Duration
     private var reportedTotal = 0
-    private var reportedAt: ContinuousClock.Instant?
+    private var reportedAt: LoopInstant?
 
     init(sensor: String, interval: Duration = .seconds(60)) {
         self.sensor = sensor
@@ -14,7 +16,7 @@ struct LostEventsLog {
     }
 
     /// The sensor's running total of lost events, as it reports it; the line to log, if one is due.
-    mutating func record(total: Int, at now: ContinuousClock.Instant) -> String? {
+    mutating func record(total: Int, at now: LoopInstant) -> String? {
         guard total > reportedTotal else { return nil }
         if let last = reportedAt, now - last < interval { return nil }
         let lost = total - reportedTotal

@@ -48,7 +48,7 @@ actor SensorForwarder {
     private func forward(_ value: SensorSample) {
         if value.role == .lostEvents, let number = value.number {
             let total = Int(number)
-            if let line = lostEvents.record(total: total, at: .now) { logger.warning("\(line)") }
+            if let line = lostEvents.record(total: total, at: EventLoop.now()) { logger.warning("\(line)") }
             pipeline.onLoop(with: (sensor, total)) { $0.lostEvents(sensor: $1.0, total: $1.1) }
             return
         }

@@ -4,6 +4,7 @@ import EventLoop
 import FoundationEssentials
 import Glibc
 import Logging
+import LoopClock
 import MQTTMirror
 import Synchronization
 
@@ -396,7 +397,7 @@ public final class MQTTClient: @unchecked Sendable {
     /// answers, a full socket).
     private func disconnectLink() {
         guard let link, link.disconnectDeadline == nil else { return }
-        link.disconnectDeadline = EventLoop.now() + UInt64(Self.disconnectBound.nanoseconds)
+        link.disconnectDeadline = EventLoop.now() + Self.disconnectBound
         link.keepalive.arm(after: Self.disconnectBound)
         mosquitto_disconnect(link.mosq)
         flushLink()
@@ -566,7 +567,7 @@ private final class LoopLink {
     let keepalive: EventLoop.Timer
     var wantsWritable = false
     /// Set by `stop()`: when the connection ends whether or not the DISCONNECT went out.
-    var disconnectDeadline: UInt64?
+    var disconnectDeadline: LoopInstant?
 
     init(mosq: OpaquePointer, watch: EventLoop.Watch, keepalive: EventLoop.Timer) {
         self.mosq = mosq

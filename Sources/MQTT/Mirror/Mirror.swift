@@ -1,8 +1,10 @@
 import FoundationEssentials
+import LoopClock
 
 /// The topic model of the MQTT mirror: a pure state machine, no I/O. Gateway events go in, the
 /// messages and (un)subscriptions to perform come out; inbound messages are routed to what the
-/// gateway must do with them. Time comes in with the events, so it is fully deterministic.
+/// gateway must do with them. Time comes in with the events (the wall clock, for payloads) and
+/// as `now` (the loop's clock, for heartbeats), so it is fully deterministic.
 public struct Mirror: Sendable {
     public let configuration: MirrorConfiguration
     public let topics: MirrorTopics
@@ -25,10 +27,11 @@ public struct Mirror: Sendable {
     /// The characteristics whose value is not current (their sensor stopped answering): their
     /// availability topic says `offline` and no heartbeat republishes their value.
     private var unavailable: Set<MirrorCharacteristicID> = []
-    /// When each value topic was last published, by a value or a heartbeat.
-    private var lastPublished: [MirrorCharacteristicID: Date] = [:]
-    /// The characteristics with a heartbeat, and its length in seconds.
-    private let heartbeatSeconds: [(id: MirrorCharacteristicID, seconds: TimeInterval)]
+    /// When each value topic with a heartbeat was last published, by a value or a heartbeat: on
+    /// the loop's monotonic clock, since the wall clock may jump (a Pi's, when NTP first syncs).
+    private var lastPublished: [MirrorCharacteristicID: LoopInstant] = [:]
+    /// The characteristics with a heartbeat, and its length.
+    private let heartbeatIntervals: [(id: MirrorCharacteristicID, interval: Duration)]
 
     public init(configuration: MirrorConfiguration) throws {
         try MirrorTopics.validateTopic(configuration.baseTopic, "base topic")
@@ -59,8 +62,8 @@ public struct Mirror: Sendable {
             setTopics[topics.set(characteristic.id)] = characteristic.id
         }
         self.setTopics = setTopics
-        heartbeatSeconds = configuration.characteristics.compactMap { characteristic in
-            characteristic.heartbeat.map { (characteristic.id, $0 / .seconds(1)) }
+        heartbeatIntervals = configuration.characteristics.compactMap { characteristic in
+            characteristic.heartbeat.map { (characteristic.id, $0) }
         }
     }
 
@@ -148,7 +151,9 @@ public struct Mirror: Sendable {
 
     // MARK: Gateway events
 
-    public mutating func apply(_ event: MirrorEvent) -> [MirrorAction] {
+    /// `now`: when the event is applied, on the loop's clock (a value's heartbeat counts from it);
+    /// read only for a value with a heartbeat, so no other event pays for reading the clock.
+    public mutating func apply(_ event: MirrorEvent, now: @autoclosure () -> LoopInstant) -> [MirrorAction] {
         switch event {
         case .peripheralState(let state):
             peripheral = state
@@ -162,7 +167,7 @@ public struct Mirror: Sendable {
                 case .raw: raw
                 }
             values[id] = payload
-            lastPublished[id] = date
+            if characteristic.heartbeat != nil { lastPublished[id] = now() }
             return [.publish(valueMessage(id, payload), durable: false)]
 
         case .availabilityChanged(let id, let reason):
@@ -257,15 +262,15 @@ public struct Mirror: Sendable {
 
     // MARK: Heartbeats
 
-    /// The value topics whose heartbeat is due at `date`: each one's last payload published
-    /// again as it was (its `ts` stays the time of the value), so Home Assistant's `expire_after`
-    /// sees that a sensor which has not changed is still there. An unavailable one is not: its
-    /// value is no longer current.
-    public mutating func heartbeats(at date: Date) -> [MirrorAction] {
+    /// The value topics whose heartbeat is due at `now` (the loop's clock): each one's last
+    /// payload published again as it was (its `ts` stays the time of the value), so Home
+    /// Assistant's `expire_after` sees that a sensor which has not changed is still there. An
+    /// unavailable one is not: its value is no longer current.
+    public mutating func heartbeats(at now: LoopInstant) -> [MirrorAction] {
         var actions: [MirrorAction] = []
-        for (id, seconds) in heartbeatSeconds where !unavailable.contains(id) {
-            guard let last = lastPublished[id], let payload = values[id], date >= last + seconds else { continue }
-            lastPublished[id] = date
+        for (id, interval) in heartbeatIntervals where !unavailable.contains(id) {
+            guard let last = lastPublished[id], let payload = values[id], now >= last + interval else { continue }
+            lastPublished[id] = now
             actions.append(.publish(valueMessage(id, payload), durable: false))
         }
         return actions
@@ -274,11 +279,11 @@ public struct Mirror: Sendable {
     /// When to call `heartbeats(at:)` next: the earliest heartbeat due, and no later than the
     /// shortest heartbeat after `now`, since a first value arriving meanwhile is due no sooner.
     /// nil when no characteristic has a heartbeat.
-    public func nextHeartbeatCheck(after now: Date) -> Date? {
-        guard let shortest = heartbeatSeconds.map(\.seconds).min() else { return nil }
+    public func nextHeartbeatCheck(after now: LoopInstant) -> LoopInstant? {
+        guard let shortest = heartbeatIntervals.map(\.interval).min() else { return nil }
         var next = now + shortest
-        for (id, seconds) in heartbeatSeconds {
-            if let last = lastPublished[id] { next = min(next, last + seconds) }
+        for (id, interval) in heartbeatIntervals {
+            if let last = lastPublished[id] { next = min(next, last + interval) }
         }
         return next
     }

@@ -1,5 +1,5 @@
 import EventLoop
-import FoundationEssentials
+import LoopClock
 
 /// When the mirror's next heartbeat check is due (`Mirror.nextHeartbeatCheck`): one loop timer,
 /// re-armed after each check, running while the service runs.
@@ -14,9 +14,8 @@ struct HeartbeatSchedule {
     }
 
     /// Arms the timer for `check`; nothing for nil (no characteristic has a heartbeat) or once stopped.
-    func schedule(_ check: Date?, now: Date) {
-        guard let check else { return }
-        timer?.schedule(after: .seconds(max(0, check.timeIntervalSince(now))))
+    func schedule(_ check: LoopInstant?) {
+        timer?.schedule(at: check)
     }
 
     mutating func stop() {

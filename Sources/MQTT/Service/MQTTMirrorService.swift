@@ -1,6 +1,7 @@
 import EventLoop
 import FoundationEssentials
 import Logging
+import LoopClock
 import MQTTClient
 import MQTTMirror
 import StateFile
@@ -42,8 +43,11 @@ public actor MQTTMirrorService {
     private var pendingDiscovery = PendingDiscovery()
     private let routing: InboundRouting
     private let logger: Logger
+    /// The wall clock, for timestamps people read (`/error`).
     private let now: @Sendable () -> Date
-    private let started: Date
+    /// The loop's clock, for heartbeats and the uptime: the wall clock may jump.
+    private let clock: @Sendable () -> LoopInstant
+    private let started: LoopInstant
     /// The components of the published device documents.
     private let publishedComponentsFile: PublishedComponentsFile
 
@@ -70,7 +74,8 @@ public actor MQTTMirrorService {
     ///   - stateDirectory: where the outbox journal lives (`outbox.jsonl`).
     ///   - stateWriter: the service's state files' writer, which writes the outbox's compactions
     ///     and fsyncs and the discovery record.
-    ///   - now: the clock for `/error` timestamps, heartbeats and the uptime.
+    ///   - now: the wall clock, for `/error` timestamps.
+    ///   - clock: the loop's clock, for heartbeats and the uptime.
     ///   - birthDelay: how long to wait after Home Assistant's birth message before publishing
     ///     discovery again; random within 5 s by default, so gateways that all hear the same
     ///     birth message do not answer at once.
@@ -78,6 +83,7 @@ public actor MQTTMirrorService {
         client configuration: MQTTClientConfiguration, mirror: MirrorConfiguration,
         stateDirectory: URL, outboxCapacity: Int = 10_000, stateWriter: StateFileWriter, logger: Logger,
         now: @escaping @Sendable () -> Date = { Date() },
+        clock: @escaping @Sendable () -> LoopInstant = { EventLoop.now() },
         birthDelay: @escaping @Sendable () -> Duration = { .milliseconds(Int.random(in: 0...5000)) },
         onSet: @escaping SetHandler, onSourceValue: @escaping SourceHandler,
         onConnectionChange: @escaping ConnectionHandler = { _ in }
@@ -107,7 +113,8 @@ public actor MQTTMirrorService {
         self.mirror = mirror
         self.logger = logger
         self.now = now
-        self.started = now()
+        self.clock = clock
+        self.started = clock()
         self.publishedComponentsFile = publishedComponentsFile
     }
 
@@ -121,7 +128,7 @@ public actor MQTTMirrorService {
             guard let self else { return }
             Task { await self.publishDueHeartbeats() }
         }
-        heartbeats.schedule(mirror.nextHeartbeatCheck(after: now()), now: now())
+        heartbeats.schedule(mirror.nextHeartbeatCheck(after: clock()))
         for await event in client.events {
             await process(event)
         }
@@ -141,12 +148,12 @@ public actor MQTTMirrorService {
     public func handle(_ event: MirrorEvent) {
         var event = event
         if case .peripheralState(var state) = event {
-            state.uptime = Int(now().timeIntervalSince(started))
+            state.uptime = Int((clock() - started).components.seconds)
             state.outbox = delivery.outbox.count
             state.refused = delivery.refused
             event = .peripheralState(state)
         }
-        for action in mirror.apply(event) {
+        for action in mirror.apply(event, now: clock()) {
             perform(action)
         }
     }
@@ -155,10 +162,11 @@ public actor MQTTMirrorService {
     /// returned.
     private func publishDueHeartbeats() {
         guard heartbeats.isRunning else { return }
-        for action in mirror.heartbeats(at: now()) {
+        let now = clock()
+        for action in mirror.heartbeats(at: now) {
             perform(action)
         }
-        heartbeats.schedule(mirror.nextHeartbeatCheck(after: now()), now: now())
+        heartbeats.schedule(mirror.nextHeartbeatCheck(after: now))
     }
 
     // MARK: Client events

@@ -2,6 +2,7 @@ import Benchmark
 import BluetoothATT
 import BluetoothCore
 import BluetoothGATT
+import LoopClock
 
 /// Per-operation cost of the GATT server's hot paths, through its public API only.
 let benchmarks: @Sendable () -> Void = {
@@ -60,7 +61,7 @@ let benchmarks: @Sendable () -> Void = {
 }
 
 private let central = CentralID(1)
-private let now = ContinuousClock.now
+private let now = LoopInstant(nanoseconds: 1_000_000_000)
 
 /// A server holding one service of 50 readable, notifiable characteristics, one central
 /// connected at `mtu`.

@@ -1,6 +1,7 @@
 import BluetoothATT
 import BluetoothCore
 import BluetoothGATT
+import LoopClock
 
 /// The input is a script of records run against a fresh server holding a small database (the
 /// same layout as BluetoothGATTTests' fixture, so seeds taken from its tables hit real handles):
@@ -58,7 +59,7 @@ private struct Script {
 private final class Session {
     let server: GATTServer
     let centrals = [CentralID(1), CentralID(2), CentralID(3)]
-    var now = ContinuousClock.now
+    var now = LoopInstant(nanoseconds: 1_000_000_000)
     var notifiable: [PublishedCharacteristic]
 
     init() {

@@ -1,5 +1,6 @@
 import BluetoothCore
 import BluetoothSMP
+import LoopClock
 
 /// The first byte configures the responder (bits 0-2: IO capability, bit 3: legacy pairing
 /// allowed, bit 4: a fixed passkey); the rest is a script run against one connection:
@@ -27,7 +28,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let central = BluetoothAddress("C0:11:22:33:44:55", kind: .random)!
     let gateway = BluetoothAddress("DC:A6:32:00:00:01")!
     manager.connectionOpened(handle, peer: central, local: gateway)
-    var now = Duration.zero
+    var now = LoopInstant(nanoseconds: 0)
     var position = 1
     while position + 1 < input.count {
         let kind = input[position] & 0x07
