@@ -47,6 +47,10 @@ public struct LoopInstant: Comparable, Hashable, Sendable {
 }
 
 extension Duration {
+    /// Whole nanoseconds, clamped at zero and at `UInt64`'s end: the unit of the loop's clock and
+    /// of the timestamps measured against it (GPIO edges, sensors' deadlines).
+    public var nanoseconds: UInt64 { UInt64(clamping: signedNanoseconds) }
+
     /// Whole nanoseconds, negative for a negative duration, clamped to `Int64`.
     fileprivate var signedNanoseconds: Int64 {
         let (seconds, attoseconds) = components

@@ -30,6 +30,15 @@ import Testing
         #expect(LoopInstant(nanoseconds: .max) + .nanoseconds(1) == LoopInstant(nanoseconds: .max))
     }
 
+    /// A duration in the clock's unit: none below zero, and one beyond the clock's range clamped
+    /// rather than trapping.
+    @Test func aDurationsNanosecondsAreClampedToTheClocksRange() {
+        #expect(Duration.milliseconds(1500).nanoseconds == 1_500_000_000)
+        #expect(Duration.nanoseconds(7).nanoseconds == 7)
+        #expect((Duration.zero - .seconds(3)).nanoseconds == 0)
+        #expect(Duration.seconds(Int64.max).nanoseconds == UInt64(Int64.max))
+    }
+
     @Test func theLoopsClockReadsIt() {
         let before = EventLoop.now()
         #expect(EventLoop.now() >= before, "monotonic")
