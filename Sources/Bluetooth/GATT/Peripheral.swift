@@ -130,8 +130,7 @@ public actor Peripheral {
             }
         }
         flush()
-        report(.serviceAdded(result))
-        deliverEvents()
+        emit(.serviceAdded(result))
         return try result.get()
     }
 
@@ -147,8 +146,7 @@ public actor Peripheral {
             }
         }
         flush()
-        report(.serviceRemoved(result))
-        deliverEvents()
+        emit(.serviceRemoved(result))
         return try result.get()
     }
 
@@ -232,15 +230,13 @@ public actor Peripheral {
         if newState != .poweredOn {
             for central in server.connectedCentrals { disconnect(central) }
         }
-        report(.stateChanged(newState))
-        deliverEvents()
+        emit(.stateChanged(newState))
     }
 
     public func centralConnected(_ central: CentralID, security: LinkSecurity = .unencrypted) {
         guard state == .poweredOn, server.snapshot(of: central) == nil else { return }
         server.connect(central, security: security)
-        report(.centralConnected(central))
-        deliverEvents()
+        emit(.centralConnected(central))
     }
 
     public func centralDisconnected(_ central: CentralID) {
@@ -252,8 +248,7 @@ public actor Peripheral {
     public func securityChanged(_ security: LinkSecurity, for central: CentralID) {
         guard let before = server.snapshot(of: central)?.security, before != security else { return }
         server.setSecurity(security, for: central)
-        report(.securityChanged(central, security))
-        deliverEvents()
+        emit(.securityChanged(central, security))
     }
 
     /// A bonded central's subscriptions from its bond, once its link is encrypted with the
@@ -334,6 +329,12 @@ public actor Peripheral {
     private func report(_ event: PeripheralEvent) {
         guard eventSink != nil else { return }
         pendingEvents.append(event)
+    }
+
+    /// `report` for a call whose only event is `event`, delivered at once.
+    private func emit(_ event: PeripheralEvent) {
+        report(event)
+        deliverEvents()
     }
 
     /// Hands the call's events to the sink, in order. A call the sink makes back into the
