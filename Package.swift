@@ -230,7 +230,7 @@ let package = Package(
         .target(
             name: "TestHarness",
             dependencies: [
-                "DevelopmentHarness", "BluetoothCore", "LoopClock", "MQTTMirror", "MQTTClient",
+                "DevelopmentHarness", "BluetoothCore", "EventLoop", "LoopClock", "MQTTMirror", "MQTTClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TestHarness", swiftSettings: swiftSettings),

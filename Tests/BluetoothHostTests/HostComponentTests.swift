@@ -197,7 +197,7 @@ private func eventually(_ condition: @Sendable () async -> Bool) async throws {
     }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct ConnectionTableTests {
+@Suite(.timeLimit(.minutes(1)), .onTheLoop) struct ConnectionTableTests {
     let transport = CommandRecorder()
     let transmitter = LinkTransmitter()
     let events = EventLog<HostEvent>()
@@ -276,7 +276,7 @@ private func eventually(_ condition: @Sendable () async -> Bool) async throws {
             stateWriter: writer, logger: logger)
     }
 
-    @Test func theBondsKeyAnswersItsCentralAndAnyOtherKeyGetsTheNegativeReply() async throws {
+    @Test(.onTheLoop) func theBondsKeyAnswersItsCentralAndAnyOtherKeyGetsTheNegativeReply() async throws {
         let bonded = table.open(handle: 0x40, peer: HostSecurityTests.phone)
         coordinator.connectionOpened(bonded, local: BluetoothAddress("F0:00:00:00:00:01")!)
         #expect(

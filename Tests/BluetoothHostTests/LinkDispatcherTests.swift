@@ -11,7 +11,7 @@ import Testing
 
 /// `LinkDispatcher` with the real components around it, a recording controller and server: no
 /// socket, each event handled as the host's reader hands it over.
-@Suite(.timeLimit(.minutes(1))) struct LinkDispatcherTests {
+@Suite(.timeLimit(.minutes(1)), .onTheLoop) struct LinkDispatcherTests {
     let transport = CommandRecorder()
     let transmitter = LinkTransmitter()
     let table: ConnectionTable

@@ -1,6 +1,7 @@
 import BluetoothHCI
 import BluetoothL2CAP
 import Synchronization
+import TestHarness
 import Testing
 
 @testable import BluetoothHost
@@ -18,7 +19,7 @@ final class BrokenTransport: HCITransport, @unchecked Sendable {
 
 /// `LinkTransmitter` over a recording controller: what reaches the controller, fragment by
 /// fragment, as buffers allow, and the update frames it reports delivered or dropped.
-@Suite struct LinkTransmitterTests {
+@Suite(.onTheLoop) struct LinkTransmitterTests {
     let transport = CommandRecorder()
     let transmitter = LinkTransmitter()
 

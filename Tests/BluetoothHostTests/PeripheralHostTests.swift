@@ -264,7 +264,7 @@ struct PeripheralHostTests {
         #expect(fragments.map(\.boundary) == [.firstNonFlushable, .continuing])
     }
 
-    @Test func creditsAreGrantedOnceThenReturnedAsUpdatesLeave() async throws {
+    @Test(.onTheLoop) func creditsAreGrantedOnceThenReturnedAsUpdatesLeave() async throws {
         let controller = FakeController(buffers: ACLBufferSize(dataLength: 27, packetCount: 1))
         let rig = try Self.start([controller], queueCapacity: 5)
         defer { rig.task.cancel() }

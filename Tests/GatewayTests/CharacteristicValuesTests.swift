@@ -2,6 +2,7 @@ import BluetoothGATT
 import Config
 import Logging
 import Notify
+import TestHarness
 import Testing
 import Values
 

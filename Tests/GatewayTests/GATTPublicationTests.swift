@@ -3,6 +3,7 @@ import BluetoothGATT
 import Config
 import Logging
 import Notify
+import TestHarness
 import Testing
 import Values
 

@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import LoopClock
 import Notify
+import TestHarness
 import Testing
 import Values
 

@@ -5,7 +5,9 @@ import BluetoothL2CAP
 import BluetoothSMP
 
 /// The ATT bearer of one connection (fixed channel 0x0004), handed to the ATT server when a
-/// central connects. Safe to use from any thread; sending after disconnection does nothing.
+/// central connects. Use it on the event loop, where the host calls the server (it sends through
+/// the host's loop-bound `LinkTransmitter`, which traps anywhere else); sending after
+/// disconnection does nothing.
 public final class ATTBearer: Sendable {
     public let central: Central
     private let transmitter: LinkTransmitter
