@@ -110,7 +110,7 @@ public struct Mirror: Sendable {
         }
         for characteristic in configuration.characteristics where configuration.retainValues && !characteristic.isEvent {
             if let published = characteristics[characteristic.id], let payload = published.payload {
-                result.append(valueMessage(published, payload))
+                result.append(valueMessage(published.valueTopic, payload, isEvent: characteristic.isEvent))
             }
         }
         for characteristic in configuration.characteristics where subscribers[characteristic.id] != nil {
@@ -183,7 +183,9 @@ public struct Mirror: Sendable {
             if characteristics.values[index].characteristic.heartbeat != nil {
                 characteristics.values[index].lastPublished = now()
             }
-            return [.publish(valueMessage(characteristics.values[index], payload), durable: false)]
+            let topic = characteristics.values[index].valueTopic
+            let isEvent = characteristics.values[index].characteristic.isEvent
+            return [.publish(valueMessage(topic, payload, isEvent: isEvent), durable: false)]
 
         case .availabilityChanged(let id, let reason):
             guard characteristics[id]?.characteristic.reportsAvailability == true else { return [] }
@@ -289,7 +291,9 @@ public struct Mirror: Sendable {
                 now >= last + interval
             else { continue }
             characteristics.values[index].lastPublished = now
-            actions.append(.publish(valueMessage(characteristics.values[index], payload), durable: false))
+            let topic = characteristics.values[index].valueTopic
+            let isEvent = characteristics.values[index].characteristic.isEvent
+            actions.append(.publish(valueMessage(topic, payload, isEvent: isEvent), durable: false))
         }
         return actions
     }
@@ -415,10 +419,11 @@ public struct Mirror: Sendable {
         return payload
     }
 
-    private func valueMessage(_ published: Published, _ payload: [UInt8]) -> MQTTMessage {
+    /// Takes the topic, not the characteristic's `Published`: passing that copies it whole,
+    /// retaining every name and setting it holds, for each value.
+    private func valueMessage(_ topic: String, _ payload: [UInt8], isEvent: Bool) -> MQTTMessage {
         MQTTMessage(
-            topic: published.valueTopic, payload: payload, qos: configuration.valueQoS,
-            retain: configuration.retainValues && !published.characteristic.isEvent)
+            topic: topic, payload: payload, qos: configuration.valueQoS, retain: configuration.retainValues && !isEvent)
     }
 
     private func centralMessage(_ central: MirrorCentral) -> MQTTMessage {
