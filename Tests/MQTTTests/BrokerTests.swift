@@ -63,17 +63,17 @@ struct RunningService {
 /// First connection outcome of a bare client: nil when connected, else the failure.
 func firstConnectionOutcome(_ configuration: MQTTClientConfiguration, logger: Logger = testLogger) async throws -> MQTTError? {
     let client = try MQTTClient(configuration: configuration, logger: logger)
-    client.start()
-    var outcome: MQTTError?
-    for await event in client.events {
-        if case .connected = event { break }
-        if case .connectionFailed(let error, _) = event {
-            outcome = error
-            break
+    let events = EventLog<MQTTClientEvent>()
+    client.start(eventSink: events.append)
+    let first = try await events.next { event in
+        switch event {
+        case .connected, .connectionFailed: true
+        default: false
         }
     }
     await client.stop()
-    return outcome
+    if case .connectionFailed(let error, _) = first { return error }
+    return nil
 }
 
 @Suite("Against a real mosquitto", .serialized, .disabled(if: integrationTestsStandAside, unitOnlyReason))
