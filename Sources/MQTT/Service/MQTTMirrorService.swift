@@ -128,11 +128,8 @@ public actor MQTTMirrorService {
         guard let client = connection.client, !connection.isStopping else { return }
         // Each event in the client's call on the loop, this actor's executor: no task per event.
         client.start { [weak self] event in self?.onLoop(with: event) { $0.process($1) } }
-        // The timer fires on the event loop; the heartbeats are this actor's: one hop per check.
-        heartbeats.start { [weak self] in
-            guard let self else { return }
-            Task { await self.publishDueHeartbeats() }
-        }
+        // The timer fires on the event loop, this actor's executor: each check in its call.
+        heartbeats.start { [weak self] in self?.onLoop { $0.publishDueHeartbeats() } }
         heartbeats.schedule(mirror.nextHeartbeatCheck(after: clock()))
         await withCheckedContinuation { runEnd = $0 }
         heartbeats.stop()
