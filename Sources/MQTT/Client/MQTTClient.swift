@@ -483,8 +483,9 @@ public final class MQTTClient: @unchecked Sendable {
 
 /// Reference-type state the C callbacks reach through libmosquitto's `obj` pointer. Touched by one
 /// thread at a time (the client's while it connects, the event loop's while connected, where every
-/// callback and publish runs), hence @unchecked Sendable.
-private final class CallbackContext: @unchecked Sendable {
+/// callback and publish runs): not `Sendable`, reached only through the client, whose
+/// `@unchecked Sendable` says how it is handed over.
+private final class CallbackContext {
     /// Where the callbacks' events wait for the end of libmosquitto's call; the loop's only.
     let outlet = EventOutlet()
     /// Message ids of this connection whose delivery is reported (`publish(reportsDelivery:)`).
