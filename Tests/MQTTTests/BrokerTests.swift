@@ -208,6 +208,32 @@ struct BrokerTests {
         await watcher.stop()
     }
 
+    /// The gateway's handler is async (an output's line is driven off the loop), so the service
+    /// asks it in a task; each waits for the one before, so `/set` payloads apply in the order
+    /// they came even when the first takes longer than the next.
+    @Test func setPayloadsReachTheGatewayInTheOrderTheyCame() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#"])
+        let applied = Recorded<String>()
+        let running = try RunningService(
+            port: broker.port, stateDirectory: try temporaryDirectory("state"),
+            onSet: { _, payload in
+                let text = String(decoding: payload, as: UTF8.self)
+                if text == "true" { try? await Task.sleep(for: .milliseconds(300)) }
+                applied.append(text)
+                return .accepted
+            })
+        _ = try await watcher.next(on: "gattway/pi1/availability")
+        for text in ["true", "false", "true", "false"] {
+            try await watcher.publish(MQTTMessage(topic: "gattway/pi1/io/relay/set", text: text))
+        }
+        try await waitUntil { applied.all.count == 4 }
+        #expect(applied.all == ["true", "false", "true", "false"])
+        await running.stop()
+        await watcher.stop()
+    }
+
     @Test func badSetPayloadsAreRejectedWithoutStateChange() async throws {
         let broker = try Broker()
         defer { broker.stop() }
