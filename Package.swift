@@ -146,7 +146,7 @@ let package = Package(
             name: "Values", dependencies: ["BluetoothCore"],
             path: "Sources/Values", swiftSettings: swiftSettings),
         .target(
-            name: "Notify", dependencies: ["Values"],
+            name: "Notify", dependencies: ["Values", "LoopClock"],
             path: "Sources/Notify", swiftSettings: swiftSettings),
 
         // MARK: MQTT mirror.
@@ -230,7 +230,8 @@ let package = Package(
         .target(
             name: "TestHarness",
             dependencies: [
-                "DevelopmentHarness", "BluetoothCore", "MQTTMirror", "MQTTClient", .product(name: "Logging", package: "swift-log")
+                "DevelopmentHarness", "BluetoothCore", "LoopClock", "MQTTMirror", "MQTTClient",
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TestHarness", swiftSettings: swiftSettings),
         .testTarget(
@@ -279,7 +280,7 @@ let package = Package(
             name: "ValuesTests", dependencies: ["Values", "BluetoothCore"],
             path: "Tests/ValuesTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "NotifyTests", dependencies: ["Notify", "Values"],
+            name: "NotifyTests", dependencies: ["Notify", "Values", "LoopClock", "TestHarness"],
             path: "Tests/NotifyTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "MQTTTests",

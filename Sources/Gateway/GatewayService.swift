@@ -203,9 +203,9 @@ public struct GatewayService: Service {
         readiness: ReadinessReporter, logger: Logger
     ) -> HostEventSink {
         // The advertising flags follow the pairing window by HCI commands, which are awaited off
-        // the event path: a task per change of the window (not per packet), each after the one
+        // the event path: a job per change of the window (not per packet), each after the one
         // before, so the flags end as the window does even when it opens and closes at once.
-        let windowFlags = LoopBound<Task<Void, Never>?>(nil)
+        let windowFlags = LoopBound(SerialTasks())
         return { event in
             switch event {
             case .stateChanged(let state):
@@ -230,9 +230,7 @@ public struct GatewayService: Service {
                 }
             case .pairingWindowChanged(let open):
                 // The host logged it; the advertising flags and MQTT's state follow.
-                let previous = windowFlags.value
-                windowFlags.value = Task(executorPreference: EventLoop.shared) {
-                    await previous?.value
+                windowFlags.value.enqueue {
                     do {
                         try await host.advertisePairingWindow(open)
                     } catch {

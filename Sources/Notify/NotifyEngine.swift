@@ -1,3 +1,4 @@
+import LoopClock
 import Values
 
 /// Notification or indication: what the central enabled in its CCCD.
@@ -15,8 +16,8 @@ public struct Transmission<Central: Hashable & Sendable, Characteristic: Hashabl
 }
 
 /// The notify policy engine: decides, per (central, characteristic), which values go out and
-/// when, and holds what waits for the link. Pure and deterministic: time is a `Duration` since
-/// an origin the driver chooses, passed in with every call; nothing sleeps or reads a clock.
+/// when, and holds what waits for the link. Pure and deterministic: time is a moment on the
+/// loop's clock (`LoopInstant`), passed in with every call; nothing sleeps or reads a clock.
 /// The current values are not kept here: they are the caller's (one store, which reads are
 /// served from too), handed in where the engine needs one — the new value at `update`, the
 /// current one at `subscribe` and at the deadlines of `advance`.
@@ -98,7 +99,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     struct TriggerState: Sendable {
         let triggers: TriggerSet
         /// Fixed time intervals tick at origin + k × interval.
-        let origin: Duration
+        let origin: LoopInstant
     }
 
     struct Subscription: Sendable {
@@ -107,11 +108,11 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         /// The last value emitted (what the central has, or will get from the slot).
         var lastEmitted: NotifySample?
         /// When the last value was emitted, or when the subscription began (heartbeat origin).
-        var lastEmittedAt: Duration
+        var lastEmittedAt: LoopInstant
         /// Whether the newest value waits for an interval; judged again at `retryAt`.
-        var retryAt: Duration?
+        var retryAt: LoopInstant?
         /// Ticks up to this time are handled.
-        var ticksHandledUntil: Duration
+        var ticksHandledUntil: LoopInstant
         /// The value waiting for the link.
         var outbound: NotifySample?
         /// Subscription order: breaks ties between equal deadlines, so runs are reproducible.
@@ -119,7 +120,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
         /// `sample` goes into the outbound slot and counts as emitted at `now`; true when it
         /// replaced a value still waiting there.
-        mutating func emit(_ sample: NotifySample, now: Duration) -> Bool {
+        mutating func emit(_ sample: NotifySample, now: LoopInstant) -> Bool {
             let replaced = outbound != nil
             outbound = sample
             lastEmitted = sample
@@ -176,7 +177,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// count from `now`.
     public mutating func setTriggers(
         _ set: TriggerSet?, for central: Central, on characteristic: Characteristic,
-        now: Duration
+        now: LoopInstant
     ) {
         triggers[Key(central: central, characteristic: characteristic)] = set.map {
             TriggerState(triggers: $0, origin: now)
@@ -198,7 +199,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// once like a new value — by the central's triggers when it has some, so set those first.
     public mutating func subscribe(
         _ central: Central, to characteristic: Characteristic, kind: UpdateKind, current: NotifySample?,
-        now: Duration
+        now: LoopInstant
     ) {
         if position(of: central, on: characteristic) != nil { unsubscribe(central, from: characteristic) }
         let subscription = Subscription(
@@ -271,7 +272,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// A new value of `characteristic` (the caller's current value from now on), judged for
     /// every subscribed central.
-    public mutating func update(_ characteristic: Characteristic, sample: NotifySample, now: Duration) {
+    public mutating func update(_ characteristic: Characteristic, sample: NotifySample, now: LoopInstant) {
         let state = place(of: characteristic)
         characteristics[state].hasValue = true
         characteristics[state].isStale = false
@@ -285,14 +286,14 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// Handles every deadline up to `now`, each at its own time, in order; `currentValue`: a
     /// characteristic's value now, which a held value's interval end and a tick send.
-    public mutating func advance(to now: Duration, currentValue: (Characteristic) -> NotifySample?) {
+    public mutating func advance(to now: LoopInstant, currentValue: (Characteristic) -> NotifySample?) {
         while let (position, deadline) = earliestDeadline(), deadline <= now {
             fire(position, at: deadline, sample: currentValue(characteristics[position.state].characteristic))
         }
     }
 
     /// When `advance(to:)` next has work; nil when nothing is scheduled.
-    public var nextDeadline: Duration? {
+    public var nextDeadline: LoopInstant? {
         earliestDeadline()?.1
     }
 
@@ -368,7 +369,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// `nextDeadline`, reached in place by a driver holding the engine in a class property (see
     /// `collectCentralsWithPendingTransmissions(into:)`).
-    public mutating func nextDeadlineInPlace() -> Duration? {
+    public mutating func nextDeadlineInPlace() -> LoopInstant? {
         nextDeadline
     }
 
@@ -437,7 +438,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     enum Decision: Equatable {
         case emit
         /// Worth sending but an interval has not passed: judge the newest value again then.
-        case hold(until: Duration)
+        case hold(until: LoopInstant)
         case refuse
     }
 
@@ -453,7 +454,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// Whether the newest value of the subscription's characteristic may go at `now`. `atTick`:
     /// the opportunity is a tick (fixed trigger interval or heartbeat), not a new value.
-    private func decide(_ position: Position, sample: NotifySample, atTick: Bool, now: Duration) -> Decision {
+    private func decide(_ position: Position, sample: NotifySample, atTick: Bool, now: LoopInstant) -> Decision {
         let policy = policy(position)
         let last = self[position].lastEmitted
         let lastEmittedAt = self[position].lastEmittedAt
@@ -461,8 +462,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         // The earliest time a gate (a trigger's minimum spacing, the minimum interval) still
         // closed now opens; nil while none is closed. Kept as one value, not a list: this runs
         // for every value.
-        var gateEnd: Duration?
-        func close(until end: Duration) { gateEnd = min(gateEnd ?? end, end) }
+        var gateEnd: LoopInstant?
+        func close(until end: LoopInstant) { gateEnd = min(gateEnd ?? end, end) }
         let admitted: Bool
         let admittedWithGatesOpen: Bool
         if let triggerSet = triggerState(position)?.triggers {
@@ -490,7 +491,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// A new value (or a held one whose interval has passed) for the subscription at `position`:
     /// emit, hold or refuse it.
-    private mutating func judgeValue(at position: Position, sample: NotifySample, now: Duration) {
+    private mutating func judgeValue(at position: Position, sample: NotifySample, now: LoopInstant) {
         switch decide(position, sample: sample, atTick: false, now: now) {
         case .emit:
             emit(sample, at: position, now: now)
@@ -503,7 +504,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     }
 
     /// Into the outbound slot of the subscription at `position`, changed in place.
-    private mutating func emit(_ sample: NotifySample, at position: Position, now: Duration) {
+    private mutating func emit(_ sample: NotifySample, at position: Position, now: LoopInstant) {
         if self[position].emit(sample, now: now) {
             count(.coalesced, at: position)
         } else if let index = centralIndex(of: self[position].central) {
@@ -514,7 +515,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// A deadline of the subscription at `position` at `time`: a held value's interval ended, or
     /// a tick, for the characteristic's current `sample`. Either way the deadline moves past
     /// `time`, so `advance` always progresses.
-    private mutating func fire(_ position: Position, at time: Duration, sample: NotifySample?) {
+    private mutating func fire(_ position: Position, at time: LoopInstant, sample: NotifySample?) {
         guard characteristics[position.state].hasValue, let sample else {
             // Deadlines only exist once a value does; clearing keeps `advance` from spinning.
             self[position].retryAt = nil
@@ -534,17 +535,20 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// The next tick after the ones handled: a fixed trigger interval, or (without triggers)
     /// the heartbeat `maxInterval` after the last emission.
-    private func nextTick(_ position: Position) -> Duration? {
+    private func nextTick(_ position: Position) -> LoopInstant? {
         let handled = self[position].ticksHandledUntil
         // A stale value is not ticked: resending it would show it as current.
         let hasValue = characteristics[position.state].hasValue && !characteristics[position.state].isStale
         if let state = triggerState(position) {
             guard hasValue else { return nil }
+            // In whole nanoseconds: the first tick (origin + k × interval) after the handled ones.
+            let origin = state.origin.nanoseconds
+            let elapsed = handled.nanoseconds > origin ? handled.nanoseconds - origin : 0
             return state.triggers.fixedIntervals.map { interval in
-                let periods = Int(((handled - state.origin) / interval).rounded(.down)) + 1
-                let tick = state.origin + interval * periods
-                // Duration division goes through Double; never return a handled tick.
-                return tick > handled ? tick : tick + interval
+                let step = interval.nanoseconds
+                let (sinceOrigin, overflow) = step.multipliedReportingOverflow(by: elapsed / step + 1)
+                let (tick, beyond) = origin.addingReportingOverflow(sinceOrigin)
+                return LoopInstant(nanoseconds: overflow || beyond ? .max : tick)
             }.min()
         }
         // Without a heartbeat (the usual case) there is nothing to look up further.
@@ -555,8 +559,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// Scans every subscription: there are a few dozen at most (centrals × characteristics), and
     /// a scan keeps no second structure to go stale.
-    private func earliestDeadline() -> (Position, Duration)? {
-        var earliest: (position: Position, deadline: Duration, sequence: Int)?
+    private func earliestDeadline() -> (Position, LoopInstant)? {
+        var earliest: (position: Position, deadline: LoopInstant, sequence: Int)?
         let mayTick = !triggers.isEmpty || !overrides.isEmpty || !characteristicsWithHeartbeat.isEmpty
         // By position, reading only the fields needed: iterating the subscriptions copied each
         // (retaining and releasing its values) on every drain.

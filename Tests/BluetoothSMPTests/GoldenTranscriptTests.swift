@@ -1,4 +1,5 @@
 import BluetoothCore
+import TestHarness
 import Testing
 
 @testable import BluetoothSMP

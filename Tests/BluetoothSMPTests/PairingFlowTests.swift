@@ -1,5 +1,6 @@
 import BluetoothCore
 import LoopClock
+import TestHarness
 import Testing
 
 @testable import BluetoothSMP

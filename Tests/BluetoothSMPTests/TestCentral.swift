@@ -1,6 +1,7 @@
 import BluetoothCore
 import Crypto
 import LoopClock
+import TestHarness
 import Testing
 
 @testable import BluetoothSMP

@@ -117,8 +117,9 @@ struct TriggerDescriptorTests {
     }
 
     /// A trigger written over ATT changes what gets notified, for the writer and for every other
-    /// subscriber, including one that subscribes later.
-    @Test func aWrittenTriggerGovernsTheNotifications() async throws {
+    /// subscriber, including one that subscribes later. On the loop: it reads the pipeline's
+    /// trigger settings (loop-bound) directly.
+    @Test(.onTheLoop) func aWrittenTriggerGovernsTheNotifications() async throws {
         let fixture = try await PipelineFixture(yaml: Self.yaml)
         let h = await handles(fixture)
         let path = "environment/temperature"

@@ -1,4 +1,6 @@
+import LoopClock
 import Notify
+import TestHarness
 import Testing
 import Values
 
@@ -15,7 +17,7 @@ struct BackpressureTests {
         shared.stalled = ["B"]
         // 10 kHz for 2 s of virtual time.
         for index in 0..<20_000 {
-            let time = Duration.microseconds(100 * index)
+            let time = LoopInstant.microseconds(100 * index)
             alone.update(Double(index % 3000) / 10, at: time)
             shared.update(Double(index % 3000) / 10, at: time)
         }

@@ -1,4 +1,6 @@
+import LoopClock
 import Notify
+import TestHarness
 import Testing
 import Values
 
@@ -18,7 +20,7 @@ struct Harness {
     var engine = NotifyEngine<String, String>()
     /// The current values, as the gateway's store keeps them: the engine keeps none.
     var current: [String: NotifySample] = [:]
-    var now: Duration = .zero
+    var now: LoopInstant = .zero
     var sent: [Sent] = []
     var centrals: [String] = []
     /// Centrals whose link takes nothing (no credits).
@@ -41,7 +43,7 @@ struct Harness {
     }
 
     /// Runs every deadline up to `time`, each at its own instant, as one timer per deadline would.
-    mutating func run(until time: Duration) {
+    mutating func run(until time: LoopInstant) {
         while let deadline = engine.nextDeadline, deadline <= time {
             #expect(deadline >= now, "deadline \(deadline) lies in the past (now \(now))")
             now = deadline
@@ -51,7 +53,7 @@ struct Harness {
         now = time
     }
 
-    mutating func update(_ value: Double, at time: Duration, characteristic: String = "temp") {
+    mutating func update(_ value: Double, at time: LoopInstant, characteristic: String = "temp") {
         run(until: time)
         let sample = try! NotifySample(.number(value), encoding: encoding)
         current[characteristic] = sample
@@ -71,7 +73,7 @@ struct Harness {
         sent.append(
             Sent(
                 central: transmission.central, characteristic: transmission.characteristic,
-                milliseconds: Int(now / .milliseconds(1)),
+                milliseconds: Int((now - .zero) / .milliseconds(1)),
                 value: transmission.sample.value.numericValue ?? .nan))
     }
 

@@ -1,4 +1,6 @@
+import LoopClock
 import Notify
+import TestHarness
 import Testing
 import Values
 

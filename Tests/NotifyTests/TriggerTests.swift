@@ -1,4 +1,6 @@
+import LoopClock
 import Notify
+import TestHarness
 import Testing
 import Values
 
@@ -9,7 +11,7 @@ struct TriggerTests {
 
     static func run(
         _ triggers: TriggerSet, policy: NotifyPolicy = .immediate,
-        inputs: [Double] = TriggerTests.inputs, until: Duration = .seconds(1)
+        inputs: [Double] = TriggerTests.inputs, until: LoopInstant = .seconds(1)
     ) -> Harness {
         var harness = Harness(policy: policy)
         harness.engine.setTriggers(triggers, for: "A", on: "temp", now: .zero)

@@ -28,10 +28,9 @@ final class NotifyDriver {
     /// A characteristic's triggers written by centrals (`TriggerSettings`), for a new subscriber.
     private let triggers: (CharacteristicRef) -> TriggerSet?
     private let timer: DeadlineTimer?
+    /// The engine's time: a deadline is the same moment every time it is scheduled, so one that
+    /// has not moved never re-arms the timer.
     private let clock: @Sendable () -> LoopInstant
-    /// The engine's time is a `Duration` since this moment: a deadline becomes the same moment
-    /// on the loop every time it is scheduled, so one that has not moved never re-arms the timer.
-    private let origin: LoopInstant
     private let logger: Logger
     /// Centrals whose `send` returned false since the last `linkReady()`.
     private var fullCentrals: Set<CentralID> = []
@@ -51,19 +50,17 @@ final class NotifyDriver {
         self.triggers = triggers
         self.timer = timer
         self.clock = clock
-        origin = clock()
         self.logger = logger
         self.send = send
     }
 
-    /// Since the driver started: the engine's time.
-    private var now: Duration { clock() - origin }
+    private var now: LoopInstant { clock() }
 
     /// The per-characteristic and per-central counters.
     var statistics: NotifyStatistics<CentralID, CharacteristicRef> { engine.statistics }
 
-    /// When the engine next has work (relative to the driver's start).
-    var nextDeadline: Duration? { engine.nextDeadline }
+    /// When the engine next has work.
+    var nextDeadline: LoopInstant? { engine.nextDeadline }
 
     // MARK: Inputs (each followed by `drain()` when its owner is done)
 
@@ -144,7 +141,7 @@ final class NotifyDriver {
                 }
             }
         }
-        timer?.schedule(at: engine.nextDeadlineInPlace().map { origin + $0 })
+        timer?.schedule(at: engine.nextDeadlineInPlace())
     }
 
     /// Usually none is full, and a look into an empty set still hashes.

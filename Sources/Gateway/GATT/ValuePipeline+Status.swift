@@ -1,5 +1,6 @@
 import BluetoothGATT
 import Logging
+import LoopClock
 import Notify
 import Values
 
@@ -34,8 +35,8 @@ extension ValuePipeline {
     /// The per-characteristic and per-central counters, for the log line and MQTT `state`.
     public var statistics: NotifyStatistics<CentralID, CharacteristicRef> { notifier.statistics }
 
-    /// When the engine next has work (relative to the pipeline's start).
-    public var nextDeadline: Duration? { notifier.nextDeadline }
+    /// When the engine next has work.
+    public var nextDeadline: LoopInstant? { notifier.nextDeadline }
 
     /// The pairing window opened or closed (for the `status` event).
     public func pairingWindowChanged(_ isOpen: Bool) {

@@ -45,7 +45,7 @@ public actor ValuePipeline {
     /// call that produced it returns, so none waits in memory here for a slow consumer.
     var eventSink: PipelineEventSink?
     /// The outputs centrals wrote, driven one after the other (each awaits its sensor's runner).
-    private var outputDrives: Task<Void, Never>?
+    private var outputDrives = SerialTasks()
 
     /// `triggerFile`: where the trigger settings centrals write are kept across restarts (nil:
     /// for this run only).
@@ -149,18 +149,19 @@ public actor ValuePipeline {
             return
         }
         // The write is answered; the line is driven after it, in the order of the writes.
-        let previous = outputDrives
-        outputDrives = Task {
-            await previous?.value
-            if let failure = await drive(sensor, write.value) {
-                eventSink?(.outputFailed(write.ref, write.central, reason: failure))
-            }
+        outputDrives.enqueue { [self] in await drive(sensor, writtenBy: write) }
+    }
+
+    /// Drives `sensor`'s line as a central's `write` asks; a failure goes to the MQTT mirror.
+    private func drive(_ sensor: String, writtenBy write: CentralWrite) async {
+        if let failure = await drive(sensor, write.value) {
+            eventSink?(.outputFailed(write.ref, write.central, reason: failure))
         }
     }
 
     /// Returns once the outputs centrals wrote so far are driven (or have failed).
     public func outputsDriven() async {
-        await outputDrives?.value
+        await outputDrives.idle()
     }
 
     /// Handles the engine's deadlines up to now (the timer calls this; tests call it after moving
