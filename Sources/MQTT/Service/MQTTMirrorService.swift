@@ -52,8 +52,8 @@ public actor MQTTMirrorService {
     private let publishedComponentsFile: PublishedComponentsFile
     /// `run()` waiting for `stop()` to have stopped the client.
     private var runEnd: CheckedContinuation<Void, Never>?
-    /// The gateway's handling of the last `/set` or source payload (`route`); the next waits for it.
-    private var gatewayAnswer: Task<Void, Never>?
+    /// The gateway's handling of `/set` and source payloads (`route`), one after the other.
+    private var gatewayAnswers = SerialTasks()
 
     /// Why the mirror is not connected: the last attempt's failure, or how the last connection
     /// ended; nil while connected.
@@ -133,7 +133,7 @@ public actor MQTTMirrorService {
         heartbeats.schedule(mirror.nextHeartbeatCheck(after: clock()))
         await withCheckedContinuation { runEnd = $0 }
         heartbeats.stop()
-        await gatewayAnswer?.value
+        await gatewayAnswers.idle()
     }
 
     /// Publishes `offline` (a clean shutdown does not trigger the Last Will), then disconnects.
@@ -255,14 +255,14 @@ public actor MQTTMirrorService {
             // A `/set` or source payload: the gateway's handlers are async (an output's line is
             // driven off the loop), so these alone take a task, each after the one before, so the
             // payloads apply in the order they came.
-            let previous = gatewayAnswer
-            gatewayAnswer = Task {
-                await previous?.value
-                self.act(on: await self.routing.ask(inbound))
-            }
+            gatewayAnswers.enqueue { await self.askGateway(inbound) }
             return
         }
         act(on: reply)
+    }
+
+    private func askGateway(_ inbound: MirrorInbound) async {
+        act(on: await routing.ask(inbound))
     }
 
     private func act(on reply: InboundRouting.Reply) {
