@@ -39,23 +39,21 @@ public struct MQTTTrafficView: Service {
         return "mqtt \(message.topic) \(payload)"
     }
 
+    /// Prints on the event loop, in the client's call, one line per message as the logger writes
+    /// its lines there.
     public func run() async throws {
-        client.start()
-        await withDiscardingTaskGroup { group in
-            group.addTask {
-                for await event in client.events {
-                    switch event {
-                    case .connected(let connection):
-                        _ = try? client.subscribe(topic, on: connection)
-                    case .message(let message):
-                        print(Self.line(message))
-                    case .disconnected, .connectionFailed, .delivered, .caughtUp:
-                        break
-                    }
-                }
+        let (client, topic, print) = (client, topic, print)
+        client.start { event in
+            switch event {
+            case .connected(let connection):
+                _ = try? client.subscribe(topic, on: connection)
+            case .message(let message):
+                print(Self.line(message))
+            case .disconnected, .connectionFailed, .delivered, .caughtUp:
+                break
             }
-            try? await gracefulShutdown()
-            await client.stop()
         }
+        try? await gracefulShutdown()
+        await client.stop()
     }
 }

@@ -250,7 +250,7 @@ struct MirrorBridgeTests {
         while printed.count < 1 + sourced.count, let event = await fixture.pipelineEvents.next() {
             guard case .valueChanged = event else { continue }
             for case .publish(let message, _) in mirror.apply(
-                bridge.mirrorEvent(event, at: Date(timeIntervalSince1970: 0)), now: LoopInstant(nanoseconds: 0))
+                try #require(bridge.mirrorEvent(event, at: Date(timeIntervalSince1970: 0))), now: LoopInstant(nanoseconds: 0))
             {
                 printed.append("\(message.topic) \(message.text ?? "")")
             }
@@ -363,9 +363,10 @@ struct MirrorBridgeTests {
         let date = Date()
         #expect(!mirror.inboundSubscriptions.contains("weather/outside"))
         let subscribe = mirror.apply(
-            bridge.mirrorEvent(.subscribed(outside, CentralID(1), .notification), at: date), now: LoopInstant(nanoseconds: 0))
+            try #require(bridge.mirrorEvent(.subscribed(outside, CentralID(1), .notification), at: date)), now: LoopInstant(nanoseconds: 0))
         #expect(subscribe.contains(.subscribe("weather/outside")))
-        let unsubscribe = mirror.apply(bridge.mirrorEvent(.unsubscribed(outside, CentralID(1)), at: date), now: LoopInstant(nanoseconds: 0))
+        let unsubscribe = mirror.apply(
+            try #require(bridge.mirrorEvent(.unsubscribed(outside, CentralID(1)), at: date)), now: LoopInstant(nanoseconds: 0))
         #expect(unsubscribe.contains(.unsubscribe("weather/outside")))
 
         let id = MirrorCharacteristicID(service: "gateway", characteristic: "outside")
@@ -414,5 +415,20 @@ struct MirrorBridgeTests {
         #expect(
             bridge.mirrorEvent(.status(peripheral: "poweredOn", advertising: true, counters: ["sent": 3]), at: date)
                 == .peripheralState(MirrorPeripheralState(state: "poweredOn", advertising: true, counters: ["sent": 3])))
+    }
+
+    /// An event of a characteristic the bridge's layout does not have (one a reload renamed, at
+    /// the same place) becomes no mirror event: it has no topic.
+    @Test func anEventOfAnotherLayoutsCharacteristicIsNotMirrored() throws {
+        let layout = GATTLayout(config: try ConfigLoader.load(yaml: Self.yaml).config)
+        let renamed = GATTLayout(
+            config: try ConfigLoader.load(yaml: Self.yaml.replacingOccurrences(of: "name: outside", with: "name: outdoors")).config)
+        let bridge = MirrorBridge(layout: layout, address: { "c\($0.rawValue)" })
+        let outdoors = try #require(renamed.ref("gateway/outdoors"))
+        let date = Date(timeIntervalSince1970: 0)
+        #expect(bridge.mirrorEvent(.valueChanged(outdoors, [0x7D, 0x00]), at: date) == nil)
+        #expect(bridge.mirrorEvent(.subscribed(outdoors, CentralID(1), .notification), at: date) == nil)
+        let outside = try #require(layout.ref("gateway/outside"))
+        #expect(bridge.mirrorEvent(.valueChanged(outside, [0x7D, 0x00]), at: date) != nil)
     }
 }

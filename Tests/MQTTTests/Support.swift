@@ -1,3 +1,4 @@
+import EventLoop
 import Foundation
 import Logging
 import TestHarness
@@ -16,7 +17,6 @@ let testLogger: Logger = {
 final class TestSubscriber: Sendable {
     private let client: MQTTClient
     private let inbox = Inbox()
-    private let task: Task<Void, Never>
 
     /// Returns once the broker has confirmed the subscriptions are active (a probe message
     /// published after SUBSCRIBE came back).
@@ -29,21 +29,18 @@ final class TestSubscriber: Sendable {
         let probe = "test/probe/\(id)"
         let inbox = inbox
         let client = client
-        task = Task {
-            for await event in client.events {
-                switch event {
-                case .connected(let connection):
-                    await inbox.setConnection(connection)
-                    for filter in filters + [probe] { try? client.subscribe(filter, on: connection) }
-                    _ = try? client.publish(MQTTMessage(topic: probe, text: "probe"), on: connection)
-                case .message(let message):
-                    await inbox.add(message)
-                default:
-                    break
-                }
+        client.start { event in
+            switch event {
+            case .connected(let connection):
+                inbox.onLoop(with: connection) { $0.setConnection($1) }
+                for filter in filters + [probe] { try? client.subscribe(filter, on: connection) }
+                _ = try? client.publish(MQTTMessage(topic: probe, text: "probe"), on: connection)
+            case .message(let message):
+                inbox.onLoop(with: message) { $0.add($1) }
+            default:
+                break
             }
         }
-        client.start()
         // Readiness, not a measured bound: under the whole suite's load the first connection to a
         // broker that has just started can take longer than a test's own waits.
         _ = try await next(on: probe, timeout: .seconds(30))
@@ -72,11 +69,13 @@ final class TestSubscriber: Sendable {
 
     func stop() async {
         await client.stop()
-        await task.value
     }
 }
 
+/// On the event loop, where the client's sink fills it in the call.
 private actor Inbox {
+    nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
+
     private(set) var connection: MQTTConnectionID?
     private var messages: [MQTTMessage] = []
     private var waiters: [CheckedContinuation<Void, Never>] = []

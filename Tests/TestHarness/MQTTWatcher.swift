@@ -26,7 +26,6 @@ public final class MQTTWatcher: @unchecked Sendable {
     private var arrivals: [Arrival] = []
     private var waiters: [UUID: Waiter] = [:]
     private var connection: MQTTConnectionID?
-    private var task: Task<Void, Never>?
 
     /// Connects to the broker on the loopback `port` and subscribes to `filter` (again on every
     /// reconnection).
@@ -36,17 +35,14 @@ public final class MQTTWatcher: @unchecked Sendable {
                 host: "127.0.0.1", port: port,
                 clientID: "watcher-\(UUID())"),
             logger: Logger(label: "watcher"))
-        client.start()
-        task = Task { [client, weak self] in
-            for await event in client.events {
-                switch event {
-                case .connected(let id):
-                    _ = try? client.subscribe(filter, on: id)
-                    self?.lock.withLock { self?.connection = id }
-                case .message(let message):
-                    self?.received(Arrival(message: message, at: Date()))
-                default: break
-                }
+        client.start { [client, weak self] event in
+            switch event {
+            case .connected(let id):
+                _ = try? client.subscribe(filter, on: id)
+                self?.lock.withLock { self?.connection = id }
+            case .message(let message):
+                self?.received(Arrival(message: message, at: Date()))
+            default: break
             }
         }
     }
@@ -114,6 +110,5 @@ public final class MQTTWatcher: @unchecked Sendable {
 
     public func stop() async {
         await client.stop()
-        task?.cancel()
     }
 }

@@ -32,7 +32,7 @@ public enum MirrorMapping {
             case .written: break
             }
             return MirrorCharacteristic(
-                id: id(characteristic.ref, layout: layout),
+                id: id(characteristic),
                 payloadStyle: mqtt.payload, acceptsSet: acceptsSet,
                 sourceTopic: sourceTopic, homeAssistant: entity(characteristic, config: config),
                 heartbeat: characteristic.config.notify.maxInterval, isEvent: isEvent,
@@ -56,9 +56,8 @@ public enum MirrorMapping {
             credentials: mqtt.username.map { MQTTCredentials(username: $0, password: mqtt.password) })
     }
 
-    public static func id(_ ref: CharacteristicRef, layout: GATTLayout) -> MirrorCharacteristicID {
-        let characteristic = layout.characteristics[ref]!
-        return MirrorCharacteristicID(service: characteristic.serviceName, characteristic: characteristic.name)
+    public static func id(_ characteristic: GATTLayout.Characteristic) -> MirrorCharacteristicID {
+        MirrorCharacteristicID(service: characteristic.serviceName, characteristic: characteristic.name)
     }
 
     /// The entity for a characteristic (`HomeAssistantDomain.of`), with what gattway knows of it
@@ -223,8 +222,8 @@ public enum MirrorMapping {
 
     /// A characteristic's bytes on air as the JSON value MQTT payloads carry, at the precision
     /// of its format (`ValueJSON.literal`).
-    public static func mirrorValue(_ bytes: [UInt8], encoding: ValueEncoding) -> MirrorValue {
-        MirrorValue(json: ValueJSON.literal(bytes, encoding: encoding))
+    public static func mirrorValue(_ bytes: [UInt8], of characteristic: GATTLayout.Characteristic) -> MirrorValue {
+        MirrorValue(json: ValueJSON.literal(bytes, encoding: characteristic.config.encoding))
     }
 }
 
@@ -242,32 +241,24 @@ public struct MirrorBridge: Sendable {
         self.layout = layout
         self.address = address
         var refs: [MirrorCharacteristicID: CharacteristicRef] = [:]
-        for ref in layout.characteristics.keys { refs[MirrorMapping.id(ref, layout: layout)] = ref }
+        for characteristic in layout.characteristics.values { refs[MirrorMapping.id(characteristic)] = characteristic.ref }
         self.refs = refs
     }
 
-    /// Whether the characteristic `event` names, if any, is one of this bridge's layout: events
-    /// of the layout before a reload may still be on their way to a mirror made for the new one.
-    public func covers(_ event: PipelineEvent) -> Bool {
-        switch event {
-        case .valueChanged(let ref, _), .subscribed(let ref, _, _), .unsubscribed(let ref, _), .written(let ref, _, _, _),
-            .outputFailed(let ref, _, _), .availabilityChanged(let ref, _):
-            layout.characteristics[ref] != nil
-        case .centralConnected, .mtuChanged, .securityChanged, .centralDisconnected, .status:
-            true
-        }
-    }
-
-    public func mirrorEvent(_ event: PipelineEvent, at date: Date) -> MirrorEvent {
-        func id(_ ref: CharacteristicRef) -> MirrorCharacteristicID { MirrorMapping.id(ref, layout: layout) }
-        func value(_ bytes: [UInt8], of ref: CharacteristicRef) -> MirrorValue {
-            MirrorMapping.mirrorValue(bytes, encoding: layout.characteristics[ref]!.config.encoding)
-        }
+    /// The mirror's event for `event`; nil when the characteristic it names is not one of this
+    /// bridge's layout: events of the layout before a reload may still be on their way to a
+    /// mirror made for the new one. The characteristic is looked up once per event: this runs for
+    /// every value.
+    public func mirrorEvent(_ event: PipelineEvent, at date: Date) -> MirrorEvent? {
         switch event {
         case .valueChanged(let ref, let bytes):
-            return .valueChanged(id(ref), value: value(bytes, of: ref), raw: bytes, at: date)
+            guard let characteristic = layout.characteristics[ref] else { return nil }
+            return .valueChanged(
+                MirrorMapping.id(characteristic), value: MirrorMapping.mirrorValue(bytes, of: characteristic), raw: bytes,
+                at: date)
         case .availabilityChanged(let ref, let reason):
-            return .availabilityChanged(id(ref), unavailable: reason)
+            guard let characteristic = layout.characteristics[ref] else { return nil }
+            return .availabilityChanged(MirrorMapping.id(characteristic), unavailable: reason)
         case .centralConnected(let central, let mtu):
             return .centralConnected(MirrorCentral(address: address(central), mtu: mtu, security: .none, since: date))
         case .mtuChanged(let central, let mtu):
@@ -279,15 +270,20 @@ public struct MirrorBridge: Sendable {
         case .centralDisconnected(let central):
             return .centralDisconnected(address: address(central))
         case .subscribed(let ref, let central, let kind):
-            return .subscribed(id(ref), central: address(central), kind: kind == .indication ? .indicate : .notify)
+            guard let characteristic = layout.characteristics[ref] else { return nil }
+            return .subscribed(
+                MirrorMapping.id(characteristic), central: address(central), kind: kind == .indication ? .indicate : .notify)
         case .unsubscribed(let ref, let central):
-            return .unsubscribed(id(ref), central: address(central))
+            guard let characteristic = layout.characteristics[ref] else { return nil }
+            return .unsubscribed(MirrorMapping.id(characteristic), central: address(central))
         case .written(let ref, let central, let bytes, let kind):
+            guard let characteristic = layout.characteristics[ref] else { return nil }
             return .written(
-                id(ref), value: value(bytes, of: ref), central: address(central),
-                kind: MirrorMapping.writeKind(kind), at: date)
+                MirrorMapping.id(characteristic), value: MirrorMapping.mirrorValue(bytes, of: characteristic),
+                central: address(central), kind: MirrorMapping.writeKind(kind), at: date)
         case .outputFailed(let ref, let central, let reason):
-            return .outputFailed(id(ref), central: address(central), reason: reason, at: date)
+            guard let characteristic = layout.characteristics[ref] else { return nil }
+            return .outputFailed(MirrorMapping.id(characteristic), central: address(central), reason: reason, at: date)
         case .status(let peripheral, let advertising, let counters, let pairing, let unavailable):
             return .peripheralState(
                 MirrorPeripheralState(

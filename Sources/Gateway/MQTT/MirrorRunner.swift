@@ -131,8 +131,8 @@ actor MirrorRunner {
         }
         // An event of a characteristic a reload removed (its layout's, before the new one's) has
         // no topic.
-        guard running.bridge.covers(event) else { return }
-        running.service.onLoop(with: running.bridge.mirrorEvent(event, at: Date())) { $0.handle($1) }
+        guard let mirrored = running.bridge.mirrorEvent(event, at: Date()) else { return }
+        running.service.onLoop(with: mirrored) { $0.handle($1) }
     }
 
     /// Publishes what a pairing asks of the user (`<base>/<dev>/pairing`), in the call (the host's

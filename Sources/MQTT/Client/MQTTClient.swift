@@ -33,6 +33,13 @@ public enum MQTTClientEvent: Sendable, Equatable {
     case message(MQTTMessage)
 }
 
+/// Where a client's events go (`MQTTClient.start(eventSink:)`): called on the event loop, in the
+/// order the events happened, in the loop's turn that produced each (the read that brought a
+/// PUBACK or a message) or, for those of the client's own thread (a failed attempt, a connection's
+/// end), in the turn that thread handed it to. Never inside a call into the client (`publish`
+/// returns before its `.delivered` comes), so the sink may publish. It must not block.
+public typealias MQTTClientEventSink = @Sendable (MQTTClientEvent) -> Void
+
 /// The one place gattway touches libmosquitto. Nothing above it sees a C pointer.
 ///
 /// Concurrency design: a connection is made on a thread of the client's own, where blocking is
@@ -42,7 +49,10 @@ public enum MQTTClientEvent: Sendable, Equatable {
 /// the socket is full), and `mosquitto_loop_misc` once a second for the keepalive. So a value
 /// published from the loop (the mirror runs there) is written to the socket in the same call, and
 /// its PUBACK is read in the loop's next wake-up: no thread is woken per message. libmosquitto's
-/// callbacks run on the loop and are bridged into an `AsyncStream` of `MQTTClientEvent`s;
+/// callbacks run on the loop, and the `MQTTClientEvent`s they make reach the caller's sink there,
+/// once libmosquitto has returned (no task, stream or hop per event); the two events the client's
+/// thread makes (`.connectionFailed`, `.disconnected`) are handed to the loop first, after
+/// whatever the loop was given before, so the sink sees every event in order on one thread.
 /// `publish`, `subscribe` and `unsubscribe` run on the loop too (at once when called there, else
 /// queued and waited for), so one thread at a time touches a `mosquitto` instance: the client's
 /// thread until the connection is made and after it ended, the loop in between. The client's thread
@@ -61,8 +71,8 @@ public enum MQTTClientEvent: Sendable, Equatable {
 public final class MQTTClient: @unchecked Sendable {
     // @unchecked: `lock` guards `connection` and the start/stop state; `context`, `link` and
     // `linkOutcome` belong to the client's thread while it connects and to the event loop while
-    // connected, handed over in `execute` and back through `linkEnded`.
-    public let events: AsyncStream<MQTTClientEvent>
+    // connected, handed over in `execute` and back through `linkEnded`; the events' outlet
+    // belongs to the loop.
     public let configuration: MQTTClientConfiguration
 
     private let logger: Logger
@@ -101,9 +111,7 @@ public final class MQTTClient: @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         self.password = try configuration.credentials?.password?.resolve()
-        let (stream, continuation) = AsyncStream.makeStream(of: MQTTClientEvent.self)
-        self.events = stream
-        self.context = CallbackContext(continuation: continuation, maximumBacklog: configuration.maximumBacklog)
+        self.context = CallbackContext(maximumBacklog: configuration.maximumBacklog)
     }
 
     /// An MQTT 5 reason code as the specification names it ("Not authorized").
@@ -112,12 +120,16 @@ public final class MQTTClient: @unchecked Sendable {
     /// The network thread's name, as `top -H`, `ps -L` and a crash's backtrace show it.
     public static let threadName = "gattway-mqtt"
 
-    /// Starts the network thread; it connects, and reconnects with back-off until `stop()`.
-    public func start() {
+    /// Starts the network thread; it connects, and reconnects with back-off until `stop()`. Every
+    /// event goes to `eventSink`, on the event loop (see `MQTTClientEventSink`), until `stop()`.
+    public func start(eventSink: @escaping MQTTClientEventSink) {
         lock.withLock { _ in
             precondition(!started, "MQTTClient.start() called twice")
             started = true
         }
+        // Before the thread exists: the loop touches the outlet only for what that thread starts
+        // (a connection, an event handed over), after this.
+        context.outlet.sink = eventSink
         if configuration.tls?.verifyPeer == false {
             logger.warning("MQTT TLS peer verification is OFF: the broker's identity is not checked")
         }
@@ -135,20 +147,23 @@ public final class MQTTClient: @unchecked Sendable {
         pthread_detach(thread)
     }
 
-    /// Disconnects cleanly (no Last Will) and ends `events`; returns once the loop's connection
-    /// has ended, within `disconnectBound`, without waiting for the client's thread (see the type).
+    /// Disconnects cleanly (no Last Will) and ends the events: none reaches the sink once this has
+    /// returned. Returns once the loop's connection has ended, within `disconnectBound`, without
+    /// waiting for the client's thread (see the type).
     public func stop() async {
         lock.withLock { _ in stopRequested = true }
         // A back-off wait ends at once; a blocking connect ends when it ends, and gives up then.
         wakeUp.signal()
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
             loop.execute { [self] in
-                guard link != nil else { return waiter.resume() }
+                guard link != nil else {
+                    context.outlet.end()
+                    return waiter.resume()
+                }
                 linkEndWaiters.append(waiter)
                 disconnectLink()
             }
         }
-        context.continuation.finish()
     }
 
     /// Hands a message to the current connection and returns its message id. With
@@ -173,7 +188,7 @@ public final class MQTTClient: @unchecked Sendable {
             // none: handed to libmosquitto, it is as delivered as it will be.
             if reportsDelivery {
                 if message.qos == .atMostOnce {
-                    context.continuation.yield(.delivered(context.connection, messageID: messageID, reasonCode: 0))
+                    context.outlet.report(.delivered(context.connection, messageID: messageID, reasonCode: 0))
                 } else {
                     context.reportedDeliveries.insert(messageID)
                 }
@@ -206,12 +221,26 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     /// Runs `body` on the loop with the live connection's instance, then sends what it queued.
+    /// An event it made (a QoS 0 message's `.delivered`, a `.caughtUp` as it went out) reaches the
+    /// sink after the caller's call, not inside it.
     private func withLiveHandle<T>(_ id: MQTTConnectionID, _ body: (OpaquePointer) throws -> T) throws -> T {
         try onLoop {
             let live = lock.withLock { _ in connection == id && !stopRequested }
             guard live, let link else { throw MQTTError.notConnected }
-            defer { flushLink() }
+            defer {
+                flushLink()
+                if context.outlet.needsDelivery() { loop.execute { [self] in context.outlet.deliver() } }
+            }
             return try body(link.mosq)
+        }
+    }
+
+    /// An event of the client's thread, to the sink on the loop after what the loop was given
+    /// before (a connection's `.disconnected` before the next one's `.connected`).
+    private func reportFromThread(_ event: MQTTClientEvent) {
+        loop.execute { [self] in
+            context.outlet.report(event)
+            context.outlet.deliver()
         }
     }
 
@@ -245,11 +274,10 @@ public final class MQTTClient: @unchecked Sendable {
                 logger.warning("MQTT connection \(id) lost: \(outcome.error); reconnecting in \(delay)")
             } else {
                 logger.error("\(outcome.error); retrying in \(delay)")
-                context.continuation.yield(.connectionFailed(outcome.error, retryIn: delay))
+                reportFromThread(.connectionFailed(outcome.error, retryIn: delay))
             }
             _ = wakeUp.wait(timeout: .now() + .nanoseconds(Int(delay.nanoseconds)))
         }
-        context.continuation.finish()
     }
 
     private struct ConnectionOutcome {
@@ -290,7 +318,7 @@ public final class MQTTClient: @unchecked Sendable {
         }
         let error = classify(rc, errno: savedErrno)
         if context.wasConnected {
-            context.continuation.yield(.disconnected(id, reason: error.description))
+            reportFromThread(.disconnected(id, reason: error.description))
         }
         return ConnectionOutcome(wasConnected: context.wasConnected, error: error)
     }
@@ -355,6 +383,8 @@ public final class MQTTClient: @unchecked Sendable {
 
     private func serviceLink(_ readiness: EventLoop.Readiness) {
         guard let link else { return }
+        // What the read brought (a CONNACK, PUBACKs, messages), once libmosquitto has returned.
+        defer { context.outlet.deliver() }
         if readiness.isReadable || readiness.isFailure {
             let rc = mosquitto_loop_read(link.mosq, 1)
             guard rc == MOSQ_ERR_SUCCESS.rawValue else { return detach(rc) }
@@ -383,6 +413,7 @@ public final class MQTTClient: @unchecked Sendable {
     /// the DISCONNECT to go out (`disconnectBound`).
     private func serviceKeepalive() {
         guard let link else { return }
+        defer { context.outlet.deliver() }
         if let deadline = link.disconnectDeadline, EventLoop.now() >= deadline {
             return detach(MOSQ_ERR_NO_CONN.rawValue)
         }
@@ -415,6 +446,7 @@ public final class MQTTClient: @unchecked Sendable {
         linkEnded.signal()
         let waiters = linkEndWaiters
         linkEndWaiters = []
+        if !waiters.isEmpty { context.outlet.end() }
         for waiter in waiters { waiter.resume() }
     }
 
@@ -451,9 +483,11 @@ public final class MQTTClient: @unchecked Sendable {
 
 /// Reference-type state the C callbacks reach through libmosquitto's `obj` pointer. Touched by one
 /// thread at a time (the client's while it connects, the event loop's while connected, where every
-/// callback and publish runs), hence @unchecked Sendable.
-private final class CallbackContext: @unchecked Sendable {
-    let continuation: AsyncStream<MQTTClientEvent>.Continuation
+/// callback and publish runs): not `Sendable`, reached only through the client, whose
+/// `@unchecked Sendable` says how it is handed over.
+private final class CallbackContext {
+    /// Where the callbacks' events wait for the end of libmosquitto's call; the loop's only.
+    let outlet = EventOutlet()
     /// Message ids of this connection whose delivery is reported (`publish(reportsDelivery:)`).
     var reportedDeliveries: Set<Int32> = []
     /// Messages handed to libmosquitto on this connection that the broker has not taken yet.
@@ -467,8 +501,7 @@ private final class CallbackContext: @unchecked Sendable {
     private(set) var lastError: String?
     private var onConnected: () -> Void = {}
 
-    init(continuation: AsyncStream<MQTTClientEvent>.Continuation, maximumBacklog: Int) {
-        self.continuation = continuation
+    init(maximumBacklog: Int) {
         self.maximumBacklog = maximumBacklog
     }
 
@@ -483,7 +516,7 @@ private final class CallbackContext: @unchecked Sendable {
         backlog = max(0, backlog - 1)
         if isBehind, backlog <= maximumBacklog / 2 {
             isBehind = false
-            continuation.yield(.caughtUp(connection))
+            outlet.report(.caughtUp(connection))
         }
     }
 
@@ -502,7 +535,7 @@ private final class CallbackContext: @unchecked Sendable {
         if code == 0 {
             wasConnected = true
             onConnected()
-            continuation.yield(.connected(connection))
+            outlet.report(.connected(connection))
         } else {
             refusalCode = code
         }
@@ -533,7 +566,7 @@ private let onPublish: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?,
     guard let context = CallbackContext.from(object) else { return }
     context.finished()
     guard context.reportedDeliveries.remove(messageID) != nil else { return }
-    context.continuation.yield(.delivered(context.connection, messageID: messageID, reasonCode: reasonCode))
+    context.outlet.report(.delivered(context.connection, messageID: messageID, reasonCode: reasonCode))
 }
 
 private let onMessage:
@@ -546,7 +579,7 @@ private let onMessage:
             message.payload.map {
                 Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen)))
             } ?? []
-        context.continuation.yield(
+        context.outlet.report(
             .message(
                 MQTTMessage(
                     topic: String(cString: topic), payload: payload,
@@ -557,6 +590,56 @@ private let onLog: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int
     _, object, level, line in
     guard let line else { return }
     CallbackContext.from(object)?.log(level: level, String(cString: line))
+}
+
+/// The client's events on their way to the sink, on the loop only. An event is reported where it
+/// is made (in a libmosquitto callback, in `publish`) and delivered when the client's code is done
+/// with libmosquitto (the end of the socket's or the keepalive's handler, a turn of its own after
+/// a call into the client): the sink may call the client, never inside libmosquitto's own call.
+private final class EventOutlet {
+    /// Set by `start` before anything reports; nil once `stop()` ended the events.
+    var sink: MQTTClientEventSink?
+    /// Reported, not delivered yet, in order; its storage is kept from one delivery to the next.
+    private var pending: [MQTTClientEvent] = []
+    /// A delivery is under way: an event the sink's calls make joins it rather than nesting one.
+    private var isDelivering = false
+
+    init() { pending.reserveCapacity(16) }
+
+    func report(_ event: MQTTClientEvent) {
+        if sink != nil { pending.append(event) }
+    }
+
+    /// A delivery of its own was scheduled and has not run yet.
+    private var isScheduled = false
+
+    /// Whether a call into the client made events that no delivery under way or scheduled will
+    /// take; if so, the caller schedules one, and this counts it as scheduled.
+    func needsDelivery() -> Bool {
+        guard !pending.isEmpty, !isDelivering, !isScheduled else { return false }
+        isScheduled = true
+        return true
+    }
+
+    func deliver() {
+        guard !isDelivering else { return }
+        isDelivering = true
+        isScheduled = false
+        var index = 0
+        while index < pending.count, let sink {
+            let event = pending[index]
+            index += 1
+            sink(event)
+        }
+        pending.removeAll(keepingCapacity: true)
+        isDelivering = false
+    }
+
+    /// `stop()`: nothing more reaches the sink, not even what is reported and not delivered yet.
+    func end() {
+        sink = nil
+        pending.removeAll()
+    }
 }
 
 /// The connection the event loop runs: libmosquitto's instance, the socket's watch and the

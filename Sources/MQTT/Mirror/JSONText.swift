@@ -89,6 +89,9 @@ enum MirrorTimestamp {
     }
 
     /// Appends the 24 bytes of `date`'s timestamp to `out`.
+    ///
+    /// Grown once and filled in place: appended a digit at a time, each byte checked the array's
+    /// capacity and uniqueness, about 1,000 instructions per MQTT value (docs/performance.md).
     static func write(_ date: Date, to out: inout [UInt8]) {
         let interval = date.timeIntervalSince1970
         let wholeSeconds = interval.rounded(.down)
@@ -97,20 +100,25 @@ enum MirrorTimestamp {
         let seconds = Int(wholeSeconds)
         let (days, secondOfDay) = divideRoundingDown(seconds, 86_400)
         let (year, month, day) = civilDate(daysSince1970: days)
-        digits(year, 4, to: &out)
-        out.append(UInt8(ascii: "-"))
-        digits(month, 2, to: &out)
-        out.append(UInt8(ascii: "-"))
-        digits(day, 2, to: &out)
-        out.append(UInt8(ascii: "T"))
-        digits(secondOfDay / 3600, 2, to: &out)
-        out.append(UInt8(ascii: ":"))
-        digits(secondOfDay / 60 % 60, 2, to: &out)
-        out.append(UInt8(ascii: ":"))
-        digits(secondOfDay % 60, 2, to: &out)
-        out.append(UInt8(ascii: "."))
-        digits(millisecond, 3, to: &out)
-        out.append(UInt8(ascii: "Z"))
+        let start = out.count
+        out.append(contentsOf: "0000-00-00T00:00:00.000Z".utf8)
+        out.withUnsafeMutableBufferPointer { text in
+            /// `value`'s last `count` decimal digits, ending before `end`.
+            func digits(_ value: Int, _ count: Int, endingAt end: Int) {
+                var rest = value
+                for index in stride(from: start + end - 1, through: start + end - count, by: -1) {
+                    text[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
+                    rest /= 10
+                }
+            }
+            digits(year, 4, endingAt: 4)
+            digits(month, 2, endingAt: 7)
+            digits(day, 2, endingAt: 10)
+            digits(secondOfDay / 3600, 2, endingAt: 13)
+            digits(secondOfDay / 60 % 60, 2, endingAt: 16)
+            digits(secondOfDay % 60, 2, endingAt: 19)
+            digits(millisecond, 3, endingAt: 23)
+        }
     }
 
     /// The proleptic Gregorian date of a day number (0 = 1970-01-01). Counted in 400-year eras
@@ -129,15 +137,5 @@ enum MirrorTimestamp {
     private static func divideRoundingDown(_ value: Int, _ divisor: Int) -> (quotient: Int, remainder: Int) {
         let remainder = value % divisor
         return remainder < 0 ? (value / divisor - 1, remainder + divisor) : (value / divisor, remainder)
-    }
-
-    /// `value` in `count` decimal digits, zero-padded.
-    private static func digits(_ value: Int, _ count: Int, to out: inout [UInt8]) {
-        var divisor = 1
-        for _ in 1..<count { divisor *= 10 }
-        while divisor > 0 {
-            out.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value / divisor % 10))
-            divisor /= 10
-        }
     }
 }

@@ -9,14 +9,14 @@ public struct Mirror: Sendable {
     public let configuration: MirrorConfiguration
     public let topics: MirrorTopics
 
-    private let characteristics: [MirrorCharacteristicID: MirrorCharacteristic]
+    /// Each configured characteristic with its value topic and last value: a value finds all it
+    /// needs with one look-up (hashing the id's two names), changed in place.
+    private var characteristics: [MirrorCharacteristicID: Published]
     private let setTopics: [String: MirrorCharacteristicID]
     private var peripheral = MirrorPeripheralState(state: "unknown", advertising: false)
     private var centrals: [String: MirrorCentral] = [:]
     /// Subscribed centrals per characteristic, in subscription order.
     private var subscribers: [MirrorCharacteristicID: [(address: String, kind: MirrorSubscriptionKind)]] = [:]
-    /// Last value payload per characteristic (re-published on reconnect).
-    private var values: [MirrorCharacteristicID: [UInt8]] = [:]
     /// The components earlier device documents carried (the service keeps them in its state
     /// directory); nil when there is no record: discovery waits for a `discoverySurvey` of what
     /// the broker holds (`finishDiscovery`).
@@ -27,11 +27,20 @@ public struct Mirror: Sendable {
     /// The characteristics whose value is not current (their sensor stopped answering): their
     /// availability topic says `offline` and no heartbeat republishes their value.
     private var unavailable: Set<MirrorCharacteristicID> = []
-    /// When each value topic with a heartbeat was last published, by a value or a heartbeat: on
-    /// the loop's monotonic clock, since the wall clock may jump (a Pi's, when NTP first syncs).
-    private var lastPublished: [MirrorCharacteristicID: LoopInstant] = [:]
     /// The characteristics with a heartbeat, and its length.
     private let heartbeatIntervals: [(id: MirrorCharacteristicID, interval: Duration)]
+
+    private struct Published: Sendable {
+        let characteristic: MirrorCharacteristic
+        /// Made once: interpolated for each value, it cost an allocation and three copies.
+        let valueTopic: String
+        /// The last value's payload (re-published on reconnect, and by heartbeats).
+        var payload: [UInt8]?
+        /// When the value topic was last published, by a value or a heartbeat, if it has a
+        /// heartbeat: on the loop's monotonic clock, since the wall clock may jump (a Pi's, when
+        /// NTP first syncs).
+        var lastPublished: LoopInstant?
+    }
 
     public init(configuration: MirrorConfiguration) throws {
         try MirrorTopics.validateTopic(configuration.baseTopic, "base topic")
@@ -39,7 +48,8 @@ public struct Mirror: Sendable {
         if let prefix = configuration.discoveryPrefix {
             try MirrorTopics.validateTopic(prefix, "discovery prefix")
         }
-        var byID: [MirrorCharacteristicID: MirrorCharacteristic] = [:]
+        let topics = MirrorTopics(baseTopic: configuration.baseTopic, deviceID: configuration.deviceID)
+        var byID: [MirrorCharacteristicID: Published] = [:]
         for characteristic in configuration.characteristics {
             let id = characteristic.id
             try MirrorTopics.validateLevel(id.service, "service name")
@@ -50,12 +60,13 @@ public struct Mirror: Sendable {
             if let source = characteristic.sourceTopic {
                 try MirrorTopics.validateTopic(source, "source topic of \(id)")
             }
-            guard byID.updateValue(characteristic, forKey: id) == nil else {
+            let published = Published(characteristic: characteristic, valueTopic: topics.value(id))
+            guard byID.updateValue(published, forKey: id) == nil else {
                 throw MQTTError.invalidConfiguration("characteristic \(id) appears twice")
             }
         }
         self.configuration = configuration
-        self.topics = MirrorTopics(baseTopic: configuration.baseTopic, deviceID: configuration.deviceID)
+        self.topics = topics
         self.characteristics = byID
         var setTopics: [String: MirrorCharacteristicID] = [:]
         for characteristic in configuration.characteristics where characteristic.acceptsSet {
@@ -98,7 +109,9 @@ public struct Mirror: Sendable {
             result.append(availabilityMessage(characteristic.id))
         }
         for characteristic in configuration.characteristics where configuration.retainValues && !characteristic.isEvent {
-            if let payload = values[characteristic.id] { result.append(valueMessage(characteristic.id, payload)) }
+            if let published = characteristics[characteristic.id], let payload = published.payload {
+                result.append(valueMessage(published.valueTopic, payload, isEvent: characteristic.isEvent))
+            }
         }
         for characteristic in configuration.characteristics where subscribers[characteristic.id] != nil {
             result.append(subscribersMessage(characteristic.id))
@@ -160,18 +173,22 @@ public struct Mirror: Sendable {
             return [.publish(stateMessage, durable: false)]
 
         case .valueChanged(let id, let value, let raw, let date):
-            guard let characteristic = characteristics[id] else { return [] }
+            guard let index = characteristics.index(forKey: id) else { return [] }
             let payload: [UInt8] =
-                switch characteristic.payloadStyle {
+                switch characteristics.values[index].characteristic.payloadStyle {
                 case .json: Self.valuePayload(value, at: date)
                 case .raw: raw
                 }
-            values[id] = payload
-            if characteristic.heartbeat != nil { lastPublished[id] = now() }
-            return [.publish(valueMessage(id, payload), durable: false)]
+            characteristics.values[index].payload = payload
+            if characteristics.values[index].characteristic.heartbeat != nil {
+                characteristics.values[index].lastPublished = now()
+            }
+            let topic = characteristics.values[index].valueTopic
+            let isEvent = characteristics.values[index].characteristic.isEvent
+            return [.publish(valueMessage(topic, payload, isEvent: isEvent), durable: false)]
 
         case .availabilityChanged(let id, let reason):
-            guard characteristics[id]?.reportsAvailability == true else { return [] }
+            guard characteristics[id]?.characteristic.reportsAvailability == true else { return [] }
             let changed = reason == nil ? unavailable.remove(id) != nil : unavailable.insert(id).inserted
             return changed ? [.publish(availabilityMessage(id), durable: false)] : []
 
@@ -269,9 +286,14 @@ public struct Mirror: Sendable {
     public mutating func heartbeats(at now: LoopInstant) -> [MirrorAction] {
         var actions: [MirrorAction] = []
         for (id, interval) in heartbeatIntervals where !unavailable.contains(id) {
-            guard let last = lastPublished[id], let payload = values[id], now >= last + interval else { continue }
-            lastPublished[id] = now
-            actions.append(.publish(valueMessage(id, payload), durable: false))
+            guard let index = characteristics.index(forKey: id),
+                let last = characteristics.values[index].lastPublished, let payload = characteristics.values[index].payload,
+                now >= last + interval
+            else { continue }
+            characteristics.values[index].lastPublished = now
+            let topic = characteristics.values[index].valueTopic
+            let isEvent = characteristics.values[index].characteristic.isEvent
+            actions.append(.publish(valueMessage(topic, payload, isEvent: isEvent), durable: false))
         }
         return actions
     }
@@ -283,7 +305,7 @@ public struct Mirror: Sendable {
         guard let shortest = heartbeatIntervals.map(\.interval).min() else { return nil }
         var next = now + shortest
         for (id, interval) in heartbeatIntervals {
-            if let last = lastPublished[id] { next = min(next, last + interval) }
+            if let last = characteristics[id]?.lastPublished { next = min(next, last + interval) }
         }
         return next
     }
@@ -397,10 +419,11 @@ public struct Mirror: Sendable {
         return payload
     }
 
-    private func valueMessage(_ id: MirrorCharacteristicID, _ payload: [UInt8]) -> MQTTMessage {
+    /// Takes the topic, not the characteristic's `Published`: passing that copies it whole,
+    /// retaining every name and setting it holds, for each value.
+    private func valueMessage(_ topic: String, _ payload: [UInt8], isEvent: Bool) -> MQTTMessage {
         MQTTMessage(
-            topic: topics.value(id), payload: payload, qos: configuration.valueQoS,
-            retain: configuration.retainValues && characteristics[id]?.isEvent != true)
+            topic: topic, payload: payload, qos: configuration.valueQoS, retain: configuration.retainValues && !isEvent)
     }
 
     private func centralMessage(_ central: MirrorCentral) -> MQTTMessage {

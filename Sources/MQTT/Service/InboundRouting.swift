@@ -22,16 +22,12 @@ struct InboundRouting: Sendable {
     let birthDelay: @Sendable () -> Duration
     let logger: Logger
 
-    /// Runs on the caller's actor (the service's, on the event loop): no hop of its own.
-    func route(_ inbound: MirrorInbound, isolation: isolated (any Actor)? = #isolation) async -> Reply {
+    /// What the service does at once; nil for a `/set` or source payload, which the gateway's
+    /// handler decides (`ask`).
+    func route(_ inbound: MirrorInbound) -> Reply? {
         switch inbound {
-        case .set(let id, let payload):
-            guard case .rejected(let reason) = await onSet(id, payload) else { return .nothing }
-            logger.warning("MQTT /set for \(id) rejected: \(reason)")
-            return .reject(id, reason: reason)
-        case .sourceValue(let ids, let payload):
-            await onSourceValue(ids, payload)
-            return .nothing
+        case .set, .sourceValue:
+            return nil
         case .homeAssistantOnline:
             let delay = birthDelay()
             logger.info("Home Assistant came online: re-publishing discovery in \(delay)")
@@ -44,6 +40,22 @@ struct InboundRouting: Sendable {
             return .publish(correction)
         case .ignored:
             return .nothing
+        }
+    }
+
+    /// A `/set` or source payload through the gateway's handler (what `route` answers nil for).
+    /// Runs on the caller's actor (the service's, on the event loop): no hop of its own.
+    func ask(_ inbound: MirrorInbound, isolation: isolated (any Actor)? = #isolation) async -> Reply {
+        switch inbound {
+        case .set(let id, let payload):
+            guard case .rejected(let reason) = await onSet(id, payload) else { return .nothing }
+            logger.warning("MQTT /set for \(id) rejected: \(reason)")
+            return .reject(id, reason: reason)
+        case .sourceValue(let ids, let payload):
+            await onSourceValue(ids, payload)
+            return .nothing
+        default:
+            return route(inbound) ?? .nothing
         }
     }
 }

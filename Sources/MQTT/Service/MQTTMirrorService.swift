@@ -50,6 +50,10 @@ public actor MQTTMirrorService {
     private let started: LoopInstant
     /// The components of the published device documents.
     private let publishedComponentsFile: PublishedComponentsFile
+    /// `run()` waiting for `stop()` to have stopped the client.
+    private var runEnd: CheckedContinuation<Void, Never>?
+    /// The gateway's handling of `/set` and source payloads (`route`), one after the other.
+    private var gatewayAnswers = SerialTasks()
 
     /// Why the mirror is not connected: the last attempt's failure, or how the last connection
     /// ended; nil while connected.
@@ -121,18 +125,15 @@ public actor MQTTMirrorService {
     /// Connects (and keeps reconnecting) until `stop()`, publishing heartbeats as they fall due;
     /// returns after the client has stopped.
     public func run() async {
-        guard let client = connection.client else { return }
-        client.start()
-        // The timer fires on the event loop; the heartbeats are this actor's: one hop per check.
-        heartbeats.start { [weak self] in
-            guard let self else { return }
-            Task { await self.publishDueHeartbeats() }
-        }
+        guard let client = connection.client, !connection.isStopping else { return }
+        // Each event in the client's call on the loop, this actor's executor: no task per event.
+        client.start { [weak self] event in self?.onLoop(with: event) { $0.process($1) } }
+        // The timer fires on the event loop, this actor's executor: each check in its call.
+        heartbeats.start { [weak self] in self?.onLoop { $0.publishDueHeartbeats() } }
         heartbeats.schedule(mirror.nextHeartbeatCheck(after: clock()))
-        for await event in client.events {
-            await process(event)
-        }
+        await withCheckedContinuation { runEnd = $0 }
         heartbeats.stop()
+        await gatewayAnswers.idle()
     }
 
     /// Publishes `offline` (a clean shutdown does not trigger the Last Will), then disconnects.
@@ -142,6 +143,8 @@ public actor MQTTMirrorService {
         guard let client = connection.client else { return }
         connection.publish(mirror.offlineMessage)
         await client.stop()
+        runEnd?.resume()
+        runEnd = nil
     }
 
     /// A gateway event: updates the mirror and publishes what it implies.
@@ -171,7 +174,7 @@ public actor MQTTMirrorService {
 
     // MARK: Client events
 
-    private func process(_ event: MQTTClientEvent) async {
+    private func process(_ event: MQTTClientEvent) {
         switch event {
         case .connected(let id):
             connection.connected(id)
@@ -212,7 +215,7 @@ public actor MQTTMirrorService {
             switch pendingDiscovery.take(message) {
             case .complete: finishDiscovery()
             case .taken: break
-            case .notTheSurveys: await route(message)
+            case .notTheSurveys: route(message)
             }
         }
     }
@@ -246,8 +249,24 @@ public actor MQTTMirrorService {
         rememberPublishedComponents()
     }
 
-    private func route(_ message: MQTTMessage) async {
-        switch await routing.route(mirror.route(message)) {
+    private func route(_ message: MQTTMessage) {
+        let inbound = mirror.route(message)
+        guard let reply = routing.route(inbound) else {
+            // A `/set` or source payload: the gateway's handlers are async (an output's line is
+            // driven off the loop), so these alone take a task, each after the one before, so the
+            // payloads apply in the order they came.
+            gatewayAnswers.enqueue { await self.askGateway(inbound) }
+            return
+        }
+        act(on: reply)
+    }
+
+    private func askGateway(_ inbound: MirrorInbound) async {
+        act(on: await routing.ask(inbound))
+    }
+
+    private func act(on reply: InboundRouting.Reply) {
+        switch reply {
         case .nothing:
             break
         case .reject(let id, let reason):
