@@ -518,8 +518,8 @@ struct BrokerTests {
     }
 
     /// A broker that stays connected but takes nothing (stopped with SIGSTOP) costs one held
-    /// message per topic, not a queue of every value: 20 values go out before the client says it
-    /// is behind, the 4,980 after wait as one, and when the broker runs again it gets the newest.
+    /// message per topic, not a queue of every value: up to 20 values go out before the client
+    /// says it is behind, the rest wait as one, and when the broker runs again it gets the newest.
     @Test func aBrokerThatFallsBehindGetsTheNewestValueOfEachTopicAndNoQueue() async throws {
         let broker = try Broker()
         defer { broker.stop() }
@@ -546,9 +546,13 @@ struct BrokerTests {
         try await waitUntil { await running.service.heldMessages == 0 }
         #expect(await !running.service.isBehind)
         let values = await watcher.received(on: topic).compactMap(value)
+        // At most 20 went out before the client was behind: fewer when messages of the connection's
+        // start (its retained state) were not acknowledged yet when the broker stopped.
+        let sentBeforeBehind = values.dropLast()
         #expect(
-            values.count == 21 && values.prefix(20).elementsEqual(1...20) && values.last == 5_000,
-            "the 20 sent before the client was behind, then the newest: \(values.count) values, \(values.prefix(25))")
+            (1...20).contains(sentBeforeBehind.count) && sentBeforeBehind.elementsEqual(1...sentBeforeBehind.count)
+                && values.last == 5_000,
+            "the first values sent before the client was behind, then the newest: \(values.count) values, \(values.prefix(25))")
         await running.stop()
         await watcher.stop()
     }
