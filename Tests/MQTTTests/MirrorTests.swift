@@ -308,6 +308,9 @@ struct MirrorTests {
                 == ["retained gattway/pi1/env/temperature/availability offline"])
         #expect(mirror.apply(.availabilityChanged(temperature, unavailable: "still none"), now: loopStart).isEmpty, "no news")
         #expect(mirror.heartbeats(at: loopStart + .seconds(300)).isEmpty, "the old value is not current: not republished")
+        #expect(
+            mirror.nextHeartbeatCheck(after: loopStart + .seconds(300)).map { $0 > loopStart + .seconds(300) } == true,
+            "nor is its heartbeat due: a check due at once would come back at once, forever")
         let state = published(
             mirror.apply(
                 .peripheralState(

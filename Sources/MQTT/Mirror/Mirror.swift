@@ -300,11 +300,13 @@ public struct Mirror: Sendable {
 
     /// When to call `heartbeats(at:)` next: the earliest heartbeat due, and no later than the
     /// shortest heartbeat after `now`, since a first value arriving meanwhile is due no sooner.
+    /// An unavailable characteristic's heartbeat is not due: `heartbeats(at:)` skips it, so its
+    /// time stays in the past, and counting it made every check due at once, a timer that spun.
     /// nil when no characteristic has a heartbeat.
     public func nextHeartbeatCheck(after now: LoopInstant) -> LoopInstant? {
         guard let shortest = heartbeatIntervals.map(\.interval).min() else { return nil }
         var next = now + shortest
-        for (id, interval) in heartbeatIntervals {
+        for (id, interval) in heartbeatIntervals where !unavailable.contains(id) {
             if let last = characteristics[id]?.lastPublished { next = min(next, last + interval) }
         }
         return next
