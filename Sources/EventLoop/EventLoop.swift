@@ -352,16 +352,18 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
                     index += 1
                 }
             }
-            if !due.isEmpty {
+            let timersFired = !due.isEmpty
+            if timersFired {
                 for body in due { body() }
                 due.removeAll(keepingCapacity: true)
-                continue
             }
-            // Jobs the last turn queued (a task resumed by a descriptor's handler, typically) run
-            // next without asking the kernel first: an `epoll_wait` that finds nothing is a system
-            // call per hop, several per event. The descriptors are still polled every few turns, so a
-            // chain of jobs that keeps queueing more cannot keep their events waiting.
-            var busy = queued.load(ordering: .relaxed)
+            // Jobs the last turn queued (a task resumed by a descriptor's handler, typically) and
+            // timers that fired (which may have armed others, due already) are looked at again
+            // without asking the kernel first: an `epoll_wait` that finds nothing is a system call
+            // per hop, several per event. The descriptors are still polled every few turns, so a
+            // chain of jobs that keeps queueing more, or a timer that keeps arming itself in the
+            // past, cannot keep their events waiting.
+            var busy = timersFired || queued.load(ordering: .relaxed)
             if busy && turnsWithoutPolling < Self.turnsBetweenPolls {
                 turnsWithoutPolling += 1
                 continue

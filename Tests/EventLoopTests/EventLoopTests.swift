@@ -325,6 +325,45 @@ private struct Pipe {
         #expect(await actor.calls == 1)
     }
 
+    /// A timer that keeps arming itself at a deadline already past runs turn after turn, but a
+    /// readable descriptor still has its handler called within a few turns: the loop polls
+    /// between them as it does between queued jobs.
+    @Test func aTimerThatKeepsFiringDoesNotStarveADescriptor() async {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let counts = FiringCounts()
+        let spinning = LoopBound<EventLoop.Timer?>(nil)
+        let (handled, handledContinuation) = AsyncStream.makeStream(of: Void.self)
+        let watch = loop.watch(pipe.read) { _ in
+            var byte: UInt8 = 0
+            while Glibc.read(pipe.read, &byte, 1) == 1 {}
+            counts.handledAfter.store(counts.firings.load(ordering: .relaxed), ordering: .relaxed)
+            spinning.value?.disarm()
+            handledContinuation.yield()
+        }
+        await onTheLoop { [loop] in
+            let timer = loop.makeTimer {
+                // A starved descriptor: stop after a million firings and let the test fail.
+                guard counts.firings.add(1, ordering: .relaxed).newValue < 1_000_000 else {
+                    handledContinuation.yield()
+                    return
+                }
+                spinning.value?.arm(at: LoopInstant(nanoseconds: 0))
+            }
+            spinning.value = timer
+            timer.arm(at: LoopInstant(nanoseconds: 0))
+            pipe.send(1)
+        }
+        var iterator = handled.makeAsyncIterator()
+        await iterator.next()
+        await onTheLoop { [loop] in
+            spinning.value?.disarm()
+            loop.unwatch(watch)
+        }
+        let firings = counts.handledAfter.load(ordering: .relaxed)
+        #expect(firings >= 0 && firings < 100, "the handler waited \(firings) firings of the timer")
+    }
+
     @Test func aPastDeadlineFiresOnTheNextTurn() async {
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
         let timer = loop.makeTimer { continuation.yield() }
@@ -332,6 +371,12 @@ private struct Pipe {
         var iterator = stream.makeAsyncIterator()
         await iterator.next()
     }
+}
+
+/// How often a timer fired, and how often it had when a descriptor's handler ran.
+private final class FiringCounts: Sendable {
+    let firings = Atomic(0)
+    let handledAfter = Atomic(-1)
 }
 
 /// Queues a closure that queues the next, until the watched pipe's handler has run (or a
