@@ -30,16 +30,45 @@ public struct Mirror: Sendable {
     /// The characteristics with a heartbeat, and its length.
     private let heartbeatIntervals: [(id: MirrorCharacteristicID, interval: Duration)]
 
+    /// A configured characteristic and its value topic's state. Its methods are called through
+    /// the table's in-place access (`characteristics.values[index].publish(…)`): read through
+    /// the table's getter, the entry was copied whole, retaining every name and setting it
+    /// holds, several times per value.
     private struct Published: Sendable {
         let characteristic: MirrorCharacteristic
         /// Made once: interpolated for each value, it cost an allocation and three copies.
         let valueTopic: String
+        let qos: MQTTQoS
+        let retain: Bool
         /// The last value's payload (re-published on reconnect, and by heartbeats).
         var payload: [UInt8]?
         /// When the value topic was last published, by a value or a heartbeat, if it has a
         /// heartbeat: on the loop's monotonic clock, since the wall clock may jump (a Pi's, when
         /// NTP first syncs).
         var lastPublished: LoopInstant?
+
+        /// The new value's message; its payload is the last one from now on.
+        mutating func publish(_ value: MirrorValue, raw: [UInt8], at date: Date, now: () -> LoopInstant) -> MQTTMessage {
+            let payload: [UInt8] =
+                switch characteristic.payloadStyle {
+                case .json: Mirror.valuePayload(value, at: date)
+                case .raw: raw
+                }
+            self.payload = payload
+            if characteristic.heartbeat != nil { lastPublished = now() }
+            return message(payload)
+        }
+
+        /// The last value's message again, when a heartbeat of `interval` is due at `now`.
+        mutating func beat(at now: LoopInstant, every interval: Duration) -> MQTTMessage? {
+            guard let last = lastPublished, let payload, now >= last + interval else { return nil }
+            lastPublished = now
+            return message(payload)
+        }
+
+        func message(_ payload: [UInt8]) -> MQTTMessage {
+            MQTTMessage(topic: valueTopic, payload: payload, qos: qos, retain: retain)
+        }
     }
 
     public init(configuration: MirrorConfiguration) throws {
@@ -60,7 +89,9 @@ public struct Mirror: Sendable {
             if let source = characteristic.sourceTopic {
                 try MirrorTopics.validateTopic(source, "source topic of \(id)")
             }
-            let published = Published(characteristic: characteristic, valueTopic: topics.value(id))
+            let published = Published(
+                characteristic: characteristic, valueTopic: topics.value(id), qos: configuration.valueQoS,
+                retain: configuration.retainValues && !characteristic.isEvent)
             guard byID.updateValue(published, forKey: id) == nil else {
                 throw MQTTError.invalidConfiguration("characteristic \(id) appears twice")
             }
@@ -110,7 +141,7 @@ public struct Mirror: Sendable {
         }
         for characteristic in configuration.characteristics where configuration.retainValues && !characteristic.isEvent {
             if let published = characteristics[characteristic.id], let payload = published.payload {
-                result.append(valueMessage(published.valueTopic, payload, isEvent: characteristic.isEvent))
+                result.append(published.message(payload))
             }
         }
         for characteristic in configuration.characteristics where subscribers[characteristic.id] != nil {
@@ -174,18 +205,7 @@ public struct Mirror: Sendable {
 
         case .valueChanged(let id, let value, let raw, let date):
             guard let index = characteristics.index(forKey: id) else { return [] }
-            let payload: [UInt8] =
-                switch characteristics.values[index].characteristic.payloadStyle {
-                case .json: Self.valuePayload(value, at: date)
-                case .raw: raw
-                }
-            characteristics.values[index].payload = payload
-            if characteristics.values[index].characteristic.heartbeat != nil {
-                characteristics.values[index].lastPublished = now()
-            }
-            let topic = characteristics.values[index].valueTopic
-            let isEvent = characteristics.values[index].characteristic.isEvent
-            return [.publish(valueMessage(topic, payload, isEvent: isEvent), durable: false)]
+            return [.publish(characteristics.values[index].publish(value, raw: raw, at: date, now: now), durable: false)]
 
         case .availabilityChanged(let id, let reason):
             guard characteristics[id]?.characteristic.reportsAvailability == true else { return [] }
@@ -287,13 +307,9 @@ public struct Mirror: Sendable {
         var actions: [MirrorAction] = []
         for (id, interval) in heartbeatIntervals where !unavailable.contains(id) {
             guard let index = characteristics.index(forKey: id),
-                let last = characteristics.values[index].lastPublished, let payload = characteristics.values[index].payload,
-                now >= last + interval
+                let message = characteristics.values[index].beat(at: now, every: interval)
             else { continue }
-            characteristics.values[index].lastPublished = now
-            let topic = characteristics.values[index].valueTopic
-            let isEvent = characteristics.values[index].characteristic.isEvent
-            actions.append(.publish(valueMessage(topic, payload, isEvent: isEvent), durable: false))
+            actions.append(.publish(message, durable: false))
         }
         return actions
     }
@@ -419,13 +435,6 @@ public struct Mirror: Sendable {
         MirrorTimestamp.write(date, to: &payload)
         payload += #""}"#.utf8
         return payload
-    }
-
-    /// Takes the topic, not the characteristic's `Published`: passing that copies it whole,
-    /// retaining every name and setting it holds, for each value.
-    private func valueMessage(_ topic: String, _ payload: [UInt8], isEvent: Bool) -> MQTTMessage {
-        MQTTMessage(
-            topic: topic, payload: payload, qos: configuration.valueQoS, retain: configuration.retainValues && !isEvent)
     }
 
     private func centralMessage(_ central: MirrorCentral) -> MQTTMessage {
