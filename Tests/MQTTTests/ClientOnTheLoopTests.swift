@@ -8,17 +8,27 @@ import Testing
 
 @Suite("The client on the event loop, against a real mosquitto", .disabled(if: integrationTestsStandAside, unitOnlyReason))
 struct ClientOnTheLoopTests {
+    /// A client started on `broker` with its events recorded, once its first connection is made.
+    static func connectedClient(
+        to broker: Broker, clientID: String
+    ) async throws -> (MQTTClient, EventLog<MQTTClientEvent>, MQTTConnectionID) {
+        let client = try MQTTClient(
+            configuration: MQTTClientConfiguration(host: "127.0.0.1", port: broker.port, clientID: clientID),
+            logger: testLogger)
+        let events = EventLog<MQTTClientEvent>()
+        client.start(eventSink: events.append)
+        guard case .connected(let connection) = try await events.next(where: \.isConnected) else {
+            throw MQTTError.notConnected
+        }
+        return (client, events, connection)
+    }
+
     /// A `.delivered` event comes only for the messages published with `reportsDelivery`: values
     /// and state cost no event each, while the outbox's events still learn of their PUBACK.
     @Test(.timeLimit(.minutes(1))) func onlyMessagesPublishedWithReportsDeliveryAreReported() async throws {
         let broker = try Broker()
         defer { broker.stop() }
-        let client = try MQTTClient(
-            configuration: MQTTClientConfiguration(host: "127.0.0.1", port: broker.port, clientID: "delivery-reports"),
-            logger: testLogger)
-        let events = EventLog<MQTTClientEvent>()
-        client.start(eventSink: events.append)
-        guard case .connected(let connection) = try await events.next(where: \.isConnected) else { return }
+        let (client, events, connection) = try await Self.connectedClient(to: broker, clientID: "delivery-reports")
         #expect(threadNames().contains(MQTTClient.threadName), "the network thread is named")
         // PUBACKs come in the order the messages went out: the unreported ones are acknowledged
         // before the last reported one is.
@@ -96,12 +106,7 @@ struct ClientOnTheLoopTests {
     @Test(.timeLimit(.minutes(1))) func aDeliveryReachesTheSinkAfterThePublishReturned() async throws {
         let broker = try Broker()
         defer { broker.stop() }
-        let client = try MQTTClient(
-            configuration: MQTTClientConfiguration(host: "127.0.0.1", port: broker.port, clientID: "delivery-after-publish"),
-            logger: testLogger)
-        let events = EventLog<MQTTClientEvent>()
-        client.start(eventSink: events.append)
-        guard case .connected(let connection) = try await events.next(where: \.isConnected) else { return }
+        let (client, events, connection) = try await Self.connectedClient(to: broker, clientID: "delivery-after-publish")
         let (messageID, deliveredDuringPublish) = try EventLoop.shared.runAndWait {
             let messageID = try client.publish(
                 MQTTMessage(topic: "test/event", text: "at most once", qos: .atMostOnce), on: connection, reportsDelivery: true)
@@ -120,12 +125,7 @@ struct ClientOnTheLoopTests {
         let broker = try Broker()
         defer { broker.stop() }
         let subscriber = try await TestSubscriber(port: broker.port, filters: ["test/large"])
-        let client = try MQTTClient(
-            configuration: MQTTClientConfiguration(host: "127.0.0.1", port: broker.port, clientID: "large"),
-            logger: testLogger)
-        let events = EventLog<MQTTClientEvent>()
-        client.start(eventSink: events.append)
-        guard case .connected(let connection) = try await events.next(where: \.isConnected) else { return }
+        let (client, _, connection) = try await Self.connectedClient(to: broker, clientID: "large")
         let payload = [UInt8](repeating: 0x5a, count: 32 << 20)
         try client.publish(MQTTMessage(topic: "test/large", payload: payload, qos: .atMostOnce), on: connection)
         let received = try await subscriber.next(on: "test/large", timeout: .seconds(4))
