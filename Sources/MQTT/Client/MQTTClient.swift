@@ -603,15 +603,14 @@ private final class EventOutlet {
     private var pending: [MQTTClientEvent] = []
     /// A delivery is under way: an event the sink's calls make joins it rather than nesting one.
     private var isDelivering = false
+    /// A delivery of its own was scheduled and has not run yet.
+    private var isScheduled = false
 
     init() { pending.reserveCapacity(16) }
 
     func report(_ event: MQTTClientEvent) {
         if sink != nil { pending.append(event) }
     }
-
-    /// A delivery of its own was scheduled and has not run yet.
-    private var isScheduled = false
 
     /// Whether a call into the client made events that no delivery under way or scheduled will
     /// take; if so, the caller schedules one, and this counts it as scheduled.
