@@ -325,8 +325,8 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "EventLoop", "LoopClock", "Gateway", "gattway", "Config", "GPIO", "Sensors", "Values", "Notify", "BluetoothHost",
-                "BluetoothGATT", "BluetoothCore", "BluetoothSMP", "MQTTMirror", "MQTTClient", "MQTTService", "StateFile", "TestHarness",
-                "DevelopmentHarness",
+                "BluetoothATT", "BluetoothGATT", "BluetoothCore", "BluetoothSMP", "MQTTMirror", "MQTTClient", "MQTTService", "StateFile",
+                "TestHarness", "DevelopmentHarness",
                 .product(name: "Logging", package: "swift-log")
             ],
             path: "Tests/GatewayTests", swiftSettings: swiftSettings),

@@ -83,6 +83,16 @@ private let uuid128LE = "9ecadc240ee5a9e093f3a3b50100406e"
         #expect(pdu.opcode.rawValue == bytes[0])
     }
 
+    /// An update kept apart from its encoding is the notification or indication PDU it names.
+    @Test func updatesAreTheirPDUs() throws {
+        let notification = ATTUpdate(.notification, handle: 0x16, value: [0x41, 0x42])
+        #expect(notification.encoded == [0x1B, 0x16, 0x00, 0x41, 0x42])
+        #expect(try ATTPDU(decoding: notification.encoded) == notification.pdu)
+        let indication = ATTUpdate(.indication, handle: 0x16, value: [0x41, 0x42])
+        #expect(indication.encoded == [0x1D, 0x16, 0x00, 0x41, 0x42])
+        #expect(indication.opcode == .handleValueIndication)
+    }
+
     @Test func everyOpcodeHasAVector() {
         let covered = Set(Self.vectors.map { $0.1.opcode })
         #expect(covered == Set(ATTOpcode.allCases))

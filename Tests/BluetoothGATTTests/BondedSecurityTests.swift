@@ -95,9 +95,7 @@ import Testing
         #expect(try server.updateValue([0x09], for: notify, now: serverStart))
         #expect(
             server.takeOutput() == [
-                .sendUpdate(
-                    [0x1B, UInt8(notify.valueHandle & 0xFF), UInt8(notify.valueHandle >> 8), 0x09],
-                    to: central)
+                .sendUpdate(ATTUpdate(.notification, handle: notify.valueHandle, value: [0x09]), to: central)
             ])
     }
 
@@ -146,7 +144,9 @@ import Testing
         } else {
             Issue.record("no subscribed event for Service Changed: \(output)")
         }
-        #expect(output.last == .sendUpdate([0x1D, UInt8(serviceChangedValue), 0x00, 0x01, 0x00, 0xFF, 0xFF], to: central))
+        #expect(
+            output.last
+                == .sendUpdate(ATTUpdate(.indication, handle: serviceChangedValue, value: [0x01, 0x00, 0xFF, 0xFF]), to: central))
         #expect(server.snapshot(of: central)?.clientConfigurations == [serviceChangedCCCD: 0x0002])
 
         // Without the Service Changed subscription there is nothing to indicate, and nothing comes back.

@@ -136,7 +136,8 @@ extension GATTServer {
         var events: [GATTServerEvent] = []
         for item in output {
             switch item {
-            case .send(let pdu, _), .sendUpdate(let pdu, _): sent.append(pdu.hexString)
+            case .send(let pdu, _): sent.append(pdu.hexString)
+            case .sendUpdate(let update, _): sent.append(update.encoded.hexString)
             case .event(let event): events.append(event)
             }
         }

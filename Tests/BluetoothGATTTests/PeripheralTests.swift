@@ -16,7 +16,9 @@ final class MemoryLink: PeripheralLink, @unchecked Sendable {
     private var _latency: [(ConnectionLatency, CentralID)] = []
 
     func send(_ pdu: [UInt8], to central: CentralID) { locked { _sent.append((central, pdu, false)) } }
-    func sendUpdate(_ pdu: [UInt8], to central: CentralID) { locked { _sent.append((central, pdu, true)) } }
+    func sendUpdate(_ update: ATTUpdate, to central: CentralID) {
+        locked { _sent.append((central, update.encoded, true)) }
+    }
     func disconnectAfterTransactionTimeout(_ central: CentralID) { locked { _timedOut.append(central) } }
     func requestConnectionLatency(_ latency: ConnectionLatency, for central: CentralID) {
         locked { _latency.append((latency, central)) }

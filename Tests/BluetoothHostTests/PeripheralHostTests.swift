@@ -1,3 +1,4 @@
+import BluetoothATT
 import BluetoothCore
 import BluetoothGATT
 import BluetoothHCI
@@ -278,7 +279,7 @@ struct PeripheralHostTests {
             Issue.record("no connection")
             return
         }
-        let notification: [UInt8] = [0x1B, 0x10, 0x00, 0x01]
+        let notification = ATTUpdate(.notification, handle: 0x0010, value: [0x01])
         bearer.sendUpdate(notification)
         bearer.sendUpdate(notification)
         bearer.sendUpdate(notification)
@@ -289,6 +290,43 @@ struct PeripheralHostTests {
         controller.inject(.event(.disconnectionComplete(status: .success, handle: 0x41, reason: .remoteUserTerminated)))
         _ = await rig.server.events.first { if case .disconnected = $0 { true } else { false } }
         #expect(await rig.server.events.first { if case .credits = $0 { true } else { false } } == .credits(2))
+    }
+
+    /// An update's opcode and handle go out before its value array itself, cut wherever the
+    /// controller's buffers cut it; one waiting for a buffer keeps the value it was sent with
+    /// when the caller's array changes meanwhile.
+    @Test(.onTheLoop) func queuedUpdatesGoOutWithTheValuesTheyWereSentWith() async throws {
+        let controller = FakeController(buffers: ACLBufferSize(dataLength: 5, packetCount: 1))
+        let rig = try Self.start([controller], queueCapacity: 5)
+        defer { rig.task.cancel() }
+        #expect(await rig.server.events.first { if case .credits = $0 { true } else { false } } == .credits(5))
+        controller.connect(handle: 0x41, peer: Self.phone)
+        guard
+            case .connected(let central) = await rig.server.events.first(matching: {
+                if case .connected = $0 { true } else { false }
+            }), let bearer = rig.server.bearer(for: central)
+        else {
+            Issue.record("no connection")
+            return
+        }
+        var value: [UInt8] = [0x01, 0x02]
+        bearer.sendUpdate(ATTUpdate(.notification, handle: 0x0110, value: value))
+        value[0] = 0x03
+        bearer.sendUpdate(ATTUpdate(.indication, handle: 0x0110, value: value))
+        value[0] = 0x05
+        // Two 9-byte frames in 5-byte buffers, one at a time: four fragments, each sent once
+        // the one before completes.
+        var fragments: [HCIACLPacket] = []
+        for _ in 0..<4 {
+            fragments += await Self.acl(controller, count: 1)
+            controller.complete(1, on: 0x41)
+        }
+        #expect(fragments.map(\.data.count) == [5, 4, 5, 4])
+        #expect(
+            fragments.flatMap(\.data) == [
+                0x05, 0x00, 0x04, 0x00, 0x1B, 0x10, 0x01, 0x01, 0x02,
+                0x05, 0x00, 0x04, 0x00, 0x1D, 0x10, 0x01, 0x03, 0x02
+            ])
     }
 
     @Test func answersSignalingAndPairing() async throws {

@@ -56,6 +56,20 @@ struct L2CAPFrameTests {
         #expect(packets == frame.fragments(handle: 7, maxFragmentLength: maxFragmentLength))
     }
 
+    /// A frame whose payload starts with a head (an ATT update's opcode and handle) before its
+    /// body is the same frame on air as one with the payload in one array, however it is cut.
+    @Test(arguments: 1...9) func aHeadGoesOutBeforeTheBody(maxFragmentLength: Int) {
+        let frame = L2CAPFrame(
+            channel: 0x0004, head: L2CAPFrame.Head().appending(UInt8(0x1B)).appending(UInt16(0x002A)), body: [0x7F, 0x80])
+        let whole = L2CAPFrame(channel: 0x0004, payload: [0x1B, 0x2A, 0x00, 0x7F, 0x80])
+        #expect(frame == whole)
+        #expect(frame.encodedLength == 9)
+        #expect(frame.encoded == [0x05, 0x00, 0x04, 0x00, 0x1B, 0x2A, 0x00, 0x7F, 0x80])
+        #expect(
+            frame.fragments(handle: 7, maxFragmentLength: maxFragmentLength)
+                == whole.fragments(handle: 7, maxFragmentLength: maxFragmentLength))
+    }
+
     @Test func reassemblesWhatWasFragmented() {
         var reassembler = L2CAPReassembler()
         let frames = [

@@ -1,3 +1,4 @@
+import BluetoothATT
 import BluetoothCore
 import BluetoothGATT
 import Config
@@ -15,8 +16,8 @@ final class RecordingLink: PeripheralLink, @unchecked Sendable {
     private var sent: [(CentralID, [UInt8], UInt64)] = []
 
     func send(_ pdu: [UInt8], to central: CentralID) { lock.withLock { sent.append((central, pdu, EventLoop.now().nanoseconds)) } }
-    func sendUpdate(_ pdu: [UInt8], to central: CentralID) {
-        lock.withLock { sent.append((central, pdu, EventLoop.now().nanoseconds)) }
+    func sendUpdate(_ update: ATTUpdate, to central: CentralID) {
+        lock.withLock { sent.append((central, update.encoded, EventLoop.now().nanoseconds)) }
     }
     func disconnectAfterTransactionTimeout(_ central: CentralID) {}
     func requestConnectionLatency(_ latency: ConnectionLatency, for central: CentralID) {}

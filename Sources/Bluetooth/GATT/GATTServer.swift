@@ -253,8 +253,9 @@ public final class GATTServer {
             transmitCredits -= 1
             central.updatesInFlight += 1
             sendUpdate(
-                .handleValueNotification(
-                    handle: characteristic.valueHandle, value: value.truncated(to: central.maximumUpdateValueLength)),
+                ATTUpdate(
+                    .notification, handle: characteristic.valueHandle,
+                    value: value.truncated(to: central.maximumUpdateValueLength)),
                 to: central)
         }
         for (central, bits) in zip(centrals, updateBits) where bits == Self.indicateBit {
@@ -422,8 +423,8 @@ public final class GATTServer {
     }
 
     /// A notification or indication, which took a transmit credit.
-    func sendUpdate(_ pdu: ATTPDU, to central: CentralState) {
-        output.append(.sendUpdate(pdu.encoded, to: central.id))
+    func sendUpdate(_ update: ATTUpdate, to central: CentralState) {
+        output.append(.sendUpdate(update, to: central.id))
     }
 
     func expireTransaction(of central: CentralState, now: LoopInstant) {
@@ -473,7 +474,7 @@ public final class GATTServer {
             handle: next.handle, isServiceChanged: next.isServiceChanged,
             deadline: now + configuration.transactionTimeout)
         sendUpdate(
-            .handleValueIndication(handle: next.handle, value: next.value.truncated(to: central.maximumUpdateValueLength)),
+            ATTUpdate(.indication, handle: next.handle, value: next.value.truncated(to: central.maximumUpdateValueLength)),
             to: central)
     }
 

@@ -159,8 +159,9 @@ public enum GATTServerOutput: Hashable, Sendable {
     /// A response (or error response) to the central's request: sent outside the transmit credits.
     case send([UInt8], to: CentralID)
     /// A Handle Value Notification or Indication: it spent one of the server's transmit credits,
-    /// which come back when the controller reports it delivered (or the link drops it).
-    case sendUpdate([UInt8], to: CentralID)
+    /// which come back when the controller reports it delivered (or the link drops it). Not
+    /// encoded: the link puts its opcode and handle before the value as it sends it.
+    case sendUpdate(ATTUpdate, to: CentralID)
     case event(GATTServerEvent)
 }
 

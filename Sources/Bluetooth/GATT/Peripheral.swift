@@ -60,7 +60,7 @@ public protocol PeripheralLink: Sendable {
     func send(_ pdu: [UInt8], to central: CentralID)
     /// Transmit a notification or indication, which spent one of the server's transmit credits:
     /// the host reports it back with `updatesDelivered` and `transmitRoomFreed`.
-    func sendUpdate(_ pdu: [UInt8], to central: CentralID)
+    func sendUpdate(_ update: ATTUpdate, to central: CentralID)
     /// The ATT bearer is dead (an indication went unconfirmed for 30 s): disconnect the central.
     func disconnectAfterTransactionTimeout(_ central: CentralID)
     /// The program's latency wish for a central, to turn into a connection parameter request.
@@ -369,8 +369,8 @@ public actor Peripheral {
             switch item {
             case .send(let pdu, let central):
                 link.send(pdu, to: central)
-            case .sendUpdate(let pdu, let central):
-                link.sendUpdate(pdu, to: central)
+            case .sendUpdate(let update, let central):
+                link.sendUpdate(update, to: central)
             case .event(.subscribed(let central, let characteristic)):
                 report(.subscribed(central, characteristic))
             case .event(.unsubscribed(let central, let characteristic)):

@@ -1,3 +1,4 @@
+import BluetoothATT
 import BluetoothCore
 import BluetoothGATT
 import BluetoothHCI
@@ -24,11 +25,16 @@ public final class ATTBearer: Sendable {
 
     /// Queues a notification or indication. It spends one of the transmit credits the host
     /// granted through `ATTServer.transmitCreditsAvailable(_:)`; the credit comes back once the
-    /// controller has sent the PDU (or the connection is gone).
-    public func sendUpdate(_ pdu: [UInt8]) {
+    /// controller has sent the PDU (or the connection is gone). The frame's head carries the
+    /// opcode and handle and its body is the update's value array itself: queued until the
+    /// controller has room, the notification holds the value it was sent with, and no PDU array
+    /// is made for it.
+    public func sendUpdate(_ update: ATTUpdate) {
         transmitter.send(
-            L2CAPFrame(channel: L2CAPChannel.att, payload: pdu), on: central.handle,
-            isUpdate: true)
+            L2CAPFrame(
+                channel: L2CAPChannel.att, head: L2CAPFrame.Head().appending(update.opcode.rawValue).appending(update.handle),
+                body: update.value),
+            on: central.handle, isUpdate: true)
     }
 }
 

@@ -148,8 +148,8 @@ final class HostPeripheralLink: PeripheralLink, Sendable {
         bearer(of: central)?.send(pdu)
     }
 
-    func sendUpdate(_ pdu: [UInt8], to central: CentralID) {
-        bearer(of: central)?.sendUpdate(pdu)
+    func sendUpdate(_ update: ATTUpdate, to central: CentralID) {
+        bearer(of: central)?.sendUpdate(update)
     }
 
     private func bearer(of central: CentralID) -> ATTBearer? {

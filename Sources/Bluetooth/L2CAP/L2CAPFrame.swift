@@ -9,25 +9,77 @@ public enum L2CAPChannel {
 }
 
 /// An L2CAP basic frame (B-frame, Core Vol 3 Part A 3.1): length, channel ID, payload.
+///
+/// The payload is kept as `head`, a few bytes held inline, then `body`: an upper layer's fixed
+/// fields (an ATT notification's opcode and handle) apart from the value it carries, so a value
+/// array shared with its owner goes out as it is, with no PDU array made to hold it plus its
+/// header. Frames are equal when their channels and payload bytes are.
 public struct L2CAPFrame: Equatable, Sendable {
     public var channel: UInt16
-    public var payload: [UInt8]
+    public var head: Head
+    public var body: [UInt8]
 
     public init(channel: UInt16, payload: [UInt8]) {
+        self.init(channel: channel, head: Head(), body: payload)
+    }
+
+    public init(channel: UInt16, head: Head, body: [UInt8]) {
         self.channel = channel
-        self.payload = payload
+        self.head = head
+        self.body = body
+    }
+
+    /// Up to `capacity` bytes before a frame's body, held in an integer rather than an array.
+    public struct Head: Equatable, Sendable {
+        public static let capacity = 4
+        /// The bytes, first in the lowest byte.
+        private var bits: UInt32 = 0
+        public private(set) var count = 0
+
+        public init() {}
+
+        public subscript(position: Int) -> UInt8 {
+            UInt8(truncatingIfNeeded: bits >> (8 * position))
+        }
+
+        /// The head with `byte` after its bytes.
+        public func appending(_ byte: UInt8) -> Head {
+            precondition(count < Self.capacity, "an L2CAP frame head holds at most \(Self.capacity) bytes")
+            var head = self
+            head.bits |= UInt32(byte) << (8 * count)
+            head.count += 1
+            return head
+        }
+
+        /// The head with `value` after its bytes, little-endian.
+        public func appending(_ value: UInt16) -> Head {
+            appending(UInt8(truncatingIfNeeded: value)).appending(UInt8(truncatingIfNeeded: value >> 8))
+        }
+    }
+
+    /// `head` then `body`; the body itself when the head is empty, as in every frame received.
+    public var payload: [UInt8] {
+        guard head.count > 0 else { return body }
+        return (0..<head.count).map { head[$0] } + body
+    }
+
+    public static func == (lhs: L2CAPFrame, rhs: L2CAPFrame) -> Bool {
+        lhs.channel == rhs.channel && lhs.payload == rhs.payload
     }
 
     public var encoded: [UInt8] {
-        var writer = ByteWriter(capacity: 4 + payload.count)
-        writer.write(UInt16(payload.count))
+        var writer = ByteWriter(capacity: encodedLength)
+        writer.write(UInt16(payloadLength))
         writer.write(channel)
         writer.write(contentsOf: payload)
         return writer.bytes
     }
 
+    /// The length of the payload: the head's bytes and the body's.
+    public var payloadLength: Int { head.count + body.count }
+
     /// The length of `encoded`: the basic header and the payload.
-    public var encodedLength: Int { 4 + payload.count }
+    public var encodedLength: Int { 4 + payloadLength }
 
     /// The ACL fragment of the encoded frame that starts at byte `offset`: at most
     /// `maxFragmentLength` bytes, marked as the frame's first fragment when `offset` is 0. Its
@@ -40,12 +92,14 @@ public struct L2CAPFrame: Equatable, Sendable {
         precondition(maxFragmentLength > 0, "the controller's ACL buffer length must be positive")
         let end = min(offset + maxFragmentLength, encodedLength)
         buffer.removeAll(keepingCapacity: true)
-        // The basic header (length, channel; little-endian), then the payload.
+        // The basic header (length, channel; little-endian), then the head, then the body.
         for position in offset..<max(offset, min(end, 4)) {
-            let field = position < 2 ? UInt16(payload.count) : channel
+            let field = position < 2 ? UInt16(payloadLength) : channel
             buffer.append(UInt8(truncatingIfNeeded: position % 2 == 0 ? field : field >> 8))
         }
-        if end > 4 { buffer.append(contentsOf: payload[(max(offset, 4) - 4)..<(end - 4)]) }
+        let bodyStart = 4 + head.count
+        for position in max(offset, 4)..<max(offset, 4, min(end, bodyStart)) { buffer.append(head[position - 4]) }
+        if end > bodyStart { buffer.append(contentsOf: body[(max(offset, bodyStart) - bodyStart)..<(end - bodyStart)]) }
         return HCIACLPacket(handle: handle, boundary: offset == 0 ? .firstNonFlushable : .continuing, data: buffer)
     }
 }
