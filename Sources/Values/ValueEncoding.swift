@@ -103,10 +103,16 @@ public struct ValueEncoding: Sendable, Hashable {
         DecimalNumber(significand: raw, exponent: Int(exponent)).description
     }
 
+    /// A boolean's two encodings, made once and shared by every value that takes them: a line
+    /// toggling sends a notification per edge, and an array per edge would be a heap allocation
+    /// (and its release) each time.
+    private static let trueBytes: [UInt8] = [1]
+    private static let falseBytes: [UInt8] = [0]
+
     public func encode(_ value: SensorValue) throws(ValueError) -> [UInt8] {
         switch (format, value) {
         case (.bool, .bool(let flag)):
-            return [flag ? 1 : 0]
+            return flag ? Self.trueBytes : Self.falseBytes
         case (.utf8, .text(let text)):
             return try limited(Array(text.utf8))
         case (.bytes, .bytes(let bytes)):

@@ -53,6 +53,18 @@ struct ValueEncodingTests {
         #expect(throws: ValueError.self) { try ValueEncoding(.float32).encode(.number(1e39)) }
     }
 
+    /// A boolean's bytes are one shared array per value, not an array (a heap allocation) made
+    /// for every edge of a line; the values stay apart.
+    @Test func booleansShareTheirEncodings() throws {
+        let encoding = try ValueEncoding(.bool)
+        let first = try encoding.encode(.bool(true))
+        let second = try encoding.encode(.bool(true))
+        let other = try encoding.encode(.bool(false))
+        #expect(first.withUnsafeBufferPointer(\.baseAddress) == second.withUnsafeBufferPointer(\.baseAddress))
+        #expect(other.withUnsafeBufferPointer(\.baseAddress) != first.withUnsafeBufferPointer(\.baseAddress))
+        #expect((first, other) == ([0x01], [0x00]))
+    }
+
     @Test func wrongTypesAndLengths() throws {
         #expect(throws: ValueError.wrongType(expected: .uint8, got: "a boolean")) {
             try ValueEncoding(.uint8).encode(.bool(true))
