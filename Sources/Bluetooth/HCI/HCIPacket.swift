@@ -131,8 +131,9 @@ public enum HCIDecodingError: Error, Equatable, Sendable, CustomStringConvertibl
 
 extension HCIPacket {
     /// Decodes one packet given its H4 indicator and the bytes after it, in place: `body` is
-    /// usually a slice of the buffer the packet was read into, and an event (one comes back for
-    /// every packet sent) is decoded without allocating.
+    /// usually a slice of the buffer the packet was read into. The packet keeps none of it (what
+    /// it holds on to, such as ACL data, is copied), so that buffer can be reused without copying;
+    /// Number Of Completed Packets, which comes back for every packet sent, allocates nothing.
     public init(type: HCIPacketType, body: ArraySlice<UInt8>) throws(HCIDecodingError) {
         switch type {
         case .command: self = .command(try HCICommand(decoding: body))
