@@ -32,6 +32,11 @@ public actor SensorRunner {
     private var deliver: (@Sendable (SensorSample) -> Void)?
     /// Wakes the runner at the sensor's deadline.
     private let timer: DeadlineTimer
+    /// How the line and the timer, made before the runner, reach it: set while `run` runs, nil
+    /// before and after, when their signals have nothing to step. Strong, and so a cycle only
+    /// while running: a weak reference would give the runner a side table, and every retain and
+    /// release of it would take the runtime's slow path (docs/performance.md).
+    private let running: LoopBound<SensorRunner?>
 
     /// Requests the sensor's lines at once, so a missing or busy line fails here. `stateWriter`
     /// writes what the sensor keeps across restarts (a counter's total).
@@ -39,12 +44,11 @@ public actor SensorRunner {
         name = spec.name
         self.backend = backend
         self.stateWriter = stateWriter
-        // The line and the timer reach the runner, which they are made before, through this.
-        let wake = BackReference<SensorRunner>()
-        timer = DeadlineTimer { _ in wake.target?.onLoop { $0.step() } }
+        let running = LoopBound<SensorRunner?>(nil)
+        timer = DeadlineTimer { _ in Self.step(running) }
         core = try SensorCore(
-            spec: spec, backend: backend, stateWriter: stateWriter, onReadable: { Self.stepOnLoop(wake.target) })
-        wake.target = self
+            spec: spec, backend: backend, stateWriter: stateWriter, onReadable: { Self.stepOnLoop(running) })
+        self.running = running
     }
 
     /// The latest value of each channel.
@@ -63,7 +67,9 @@ public actor SensorRunner {
     /// its lines.
     public func run(delivering deliver: @escaping @Sendable (SensorSample) -> Void) async throws {
         self.deliver = deliver
+        running.value = self
         defer {
+            running.value = nil
             timer.cancel()
             publish(core.stop())
             self.deliver = nil
@@ -125,13 +131,19 @@ public actor SensorRunner {
     /// A line's edges are read on the event loop: at once when the line signals there (the
     /// kernel's descriptor, the simulator's real-time timer), else (the simulator's virtual
     /// clock, moved by a test) after the loop's queued work.
-    private static func stepOnLoop(_ runner: SensorRunner?) {
-        guard let runner else { return }
+    private static func stepOnLoop(_ running: LoopBound<SensorRunner?>) {
         if EventLoop.shared.inLoop {
-            runner.onLoop { $0.step() }
+            step(running)
         } else {
-            EventLoop.shared.execute { runner.onLoop { $0.step() } }
+            EventLoop.shared.execute { step(running) }
         }
+    }
+
+    /// On the loop: steps the runner if it is running.
+    private static func step(_ running: LoopBound<SensorRunner?>) {
+        // Taken out first, so the box is not being read while the step runs.
+        guard let runner = running.value else { return }
+        runner.onLoop { $0.step() }
     }
 }
 

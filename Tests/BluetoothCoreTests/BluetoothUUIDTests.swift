@@ -58,6 +58,19 @@ import Testing
         #expect(throws: ByteReader.Error.truncated(needed: 1, available: 0)) { try reader.readUInt8() }
     }
 
+    /// A slice is read in place, from its own first byte, and never past its end.
+    @Test func readsASliceOfALargerBuffer() throws {
+        let buffer: [UInt8] = [0xEE, 0x01, 0x02, 0x03, 0x04, 0x05, 0xEE]
+        var reader = ByteReader(buffer[1..<6], offset: 1)
+        #expect(reader.remainingCount == 4)
+        #expect(try reader.readUInt16() == 0x0302)
+        #expect(try reader.readBytes(1) == [0x04])
+        #expect(reader.offset == 4)
+        #expect(throws: ByteReader.Error.truncated(needed: 2, available: 1)) { try reader.readUInt16() }
+        #expect(reader.readRemaining() == [0x05])
+        #expect(reader.isAtEnd)
+    }
+
     @Test func writerRoundTrips() throws {
         var writer = ByteWriter()
         writer.write(UInt8(0xAA))

@@ -112,7 +112,7 @@ struct HCIEventDecodingTests {
     @Test(arguments: vectors)
     func decodesAndReencodes(hex: String, expected: HCIEvent) throws {
         let bytes = try #require([UInt8](hexString: hex))
-        #expect(try HCIEvent(decoding: bytes) == expected)
+        #expect(try HCIEvent(decoding: bytes[...]) == expected)
         #expect(expected.encoded == bytes)
     }
 
@@ -121,7 +121,7 @@ struct HCIEventDecodingTests {
             [UInt8](
                 hexString:
                     "3e 1f 0a 00 41 00 01 00 66 55 44 33 22 11 00 00 00 00 00 00 00 00 00 00 00 00 18 00 00 00 48 00 01"))
-        guard case .le(.connectionComplete(let event)) = try HCIEvent(decoding: bytes) else {
+        guard case .le(.connectionComplete(let event)) = try HCIEvent(decoding: bytes[...]) else {
             Issue.record("not a connection complete")
             return
         }
@@ -132,18 +132,81 @@ struct HCIEventDecodingTests {
         #expect(HCIEvent.le(.connectionComplete(event)).encoded == bytes)
     }
 
+    /// Number Of Completed Packets (7.7.19): every handle, then every count; more entries than
+    /// the list holds inline go on in its array, in order.
+    static let completedPackets: [(String, HCIEvent.CompletedPacketsList)] = [
+        ("13 01 00", []),
+        ("13 05 01 40 00 01 00", [.init(handle: 0x40, count: 1)]),
+        (
+            "13 0d 03 40 00 41 00 42 0f 01 00 02 00 ff ff",
+            [.init(handle: 0x40, count: 1), .init(handle: 0x41, count: 2), .init(handle: 0xF42, count: 0xFFFF)]
+        ),
+        (
+            "13 15 05 40 00 41 00 42 00 43 00 44 00 01 00 02 00 03 00 04 00 05 00",
+            [
+                .init(handle: 0x40, count: 1), .init(handle: 0x41, count: 2), .init(handle: 0x42, count: 3),
+                .init(handle: 0x43, count: 4), .init(handle: 0x44, count: 5)
+            ]
+        )
+    ]
+
+    @Test(arguments: completedPackets)
+    func decodesAndReencodesCompletedPackets(hex: String, entries: HCIEvent.CompletedPacketsList) throws {
+        let bytes = try #require([UInt8](hexString: hex))
+        #expect(try HCIEvent(decoding: bytes[...]) == .numberOfCompletedPackets(entries))
+        #expect(HCIEvent.numberOfCompletedPackets(entries).encoded == bytes)
+    }
+
+    /// Decoded in place from the middle of a read buffer, as the framer hands events on.
+    @Test(arguments: vectors)
+    func decodesFromASliceOfALargerBuffer(hex: String, expected: HCIEvent) throws {
+        let bytes = try #require([UInt8](hexString: hex))
+        let buffer = [0x04, 0xEE] + bytes + [0xEE]
+        #expect(try HCIEvent(decoding: buffer[2..<buffer.count - 1]) == expected)
+    }
+
     static let malformed: [(String, HCIDecodingError)] = [
         ("0e", .truncated(what: "HCI event header")),
         ("0e 05 01 03 0c", .lengthMismatch(what: "HCI event 0x0e", declared: 5, actual: 3)),
         ("0e 01 01", .truncated(what: "HCI event 0x0e parameters")),
         ("13 05 02 40 00 01 00", .truncated(what: "HCI event 0x13 parameters")),
+        ("13 00", .truncated(what: "HCI event 0x13 parameters")),
+        ("13 03 01 40 00", .truncated(what: "HCI event 0x13 parameters")),
+        ("13 0c 03 40 00 41 00 42 00 01 00 02 00 03", .truncated(what: "HCI event 0x13 parameters")),
+        ("13 09 05 40 00 41 00 01 00 02 00", .truncated(what: "HCI event 0x13 parameters")),
         ("3e 06 01 00 40 00 07 00", .invalidField(what: "LE Connection Complete", detail: "role 0x07"))
     ]
 
     @Test(arguments: malformed)
     func malformedEventsAreNamed(hex: String, error: HCIDecodingError) throws {
         let bytes = try #require([UInt8](hexString: hex))
-        #expect(throws: error) { try HCIEvent(decoding: bytes) }
+        #expect(throws: error) { try HCIEvent(decoding: bytes[...]) }
+    }
+}
+
+struct CompletedPacketsListTests {
+    @Test func holdsEntriesBeyondItsInlineOnesInOrder() {
+        var list = HCIEvent.CompletedPacketsList()
+        for handle: UInt16 in 0x40..<0x46 { list.append(.init(handle: handle, count: handle - 0x3F)) }
+        #expect(list.count == 6)
+        #expect(list.map(\.handle) == Array(0x40..<0x46))
+        list[1].count = 20
+        list[5].count = 60
+        #expect(list.map(\.count) == [1, 20, 3, 4, 5, 60])
+        #expect(list == HCIEvent.CompletedPacketsList(list.map { $0 }))
+    }
+
+    @Test func equalityComparesTheEntriesInOrder() {
+        let two: HCIEvent.CompletedPacketsList = [.init(handle: 0x40, count: 1), .init(handle: 0x41, count: 2)]
+        #expect(two == [.init(handle: 0x40, count: 1), .init(handle: 0x41, count: 2)])
+        #expect(two != [.init(handle: 0x40, count: 1)])
+        #expect(two != [.init(handle: 0x41, count: 2), .init(handle: 0x40, count: 1)])
+        #expect(two != [.init(handle: 0x40, count: 1), .init(handle: 0x41, count: 3)])
+        #expect(HCIEvent.CompletedPacketsList() == [])
+        let six = HCIEvent.CompletedPacketsList((0x40..<0x46).map { .init(handle: $0, count: 1) })
+        var changed = six
+        changed[5].count = 2
+        #expect(six != changed, "entries past the inline ones count too")
     }
 }
 
@@ -154,6 +217,15 @@ struct HCIACLTests {
         #expect(packet.handle == 0x40)
         #expect(packet.boundary == .firstFlushable)
         #expect(packet.data == [0x03, 0x00, 0x04, 0x00, 0x02, 0x17, 0x00])
+    }
+
+    @Test func decodesFromASliceOfALargerBuffer() throws {
+        let buffer: [UInt8] = [0x02, 0x41, 0x20, 0x02, 0x00, 0xAA, 0xBB, 0x04]
+        let packet = try HCIACLPacket(decoding: buffer[1..<7])
+        #expect(packet == HCIACLPacket(handle: 0x41, boundary: .firstFlushable, data: [0xAA, 0xBB]))
+        let commandBuffer: [UInt8] = [0x01, 0x0A, 0x20, 0x01, 0x01, 0x04]
+        let command = try HCICommand(decoding: commandBuffer[1..<5])
+        #expect(command == .leSetAdvertisingEnable(true))
     }
 
     @Test func encodesFirstNonFlushableAndContinuing() {

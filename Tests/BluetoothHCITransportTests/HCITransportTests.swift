@@ -1,5 +1,6 @@
 import BluetoothCore
 import BluetoothHCI
+import EventLoop
 import Foundation
 import Glibc
 import Testing
@@ -132,6 +133,38 @@ struct HCITransportTests {
         #expect(try await Self.collect(Self.received(from: transport), count: 2) == Self.events)
         try transport.send(.command(.leSetAdvertisingEnable(true)))
         #expect(Self.read(5, from: master) == [0x01, 0x0A, 0x20, 0x01, 0x01])
+    }
+
+    /// A started transport lives while the loop watches it; once closed it lets go of its
+    /// watch and its receiver, so it and the receiver's captures (the host) are freed.
+    @Test func aClosedTransportIsFreedWithItsReceiver() async throws {
+        final class Receiver: Sendable {}
+        var descriptors: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &descriptors) == 0)
+        defer { close(descriptors[1]) }
+        weak var weakTransport: FileDescriptorTransport?
+        weak var weakReceiver: Receiver?
+        let (ended, endedSink) = AsyncStream.makeStream(of: Void.self)
+        do {
+            let receiver = Receiver()
+            weakReceiver = receiver
+            let transport = FileDescriptorTransport(descriptor: descriptors[0], spec: .unix(path: "pair"))
+            weakTransport = transport
+            transport.start(receive: { _ in _ = receiver }, ended: { _ in endedSink.yield() })
+            EventLoop.shared.runAndWait {}
+        }
+        // Watched: the loop keeps it although nothing here does.
+        EventLoop.shared.runAndWait {}
+        do {
+            let owner = try #require(weakTransport)
+            owner.close()
+            var iterator = ended.makeAsyncIterator()
+            await iterator.next()
+            EventLoop.shared.runAndWait {}
+            // Let go of although its owner (the host, which the receiver reaches) still has it.
+            #expect(weakReceiver == nil)
+        }
+        #expect(weakTransport == nil)
     }
 
     @Test func junkOnTheStreamEndsTheLinkWithTheReason() async throws {

@@ -173,6 +173,23 @@ struct GATTEndToEndTests {
         #expect(Set(unsubscribed) == [notify, indicate])
     }
 
+    /// While it runs the host is reached strongly (its server's link, its transport's receiver);
+    /// once `run` has returned, nothing keeps it: a host stopped with a phone connected is freed.
+    @Test func aStoppedHostIsFreed() async throws {
+        weak var stoppedHost: PeripheralHost?
+        do {
+            let running = try await Self.start()
+            defer { running.controller.stop() }
+            stoppedHost = running.host
+            _ = try await running.connectedPhone()
+            running.task.cancel()
+            await running.task.value
+        }
+        // Tasks the host started end on their own once cancelled: give them a moment.
+        for _ in 0..<200 where stoppedHost != nil { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(stoppedHost == nil)
+    }
+
     @Test func eightPhonesEachWithItsOwnMTUAndSubscriptionsOneKilledMidPreparedWrite() async throws {
         let running = try await Self.start()
         defer { running.stop() }

@@ -31,7 +31,8 @@ final class BrokenTransport: HCITransport, @unchecked Sendable {
     /// (handle, count) of each connection with updates delivered.
     func completed(_ entries: [(UInt16, UInt16)]) -> [[Int]] {
         var delivered: [DeliveredUpdates] = []
-        transmitter.completed(entries.map { HCIEvent.CompletedPackets(handle: $0.0, count: $0.1) }, delivered: &delivered)
+        transmitter.completed(
+            HCIEvent.CompletedPacketsList(entries.map { HCIEvent.CompletedPackets(handle: $0.0, count: $0.1) }), delivered: &delivered)
         return delivered.map { [Int($0.handle), $0.count] }
     }
 
@@ -87,7 +88,8 @@ final class BrokenTransport: HCITransport, @unchecked Sendable {
         // One array across events, as the host keeps it.
         var delivered: [DeliveredUpdates] = []
         let entries: [(UInt16, UInt16)] = [(0x42, 1), (0x40, 1), (0x41, 1), (0x42, 1)]
-        transmitter.completed(entries.map { HCIEvent.CompletedPackets(handle: $0.0, count: $0.1) }, delivered: &delivered)
+        transmitter.completed(
+            HCIEvent.CompletedPacketsList(entries.map { HCIEvent.CompletedPackets(handle: $0.0, count: $0.1) }), delivered: &delivered)
         #expect(delivered.map { [Int($0.handle), $0.count] } == [[0x41, 1], [0x42, 2]])
         transmitter.completed([HCIEvent.CompletedPackets(handle: 0x40, count: 1)], delivered: &delivered)
         #expect(delivered.isEmpty, "a response, and nothing else in flight")

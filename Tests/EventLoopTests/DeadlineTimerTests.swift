@@ -118,4 +118,26 @@ struct DeadlineTimerTests {
         try await Task.sleep(for: .milliseconds(20))
         #expect(fired.withLock { $0 } == ["rearmed"])
     }
+
+    /// The loop's timer holds its body and the body the timer's arming: the cycle ends with the
+    /// `DeadlineTimer`, so an armed timer that is let go neither runs its body nor keeps it.
+    @Test func aTimerLetGoNeitherFiresNorKeepsItsBody() async throws {
+        final class Owner: Sendable {}
+        let fired = Mutex(false)
+        weak var owner: Owner?
+        do {
+            let captured = Owner()
+            owner = captured
+            let timer = DeadlineTimer { _ in
+                _ = captured
+                fired.withLock { $0 = true }
+            }
+            timer.schedule(after: .milliseconds(10))
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        // A turn of the loop, so a disarm queued from this thread has been taken.
+        EventLoop.shared.runAndWait {}
+        #expect(!fired.withLock { $0 })
+        #expect(owner == nil)
+    }
 }

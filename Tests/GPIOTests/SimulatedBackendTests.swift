@@ -363,6 +363,23 @@ final class CallCounter: @unchecked Sendable {
         again.release()
     }
 
+    /// The watched socket reaches the backend strongly until the line is released: then nothing
+    /// keeps either.
+    @Test func aReleasedSocketLineKeepsNoBackend() async throws {
+        let path = try temporaryDirectory("socket-line").path + "/door.socket"
+        weak var released: SimulatedBackend?
+        do {
+            let sim = socketLine(path)
+            released = sim
+            let input = try sim.requestInput(
+                LineSelector("DOOR"), consumer: "t", settings: InputSettings(), onReadable: {})
+            input.release()
+        }
+        // The socket is unwatched on the loop's next turn.
+        EventLoop.shared.runAndWait {}
+        #expect(released == nil)
+    }
+
     @Test func aSocketThatCannotBeBoundIsAnErrorNamingThePath() throws {
         let sim = socketLine("/nonexistent-directory/door.socket")
         #expect {

@@ -97,6 +97,26 @@ struct BrokerTests {
         await running.stop()
     }
 
+    /// The client's events and the heartbeat timer reach the service strongly while it runs;
+    /// once stopped, nothing keeps it.
+    @Test func aStoppedServiceIsFreed() async throws {
+        let broker = try Broker()
+        defer { broker.stop() }
+        let watcher = try await TestSubscriber(port: broker.port, filters: ["gattway/#"])
+        weak var stopped: MQTTMirrorService?
+        do {
+            var configuration = sampleConfiguration(discovery: nil)
+            configuration.characteristics[0].heartbeat = .milliseconds(300)
+            let running = try RunningService(
+                port: broker.port, stateDirectory: try temporaryDirectory("state"), configuration: configuration)
+            stopped = running.service
+            _ = try await watcher.next(on: "gattway/pi1/availability")
+            await running.stop()
+        }
+        for _ in 0..<200 where stopped != nil { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(stopped == nil)
+    }
+
     /// A Pi has no real-time clock: its wall clock jumps (by months or years) when NTP first
     /// syncs after boot, or back when it corrects one restored from the last shutdown. The
     /// heartbeats keep their cadence on the loop's clock: none stalls, none comes early.

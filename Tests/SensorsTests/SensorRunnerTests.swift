@@ -34,6 +34,35 @@ import Testing
         #expect(try sim.chips()[0].lines[0].used == false)
     }
 
+    /// The line and the timer reach the runner strongly while it runs: once `run` has returned
+    /// nothing keeps it, and a runner never run is not kept either.
+    @Test func aRunnerIsFreedOnceItStopsAndWhenNeverRun() async throws {
+        let sim = SimulatedBackend(
+            chips: [
+                SimulatedChipConfig(
+                    label: "runner", lines: [SimulatedLineConfig(name: "DOOR"), SimulatedLineConfig(name: "BELL")])
+            ])
+        weak var ran: SensorRunner?
+        weak var neverRan: SensorRunner?
+        do {
+            let runner = try SensorRunner(
+                spec: SensorSpec(name: "door", kind: BinarySettings(line: LineSelector("DOOR"))),
+                backend: sim, stateWriter: StateFileWriter())
+            ran = runner
+            neverRan = try SensorRunner(
+                spec: SensorSpec(name: "bell", kind: BinarySettings(line: LineSelector("BELL"))),
+                backend: sim, stateWriter: StateFileWriter())
+            let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
+            let task = Task { try await runner.run(delivering: { deliver.yield($0) }) }
+            var values = delivered.makeAsyncIterator()
+            _ = await values.next()
+            task.cancel()
+            try await task.value
+        }
+        #expect(ran == nil)
+        #expect(neverRan == nil)
+    }
+
     @Test func runnerDrivesOutputs() async throws {
         let sim = SimulatedBackend(chips: [SimulatedChipConfig(label: "runner", lines: [SimulatedLineConfig(name: "LED")])])
         let runner = try SensorRunner(

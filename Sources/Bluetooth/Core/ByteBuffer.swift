@@ -2,17 +2,25 @@
 ///
 /// Reads never trap: running past the end throws `ByteReader.Error.truncated`, so a malformed
 /// packet becomes an error at the layer that parses it.
+///
+/// Reads a slice in place: a packet is decoded straight from the buffer it was read into, and
+/// only the bytes a decoded value keeps (`readBytes`, `readRemaining`) are copied.
 public struct ByteReader: Sendable {
     public enum Error: Swift.Error, Equatable, Sendable {
         case truncated(needed: Int, available: Int)
     }
 
-    public let bytes: [UInt8]
+    private let bytes: ArraySlice<UInt8>
+    /// How many bytes are read, counted from the first byte given.
     public private(set) var offset: Int
 
-    public init<Bytes: Sequence>(_ bytes: Bytes, offset: Int = 0) where Bytes.Element == UInt8 {
-        self.bytes = Array(bytes)
+    public init(_ bytes: ArraySlice<UInt8>, offset: Int = 0) {
+        self.bytes = bytes
         self.offset = offset
+    }
+
+    public init(_ bytes: [UInt8], offset: Int = 0) {
+        self.init(bytes[...], offset: offset)
     }
 
     public var remainingCount: Int { bytes.count - offset }
@@ -21,7 +29,7 @@ public struct ByteReader: Sendable {
     public mutating func readUInt8() throws -> UInt8 {
         try need(1)
         defer { offset += 1 }
-        return bytes[offset]
+        return bytes[bytes.startIndex + offset]
     }
 
     public mutating func readUInt16() throws -> UInt16 {
@@ -43,20 +51,21 @@ public struct ByteReader: Sendable {
     public mutating func readBytes(_ count: Int) throws -> [UInt8] {
         try need(count)
         defer { offset += count }
-        return Array(bytes[offset..<offset + count])
+        let start = bytes.startIndex + offset
+        return Array(bytes[start..<start + count])
     }
 
     /// Everything not read yet.
     public mutating func readRemaining() -> [UInt8] {
         defer { offset = bytes.count }
-        return Array(bytes[min(offset, bytes.count)...])
+        return Array(bytes.dropFirst(offset))
     }
 
     private mutating func readLittleEndian(byteCount: Int) throws -> UInt64 {
         try need(byteCount)
         var value: UInt64 = 0
         for index in 0..<byteCount {
-            value |= UInt64(bytes[offset + index]) << (8 * index)
+            value |= UInt64(bytes[bytes.startIndex + offset + index]) << (8 * index)
         }
         offset += byteCount
         return value

@@ -50,13 +50,13 @@ public struct H4Framer: Sendable {
             let header = start + 1
             let bodyLength = headerLength + payloadLength(of: type, headerAt: header, in: bytes)
             guard bytes.endIndex - header >= bodyLength else { break }
-            let body = Array(bytes[header..<header + bodyLength])
+            let body = bytes[header..<header + bodyLength]
             start = header + bodyLength
             do {
                 packets.append(try HCIPacket(type: type, body: body))
             } catch {
                 // Framing is intact, only this packet is bad: hand it on for a log line.
-                packets.append(.malformed(type: type, bytes: body, reason: error))
+                packets.append(.malformed(type: type, bytes: Array(body), reason: error))
             }
         }
         return start - bytes.startIndex

@@ -91,15 +91,16 @@ public struct HCICommand: Equatable, Sendable {
         return writer.bytes
     }
 
-    public init(decoding bytes: [UInt8]) throws(HCIDecodingError) {
+    public init(decoding bytes: ArraySlice<UInt8>) throws(HCIDecodingError) {
         guard bytes.count >= 3 else { throw .truncated(what: "HCI command header") }
-        let length = Int(bytes[2])
+        let start = bytes.startIndex
+        let length = Int(bytes[start + 2])
         guard bytes.count - 3 == length else {
             throw .lengthMismatch(what: "HCI command", declared: length, actual: bytes.count - 3)
         }
         self.init(
-            opcode: HCIOpcode(rawValue: UInt16(bytes[0]) | UInt16(bytes[1]) << 8),
-            parameters: Array(bytes[3...]))
+            opcode: HCIOpcode(rawValue: UInt16(bytes[start]) | UInt16(bytes[start + 1]) << 8),
+            parameters: Array(bytes.dropFirst(3)))
     }
 
     private static func build(_ opcode: HCIOpcode, _ body: (inout ByteWriter) -> Void) -> HCICommand {

@@ -7,7 +7,7 @@ public enum HCIEvent: Equatable, Sendable {
     case commandComplete(numCommandPackets: UInt8, opcode: HCIOpcode, returnParameters: [UInt8])
     case commandStatus(status: HCIStatus, numCommandPackets: UInt8, opcode: HCIOpcode)
     case hardwareError(code: UInt8)
-    case numberOfCompletedPackets([CompletedPackets])
+    case numberOfCompletedPackets(CompletedPacketsList)
     /// Encryption Change (Vol 4 Part E 7.7.8): the link's encryption went on or off.
     case encryptionChange(status: HCIStatus, handle: UInt16, enabled: Bool)
     /// Encryption Key Refresh Complete (Vol 4 Part E 7.7.39): the link was re-encrypted, with
@@ -36,10 +36,12 @@ public enum HCIEvent: Equatable, Sendable {
         public static let leMeta: UInt8 = 0x3E
     }
 
-    public init(decoding bytes: [UInt8]) throws(HCIDecodingError) {
+    /// Decodes an event in place from the bytes after its H4 indicator (usually a slice of the
+    /// buffer it was read into); the events that come back for every packet sent allocate nothing.
+    public init(decoding bytes: ArraySlice<UInt8>) throws(HCIDecodingError) {
         guard bytes.count >= 2 else { throw .truncated(what: "HCI event header") }
-        let code = bytes[0]
-        let length = Int(bytes[1])
+        let code = bytes[bytes.startIndex]
+        let length = Int(bytes[bytes.startIndex + 1])
         guard bytes.count - 2 == length else {
             throw .lengthMismatch(
                 what: "HCI event 0x\([code].hexString)", declared: length,
@@ -68,9 +70,7 @@ public enum HCIEvent: Equatable, Sendable {
             case Code.numberOfCompletedPackets:
                 let count = Int(try reader.readUInt8())
                 // Handles come first, then counts (Vol 4 Part E 7.7.19).
-                // One array, filled in two passes: this event comes back for every packet sent.
-                var entries: [CompletedPackets] = []
-                entries.reserveCapacity(count)
+                var entries = CompletedPacketsList()
                 for _ in 0..<count { entries.append(CompletedPackets(handle: try reader.readUInt16() & 0x0FFF, count: 0)) }
                 for index in entries.indices { entries[index].count = try reader.readUInt16() }
                 self = .numberOfCompletedPackets(entries)

@@ -86,7 +86,8 @@ public struct HCIACLPacket: Equatable, Sendable {
         buffer.append(contentsOf: data)
     }
 
-    public init(decoding bytes: [UInt8]) throws(HCIDecodingError) {
+    /// Decodes the packet after its H4 indicator; only the data is copied out of `bytes`.
+    public init(decoding bytes: ArraySlice<UInt8>) throws(HCIDecodingError) {
         var reader = ByteReader(bytes)
         do {
             let header = try reader.readUInt16()
@@ -129,13 +130,16 @@ public enum HCIDecodingError: Error, Equatable, Sendable, CustomStringConvertibl
 }
 
 extension HCIPacket {
-    /// Decodes one packet given its H4 indicator and the bytes after it.
-    public init(type: HCIPacketType, body: [UInt8]) throws(HCIDecodingError) {
+    /// Decodes one packet given its H4 indicator and the bytes after it, in place: `body` is
+    /// usually a slice of the buffer the packet was read into. The packet keeps none of it (what
+    /// it holds on to, such as ACL data, is copied), so that buffer can be reused without copying;
+    /// Number Of Completed Packets, which comes back for every packet sent, allocates nothing.
+    public init(type: HCIPacketType, body: ArraySlice<UInt8>) throws(HCIDecodingError) {
         switch type {
         case .command: self = .command(try HCICommand(decoding: body))
         case .acl: self = .acl(try HCIACLPacket(decoding: body))
         case .event: self = .event(try HCIEvent(decoding: body))
-        case .sco, .iso: self = .other(type: type, bytes: body)
+        case .sco, .iso: self = .other(type: type, bytes: Array(body))
         }
     }
 }

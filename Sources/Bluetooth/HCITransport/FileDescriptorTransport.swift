@@ -12,6 +12,11 @@ import Synchronization
 /// an actor on the same loop, handles it in that call). An idle link costs nothing. epoll reports errors and hang-ups unasked, which matters: the kernel reports an HCI
 /// user channel whose adapter was unregistered (unplugged, vhci closed) with EPOLLERR alone. The
 /// descriptor is non-blocking and owned by this object until `close()`.
+///
+/// A started transport lives until it closes or fails: the loop's watch holds it, and `end`
+/// lets go of the watch and the receiver. Not a weak reference from the watch: that would give
+/// the transport a side table, and every retain and release of it, on every packet, would take
+/// the runtime's slow path (docs/performance.md). One never started closes when it is dropped.
 public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     public let spec: HCITransportSpec
 
@@ -22,11 +27,9 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private var isClosed = false
     /// Told once when the link ends; set by `start`.
     private var ended: (@Sendable (HCITransportError?) -> Void)?
-    /// Only touched on the loop's thread; set by `start`.
-    private var receive: (@Sendable (HCIPacket) -> Void)?
     /// Every packet is written from here: one buffer, not an allocation per packet.
     private var writeBuffer: [UInt8] = []
-    private let watch = WatchSlot()
+    private let watched = Watched()
     // Only touched on the loop's thread.
     private var framer = H4Framer()
     private var framed: [HCIPacket] = []
@@ -49,11 +52,10 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
             return !isClosed
         }
         guard open else { return ended(HCITransportError(.linkLost, "the link to \(spec) is closed")) }
-        loop.execute { [weak self, loop, watch, descriptor] in
-            guard let self, lock.withLock({ _ in !isClosed }) else { return }
-            self.receive = receive
-            // The watch holds the transport weakly: dropping it closes it (deinit).
-            watch.value = loop.watch(descriptor) { [weak self] readiness in self?.ready(readiness) }
+        loop.execute { [self, loop, watched, descriptor] in
+            guard lock.withLock({ _ in !isClosed }) else { return }
+            watched.receive = receive
+            watched.watch = loop.watch(descriptor) { readiness in self.ready(readiness) }
         }
     }
 
@@ -119,15 +121,19 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         guard !wasClosed else { return }
         ended?(failure)
         // Captures no `self`: this may run from deinit.
-        loop.execute { [loop, watch, descriptor] in
-            if let value = watch.value { loop.unwatch(value) }
+        loop.execute { [loop, watched, descriptor] in
+            if let watch = watched.watch { loop.unwatch(watch) }
+            watched.watch = nil
+            watched.receive = nil
             _ = Glibc.close(descriptor)
         }
     }
 
-    /// The descriptor's watch, touched only on the loop's thread.
-    private final class WatchSlot: @unchecked Sendable {
-        var value: EventLoop.Watch?
+    /// The descriptor's watch and the receiver it hands packets to, set by `start`, let go of by
+    /// `end`; touched only on the loop's thread.
+    private final class Watched: @unchecked Sendable {
+        var watch: EventLoop.Watch?
+        var receive: (@Sendable (HCIPacket) -> Void)?
     }
 
     /// Reads what the descriptor has; false when the transport closed or failed. A read that
@@ -152,7 +158,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
                 for index in packets.indices {
                     // The receiver may have closed the link over an earlier packet of this read.
                     guard lock.withLock({ _ in !isClosed }) else { break }
-                    receive?(packets[index])
+                    watched.receive?(packets[index])
                 }
                 packets.removeAllKeepingStorage()
                 framed = packets

@@ -41,6 +41,9 @@ public final class ATTBearer: Sendable {
 /// What the host needs from the ATT/GATT server above it. The host calls these in order for each
 /// central; PDUs of one central arrive in the order the central sent them.
 public protocol ATTServer: AnyObject, Sendable {
+    /// The host started running (`host` is running it) or stopped (nil), on the loop: a server
+    /// that asks the host for things (a disconnection, a connection latency) keeps it meanwhile.
+    func hostRunning(_ host: PeripheralHost?)
     func hostStateChanged(_ state: PeripheralState)
     func centralConnected(_ bearer: ATTBearer)
     /// Also called for every central when the controller is lost.
@@ -80,6 +83,8 @@ public protocol ATTServer: AnyObject, Sendable {
 }
 
 extension ATTServer {
+    /// A server that asks the host for nothing does not keep it.
+    public func hostRunning(_ host: PeripheralHost?) {}
     /// A server that budgets credits only over all centrals ignores per-central deliveries.
     public func updatesDelivered(_ count: Int, to central: Central) {}
     /// A server without Client Supported Features has none to persist.

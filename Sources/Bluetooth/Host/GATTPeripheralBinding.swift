@@ -42,13 +42,12 @@ public final class GATTPeripheralBinding: ATTServer, Sendable {
         }
     }
 
-    /// The host this binding serves, for disconnections and latency requests.
-    func attach(_ host: PeripheralHost) { link.attach(host) }
-
     /// The id the peripheral and its events give `central`.
     public static func centralID(_ central: Central) -> CentralID {
         CentralID(UInt16(truncatingIfNeeded: central.connectionID))
     }
+
+    public func hostRunning(_ host: PeripheralHost?) { link.host.value = host }
 
     public func hostStateChanged(_ state: PeripheralState) {
         peripheral.onLoop(with: state) { $0.updateState($1) }
@@ -131,11 +130,11 @@ final class HostPeripheralLink: PeripheralLink, Sendable {
     /// A list searched by id, not a table keyed by it: there are a handful of centrals, and every
     /// PDU sent looked its bearer up, hashing the id.
     private let bearers = LoopBound<[(id: CentralID, bearer: ATTBearer)]>([])
-    /// Set once by the host's `init` (`attach`), which may run off the loop, before the host runs
-    /// and so before the peripheral can ask it for anything.
-    private let host = BackReference<PeripheralHost>()
-
-    func attach(_ host: PeripheralHost) { self.host.target = host }
+    /// The host while it runs, for disconnections and latency requests. Strong, and so a cycle
+    /// only while it runs: a weak reference would give the host a side table, and every retain
+    /// and release of it, on every packet, would take the runtime's slow path
+    /// (docs/performance.md).
+    let host = LoopBound<PeripheralHost?>(nil)
 
     func register(_ bearer: ATTBearer, as id: CentralID) {
         bearers.value.removeAll { $0.id == id }
@@ -157,7 +156,7 @@ final class HostPeripheralLink: PeripheralLink, Sendable {
     }
 
     private func target(_ central: CentralID) -> (Central, PeripheralHost)? {
-        guard let bearer = bearer(of: central), let host = host.target else { return nil }
+        guard let bearer = bearer(of: central), let host = host.value else { return nil }
         return (bearer.central, host)
     }
 
@@ -182,6 +181,5 @@ extension PeripheralHost {
         logger: Logger
     ) {
         self.init(configuration: configuration, server: binding, stateWriter: stateWriter, logger: logger)
-        binding.attach(self)
     }
 }

@@ -103,7 +103,7 @@ final class LinkDispatcher {
     }
 
     /// Per central first, so the server sees whose link moved when the room frees.
-    private func packetsCompleted(_ entries: [HCIEvent.CompletedPackets]) {
+    private func packetsCompleted(_ entries: HCIEvent.CompletedPacketsList) {
         transmitter.completed(entries, delivered: &deliveredUpdates)
         var total = 0
         for delivered in deliveredUpdates {

@@ -41,7 +41,7 @@ final class LinkTransmitter: Sendable {
     /// Credits back from the controller. `delivered` is set to how many update frames are now
     /// delivered, per connection handle, in ascending handle order, leaving out handles with none;
     /// the caller keeps it between calls, so this event (one per packet sent) allocates nothing.
-    func completed(_ entries: [HCIEvent.CompletedPackets], delivered: inout [DeliveredUpdates]) {
+    func completed(_ entries: HCIEvent.CompletedPacketsList, delivered: inout [DeliveredUpdates]) {
         delivered.removeAll(keepingCapacity: true)
         session.value.completed(entries, delivered: &delivered)
         delivered.sort { $0.handle < $1.handle }
@@ -73,7 +73,7 @@ private struct Session {
         return true
     }
 
-    mutating func completed(_ entries: [HCIEvent.CompletedPackets], delivered: inout [DeliveredUpdates]) {
+    mutating func completed(_ entries: HCIEvent.CompletedPacketsList, delivered: inout [DeliveredUpdates]) {
         guard scheduler != nil else { return }
         for entry in entries {
             let count = scheduler!.completed(Int(entry.count), on: entry.handle)

@@ -98,6 +98,8 @@ public actor PeripheralHost {
     /// preference every packet detours through the global pool, and a busy pool delays answers
     /// past their command timeout.
     public func run() async {
+        server.hostRunning(self)
+        defer { server.hostRunning(nil) }
         var attempt = 0
         while !Task.isCancelled {
             let transport: any HCITransport
@@ -186,8 +188,11 @@ public actor PeripheralHost {
             await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
                 outcome.wait(continuation)
                 transport.start(
-                    receive: { [weak self] packet in
-                        guard let self, !outcome.isDecided else { return }
+                    // Strong: the transport lets the receiver go when it ends, and the host
+                    // closes it after every session (a weak reference's cost:
+                    // `FileDescriptorTransport`).
+                    receive: { [self] packet in
+                        guard !outcome.isDecided else { return }
                         if let loss = onLoop(with: packet, { $0.handle($1) }) { outcome.decide(loss) }
                     },
                     ended: { failure in outcome.decide(failure.map { "\($0)" } ?? "cancelled") })

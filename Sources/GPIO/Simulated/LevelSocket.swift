@@ -4,6 +4,10 @@ import Glibc
 /// The Unix datagram socket through which another program sets a simulated line's levels
 /// (`SignalGenerator.socket`): bound at its path while an input holds the line, watched on the
 /// event loop, so an arriving level wakes gattway through a descriptor as a kernel line does.
+///
+/// The loop's watch holds it, and so `deliver`, until `close()`: not a weak reference, which
+/// would give it a side table and take the runtime's slow path on every datagram
+/// (docs/performance.md).
 final class LevelSocket: @unchecked Sendable {
     let path: String
     private let descriptor: Int32
@@ -36,7 +40,7 @@ final class LevelSocket: @unchecked Sendable {
         }
         self.descriptor = descriptor
         received = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.datagramLimit, alignment: 8)
-        watch = EventLoop.shared.watch(descriptor) { [weak self] _ in self?.readAvailable() }
+        watch = EventLoop.shared.watch(descriptor) { [self] _ in readAvailable() }
     }
 
     private static func failure(_ operation: String, _ path: String) -> GPIOError {

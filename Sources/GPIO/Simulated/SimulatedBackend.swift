@@ -139,8 +139,9 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             let id = nextRequestID
             nextRequestID += 1
             if case .socket(let path) = chipStates[c].config.lines[resolved.offset].generator {
-                chipStates[c].lines[resolved.offset].levelSocket = try LevelSocket(path: path) { [weak self] levels in
-                    self?.receive(levels, chip: c, offset: resolved.offset)
+                // Strong: the socket is closed, and lets go of this, when the line is released.
+                chipStates[c].lines[resolved.offset].levelSocket = try LevelSocket(path: path) { [self] levels in
+                    receive(levels, chip: c, offset: resolved.offset)
                 }
             }
             chipStates[c].lines[resolved.offset].requestInput(

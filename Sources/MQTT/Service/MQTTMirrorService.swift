@@ -127,9 +127,13 @@ public actor MQTTMirrorService {
     public func run() async {
         guard let client = connection.client, !connection.isStopping else { return }
         // Each event in the client's call on the loop, this actor's executor: no task per event.
-        client.start { [weak self] event in self?.onLoop(with: event) { $0.process($1) } }
+        // The client and the timer reach the service strongly, a cycle until `stop()` ends the
+        // client's events and the timer stops below: a weak reference would give the service a
+        // side table, and every retain and release of it would take the runtime's slow path
+        // (docs/performance.md).
+        client.start { [self] event in onLoop(with: event) { $0.process($1) } }
         // The timer fires on the event loop, this actor's executor: each check in its call.
-        heartbeats.start { [weak self] in self?.onLoop { $0.publishDueHeartbeats() } }
+        heartbeats.start { [self] in onLoop { $0.publishDueHeartbeats() } }
         heartbeats.schedule(mirror.nextHeartbeatCheck(after: clock()))
         await withCheckedContinuation { runEnd = $0 }
         heartbeats.stop()

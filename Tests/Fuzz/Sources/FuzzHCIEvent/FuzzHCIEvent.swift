@@ -6,8 +6,8 @@ import BluetoothHCI
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let bytes = Array(UnsafeRawBufferPointer(start: start, count: count))
-    guard let event = try? HCIEvent(decoding: bytes) else { return 0 }
-    guard let again = try? HCIEvent(decoding: event.encoded), again == event else {
+    guard let event = try? HCIEvent(decoding: bytes[...]) else { return 0 }
+    guard let again = try? HCIEvent(decoding: event.encoded[...]), again == event else {
         fatalError("\(event) does not survive encoding and decoding again")
     }
     return 0

@@ -1,0 +1,54 @@
+extension HCIEvent {
+    /// The entries of a Number Of Completed Packets event (Core Vol 4 Part E 7.7.19), one per
+    /// connection handle, in the order the controller lists them.
+    ///
+    /// The controller sends this event for every packet the host sent, so the first four entries
+    /// (a controller reports the few links a gateway keeps, usually one per event) are held
+    /// inline and decoding the event allocates nothing; any more go to an array.
+    public struct CompletedPacketsList: RandomAccessCollection, MutableCollection, ExpressibleByArrayLiteral,
+        Equatable, Sendable
+    {
+        private var inline = InlineArray<4, CompletedPackets>(repeating: CompletedPackets(handle: 0, count: 0))
+        private var overflow: [CompletedPackets] = []
+        public private(set) var count = 0
+
+        public init() {}
+
+        public init(_ entries: some Sequence<CompletedPackets>) {
+            for entry in entries { append(entry) }
+        }
+
+        public init(arrayLiteral entries: CompletedPackets...) {
+            self.init(entries)
+        }
+
+        public var startIndex: Int { 0 }
+        public var endIndex: Int { count }
+
+        public subscript(position: Int) -> CompletedPackets {
+            get {
+                precondition(position >= 0 && position < count, "completed packets entry \(position) out of range")
+                return position < inline.count ? inline[position] : overflow[position - inline.count]
+            }
+            set {
+                precondition(position >= 0 && position < count, "completed packets entry \(position) out of range")
+                if position < inline.count {
+                    inline[position] = newValue
+                } else {
+                    overflow[position - inline.count] = newValue
+                }
+            }
+        }
+
+        public mutating func append(_ entry: CompletedPackets) {
+            if count < inline.count {
+                inline[count] = entry
+            } else {
+                overflow.append(entry)
+            }
+            count += 1
+        }
+
+        public static func == (lhs: Self, rhs: Self) -> Bool { lhs.elementsEqual(rhs) }
+    }
+}
