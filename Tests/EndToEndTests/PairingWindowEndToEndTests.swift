@@ -79,7 +79,9 @@ struct PairingWindowEndToEndTests {
 
         // `gattway pair` opens the window: advertised, on MQTT, and the phone pairs and writes.
         let mark = watcher.count
-        let opened = try await Self.gattway(["pair", "--for", "10s", "--config", rig.configPath])
+        // Long enough for a loaded machine to start a phone, scan and pair inside it (a rehearsal
+        // with a build beside it took 11 s from the window's opening to the scan).
+        let opened = try await Self.gattway(["pair", "--for", "25s", "--config", rig.configPath])
         #expect(opened.status == 0, "\(opened.stderr)")
         #expect(opened.stdout.hasPrefix("pairing window open for "), "\(opened.stdout)")
         #expect(opened.stdout.contains("1 pairings refused since the start"), "\(opened.stdout)")
@@ -94,7 +96,7 @@ struct PairingWindowEndToEndTests {
         #expect(try await Self.writeRelay(first, relay).ok, "a bonded phone writes the relay")
 
         // The window closes by itself; a second new phone is refused and cannot write.
-        #expect(rig.waitForLog("pairing window closed", timeout: 30))
+        #expect(rig.waitForLog("pairing window closed", timeout: 45))
         let openedAt = try #require(watcher.messages.firstIndex { $0.text?.contains(#","pairing":true,"#) == true })
         #expect(
             await watcher.first(after: openedAt + 1) { $0.text?.contains(#","pairing":false,"#) == true } != nil,
