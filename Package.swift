@@ -254,7 +254,8 @@ let package = Package(
             name: "BluetoothHCITests", dependencies: ["BluetoothHCI", "BluetoothCore"],
             path: "Tests/BluetoothHCITests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "BluetoothHCITransportTests", dependencies: ["BluetoothHCITransport", "BluetoothHCI", "BluetoothCore", "EventLoop"],
+            name: "BluetoothHCITransportTests",
+            dependencies: ["BluetoothHCITransport", "BluetoothHCI", "BluetoothCore", "TestHarness"],
             path: "Tests/BluetoothHCITransportTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "BluetoothL2CAPTests", dependencies: ["BluetoothL2CAP", "BluetoothHCI", "BluetoothCore"],

@@ -1,8 +1,8 @@
 import BluetoothCore
 import BluetoothHCI
-import EventLoop
 import Foundation
 import Glibc
+import TestHarness
 import Testing
 
 @testable import BluetoothHCITransport
@@ -151,20 +151,18 @@ struct HCITransportTests {
             let transport = FileDescriptorTransport(descriptor: descriptors[0], spec: .unix(path: "pair"))
             weakTransport = transport
             transport.start(receive: { _ in _ = receiver }, ended: { _ in endedSink.yield() })
-            EventLoop.shared.runAndWait {}
         }
         // Watched: the loop keeps it although nothing here does.
-        EventLoop.shared.runAndWait {}
+        try await Task.sleep(for: .milliseconds(50))
         do {
             let owner = try #require(weakTransport)
             owner.close()
             var iterator = ended.makeAsyncIterator()
             await iterator.next()
-            EventLoop.shared.runAndWait {}
             // Let go of although its owner (the host, which the receiver reaches) still has it.
-            #expect(weakReceiver == nil)
+            #expect(await eventually { weakReceiver == nil })
         }
-        #expect(weakTransport == nil)
+        #expect(await eventually { weakTransport == nil })
     }
 
     @Test func junkOnTheStreamEndsTheLinkWithTheReason() async throws {

@@ -185,9 +185,8 @@ struct GATTEndToEndTests {
             running.task.cancel()
             await running.task.value
         }
-        // Tasks the host started end on their own once cancelled: give them a moment.
-        for _ in 0..<200 where stoppedHost != nil { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(stoppedHost == nil)
+        // Tasks the host started end on their own once cancelled.
+        #expect(await eventually { stoppedHost == nil })
     }
 
     @Test func eightPhonesEachWithItsOwnMTUAndSubscriptionsOneKilledMidPreparedWrite() async throws {
