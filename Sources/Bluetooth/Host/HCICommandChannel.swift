@@ -44,7 +44,17 @@ final class HCICommandChannel {
     @discardableResult
     nonisolated(nonsending) func execute(_ command: HCICommand) async throws -> HCICommandResult {
         if slotBusy {
-            await withCheckedContinuation { slotWaiters.append($0) }
+            // Checked again inside: the call may suspend before its body runs, and the command
+            // holding the slot may give it up meanwhile; a waiter queued after that would wait
+            // for a release that never comes, and with it every later command.
+            await withCheckedContinuation { waiter in
+                if slotBusy {
+                    slotWaiters.append(waiter)
+                } else {
+                    slotBusy = true
+                    waiter.resume()
+                }
+            }
         } else {
             slotBusy = true
         }
