@@ -161,6 +161,17 @@ struct PeripheralHostTests {
         return commands
     }
 
+    /// Connects a central on `handle`; the bearer the server was handed for it.
+    static func connectedBearer(_ rig: Rig, _ controller: FakeController, handle: UInt16) async -> ATTBearer? {
+        controller.connect(handle: handle, peer: phone)
+        guard
+            case .connected(let central) = await rig.server.events.first(matching: {
+                if case .connected = $0 { true } else { false }
+            })
+        else { return nil }
+        return rig.server.bearer(for: central)
+    }
+
     static func acl(_ controller: FakeController, count: Int) async -> [HCIACLPacket] {
         var packets: [HCIACLPacket] = []
         for await packet in controller.sent {
@@ -270,12 +281,7 @@ struct PeripheralHostTests {
         let rig = try Self.start([controller], queueCapacity: 5)
         defer { rig.task.cancel() }
         #expect(await rig.server.events.first { if case .credits = $0 { true } else { false } } == .credits(5))
-        controller.connect(handle: 0x41, peer: Self.phone)
-        guard
-            case .connected(let central) = await rig.server.events.first(matching: {
-                if case .connected = $0 { true } else { false }
-            }), let bearer = rig.server.bearer(for: central)
-        else {
+        guard let bearer = await Self.connectedBearer(rig, controller, handle: 0x41) else {
             Issue.record("no connection")
             return
         }
@@ -300,12 +306,7 @@ struct PeripheralHostTests {
         let rig = try Self.start([controller], queueCapacity: 5)
         defer { rig.task.cancel() }
         #expect(await rig.server.events.first { if case .credits = $0 { true } else { false } } == .credits(5))
-        controller.connect(handle: 0x41, peer: Self.phone)
-        guard
-            case .connected(let central) = await rig.server.events.first(matching: {
-                if case .connected = $0 { true } else { false }
-            }), let bearer = rig.server.bearer(for: central)
-        else {
+        guard let bearer = await Self.connectedBearer(rig, controller, handle: 0x41) else {
             Issue.record("no connection")
             return
         }
