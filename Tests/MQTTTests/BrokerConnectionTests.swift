@@ -19,7 +19,7 @@ import Testing
     static let second = MQTTConnectionID(rawValue: 2)
 
     @Test func reportsEachConnectionFailureAndEnd() {
-        var connection = connection()
+        let connection = connection()
         connection.failed(.connectionRefused(host: "broker", port: 1883))
         #expect(connection.lastError == "\(MQTTError.connectionRefused(host: "broker", port: 1883))")
         connection.connected(Self.first)
@@ -36,7 +36,7 @@ import Testing
     }
 
     @Test func theEndOfAnOlderConnectionIsNoNews() {
-        var connection = connection()
+        let connection = connection()
         connection.connected(Self.second)
         let wasLive = connection.disconnected(Self.first, reason: "old one")
         #expect(!wasLive)
@@ -46,7 +46,7 @@ import Testing
     }
 
     @Test func theEndAStopAskedForIsNotReported() {
-        var connection = connection()
+        let connection = connection()
         connection.connected(Self.first)
         connection.stopping()
         let wasLive = connection.disconnected(Self.first, reason: "stopped")
@@ -56,7 +56,7 @@ import Testing
     }
 
     @Test func withoutAClientNothingIsSentAndTheBrokerIsNeverBehind() {
-        var connection = connection()
+        let connection = connection()
         connection.connected(Self.first)
         #expect(connection.publishReportingDelivery(MQTTMessage(topic: "t", text: "x")) == nil)
         #expect(!connection.isBehind)

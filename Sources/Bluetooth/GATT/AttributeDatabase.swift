@@ -109,14 +109,15 @@ struct AttributeDatabase: Sendable {
         return attributes[index]
     }
 
-    /// Whether `characteristic` is published: its service is, and its value handle still carries
-    /// its type. Looked at in place, without copying the service or the attribute out: every
-    /// update asks.
+    /// Whether `characteristic` is published: its value handle still carries it. A dynamic value
+    /// names its characteristic, service id included, and a service id is never used twice, so
+    /// that is proof enough without hashing the id into `services`: every update asks. A fixed
+    /// value names none; its service is looked up.
     func publishes(_ characteristic: PublishedCharacteristic) -> Bool {
-        guard services.index(forKey: characteristic.service) != nil else { return false }
         let index = lowerBound(characteristic.valueHandle)
-        return index < attributes.count && attributes[index].handle == characteristic.valueHandle
-            && attributes[index].type == characteristic.uuid
+        guard index < attributes.count, attributes[index].handle == characteristic.valueHandle else { return false }
+        if case .dynamic(let published) = attributes[index].value { return published == characteristic }
+        return attributes[index].type == characteristic.uuid && services.index(forKey: characteristic.service) != nil
     }
 
     var publishedServices: [PublishedService] {

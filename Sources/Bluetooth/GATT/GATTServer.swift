@@ -249,7 +249,9 @@ public final class GATTServer {
             readyToUpdatePending = true
             return false
         }
-        for (central, bits) in zip(centrals, updateBits) where bits == Self.notifyBit {
+        // By index rather than zipped: a zip retains both arrays, for every value.
+        for index in updateBits.indices where updateBits[index] == Self.notifyBit {
+            let central = centrals[index]
             transmitCredits -= 1
             central.updatesInFlight += 1
             sendUpdate(
@@ -258,7 +260,8 @@ public final class GATTServer {
                     value: value.truncated(to: central.maximumUpdateValueLength)),
                 to: central)
         }
-        for (central, bits) in zip(centrals, updateBits) where bits == Self.indicateBit {
+        for index in updateBits.indices where updateBits[index] == Self.indicateBit {
+            let central = centrals[index]
             central.indicationQueue.append(
                 QueuedIndication(
                     handle: characteristic.valueHandle, value: value,

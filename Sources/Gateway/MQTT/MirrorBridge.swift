@@ -222,8 +222,8 @@ public enum MirrorMapping {
 
     /// A characteristic's bytes on air as the JSON value MQTT payloads carry, at the precision
     /// of its format (`ValueJSON.literal`).
-    public static func mirrorValue(_ bytes: [UInt8], of characteristic: GATTLayout.Characteristic) -> MirrorValue {
-        MirrorValue(json: ValueJSON.literal(bytes, encoding: characteristic.config.encoding))
+    public static func mirrorValue(_ bytes: [UInt8], encoding: ValueEncoding) -> MirrorValue {
+        MirrorValue(json: ValueJSON.literal(bytes, encoding: encoding))
     }
 }
 
@@ -232,8 +232,17 @@ public enum MirrorMapping {
 /// (`ValueJSON.parseSet`) before they reach the pipeline. An invalid `/set` changes nothing; its
 /// reason goes back to the mirror, which publishes it on `<base>/<dev>/error`.
 public struct MirrorBridge: Sendable {
+    /// What an event of a characteristic needs of it: its id on MQTT and its value format.
+    /// Looked up instead of the layout's characteristic, whose copy would retain every string of
+    /// its configuration: this runs for every value.
+    private struct Mirrored {
+        let id: MirrorCharacteristicID
+        let encoding: ValueEncoding
+    }
+
     public let layout: GATTLayout
     private let refs: [MirrorCharacteristicID: CharacteristicRef]
+    private let mirrored: [CharacteristicRef: Mirrored]
     private let address: @Sendable (CentralID) -> String
 
     /// - Parameter address: a central's Bluetooth address for topics (`AA:BB:...`).
@@ -241,8 +250,14 @@ public struct MirrorBridge: Sendable {
         self.layout = layout
         self.address = address
         var refs: [MirrorCharacteristicID: CharacteristicRef] = [:]
-        for characteristic in layout.characteristics.values { refs[MirrorMapping.id(characteristic)] = characteristic.ref }
+        var mirrored: [CharacteristicRef: Mirrored] = [:]
+        for characteristic in layout.characteristics.values {
+            let id = MirrorMapping.id(characteristic)
+            refs[id] = characteristic.ref
+            mirrored[characteristic.ref] = Mirrored(id: id, encoding: characteristic.config.encoding)
+        }
         self.refs = refs
+        self.mirrored = mirrored
     }
 
     /// The mirror's event for `event`; nil when the characteristic it names is not one of this
@@ -252,13 +267,13 @@ public struct MirrorBridge: Sendable {
     public func mirrorEvent(_ event: PipelineEvent, at date: Date) -> MirrorEvent? {
         switch event {
         case .valueChanged(let ref, let bytes):
-            guard let characteristic = layout.characteristics[ref] else { return nil }
+            guard let characteristic = mirrored[ref] else { return nil }
             return .valueChanged(
-                MirrorMapping.id(characteristic), value: MirrorMapping.mirrorValue(bytes, of: characteristic), raw: bytes,
+                characteristic.id, value: MirrorMapping.mirrorValue(bytes, encoding: characteristic.encoding), raw: bytes,
                 at: date)
         case .availabilityChanged(let ref, let reason):
-            guard let characteristic = layout.characteristics[ref] else { return nil }
-            return .availabilityChanged(MirrorMapping.id(characteristic), unavailable: reason)
+            guard let characteristic = mirrored[ref] else { return nil }
+            return .availabilityChanged(characteristic.id, unavailable: reason)
         case .centralConnected(let central, let mtu):
             return .centralConnected(MirrorCentral(address: address(central), mtu: mtu, security: .none, since: date))
         case .mtuChanged(let central, let mtu):
@@ -270,20 +285,19 @@ public struct MirrorBridge: Sendable {
         case .centralDisconnected(let central):
             return .centralDisconnected(address: address(central))
         case .subscribed(let ref, let central, let kind):
-            guard let characteristic = layout.characteristics[ref] else { return nil }
-            return .subscribed(
-                MirrorMapping.id(characteristic), central: address(central), kind: kind == .indication ? .indicate : .notify)
+            guard let characteristic = mirrored[ref] else { return nil }
+            return .subscribed(characteristic.id, central: address(central), kind: kind == .indication ? .indicate : .notify)
         case .unsubscribed(let ref, let central):
-            guard let characteristic = layout.characteristics[ref] else { return nil }
-            return .unsubscribed(MirrorMapping.id(characteristic), central: address(central))
+            guard let characteristic = mirrored[ref] else { return nil }
+            return .unsubscribed(characteristic.id, central: address(central))
         case .written(let ref, let central, let bytes, let kind):
-            guard let characteristic = layout.characteristics[ref] else { return nil }
+            guard let characteristic = mirrored[ref] else { return nil }
             return .written(
-                MirrorMapping.id(characteristic), value: MirrorMapping.mirrorValue(bytes, of: characteristic),
+                characteristic.id, value: MirrorMapping.mirrorValue(bytes, encoding: characteristic.encoding),
                 central: address(central), kind: MirrorMapping.writeKind(kind), at: date)
         case .outputFailed(let ref, let central, let reason):
-            guard let characteristic = layout.characteristics[ref] else { return nil }
-            return .outputFailed(MirrorMapping.id(characteristic), central: address(central), reason: reason, at: date)
+            guard let characteristic = mirrored[ref] else { return nil }
+            return .outputFailed(characteristic.id, central: address(central), reason: reason, at: date)
         case .status(let peripheral, let advertising, let counters, let pairing, let unavailable):
             return .peripheralState(
                 MirrorPeripheralState(

@@ -24,10 +24,18 @@ actor MirrorRunner {
     /// On the event loop with the pipeline and the mirror service: forwarding a value hops nowhere.
     nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
 
-    private struct Running {
+    /// A class: the event path takes it out of `running` for every value, and a copy of a
+    /// struct would retain each of the bridge's layout's references.
+    private final class Running: Sendable {
         let service: MQTTMirrorService
         let bridge: MirrorBridge
         let task: Task<Void, Never>
+
+        init(service: MQTTMirrorService, bridge: MirrorBridge, task: Task<Void, Never>) {
+            self.service = service
+            self.bridge = bridge
+            self.task = task
+        }
     }
 
     private let pipeline: ValuePipeline

@@ -177,10 +177,14 @@ public final class MQTTClient: @unchecked Sendable {
     ) throws -> Int32 {
         try withLiveHandle(connection) { handle in
             var messageID: Int32 = 0
-            let rc = message.payload.withUnsafeBytes { bytes in
-                mosquitto_publish(
-                    handle, &messageID, message.topic, Int32(bytes.count),
-                    bytes.baseAddress, message.qos.rawValue, message.retain)
+            // `withCString`, not the topic passed as a pointer: that conversion copies the text
+            // into a new array on every call, while a native string already ends in a NUL.
+            let rc = message.topic.withCString { topic in
+                message.payload.withUnsafeBytes { bytes in
+                    mosquitto_publish(
+                        handle, &messageID, topic, Int32(bytes.count),
+                        bytes.baseAddress, message.qos.rawValue, message.retain)
+                }
             }
             try check(rc, "publish to \(message.topic)")
             context.published()
@@ -250,10 +254,11 @@ public final class MQTTClient: @unchecked Sendable {
         try loop.runAndWait(body)
     }
 
-    private func check(_ rc: Int32, _ what: String) throws {
+    /// `what` is only made when the call failed: a publish checks every value.
+    private func check(_ rc: Int32, _ what: @autoclosure () -> String) throws {
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
             if rc == MOSQ_ERR_NO_CONN.rawValue { throw MQTTError.notConnected }
-            throw MQTTError.requestFailed("\(what): \(String(cString: mosquitto_strerror(rc)))")
+            throw MQTTError.requestFailed("\(what()): \(String(cString: mosquitto_strerror(rc)))")
         }
     }
 

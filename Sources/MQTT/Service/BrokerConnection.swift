@@ -5,7 +5,11 @@ import MQTTMirror
 /// The service's side of the broker connection: the client (which connects, and reconnects after
 /// its back-off), the live connection, why there is none, and each change reported once. Sends go
 /// to the live connection only; one that just died is reported by the client's own events.
-struct BrokerConnection {
+///
+/// A class, owned by the service alone: every value asks it whether the broker is behind and
+/// sends through it, and a struct in the actor's property would be copied for each of those
+/// calls (its logger, client and handler retained and released).
+final class BrokerConnection {
     /// nil when the connection could not start (`MQTTMirrorService.startFailure`).
     let client: MQTTClient?
     private let logger: Logger
@@ -23,7 +27,7 @@ struct BrokerConnection {
         self.onChange = onChange
     }
 
-    mutating func connected(_ id: MQTTConnectionID) {
+    func connected(_ id: MQTTConnectionID) {
         live = id
         lastError = nil
         onChange(nil)
@@ -31,7 +35,7 @@ struct BrokerConnection {
     }
 
     /// Whether `id` was the live connection (the end of an older one is no news).
-    mutating func disconnected(_ id: MQTTConnectionID, reason: String) -> Bool {
+    func disconnected(_ id: MQTTConnectionID, reason: String) -> Bool {
         guard live == id else { return false }
         live = nil
         lastError = reason
@@ -39,12 +43,12 @@ struct BrokerConnection {
         return true
     }
 
-    mutating func failed(_ error: MQTTError) {
+    func failed(_ error: MQTTError) {
         lastError = "\(error)"
         onChange("\(error); retrying")
     }
 
-    mutating func stopping() { isStopping = true }
+    func stopping() { isStopping = true }
 
     /// Connected, but the broker has not yet taken `MQTTClientConfiguration.maximumBacklog`
     /// messages.

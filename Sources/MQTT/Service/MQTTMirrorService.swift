@@ -35,7 +35,7 @@ public actor MQTTMirrorService {
     /// (`…; retrying`).
     public typealias ConnectionHandler = @Sendable (String?) -> Void
 
-    private var connection: BrokerConnection
+    private let connection: BrokerConnection
     private var mirror: Mirror
     private var delivery: OutboxDelivery
     private var hold = BacklogHold()
@@ -374,7 +374,6 @@ public actor MQTTMirrorService {
 
     /// Publishes the held messages, oldest topic first, until the broker is behind again.
     private func publishHeld() {
-        let connection = connection
         guard
             let superseded = hold.release(while: { !connection.isBehind }, to: { connection.publish($0) })
         else { return }
