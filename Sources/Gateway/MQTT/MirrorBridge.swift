@@ -231,7 +231,10 @@ public enum MirrorMapping {
 /// MQTT's `/set` and source-topic payloads are checked against the characteristic's format
 /// (`ValueJSON.parseSet`) before they reach the pipeline. An invalid `/set` changes nothing; its
 /// reason goes back to the mirror, which publishes it on `<base>/<dev>/error`.
-public struct MirrorBridge: Sendable {
+///
+/// A class: the runner reaches it for every value, and a struct read from the runner's state
+/// would be copied each time, its layout's references retained and released.
+public final class MirrorBridge: Sendable {
     /// What an event of a characteristic needs of it: its id on MQTT and its value format.
     /// Looked up instead of the layout's characteristic, whose copy would retain every string of
     /// its configuration: this runs for every value.

@@ -24,8 +24,8 @@ actor MirrorRunner {
     /// On the event loop with the pipeline and the mirror service: forwarding a value hops nowhere.
     nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.shared.asUnownedSerialExecutor() }
 
-    /// A class: the event path takes it out of `running` for every value, and a copy of a
-    /// struct would retain each of the bridge's layout's references.
+    /// A class: the event path takes it out of `running` for every value, and a struct's copy
+    /// would retain each of its references.
     private final class Running: Sendable {
         let service: MQTTMirrorService
         let bridge: MirrorBridge

@@ -92,6 +92,9 @@ enum MirrorTimestamp {
     ///
     /// Grown once and filled in place: appended a digit at a time, each byte checked the array's
     /// capacity and uniqueness, about 1,000 instructions per MQTT value (docs/performance.md).
+    /// The timestamp's fixed characters, as bytes made once (copied at once, not walked).
+    private static let template = Array("0000-00-00T00:00:00.000Z".utf8)
+
     static func write(_ date: Date, to out: inout [UInt8]) {
         let interval = date.timeIntervalSince1970
         let wholeSeconds = interval.rounded(.down)
@@ -101,7 +104,7 @@ enum MirrorTimestamp {
         let (days, secondOfDay) = divideRoundingDown(seconds, 86_400)
         let (year, month, day) = civilDate(daysSince1970: days)
         let start = out.count
-        out.append(contentsOf: "0000-00-00T00:00:00.000Z".utf8)
+        out.append(contentsOf: template)
         out.withUnsafeMutableBufferPointer { text in
             /// `value`'s last `count` decimal digits, ending before `end`.
             func digits(_ value: Int, _ count: Int, endingAt end: Int) {

@@ -429,12 +429,20 @@ public struct Mirror: Sendable {
     static func valuePayload(_ value: MirrorValue, at date: Date) -> [UInt8] {
         var payload: [UInt8] = []
         payload.reserveCapacity(value.json.utf8.count + 40)
-        payload += #"{"value":"#.utf8
+        payload += ValuePayloadText.start
         payload += value.json.utf8
-        payload += #","ts":""#.utf8
+        payload += ValuePayloadText.timestamp
         MirrorTimestamp.write(date, to: &payload)
-        payload += #""}"#.utf8
+        payload += ValuePayloadText.end
         return payload
+    }
+
+    /// The fixed text of a value's payload as bytes, made once: appending an array copies its
+    /// bytes at once, a string literal's are walked one by one on every value.
+    private enum ValuePayloadText {
+        static let start = Array(#"{"value":"#.utf8)
+        static let timestamp = Array(#","ts":""#.utf8)
+        static let end = Array(#""}"#.utf8)
     }
 
     private func centralMessage(_ central: MirrorCentral) -> MQTTMessage {

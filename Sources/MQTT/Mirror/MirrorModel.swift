@@ -2,13 +2,26 @@ import FoundationEssentials
 
 /// A characteristic as it appears in topics: `<base>/<dev>/<service>/<characteristic>`.
 public struct MirrorCharacteristicID: Hashable, Sendable, CustomStringConvertible {
-    public var service: String
-    public var characteristic: String
+    public let service: String
+    public let characteristic: String
+    /// Both names hashed once, when the id is made: the mirror looks a characteristic up by id for
+    /// every value, and hashing the two strings each time cost more than the rest of the lookup.
+    private let nameHash: Int
 
     public init(service: String, characteristic: String) {
         self.service = service
         self.characteristic = characteristic
+        var hasher = Hasher()
+        hasher.combine(service)
+        hasher.combine(characteristic)
+        nameHash = hasher.finalize()
     }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.nameHash == rhs.nameHash && lhs.service == rhs.service && lhs.characteristic == rhs.characteristic
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(nameHash) }
 
     public var description: String { "\(service)/\(characteristic)" }
 }

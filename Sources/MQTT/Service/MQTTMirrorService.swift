@@ -153,16 +153,16 @@ public actor MQTTMirrorService {
 
     /// A gateway event: updates the mirror and publishes what it implies.
     public func handle(_ event: MirrorEvent) {
-        var event = event
-        if case .peripheralState(var state) = event {
-            state.uptime = Int((clock() - started).components.seconds)
-            state.outbox = delivery.outbox.count
-            state.refused = delivery.refused
-            event = .peripheralState(state)
+        // The event is passed on as it came, not copied into a variable first: a value's event
+        // is the common one, and only the state's is completed here.
+        guard case .peripheralState(var state) = event else {
+            for action in mirror.apply(event, now: clock()) { perform(action) }
+            return
         }
-        for action in mirror.apply(event, now: clock()) {
-            perform(action)
-        }
+        state.uptime = Int((clock() - started).components.seconds)
+        state.outbox = delivery.outbox.count
+        state.refused = delivery.refused
+        for action in mirror.apply(.peripheralState(state), now: clock()) { perform(action) }
     }
 
     /// Publishes the heartbeats due now and schedules the next check; nothing once `run()` has
