@@ -128,6 +128,23 @@ module_closure() { # prints module paths (relative to $modroot) deps first, no d
     printf '%s\n' "${out[@]}"
 }
 
+# The version of PACKAGE to download for the kernel at VERSION: VERSION itself, or when the archive
+# no longer has it, its newest build of the same upstream release. Debian's security archive keeps
+# only the newest build of packages such as linux-kbuild, which a new Debian revision (6.1.192-3)
+# can replace while the signed kernel image is still the one before it (6.1.192-2); the tools and
+# sources of one upstream release build the same modules.
+same_release_version() {
+    local package=$1 wanted=$2 listed
+    listed=$(apt-cache madison "$package" 2>/dev/null | awk -F' *[|] *' '{print $2}')
+    if grep -qxF "$wanted" <<<"$listed"; then
+        echo "$wanted"
+        return
+    fi
+    local newest
+    newest=$(awk -v release="${wanted%-*}-" 'index($0, release) == 1' <<<"$listed" | sort -V | tail -n 1)
+    echo "${newest:-$wanted}"
+}
+
 prepare() {
     say "preparing kernel $abi ($version) in $vmcache (downloads ~230 MB, once)"
     rm -rf "$vmcache"
@@ -135,8 +152,9 @@ prepare() {
     mkdir -p "$vmcache/debs" "$tree" "$vmcache/gpio-sim"
     local packages=(
         "linux-image-$abi=$version" "linux-headers-$abi=$version"
-        "linux-headers-$flavourless-common=$version" "linux-kbuild-$series=$version"
-        "linux-source-$series=$version" busybox-static
+        "linux-headers-$flavourless-common=$version"
+        "linux-kbuild-$series=$(same_release_version "linux-kbuild-$series" "$version")"
+        "linux-source-$series=$(same_release_version "linux-source-$series" "$version")" busybox-static
     )
     (cd "$vmcache/debs" && apt-get download "${packages[@]}") >"$vmcache/download.log" 2>&1 || {
         tail -n 5 "$vmcache/download.log" >&2
