@@ -119,12 +119,14 @@ public actor SensorRunner {
                 deliver?(value)
                 continue
             }
+            deliver?(value)
+            // Kept after it is delivered, its last use: the value moves into the list rather than
+            // being copied there (each copy retains its strings).
             if let position = latestValues.firstIndex(where: { $0.channel == value.channel }) {
                 latestValues[position] = value
             } else {
                 latestValues.append(value)
             }
-            deliver?(value)
         }
     }
 
