@@ -44,7 +44,7 @@ final class LinkTransmitter: Sendable {
     func completed(_ entries: HCIEvent.CompletedPacketsList, delivered: inout [DeliveredUpdates]) {
         delivered.removeAll(keepingCapacity: true)
         session.value.completed(entries, delivered: &delivered)
-        if delivered.count > 1 { delivered.sort { $0.handle < $1.handle } }
+        delivered.sort { $0.handle < $1.handle }
     }
 }
 

@@ -92,23 +92,16 @@ public struct L2CAPFrame: Equatable, Sendable {
         precondition(maxFragmentLength > 0, "the controller's ACL buffer length must be positive")
         let end = min(offset + maxFragmentLength, encodedLength)
         buffer.removeAll(keepingCapacity: true)
+        // The basic header (length, channel; little-endian) and the head are at most eight bytes,
+        // one integer whose part in this fragment is appended at once; then the body.
         let bodyStart = 4 + head.count
-        // The basic header (length, channel; little-endian), then the head, then the body.
-        if offset == 0 && end >= bodyStart {
-            // The usual fragment, a frame's first with its header and head whole: at most eight
-            // bytes, appended at once from one integer rather than one by one.
+        if offset < bodyStart {
             let header = UInt64(UInt16(payloadLength)) | UInt64(channel) << 16 | UInt64(head.bits) << 32
             withUnsafeBytes(of: header.littleEndian) { bytes in
-                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes.assumingMemoryBound(to: UInt8.self)[..<bodyStart]))
+                let headerBytes = bytes.assumingMemoryBound(to: UInt8.self)
+                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: headerBytes[offset..<min(end, bodyStart)]))
             }
-            buffer.append(contentsOf: body[0..<(end - bodyStart)])
-            return HCIACLPacket(handle: handle, boundary: .firstNonFlushable, data: buffer)
         }
-        for position in offset..<max(offset, min(end, 4)) {
-            let field = position < 2 ? UInt16(payloadLength) : channel
-            buffer.append(UInt8(truncatingIfNeeded: position % 2 == 0 ? field : field >> 8))
-        }
-        for position in max(offset, 4)..<max(offset, 4, min(end, bodyStart)) { buffer.append(head[position - 4]) }
         if end > bodyStart { buffer.append(contentsOf: body[(max(offset, bodyStart) - bodyStart)..<(end - bodyStart)]) }
         return HCIACLPacket(handle: handle, boundary: offset == 0 ? .firstNonFlushable : .continuing, data: buffer)
     }

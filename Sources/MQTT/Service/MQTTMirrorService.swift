@@ -155,14 +155,15 @@ public actor MQTTMirrorService {
     public func handle(_ event: MirrorEvent) {
         // The event is passed on as it came, not copied into a variable first: a value's event
         // is the common one, and only the state's is completed here.
-        guard case .peripheralState(var state) = event else {
-            for action in mirror.apply(event, now: clock()) { perform(action) }
-            return
-        }
+        guard case .peripheralState(var state) = event else { return apply(event) }
         state.uptime = Int((clock() - started).components.seconds)
         state.outbox = delivery.outbox.count
         state.refused = delivery.refused
-        for action in mirror.apply(.peripheralState(state), now: clock()) { perform(action) }
+        apply(.peripheralState(state))
+    }
+
+    private func apply(_ event: MirrorEvent) {
+        for action in mirror.apply(event, now: clock()) { perform(action) }
     }
 
     /// Publishes the heartbeats due now and schedules the next check; nothing once `run()` has
