@@ -691,12 +691,35 @@ struct MirrorTests {
         }
     }
 
+    /// One writer for a run of timestamps, as the mirror has for its values: within a second it
+    /// reuses the second's text, and a new second (the next, an earlier one, another day) gets its
+    /// own.
+    @Test func aTimestampWriterWritesEachTimestampWholeWhateverCameBefore() {
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt)
+        let intervals: [TimeInterval] = [
+            1_795_651_644.123, 1_795_651_644.999, 1_795_651_644.0005, 1_795_651_645.001, 1_795_651_643.5,
+            1_795_651_643.75, 1_795_737_643.75, 951_782_400.5, 951_782_400.25, -0.5, -0.25, 0
+        ]
+        var writer = MirrorTimestampWriter()
+        for interval in intervals {
+            let date = Date(timeIntervalSince1970: interval)
+            let text = String(unsafeUninitializedCapacity: MirrorTimestamp.length) { text in
+                writer.write(date, to: text.baseAddress!)
+                return MirrorTimestamp.length
+            }
+            #expect(text == date.formatted(style), "\(interval)")
+        }
+    }
+
     /// A value's payload, written straight into bytes, is what the JSON writer makes of it.
     @Test(arguments: ["21.5", "-0.25", "true", "null", #""a \"quoted\" °C""#, #""0aff""#])
     func aValuePayloadIsTheJSONObjectOfItsValueAndTime(_ literal: String) {
         let date = Date(timeIntervalSince1970: 1_795_651_644.123)
         let object = JSONText.object([("value", .literal(literal)), ("ts", .string(MirrorTimestamp.string(date)))])
-        #expect(Mirror.valuePayload(MirrorValue(json: literal), at: date) == object.bytes)
+        var timestamps = MirrorTimestampWriter()
+        var payload = Array("what the payload held before".utf8)
+        Mirror.writeValuePayload(MirrorValue(json: literal), at: date, timestamps: &timestamps, into: &payload)
+        #expect(payload == object.bytes)
     }
 
     @Test func jsonEscapesStrings() {

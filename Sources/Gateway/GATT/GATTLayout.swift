@@ -63,6 +63,8 @@ struct CharacteristicTable<Value> {
     }
 }
 
+extension CharacteristicTable: Sendable where Value: Sendable {}
+
 /// The GATT database a configuration describes: one `GATTService` per configured service, in the
 /// order they must be published (a service after the services it includes), and the settings of
 /// each characteristic the value pipeline needs.

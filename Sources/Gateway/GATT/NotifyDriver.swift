@@ -131,7 +131,8 @@ final class NotifyDriver {
     /// timer for the engine's next deadline. Synchronous, so nothing else runs in between.
     func drain() {
         engine.collectCentralsWithPendingTransmissions(into: &pendingCentrals)
-        pendingCentrals.sort()
+        // Sorting none or one still pays the sort's setup, on every value.
+        if pendingCentrals.count > 1 { pendingCentrals.sort() }
         for central in pendingCentrals where !isFull(central) {
             while !isFull(central), let transmission = engine.nextTransmission(for: central) {
                 guard transmit(transmission) else {

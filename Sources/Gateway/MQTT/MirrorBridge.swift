@@ -237,15 +237,22 @@ public enum MirrorMapping {
 public final class MirrorBridge: Sendable {
     /// What an event of a characteristic needs of it: its id on MQTT and its value format.
     /// Looked up instead of the layout's characteristic, whose copy would retain every string of
-    /// its configuration: this runs for every value.
-    private struct Mirrored {
+    /// its configuration: this runs for every value. A class, so the look-up copies one
+    /// reference out of its table, not the id's names and the format.
+    private final class Mirrored: Sendable {
         let id: MirrorCharacteristicID
         let encoding: ValueEncoding
+
+        init(id: MirrorCharacteristicID, encoding: ValueEncoding) {
+            self.id = id
+            self.encoding = encoding
+        }
     }
 
     public let layout: GATTLayout
     private let refs: [MirrorCharacteristicID: CharacteristicRef]
-    private let mirrored: [CharacteristicRef: Mirrored]
+    /// Found by the ref's positions, not hashed (`CharacteristicTable`).
+    private let mirrored: CharacteristicTable<Mirrored>
     private let address: @Sendable (CentralID) -> String
 
     /// - Parameter address: a central's Bluetooth address for topics (`AA:BB:...`).
@@ -253,7 +260,7 @@ public final class MirrorBridge: Sendable {
         self.layout = layout
         self.address = address
         var refs: [MirrorCharacteristicID: CharacteristicRef] = [:]
-        var mirrored: [CharacteristicRef: Mirrored] = [:]
+        var mirrored = CharacteristicTable<Mirrored>()
         for characteristic in layout.characteristics.values {
             let id = MirrorMapping.id(characteristic)
             refs[id] = characteristic.ref

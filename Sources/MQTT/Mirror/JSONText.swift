@@ -81,47 +81,62 @@ public indirect enum JSONText: Sendable, Equatable {
 /// goes into every value published, where a format style cost a fifth of the mirror's work per
 /// value, and `gmtime_r` (time zone rules it does not need) most of what was left.
 enum MirrorTimestamp {
+    /// A timestamp's length in bytes.
+    static let length = 24
+    /// The length of its text up to the milliseconds (`2026-11-22T01:47:24.`), the same for every
+    /// timestamp of one second.
+    static let secondLength = 20
+
     static func string(_ date: Date) -> String {
-        var text: [UInt8] = []
-        text.reserveCapacity(24)
-        write(date, to: &text)
-        return String(decoding: text, as: UTF8.self)
+        var writer = MirrorTimestampWriter()
+        return String(unsafeUninitializedCapacity: length) { text in
+            writer.write(date, to: text.baseAddress!)
+            return length
+        }
     }
 
-    /// Appends the 24 bytes of `date`'s timestamp to `out`.
-    ///
-    /// Grown once and filled in place: appended a digit at a time, each byte checked the array's
-    /// capacity and uniqueness, about 1,000 instructions per MQTT value (docs/performance.md).
-    /// The timestamp's fixed characters, as bytes made once (copied at once, not walked).
-    private static let template = Array("0000-00-00T00:00:00.000Z".utf8)
-
-    static func write(_ date: Date, to out: inout [UInt8]) {
+    /// `date`'s whole seconds since 1970, and its millisecond: from the nanoseconds of the exact
+    /// fraction, as Foundation's format style counts them.
+    static func split(_ date: Date) -> (second: Int, millisecond: Int) {
         let interval = date.timeIntervalSince1970
         let wholeSeconds = interval.rounded(.down)
-        // From the nanoseconds of the exact fraction, as Foundation's format style counts them.
-        let millisecond = Int(((interval - wholeSeconds) * 1_000_000_000).rounded(.down)) / 1_000_000
-        let seconds = Int(wholeSeconds)
-        let (days, secondOfDay) = divideRoundingDown(seconds, 86_400)
+        return (Int(wholeSeconds), Int(((interval - wholeSeconds) * 1_000_000_000).rounded(.down)) / 1_000_000)
+    }
+
+    /// Writes the `secondLength` bytes of `second`'s text at `text`.
+    ///
+    /// Into memory the caller sized, with no capacity, uniqueness or bounds check per byte: the
+    /// timestamp goes into every value's payload, and written into an array, even grown once,
+    /// it cost about 800 instructions per MQTT value (docs/performance.md).
+    static func writeSecond(_ second: Int, to text: UnsafeMutablePointer<UInt8>) {
+        let (days, secondOfDay) = divideRoundingDown(second, 86_400)
         let (year, month, day) = civilDate(daysSince1970: days)
-        let start = out.count
-        out.append(contentsOf: template)
-        out.withUnsafeMutableBufferPointer { text in
-            /// `value`'s last `count` decimal digits, ending before `end`.
-            func digits(_ value: Int, _ count: Int, endingAt end: Int) {
-                var rest = value
-                for index in stride(from: start + end - 1, through: start + end - count, by: -1) {
-                    text[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
-                    rest /= 10
-                }
-            }
-            digits(year, 4, endingAt: 4)
-            digits(month, 2, endingAt: 7)
-            digits(day, 2, endingAt: 10)
-            digits(secondOfDay / 3600, 2, endingAt: 13)
-            digits(secondOfDay / 60 % 60, 2, endingAt: 16)
-            digits(secondOfDay % 60, 2, endingAt: 19)
-            digits(millisecond, 3, endingAt: 23)
+        digits(year, 4, endingAt: 4, then: UInt8(ascii: "-"), in: text)
+        digits(month, 2, endingAt: 7, then: UInt8(ascii: "-"), in: text)
+        digits(day, 2, endingAt: 10, then: UInt8(ascii: "T"), in: text)
+        digits(secondOfDay / 3600, 2, endingAt: 13, then: UInt8(ascii: ":"), in: text)
+        digits(secondOfDay / 60 % 60, 2, endingAt: 16, then: UInt8(ascii: ":"), in: text)
+        digits(secondOfDay % 60, 2, endingAt: 19, then: UInt8(ascii: "."), in: text)
+    }
+
+    /// Writes the last `length - secondLength` bytes of a timestamp at `text`, which points at its
+    /// start.
+    static func writeMillisecond(_ millisecond: Int, to text: UnsafeMutablePointer<UInt8>) {
+        digits(millisecond, 3, endingAt: 23, then: UInt8(ascii: "Z"), in: text)
+    }
+
+    /// `value`'s last `count` decimal digits, ending before `end`; followed by `separator`.
+    private static func digits(
+        _ value: Int, _ count: Int, endingAt end: Int, then separator: UInt8, in text: UnsafeMutablePointer<UInt8>
+    ) {
+        var rest = value
+        var index = end
+        while index > end - count {
+            index -= 1
+            text[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
         }
+        text[end] = separator
     }
 
     /// The proleptic Gregorian date of a day number (0 = 1970-01-01). Counted in 400-year eras
@@ -140,5 +155,28 @@ enum MirrorTimestamp {
     private static func divideRoundingDown(_ value: Int, _ divisor: Int) -> (quotient: Int, remainder: Int) {
         let remainder = value % divisor
         return remainder < 0 ? (value / divisor - 1, remainder + divisor) : (value / divisor, remainder)
+    }
+}
+
+/// Writes timestamps (`MirrorTimestamp`), keeping the text of the last one's second: values come
+/// many a second, and their timestamps then differ in the milliseconds alone, so the calendar
+/// date and time of day are worked out once a second, not for every value.
+struct MirrorTimestampWriter: Sendable {
+    private var second = Int.min
+    /// `MirrorTimestamp.secondLength` bytes: `second`'s text.
+    private var secondText: (UInt64, UInt64, UInt32) = (0, 0, 0)
+
+    /// Writes the `MirrorTimestamp.length` bytes of `date`'s timestamp at `text`.
+    mutating func write(_ date: Date, to text: UnsafeMutablePointer<UInt8>) {
+        let (second, millisecond) = MirrorTimestamp.split(date)
+        let secondLength = MirrorTimestamp.secondLength
+        if second == self.second {
+            withUnsafeBytes(of: secondText) { UnsafeMutableRawPointer(text).copyMemory(from: $0.baseAddress!, byteCount: secondLength) }
+        } else {
+            MirrorTimestamp.writeSecond(second, to: text)
+            self.second = second
+            withUnsafeMutableBytes(of: &secondText) { $0.baseAddress!.copyMemory(from: text, byteCount: secondLength) }
+        }
+        MirrorTimestamp.writeMillisecond(millisecond, to: text)
     }
 }

@@ -29,6 +29,8 @@ public struct Mirror: Sendable {
     private var unavailable: Set<MirrorCharacteristicID> = []
     /// The characteristics with a heartbeat, and its length.
     private let heartbeatIntervals: [(id: MirrorCharacteristicID, interval: Duration)]
+    /// Writes the values' timestamps.
+    private var timestamps = MirrorTimestampWriter()
 
     /// A configured characteristic and its value topic's state. Its methods are called through
     /// the table's in-place access (`characteristics.values[index].publish(…)`): read through
@@ -48,12 +50,21 @@ public struct Mirror: Sendable {
         var lastPublished: LoopInstant?
 
         /// The new value's message; its payload is the last one from now on.
-        mutating func publish(_ value: MirrorValue, raw: [UInt8], at date: Date, now: () -> LoopInstant) -> MQTTMessage {
-            let payload: [UInt8] =
-                switch characteristic.payloadStyle {
-                case .json: Mirror.valuePayload(value, at: date)
-                case .raw: raw
-                }
+        mutating func publish(
+            _ value: MirrorValue, raw: [UInt8], at date: Date, timestamps: inout MirrorTimestampWriter,
+            now: () -> LoopInstant
+        ) -> MQTTMessage {
+            var payload: [UInt8]
+            switch characteristic.payloadStyle {
+            case .json:
+                // The last payload's storage, written over: the message that carried it is
+                // usually gone by now, so the new one needs no allocation (and one that is still
+                // held, by the backlog's hold, is copied first, as any shared array is).
+                payload = self.payload.take() ?? []
+                Mirror.writeValuePayload(value, at: date, timestamps: &timestamps, into: &payload)
+            case .raw:
+                payload = raw
+            }
             self.payload = payload
             if characteristic.heartbeat != nil { lastPublished = now() }
             return message(payload)
@@ -197,43 +208,45 @@ public struct Mirror: Sendable {
 
     /// `now`: when the event is applied, on the loop's clock (a value's heartbeat counts from it);
     /// read only for a value with a heartbeat, so no other event pays for reading the clock.
-    public mutating func apply(_ event: MirrorEvent, now: @autoclosure () -> LoopInstant) -> [MirrorAction] {
+    ///
+    /// Appends to `actions`, an array the caller can keep from one event to the next, so a value
+    /// allocates none.
+    public mutating func apply(_ event: MirrorEvent, now: @autoclosure () -> LoopInstant, into actions: inout [MirrorAction]) {
         switch event {
         case .peripheralState(let state):
             peripheral = state
-            return [.publish(stateMessage, durable: false)]
+            actions.append(.publish(stateMessage, durable: false))
 
         case .valueChanged(let id, let value, let raw, let date):
-            guard let index = characteristics.index(forKey: id) else { return [] }
-            return [.publish(characteristics.values[index].publish(value, raw: raw, at: date, now: now), durable: false)]
+            guard let index = characteristics.index(forKey: id) else { return }
+            let message = characteristics.values[index].publish(value, raw: raw, at: date, timestamps: &timestamps, now: now)
+            actions.append(.publish(message, durable: false))
 
         case .availabilityChanged(let id, let reason):
-            guard characteristics[id]?.characteristic.reportsAvailability == true else { return [] }
+            guard characteristics[id]?.characteristic.reportsAvailability == true else { return }
             let changed = reason == nil ? unavailable.remove(id) != nil : unavailable.insert(id).inserted
-            return changed ? [.publish(availabilityMessage(id), durable: false)] : []
+            if changed { actions.append(.publish(availabilityMessage(id), durable: false)) }
 
         case .centralConnected(let central):
             let isNew = centrals.updateValue(central, forKey: central.address) == nil
-            var actions: [MirrorAction] = [.publish(centralMessage(central), durable: true)]
+            actions.append(.publish(centralMessage(central), durable: true))
             if isNew { actions.append(.publish(stateMessage, durable: false)) }
-            return actions
 
         case .centralMTUChanged(let address, let mtu):
-            guard var central = centrals[address] else { return [] }
+            guard var central = centrals[address] else { return }
             central.mtu = mtu
             centrals[address] = central
-            return [.publish(centralMessage(central), durable: true)]
+            actions.append(.publish(centralMessage(central), durable: true))
 
         case .centralSecurityChanged(let address, let security, let bonded):
-            guard var central = centrals[address] else { return [] }
+            guard var central = centrals[address] else { return }
             central.security = security
             central.bonded = bonded
             centrals[address] = central
-            return [.publish(centralMessage(central), durable: true)]
+            actions.append(.publish(centralMessage(central), durable: true))
 
         case .centralDisconnected(let address):
             let sourcesBefore = activeSourceTopics
-            var actions: [MirrorAction] = []
             for characteristic in configuration.characteristics {
                 guard let list = subscribers[characteristic.id], list.contains(where: { $0.address == address })
                 else { continue }
@@ -244,10 +257,10 @@ public struct Mirror: Sendable {
                 actions.append(.publish(MQTTMessage(topic: topics.central(address), payload: [], retain: true), durable: true))
                 actions.append(.publish(stateMessage, durable: false))
             }
-            return actions + sourceChanges(from: sourcesBefore)
+            actions += sourceChanges(from: sourcesBefore)
 
         case .subscribed(let id, let central, let kind):
-            guard characteristics[id] != nil else { return [] }
+            guard characteristics[id] != nil else { return }
             let sourcesBefore = activeSourceTopics
             var list = subscribers[id] ?? []
             if let index = list.firstIndex(where: { $0.address == central }) {
@@ -256,21 +269,23 @@ public struct Mirror: Sendable {
                 list.append((central, kind))
             }
             subscribers[id] = list
-            return [.publish(subscribersMessage(id), durable: true)] + sourceChanges(from: sourcesBefore)
+            actions.append(.publish(subscribersMessage(id), durable: true))
+            actions += sourceChanges(from: sourcesBefore)
 
         case .unsubscribed(let id, let central):
-            guard characteristics[id] != nil else { return [] }
+            guard characteristics[id] != nil else { return }
             let sourcesBefore = activeSourceTopics
             subscribers[id] = (subscribers[id] ?? []).filter { $0.address != central }
-            return [.publish(subscribersMessage(id), durable: true)] + sourceChanges(from: sourcesBefore)
+            actions.append(.publish(subscribersMessage(id), durable: true))
+            actions += sourceChanges(from: sourcesBefore)
 
         case .written(let id, let value, let central, let kind, let date):
-            guard characteristics[id] != nil else { return [] }
+            guard characteristics[id] != nil else { return }
             let payload = JSONText.object([
                 ("value", .literal(value.json)), ("central", .string(central)), ("kind", .string(kind.rawValue)),
                 ("ts", .string(MirrorTimestamp.string(date)))
             ])
-            return [.publish(MQTTMessage(topic: topics.written(id), payload: payload.bytes), durable: true)]
+            actions.append(.publish(MQTTMessage(topic: topics.written(id), payload: payload.bytes), durable: true))
 
         case .outputFailed(let id, let central, let reason, let date):
             // The writer was already answered (ATT acknowledges a write before the line is
@@ -279,7 +294,7 @@ public struct Mirror: Sendable {
                 ("topic", .string(topics.value(id))), ("central", .string(central)), ("reason", .string(reason)),
                 ("ts", .string(MirrorTimestamp.string(date)))
             ])
-            return [.publish(MQTTMessage(topic: topics.error, payload: payload.bytes), durable: true)]
+            actions.append(.publish(MQTTMessage(topic: topics.error, payload: payload.bytes), durable: true))
 
         case .pairing(let central, let prompt, let date):
             // Not retained and not through the outbox: it is useful for the 30 s of one pairing
@@ -293,8 +308,15 @@ public struct Mirror: Sendable {
                 ("central", .string(central)), (key, .string(digits)),
                 ("ts", .string(MirrorTimestamp.string(date)))
             ])
-            return [.publish(MQTTMessage(topic: topics.pairing, payload: payload.bytes), durable: false)]
+            actions.append(.publish(MQTTMessage(topic: topics.pairing, payload: payload.bytes), durable: false))
         }
+    }
+
+    /// The actions for `event`, in a new array (`apply(_:now:into:)`).
+    public mutating func apply(_ event: MirrorEvent, now: @autoclosure () -> LoopInstant) -> [MirrorAction] {
+        var actions: [MirrorAction] = []
+        apply(event, now: now(), into: &actions)
+        return actions
     }
 
     // MARK: Heartbeats
@@ -424,25 +446,38 @@ public struct Mirror: Sendable {
         MQTTMessage(topic: topics.availability(id), text: unavailable.contains(id) ? "offline" : "online", retain: true)
     }
 
-    /// `{"value":<value>,"ts":"<timestamp>"}`, what `JSONText.object` would write (no key or
-    /// timestamp needs escaping), written straight into the payload: one goes out per value.
-    static func valuePayload(_ value: MirrorValue, at date: Date) -> [UInt8] {
-        var payload: [UInt8] = []
-        payload.reserveCapacity(value.json.utf8.count + 40)
-        payload += ValuePayloadText.start
-        payload += value.json.utf8
-        payload += ValuePayloadText.timestamp
-        MirrorTimestamp.write(date, to: &payload)
-        payload += ValuePayloadText.end
-        return payload
-    }
-
-    /// The fixed text of a value's payload as bytes, made once: appending an array copies its
-    /// bytes at once, a string literal's are walked one by one on every value.
-    private enum ValuePayloadText {
-        static let start = Array(#"{"value":"#.utf8)
-        static let timestamp = Array(#","ts":""#.utf8)
-        static let end = Array(#""}"#.utf8)
+    /// Writes `{"value":<value>,"ts":"<timestamp>"}` into `payload`, over what it held: what
+    /// `JSONText.object` would write (no key or timestamp needs escaping). One goes out per value,
+    /// so it is written into scratch memory (the stack, for any common value) without a check per
+    /// byte and copied into the payload at once. The fixed text comes from static strings, which
+    /// cost no once-token or retain per value, as arrays made once did.
+    static func writeValuePayload(
+        _ value: MirrorValue, at date: Date, timestamps: inout MirrorTimestampWriter, into payload: inout [UInt8]
+    ) {
+        let start: StaticString = #"{"value":"#
+        let timestamp: StaticString = #","ts":""#
+        let end: StaticString = #""}"#
+        var json = value.json
+        json.withUTF8 { json in
+            let length =
+                start.utf8CodeUnitCount + json.count + timestamp.utf8CodeUnitCount + MirrorTimestamp.length
+                + end.utf8CodeUnitCount
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { text in
+                var position = text.baseAddress!
+                func put(_ bytes: UnsafePointer<UInt8>, _ count: Int) {
+                    position.initialize(from: bytes, count: count)
+                    position += count
+                }
+                put(start.utf8Start, start.utf8CodeUnitCount)
+                if let bytes = json.baseAddress { put(bytes, json.count) }
+                put(timestamp.utf8Start, timestamp.utf8CodeUnitCount)
+                timestamps.write(date, to: position)
+                position += MirrorTimestamp.length
+                put(end.utf8Start, end.utf8CodeUnitCount)
+                payload.removeAll(keepingCapacity: true)
+                payload.append(contentsOf: UnsafeBufferPointer(text))
+            }
+        }
     }
 
     private func centralMessage(_ central: MirrorCentral) -> MQTTMessage {

@@ -41,6 +41,8 @@ public actor MQTTMirrorService {
     private var hold = BacklogHold()
     private var heartbeats = HeartbeatSchedule()
     private var pendingDiscovery = PendingDiscovery()
+    /// The actions of one event, kept between events so a value allocates no array for them.
+    private var eventActions: [MirrorAction] = []
     private let routing: InboundRouting
     private let logger: Logger
     /// The wall clock, for timestamps people read (`/error`).
@@ -163,7 +165,14 @@ public actor MQTTMirrorService {
     }
 
     private func apply(_ event: MirrorEvent) {
-        for action in mirror.apply(event, now: clock()) { perform(action) }
+        // Swapped out while in use (a swap neither retains nor releases), so appending reuses
+        // its storage; an event performed meanwhile that applies another gets an array of its own.
+        var actions: [MirrorAction] = []
+        swap(&actions, &eventActions)
+        mirror.apply(event, now: clock(), into: &actions)
+        for action in actions { perform(action) }
+        actions.removeAllKeepingStorage()
+        swap(&actions, &eventActions)
     }
 
     /// Publishes the heartbeats due now and schedules the next check; nothing once `run()` has
