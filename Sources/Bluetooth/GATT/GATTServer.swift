@@ -1,5 +1,6 @@
 import BluetoothATT
 import BluetoothCore
+import EventLoop
 import LoopClock
 
 /// The GATT server: a pure, synchronous, deterministic state machine. ATT PDU bytes in for a
@@ -220,7 +221,7 @@ public final class GATTServer {
         }
         // The targets (one central, or a few: a link serves at most a handful) are searched
         // directly rather than made a set: this runs for every value.
-        updateBits.removeAll(keepingCapacity: true)
+        updateBits.removeAllKeepingStorage()
         var notificationCount = 0
         var indicationsSentNow = 0
         for central in centrals {
@@ -408,7 +409,7 @@ public final class GATTServer {
     /// `takeOutput()` for the event path: `buffer`, emptied by the caller, is exchanged with what
     /// was produced, so the two buffers take turns and neither is copied or allocated anew.
     public func takeOutput(into buffer: inout [GATTServerOutput]) {
-        buffer.removeAll(keepingCapacity: true)
+        buffer.removeAllKeepingStorage()
         swap(&buffer, &output)
     }
 

@@ -348,7 +348,7 @@ public actor Peripheral {
             next += 1
             eventSink(event)
         }
-        pendingEvents.removeAll(keepingCapacity: true)
+        pendingEvents.removeAllKeepingStorage()
         deliveringEvents = false
     }
 

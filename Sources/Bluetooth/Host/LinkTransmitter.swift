@@ -42,7 +42,7 @@ final class LinkTransmitter: Sendable {
     /// delivered, per connection handle, in ascending handle order, leaving out handles with none;
     /// the caller keeps it between calls, so this event (one per packet sent) allocates nothing.
     func completed(_ entries: HCIEvent.CompletedPacketsList, delivered: inout [DeliveredUpdates]) {
-        delivered.removeAll(keepingCapacity: true)
+        delivered.removeAllKeepingStorage()
         session.value.completed(entries, delivered: &delivered)
         delivered.sort { $0.handle < $1.handle }
     }
