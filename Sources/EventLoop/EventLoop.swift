@@ -380,14 +380,15 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
             // Awake again: a thread that queues while the handlers below run need not signal
             // (one that took `waiting` just before this did: a spare wake-up, rare).
             if sleeps { waiting.store(false, ordering: .relaxed) }
-            for event in events.prefix(Int(max(count, 0))) {
-                let token = event.data.u64
+            // By index: a prefix of the array is a slice that retains it.
+            for index in 0..<Int(max(count, 0)) {
+                let token = events[index].data.u64
                 if token == Self.wakeToken {
                     var value: UInt64 = 0
                     _ = read(wakeDescriptor, &value, 8)
                     continue
                 }
-                watcher(for: token)?.handler(Readiness(rawValue: event.events))
+                watcher(for: token)?.handler(Readiness(rawValue: events[index].events))
             }
         }
     }

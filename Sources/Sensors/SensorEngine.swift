@@ -221,16 +221,22 @@ final class SensorCore {
             events.sort { $0.event.timestampNs < $1.event.timestampNs }  // stable: keeps per-line order
         }
         var next = 0
-        finish(out, into: &values)
+        finish(draining: &out, into: &values)
         while true {
             if let due = deadline, due <= now, next == events.count || events[next].event.timestampNs > due {
-                if engine.deadline.map({ $0 <= due }) == true { finish(engine.tick(at: due), into: &values) }
+                if engine.deadline.map({ $0 <= due }) == true {
+                    var ticked = engine.tick(at: due)
+                    finish(draining: &ticked, into: &values)
+                }
                 tickFilters(at: due, into: &values)
-                if let became = health?.tick(at: due) { finish([became], into: &values) }
+                if let became = health?.tick(at: due) {
+                    var availability = [became]
+                    finish(draining: &availability, into: &values)
+                }
             } else if next < events.count {
                 emitted.removeAllKeepingStorage()
                 engine.handle(events[next].event, input: events[next].input, into: &emitted)
-                finish(emitted, into: &values)
+                finish(draining: &emitted, into: &values)
                 next += 1
             } else {
                 return
@@ -264,15 +270,20 @@ final class SensorCore {
         }
     }
 
-    private func finish(_ emissions: [Emission]) -> [SensorSample] {
+    private func finish(_ emissions: consuming [Emission]) -> [SensorSample] {
+        var emissions = emissions
         var values: [SensorSample] = []
-        finish(emissions, into: &values)
+        finish(draining: &emissions, into: &values)
         return values
     }
 
-    /// Filters the emissions into values appended to `values` (no array of their own per event).
-    private func finish(_ emissions: [Emission], into values: inout [SensorSample]) {
-        for emission in emissions {
+    /// Filters the emissions into values appended to `values` (no array of their own per event),
+    /// leaving `emissions` empty with its storage kept: each is moved out of it (reversed, then
+    /// taken from the end), not copied out, which retained its strings, then released them again
+    /// with the array's.
+    private func finish(draining emissions: inout [Emission], into values: inout [SensorSample]) {
+        emissions.reverse()
+        while let emission = emissions.popLast() {
             let unit = emission.channel == Emission.valueChannel ? (spec.unit ?? emission.unit) : emission.unit
             // Lost-event totals, press events and availability are counts, codes and states: no
             // filter applies to them, and only availability is not a reading of the sensor.

@@ -58,7 +58,8 @@ public actor SensorRunner {
 
     /// Drives an output sensor.
     public func write(_ value: Bool) throws {
-        publish(try core.write(value, at: backend.now()))
+        var written = try core.write(value, at: backend.now())
+        publish(draining: &written)
     }
 
     /// Reads the sensor, handing every value to `deliver` in order, on the event loop and
@@ -71,10 +72,12 @@ public actor SensorRunner {
         defer {
             running.value = nil
             timer.cancel()
-            publish(core.stop())
+            var stopped = core.stop()
+            publish(draining: &stopped)
             self.deliver = nil
         }
-        publish(try core.start(at: backend.now()))
+        var started = try core.start(at: backend.now())
+        publish(draining: &started)
         step()
         // Ends when the task is cancelled (an AsyncStream's iteration is); the continuation is kept
         // so the stream does not end before.
@@ -92,8 +95,7 @@ public actor SensorRunner {
         var values: [SensorSample] = []
         swap(&values, &stepValues)
         core.step(now: backend.now(), into: &values)
-        publish(values)
-        values.removeAllKeepingStorage()
+        publish(draining: &values)
         swap(&values, &stepValues)
         scheduleDeadline()
     }
@@ -107,8 +109,12 @@ public actor SensorRunner {
         timer.schedule(at: LoopInstant(nanoseconds: EventLoop.now().nanoseconds + (deadline > now ? deadline - now : 0)))
     }
 
-    private func publish(_ new: [SensorSample]) {
-        for value in new {
+    /// Hands `values` to the consumer in order, leaving the array empty (its storage kept): each
+    /// value is moved out of it (reversed, then taken from the end), not copied out, which
+    /// retained its strings, then released them again with the array's.
+    private func publish(draining values: inout [SensorSample]) {
+        values.reverse()
+        while let value = values.popLast() {
             // A failure, or the sensor's availability, is reported, not kept: the latest value stays
             // the last one read, as the characteristics carrying it keep theirs.
             if case .failure = value.reading {

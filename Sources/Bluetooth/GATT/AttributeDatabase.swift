@@ -115,9 +115,15 @@ struct AttributeDatabase: Sendable {
     /// value names none; its service is looked up.
     func publishes(_ characteristic: PublishedCharacteristic) -> Bool {
         let index = lowerBound(characteristic.valueHandle)
-        guard index < attributes.count, attributes[index].handle == characteristic.valueHandle else { return false }
-        if case .dynamic(let published) = attributes[index].value { return published == characteristic }
-        return attributes[index].type == characteristic.uuid && services.index(forKey: characteristic.service) != nil
+        guard index < attributes.count else { return false }
+        // Looked at where it lies: an attribute read out of the array is a copy of everything it
+        // holds, retained and released (about 150 instructions, and every update asks).
+        return attributes.withUnsafeBufferPointer { attributes in
+            let attribute = attributes.baseAddress! + index
+            guard attribute.pointee.handle == characteristic.valueHandle else { return false }
+            if case .dynamic(let published) = attribute.pointee.value { return published == characteristic }
+            return attribute.pointee.type == characteristic.uuid && services.index(forKey: characteristic.service) != nil
+        }
     }
 
     var publishedServices: [PublishedService] {
