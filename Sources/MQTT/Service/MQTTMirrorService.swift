@@ -167,11 +167,13 @@ public actor MQTTMirrorService {
     private func apply(_ event: MirrorEvent) {
         // Swapped out while in use (a swap neither retains nor releases), so appending reuses
         // its storage; an event performed meanwhile that applies another gets an array of its own.
+        // Each action is moved out of it in turn (reversed, then taken from the end), not copied
+        // out and released again with the array's.
         var actions: [MirrorAction] = []
         swap(&actions, &eventActions)
         mirror.apply(event, now: clock(), into: &actions)
-        for action in actions { perform(action) }
-        actions.removeAllKeepingStorage()
+        actions.reverse()
+        while let action = actions.popLast() { perform(action) }
         swap(&actions, &eventActions)
     }
 
