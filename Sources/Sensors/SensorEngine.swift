@@ -271,7 +271,6 @@ final class SensorCore {
     }
 
     private func finish(_ emissions: consuming [Emission]) -> [SensorSample] {
-        var emissions = emissions
         var values: [SensorSample] = []
         finish(draining: &emissions, into: &values)
         return values
