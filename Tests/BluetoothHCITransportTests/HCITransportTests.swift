@@ -137,6 +137,41 @@ struct HCITransportTests {
 
     /// A started transport lives while the loop watches it; once closed it lets go of its
     /// watch and its receiver, so it and the receiver's captures (the host) are freed.
+    /// An ACL packet is written header and data apart, in one `writev`; one the socket takes only
+    /// in part (its buffer full) is finished from where it stopped, so the peer reads every
+    /// packet whole, once, in order.
+    @Test func aclPacketsTheSocketTakesInPartArriveWholeAndInOrder() throws {
+        var descriptors: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &descriptors) == 0)
+        defer { close(descriptors[1]) }
+        // A Unix socket sends at most half its buffer at a time: a packet larger than that, on a
+        // buffer that fills, is taken in part.
+        var small: Int32 = 4096
+        setsockopt(descriptors[0], SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        let transport = FileDescriptorTransport(descriptor: descriptors[0], spec: .unix(path: "pair"))
+        let packets = (0..<64).map { number in
+            HCIPacket.acl(
+                HCIACLPacket(
+                    handle: 0x40 + UInt16(number % 3), boundary: number % 2 == 0 ? .firstNonFlushable : .continuing,
+                    data: (0..<10_000).map { UInt8(truncatingIfNeeded: $0 + number) }))
+        }
+        let sender = Thread {
+            for packet in packets { try? transport.send(packet) }
+            transport.close()
+        }
+        sender.start()
+        // Slower than the sender, so its writes find the socket's buffer full; until the close.
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 3000)
+        while true {
+            let got = buffer.withUnsafeMutableBytes { Glibc.read(descriptors[1], $0.baseAddress, $0.count) }
+            guard got > 0 else { break }
+            received += buffer[0..<got]
+            usleep(200)
+        }
+        #expect(received == packets.flatMap(\.h4Bytes))
+    }
+
     @Test func aClosedTransportIsFreedWithItsReceiver() async throws {
         final class Receiver: Sendable {}
         var descriptors: [Int32] = [0, 0]

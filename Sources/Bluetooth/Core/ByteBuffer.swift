@@ -5,78 +5,94 @@
 ///
 /// Reads a slice in place: a packet is decoded straight from the buffer it was read into, and
 /// only the bytes a decoded value keeps (`readBytes`, `readRemaining`) are copied.
+///
+/// The reads are inlinable: every layer above decodes with them in another module, where a call
+/// for each field cost more than the field's bytes (a Number Of Completed Packets event, one per
+/// packet sent, spent about 200 instructions in them; docs/performance.md).
 public struct ByteReader: Sendable {
     public enum Error: Swift.Error, Equatable, Sendable {
         case truncated(needed: Int, available: Int)
     }
 
-    private let bytes: ArraySlice<UInt8>
+    @usableFromInline let bytes: ArraySlice<UInt8>
     /// How many bytes are read, counted from the first byte given.
-    public private(set) var offset: Int
+    public var offset: Int { position }
+    @usableFromInline var position: Int
 
+    @inlinable
     public init(_ bytes: ArraySlice<UInt8>, offset: Int = 0) {
         self.bytes = bytes
-        self.offset = offset
+        position = offset
     }
 
+    @inlinable
     public init(_ bytes: [UInt8], offset: Int = 0) {
         self.init(bytes[...], offset: offset)
     }
 
-    public var remainingCount: Int { bytes.count - offset }
-    public var isAtEnd: Bool { offset >= bytes.count }
+    @inlinable
+    public var remainingCount: Int { bytes.count - position }
+    @inlinable
+    public var isAtEnd: Bool { position >= bytes.count }
 
+    @inlinable @inline(__always)
     public mutating func readUInt8() throws -> UInt8 {
         try need(1)
-        defer { offset += 1 }
-        return bytes[bytes.startIndex + offset]
+        defer { position += 1 }
+        return bytes[bytes.startIndex + position]
     }
 
+    @inlinable @inline(__always)
     public mutating func readUInt16() throws -> UInt16 {
         UInt16(truncatingIfNeeded: try readLittleEndian(byteCount: 2))
     }
 
+    @inlinable @inline(__always)
     public mutating func readUInt24() throws -> UInt32 {
         UInt32(truncatingIfNeeded: try readLittleEndian(byteCount: 3))
     }
 
+    @inlinable @inline(__always)
     public mutating func readUInt32() throws -> UInt32 {
         UInt32(truncatingIfNeeded: try readLittleEndian(byteCount: 4))
     }
 
+    @inlinable @inline(__always)
     public mutating func readUInt64() throws -> UInt64 {
         try readLittleEndian(byteCount: 8)
     }
 
+    @inlinable
     public mutating func readBytes(_ count: Int) throws -> [UInt8] {
         try need(count)
-        defer { offset += count }
-        let start = bytes.startIndex + offset
+        defer { position += count }
+        let start = bytes.startIndex + position
         return Array(bytes[start..<start + count])
     }
 
     /// Everything not read yet.
+    @inlinable
     public mutating func readRemaining() -> [UInt8] {
-        defer { offset = bytes.count }
-        return Array(bytes.dropFirst(offset))
+        defer { position = bytes.count }
+        return Array(bytes.dropFirst(position))
     }
 
-    private mutating func readLittleEndian(byteCount: Int) throws -> UInt64 {
+    @inlinable @inline(__always)
+    mutating func readLittleEndian(byteCount: Int) throws -> UInt64 {
         try need(byteCount)
-        let start = offset
-        offset += byteCount
-        // Through the buffer: `need` checked the range once, where indexing the slice checked
-        // every byte (about 90 instructions for a 2-byte field; every inbound packet has several).
-        return bytes.withUnsafeBufferPointer { bytes in
-            var value: UInt64 = 0
-            for index in 0..<byteCount {
-                value |= UInt64(bytes[start + index]) << (8 * index)
-            }
-            return value
+        let start = bytes.startIndex + position
+        position += byteCount
+        // `need` checked the range: each byte's own check is a compare the optimizer drops or
+        // predicts, once this is inlined into the decoder.
+        var value: UInt64 = 0
+        for index in 0..<byteCount {
+            value |= UInt64(bytes[start + index]) << (8 * index)
         }
+        return value
     }
 
-    private func need(_ count: Int) throws {
+    @inlinable @inline(__always)
+    func need(_ count: Int) throws {
         guard count >= 0, remainingCount >= count else {
             throw Error.truncated(needed: count, available: max(remainingCount, 0))
         }

@@ -78,12 +78,20 @@ public struct HCIACLPacket: Equatable, Sendable {
 
     /// Appends the encoded packet to `buffer`.
     public func append(to buffer: inout [UInt8]) {
-        let header = handle & 0x0FFF | UInt16(boundary.rawValue) << 12
-        buffer.append(UInt8(truncatingIfNeeded: header))
-        buffer.append(UInt8(truncatingIfNeeded: header >> 8))
-        buffer.append(UInt8(truncatingIfNeeded: data.count))
-        buffer.append(UInt8(truncatingIfNeeded: data.count >> 8))
+        withUnsafeBytes(of: h4Header.littleEndian) { header in
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: header[1..<Self.h4HeaderLength]))
+        }
         buffer.append(contentsOf: data)
+    }
+
+    /// The length of `h4Header`: the H4 indicator, then the handle and flags and the data length.
+    public static let h4HeaderLength = 5
+
+    /// The packet's H4 indicator and header, first byte lowest: a transport can write it beside
+    /// the data rather than copy the data behind it.
+    public var h4Header: UInt64 {
+        let handleAndFlags = handle & 0x0FFF | UInt16(boundary.rawValue) << 12
+        return UInt64(HCIPacketType.acl.rawValue) | UInt64(handleAndFlags) << 8 | UInt64(UInt16(truncatingIfNeeded: data.count)) << 24
     }
 
     /// Decodes the packet after its H4 indicator; only the data is copied out of `bytes`.
