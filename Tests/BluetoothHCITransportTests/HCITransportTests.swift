@@ -137,9 +137,9 @@ struct HCITransportTests {
 
     /// A started transport lives while the loop watches it; once closed it lets go of its
     /// watch and its receiver, so it and the receiver's captures (the host) are freed.
-    /// An ACL packet is written header and data apart, in one `writev`; one the socket takes only
-    /// in part (its buffer full) is finished from where it stopped, so the peer reads every
-    /// packet whole, once, in order.
+    /// An ACL packet is written from its parts (header, prefix, body) in one `writev`; one the
+    /// socket takes only in part (its buffer full) is finished from where it stopped, so the peer
+    /// reads every packet whole, once, in order.
     @Test func aclPacketsTheSocketTakesInPartArriveWholeAndInOrder() throws {
         var descriptors: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &descriptors) == 0)
@@ -149,27 +149,49 @@ struct HCITransportTests {
         var small: Int32 = 4096
         setsockopt(descriptors[0], SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
         let transport = FileDescriptorTransport(descriptor: descriptors[0], spec: .unix(path: "pair"))
-        let packets = (0..<64).map { number in
-            HCIPacket.acl(
-                HCIACLPacket(
-                    handle: 0x40 + UInt16(number % 3), boundary: number % 2 == 0 ? .firstNonFlushable : .continuing,
-                    data: (0..<10_000).map { UInt8(truncatingIfNeeded: $0 + number) }))
+        // Every other packet with a prefix of its number's length (1 to 8 bytes) before its body.
+        let prefix: UInt64 = 0x8877_6655_4433_2211
+        struct Part {
+            let handle: UInt16
+            let boundary: HCIACLPacket.Boundary
+            let prefixLength: Int
+            let body: [UInt8]
+        }
+        let parts = (0..<64).map { (number: Int) -> Part in
+            let body = (0..<10_000).map { (byte: Int) in UInt8(truncatingIfNeeded: byte + number) }
+            return number % 2 == 0
+                ? Part(handle: 0x40, boundary: .firstNonFlushable, prefixLength: 0, body: body)
+                : Part(handle: 0x41, boundary: .continuing, prefixLength: 1 + (number / 2) % 8, body: body)
         }
         let sender = Thread {
-            for packet in packets { try? transport.send(packet) }
+            for part in parts {
+                try? transport.sendACL(
+                    handle: part.handle, boundary: part.boundary, prefix: prefix, prefixLength: part.prefixLength,
+                    body: part.body[...])
+            }
             transport.close()
         }
+        let prefixBytes: [UInt8] = [0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88]
+        let expected = parts.flatMap { part in
+            HCIPacket.acl(
+                HCIACLPacket(
+                    handle: part.handle, boundary: part.boundary,
+                    data: Array(prefixBytes[0..<part.prefixLength]) + part.body)
+            ).h4Bytes
+        }
         sender.start()
-        // Slower than the sender, so its writes find the socket's buffer full; until the close.
+        // Slower than the sender, so its writes find the socket's buffer full; until the close,
+        // or until more came than was sent.
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 3000)
         while true {
             let got = buffer.withUnsafeMutableBytes { Glibc.read(descriptors[1], $0.baseAddress, $0.count) }
             guard got > 0 else { break }
             received += buffer[0..<got]
+            if received.count > expected.count { break }
             usleep(200)
         }
-        #expect(received == packets.flatMap(\.h4Bytes))
+        #expect(received == expected)
     }
 
     @Test func aClosedTransportIsFreedWithItsReceiver() async throws {

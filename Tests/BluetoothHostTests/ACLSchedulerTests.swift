@@ -8,7 +8,7 @@ extension ACLScheduler {
     /// Every fragment that may go now, as the transmitter sends them in one flush.
     mutating func takeSendable() -> [HCIACLPacket] {
         var packets: [HCIACLPacket] = []
-        while let packet = nextSendable() { packets.append(packet) }
+        sendFragments { packets.append($0.packet) }
         return packets
     }
 }

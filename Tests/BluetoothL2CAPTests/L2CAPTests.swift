@@ -6,15 +6,14 @@ import Testing
 
 extension L2CAPFrame {
     /// Every ACL fragment of the frame, each its own packet: what the ACL scheduler sends, one
-    /// fragment at a time from its reused buffer.
+    /// fragment at a time.
     fileprivate func fragments(handle: UInt16, maxFragmentLength: Int) -> [HCIACLPacket] {
         var packets: [HCIACLPacket] = []
         var offset = 0
         while offset < encodedLength {
-            var buffer: [UInt8] = []
-            let packet = fragment(from: offset, handle: handle, maxFragmentLength: maxFragmentLength, into: &buffer)
-            offset += packet.data.count
-            packets.append(packet)
+            let fragment = fragment(from: offset, handle: handle, maxFragmentLength: maxFragmentLength)
+            offset += fragment.count
+            packets.append(fragment.packet)
         }
         return packets
     }
@@ -39,21 +38,22 @@ struct L2CAPFrameTests {
         #expect(fragments.flatMap(\.data) == frame.encoded)
     }
 
-    /// Fragments shorter than the basic header split it; one buffer kept for every fragment
-    /// leaves the packets already taken as they were.
+    /// Fragments shorter than the basic header split it, each carrying its own part of it.
     @Test(arguments: 1...6) func fragmentsOfAnyLengthCarryTheEncodedFrame(maxFragmentLength: Int) {
         let frame = L2CAPFrame(channel: 0x0104, payload: [0x1B, 0x2A, 0x00, 0x7F])
-        var buffer: [UInt8] = []
-        var packets: [HCIACLPacket] = []
-        var offset = 0
-        while offset < frame.encodedLength {
-            let packet = frame.fragment(from: offset, handle: 7, maxFragmentLength: maxFragmentLength, into: &buffer)
-            offset += packet.data.count
-            packets.append(packet)
-        }
+        let packets = frame.fragments(handle: 7, maxFragmentLength: maxFragmentLength)
         #expect(packets.flatMap(\.data) == frame.encoded)
         #expect(packets.dropLast().allSatisfy { $0.data.count == maxFragmentLength })
-        #expect(packets == frame.fragments(handle: 7, maxFragmentLength: maxFragmentLength))
+        #expect(packets.first?.boundary == .firstNonFlushable)
+        #expect(packets.dropFirst().allSatisfy { $0.boundary == .continuing })
+    }
+
+    /// A full head makes the header and head eight bytes, the whole of a fragment's prefix.
+    @Test(arguments: 1...10) func aFullHeadFillsTheFragmentsPrefix(maxFragmentLength: Int) {
+        let head = L2CAPFrame.Head().appending(UInt8(0x12)).appending(UInt16(0x3456)).appending(UInt8(0x78))
+        let frame = L2CAPFrame(channel: 0x0004, head: head, body: [0x9A])
+        #expect(frame.encoded == [0x05, 0x00, 0x04, 0x00, 0x12, 0x56, 0x34, 0x78, 0x9A])
+        #expect(frame.fragments(handle: 7, maxFragmentLength: maxFragmentLength).flatMap(\.data) == frame.encoded)
     }
 
     /// A frame whose payload starts with a head (an ATT update's opcode and handle) before its

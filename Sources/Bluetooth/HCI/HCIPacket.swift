@@ -69,6 +69,17 @@ public struct HCIACLPacket: Equatable, Sendable {
         self.data = data
     }
 
+    /// A packet whose data is the first `prefixLength` bytes of `prefix` (first byte lowest),
+    /// then `body`: the parts `HCITransport.sendACL` is given, copied together.
+    public init(handle: UInt16, boundary: Boundary, prefix: UInt64, prefixLength: Int, body: ArraySlice<UInt8>) {
+        precondition(prefixLength >= 0 && prefixLength <= 8, "an ACL packet's prefix is at most eight bytes")
+        var data: [UInt8] = []
+        data.reserveCapacity(prefixLength + body.count)
+        withUnsafeBytes(of: prefix.littleEndian) { data.append(contentsOf: $0[0..<prefixLength]) }
+        data.append(contentsOf: body)
+        self.init(handle: handle, boundary: boundary, data: data)
+    }
+
     public var encoded: [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(4 + data.count)
@@ -78,20 +89,21 @@ public struct HCIACLPacket: Equatable, Sendable {
 
     /// Appends the encoded packet to `buffer`.
     public func append(to buffer: inout [UInt8]) {
-        withUnsafeBytes(of: h4Header.littleEndian) { header in
-            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: header[1..<Self.h4HeaderLength]))
-        }
+        let header = Self.header(handle: handle, boundary: boundary, dataLength: data.count)
+        withUnsafeBytes(of: header.littleEndian) { buffer.append(contentsOf: $0[1..<Self.h4HeaderLength]) }
         buffer.append(contentsOf: data)
     }
 
-    /// The length of `h4Header`: the H4 indicator, then the handle and flags and the data length.
+    /// The length of `header(handle:boundary:dataLength:)`: the H4 indicator, then the handle
+    /// and flags and the data length.
     public static let h4HeaderLength = 5
 
-    /// The packet's H4 indicator and header, first byte lowest: a transport can write it beside
+    /// An ACL packet's H4 indicator and header, first byte lowest: a transport writes it beside
     /// the data rather than copy the data behind it.
-    public var h4Header: UInt64 {
+    public static func header(handle: UInt16, boundary: Boundary, dataLength: Int) -> UInt64 {
         let handleAndFlags = handle & 0x0FFF | UInt16(boundary.rawValue) << 12
-        return UInt64(HCIPacketType.acl.rawValue) | UInt64(handleAndFlags) << 8 | UInt64(UInt16(truncatingIfNeeded: data.count)) << 24
+        return UInt64(HCIPacketType.acl.rawValue) | UInt64(handleAndFlags) << 8
+            | UInt64(UInt16(truncatingIfNeeded: dataLength)) << 24
     }
 
     /// Decodes the packet after its H4 indicator; only the data is copied out of `bytes`.

@@ -10,8 +10,23 @@ public protocol HCITransport: AnyObject, Sendable {
     func start(
         receive: @escaping @Sendable (HCIPacket) -> Void, ended: @escaping @Sendable (HCITransportError?) -> Void)
     func send(_ packet: HCIPacket) throws(HCITransportError)
+    /// Sends an ACL data packet whose data is the first `prefixLength` bytes of `prefix` (first
+    /// byte lowest, at most eight), then `body`: a fragment of an L2CAP frame, written from where
+    /// its bytes lie, with no packet assembled for it (one goes out for every notification).
+    func sendACL(
+        handle: UInt16, boundary: HCIACLPacket.Boundary, prefix: UInt64, prefixLength: Int, body: ArraySlice<UInt8>
+    ) throws(HCITransportError)
     /// Ends the link: `ended` gets nil, unless it already ended.
     func close()
+}
+
+extension HCITransport {
+    /// The packet assembled and sent whole, for a transport that writes whole packets only.
+    public func sendACL(
+        handle: UInt16, boundary: HCIACLPacket.Boundary, prefix: UInt64, prefixLength: Int, body: ArraySlice<UInt8>
+    ) throws(HCITransportError) {
+        try send(.acl(HCIACLPacket(handle: handle, boundary: boundary, prefix: prefix, prefixLength: prefixLength, body: body)))
+    }
 }
 
 /// Why a transport could not be opened or stopped working, worded for the person running

@@ -71,34 +71,48 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     }
 
     public func send(_ packet: HCIPacket) throws(HCITransportError) {
+        if case .acl(let acl) = packet {
+            try sendACL(handle: acl.handle, boundary: acl.boundary, prefix: 0, prefixLength: 0, body: acl.data[...])
+            return
+        }
         try lock.withLock { _ throws(HCITransportError) in
-            guard !isClosed else { throw HCITransportError(.linkLost, "the link to \(spec) is closed") }
-            var sent = 0
-            if case .acl(let acl) = packet {
-                sent = writeACLLocked(acl)
-                if sent == HCIACLPacket.h4HeaderLength + acl.data.count { return }
-            }
             writeBuffer.removeAll(keepingCapacity: true)
             packet.appendH4(to: &writeBuffer)
-            try writeLocked(writeBuffer, from: max(sent, 0))
+            try writeLocked(writeBuffer, from: 0)
         }
     }
 
-    /// Writes an ACL packet's header from the stack and its data from where it lies, in one
-    /// `writev`: an ACL packet goes out for every notification, and copying it into `writeBuffer`
-    /// first cost about 300 instructions (docs/performance.md). Returns what `writev` returned;
-    /// the caller writes what is left (a full socket buffer, a signal) through `writeBuffer`.
-    private func writeACLLocked(_ acl: HCIACLPacket) -> Int {
-        withUnsafeBytes(of: acl.h4Header.littleEndian) { header in
-            acl.data.withUnsafeBytes { data in
-                var parts = (
-                    iovec(iov_base: UnsafeMutableRawPointer(mutating: header.baseAddress), iov_len: HCIACLPacket.h4HeaderLength),
-                    iovec(iov_base: UnsafeMutableRawPointer(mutating: data.baseAddress), iov_len: data.count)
-                )
-                return withUnsafePointer(to: &parts) {
-                    $0.withMemoryRebound(to: iovec.self, capacity: 2) { writev(descriptor, $0, 2) }
+    /// The header, the prefix and the body go out from where they lie, in one `writev`: copying
+    /// them into `writeBuffer` first cost about 300 instructions per notification, assembling
+    /// the packet's data about 400 more (docs/performance.md). What the descriptor does not take
+    /// at once (its buffer full, a signal) is finished through `writeBuffer`.
+    public func sendACL(
+        handle: UInt16, boundary: HCIACLPacket.Boundary, prefix: UInt64, prefixLength: Int, body: ArraySlice<UInt8>
+    ) throws(HCITransportError) {
+        precondition(prefixLength >= 0 && prefixLength <= 8, "an ACL packet's prefix is at most eight bytes")
+        let header = HCIACLPacket.header(handle: handle, boundary: boundary, dataLength: prefixLength + body.count)
+        let length = HCIACLPacket.h4HeaderLength + prefixLength + body.count
+        try lock.withLock { _ throws(HCITransportError) in
+            guard !isClosed else { throw HCITransportError(.linkLost, "the link to \(spec) is closed") }
+            let sent = withUnsafeBytes(of: header.littleEndian) { header in
+                withUnsafeBytes(of: prefix.littleEndian) { prefix in
+                    body.withUnsafeBytes { body in
+                        var parts = (
+                            iovec(iov_base: UnsafeMutableRawPointer(mutating: header.baseAddress), iov_len: HCIACLPacket.h4HeaderLength),
+                            iovec(iov_base: UnsafeMutableRawPointer(mutating: prefix.baseAddress), iov_len: prefixLength),
+                            iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress), iov_len: body.count)
+                        )
+                        return withUnsafePointer(to: &parts) {
+                            $0.withMemoryRebound(to: iovec.self, capacity: 3) { writev(descriptor, $0, 3) }
+                        }
+                    }
                 }
             }
+            guard sent != length else { return }
+            let packet = HCIACLPacket(handle: handle, boundary: boundary, prefix: prefix, prefixLength: prefixLength, body: body)
+            writeBuffer.removeAll(keepingCapacity: true)
+            HCIPacket.acl(packet).appendH4(to: &writeBuffer)
+            try writeLocked(writeBuffer, from: max(sent, 0))
         }
     }
 

@@ -8,7 +8,7 @@ import BluetoothL2CAP
 ///
 /// Update frames (notifications, indications) are counted: `completed` and `close` report how
 /// many left the host, which is the transmit-queue room the GATT server's `updateValue` uses.
-/// Pure: the caller sends what `takeSendable()` returns.
+/// Pure: the caller sends the fragments `sendFragments` hands it.
 public struct ACLScheduler: Sendable {
     public let buffers: ACLBufferSize
 
@@ -33,9 +33,6 @@ public struct ACLScheduler: Sendable {
     /// its connection up several times, each time hashing the handle.
     private var links: [Link] = []
     private var nextTurn = 0
-    /// The bytes of the last fragment taken, reused for the next once its packet has been sent:
-    /// a fragment then allocates nothing.
-    private var fragmentBuffer: [UInt8] = []
 
     public init(buffers: ACLBufferSize) {
         precondition(buffers.dataLength > 0 && buffers.packetCount > 0, "the controller has no ACL buffers")
@@ -92,12 +89,16 @@ public struct ACLScheduler: Sendable {
         return delivered
     }
 
-    /// The next fragment that may go to the controller now, taking a buffer for it; nil when
-    /// none may (call until nil). Buffers are reserved: each connection is guaranteed its share
-    /// (the buffers split evenly, at least one), and one beyond its share may only borrow buffers
-    /// no other connection's unused share needs. So connections whose packets never complete —
-    /// stalled centrals, however many — hold at most their shares, and the others keep theirs.
-    public mutating func nextSendable() -> HCIACLPacket? {
+    /// Hands `send` every fragment that may go to the controller now, in turn, each taking a
+    /// buffer; stops at the first `send` that throws. Buffers are reserved: each connection is
+    /// guaranteed its share (the buffers split evenly, at least one), and one beyond its share
+    /// may only borrow buffers no other connection's unused share needs. So connections whose
+    /// packets never complete — stalled centrals, however many — hold at most their shares, and
+    /// the others keep theirs.
+    ///
+    /// Handed to a closure, not returned: a fragment returned as an optional was destroyed
+    /// through its type's value witnesses, about 90 instructions each (docs/performance.md).
+    public mutating func sendFragments<Failure: Error>(_ send: (ACLFragment) throws(Failure) -> Void) throws(Failure) {
         var idleTurns = 0
         let share = max(buffers.packetCount / max(links.count, 1), 1)
         while freeBuffers > 0, !links.isEmpty, idleTurns < links.count {
@@ -109,23 +110,22 @@ public struct ACLScheduler: Sendable {
                 continue
             }
             freeBuffers -= 1
-            return takeFragment(of: index)
+            idleTurns = 0
+            try send(takeFragment(of: index))
         }
-        return nil
     }
 
     /// The next fragment of the connection's first frame, recorded as in flight. Mutated in
     /// place (a copy of the queue taken out would be made for every packet).
-    private mutating func takeFragment(of index: Int) -> HCIACLPacket {
-        let packet = links[index].queue[0].frame.fragment(
-            from: links[index].queue[0].offset, handle: links[index].handle, maxFragmentLength: buffers.dataLength,
-            into: &fragmentBuffer)
-        links[index].queue[0].offset += packet.data.count
+    private mutating func takeFragment(of index: Int) -> ACLFragment {
+        let fragment = links[index].queue[0].frame.fragment(
+            from: links[index].queue[0].offset, handle: links[index].handle, maxFragmentLength: buffers.dataLength)
+        links[index].queue[0].offset += fragment.count
         let frameDone = links[index].queue[0].offset == links[index].queue[0].frame.encodedLength
         links[index].inFlight.append(frameDone && links[index].queue[0].isUpdate)
         // `remove(at:)`, not `removeFirst()`: that removes a range, destroying it generically.
         if frameDone { links[index].queue.remove(at: 0) }
-        return packet
+        return fragment
     }
 
     /// Within its share, or borrowing only what no other connection's unused share needs.

@@ -91,14 +91,15 @@ private struct Session {
         guard scheduler != nil, let transport else { return }
         // In place: a copy taken out and put back would share the queues' storage, so the
         // scheduler's first mutation would copy every queue, for every packet.
-        while let packet = scheduler!.nextSendable() {
-            do {
-                try transport.send(.acl(packet))
-            } catch {
-                // The link is gone: closing it ends the event loop, which runs the recovery.
-                transport.close()
-                return
+        do {
+            try scheduler!.sendFragments { fragment throws(HCITransportError) in
+                try transport.sendACL(
+                    handle: fragment.handle, boundary: fragment.boundary, prefix: fragment.prefix,
+                    prefixLength: fragment.prefixLength, body: fragment.body)
             }
+        } catch {
+            // The link is gone: closing it ends the event loop, which runs the recovery.
+            transport.close()
         }
     }
 }

@@ -82,28 +82,48 @@ public struct L2CAPFrame: Equatable, Sendable {
     public var encodedLength: Int { 4 + payloadLength }
 
     /// The ACL fragment of the encoded frame that starts at byte `offset`: at most
-    /// `maxFragmentLength` bytes, marked as the frame's first fragment when `offset` is 0. Its
-    /// bytes are written into `buffer`, replacing what it held, and the packet shares them: a
-    /// sender that keeps one buffer and lets each packet go before the next fragment encodes a
-    /// frame's fragments without allocating, and without the frame ever being encoded whole.
-    public func fragment(
-        from offset: Int, handle: UInt16, maxFragmentLength: Int, into buffer: inout [UInt8]
-    ) -> HCIACLPacket {
+    /// `maxFragmentLength` bytes, marked as the frame's first fragment when `offset` is 0. The
+    /// fragment's bytes stay where they lie (the frame's body is shared, its header and head are
+    /// held in an integer), so a frame goes out fragment by fragment without being encoded whole
+    /// or copied into a packet.
+    public func fragment(from offset: Int, handle: UInt16, maxFragmentLength: Int) -> ACLFragment {
         precondition(maxFragmentLength > 0, "the controller's ACL buffer length must be positive")
         let end = min(offset + maxFragmentLength, encodedLength)
-        buffer.removeAll(keepingCapacity: true)
         // The basic header (length, channel; little-endian) and the head are at most eight bytes,
-        // one integer whose part in this fragment is appended at once; then the body.
+        // one integer; this fragment carries the part of it from `offset` on.
         let bodyStart = 4 + head.count
+        var prefix: UInt64 = 0
+        var prefixLength = 0
         if offset < bodyStart {
             let header = UInt64(UInt16(payloadLength)) | UInt64(channel) << 16 | UInt64(head.bits) << 32
-            withUnsafeBytes(of: header.littleEndian) { bytes in
-                let headerBytes = bytes.assumingMemoryBound(to: UInt8.self)
-                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: headerBytes[offset..<min(end, bodyStart)]))
-            }
+            prefixLength = min(end, bodyStart) - offset
+            prefix = header >> (8 * offset)
+            if prefixLength < 8 { prefix &= (1 << (8 * prefixLength)) - 1 }
         }
-        if end > bodyStart { buffer.append(contentsOf: body[(max(offset, bodyStart) - bodyStart)..<(end - bodyStart)]) }
-        return HCIACLPacket(handle: handle, boundary: offset == 0 ? .firstNonFlushable : .continuing, data: buffer)
+        let bodyPart = end > bodyStart ? body[(max(offset, bodyStart) - bodyStart)..<(end - bodyStart)] : body[0..<0]
+        return ACLFragment(
+            handle: handle, boundary: offset == 0 ? .firstNonFlushable : .continuing, prefix: prefix,
+            prefixLength: prefixLength, body: bodyPart)
+    }
+}
+
+/// One ACL packet's worth of an L2CAP frame, where its bytes lie: up to eight bytes of the
+/// frame's basic header and head, held in an integer, then a stretch of its body. The host hands
+/// the parts to the transport (`HCITransport.sendACL`), which writes them as they are.
+public struct ACLFragment: Sendable {
+    public let handle: UInt16
+    public let boundary: HCIACLPacket.Boundary
+    /// The header and head bytes this fragment carries, first byte lowest.
+    public let prefix: UInt64
+    public let prefixLength: Int
+    public let body: ArraySlice<UInt8>
+
+    /// How many bytes of the frame it carries.
+    public var count: Int { prefixLength + body.count }
+
+    /// The fragment as a packet of its own, its bytes copied together.
+    public var packet: HCIACLPacket {
+        HCIACLPacket(handle: handle, boundary: boundary, prefix: prefix, prefixLength: prefixLength, body: body)
     }
 }
 

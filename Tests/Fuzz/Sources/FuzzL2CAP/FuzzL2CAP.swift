@@ -23,12 +23,11 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
             // Re-fragmenting and reassembling a frame gives the frame back.
             var again = L2CAPReassembler()
             var rebuilt: [L2CAPFrame] = []
-            var buffer: [UInt8] = []
             var offset = 0
             while offset < frame.encodedLength {
-                let fragment = frame.fragment(from: offset, handle: 0x0040, maxFragmentLength: 27, into: &buffer)
-                offset += fragment.data.count
-                rebuilt += again.push(fragment).frames
+                let fragment = frame.fragment(from: offset, handle: 0x0040, maxFragmentLength: 27)
+                offset += fragment.count
+                rebuilt += again.push(fragment.packet).frames
             }
             guard rebuilt == [frame] else { fatalError("\(frame) does not survive fragmentation") }
         }
