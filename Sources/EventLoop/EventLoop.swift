@@ -332,11 +332,11 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
                 lock.unlock()
                 if !batch.isEmpty {
                     for job in batch { job.runSynchronously(isolatedTo: serial, taskExecutor: task) }
-                    batch.removeAll(keepingCapacity: true)
+                    batch.removeAllKeepingStorage()
                 }
                 if !batchClosures.isEmpty {
                     for closure in batchClosures { closure() }
-                    batchClosures.removeAll(keepingCapacity: true)
+                    batchClosures.removeAllKeepingStorage()
                 }
             }
 
@@ -355,7 +355,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
             let timersFired = !due.isEmpty
             if timersFired {
                 for body in due { body() }
-                due.removeAll(keepingCapacity: true)
+                due.removeAllKeepingStorage()
             }
             // Jobs the last turn queued (a task resumed by a descriptor's handler, typically) and
             // timers that fired (which may have armed others, due already) are looked at again

@@ -1,3 +1,5 @@
+import EventLoop
+
 /// The pieces of edge handling shared by all backends, so the libgpiod and simulated backends
 /// behave the same: loss detection, software debounce, bounded buffering.
 
@@ -93,7 +95,7 @@ package struct EdgeEventRing {
     /// capacity and the caller's array is its own, so neither is reallocated from read to read.
     package mutating func drain(into events: inout [EdgeEvent]) {
         events.append(contentsOf: storage[head...])
-        storage.removeAll(keepingCapacity: true)
+        storage.removeAllKeepingStorage()
         head = 0
     }
 

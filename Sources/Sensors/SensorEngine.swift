@@ -179,8 +179,10 @@ final class SensorCore {
     }
 
     /// Reads every pending event and runs every deadline up to `now`, in time order, appending
-    /// the values to `values`.
-    func step(now: UInt64, into values: inout [SensorSample]) {
+    /// the values to `values`. Returns the next deadline (`deadline` after the step), which the
+    /// step has worked out already.
+    @discardableResult
+    func step(now: UInt64, into values: inout [SensorSample]) -> UInt64? {
         // Swapped out of the properties while in use (unique, so appending reuses their storage)
         // and back after: a swap moves them without retaining or releasing either.
         var events: [(event: EdgeEvent, input: Int)] = []
@@ -223,7 +225,8 @@ final class SensorCore {
         var next = 0
         finish(draining: &out, into: &values)
         while true {
-            if let due = deadline, due <= now, next == events.count || events[next].event.timestampNs > due {
+            let due = deadline
+            if let due, due <= now, next == events.count || events[next].event.timestampNs > due {
                 if engine.deadline.map({ $0 <= due }) == true {
                     var ticked = engine.tick(at: due)
                     finish(draining: &ticked, into: &values)
@@ -239,7 +242,7 @@ final class SensorCore {
                 finish(draining: &emitted, into: &values)
                 next += 1
             } else {
-                return
+                return due
             }
         }
     }

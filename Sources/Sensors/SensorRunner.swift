@@ -94,17 +94,17 @@ public actor SensorRunner {
         // this runner again meanwhile gets an array of its own.
         var values: [SensorSample] = []
         swap(&values, &stepValues)
-        core.step(now: backend.now(), into: &values)
+        let deadline = core.step(now: backend.now(), into: &values)
         publish(draining: &values)
         swap(&values, &stepValues)
-        scheduleDeadline()
+        schedule(deadline)
     }
 
     /// Schedules the timer for the sensor's deadline, which is on the backend's clock: the
     /// simulator's virtual clock may run apart from the loop's, so a wake-up before the deadline
     /// steps nothing and schedules again for what is left.
-    private func scheduleDeadline() {
-        guard let deadline = core.deadline else { return }
+    private func schedule(_ deadline: UInt64?) {
+        guard let deadline else { return }
         let now = backend.now()
         timer.schedule(at: LoopInstant(nanoseconds: EventLoop.now().nanoseconds + (deadline > now ? deadline - now : 0)))
     }
