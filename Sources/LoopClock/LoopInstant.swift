@@ -53,8 +53,12 @@ extension Duration {
 
     /// Whole nanoseconds, negative for a negative duration, clamped to `Int64`. From the
     /// attoseconds in one division: `components` divides twice, and cost about 190 instructions
-    /// each time a deadline is moved (docs/performance.md).
+    /// each time a deadline is moved. A duration under nine seconds (the intervals of the event
+    /// path) has attoseconds that fit 64 bits, whose division by a constant is a multiplication;
+    /// a 128-bit division is a call of about 60 instructions (docs/performance.md).
     fileprivate var signedNanoseconds: Int64 {
-        Int64(clamping: attoseconds / 1_000_000_000)
+        let attoseconds = attoseconds
+        if let narrow = Int64(exactly: attoseconds) { return narrow / 1_000_000_000 }
+        return Int64(clamping: attoseconds / 1_000_000_000)
     }
 }

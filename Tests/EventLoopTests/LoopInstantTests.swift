@@ -17,6 +17,16 @@ import Testing
         #expect(moved == LoopInstant(nanoseconds: 5_000_003_000))
     }
 
+    /// Durations whose attoseconds take more than 64 bits (from about 9.2 s on) move it as
+    /// exactly as shorter ones, both ways.
+    @Test func longDurationsMoveItExactly() {
+        #expect(start + .nanoseconds(9_223_372_036) == LoopInstant(nanoseconds: 14_223_372_036), "just within 64 bits")
+        #expect(start + .nanoseconds(9_223_372_037) == LoopInstant(nanoseconds: 14_223_372_037), "just beyond")
+        #expect(start + .seconds(20) == LoopInstant(nanoseconds: 25_000_000_000))
+        #expect(LoopInstant(nanoseconds: 30_000_000_000) - .milliseconds(20_500) == LoopInstant(nanoseconds: 9_500_000_000))
+        #expect(Duration.seconds(3600).nanoseconds == 3_600_000_000_000)
+    }
+
     @Test func theTimeBetweenTwoIsSigned() {
         let later = start + .milliseconds(250)
         #expect(later - start == .milliseconds(250))

@@ -1,3 +1,5 @@
+import EventLoop
+
 /// The level of one simulated line over time, produced lazily as the simulator's clock advances.
 struct Waveform {
     /// One level change.
@@ -17,8 +19,12 @@ struct Waveform {
     private let origin: UInt64
     private var cycle = 0
     private var index = 0
-    /// Transitions scheduled by reactive generators (DHT answer, HC-SR04 echo), in time order.
+    /// Transitions scheduled by reactive generators (DHT answer, HC-SR04 echo), in time order,
+    /// from `nextScheduled` on: those before it are taken. Taken by moving the index, not by
+    /// removing the first element, which shifted the rest (a socket-driven line takes one per
+    /// edge); the array is emptied once all are taken.
     private var scheduled: [Transition] = []
+    private var nextScheduled = 0
     private(set) var level: Bool
     /// Whether a generator drives the line at all (otherwise it floats and follows the bias).
     let driven: Bool
@@ -82,7 +88,7 @@ struct Waveform {
     /// When the level may next change, if ever.
     mutating func nextChangeTime() -> UInt64? {
         let fromPattern = nextPatternChange()?.time
-        let fromSchedule = scheduled.first?.time
+        let fromSchedule = firstScheduled?.time
         switch (fromPattern, fromSchedule) {
         case (let a?, let b?): return min(a, b)
         case (let a, let b): return a ?? b
@@ -96,14 +102,14 @@ struct Waveform {
     mutating func nextChange(through time: UInt64) -> Transition? {
         while true {
             let fromPattern = nextPatternChange()
-            let fromSchedule = scheduled.first
+            let fromSchedule = firstScheduled
             let next: Transition
             if let p = fromPattern, p.time <= time, fromSchedule.map({ p.time <= $0.time }) ?? true {
                 next = p
                 index += 1
             } else if let s = fromSchedule, s.time <= time {
                 next = s
-                scheduled.removeFirst()
+                takeFirstScheduled()
             } else {
                 return nil
             }
@@ -111,6 +117,18 @@ struct Waveform {
                 level = next.level
                 return next
             }
+        }
+    }
+
+    private var firstScheduled: Transition? {
+        nextScheduled < scheduled.count ? scheduled[nextScheduled] : nil
+    }
+
+    private mutating func takeFirstScheduled() {
+        nextScheduled += 1
+        if nextScheduled == scheduled.count {
+            scheduled.removeAllKeepingStorage()
+            nextScheduled = 0
         }
     }
 
@@ -122,6 +140,8 @@ struct Waveform {
 
     /// Adds reactive transitions (all later than anything already produced).
     mutating func schedule(_ transitions: [Transition]) {
+        scheduled.removeFirst(nextScheduled)
+        nextScheduled = 0
         scheduled.append(contentsOf: transitions)
         scheduled.sort { $0.time < $1.time }
     }
