@@ -211,7 +211,7 @@ private struct Fuzzer {
         if state.isClosed, state.outstandingIndication != nil {
             Issue.record("a closed bearer keeps an indication outstanding")
         }
-        for (handle, bits) in state.clientConfigurations {
+        for (handle, bits) in state.clientConfigurations.dictionary {
             guard let attribute = server.database.attribute(at: handle),
                 case .clientConfiguration(let characteristic) = attribute.value
             else {

@@ -111,8 +111,9 @@ struct AttributeDatabase: Sendable {
 
     /// Whether `characteristic` is published: its value handle still carries it. A dynamic value
     /// names its characteristic, service id included, and a service id is never used twice, so
-    /// that is proof enough without hashing the id into `services`: every update asks. A fixed
-    /// value names none; its service is looked up.
+    /// the same id at the same handle is proof enough, without hashing the id into `services` or
+    /// comparing the rest (its UUID above all): every update asks. A fixed value names none; its
+    /// service is looked up.
     func publishes(_ characteristic: PublishedCharacteristic) -> Bool {
         let index = lowerBound(characteristic.valueHandle)
         guard index < attributes.count else { return false }
@@ -121,7 +122,7 @@ struct AttributeDatabase: Sendable {
         return attributes.withUnsafeBufferPointer { attributes in
             let attribute = attributes.baseAddress! + index
             guard attribute.pointee.handle == characteristic.valueHandle else { return false }
-            if case .dynamic(let published) = attribute.pointee.value { return published == characteristic }
+            if case .dynamic(let published) = attribute.pointee.value { return published.service == characteristic.service }
             return attribute.pointee.type == characteristic.uuid && services.index(forKey: characteristic.service) != nil
         }
     }
