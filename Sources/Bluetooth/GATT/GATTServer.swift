@@ -192,26 +192,30 @@ public final class GATTServer {
     /// central to notify may take no more credits (`mayTakeCredit`: its share is used and the
     /// rest is reserved for the other centrals, or it has `perCentralUpdateLimit` undelivered), or
     /// a central's indication queue is full; one `readyToUpdateSubscribers` event follows when room frees.
+    ///
+    /// `now` is asked only when an indication goes out (its deadline): a caller reading a clock
+    /// reads it for none of the notifications (here and in `updatesDelivered` and
+    /// `addTransmitCredits`, which the host calls for every packet sent).
     public func updateValue(
         _ value: [UInt8], for characteristic: PublishedCharacteristic,
         to targets: [CentralID]? = nil,
-        now: LoopInstant
+        now: @autoclosure () -> LoopInstant
     ) throws(GATTServerError) -> Bool {
-        try updateValue(value, for: characteristic, among: targets, now: now)
+        try updateValue(value, for: characteristic, among: targets, now: now())
     }
 
     /// `updateValue(_:for:to:now:)` for one central, with no list made for it: a notify driver
     /// sends each central its own updates, one call per notification.
     public func updateValue(
         _ value: [UInt8], for characteristic: PublishedCharacteristic, toCentral target: CentralID,
-        now: LoopInstant
+        now: @autoclosure () -> LoopInstant
     ) throws(GATTServerError) -> Bool {
-        try updateValue(value, for: characteristic, among: CollectionOfOne(target), now: now)
+        try updateValue(value, for: characteristic, among: CollectionOfOne(target), now: now())
     }
 
     private func updateValue<Targets: Collection<CentralID>>(
         _ value: [UInt8], for characteristic: PublishedCharacteristic, among targets: Targets?,
-        now: LoopInstant
+        now: @autoclosure () -> LoopInstant
     ) throws(GATTServerError) -> Bool {
         guard database.publishes(characteristic) else {
             throw .characteristicNotPublished(characteristic.uuid)
@@ -267,7 +271,7 @@ public final class GATTServer {
                 QueuedIndication(
                     handle: characteristic.valueHandle, value: value,
                     isServiceChanged: false))
-            pumpIndications(central, now: now)
+            pumpIndications(central, now: now())
         }
         return true
     }
@@ -365,17 +369,17 @@ public final class GATTServer {
     }
 
     /// The link can take `count` more notification/indication PDUs.
-    public func addTransmitCredits(_ count: Int, now: LoopInstant) {
+    public func addTransmitCredits(_ count: Int, now: @autoclosure () -> LoopInstant) {
         transmitCredits += max(count, 0)
-        for central in centrals { pumpIndications(central, now: now) }
+        for central in centrals { pumpIndications(central, now: now()) }
         roomFreed()
     }
 
     /// `count` updates sent to the central have left the controller.
-    public func updatesDelivered(_ count: Int, to id: CentralID, now: LoopInstant) {
+    public func updatesDelivered(_ count: Int, to id: CentralID, now: @autoclosure () -> LoopInstant) {
         guard let central = central(id) else { return }
         central.updatesInFlight = max(central.updatesInFlight - max(count, 0), 0)
-        pumpIndications(central, now: now)
+        pumpIndications(central, now: now())
         roomFreed()
     }
 
@@ -465,7 +469,7 @@ public final class GATTServer {
     }
 
     /// Sends the central's next queued indication if none is outstanding and the link has room.
-    func pumpIndications(_ central: CentralState, now: LoopInstant) {
+    func pumpIndications(_ central: CentralState, now: @autoclosure () -> LoopInstant) {
         // The queue first: usually empty, and `mayTakeCredit` walks every central.
         guard !central.isClosed, central.outstandingIndication == nil, !central.indicationQueue.isEmpty,
             mayTakeCredit(central)
@@ -476,7 +480,7 @@ public final class GATTServer {
         central.updatesInFlight += 1
         central.outstandingIndication = OutstandingIndication(
             handle: next.handle, isServiceChanged: next.isServiceChanged,
-            deadline: now + configuration.transactionTimeout)
+            deadline: now() + configuration.transactionTimeout)
         sendUpdate(
             ATTUpdate(.indication, handle: next.handle, value: next.value.truncated(to: central.maximumUpdateValueLength)),
             to: central)

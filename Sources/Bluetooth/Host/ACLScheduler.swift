@@ -1,5 +1,33 @@
 import BluetoothHCI
 import BluetoothL2CAP
+import EventLoop
+
+/// One connection's fragments in the controller, oldest first, each marked when it is the last
+/// fragment of an update frame. The oldest leave by moving an index, not by shifting the array
+/// (a completed packet comes back for every packet sent); the array is emptied once all left.
+struct InFlightFragments: Sendable {
+    private var endsUpdate: [Bool] = []
+    private var oldest = 0
+
+    var count: Int { endsUpdate.count - oldest }
+
+    /// The update frames whose last fragment is in the controller.
+    var updateCount: Int { endsUpdate[oldest...].filter { $0 }.count }
+
+    mutating func append(endsUpdate ends: Bool) { endsUpdate.append(ends) }
+
+    /// Removes the oldest `count` (at most `self.count`); returns how many of them ended an update.
+    mutating func removeFirst(_ count: Int) -> Int {
+        var updates = 0
+        for index in oldest..<oldest + count where endsUpdate[index] { updates += 1 }
+        oldest += count
+        if oldest == endsUpdate.count {
+            endsUpdate.removeAllKeepingStorage()
+            oldest = 0
+        }
+        return updates
+    }
+}
 
 /// Host → controller flow control (Core Vol 4 Part E 4.1.1): the controller holds
 /// `buffers.packetCount` ACL fragments; each fragment sent takes one buffer until a Number Of
@@ -24,9 +52,7 @@ public struct ACLScheduler: Sendable {
     private struct Link {
         let handle: UInt16
         var queue: [QueuedFrame] = []
-        /// One entry per fragment in the controller, oldest first: true when it is the last
-        /// fragment of an update frame.
-        var inFlight: [Bool] = []
+        var inFlight = InFlightFragments()
     }
     /// The open connections in round-robin order. A list searched by handle, not a table keyed
     /// by it: a controller serves a handful of links, and every packet sent and completed looked
@@ -59,12 +85,12 @@ public struct ACLScheduler: Sendable {
         freeBuffers += link.inFlight.count
         if nextTurn > index { nextTurn -= 1 }
         if nextTurn >= links.count { nextTurn = 0 }
-        return link.inFlight.filter { $0 }.count + link.queue.filter(\.isUpdate).count
+        return link.inFlight.updateCount + link.queue.filter(\.isUpdate).count
     }
 
     /// Update frames queued or in the controller, over all connections.
     public var pendingUpdates: Int {
-        links.reduce(0) { $0 + $1.inFlight.filter { $0 }.count + $1.queue.filter(\.isUpdate).count }
+        links.reduce(0) { $0 + $1.inFlight.updateCount + $1.queue.filter(\.isUpdate).count }
     }
 
     /// Queues a frame; false for an unknown (closed) handle.
@@ -81,10 +107,8 @@ public struct ACLScheduler: Sendable {
     public mutating func completed(_ count: Int, on handle: UInt16) -> Int {
         guard let index = index(of: handle) else { return 0 }
         let returned = min(max(count, 0), links[index].inFlight.count)
-        var delivered = 0
-        for fragment in 0..<returned where links[index].inFlight[fragment] { delivered += 1 }
         // In place: this runs for every completed packet.
-        links[index].inFlight.removeFirst(returned)
+        let delivered = links[index].inFlight.removeFirst(returned)
         freeBuffers = min(freeBuffers + returned, buffers.packetCount)
         return delivered
     }
@@ -122,7 +146,7 @@ public struct ACLScheduler: Sendable {
             from: links[index].queue[0].offset, handle: links[index].handle, maxFragmentLength: buffers.dataLength)
         links[index].queue[0].offset += fragment.count
         let frameDone = links[index].queue[0].offset == links[index].queue[0].frame.encodedLength
-        links[index].inFlight.append(frameDone && links[index].queue[0].isUpdate)
+        links[index].inFlight.append(endsUpdate: frameDone && links[index].queue[0].isUpdate)
         // `remove(at:)`, not `removeFirst()`: that removes a range, destroying it generically.
         if frameDone { links[index].queue.remove(at: 0) }
         return fragment
