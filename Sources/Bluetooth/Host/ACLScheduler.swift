@@ -124,11 +124,14 @@ public struct ACLScheduler: Sendable {
     /// through its type's value witnesses, about 90 instructions each (docs/performance.md).
     public mutating func sendFragments<Failure: Error>(_ send: (ACLFragment) throws(Failure) -> Void) throws(Failure) {
         var idleTurns = 0
-        let share = max(buffers.packetCount / max(links.count, 1), 1)
+        // Worked out at the first frame waiting: a completed packet calls this with none waiting,
+        // and the division would be most of its cost.
+        var share = 0
         while freeBuffers > 0, !links.isEmpty, idleTurns < links.count {
             if nextTurn >= links.count { nextTurn = 0 }
             let index = nextTurn
             nextTurn += 1
+            if share == 0, !links[index].queue.isEmpty { share = max(buffers.packetCount / links.count, 1) }
             guard !links[index].queue.isEmpty, mayTakeBuffer(index, share: share) else {
                 idleTurns += 1
                 continue

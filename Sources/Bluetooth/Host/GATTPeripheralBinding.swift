@@ -81,8 +81,12 @@ public final class GATTPeripheralBinding: ATTServer, Sendable {
     }
 
     public func transmitCreditsAvailable(_ count: Int) {
-        peripheral.onLoop(with: count) { $0.transmitRoomFreed($1) }
-        armTransactionTimer()
+        // One entry for both: this runs for every packet the controller completes.
+        let deadline = peripheral.onLoop(with: count) {
+            $0.transmitRoomFreed($1)
+            return $0.nextTransactionDeadline
+        }
+        if let deadline { expiryTimer.schedule(at: deadline) }
     }
 
     public func securityChanged(_ security: LinkSecurity, for central: Central) {

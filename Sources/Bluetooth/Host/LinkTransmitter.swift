@@ -44,7 +44,8 @@ final class LinkTransmitter: Sendable {
     func completed(_ entries: HCIEvent.CompletedPacketsList, delivered: inout [DeliveredUpdates]) {
         delivered.removeAllKeepingStorage()
         session.value.completed(entries, delivered: &delivered)
-        delivered.sort { $0.handle < $1.handle }
+        // Sorting none or one still pays the sort's setup, for every packet.
+        if delivered.count > 1 { delivered.sort { $0.handle < $1.handle } }
     }
 }
 
