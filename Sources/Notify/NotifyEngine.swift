@@ -308,7 +308,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
             // The subscription is changed in place, not copied out and stored back (which
             // retained and released its values).
             guard let slot = characteristics[state].subscriptions.firstIndex(where: { $0.central == central }),
-                let sample = characteristics[state].subscriptions[slot].outbound
+                characteristics[state].subscriptions[slot].outbound != nil
             else { continue }
             let position = Position(state: state, slot: slot)
             let kind = self[position].kind
@@ -316,7 +316,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
                 if centrals[centralIndex].indicationOutstanding { continue }
                 centrals[centralIndex].indicationOutstanding = true
             }
-            self[position].outbound = nil
+            // Moved out of the slot, which it empties: a copy retained its bytes, released at once.
+            let sample = self[position].outbound.take()!
             centrals[centralIndex].ready.remove(at: index)
             count(.sent, at: position)
             return Transmission(

@@ -21,6 +21,12 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     // Everything below is guarded by `lock`.
     private var chipStates: [SimulatedChip]
     private var generatedThrough: UInt64
+    /// No line changes level and no debouncer settles before this time, so generating up to an
+    /// earlier time only moves the clock: a read of a line after its edge, the common case, does
+    /// not step every line's waveform again. Worked out by each full generation; every change
+    /// made from outside (a level received, a request, an output driven) resets it to 0, since it
+    /// may bring a change forward.
+    private var quietBefore: UInt64 = 0
     private var nextRequestID: UInt64 = 1
     private let clock: Clock
     private var timer: DeadlineTimer?
@@ -61,7 +67,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     private func realTimeWake() {
         let wakeups = lock.withLock { _ in
             let callbacks = generateLocked(through: EventLoop.now().nanoseconds)
-            scheduleWakeLocked()
+            armTimerLocked()
             return callbacks
         }
         wakeups.run()
@@ -74,20 +80,27 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             for byte in levels where byte == UInt8(ascii: "0") || byte == UInt8(ascii: "1") {
                 chipStates[c].lines[offset].waveform.set(byte == UInt8(ascii: "1"), at: now)
             }
+            quietBefore = 0
             return generateLocked(through: now)
         }
         wakeups.run()
     }
 
+    /// After a change from outside (a request, an output driven): the next generation steps every
+    /// line again, and the real-time timer is armed again.
+    private func changedLocked() {
+        quietBefore = 0
+        armTimerLocked()
+    }
+
     /// Arms the real-time timer for the next change of a watched line, at most every millisecond
     /// (edges in between are generated in one batch with their exact timestamps).
-    private func scheduleWakeLocked() {
+    private func armTimerLocked() {
         guard let timer else { return }
         var next: UInt64?
         for c in chipStates.indices {
             for l in chipStates[c].lines.indices where chipStates[c].lines[l].input != nil {
-                if let change = chipStates[c].lines[l].waveform.nextChangeTime() { next = min(next ?? change, change) }
-                if let due = chipStates[c].lines[l].input?.debouncer?.deadline { next = min(next ?? due, due) }
+                if let due = chipStates[c].lines[l].nextDue() { next = min(next ?? due, due) }
             }
         }
         timer.schedule(at: next.map { LoopInstant(nanoseconds: max($0, EventLoop.now().nanoseconds + 1_000_000)) })
@@ -97,12 +110,16 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     private func generateLocked(through time: UInt64) -> Wakeups {
         var wakeups = Wakeups()
         guard time > generatedThrough else { return wakeups }
+        defer { generatedThrough = time }
+        guard time >= quietBefore else { return wakeups }
+        var next = UInt64.max
         for c in chipStates.indices {
             for l in chipStates[c].lines.indices {
                 if let onReadable = chipStates[c].lines[l].advance(through: time) { wakeups.append(onReadable) }
+                if let due = chipStates[c].lines[l].nextDue() { next = min(next, due) }
             }
         }
-        generatedThrough = time
+        quietBefore = next
         return wakeups
     }
 
@@ -146,7 +163,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             }
             chipStates[c].lines[resolved.offset].requestInput(
                 id: id, consumer: consumer, settings: settings, onReadable: onReadable)
-            scheduleWakeLocked()
+            changedLocked()
             return (c, id)
         }
         return SimulatedInputLine(backend: self, line: resolved, chip: c, id: id)
@@ -167,7 +184,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             chipStates[c].requestOutput(
                 offset: resolved.offset, id: id, consumer: consumer,
                 settings: settings, at: now)
-            scheduleWakeLocked()
+            changedLocked()
             return id
         }
         return SimulatedOutputLine(backend: self, line: resolved, id: id)
@@ -222,6 +239,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
                 chipStates[c].lines[line.offset].input = nil
                 chipStates[c].lines[line.offset].levelSocket?.close()
                 chipStates[c].lines[line.offset].levelSocket = nil
+                changedLocked()
             }
         }
     }
@@ -233,7 +251,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             let c = chipIndex(line)
             guard chipStates[c].lines[line.offset].output?.id == id else { throw GPIOError.released(line.name) }
             chipStates[c].drive(offset: line.offset, value: value, at: now)
-            scheduleWakeLocked()
+            changedLocked()
         }
     }
 
@@ -258,7 +276,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             chipStates[c].switchToInput(
                 offset: line.offset, id: inputID, settings: settings,
                 onReadable: onReadable, at: now)
-            scheduleWakeLocked()
+            changedLocked()
             return (c, inputID)
         }
     }
@@ -279,7 +297,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
             let c = chipIndex(line)
             guard chipStates[c].lines[line.offset].output?.id == id else { return }
             chipStates[c].releaseOutput(offset: line.offset, at: now)
-            scheduleWakeLocked()
+            changedLocked()
         }
     }
 }
@@ -515,6 +533,13 @@ private struct SimulatedLine {
         // One unwrap for the whole advance: the request is a large optional, and every `input!`
         // tests its case again.
         return input!.take(&waveform, through: time, delivers: delivers) ? input!.onReadable : nil
+    }
+
+    /// When the line next changes level or its debouncer settles, if ever.
+    mutating func nextDue() -> UInt64? {
+        let change = waveform.nextChangeTime()
+        guard let settles = input?.debouncer?.deadline else { return change }
+        return min(change ?? settles, settles)
     }
 
     /// `body` on the input request when it is request `id`, nil when it is not. In place: the
