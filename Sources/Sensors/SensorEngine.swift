@@ -183,50 +183,39 @@ final class SensorCore {
     /// step has worked out already.
     @discardableResult
     func step(now: UInt64, into values: inout [SensorSample]) -> UInt64? {
-        // Swapped out of the properties while in use (unique, so appending reuses their storage)
-        // and back after: a swap moves them without retaining or releasing either.
-        var events: [(event: EdgeEvent, input: Int)] = []
-        var read: [EdgeEvent] = []
-        var emitted: [Emission] = []
-        swap(&events, &pendingEvents)
-        swap(&read, &lineEvents)
-        swap(&emitted, &eventEmissions)
-        events.removeAllKeepingStorage()
-        defer {
-            swap(&events, &pendingEvents)
-            swap(&read, &lineEvents)
-            swap(&emitted, &eventEmissions)
-        }
-        var out: [Emission] = []
+        // The buffers are this core's properties, used in place (unique, so appending reuses
+        // their storage): local arrays swapped in and out cost a release each per step.
+        pendingEvents.removeAllKeepingStorage()
+        eventEmissions.removeAllKeepingStorage()
         let inputs = engine.inputs
         for (index, line) in inputs.enumerated() {
             do {
-                read.removeAllKeepingStorage()
-                let lost = try line.readEvents(into: &read)
+                lineEvents.removeAllKeepingStorage()
+                let lost = try line.readEvents(into: &lineEvents)
                 if lost > 0 {
                     engine.lost(lost, input: index)
                     lostTotal += lost
-                    out.append(
+                    eventEmissions.append(
                         Emission(
                             channel: Emission.lostEventsChannel, reading: .number(Double(lostTotal)), unit: "",
-                            time: read.first?.timestampNs ?? now))
+                            time: lineEvents.first?.timestampNs ?? now))
                 }
-                for event in read { events.append((event, index)) }
+                for position in lineEvents.indices { pendingEvents.append((lineEvents[position], index)) }
             } catch {
-                out.append(
+                eventEmissions.append(
                     Emission(
                         channel: Emission.valueChannel, reading: .failure(.gpio("\(error)")),
                         unit: "", time: now))
             }
         }
         if inputs.count > 1 {
-            events.sort { $0.event.timestampNs < $1.event.timestampNs }  // stable: keeps per-line order
+            pendingEvents.sort { $0.event.timestampNs < $1.event.timestampNs }  // stable: keeps per-line order
         }
         var next = 0
-        finish(draining: &out, into: &values)
+        finish(draining: &eventEmissions, into: &values)
         while true {
             let due = deadline
-            if let due, due <= now, next == events.count || events[next].event.timestampNs > due {
+            if let due, due <= now, next == pendingEvents.count || pendingEvents[next].event.timestampNs > due {
                 if engine.deadline.map({ $0 <= due }) == true {
                     var ticked = engine.tick(at: due)
                     finish(draining: &ticked, into: &values)
@@ -236,10 +225,9 @@ final class SensorCore {
                     var availability = [became]
                     finish(draining: &availability, into: &values)
                 }
-            } else if next < events.count {
-                emitted.removeAllKeepingStorage()
-                engine.handle(events[next].event, input: events[next].input, into: &emitted)
-                finish(draining: &emitted, into: &values)
+            } else if next < pendingEvents.count {
+                engine.handle(pendingEvents[next].event, input: pendingEvents[next].input, into: &eventEmissions)
+                finish(draining: &eventEmissions, into: &values)
                 next += 1
             } else {
                 return due
