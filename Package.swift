@@ -70,11 +70,13 @@ let package = Package(
 
         // MARK: The event loop: one thread owning the event descriptors, timers and hot actors.
         .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
+        // The thread-local naming the loop of the calling thread, read inline by isolation checks.
+        .target(name: "CLoopThread", path: "Sources/CLoopThread"),
         .systemLibrary(name: "CSpawn", path: "Sources/CSpawn"),
         // A moment on the loop's clock: the one time base of every deadline, for the pure layers
         // too (no C, no loop).
         .target(name: "LoopClock", path: "Sources/LoopClock", swiftSettings: swiftSettings),
-        .target(name: "EventLoop", dependencies: ["CEpoll", "LoopClock"], path: "Sources/EventLoop", swiftSettings: swiftSettings),
+        .target(name: "EventLoop", dependencies: ["CEpoll", "CLoopThread", "LoopClock"], path: "Sources/EventLoop", swiftSettings: swiftSettings),
 
         // MARK: Persistence: the one way to write a file under the state directory.
         .target(name: "StateFile", path: "Sources/StateFile", swiftSettings: swiftSettings),

@@ -1,4 +1,5 @@
 import CEpoll
+import CLoopThread
 import Dispatch
 import Glibc
 import LoopClock
@@ -20,7 +21,7 @@ import Synchronization
 /// actors' isolation domain (`assumeIsolated`, and its allocation-free form `onLoop`, hold there).
 public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable {
     /// The process's loop, started on first use. Every actor on the event path uses it.
-    public static let shared = EventLoop()
+    public static let shared = EventLoop(isShared: true)
 
     /// What a watched descriptor reported.
     public struct Readiness: Sendable {
@@ -68,7 +69,6 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
 
     private let epoll: Int32
     private let wakeDescriptor: Int32
-    private nonisolated(unsafe) var thread = pthread_t()
     private static let wakeToken: UInt64 = 0
     /// The loop thread's name, as `top -H`, `ps -L` and a crash's backtrace show it.
     public static let threadName = "gattway-loop"
@@ -76,18 +76,26 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// How many turns of queued jobs may run before the descriptors are polled.
     private static let turnsBetweenPolls = 8
 
+    /// Whether this is `shared`, which its thread records for `inSharedLoop`.
+    private let isShared: Bool
+
     /// Internal, not private: a test stalls a loop of its own, not the one every test shares.
-    init() {
+    convenience init() { self.init(isShared: false) }
+
+    private init(isShared: Bool) {
+        self.isShared = isShared
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         wakeDescriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         precondition(epoll >= 0 && wakeDescriptor >= 0, "the event loop cannot start: \(String(cString: strerror(errno)))")
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: Self.wakeToken))
         epoll_ctl(epoll, EPOLL_CTL_ADD, wakeDescriptor, &event)
         let unmanaged = Unmanaged.passRetained(self)
+        var thread = pthread_t()
         let started = pthread_create(
             &thread, nil,
             { context in
                 let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeRetainedValue()
+                gw_set_current_loop(context, loop.isShared)
                 // Else it carries the name of whichever thread started it (a dispatch worker's).
                 nameThisThread(EventLoop.threadName)
                 loop.run()
@@ -107,7 +115,11 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     }
 
     /// Whether the caller runs on the loop's thread.
-    public var inLoop: Bool { pthread_equal(pthread_self(), thread) != 0 }
+    public var inLoop: Bool { gw_current_loop() == UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()) }
+
+    /// `shared.inLoop`, without reaching `shared` (a lazy global, initialised once: each use
+    /// asks whether it is).
+    public static var inSharedLoop: Bool { gw_runs_shared_loop() }
 
     // MARK: Executor
 
@@ -458,7 +470,7 @@ extension Actor {
     public nonisolated func onLoop<Argument, Result, Failure: Error>(
         with argument: Argument, _ operation: @escaping (isolated Self, Argument) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        precondition(EventLoop.shared.inLoop, "an event-loop actor was called off the event loop")
+        precondition(EventLoop.inSharedLoop, "an event-loop actor was called off the event loop")
         return try unsafeBitCast(operation, to: ((Self, Argument) throws(Failure) -> Result).self)(self, argument)
     }
 
@@ -467,7 +479,7 @@ extension Actor {
     public nonisolated func onLoop<Result, Failure: Error>(
         _ operation: @escaping (isolated Self) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        precondition(EventLoop.shared.inLoop, "an event-loop actor was called off the event loop")
+        precondition(EventLoop.inSharedLoop, "an event-loop actor was called off the event loop")
         return try unsafeBitCast(operation, to: ((Self) throws(Failure) -> Result).self)(self)
     }
 }

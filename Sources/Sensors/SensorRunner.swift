@@ -140,7 +140,7 @@ public actor SensorRunner {
     /// kernel's descriptor, the simulator's real-time timer), else (the simulator's virtual
     /// clock, moved by a test) after the loop's queued work.
     private static func stepOnLoop(_ running: LoopBound<SensorRunner?>) {
-        if EventLoop.shared.inLoop {
+        if EventLoop.inSharedLoop {
             step(running)
         } else {
             EventLoop.shared.execute { step(running) }

@@ -54,6 +54,17 @@ private struct Pipe {
         #expect(!loop.inLoop)
     }
 
+    /// Each loop knows its own thread, and only the shared loop's thread is where the event path's
+    /// actors may run (`inSharedLoop`, which their `onLoop` checks).
+    @Test func aThreadKnowsWhichLoopItRuns() {
+        let other = EventLoop()
+        #expect(!loop.inLoop && !other.inLoop && !EventLoop.inSharedLoop, "a test's thread runs no loop")
+        let onShared = loop.runAndWait { [loop] in [loop.inLoop, other.inLoop, EventLoop.inSharedLoop] }
+        #expect(onShared == [true, false, true])
+        let onOther = other.runAndWait { [loop] in [loop.inLoop, other.inLoop, EventLoop.inSharedLoop] }
+        #expect(onOther == [false, true, false])
+    }
+
     @Test func taskExecutorPreferenceRunsNonisolatedCodeOnTheLoop() async {
         let onLoop = await withTaskExecutorPreference(loop) { loop.inLoop }
         #expect(onLoop)

@@ -33,7 +33,7 @@ FREE_OF = {"Config": DEVICE_LIBRARIES | MQTT_CONNECTION, "MQTTMirror": DEVICE_LI
            "ConfigReading": DEVICE_LIBRARIES | {"CYAML"}}
 # Each C module enters through one target, its wrapper; no other target declares or imports it.
 WRAPPER_OF = {"CMosquitto": "MQTTClient", "CBlueZ": "BluetoothHCITransport", "CGPIODShim": "GPIOLibgpiod",
-              "CGPIOD": "CGPIODShim", "CYAML": "YAML", "CEpoll": "EventLoop", "CSpawn": "DevelopmentHarness"}
+              "CGPIOD": "CGPIODShim", "CYAML": "YAML", "CEpoll": "EventLoop", "CLoopThread": "EventLoop", "CSpawn": "DevelopmentHarness"}
 
 undeclared = 0
 dependencies_of = {}
