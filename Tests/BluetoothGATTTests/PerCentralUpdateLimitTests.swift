@@ -18,13 +18,11 @@ import Testing
         for value: UInt8 in 10..<16 {
             #expect(try update(value, other), "the other central still has the link")
             server.updatesDelivered(1, to: other, now: serverStart)
-            server.addTransmitCredits(1, now: serverStart)
         }
         #expect(server.transmitCredits == 8, "the stalled central holds two credits, no more")
         #expect(try !update(3, stalled), "still full")
         // Its link moves again: room for it.
         server.updatesDelivered(2, to: stalled, now: serverStart)
-        server.addTransmitCredits(2, now: serverStart)
         #expect(try update(4, stalled))
     }
 }
@@ -44,7 +42,6 @@ import Testing
             for central in healthy {
                 #expect(try update(round, central), "round \(round): \(central) keeps its share")
                 server.updatesDelivered(1, to: central, now: serverStart)
-                server.addTransmitCredits(1, now: serverStart)
             }
         }
         #expect(server.transmitCredits == 5, "the stalled three hold one credit each")

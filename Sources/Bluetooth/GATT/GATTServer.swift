@@ -375,12 +375,11 @@ public final class GATTServer {
         roomFreed()
     }
 
-    /// `count` updates sent to the central have left the controller.
+    /// `count` updates sent to the central have left the controller: they no longer count
+    /// against it, and their credits come back (`addTransmitCredits` in the same step).
     public func updatesDelivered(_ count: Int, to id: CentralID, now: @autoclosure () -> LoopInstant) {
-        guard let central = central(id) else { return }
-        central.updatesInFlight = max(central.updatesInFlight - max(count, 0), 0)
-        pumpIndications(central, now: now())
-        roomFreed()
+        if let central = central(id) { central.updatesInFlight = max(central.updatesInFlight - max(count, 0), 0) }
+        addTransmitCredits(count, now: now())
     }
 
     /// The earliest instant an outstanding indication times out, for the host's timer.

@@ -298,7 +298,8 @@ public actor Peripheral {
         flush()
     }
 
-    /// `count` updates sent to `central` have left the controller.
+    /// `count` updates sent to `central` have left the controller, and the link can take as many
+    /// more.
     public func updatesDelivered(_ count: Int, to central: CentralID) {
         server.updatesDelivered(count, to: central, now: now())
         flush()

@@ -50,9 +50,10 @@ public protocol ATTServer: AnyObject, Sendable {
     func centralDisconnected(_ central: Central)
     func received(_ pdu: [UInt8], from central: Central)
     /// The host can take `count` more update PDUs (notifications, indications) across all
-    /// centrals: `transmitQueueCapacity` at first power-on, then one back for each update the
-    /// controller has sent or that a disconnection or controller loss dropped. The server stops
-    /// sending updates when it has no credits left: that is `updateValue` returning false.
+    /// centrals: `transmitQueueCapacity` at first power-on, then one back for each update that a
+    /// disconnection or controller loss dropped (those the controller sent come back through
+    /// `updatesDelivered`). The server stops sending updates when it has no credits left: that is
+    /// `updateValue` returning false.
     func transmitCreditsAvailable(_ count: Int)
     /// The central's link security changed (encryption on, pairing done, bond stored): the
     /// server checks attribute permissions against it.
@@ -76,17 +77,18 @@ public protocol ATTServer: AnyObject, Sendable {
     func clientSupportedFeatures(of central: Central) -> UInt8
     /// The central's CCCD values now (non-zero only), which the host persists in its bond.
     func clientConfigurations(of central: Central) -> [UInt16: UInt16]
-    /// `count` update PDUs sent to `central` have left the controller (called just before the
-    /// matching `transmitCreditsAvailable`), so a server can keep one stalled central from holding
-    /// every credit.
+    /// `count` update PDUs sent to `central` have left the controller, and the host can take as
+    /// many more: their credits come back with them, in one call per central for each
+    /// completed-packets event (this runs for every update sent). A server that counts the
+    /// updates in flight per central keeps one stalled central from holding every credit.
     func updatesDelivered(_ count: Int, to central: Central)
 }
 
 extension ATTServer {
     /// A server that asks the host for nothing does not keep it.
     public func hostRunning(_ host: PeripheralHost?) {}
-    /// A server that budgets credits only over all centrals ignores per-central deliveries.
-    public func updatesDelivered(_ count: Int, to central: Central) {}
+    /// A server that budgets credits only over all centrals takes the credits alone.
+    public func updatesDelivered(_ count: Int, to central: Central) { transmitCreditsAvailable(count) }
     /// A server without Client Supported Features has none to persist.
     public func clientSupportedFeatures(of central: Central) -> UInt8 { 0 }
     /// A server that never changes its database never has Service Changed to confirm.

@@ -77,16 +77,17 @@ public final class GATTPeripheralBinding: ATTServer, Sendable {
     }
 
     public func updatesDelivered(_ count: Int, to central: Central) {
-        peripheral.onLoop(with: (count, Self.centralID(central))) { $0.updatesDelivered($1.0, to: $1.1) }
-    }
-
-    public func transmitCreditsAvailable(_ count: Int) {
-        // One entry for both: this runs for every packet the controller completes.
-        let deadline = peripheral.onLoop(with: count) {
-            $0.transmitRoomFreed($1)
+        // One entry for both: this runs for every update the controller sends.
+        let deadline = peripheral.onLoop(with: (count, Self.centralID(central))) {
+            $0.updatesDelivered($1.0, to: $1.1)
             return $0.nextTransactionDeadline
         }
         if let deadline { expiryTimer.schedule(at: deadline) }
+    }
+
+    public func transmitCreditsAvailable(_ count: Int) {
+        peripheral.onLoop(with: count) { $0.transmitRoomFreed($1) }
+        armTransactionTimer()
     }
 
     public func securityChanged(_ security: LinkSecurity, for central: Central) {

@@ -105,14 +105,13 @@ final class LinkDispatcher {
     /// Per central first, so the server sees whose link moved when the room frees.
     private func packetsCompleted(_ entries: HCIEvent.CompletedPacketsList) {
         transmitter.completed(entries, delivered: &deliveredUpdates)
-        var total = 0
         for delivered in deliveredUpdates {
-            total += delivered.count
             if let central = connections[delivered.handle]?.central {
                 server.updatesDelivered(delivered.count, to: central)
+            } else {
+                server.transmitCreditsAvailable(delivered.count)
             }
         }
-        if total > 0 { server.transmitCreditsAvailable(total) }
     }
 
     private func connected(_ event: LEConnectionComplete, local: BluetoothAddress) -> LinkFollowUp? {
