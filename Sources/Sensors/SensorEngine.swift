@@ -272,7 +272,7 @@ final class SensorCore {
     /// taken from the end), not copied out, which retained its strings, then released them again
     /// with the array's.
     private func finish(draining emissions: inout [Emission], into values: inout [SensorSample]) {
-        emissions.reverse()
+        emissions.reverseForPoppingInOrder()
         while let emission = emissions.popLast() {
             let unit = emission.channel == Emission.valueChannel ? (spec.unit ?? emission.unit) : emission.unit
             // Lost-event totals, press events and availability are counts, codes and states: no

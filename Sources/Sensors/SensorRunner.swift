@@ -113,7 +113,7 @@ public actor SensorRunner {
     /// value is moved out of it (reversed, then taken from the end), not copied out, which
     /// retained its strings, then released them again with the array's.
     private func publish(draining values: inout [SensorSample]) {
-        values.reverse()
+        values.reverseForPoppingInOrder()
         while let value = values.popLast() {
             // A failure, or the sensor's availability, is reported, not kept: the latest value stays
             // the last one read, as the characteristics carrying it keep theirs.

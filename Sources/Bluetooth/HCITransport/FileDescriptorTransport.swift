@@ -196,7 +196,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
                 // helper taking a closure for the loop's body measured slower: the moves were lost.)
                 var packets = framed
                 framed = []
-                packets.reverse()
+                packets.reverseForPoppingInOrder()
                 while let packet = packets.popLast() {
                     // The receiver may have closed the link over an earlier packet of this read.
                     guard lock.withLock({ _ in !isClosed }) else { break }

@@ -172,7 +172,7 @@ public actor MQTTMirrorService {
         var actions: [MirrorAction] = []
         swap(&actions, &eventActions)
         mirror.apply(event, now: clock(), into: &actions)
-        actions.reverse()
+        actions.reverseForPoppingInOrder()
         while let action = actions.popLast() { perform(action) }
         swap(&actions, &eventActions)
     }
