@@ -463,9 +463,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// the opportunity is a tick (fixed trigger interval or heartbeat), not a new value.
     private func decide(_ position: Position, sample: NotifySample, atTick: Bool, now: LoopInstant) -> Decision {
         let policy = policy(position)
-        let last = self[position].lastEmitted
         let lastEmittedAt = self[position].lastEmittedAt
-        let sinceLast = last == nil ? nil : now - lastEmittedAt
+        let sinceLast = self[position].lastEmitted == nil ? nil : now - lastEmittedAt
         // The earliest time a gate (a trigger's minimum spacing, the minimum interval) still
         // closed now opens; nil while none is closed. Kept as one value, not a list: this runs
         // for every value.
@@ -474,6 +473,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         let admitted: Bool
         let admittedWithGatesOpen: Bool
         if let triggerSet = triggerState(position)?.triggers {
+            let last = self[position].lastEmitted
             admitted = triggerSet.holds(sample, last: last, atTick: atTick, sinceLast: sinceLast, spacingWaived: false)
             admittedWithGatesOpen =
                 admitted
@@ -485,7 +485,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
             }
         } else {
             // A heartbeat resends whatever the value is.
-            admitted = atTick || policy.admits(sample, after: last)
+            // The last value read where it lies: a copy retained its bytes, for every value.
+            admitted = atTick || policy.admits(sample, after: self[position].lastEmitted)
             admittedWithGatesOpen = admitted
         }
         guard admittedWithGatesOpen else { return .refuse }
