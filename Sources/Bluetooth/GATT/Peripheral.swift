@@ -365,8 +365,16 @@ public actor Peripheral {
     /// Sends the server's output and reports its events, for the caller to deliver.
     @inline(__always)
     private func sendOutput() {
-        server.takeOutput(into: &output)
-        for item in output {
+        // Swapped out of the property while in use (a swap neither retains nor releases), and
+        // each item moved out in turn, not copied (which retained its PDU, released again when
+        // the next call emptied the buffer). A call the link makes back into the peripheral
+        // meanwhile (a failing transport ending its centrals) takes a buffer of its own.
+        var items: [GATTServerOutput] = []
+        swap(&items, &output)
+        defer { swap(&items, &output) }
+        server.takeOutput(into: &items)
+        items.reverseForPoppingInOrder()
+        while let item = items.popLast() {
             switch item {
             case .send(let pdu, let central):
                 link.send(pdu, to: central)
