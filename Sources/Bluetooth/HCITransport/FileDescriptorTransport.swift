@@ -103,7 +103,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
                             iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress), iov_len: body.count)
                         )
                         return withUnsafePointer(to: &parts) {
-                            $0.withMemoryRebound(to: iovec.self, capacity: 3) { writev(descriptor, $0, 3) }
+                            $0.withMemoryRebound(to: iovec.self, capacity: 3) { SystemCall.writev(descriptor, $0, 3) }
                         }
                     }
                 }
@@ -122,7 +122,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         guard !isClosed else { throw HCITransportError(.linkLost, "the link to \(spec) is closed") }
         var sent = start
         while sent < bytes.count {
-            let result = bytes[sent...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            let result = bytes[sent...].withUnsafeBytes { SystemCall.write(descriptor, $0.baseAddress, $0.count) }
             if result >= 0 {
                 sent += result
                 continue
@@ -182,7 +182,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private func readAvailable(untilEmpty: Bool) -> Bool {
         while true {
             guard lock.withLock({ _ in !isClosed }) else { return false }
-            let count = readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            let count = readBuffer.withUnsafeMutableBytes { SystemCall.read(descriptor, $0.baseAddress, $0.count) }
             if count > 0 {
                 do {
                     try framer.push(readBuffer[0..<count], into: &framed)

@@ -56,7 +56,7 @@ final class LevelSocket: @unchecked Sendable {
     private func readAvailable() {
         var count: Int
         repeat {
-            count = recv(descriptor, received.baseAddress, Self.datagramLimit, 0)
+            count = SystemCall.recv(descriptor, received.baseAddress, Self.datagramLimit, 0)
         } while count < 0 && errno == EINTR
         guard count > 0 else { return }
         deliver(UnsafeBufferPointer(start: received.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count))

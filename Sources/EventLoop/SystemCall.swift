@@ -1,0 +1,29 @@
+import CEpoll
+import Glibc
+
+/// The system calls of the event path (a transport's reads and writes, a simulated line's
+/// datagrams), as Glibc's, minus the cancellation-point bookkeeping its wrappers do around every
+/// call: gattway never cancels a thread, and that bookkeeping was about thirty instructions and
+/// two atomic operations per call, four or five calls per notification. Same results: the byte
+/// count, or -1 with `errno` set.
+public enum SystemCall {
+    @inlinable
+    public static func read(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+        gw_read(descriptor, buffer, count)
+    }
+
+    @inlinable
+    public static func write(_ descriptor: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int {
+        gw_write(descriptor, bytes, count)
+    }
+
+    @inlinable
+    public static func writev(_ descriptor: Int32, _ parts: UnsafePointer<iovec>, _ count: Int32) -> Int {
+        gw_writev(descriptor, parts, count)
+    }
+
+    @inlinable
+    public static func recv(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int, _ flags: Int32) -> Int {
+        gw_recv(descriptor, buffer, count, flags)
+    }
+}
