@@ -30,12 +30,16 @@ public struct L2CAPFrame: Equatable, Sendable {
     }
 
     /// Up to `capacity` bytes before a frame's body, held in an integer rather than an array.
+    /// Inlinable: the ATT layer builds every update's head in another module, where each byte
+    /// appended was a call (about 25 instructions; three per notification).
     public struct Head: Equatable, Sendable {
-        public static let capacity = 4
+        @inlinable public static var capacity: Int { 4 }
         /// The bytes, first in the lowest byte.
-        fileprivate private(set) var bits: UInt32 = 0
-        public private(set) var count = 0
+        @usableFromInline var bits: UInt32 = 0
+        public var count: Int { storedCount }
+        @usableFromInline var storedCount = 0
 
+        @inlinable
         public init() {}
 
         public subscript(position: Int) -> UInt8 {
@@ -43,15 +47,17 @@ public struct L2CAPFrame: Equatable, Sendable {
         }
 
         /// The head with `byte` after its bytes.
+        @inlinable
         public func appending(_ byte: UInt8) -> Head {
             precondition(count < Self.capacity, "an L2CAP frame head holds at most \(Self.capacity) bytes")
             var head = self
             head.bits |= UInt32(byte) << (8 * count)
-            head.count += 1
+            head.storedCount += 1
             return head
         }
 
         /// The head with `value` after its bytes, little-endian.
+        @inlinable
         public func appending(_ value: UInt16) -> Head {
             appending(UInt8(truncatingIfNeeded: value)).appending(UInt8(truncatingIfNeeded: value >> 8))
         }
