@@ -308,7 +308,11 @@ async def run_pass(args, wanted: list[str], port: int, socket_path: str, broker_
             generator = "{type: constant, level: 0}" if label == "idle" else (
                 f"{{type: socket, path: {line_socket}}}" if line_socket else
                 f"{{type: square, period: {2_000_000 // rate}us}}")  # two edges per period
-            state_dir = tempfile.mkdtemp(prefix=f"state-{label}-", dir=args.logs)
+            # One per scenario, emptied before each run: a directory of its own per run piled up
+            # in the logs directory, hundreds over a day of profiling.
+            state_dir = os.path.join(args.logs, f"state-{label}")
+            shutil.rmtree(state_dir, ignore_errors=True)
+            os.makedirs(state_dir)
             config = os.path.join(args.logs, f"{label}.yaml")
             with open(config, "w") as file:
                 file.write(gattway_config(name, peripheral_transport, generator, state_dir,
