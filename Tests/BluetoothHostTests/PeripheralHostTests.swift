@@ -348,7 +348,11 @@ struct PeripheralHostTests {
 
     @Test func anUnansweredCommandTimesOutAndTheHostGoesOn() async throws {
         let controller = FakeController(silentOpcodes: [.leSetPHY])
-        let rig = try Self.start([controller], commandTimeout: .milliseconds(200))
+        // Every command has this timeout, so it is long enough that no answered command times
+        // out on a loaded machine: at 200 ms, one of the setup commands did, and the host
+        // reopened the controller instead of advertising.
+        let timeout = Duration.seconds(1)
+        let rig = try Self.start([controller], commandTimeout: timeout)
         defer { rig.task.cancel() }
         _ = await Self.commands(controller, until: .leSetAdvertisingEnable)
         controller.connect(handle: 0x40, peer: Self.phone)
@@ -360,7 +364,7 @@ struct PeripheralHostTests {
         #expect(after == [.leSetAdvertisingEnable])
         let phySent = try #require(controller.sendTimes(of: .leSetPHY).last)
         let advertisingSent = try #require(controller.sendTimes(of: .leSetAdvertisingEnable).last)
-        #expect(advertisingSent - phySent >= .milliseconds(200))
+        #expect(advertisingSent - phySent >= timeout)
     }
 
     @Test func stopsAdvertisingAtMaxCentralsAndResumesOnDisconnect() async throws {
