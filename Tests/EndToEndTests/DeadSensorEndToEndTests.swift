@@ -42,8 +42,9 @@ struct DeadSensorEndToEndTests {
         let online = await watcher.first(timeout: .seconds(20)) { $0.topic == Self.availability && $0.text == "online" }
         #expect(online != nil, "the entity's availability is published online:\n\(rig.log)")
         let document = await watcher.first { $0.topic == "homeassistant/device/gattway_shed/config" }
+        let discovery = document?.text ?? ""
         #expect(
-            (document?.text ?? "").contains(
+            discovery.contains(
                 #""availability":[{"topic":"gattway/shed/availability","payload_available":"online","payload_not_available":"offline"},{"topic":"gattway/shed/env/temperature/availability","payload_available":"online","payload_not_available":"offline"}],"availability_mode":"all""#
             ), "\(document?.text ?? "no discovery document")")
         #expect(await watcher.first { $0.topic == Self.value && ($0.text ?? "").contains(#""value":21.5"#) } != nil)

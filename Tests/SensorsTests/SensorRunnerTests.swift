@@ -50,9 +50,10 @@ import Testing
                 spec: SensorSpec(name: "door", kind: BinarySettings(line: LineSelector("DOOR"))),
                 backend: sim, stateWriter: StateFileWriter())
             ran = runner
-            neverRan = try SensorRunner(
+            let idle = try SensorRunner(
                 spec: SensorSpec(name: "bell", kind: BinarySettings(line: LineSelector("BELL"))),
                 backend: sim, stateWriter: StateFileWriter())
+            neverRan = idle
             let (delivered, deliver) = AsyncStream.makeStream(of: SensorSample.self)
             let task = Task { try await runner.run(delivering: { deliver.yield($0) }) }
             var values = delivered.makeAsyncIterator()
