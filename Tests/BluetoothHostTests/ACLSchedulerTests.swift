@@ -1,5 +1,6 @@
 import BluetoothHCI
 import BluetoothL2CAP
+import TestHarness
 import Testing
 
 @testable import BluetoothHost
@@ -118,5 +119,88 @@ struct ACLSchedulerTests {
         #expect(scheduler.freeBuffers == 2)
         #expect(!acceptedAfterClose)
         #expect(others.map(\.handle) == [2])
+    }
+
+    /// A notification with nothing queued goes out at once, in flight like any fragment: it
+    /// takes a buffer, and its completion delivers it.
+    @Test func aFrameSubmittedWithNothingQueuedGoesOutAtOnce() {
+        var scheduler = ACLScheduler(buffers: Self.buffers)
+        scheduler.open(1)
+        var sent: [HCIACLPacket] = []
+        let accepted = scheduler.submit(L2CAPFrame(channel: 4, payload: [0x1B, 0x03, 0x00, 0x01]), on: 1, isUpdate: true) {
+            sent.append($0.packet)
+        }
+        let unknown = scheduler.submit(L2CAPFrame(channel: 4, payload: [1]), on: 9, isUpdate: true) { sent.append($0.packet) }
+        #expect(accepted && !unknown)
+        #expect(sent.map(\.data) == [[0x04, 0x00, 0x04, 0x00, 0x1B, 0x03, 0x00, 0x01]])
+        #expect(sent.map(\.boundary) == [.firstNonFlushable])
+        #expect(scheduler.freeBuffers == 2)
+        #expect(scheduler.pendingUpdates == 1)
+        #expect(scheduler.completed(1, on: 1) == 1)
+    }
+
+    /// A frame sent at once takes its connection's turn, as one queued and sent would: when
+    /// buffers come back, the connection after it goes first.
+    @Test func aFrameSentAtOnceTakesItsConnectionsTurn() {
+        var scheduler = ACLScheduler(buffers: ACLBufferSize(dataLength: 27, packetCount: 1))
+        for handle: UInt16 in 1...3 { scheduler.open(handle) }
+        var sent: [UInt16] = []
+        for handle: UInt16 in [1, 1, 2] {
+            scheduler.submit(L2CAPFrame(channel: 4, payload: [UInt8(handle)]), on: handle, isUpdate: true) {
+                sent.append($0.handle)
+            }
+        }
+        #expect(sent == [1], "one buffer: the first frame goes at once, the others wait")
+        #expect(scheduler.completed(1, on: 1) == 1)
+        scheduler.sendFragments { sent.append($0.handle) }
+        #expect(sent == [1, 2], "connection 2's turn comes before connection 1's second")
+    }
+
+    /// `submit` is `enqueue` then `sendFragments`, whatever came before: the same fragments in the
+    /// same order, the same deliveries, drops and free buffers, over long random runs of
+    /// connections opening and closing, frames of one and of several fragments, stalled and
+    /// completing links, for controllers of one to eight buffers.
+    @Test(arguments: [(27, 1), (27, 3), (27, 8), (251, 2), (251, 4)])
+    func submittingIsQueueingThenSending(dataLength: Int, packetCount: Int) {
+        let buffers = ACLBufferSize(dataLength: dataLength, packetCount: packetCount)
+        var submitting = ACLScheduler(buffers: buffers)
+        var queueing = ACLScheduler(buffers: buffers)
+        var viaSubmit: [HCIACLPacket] = []
+        var viaQueue: [HCIACLPacket] = []
+        var random = SplitMix64(seed: UInt64(dataLength * 31 + packetCount))
+        for step in 0..<20_000 {
+            let handle = UInt16(random.next(below: 4) + 1)
+            switch random.next(below: 100) {
+            case 0..<5:
+                submitting.open(handle)
+                queueing.open(handle)
+            case 5..<8:
+                #expect(submitting.close(handle) == queueing.close(handle), "step \(step)")
+                submitting.sendFragments { viaSubmit.append($0.packet) }
+                queueing.sendFragments { viaQueue.append($0.packet) }
+            case 8..<48:
+                let count = random.next(below: 4)
+                #expect(submitting.completed(count, on: handle) == queueing.completed(count, on: handle), "step \(step)")
+                submitting.sendFragments { viaSubmit.append($0.packet) }
+                queueing.sendFragments { viaQueue.append($0.packet) }
+            default:
+                // Mostly a notification's size, now and then one of several fragments.
+                let length = random.next(below: 4) == 0 ? random.next(below: 600) : random.next(below: 20)
+                let frame = L2CAPFrame(channel: 4, payload: (0..<length).map { UInt8(truncatingIfNeeded: $0 + step) })
+                let isUpdate = random.next(below: 3) != 0
+                let submitted = submitting.submit(frame, on: handle, isUpdate: isUpdate) { viaSubmit.append($0.packet) }
+                let queued = queueing.enqueue(frame, on: handle, isUpdate: isUpdate)
+                queueing.sendFragments { viaQueue.append($0.packet) }
+                #expect(submitted == queued, "step \(step)")
+            }
+            #expect(submitting.freeBuffers == queueing.freeBuffers, "step \(step)")
+            #expect(submitting.pendingUpdates == queueing.pendingUpdates, "step \(step)")
+        }
+        #expect(viaSubmit.count > 200, "the run sends")
+        // Where they part, not both lists: a run sends thousands of fragments.
+        let firstDifference = viaSubmit.indices.first { $0 >= viaQueue.count || viaSubmit[$0] != viaQueue[$0] }
+        #expect(
+            firstDifference == nil && viaSubmit.count == viaQueue.count,
+            "the fragments sent differ from fragment \(firstDifference ?? viaQueue.count) on")
     }
 }

@@ -8,18 +8,12 @@ import Testing
 
 /// Reproducible randomness (SplitMix64), so every pairing in the tests replays exactly.
 struct SeededRandom: PairingRandomSource {
-    var state: UInt64
+    var generator: SplitMix64
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { generator = SplitMix64(seed: seed) }
 
     mutating func bytes(_ count: Int) -> [UInt8] {
-        (0..<count).map { _ in
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return UInt8(truncatingIfNeeded: z ^ (z >> 31))
-        }
+        (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
     }
 }
 

@@ -1,22 +1,11 @@
 import Config
 import Foundation
+import TestHarness
 import Testing
 
 /// Broken input gets errors, never a crash: the demo configuration mangled in many
 /// deterministic ways must either load or throw `ConfigError` with at least one located issue.
 struct RobustnessTests {
-    /// SplitMix64, so every run mangles the same way.
-    struct Random {
-        var state: UInt64
-        mutating func next(_ bound: Int) -> Int {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Int((z ^ (z >> 31)) % UInt64(bound))
-        }
-    }
-
     static let replacements = [
         "", "-", ":", "[", "{", "~", "0", "-1", "1e400", "99999999999999999999s",
         "0x", "\"", "'", "#", "&a", "*a", "!!int", "ÿ", "\t", "  "
@@ -25,21 +14,22 @@ struct RobustnessTests {
     @Test func mangledConfigurationsNeverCrash() throws {
         let path = ValidConfigTests.repositoryRoot.appendingPathComponent("deploy/config/demo.yaml").path
         let lines = try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "\n")
-        var random = Random(state: 2026)
+        // Seeded, so every run mangles the same way.
+        var random = SplitMix64(seed: 2026)
         var rejected = 0
         for _ in 0..<400 {
             var mangled = lines
-            for _ in 0...random.next(3) {
-                let index = random.next(mangled.count)
-                switch random.next(4) {
+            for _ in 0...random.next(below: 3) {
+                let index = random.next(below: mangled.count)
+                switch random.next(below: 4) {
                 case 0: mangled.remove(at: index)
-                case 1: mangled.insert(mangled[random.next(mangled.count)], at: index)
+                case 1: mangled.insert(mangled[random.next(below: mangled.count)], at: index)
                 case 2:
                     let words = mangled[index].split(separator: " ", omittingEmptySubsequences: false)
                     var changed = words.map(String.init)
-                    changed[random.next(changed.count)] = Self.replacements[random.next(Self.replacements.count)]
+                    changed[random.next(below: changed.count)] = Self.replacements[random.next(below: Self.replacements.count)]
                     mangled[index] = changed.joined(separator: " ")
-                default: mangled[index] = String(mangled[index].dropFirst(random.next(4)))
+                default: mangled[index] = String(mangled[index].dropFirst(random.next(below: 4)))
                 }
             }
             do {

@@ -101,6 +101,32 @@ public struct ACLScheduler: Sendable {
         return true
     }
 
+    /// Queues a frame and hands `send` every fragment that may go now: `enqueue`, then
+    /// `sendFragments`. False for an unknown (closed) handle.
+    ///
+    /// With nothing queued on any connection, a frame of one fragment that its connection may
+    /// send now goes to `send` without being queued: it is the only fragment `sendFragments`
+    /// could hand on, and the turn moves past its connection as it would there. A notification
+    /// is such a frame, and queueing it only to take it out again cost about 260 instructions
+    /// (docs/performance.md).
+    public mutating func submit<Failure: Error>(
+        _ frame: L2CAPFrame, on handle: UInt16, isUpdate: Bool, send: (ACLFragment) throws(Failure) -> Void
+    ) throws(Failure) -> Bool {
+        guard let index = index(of: handle) else { return false }
+        guard frame.encodedLength <= buffers.dataLength, freeBuffers > 0, links.allSatisfy({ $0.queue.isEmpty }),
+            mayTakeBuffer(index, share: max(buffers.packetCount / links.count, 1))
+        else {
+            links[index].queue.append(QueuedFrame(frame: frame, isUpdate: isUpdate))
+            try sendFragments(send)
+            return true
+        }
+        freeBuffers -= 1
+        nextTurn = index + 1
+        links[index].inFlight.append(endsUpdate: isUpdate)
+        try send(frame.fragment(from: 0, handle: handle, maxFragmentLength: buffers.dataLength))
+        return true
+    }
+
     /// Buffers given back by the controller; returns how many update frames are now fully
     /// delivered. Counts for unknown handles are ignored (the connection already closed and its
     /// buffers were reclaimed then); counts beyond what is in flight are capped.

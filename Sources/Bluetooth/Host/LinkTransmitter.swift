@@ -69,9 +69,17 @@ private struct Session {
     }
 
     mutating func send(_ frame: L2CAPFrame, on handle: UInt16, isUpdate: Bool) -> Bool {
-        guard scheduler?.enqueue(frame, on: handle, isUpdate: isUpdate) == true else { return false }
-        flush()
-        return true
+        guard scheduler != nil else { return false }
+        guard let transport else { return scheduler!.enqueue(frame, on: handle, isUpdate: isUpdate) }
+        do {
+            return try scheduler!.submit(frame, on: handle, isUpdate: isUpdate) { fragment throws(HCITransportError) in
+                try Self.write(fragment, to: transport)
+            }
+        } catch {
+            // The link is gone: closing it ends the event loop, which runs the recovery.
+            transport.close()
+            return true
+        }
     }
 
     mutating func completed(_ entries: HCIEvent.CompletedPacketsList, delivered: inout [DeliveredUpdates]) {
@@ -93,14 +101,16 @@ private struct Session {
         // In place: a copy taken out and put back would share the queues' storage, so the
         // scheduler's first mutation would copy every queue, for every packet.
         do {
-            try scheduler!.sendFragments { fragment throws(HCITransportError) in
-                try transport.sendACL(
-                    handle: fragment.handle, boundary: fragment.boundary, prefix: fragment.prefix,
-                    prefixLength: fragment.prefixLength, body: fragment.body)
-            }
+            try scheduler!.sendFragments { fragment throws(HCITransportError) in try Self.write(fragment, to: transport) }
         } catch {
             // The link is gone: closing it ends the event loop, which runs the recovery.
             transport.close()
         }
+    }
+
+    private static func write(_ fragment: ACLFragment, to transport: any HCITransport) throws(HCITransportError) {
+        try transport.sendACL(
+            handle: fragment.handle, boundary: fragment.boundary, prefix: fragment.prefix,
+            prefixLength: fragment.prefixLength, body: fragment.body)
     }
 }
