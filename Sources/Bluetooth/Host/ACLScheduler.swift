@@ -109,6 +109,7 @@ public struct ACLScheduler: Sendable {
     /// could hand on, and the turn moves past its connection as it would there. A notification
     /// is such a frame, and queueing it only to take it out again cost about 260 instructions
     /// (docs/performance.md).
+    @discardableResult
     public mutating func submit<Failure: Error>(
         _ frame: L2CAPFrame, on handle: UInt16, isUpdate: Bool, send: (ACLFragment) throws(Failure) -> Void
     ) throws(Failure) -> Bool {

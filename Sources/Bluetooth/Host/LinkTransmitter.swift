@@ -69,8 +69,8 @@ private struct Session {
     }
 
     mutating func send(_ frame: L2CAPFrame, on handle: UInt16, isUpdate: Bool) -> Bool {
-        guard scheduler != nil else { return false }
-        guard let transport else { return scheduler!.enqueue(frame, on: handle, isUpdate: isUpdate) }
+        // A session has both or neither.
+        guard scheduler != nil, let transport else { return false }
         do {
             return try scheduler!.submit(frame, on: handle, isUpdate: isUpdate) { fragment throws(HCITransportError) in
                 try Self.write(fragment, to: transport)
