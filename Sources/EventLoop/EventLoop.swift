@@ -388,7 +388,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
             }
             // Rounded up to the millisecond epoll_wait counts in: a timer is never early.
             let timeout = busy ? 0 : next == .max ? -1 : Int32(clamping: (next - now + 999_999) / 1_000_000)
-            let count = gw_epoll_wait(epoll, &events, Int32(events.count), timeout)
+            let count = SystemCall.epollWait(epoll, &events, Int32(events.count), timeout)
             // Awake again: a thread that queues while the handlers below run need not signal
             // (one that took `waiting` just before this did: a spare wake-up, rare).
             if sleeps { waiting.store(false, ordering: .relaxed) }
