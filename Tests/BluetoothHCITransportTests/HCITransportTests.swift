@@ -2,6 +2,7 @@ import BluetoothCore
 import BluetoothHCI
 import Foundation
 import Glibc
+import Synchronization
 import TestHarness
 import Testing
 
@@ -220,6 +221,31 @@ struct HCITransportTests {
             #expect(await eventually { weakReceiver == nil })
         }
         #expect(await eventually { weakTransport == nil })
+    }
+
+    /// Packets that arrive in one read are handed on one by one; once the receiver closes the
+    /// link over one of them, the rest are not handed on.
+    @Test func aReceiverThatClosesTheLinkIsHandedNoMorePackets() async throws {
+        var descriptors: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &descriptors) == 0)
+        defer { close(descriptors[1]) }
+        let transport = FileDescriptorTransport(descriptor: descriptors[0], spec: .unix(path: "pair"))
+        let packets: [HCIPacket] = (1...3).map { .event(.hardwareError(code: $0)) }
+        // Written before the transport starts, so its first read takes all three.
+        Self.write(packets.flatMap(\.h4Bytes), to: descriptors[1], chunk: 64)
+        let received = Mutex<[HCIPacket]>([])
+        let (ended, endedSink) = AsyncStream.makeStream(of: Void.self)
+        transport.start(
+            receive: { packet in
+                received.withLock { $0.append(packet) }
+                transport.close()
+            },
+            ended: { _ in endedSink.yield() })
+        var iterator = ended.makeAsyncIterator()
+        await iterator.next()
+        // Time for a packet handed on after the close to arrive, were one handed on.
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(received.withLock { $0 } == [packets[0]])
     }
 
     @Test func junkOnTheStreamEndsTheLinkWithTheReason() async throws {

@@ -20,11 +20,15 @@ import Synchronization
 public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     public let spec: HCITransportSpec
 
-    // `lock` guards `isClosed`, `ended`, `writeBuffer` and writes to `descriptor`.
+    // `lock` guards `ended`, `writeBuffer`, writes to `descriptor` and changes to `closed`.
     private let lock = Mutex(())
     private let descriptor: Int32
     private let loop = EventLoop.shared
-    private var isClosed = false
+    /// Set once, under `lock`, when the transport closes or fails. Read without the lock by the
+    /// loop's thread before each read and each packet it hands on: taking the lock there cost
+    /// two lock-and-unlock pairs per packet received (docs/performance.md).
+    private let closed = Atomic<Bool>(false)
+    private var isClosed: Bool { closed.load(ordering: .acquiring) }
     /// Told once when the link ends; set by `start`.
     private var ended: (@Sendable (HCITransportError?) -> Void)?
     /// Every packet is written from here: one buffer, not an allocation per packet.
@@ -53,7 +57,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         }
         guard open else { return ended(HCITransportError(.linkLost, "the link to \(spec) is closed")) }
         loop.execute { [self, loop, watched, descriptor] in
-            guard lock.withLock({ _ in !isClosed }) else { return }
+            guard !isClosed else { return }
             watched.receive = receive
             watched.watch = loop.watch(descriptor) { readiness in self.ready(readiness) }
         }
@@ -152,7 +156,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private func end(_ failure: HCITransportError?) {
         let (wasClosed, ended) = lock.withLock { _ in
             defer {
-                isClosed = true
+                closed.store(true, ordering: .releasing)
                 self.ended = nil
             }
             return (isClosed, self.ended)
@@ -181,7 +185,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     /// `untilEmpty` reads on until the descriptor says so, for the end of a failing link.
     private func readAvailable(untilEmpty: Bool) -> Bool {
         while true {
-            guard lock.withLock({ _ in !isClosed }) else { return false }
+            guard !isClosed else { return false }
             let count = readBuffer.withUnsafeMutableBytes { SystemCall.read(descriptor, $0.baseAddress, $0.count) }
             if count > 0 {
                 do {
@@ -199,7 +203,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
                 packets.reverseForPoppingInOrder()
                 while let packet = packets.popLast() {
                     // The receiver may have closed the link over an earlier packet of this read.
-                    guard lock.withLock({ _ in !isClosed }) else { break }
+                    guard !isClosed else { break }
                     watched.receive?(packet)
                 }
                 packets.removeAllKeepingStorage()
