@@ -278,8 +278,11 @@ public actor PeripheralHost {
 /// lost, or by the transport ending) and handed to the session waiting for it.
 private final class SessionOutcome: Sendable {
     private let state = Mutex<(reason: String?, waiting: CheckedContinuation<String, Never>?)>((nil, nil))
+    /// Set, under `state`'s lock, when the reason is; read without the lock for every packet
+    /// received, where the lock cost a lock-and-unlock pair (docs/performance.md).
+    private let decided = Atomic<Bool>(false)
 
-    var isDecided: Bool { state.withLock { $0.reason != nil } }
+    var isDecided: Bool { decided.load(ordering: .acquiring) }
 
     func wait(_ continuation: CheckedContinuation<String, Never>) {
         let reason = state.withLock { state -> String? in
@@ -293,6 +296,7 @@ private final class SessionOutcome: Sendable {
         let waiting = state.withLock { state -> CheckedContinuation<String, Never>? in
             guard state.reason == nil else { return nil }
             state.reason = reason
+            decided.store(true, ordering: .releasing)
             defer { state.waiting = nil }
             return state.waiting
         }
