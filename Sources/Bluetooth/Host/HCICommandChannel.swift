@@ -91,7 +91,14 @@ final class HCICommandChannel {
         return result.body
     }
 
+    // `commandComplete` and `commandStatus` are never inlined: a `PendingCommand` holds a
+    // `CheckedContinuation`, whose size the standard library does not promise, so a caller that
+    // inlines them sizes its stack frame from the type's metadata at run time, on every call. The
+    // host's packet handler would pay that for every packet, the Number Of Completed Packets event
+    // of each notification among them (docs/performance.md).
+
     /// A Command Complete event; false when it answers no command in flight.
+    @inline(never)
     func commandComplete(_ opcode: HCIOpcode, returnParameters: [UInt8]) -> Bool {
         guard let pending, pending.opcode == opcode else { return false }
         finish(token: pending.token, with: .success(HCICommandResult(returnParameters: returnParameters)))
@@ -99,6 +106,7 @@ final class HCICommandChannel {
     }
 
     /// A Command Status event; false when it answers no command in flight.
+    @inline(never)
     func commandStatus(_ opcode: HCIOpcode, status: HCIStatus) -> Bool {
         guard let pending, pending.opcode == opcode else { return false }
         finish(token: pending.token, with: .success(HCICommandResult(status: status)))
