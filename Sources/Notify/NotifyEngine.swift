@@ -78,10 +78,10 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         /// Nil until a counter of the characteristic changes: only those counted are reported.
         var counters: NotifyCounters?
 
+        /// In place: the optional copied out, changed and stored back was a copy each way.
         mutating func count(_ counter: NotifyCounters.Counter, by amount: Int) {
-            var counted = counters ?? NotifyCounters()
-            counted.add(amount, to: counter)
-            counters = counted
+            if counters == nil { counters = NotifyCounters() }
+            counters!.add(amount, to: counter)
         }
     }
 
@@ -319,7 +319,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
             // Moved out of the slot, which it empties: a copy retained its bytes, released at once.
             let sample = self[position].outbound.take()!
             centrals[centralIndex].ready.remove(at: index)
-            count(.sent, at: position)
+            count(.sent, at: position, ofCentralAt: centralIndex)
             return Transmission(
                 central: central, characteristic: characteristics[state].characteristic, kind: kind, sample: sample)
         }
@@ -587,8 +587,17 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
 
     /// Adds `amount` to a counter of the subscription's characteristic and of its central.
     private mutating func count(_ counter: NotifyCounters.Counter, at position: Position, by amount: Int = 1) {
+        count(counter, at: position, ofCentralAt: centralIndex(of: self[position].central), by: amount)
+    }
+
+    /// `count(_:at:by:)` for a caller that has found the central's index in `centrals` already
+    /// (nil when it is not connected): every notification sent is counted, by the call that
+    /// found it, which need not search again.
+    private mutating func count(
+        _ counter: NotifyCounters.Counter, at position: Position, ofCentralAt centralIndex: Int?, by amount: Int = 1
+    ) {
         characteristics[position.state].count(counter, by: amount)
-        if let index = centralIndex(of: self[position].central) { centrals[index].counters.add(amount, to: counter) }
+        if let centralIndex { centrals[centralIndex].counters.add(amount, to: counter) }
     }
 
     /// Adds `amount` to a counter of the characteristic and of the central (while it is connected:
