@@ -88,6 +88,11 @@ public struct ACLScheduler: Sendable {
         return link.inFlight.updateCount + link.queue.filter(\.isUpdate).count
     }
 
+    /// Whether any connection has a frame (or the rest of one) waiting for a buffer.
+    public var hasQueuedFrames: Bool {
+        !links.allSatisfy { $0.queue.isEmpty }
+    }
+
     /// Update frames queued or in the controller, over all connections.
     public var pendingUpdates: Int {
         links.reduce(0) { $0 + $1.inFlight.updateCount + $1.queue.filter(\.isUpdate).count }
@@ -114,7 +119,7 @@ public struct ACLScheduler: Sendable {
         _ frame: L2CAPFrame, on handle: UInt16, isUpdate: Bool, send: (ACLFragment) throws(Failure) -> Void
     ) throws(Failure) -> Bool {
         guard let index = index(of: handle) else { return false }
-        guard frame.encodedLength <= buffers.dataLength, freeBuffers > 0, links.allSatisfy({ $0.queue.isEmpty }),
+        guard frame.encodedLength <= buffers.dataLength, freeBuffers > 0, !hasQueuedFrames,
             mayTakeBuffer(index, share: max(buffers.packetCount / links.count, 1))
         else {
             links[index].queue.append(QueuedFrame(frame: frame, isUpdate: isUpdate))

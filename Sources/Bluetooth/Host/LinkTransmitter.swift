@@ -97,7 +97,10 @@ private struct Session {
     }
 
     private mutating func flush() {
-        guard scheduler != nil, let transport else { return }
+        // Most completed packets find nothing queued (a notification that need not wait is never
+        // queued: `submit`); then the transport is not taken out, nor a closure made, to send
+        // nothing.
+        guard scheduler?.hasQueuedFrames == true, let transport else { return }
         // In place: a copy taken out and put back would share the queues' storage, so the
         // scheduler's first mutation would copy every queue, for every packet.
         do {
