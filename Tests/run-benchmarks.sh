@@ -53,7 +53,7 @@ helpers=$(mktemp -d)
 peers=()
 if [[ -n ${BTSTACK_SRC:-} ]]; then
     "$benchmarks/btstack/build-btstack-notifier.sh" "$helpers"
-    peers+=(--btstack "$helpers/btstack_notifier")
+    peers+=(--btstack "$helpers/btstack_notifier" --rounds 5)
 else
     echo "run-benchmarks: BTSTACK_SRC not set: no BTstack peer in this run (set it to a BTstack" \
         "source tree at v1.8.2; see Tests/Benchmarks/btstack/build-btstack-notifier.sh)" >&2

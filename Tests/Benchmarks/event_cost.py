@@ -6,7 +6,7 @@ Bumble peripheral and a BTstack one, on one Bumble virtual link, in one run.
                 [--transport unix|tcp] [--drive socket|timer]
                 [--btstack PATH/TO/btstack_notifier]
                 [--malloc-counter PATH/TO/malloc_counter.so]
-                [--wake-floor PATH/TO/wake_floor] [--callgrind] [--logs DIR]
+                [--wake-floor PATH/TO/wake_floor] [--callgrind] [--rounds N] [--logs DIR]
 
 Scenarios, each a fresh process on its own virtual controller:
   edges    gattway serving a binary sensor on a simulated line that changes `rate` times a
@@ -30,6 +30,10 @@ Scenarios, each a fresh process on its own virtual controller:
            the same JSON payload, QoS 1, retained, to the same topic, one line of its standard
            input per change, `rate` times a second: its cost per value the subscriber receives.
   idle     gattway with the line held constant: CPU share and resident memory at rest.
+
+With --rounds N (and both notify and btstack run), N - 1 more rounds of the two follow, alternated,
+and the ratio gattway / BTstack is printed for each round and as their median: on a shared VM one
+round's ratio moves by a tenth or more with the machine's load.
 
 Per scenario, over `seconds` after `warmup`: process CPU time (user + system, from
 /proc/PID/stat, which counts threads that have exited too), context switches (voluntary and
@@ -55,6 +59,7 @@ import os
 import shlex
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -371,6 +376,10 @@ async def main() -> None:
     parser.add_argument("--callgrind-rate", type=int, default=200,
                         help="value changes per second in the callgrind pass")
     parser.add_argument("--only", nargs="*", choices=SCENARIOS, help="run only these scenarios")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with notify and btstack both run: rounds of the two, alternated, the "
+                        "first in the table; prints each round's ratio and their median, since one "
+                        "round's ratio moves with the machine's load")
     args = parser.parse_args()
     os.makedirs(args.logs, exist_ok=True)
     wanted = args.only or [label for label in SCENARIOS if label != "btstack" or args.btstack]
@@ -390,6 +399,11 @@ async def main() -> None:
     broker, broker_port = await start_broker(args.logs) if uses_broker else (None, None)
     try:
         results = await run_pass(args, wanted, port, socket_path, broker_port, callgrind=False)
+        paired = "notify" in results and "btstack" in results
+        rounds = [(results["notify"], results["btstack"])] if paired else []
+        for _ in range(1, args.rounds if paired else 1):
+            again = await run_pass(args, ["notify", "btstack"], port, socket_path, broker_port, callgrind=False)
+            rounds.append((again["notify"], again["btstack"]))
         # Not Bumble: its interpreter under valgrind takes minutes to start.
         instructions = (await run_pass(args, [label for label in wanted if label not in ("idle", "bumble")], port,
                                        socket_path, broker_port, callgrind=True) if args.callgrind else {})
@@ -423,6 +437,14 @@ async def main() -> None:
     if "notify" in results and "btstack" in results:
         ratio = per_event(results["notify"])["cpu_us"] / per_event(results["btstack"])["cpu_us"]
         print(f"CPU per notification, gattway / BTstack: {ratio:.2f}")
+    if len(rounds) > 1:
+        ours = [per_event(notify)["cpu_us"] for notify, _ in rounds]
+        theirs = [per_event(btstack)["cpu_us"] for _, btstack in rounds]
+        ratios = [mine / peer for mine, peer in zip(ours, theirs)]
+        print(f"CPU per notification over {len(rounds)} rounds of notify and btstack, alternated (the first "
+              f"is the table's): gattway {', '.join(f'{cost:.1f}' for cost in ours)} µs; BTstack "
+              f"{', '.join(f'{cost:.1f}' for cost in theirs)} µs; gattway / BTstack "
+              f"{', '.join(f'{ratio:.2f}' for ratio in ratios)}, median {statistics.median(ratios):.2f}")
     if "mqtt" in results and "mosquitto_pub" in results:
         ratio = per_event(results["mqtt"])["cpu_us"] / per_event(results["mosquitto_pub"])["cpu_us"]
         print(f"CPU per value published over MQTT, gattway (line → value → MQTT) / mosquitto_pub (a line "
