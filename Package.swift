@@ -53,9 +53,10 @@ let package = Package(
     ],
     targets: [
         // MARK: C libraries, each entering through one module target.
-        .systemLibrary(
-            name: "CBlueZ", path: "Sources/CBlueZ", pkgConfig: "bluez",
-            providers: [.apt(["libbluetooth-dev"])]),
+        // BlueZ's headers only (the user channel's socket address, constants and ioctls): gattway
+        // calls no function of libbluetooth, so it is not linked, and the package does not depend
+        // on it. No pkg-config either: `bluez.pc` would add `-lbluetooth`.
+        .systemLibrary(name: "CBlueZ", path: "Sources/CBlueZ"),
         .systemLibrary(
             name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]),

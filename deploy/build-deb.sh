@@ -15,7 +15,7 @@
 # pkg-config (to build), dpkg-dev (dpkg-shlibdeps) and binutils (strip); for --arch arm64, root,
 # debootstrap and qemu-user-static (see deploy/cross/build-arm64.sh), the rest comes from Debian
 # inside its cached roots. The Swift runtime and Foundation are linked into the binary
-# (--static-swift-stdlib); libbluetooth, libgpiod and libmosquitto stay shared and become
+# (--static-swift-stdlib); libyaml, libgpiod and libmosquitto stay shared and become
 # Depends: by soname through dpkg-shlibdeps, so a build against libgpiod 1.6 (Debian 12,
 # libgpiod.so.2) depends on libgpiod2 and one against libgpiod 2.x (Debian 13 / Raspberry Pi OS
 # trixie, libgpiod.so.3) on libgpiod3.

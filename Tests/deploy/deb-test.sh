@@ -150,9 +150,11 @@ case $arch in
     *) machine="ELF" ;;
 esac
 check "file says $machine" bash -c '[[ $0 == "$1"* ]]' "$file_out" "$machine"
-for library in libbluetooth3 "$gpiod_package" libmosquitto1 libc6 adduser; do
+for library in "$gpiod_package" libmosquitto1 libc6 adduser; do
     check "Depends names $library" bash -c '[[ $0 =~ (^|, )$1( |,|$) ]]' "$depends" "$library"
 done
+# Of BlueZ gattway uses the headers only (the user channel's socket address and ioctls).
+check "Depends names no libbluetooth (nothing of it is linked)" bash -c '[[ $0 != *libbluetooth* ]]' "$depends"
 check "Depends names no Swift runtime package (linked statically)" bash -c '[[ $0 != *swift* ]]' "$depends"
 check "DEBIAN/conffiles lists /etc/gattway/gattway.yaml" \
     bash -c 'dpkg-deb --ctrl-tarfile "$0" | tar -xOf - ./conffiles | grep -qx /etc/gattway/gattway.yaml' "$deb"
