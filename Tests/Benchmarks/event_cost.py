@@ -399,11 +399,12 @@ async def main() -> None:
     broker, broker_port = await start_broker(args.logs) if uses_broker else (None, None)
     try:
         results = await run_pass(args, wanted, port, socket_path, broker_port, callgrind=False)
-        paired = "notify" in results and "btstack" in results
-        rounds = [(results["notify"], results["btstack"])] if paired else []
-        for _ in range(1, args.rounds if paired else 1):
-            again = await run_pass(args, ["notify", "btstack"], port, socket_path, broker_port, callgrind=False)
-            rounds.append((again["notify"], again["btstack"]))
+        rounds = []
+        if "notify" in results and "btstack" in results:
+            rounds.append((results["notify"], results["btstack"]))
+            for _ in range(args.rounds - 1):
+                again = await run_pass(args, ["notify", "btstack"], port, socket_path, broker_port, callgrind=False)
+                rounds.append((again["notify"], again["btstack"]))
         # Not Bumble: its interpreter under valgrind takes minutes to start.
         instructions = (await run_pass(args, [label for label in wanted if label not in ("idle", "bumble")], port,
                                        socket_path, broker_port, callgrind=True) if args.callgrind else {})
