@@ -204,12 +204,15 @@ public actor BTHomeAdvertiser {
     }
 
     private func refresh() async {
+        // The address is asked for while this refresh is still pending: a reading recorded during
+        // that wait goes out in this packet rather than scheduling another with nothing new in it.
+        let address = broadcast.key == nil ? nil : await address()
         pending = nil
         lastPublished = EventLoop.now()
         var encryption: BTHomeEncryption?
         if let key = broadcast.key {
             // Until the controller is up (a moment at start): the address is part of the nonce.
-            guard let address = await address() else { return scheduleRefresh() }
+            guard let address else { return scheduleRefresh() }
             guard let number = counter?.take() else {
                 reserveAhead()
                 return notSent("no encryption counter is reserved (writing \(counter?.path ?? BTHomeCounter.fileName))")
