@@ -84,7 +84,7 @@ if [[ ! -f $base/.gattway-complete ]]; then
 fi
 raspi_packages="linux-image-arm64 raspi-firmware firmware-brcm80211 bluez-firmware initramfs-tools
  systemd-resolved systemd-timesyncd wpasupplicant wireless-regdb openssh-server
- fdisk e2fsprogs dbus kmod iproute2 gpiod libgpiod3 libmosquitto1 libbluetooth3 libyaml-0-2 adduser zstd systemd-sysv"
+ fdisk e2fsprogs dbus kmod iproute2 gpiod libgpiod3 libmosquitto1 libyaml-0-2 adduser zstd systemd-sysv"
 raspi_packages=$(echo $raspi_packages)
 raspi_stamp="$(cat "$base/.gattway-complete"); trixie main non-free-firmware: $raspi_packages; $(sha256sum <"$files/raspi-firmware.default" | cut -c1-16)"
 # dpkg's unsafe I/O: no fsync per unpacked file. The root is a build product, written out whole
