@@ -58,6 +58,12 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// every readable descriptor. Boxed: a closure kept directly in a collection comes back out
     /// through a re-abstraction thunk, allocated at every lookup.
     private nonisolated(unsafe) var watchers: [Watcher] = []
+    /// The handlers of a wake-up's batch run with no reference of the loop's own to their
+    /// watchers (taking and dropping one cost four reference counts per readable descriptor): a
+    /// watcher forgotten meanwhile, by its own handler or another, is kept here until the batch
+    /// is done.
+    private nonisolated(unsafe) var watchersForgottenWhileDispatching: [Watcher] = []
+    private nonisolated(unsafe) var dispatching = false
     /// Armed timers; few (one per sensor and state machine), so a list.
     private nonisolated(unsafe) var timers: [ArmedTimer] = []
 
@@ -199,7 +205,9 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// On the loop: removes the watcher of `token`, added or not yet taken in.
     private func forget(_ token: UInt64) {
         takeAddedWatchers()
-        watchers.removeAll { $0.token == token }
+        guard let index = watchers.firstIndex(where: { $0.token == token }) else { return }
+        let watcher = watchers.remove(at: index)
+        if dispatching { watchersForgottenWhileDispatching.append(watcher) }
     }
 
     /// On the loop: moves the watchers other threads added into `watchers`.
@@ -212,10 +220,11 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
 
     /// On the loop: the watcher of `token`; nil once unwatched (epoll may still report a
     /// descriptor in the batch that a handler before it unwatched).
-    private func watcher(for token: UInt64) -> Watcher? {
-        if let watcher = watchers.first(where: { $0.token == token }) { return watcher }
+    /// Unretained: alive while the batch is dispatched (`watchersForgottenWhileDispatching`).
+    private func watcher(for token: UInt64) -> Unmanaged<Watcher>? {
+        if let index = watchers.firstIndex(where: { $0.token == token }) { return .passUnretained(watchers[index]) }
         takeAddedWatchers()
-        return watchers.first { $0.token == token }
+        return watchers.firstIndex { $0.token == token }.map { .passUnretained(watchers[$0]) }
     }
 
     /// Whether `watch`'s handler is called when its descriptor is writable too, for a writer
@@ -393,6 +402,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
             // (one that took `waiting` just before this did: a spare wake-up, rare).
             if sleeps { waiting.store(false, ordering: .relaxed) }
             // By index: a prefix of the array is a slice that retains it.
+            dispatching = true
             for index in 0..<Int(max(count, 0)) {
                 let token = events[index].data.u64
                 if token == Self.wakeToken {
@@ -400,8 +410,11 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
                     _ = read(wakeDescriptor, &value, 8)
                     continue
                 }
-                watcher(for: token)?.handler(Readiness(rawValue: events[index].events))
+                let readiness = Readiness(rawValue: events[index].events)
+                watcher(for: token)?._withUnsafeGuaranteedRef { $0.handler(readiness) }
             }
+            dispatching = false
+            if !watchersForgottenWhileDispatching.isEmpty { watchersForgottenWhileDispatching.removeAll() }
         }
     }
 }

@@ -21,6 +21,19 @@ private actor OnLoop {
     }
 }
 
+/// Set when a `HeldByAHandler` is released.
+private final class ReleaseFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
+    func set() { value.store(true, ordering: .sequentiallyConsistent) }
+}
+
+private final class HeldByAHandler: Sendable {
+    let released: ReleaseFlag
+    init(_ released: ReleaseFlag) { self.released = released }
+    deinit { released.set() }
+}
+
 /// A pipe whose read end the tests watch.
 private struct Pipe {
     let read: Int32
@@ -256,6 +269,40 @@ private struct Pipe {
         #expect(readable.withLock { $0 }, "the watch of the file now under the number still works")
         await onTheLoop { [loop] in loop.unwatch(watch) }
         for descriptor in [reused, first.write, second.write] { _ = Glibc.close(descriptor) }
+    }
+
+    /// A handler may unwatch its own descriptor, and its watch may be the only owner of what the
+    /// handler holds: the loop calls handlers without a reference of its own, so that stays alive
+    /// until the handler returns, and is released once the wake-up's batch is done. (Built
+    /// unoptimized, as `swift test` builds, the call itself holds the handler, so only an optimized
+    /// build shows a release during the handler; the release after it shows in either.)
+    @Test func aHandlerThatUnwatchesItselfKeepsWhatItHoldsUntilItReturns() async throws {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let released = ReleaseFlag()
+        let releasedDuringTheHandler = Mutex<Bool?>(nil)
+        let watch = Mutex<EventLoop.Watch?>(nil)
+        do {
+            // Held by the handler alone.
+            let held = HeldByAHandler(released)
+            watch.withLock { [loop] in
+                $0 = loop.watch(pipe.read) { [loop, held] _ in
+                    var byte: UInt8 = 0
+                    while Glibc.read(pipe.read, &byte, 1) == 1 {}
+                    guard let own = watch.withLock({ $0 }) else { return }
+                    loop.unwatch(own)
+                    releasedDuringTheHandler.withLock { $0 = released.isSet }
+                    withExtendedLifetime(held) {}
+                }
+            }
+        }
+        pipe.send(1)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !released.isSet, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(releasedDuringTheHandler.withLock { $0 } == false, "released while its handler still ran")
+        #expect(released.isSet, "never released after its unwatch")
     }
 
     /// `onLoop` (the event path's `assumeIsolated`) calls into an actor of the loop synchronously,
