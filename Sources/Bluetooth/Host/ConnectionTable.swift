@@ -34,6 +34,15 @@ final class ConnectionTable {
 
     subscript(_ handle: UInt16) -> ConnectionState? { connections.first { $0.central.handle == handle } }
 
+    /// The central on `handle`, read where its connection is: taking the connection out to read
+    /// it retained and released the connection, for every packet the controller completes.
+    func central(on handle: UInt16) -> Central? {
+        for index in connections.indices where connections[index].central.handle == handle {
+            return connections[index].central
+        }
+        return nil
+    }
+
     var count: Int { connections.count }
 
     /// Every connection, in connection order.

@@ -90,7 +90,7 @@ final class LinkDispatcher {
         case .phyUpdateComplete(let status, let handle, let tx, let rx):
             connections.phyUpdated(handle, status: status, tx: tx, rx: rx)
         case .longTermKeyRequest(let handle, let rand, let ediv):
-            guard let central = connections[handle]?.central else { return nil }
+            guard let central = connections.central(on: handle) else { return nil }
             return .longTermKeyReply(security.longTermKeyReply(to: central, rand: rand, ediv: ediv), to: central)
         case .advertisingSetTerminated(let status, _, _, _):
             // The set stopped because a central connected (or it timed out); the Connection
@@ -105,8 +105,10 @@ final class LinkDispatcher {
     /// Per central first, so the server sees whose link moved when the room frees.
     private func packetsCompleted(_ entries: HCIEvent.CompletedPacketsList) {
         transmitter.completed(entries, delivered: &deliveredUpdates)
-        for delivered in deliveredUpdates {
-            if let central = connections[delivered.handle]?.central {
+        // By index: iterating the property kept its own reference to the array.
+        for index in deliveredUpdates.indices {
+            let delivered = deliveredUpdates[index]
+            if let central = connections.central(on: delivered.handle) {
                 server.updatesDelivered(delivered.count, to: central)
             } else {
                 server.transmitCreditsAvailable(delivered.count)

@@ -257,7 +257,7 @@ final class SecurityCoordinator {
     private func report(_ event: SecurityEvent) {
         switch event {
         case .displayPasskey(let handle, let peer, let passkey):
-            guard let central = connections[handle]?.central else { return }
+            guard let central = connections.central(on: handle) else { return }
             if configuration.security.fixedPasskey != nil {
                 logger.notice("pairing with \(peer): enter the configured passkey on the device")
                 eventSink(.passkeyDisplayed(central, passkey: nil))
@@ -275,7 +275,7 @@ final class SecurityCoordinator {
                 """)
             perform(manager.enterPasskey(nil, on: handle, now: now))
         case .numericComparison(let handle, let peer, let value):
-            guard let central = connections[handle]?.central else { return }
+            guard let central = connections.central(on: handle) else { return }
             guard configuration.confirmsNumericComparison else {
                 // Accepting unseen would claim MITM protection nobody checked.
                 logger.warning(
@@ -299,11 +299,11 @@ final class SecurityCoordinator {
         case .pairingFailed(let handle, _, let failure):
             awaitingConfirmation.remove(handle)
             logger.notice("\(event)")
-            guard let central = connections[handle]?.central else { return }
+            guard let central = connections.central(on: handle) else { return }
             eventSink(.pairingFailed(central, reason: failure.description))
         case .pairingRefused(let handle, _):
             logger.warning("\(event) [\(manager.refusedPairings) refused since the start]")
-            guard let central = connections[handle]?.central else { return }
+            guard let central = connections.central(on: handle) else { return }
             eventSink(.pairingRefused(central))
         case .pairingWindowClosed:
             logger.notice("\(event): new phones cannot pair until it is opened again")
