@@ -222,9 +222,12 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// descriptor in the batch that a handler before it unwatched).
     /// Unretained: alive while the batch is dispatched (`watchersForgottenWhileDispatching`).
     private func watcher(for token: UInt64) -> Unmanaged<Watcher>? {
-        if let index = watchers.firstIndex(where: { $0.token == token }) { return .passUnretained(watchers[index]) }
-        takeAddedWatchers()
-        return watchers.firstIndex { $0.token == token }.map { .passUnretained(watchers[$0]) }
+        var index = watchers.firstIndex { $0.token == token }
+        if index == nil {
+            takeAddedWatchers()
+            index = watchers.firstIndex { $0.token == token }
+        }
+        return index.map { .passUnretained(watchers[$0]) }
     }
 
     /// Whether `watch`'s handler is called when its descriptor is writable too, for a writer
@@ -414,7 +417,9 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
                 watcher(for: token)?._withUnsafeGuaranteedRef { $0.handler(readiness) }
             }
             dispatching = false
-            if !watchersForgottenWhileDispatching.isEmpty { watchersForgottenWhileDispatching.removeAll() }
+            // Checked first: most batches forget nothing, and calling it at every wake-up measured
+            // about 20 instructions per event.
+            if !watchersForgottenWhileDispatching.isEmpty { watchersForgottenWhileDispatching.removeAllKeepingStorage() }
         }
     }
 }

@@ -89,8 +89,7 @@ struct BTHomeAdvertiserTests {
         _ = expected.record(pulses)
         let encryption = BTHomeEncryption(key: try #require(config.bluetooth.bthome.key), address: Self.address, counter: 0)
         let first = expected.settings(base: base, packetID: 0, encryption: encryption).settings
-        let deadline = ContinuousClock.now + .seconds(5)
-        while published.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        _ = await eventually { !published.withLock { $0.isEmpty } }
         #expect(published.withLock { $0.first?.passiveServiceData?.data } == first.passiveServiceData?.data)
 
         try await Task.sleep(for: BTHomeAdvertiser.minimumInterval + .milliseconds(500))

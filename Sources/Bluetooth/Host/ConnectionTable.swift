@@ -32,16 +32,13 @@ final class ConnectionTable {
         self.logger = logger
     }
 
-    subscript(_ handle: UInt16) -> ConnectionState? { connections.first { $0.central.handle == handle } }
+    subscript(_ handle: UInt16) -> ConnectionState? { index(of: handle).map { connections[$0] } }
 
     /// The central on `handle`, read where its connection is: taking the connection out to read
     /// it retained and released the connection, for every packet the controller completes.
-    func central(on handle: UInt16) -> Central? {
-        for index in connections.indices where connections[index].central.handle == handle {
-            return connections[index].central
-        }
-        return nil
-    }
+    func central(on handle: UInt16) -> Central? { index(of: handle).map { connections[$0].central } }
+
+    private func index(of handle: UInt16) -> Int? { connections.firstIndex { $0.central.handle == handle } }
 
     var count: Int { connections.count }
 
@@ -59,8 +56,8 @@ final class ConnectionTable {
     }
 
     func remove(_ handle: UInt16) -> ConnectionState? {
-        guard let index = connections.firstIndex(where: { $0.central.handle == handle }) else { return nil }
-        return connections.remove(at: index)
+        guard let position = index(of: handle) else { return nil }
+        return connections.remove(at: position)
     }
 
     /// Forgets every connection; returns them in connection order.
