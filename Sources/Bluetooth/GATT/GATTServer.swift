@@ -228,7 +228,9 @@ public final class GATTServer {
         updateBits.removeAllKeepingStorage()
         var notificationCount = 0
         var indicationsSentNow = 0
-        for central in centrals {
+        // By index, here and below: iterating the property retains the array, for every value.
+        for index in centrals.indices {
+            let central = centrals[index]
             var bits: UInt16 = 0
             if targets?.contains(central.id) ?? true, !central.isClosed,
                 let configured = central.clientConfigurations[cccdHandle]
@@ -454,15 +456,15 @@ public final class GATTServer {
         // Two passes over the centrals rather than a filtered copy: this runs for every update.
         var openCount = 0
         var capacity = transmitCredits
-        for other in centrals where !other.isClosed {
+        for index in centrals.indices where !centrals[index].isClosed {
             openCount += 1
-            capacity += other.updatesInFlight
+            capacity += centrals[index].updatesInFlight
         }
         let share = min(max(capacity / max(openCount, 1), 1), configuration.perCentralUpdateLimit)
         if central.updatesInFlight < share { return true }
         var reservedForOthers = 0
-        for other in centrals where !other.isClosed && other !== central {
-            reservedForOthers += max(0, share - other.updatesInFlight)
+        for index in centrals.indices where !centrals[index].isClosed && centrals[index] !== central {
+            reservedForOthers += max(0, share - centrals[index].updatesInFlight)
         }
         return transmitCredits > reservedForOthers
     }

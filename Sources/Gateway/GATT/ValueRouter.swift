@@ -14,14 +14,11 @@ struct ValueRouter {
         var refs: [CharacteristicRef]
     }
 
-    /// What a value needs of its characteristic: kept apart from the layout's whole
-    /// `Characteristic`, which a look-up would copy, retaining each of its strings.
-    private struct Target {
-        let encoding: ValueEncoding
-        let outputSensor: String?
-    }
-
-    private let targets: CharacteristicTable<Target>
+    /// Each characteristic's encoding, in a table of its own: a look-up copies its entry, and an
+    /// entry with the output's name beside it retained and released that string for every value.
+    private let encodings: CharacteristicTable<ValueEncoding>
+    /// The output sensor whose line each output's characteristic drives.
+    private let outputSensors: CharacteristicTable<String>
     /// A list searched by sensor and channel, not a dictionary keyed by them: a gateway has a few
     /// sensors, and comparing a reading's two short names with theirs costs less than hashing one.
     private let routes: [ChannelRoute]
@@ -29,10 +26,9 @@ struct ValueRouter {
     let configuredSamples: [CharacteristicRef: NotifySample]
 
     init(layout: GATTLayout) {
-        targets = CharacteristicTable(
-            layout.characteristics.lazy.map { ref, characteristic in
-                (ref, Target(encoding: characteristic.config.encoding, outputSensor: characteristic.outputSensor))
-            })
+        encodings = CharacteristicTable(layout.characteristics.lazy.map { ($0, $1.config.encoding) })
+        outputSensors = CharacteristicTable(
+            layout.characteristics.lazy.compactMap { ref, characteristic in characteristic.outputSensor.map { (ref, $0) } })
         var routes: [ChannelRoute] = []
         var configured: [CharacteristicRef: NotifySample] = [:]
         for (ref, characteristic) in layout.characteristics {
@@ -67,12 +63,12 @@ struct ValueRouter {
 
     /// `value` in the format of `ref`; nil when the layout has no such characteristic.
     func sample(_ value: SensorValue, for ref: CharacteristicRef) throws(ValueError) -> NotifySample? {
-        guard let encoding = targets[ref]?.encoding else { return nil }
+        guard let encoding = encodings[ref] else { return nil }
         return try NotifySample(Self.adapt(value, to: encoding.format), encoding: encoding)
     }
 
     /// The output sensor whose line a value of `ref` drives, when `ref` is an output's.
-    func outputSensor(of ref: CharacteristicRef) -> String? { targets[ref]?.outputSensor }
+    func outputSensor(of ref: CharacteristicRef) -> String? { outputSensors[ref] }
 
     /// A sensor's reading as the value its characteristics take; nil for a reading that failed.
     static func value(of reading: SensorSample.Reading) -> SensorValue? {
