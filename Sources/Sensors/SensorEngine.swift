@@ -7,14 +7,12 @@ struct Emission {
     let channel: String
     let role: ChannelRole
     var reading: SensorSample.Reading
-    var unit: String
     var time: UInt64
 
-    init(channel: String, reading: SensorSample.Reading, unit: String, time: UInt64) {
+    init(channel: String, reading: SensorSample.Reading, time: UInt64) {
         self.channel = channel
         role = ChannelRole(channel)
         self.reading = reading
-        self.unit = unit
         self.time = time
     }
 
@@ -144,10 +142,9 @@ final class SensorCore {
     private var lineEvents: [EdgeEvent] = []
     private var eventEmissions: [Emission] = []
 
-    /// One channel's filters and the unit its values carry.
+    /// One channel's filters.
     private struct FilteredChannel {
         let name: String
-        var unit: String
         var chain: FilterChain
     }
 
@@ -197,15 +194,14 @@ final class SensorCore {
                     lostTotal += lost
                     eventEmissions.append(
                         Emission(
-                            channel: Emission.lostEventsChannel, reading: .number(Double(lostTotal)), unit: "",
+                            channel: Emission.lostEventsChannel, reading: .number(Double(lostTotal)),
                             time: lineEvents.first?.timestampNs ?? now))
                 }
                 for position in lineEvents.indices { pendingEvents.append((lineEvents[position], index)) }
             } catch {
                 eventEmissions.append(
                     Emission(
-                        channel: Emission.valueChannel, reading: .failure(.gpio("\(error)")),
-                        unit: "", time: now))
+                        channel: Emission.valueChannel, reading: .failure(.gpio("\(error)")), time: now))
             }
         }
         if inputs.count > 1 {
@@ -255,8 +251,7 @@ final class SensorCore {
     private func tickFilters(at time: UInt64, into values: inout [SensorSample]) {
         for position in channels.indices {
             for reading in channels[position].chain.tick(at: time) {
-                let channel = channels[position]
-                values.append(value(channel: channel.name, reading: reading, unit: channel.unit, time: time))
+                values.append(value(channel: channels[position].name, reading: reading, time: time))
             }
         }
     }
@@ -274,55 +269,51 @@ final class SensorCore {
     private func finish(draining emissions: inout [Emission], into values: inout [SensorSample]) {
         emissions.reverseForPoppingInOrder()
         while let emission = emissions.popLast() {
-            let unit = emission.channel == Emission.valueChannel ? (spec.unit ?? emission.unit) : emission.unit
             // Lost-event totals, press events and availability are counts, codes and states: no
             // filter applies to them, and only availability is not a reading of the sensor.
             guard emission.role == .reading else {
                 if emission.role == .press, let back = health?.good(at: emission.time) {
-                    values.append(value(of: back, unit: ""))
+                    values.append(value(of: back))
                 }
-                values.append(value(of: emission, unit: unit))
+                values.append(value(of: emission))
                 continue
             }
             if case .failure(let failure) = emission.reading {
-                values.append(value(of: emission, unit: unit))
+                values.append(value(of: emission))
                 if let became = health?.failed(failure, at: emission.time) {
-                    values.append(value(of: became, unit: ""))
+                    values.append(value(of: became))
                 }
                 continue
             }
             // Back before the value, so whoever shows the value shows it as current.
             if let back = health?.good(at: emission.time) {
-                values.append(value(of: back, unit: ""))
+                values.append(value(of: back))
             }
-            let position = filteredChannel(emission.channel, unit: unit)
+            let position = filteredChannel(emission.channel)
             // In place: a chain copied out and back would copy its state for every value.
             if let filtered = channels[position].chain.apply(emission.reading, at: emission.time) {
-                values.append(value(of: emission, reading: filtered, unit: unit))
+                values.append(value(of: emission, reading: filtered))
             }
         }
     }
 
     /// The position of channel `name` among `channels`, added with its filters on its first
-    /// value; `unit` becomes its unit.
-    private func filteredChannel(_ name: String, unit: String) -> Int {
-        if let position = channels.firstIndex(where: { $0.name == name }) {
-            channels[position].unit = unit
-            return position
-        }
+    /// value.
+    private func filteredChannel(_ name: String) -> Int {
+        if let position = channels.firstIndex(where: { $0.name == name }) { return position }
         let position = channels.firstIndex { $0.name > name } ?? channels.count
-        channels.insert(FilteredChannel(name: name, unit: unit, chain: FilterChain(spec.filters)), at: position)
+        channels.insert(FilteredChannel(name: name, chain: FilterChain(spec.filters)), at: position)
         return position
     }
 
     /// A filtered channel's value: always a reading.
-    private func value(channel: String, reading: SensorSample.Reading, unit: String, time: UInt64) -> SensorSample {
-        SensorSample(sensor: spec.name, channel: channel, role: .reading, reading: reading, unit: unit, timestampNs: time)
+    private func value(channel: String, reading: SensorSample.Reading, time: UInt64) -> SensorSample {
+        SensorSample(sensor: spec.name, channel: channel, role: .reading, reading: reading, timestampNs: time)
     }
 
-    private func value(of emission: Emission, reading: SensorSample.Reading? = nil, unit: String) -> SensorSample {
+    private func value(of emission: Emission, reading: SensorSample.Reading? = nil) -> SensorSample {
         SensorSample(
             sensor: spec.name, channel: emission.channel, role: emission.role, reading: reading ?? emission.reading,
-            unit: unit, timestampNs: emission.time)
+            timestampNs: emission.time)
     }
 }

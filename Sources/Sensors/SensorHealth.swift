@@ -40,7 +40,7 @@ struct SensorHealth {
         lastFailure = nil
         guard !isAvailable else { return nil }
         isAvailable = true
-        return Emission(channel: Emission.availabilityChannel, reading: .bool(true), unit: "", time: time)
+        return Emission(channel: Emission.availabilityChannel, reading: .bool(true), time: time)
     }
 
     /// A failed reading at `time`; the availability emission when the sensor is now unavailable.
@@ -66,7 +66,7 @@ struct SensorHealth {
                 ? "\(lastFailure.map { "\($0)" } ?? "its line failed")"
                 : "no good reading for \(Self.seconds(silence))"
                     + (lastFailure.map { " (last: \($0))" } ?? ""))
-        return Emission(channel: Emission.availabilityChannel, reading: .failure(failure), unit: "", time: time)
+        return Emission(channel: Emission.availabilityChannel, reading: .failure(failure), time: time)
     }
 
     private static func seconds(_ duration: Duration) -> String {

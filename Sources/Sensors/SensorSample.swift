@@ -29,22 +29,19 @@ public struct SensorSample: Sendable, Equatable {
     /// `.failure(.unavailable(why))` when it has given no good reading for its deadline, `.bool(true)`
     /// when a good reading brings it back. The sensor's other channels keep their last values.
     public static let availabilityChannel = "available"
-    /// Unit symbol, e.g. `°C`, `%`, `m`, `1/s`; empty for booleans and counts.
-    public var unit: String
     /// Monotonic time (ns) the reading refers to: the edge or the measurement that produced it.
     public var timestampNs: UInt64
 
-    public init(sensor: String, channel: String, reading: Reading, unit: String, timestampNs: UInt64) {
-        self.init(sensor: sensor, channel: channel, role: ChannelRole(channel), reading: reading, unit: unit, timestampNs: timestampNs)
+    public init(sensor: String, channel: String, reading: Reading, timestampNs: UInt64) {
+        self.init(sensor: sensor, channel: channel, role: ChannelRole(channel), reading: reading, timestampNs: timestampNs)
     }
 
     /// With the role its emission already knew, so a sample's channel is compared once.
-    init(sensor: String, channel: String, role: ChannelRole, reading: Reading, unit: String, timestampNs: UInt64) {
+    init(sensor: String, channel: String, role: ChannelRole, reading: Reading, timestampNs: UInt64) {
         self.sensor = sensor
         self.channel = channel
         self.role = role
         self.reading = reading
-        self.unit = unit
         self.timestampNs = timestampNs
     }
 

@@ -7,25 +7,22 @@ public struct SensorSpec: Sendable, Equatable {
     /// Applied in order. `debounce` and `invert` act on the GPIO line itself (kernel debounce on
     /// libgpiod v2, software elsewhere; active-low); the others transform the values.
     public var filters: [SensorFilter]
-    /// Overrides the unit of the `value` channel (e.g. `l/min` for a scaled flow meter).
-    public var unit: String?
     /// Edge events buffered per input line (the kernel's buffer on libgpiod v2), when more than
     /// the kind's default is needed for fast signals; 0 keeps the default.
     public var eventBufferSize: Int
 
     public init(
-        name: String, kind: any SensorKindSettings, filters: [SensorFilter] = [], unit: String? = nil,
+        name: String, kind: any SensorKindSettings, filters: [SensorFilter] = [],
         eventBufferSize: Int = 0
     ) {
         self.name = name
         self.kind = kind
         self.filters = filters
-        self.unit = unit
         self.eventBufferSize = eventBufferSize
     }
 
     public static func == (lhs: SensorSpec, rhs: SensorSpec) -> Bool {
-        lhs.name == rhs.name && lhs.kind.isEqual(to: rhs.kind) && lhs.filters == rhs.filters && lhs.unit == rhs.unit
+        lhs.name == rhs.name && lhs.kind.isEqual(to: rhs.kind) && lhs.filters == rhs.filters
             && lhs.eventBufferSize == rhs.eventBufferSize
     }
 }

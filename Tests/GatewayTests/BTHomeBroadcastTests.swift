@@ -36,7 +36,7 @@ struct BTHomeBroadcastTests {
         """
 
     static func value(_ sensor: String, _ channel: String, _ reading: SensorSample.Reading) -> SensorSample {
-        SensorSample(sensor: sensor, channel: channel, reading: reading, unit: "", timestampNs: 0)
+        SensorSample(sensor: sensor, channel: channel, reading: reading, timestampNs: 0)
     }
 
     static func value(_ sensor: String, _ reading: SensorSample.Reading) -> SensorSample {

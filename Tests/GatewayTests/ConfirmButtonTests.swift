@@ -7,11 +7,11 @@ import Testing
 /// stuck active) at start, or after a failed reading, confirms nothing.
 struct ConfirmButtonTests {
     static func level(_ pressed: Bool) -> SensorSample {
-        SensorSample(sensor: "pair", channel: "value", reading: .bool(pressed), unit: "", timestampNs: 0)
+        SensorSample(sensor: "pair", channel: "value", reading: .bool(pressed), timestampNs: 0)
     }
 
-    static let failed = SensorSample(sensor: "pair", channel: "value", reading: .failure(.timeout), unit: "", timestampNs: 0)
-    static let lostEvents = SensorSample(sensor: "pair", channel: "lost_events", reading: .number(3), unit: "", timestampNs: 0)
+    static let failed = SensorSample(sensor: "pair", channel: "value", reading: .failure(.timeout), timestampNs: 0)
+    static let lostEvents = SensorSample(sensor: "pair", channel: "lost_events", reading: .number(3), timestampNs: 0)
 
     @Test func onlyAReleaseThenPressCounts() {
         var button = ConfirmButton()

@@ -9,10 +9,10 @@ import Testing
 @Suite struct PairButtonTests {
     static func sample(_ pressed: Bool, atSeconds seconds: Double) -> SensorSample {
         SensorSample(
-            sensor: "pair", channel: "value", reading: .bool(pressed), unit: "", timestampNs: UInt64(seconds * 1e9))
+            sensor: "pair", channel: "value", reading: .bool(pressed), timestampNs: UInt64(seconds * 1e9))
     }
 
-    static let failed = SensorSample(sensor: "pair", channel: "value", reading: .failure(.timeout), unit: "", timestampNs: 0)
+    static let failed = SensorSample(sensor: "pair", channel: "value", reading: .failure(.timeout), timestampNs: 0)
 
     /// What each sample of `script` gives, in order.
     static func presses(_ script: [SensorSample]) -> [Bool] {

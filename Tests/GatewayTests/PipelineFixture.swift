@@ -161,7 +161,7 @@ struct PipelineFixture {
 func le(_ value: UInt16) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
 
 func reading(_ sensor: String, _ channel: String = "value", _ number: Double) -> SensorSample {
-    SensorSample(sensor: sensor, channel: channel, reading: .number(number), unit: "", timestampNs: 0)
+    SensorSample(sensor: sensor, channel: channel, reading: .number(number), timestampNs: 0)
 }
 
 /// sint16 little-endian, as Temperature (exponent -2) carries it.

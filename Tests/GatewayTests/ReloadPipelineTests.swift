@@ -169,7 +169,7 @@ struct ReloadPipelineTests {
         let config = try ConfigLoader.load(yaml: yaml(added)).config
         let readings = [
             reading("button", SensorSample.pressChannel, 2),
-            SensorSample(sensor: "button", channel: "value", reading: .bool(true), unit: "", timestampNs: 0)
+            SensorSample(sensor: "button", channel: "value", reading: .bool(true), timestampNs: 0)
         ]
         _ = try await fixture.pipeline.changeLayout(to: GATTLayout(config: config), currentReadings: readings)
         let layout = await fixture.pipeline.layout

@@ -381,8 +381,7 @@ struct ValuePipelineTests {
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 21.5))
         await fixture.pipeline.sensorValue(
             SensorSample(
-                sensor: "climate", channel: "temperature", reading: .failure(.incompleteFrame(bits: 31)),
-                unit: "°C", timestampNs: 0))
+                sensor: "climate", channel: "temperature", reading: .failure(.incompleteFrame(bits: 31)), timestampNs: 0))
         #expect(await fixture.pipeline.currentBytes(temperature) == sint16(2150))
         #expect(
             fixture.warnings.all == [
@@ -618,7 +617,7 @@ struct ValuePipelineTests {
         await fixture.pipeline.sensorValue(
             .init(
                 sensor: "climate", channel: "temperature",
-                reading: .failure(.timeout), unit: "°C", timestampNs: 0))
+                reading: .failure(.timeout), timestampNs: 0))
         #expect(await fixture.notifications(alice, on: "environment/temperature").isEmpty)
         #expect(await fixture.pipeline.currentBytes(fixture.ref("environment/temperature")) == nil)
         await fixture.pipeline.sensorValue(reading("climate", "temperature", 21.5))

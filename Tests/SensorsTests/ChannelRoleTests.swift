@@ -12,7 +12,7 @@ import Testing
     func aChannelsRoleFollowsFromItsName(_ name: String, _ role: ChannelRole) {
         let built = String(decoding: Array(name.utf8), as: UTF8.self)
         #expect(ChannelRole(built) == role)
-        #expect(SensorSample(sensor: "s", channel: built, reading: .bool(true), unit: "", timestampNs: 0).role == role)
-        #expect(Emission(channel: built, reading: .bool(true), unit: "", time: 0).role == role)
+        #expect(SensorSample(sensor: "s", channel: built, reading: .bool(true), timestampNs: 0).role == role)
+        #expect(Emission(channel: built, reading: .bool(true), time: 0).role == role)
     }
 }

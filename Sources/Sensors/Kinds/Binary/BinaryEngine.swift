@@ -67,10 +67,10 @@ final class BinaryEngine: SensorEngine {
     func stop() { input.release() }
 
     private func emission(_ time: UInt64) -> Emission {
-        Emission(channel: Emission.valueChannel, reading: .bool(reported), unit: "", time: time)
+        Emission(channel: Emission.valueChannel, reading: .bool(reported), time: time)
     }
 
     private static func emission(_ press: PressEvent, at time: UInt64) -> Emission {
-        Emission(channel: Emission.pressChannel, reading: .number(Double(press.rawValue)), unit: "", time: time)
+        Emission(channel: Emission.pressChannel, reading: .number(Double(press.rawValue)), time: time)
     }
 }

@@ -103,7 +103,7 @@ final class CounterEngine: SensorEngine {
             let error = SensorError.stateFile(path: store?.path ?? "", message: failed.error.description)
             emissions.append(
                 Emission(
-                    channel: Emission.valueChannel, reading: .failure(.notSaved("\(error); \(what)")), unit: "",
+                    channel: Emission.valueChannel, reading: .failure(.notSaved("\(error); \(what)")),
                     time: failed.time))
         }
         if let saved = ended.saved, saved.total > reported {
@@ -128,7 +128,7 @@ final class CounterEngine: SensorEngine {
     }
 
     private func emission(_ total: UInt64, at time: UInt64) -> Emission {
-        Emission(channel: Emission.valueChannel, reading: .number(Double(total)), unit: "", time: time)
+        Emission(channel: Emission.valueChannel, reading: .number(Double(total)), time: time)
     }
 }
 

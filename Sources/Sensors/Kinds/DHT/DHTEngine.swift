@@ -84,7 +84,7 @@ final class DHTEngine: SensorEngine {
         } catch {
             releaseLines()
             scheduleNext()
-            return [Emission(channel: "temperature", reading: .failure(.gpio("\(error)")), unit: "°C", time: now)]
+            return [Emission(channel: "temperature", reading: .failure(.gpio("\(error)")), time: now)]
         }
     }
 
@@ -92,13 +92,13 @@ final class DHTEngine: SensorEngine {
         switch result {
         case .success(let frame):
             return [
-                Emission(channel: "temperature", reading: .number(frame.temperature), unit: "°C", time: time),
-                Emission(channel: "humidity", reading: .number(frame.humidity), unit: "%", time: time)
+                Emission(channel: "temperature", reading: .number(frame.temperature), time: time),
+                Emission(channel: "humidity", reading: .number(frame.humidity), time: time)
             ]
         case .failure(let failure):
             return [
-                Emission(channel: "temperature", reading: .failure(failure), unit: "°C", time: time),
-                Emission(channel: "humidity", reading: .failure(failure), unit: "%", time: time)
+                Emission(channel: "temperature", reading: .failure(failure), time: time),
+                Emission(channel: "humidity", reading: .failure(failure), time: time)
             ]
         }
     }

@@ -52,8 +52,7 @@ final class DistanceEngine: SensorEngine {
             finishCycle()
             emissions.append(
                 Emission(
-                    channel: Emission.valueChannel, reading: .number(seconds * settings.speedOfSound / 2),
-                    unit: "m", time: event.timestampNs))
+                    channel: Emission.valueChannel, reading: .number(seconds * settings.speedOfSound / 2), time: event.timestampNs))
         case (.falling, nil):
             break
         }
@@ -74,11 +73,11 @@ final class DistanceEngine: SensorEngine {
                 return []
             case .listening:
                 finishCycle()
-                return [Emission(channel: Emission.valueChannel, reading: .failure(.timeout), unit: "m", time: now)]
+                return [Emission(channel: Emission.valueChannel, reading: .failure(.timeout), time: now)]
             }
         } catch {
             finishCycle()
-            return [Emission(channel: Emission.valueChannel, reading: .failure(.gpio("\(error)")), unit: "m", time: now)]
+            return [Emission(channel: Emission.valueChannel, reading: .failure(.gpio("\(error)")), time: now)]
         }
     }
 

@@ -26,6 +26,6 @@ final class OutputEngine: SensorEngine {
     func stop() { line.release() }
 
     private func emission(_ value: Bool, _ time: UInt64) -> Emission {
-        Emission(channel: Emission.valueChannel, reading: .bool(value), unit: "", time: time)
+        Emission(channel: Emission.valueChannel, reading: .bool(value), time: time)
     }
 }

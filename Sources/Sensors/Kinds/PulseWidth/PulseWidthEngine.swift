@@ -66,8 +66,8 @@ final class PulseWidthEngine: SensorEngine {
             return []  // edges but no complete cycle yet
         }
         return [
-            Emission(channel: "high_time", reading: .number(high), unit: "s", time: now),
-            Emission(channel: "duty_cycle", reading: .number(duty), unit: "%", time: now)
+            Emission(channel: "high_time", reading: .number(high), time: now),
+            Emission(channel: "duty_cycle", reading: .number(duty), time: now)
         ]
     }
 

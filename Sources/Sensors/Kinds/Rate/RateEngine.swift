@@ -37,8 +37,7 @@ final class RateEngine: SensorEngine {
         let value = perSecond * (settings.per == .minute ? 60 : 1) * settings.scale
         return [
             Emission(
-                channel: Emission.valueChannel, reading: .number(value),
-                unit: settings.per == .minute ? "1/min" : "1/s", time: now)
+                channel: Emission.valueChannel, reading: .number(value), time: now)
         ]
     }
 

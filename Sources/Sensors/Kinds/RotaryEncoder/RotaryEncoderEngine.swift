@@ -35,7 +35,7 @@ final class RotaryEncoderEngine: SensorEngine {
     }
 
     private func emission(_ time: UInt64) -> Emission {
-        Emission(channel: Emission.valueChannel, reading: .number(Double(decoder.position)), unit: "steps", time: time)
+        Emission(channel: Emission.valueChannel, reading: .number(Double(decoder.position)), time: time)
     }
 }
 
