@@ -208,7 +208,8 @@ final class SensorCore {
             pendingEvents.sort { $0.event.timestampNs < $1.event.timestampNs }  // stable: keeps per-line order
         }
         var next = 0
-        finish(draining: &eventEmissions, into: &values)
+        // Nearly always empty here (a read failed or lost events): not worth a call per step.
+        if !eventEmissions.isEmpty { finish(draining: &eventEmissions, into: &values) }
         while true {
             let due = deadline
             if let due, due <= now, next == pendingEvents.count || pendingEvents[next].event.timestampNs > due {

@@ -198,8 +198,9 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
                 // (reversed, then taken from the end): a packet read out of the array in place is
                 // a copy, every reference in it retained, then released with the array's. (A
                 // helper taking a closure for the loop's body measured slower: the moves were lost.)
-                var packets = framed
-                framed = []
+                // Swapped out and back, which neither retains nor releases.
+                var packets: [HCIPacket] = []
+                swap(&packets, &framed)
                 packets.reverseForPoppingInOrder()
                 while let packet = packets.popLast() {
                     // The receiver may have closed the link over an earlier packet of this read.
@@ -207,7 +208,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
                     watched.receive?(packet)
                 }
                 packets.removeAllKeepingStorage()
-                framed = packets
+                swap(&packets, &framed)
                 if count < readBuffer.count, !untilEmpty { return true }
                 continue
             }
