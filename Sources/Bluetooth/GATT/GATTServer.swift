@@ -373,7 +373,8 @@ public final class GATTServer {
     /// The link can take `count` more notification/indication PDUs.
     public func addTransmitCredits(_ count: Int, now: @autoclosure () -> LoopInstant) {
         transmitCredits += max(count, 0)
-        for central in centrals { pumpIndications(central, now: now()) }
+        // By index: iterating the property retains the array, for every packet completed.
+        for index in centrals.indices { pumpIndications(centrals[index], now: now()) }
         roomFreed()
     }
 

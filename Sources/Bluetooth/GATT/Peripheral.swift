@@ -194,7 +194,9 @@ public actor Peripheral {
         }
     }
 
-    /// Runs one of the server's `updateValue`s and sends what it produced.
+    /// Runs one of the server's `updateValue`s and sends what it produced. Inlined: called, the
+    /// closure's captures (the value, the peripheral) were passed retained, for every update.
+    @inline(__always)
     private func update(_ send: () throws(GATTServerError) -> Bool) throws(PeripheralError) -> Bool {
         try requirePoweredOn()
         let sent: Bool
