@@ -84,7 +84,9 @@ private struct Session {
 
     mutating func completed(_ entries: HCIEvent.CompletedPacketsList, delivered: inout [DeliveredUpdates]) {
         guard scheduler != nil else { return }
-        for entry in entries {
+        // By index: iterating the list copies it, retaining its overflow storage, per event.
+        for index in entries.indices {
+            let entry = entries[index]
             let count = scheduler!.completed(Int(entry.count), on: entry.handle)
             guard count > 0 else { continue }
             if let index = delivered.firstIndex(where: { $0.handle == entry.handle }) {
