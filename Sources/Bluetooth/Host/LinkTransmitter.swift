@@ -85,8 +85,8 @@ private struct Session {
     mutating func completed(_ entries: HCIEvent.CompletedPacketsList, delivered: inout [DeliveredUpdates]) {
         guard scheduler != nil else { return }
         // By index: iterating the list copies it, retaining its overflow storage, per event.
-        for index in entries.indices {
-            let entry = entries[index]
+        for position in entries.indices {
+            let entry = entries[position]
             let count = scheduler!.completed(Int(entry.count), on: entry.handle)
             guard count > 0 else { continue }
             if let index = delivered.firstIndex(where: { $0.handle == entry.handle }) {
