@@ -1,28 +1,63 @@
 import BluetoothCore
 import BluetoothGATT
 import Config
+import Synchronization
 import Values
 
 /// Names one configured characteristic: its service's and its own position in the configuration,
 /// and `<service>/<characteristic>` (config names, UUIDs where unnamed) for logs and MQTT topics.
+///
+/// The path is held as its number in `CharacteristicPaths`, not as a string: a ref travels with
+/// every value (the notify engine's queues, the store, the mirror's events), and a string in it
+/// was retained and released at each copy, where a ref of plain numbers is copied as bytes.
 public struct CharacteristicRef: Hashable, Sendable, Comparable, CustomStringConvertible {
     public let service: Int
     public let characteristic: Int
-    public let path: String
+    private let pathNumber: Int
+
+    public init(service: Int, characteristic: Int, path: String) {
+        self.service = service
+        self.characteristic = characteristic
+        pathNumber = CharacteristicPaths.number(of: path)
+    }
+
+    /// `<service>/<characteristic>`.
+    public var path: String { CharacteristicPaths.path(numbered: pathNumber) }
 
     public static func < (lhs: Self, rhs: Self) -> Bool {
         (lhs.service, lhs.characteristic) < (rhs.service, rhs.characteristic)
     }
 
     /// The positions alone: they tell characteristics of one configuration apart, and a value is
-    /// looked up by its characteristic many times on the way to a notification, where hashing the
-    /// path's text each time was a tenth of the work. Equality still compares the path too.
+    /// looked up by its characteristic many times on the way to a notification. Equality also
+    /// compares the path (by its number: the same path always has the same number).
     public func hash(into hasher: inout Hasher) {
         hasher.combine(service)
         hasher.combine(characteristic)
     }
 
     public var description: String { path }
+}
+
+/// Every characteristic path this process has named, each under one number for the life of the
+/// process. Paths come from configurations (the first and each reload), so the table stays as
+/// small as the set of paths ever configured; looking one up takes the lock, which only logs,
+/// topics and state files do, never the event path.
+enum CharacteristicPaths {
+    private static let table = Mutex<(numbers: [String: Int], paths: [String])>(([:], []))
+
+    static func number(of path: String) -> Int {
+        table.withLock { table in
+            if let number = table.numbers[path] { return number }
+            table.paths.append(path)
+            table.numbers[path] = table.paths.count - 1
+            return table.paths.count - 1
+        }
+    }
+
+    static func path(numbered number: Int) -> String {
+        table.withLock { $0.paths[number] }
+    }
 }
 
 /// A value per characteristic, found by its ref's configuration positions: two array indexings
