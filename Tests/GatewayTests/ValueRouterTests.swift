@@ -59,16 +59,21 @@ struct ValueRouterTests {
     }
 
     @Test func valuesAreEncodedInTheCharacteristicsFormat() throws {
-        let temperature = try #require(try router.sample(.number(21.5), for: ref("environment/temperature")))
+        let temperature = try #require(try sample(.number(21.5), for: ref("environment/temperature")))
         #expect(temperature.bytes == [0x66, 0x08])
         #expect(temperature.value == .number(21.5))
         // A boolean on a numeric characteristic is 0 or 1; a number on a boolean one is non-zero.
-        #expect(try router.sample(.bool(true), for: ref("gateway/copy"))?.bytes == [0x64, 0x00])
-        #expect(try router.sample(.number(3), for: ref("gateway/relay"))?.bytes == [0x01])
-        #expect(try router.sample(.number(0), for: ref("gateway/relay"))?.bytes == [0x00])
-        #expect(throws: ValueError.self) { try router.sample(.number(400), for: ref("environment/temperature")) }
+        #expect(try sample(.bool(true), for: ref("gateway/copy"))?.bytes == [0x64, 0x00])
+        #expect(try sample(.number(3), for: ref("gateway/relay"))?.bytes == [0x01])
+        #expect(try sample(.number(0), for: ref("gateway/relay"))?.bytes == [0x00])
+        #expect(throws: ValueError.self) { try sample(.number(400), for: ref("environment/temperature")) }
         let unknown = CharacteristicRef(service: 9, characteristic: 0, path: "none/none")
-        #expect(try router.sample(.number(1), for: unknown) == nil)
+        #expect(try sample(.number(1), for: unknown) == nil)
+    }
+
+    /// `value` as `ref` carries it, as the pipeline encodes it.
+    private func sample(_ value: SensorValue, for ref: CharacteristicRef) throws -> NotifySample? {
+        try router.encoding(of: ref).map { encoding throws in try ValueRouter.sample(value, encoding: encoding) }
     }
 
     /// Fixed and written values are the configuration's, encoded; sensor and MQTT sources have none

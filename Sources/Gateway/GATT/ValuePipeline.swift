@@ -195,10 +195,10 @@ public actor ValuePipeline {
     /// `value` becomes `ref`'s current value and goes to the notify engine and the mirror; the
     /// caller drains.
     func setValue(_ value: Values.SensorValue, of ref: CharacteristicRef) {
+        guard let encoding = router.encoding(of: ref) else { return }
         let sample: NotifySample
         do throws(ValueError) {
-            guard let encoded = try router.sample(value, for: ref) else { return }
-            sample = encoded
+            sample = try ValueRouter.sample(value, encoding: encoding)
         } catch {
             logger.warning(
                 "value not encodable",

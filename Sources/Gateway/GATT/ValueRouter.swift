@@ -61,10 +61,17 @@ struct ValueRouter {
         routes.filter { $0.sensor == sensor && $0.channel != SensorReading.press.rawValue }.flatMap(\.refs).sorted()
     }
 
-    /// `value` in the format of `ref`; nil when the layout has no such characteristic.
-    func sample(_ value: SensorValue, for ref: CharacteristicRef) throws(ValueError) -> NotifySample? {
-        guard let encoding = encodings[ref] else { return nil }
-        return try NotifySample(Self.adapt(value, to: encoding.format), encoding: encoding)
+    /// The encoding of `ref`'s values; nil when the layout has no such characteristic.
+    ///
+    /// Only the encoding comes out: a method that encoded too, called on the pipeline's router (a
+    /// property of an actor), copied the whole router, four references retained and released,
+    /// for every value.
+    @inline(__always)
+    func encoding(of ref: CharacteristicRef) -> ValueEncoding? { encodings[ref] }
+
+    /// `value` in `encoding`'s format.
+    static func sample(_ value: SensorValue, encoding: ValueEncoding) throws(ValueError) -> NotifySample {
+        try NotifySample(adapt(value, to: encoding.format), encoding: encoding)
     }
 
     /// The output sensor whose line a value of `ref` drives, when `ref` is an output's.
