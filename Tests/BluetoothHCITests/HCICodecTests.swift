@@ -267,7 +267,10 @@ struct H4FramerTests {
     @Test func wholeStreamAtOnce() throws {
         var framer = H4Framer()
         var out: [HCIPacket] = []
-        try framer.push(Self.stream[...], into: &out)
+        try framer.push(Self.stream[...]) {
+            out.append($0)
+            return true
+        }
         #expect(out == Self.packets)
         #expect(framer.pendingByteCount == 0)
     }
@@ -275,7 +278,12 @@ struct H4FramerTests {
     @Test func oneByteAtATime() throws {
         var framer = H4Framer()
         var out: [HCIPacket] = []
-        for byte in Self.stream { try framer.push([byte], into: &out) }
+        for byte in Self.stream {
+            try framer.push([byte]) {
+                out.append($0)
+                return true
+            }
+        }
         #expect(out == Self.packets)
     }
 
@@ -287,7 +295,10 @@ struct H4FramerTests {
         var start = 0
         while start < stream.count {
             let end = min(start + chunk, stream.count)
-            try framer.push(stream[start..<end], into: &out)
+            try framer.push(stream[start..<end]) {
+                out.append($0)
+                return true
+            }
             start = end
         }
         #expect(out == Self.packets)
@@ -297,14 +308,33 @@ struct H4FramerTests {
     @Test func unknownIndicatorThrows() {
         var framer = H4Framer()
         var out: [HCIPacket] = []
-        #expect(throws: HCIDecodingError.unknownPacketType(0x09)) { try framer.push([0x09, 0x00], into: &out) }
+        #expect(throws: HCIDecodingError.unknownPacketType(0x09)) {
+            try framer.push([0x09, 0x00]) {
+                out.append($0)
+                return true
+            }
+        }
+    }
+
+    /// A receiver that closes the link over a packet is handed no more: the rest is dropped.
+    @Test func aReceiverThatStopsIsHandedNoMorePackets() throws {
+        var framer = H4Framer()
+        var out: [HCIPacket] = []
+        try framer.push(Self.stream[...]) { packet in
+            out.append(packet)
+            return out.count < 2
+        }
+        #expect(out == Array(Self.packets.prefix(2)))
     }
 
     @Test func malformedPacketIsReportedAndTheStreamGoesOn() throws {
         var framer = H4Framer()
         // A Command Complete too short for its opcode, then a valid Hardware Error.
         var out: [HCIPacket] = []
-        try framer.push([0x04, 0x0E, 0x01, 0x01, 0x04, 0x10, 0x01, 0x07], into: &out)
+        try framer.push([0x04, 0x0E, 0x01, 0x01, 0x04, 0x10, 0x01, 0x07]) {
+            out.append($0)
+            return true
+        }
         #expect(out.count == 2)
         guard case .malformed(let type, let bytes, _) = out[0] else {
             Issue.record("expected a malformed packet, got \(out[0])")

@@ -11,8 +11,9 @@ public struct H4Framer: Sendable {
     /// Bytes held back until the rest of their packet arrives.
     public var pendingByteCount: Int { buffer.count }
 
-    /// Appends `bytes` and appends every packet now complete to `packets`, in order (the caller
-    /// keeps that array between reads, so a read allocates no array of its own).
+    /// Appends `bytes` and hands every packet now complete to `receive`, in order, until it
+    /// returns false (the receiver closed the link: the rest is dropped). No list of packets is
+    /// made: each goes to the receiver as it is framed.
     ///
     /// A packet whose frame is whole but whose content does not decode comes out as
     /// `.malformed`. An unknown indicator byte means the stream is out of step and cannot be trusted again:
@@ -22,25 +23,27 @@ public struct H4Framer: Sendable {
     /// unspecialized, a byte at a time through witness tables, on every inbound packet. With
     /// nothing held back (every read of the user channel, most reads of a stream), the packets
     /// are framed straight from `bytes` and only an incomplete tail is kept.
-    public mutating func push(_ bytes: ArraySlice<UInt8>, into packets: inout [HCIPacket]) throws(HCIDecodingError) {
+    public mutating func push(
+        _ bytes: ArraySlice<UInt8>, receive: (consuming HCIPacket) -> Bool
+    ) throws(HCIDecodingError) {
         guard buffer.isEmpty else {
             buffer.append(contentsOf: bytes)
             do {
-                buffer.removeFirst(try Self.frame(buffer[...], into: &packets))
+                buffer.removeFirst(try Self.frame(buffer[...], receive: receive))
             } catch {
                 buffer.removeAll()
                 throw error
             }
             return
         }
-        let framed = try Self.frame(bytes, into: &packets)
+        let framed = try Self.frame(bytes, receive: receive)
         if framed < bytes.count { buffer.append(contentsOf: bytes.dropFirst(framed)) }
     }
 
-    /// Appends every whole packet at the front of `bytes` to `packets`; returns how many bytes
-    /// they took.
+    /// Hands every whole packet at the front of `bytes` to `receive` until it returns false;
+    /// returns how many bytes the packets handed on took.
     private static func frame(
-        _ bytes: ArraySlice<UInt8>, into packets: inout [HCIPacket]
+        _ bytes: ArraySlice<UInt8>, receive: (consuming HCIPacket) -> Bool
     ) throws(HCIDecodingError) -> Int {
         var start = bytes.startIndex
         while start < bytes.endIndex {
@@ -52,12 +55,14 @@ public struct H4Framer: Sendable {
             guard bytes.endIndex - header >= bodyLength else { break }
             let body = bytes[header..<header + bodyLength]
             start = header + bodyLength
+            let packet: HCIPacket
             do {
-                packets.append(try HCIPacket(type: type, body: body))
+                packet = try HCIPacket(type: type, body: body)
             } catch {
                 // Framing is intact, only this packet is bad: hand it on for a log line.
-                packets.append(.malformed(type: type, bytes: Array(body), reason: error))
+                packet = .malformed(type: type, bytes: Array(body), reason: error)
             }
+            guard receive(packet) else { break }
         }
         return start - bytes.startIndex
     }

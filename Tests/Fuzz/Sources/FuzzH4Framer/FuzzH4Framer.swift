@@ -13,7 +13,16 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
 
     var whole = H4Framer()
     var wholePackets: [HCIPacket] = []
-    let expected: [HCIPacket]? = (try? whole.push(stream[...], into: &wholePackets)) == nil ? nil : wholePackets
+    let expected: [HCIPacket]?
+    do {
+        try whole.push(stream[...]) {
+            wholePackets.append($0)
+            return true
+        }
+        expected = wholePackets
+    } catch {
+        expected = nil
+    }
 
     var chunked = H4Framer()
     var packets: [HCIPacket] = []
@@ -21,7 +30,10 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     do {
         while offset < stream.count {
             let end = min(offset + readLength, stream.count)
-            try chunked.push(stream[offset..<end], into: &packets)
+            try chunked.push(stream[offset..<end]) {
+                packets.append($0)
+                return true
+            }
             offset = end
         }
     } catch {
