@@ -258,14 +258,15 @@ public final class GATTServer {
         }
         // By index rather than zipped: a zip retains both arrays, for every value.
         for index in updateBits.indices where updateBits[index] == Self.notifyBit {
-            let central = centrals[index]
             transmitCredits -= 1
-            central.updatesInFlight += 1
+            centrals[index].updatesInFlight += 1
+            // Reached through the array, not bound to a local: a local central was retained
+            // across the calls, and released after, for every notification.
             sendUpdate(
                 ATTUpdate(
                     .notification, handle: characteristic.valueHandle,
-                    value: value.truncated(to: central.maximumUpdateValueLength)),
-                to: central)
+                    value: value.truncated(to: centrals[index].maximumUpdateValueLength)),
+                to: centrals[index].id)
         }
         for index in updateBits.indices where updateBits[index] == Self.indicateBit {
             let central = centrals[index]
@@ -433,8 +434,8 @@ public final class GATTServer {
     }
 
     /// A notification or indication, which took a transmit credit.
-    func sendUpdate(_ update: ATTUpdate, to central: CentralState) {
-        output.append(.sendUpdate(update, to: central.id))
+    func sendUpdate(_ update: ATTUpdate, to central: CentralID) {
+        output.append(.sendUpdate(update, to: central))
     }
 
     func expireTransaction(of central: CentralState, now: LoopInstant) {
@@ -485,7 +486,7 @@ public final class GATTServer {
             deadline: now() + configuration.transactionTimeout)
         sendUpdate(
             ATTUpdate(.indication, handle: next.handle, value: next.value.truncated(to: central.maximumUpdateValueLength)),
-            to: central)
+            to: central.id)
     }
 
     /// Delivers the one ready event an earlier refused `updateValue` is owed, once there is room.
