@@ -316,7 +316,8 @@ struct H4FramerTests {
         }
     }
 
-    /// A receiver that closes the link over a packet is handed no more: the rest is dropped.
+    /// A receiver that closes the link over a packet is handed no more; what follows is held
+    /// back, not framed.
     @Test func aReceiverThatStopsIsHandedNoMorePackets() throws {
         var framer = H4Framer()
         var out: [HCIPacket] = []
@@ -325,6 +326,7 @@ struct H4FramerTests {
             return out.count < 2
         }
         #expect(out == Array(Self.packets.prefix(2)))
+        #expect(framer.pendingByteCount == Self.packets.dropFirst(2).map(\.h4Bytes.count).reduce(0, +))
     }
 
     @Test func malformedPacketIsReportedAndTheStreamGoesOn() throws {

@@ -12,8 +12,9 @@ public struct H4Framer: Sendable {
     public var pendingByteCount: Int { buffer.count }
 
     /// Appends `bytes` and hands every packet now complete to `receive`, in order, until it
-    /// returns false (the receiver closed the link: the rest is dropped). No list of packets is
-    /// made: each goes to the receiver as it is framed.
+    /// returns false (the transport's receiver closed the link); the bytes after the last packet
+    /// handed on are held back, as an incomplete packet's are. No list of packets is made: each
+    /// goes to the receiver as it is framed.
     ///
     /// A packet whose frame is whole but whose content does not decode comes out as
     /// `.malformed`. An unknown indicator byte means the stream is out of step and cannot be trusted again:

@@ -189,7 +189,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
             if count > 0 {
                 // Each packet goes to the receiver as it is framed, not into a list first: a list
                 // appended to, then emptied, cost about 100 instructions per packet. The receiver
-                // may close the link over a packet: the rest of the read is dropped.
+                // may close the link over a packet: the rest of the read is not handed on.
                 do throws(HCIDecodingError) {
                     try framer.push(readBuffer[0..<count]) { packet in
                         guard !isClosed else { return false }
