@@ -454,9 +454,16 @@ struct ReloadEndToEndTests {
     static func blockDiscoveryRecord(_ rig: GatewayRig) throws -> String {
         let record = URL(fileURLWithPath: rig.configPath).deletingLastPathComponent()
             .appendingPathComponent("state/homeassistant-discovery").path
-        try? FileManager.default.removeItem(atPath: record)
-        try FileManager.default.createDirectory(atPath: record, withIntermediateDirectories: false)
-        return record
+        // gattway may be writing the record meanwhile (a file renamed into place between the
+        // removal and the directory, seen under load): tried again until the directory stands,
+        // after which a rename onto it fails, as the tests want.
+        for _ in 1...20 {
+            try? FileManager.default.removeItem(atPath: record)
+            if (try? FileManager.default.createDirectory(atPath: record, withIntermediateDirectories: false)) != nil {
+                return record
+            }
+        }
+        throw TestFailure("could not put a directory in place of \(record)")
     }
 
     /// The next message on `notify` that `matches`, skipping others (status changes), within ten seconds.
