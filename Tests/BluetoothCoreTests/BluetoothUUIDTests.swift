@@ -48,6 +48,21 @@ import Testing
         #expect(BluetoothAddress("C0:11:22:33:44") == nil)
         #expect(BluetoothAddress("C0:11:22:33:44:5G") == nil)
     }
+
+    /// The six bytes come back as given; two addresses are equal when their bytes and kinds are.
+    @Test func keepsItsBytesAndKind() throws {
+        let bytes: [UInt8] = [0x01, 0x80, 0xFF, 0x00, 0x7F, 0x4A]
+        let address = BluetoothAddress(littleEndianBytes: bytes, kind: .random)
+        #expect(address.bytes == bytes)
+        #expect(address.description == "4A:7F:00:FF:80:01")
+        #expect(address.isResolvablePrivate)
+        #expect(!address.isStaticRandom)
+        #expect(address == BluetoothAddress(littleEndianBytes: bytes, kind: .random))
+        #expect(address != BluetoothAddress(littleEndianBytes: bytes, kind: .public))
+        #expect(address != BluetoothAddress(littleEndianBytes: [0x02] + bytes.dropFirst(), kind: .random))
+        #expect(Set([address, BluetoothAddress(littleEndianBytes: bytes, kind: .random)]).count == 1)
+        #expect(!BluetoothAddress(littleEndianBytes: bytes, kind: .public).isResolvablePrivate)
+    }
 }
 
 @Suite struct ByteReaderTests {
