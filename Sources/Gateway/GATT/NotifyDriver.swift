@@ -133,7 +133,9 @@ final class NotifyDriver {
         engine.collectCentralsWithPendingTransmissions(into: &pendingCentrals)
         // Sorting none or one still pays the sort's setup, on every value.
         if pendingCentrals.count > 1 { pendingCentrals.sort() }
-        for central in pendingCentrals where !isFull(central) {
+        // By index: iterating the property retained its array, for every value.
+        for index in pendingCentrals.indices {
+            let central = pendingCentrals[index]
             while !isFull(central), let transmission = engine.nextTransmission(for: central) {
                 guard transmit(transmission) else { break }
             }
