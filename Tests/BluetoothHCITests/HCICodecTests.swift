@@ -254,6 +254,16 @@ struct HCIACLTests {
     }
 }
 
+extension H4Framer {
+    /// Every packet framed, appended to `packets`; the receiver never stops.
+    fileprivate mutating func push(_ bytes: ArraySlice<UInt8>, appendingTo packets: inout [HCIPacket]) throws(HCIDecodingError) {
+        try push(bytes) {
+            packets.append($0)
+            return true
+        }
+    }
+}
+
 struct H4FramerTests {
     static let packets: [HCIPacket] = [
         .event(.commandComplete(numCommandPackets: 1, opcode: .reset, returnParameters: [0])),
@@ -267,10 +277,7 @@ struct H4FramerTests {
     @Test func wholeStreamAtOnce() throws {
         var framer = H4Framer()
         var out: [HCIPacket] = []
-        try framer.push(Self.stream[...]) {
-            out.append($0)
-            return true
-        }
+        try framer.push(Self.stream[...], appendingTo: &out)
         #expect(out == Self.packets)
         #expect(framer.pendingByteCount == 0)
     }
@@ -278,12 +285,7 @@ struct H4FramerTests {
     @Test func oneByteAtATime() throws {
         var framer = H4Framer()
         var out: [HCIPacket] = []
-        for byte in Self.stream {
-            try framer.push([byte]) {
-                out.append($0)
-                return true
-            }
-        }
+        for byte in Self.stream { try framer.push([byte], appendingTo: &out) }
         #expect(out == Self.packets)
     }
 
@@ -295,10 +297,7 @@ struct H4FramerTests {
         var start = 0
         while start < stream.count {
             let end = min(start + chunk, stream.count)
-            try framer.push(stream[start..<end]) {
-                out.append($0)
-                return true
-            }
+            try framer.push(stream[start..<end], appendingTo: &out)
             start = end
         }
         #expect(out == Self.packets)
@@ -308,12 +307,7 @@ struct H4FramerTests {
     @Test func unknownIndicatorThrows() {
         var framer = H4Framer()
         var out: [HCIPacket] = []
-        #expect(throws: HCIDecodingError.unknownPacketType(0x09)) {
-            try framer.push([0x09, 0x00]) {
-                out.append($0)
-                return true
-            }
-        }
+        #expect(throws: HCIDecodingError.unknownPacketType(0x09)) { try framer.push([0x09, 0x00], appendingTo: &out) }
     }
 
     /// A receiver that closes the link over a packet is handed no more; what follows is held
@@ -333,10 +327,7 @@ struct H4FramerTests {
         var framer = H4Framer()
         // A Command Complete too short for its opcode, then a valid Hardware Error.
         var out: [HCIPacket] = []
-        try framer.push([0x04, 0x0E, 0x01, 0x01, 0x04, 0x10, 0x01, 0x07]) {
-            out.append($0)
-            return true
-        }
+        try framer.push([0x04, 0x0E, 0x01, 0x01, 0x04, 0x10, 0x01, 0x07], appendingTo: &out)
         #expect(out.count == 2)
         guard case .malformed(let type, let bytes, _) = out[0] else {
             Issue.record("expected a malformed packet, got \(out[0])")
