@@ -73,40 +73,48 @@ package struct SoftwareDebouncer {
 /// per-request kfifo; overwritten events are counted.
 package struct EdgeEventRing {
     package let capacity: Int
-    private var storage: [EdgeEvent] = []
+    /// The slots, grown to `capacity` as events first arrive (a large buffer costs memory only
+    /// once it is used), then written round and round: no event is moved once written.
+    private var slots: [EdgeEvent] = []
+    /// The oldest event held, and how many are held from it on, wrapping at `capacity`. Every
+    /// drain empties the ring, so `head` leaves 0 only when the ring is full and overwrites.
     private var head = 0
+    private var held = 0
     package private(set) var overwritten = 0
 
     package init(capacity: Int) {
         self.capacity = max(1, capacity)
-        storage.reserveCapacity(self.capacity)
     }
 
     package mutating func append(_ event: EdgeEvent) {
-        if storage.count - head == capacity {
-            head += 1
+        if held == capacity {
+            slots[head] = event
+            head = head + 1 == capacity ? 0 : head + 1
             overwritten += 1
+        } else if held < slots.count {
+            slots[held] = event
+            held += 1
+        } else {
+            slots.append(event)
+            held += 1
         }
-        storage.append(event)
-        if head > capacity { compact() }
     }
 
-    /// Removes everything buffered, appending it to `events` oldest first. The storage keeps its
-    /// capacity and the caller's array is its own, so neither is reallocated from read to read.
+    /// Removes everything buffered, appending it to `events` oldest first. Neither the slots nor
+    /// the caller's array is reallocated from read to read.
     package mutating func drain(into events: inout [EdgeEvent]) {
-        events.append(contentsOf: storage[head...])
-        storage.removeAllKeepingStorage()
+        var position = head
+        for _ in 0..<held {
+            events.append(slots[position])
+            position = position + 1 == capacity ? 0 : position + 1
+        }
         head = 0
+        held = 0
     }
 
     /// Returns and resets the overwritten count.
     package mutating func takeOverwritten() -> Int {
         defer { overwritten = 0 }
         return overwritten
-    }
-
-    private mutating func compact() {
-        storage.removeFirst(head)
-        head = 0
     }
 }

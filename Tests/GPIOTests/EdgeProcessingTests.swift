@@ -39,6 +39,16 @@ import Testing
         events = []
         ring.drain(into: &events)
         #expect(events.isEmpty)
+        // Used again after a drain, and full again: the oldest is overwritten as before.
+        for n in 6...10 { ring.append(EdgeEvent(edge: .falling, timestampNs: UInt64(n), sequence: UInt64(n))) }
+        ring.drain(into: &events)
+        #expect(events.map(\.sequence) == [8, 9, 10])
+        #expect(ring.takeOverwritten() == 2)
+        ring.append(EdgeEvent(edge: .rising, timestampNs: 11, sequence: 11))
+        events = []
+        ring.drain(into: &events)
+        #expect(events.map(\.sequence) == [11])
+        #expect(ring.takeOverwritten() == 0)
     }
 
     @Test func softwareDebounceMatchesTheKernel() {

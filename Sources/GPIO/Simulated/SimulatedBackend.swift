@@ -462,7 +462,7 @@ private struct SimulatedLine {
             ring.drain(into: &events)
             _ = ring.takeOverwritten()  // found again below as sequence gaps, like on the kernel
             var lost = 0
-            for event in events[first...] { lost += loss.missing(before: event) }
+            for position in first..<events.count { lost += loss.missing(before: events[position]) }
             lostTotal += lost
             return lost
         }
