@@ -150,7 +150,12 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// Characteristics whose policy has a heartbeat (`maxInterval`): without these, triggers and
     /// overrides, only held values have deadlines, and finding the next one computes no ticks.
     private var characteristicsWithHeartbeat: Set<Characteristic> = []
-    private var subscriptionCount = 0
+    /// The next subscription's `sequence`: every subscription made gets the next number.
+    private var subscriptionsMade = 0
+    /// The subscriptions there are now. With none (a gateway nobody is connected to, most of the
+    /// time), a value has no deadline to find and no central to wake, and nothing walks the
+    /// tables to learn so.
+    private var liveSubscriptions = 0
 
     public init() {}
 
@@ -204,8 +209,9 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         if position(of: central, on: characteristic) != nil { unsubscribe(central, from: characteristic) }
         let subscription = Subscription(
             central: central, kind: kind, lastEmitted: nil, lastEmittedAt: now, retryAt: nil,
-            ticksHandledUntil: now, outbound: nil, sequence: subscriptionCount)
-        subscriptionCount += 1
+            ticksHandledUntil: now, outbound: nil, sequence: subscriptionsMade)
+        subscriptionsMade += 1
+        liveSubscriptions += 1
         let state = place(of: characteristic)
         characteristics[state].subscriptions.append(subscription)
         if centralIndex(of: central) == nil { centrals.append(CentralState(central: central)) }
@@ -219,6 +225,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     public mutating func unsubscribe(_ central: Central, from characteristic: Characteristic) {
         guard let position = position(of: central, on: characteristic) else { return }
         let subscription = characteristics[position.state].subscriptions.remove(at: position.slot)
+        liveSubscriptions -= 1
         if subscription.outbound != nil { count(.dropped, central, characteristic) }
         if subscription.retryAt != nil { count(.dropped, central, characteristic) }
         if let index = centralIndex(of: central) { centrals[index].ready.removeAll { $0 == position.state } }
@@ -368,6 +375,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
         // instructions for the one or two there are (`removeAllKeepingStorage` in EventLoop, which
         // this pure engine does not import).
         while centrals.popLast() != nil {}
+        guard liveSubscriptions > 0 else { return }
         // By index: a central's state read out of the array is a copy, its tables retained.
         for index in self.centrals.indices where !self.centrals[index].ready.isEmpty {
             centrals.append(self.centrals[index].central)
@@ -568,6 +576,7 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// Scans every subscription: there are a few dozen at most (centrals × characteristics), and
     /// a scan keeps no second structure to go stale.
     private func earliestDeadline() -> (Position, LoopInstant)? {
+        guard liveSubscriptions > 0 else { return nil }
         var earliest: (position: Position, deadline: LoopInstant, sequence: Int)?
         let mayTick = !triggers.isEmpty || !overrides.isEmpty || !characteristicsWithHeartbeat.isEmpty
         // By position, reading only the fields needed: iterating the subscriptions copied each

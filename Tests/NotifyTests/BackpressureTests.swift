@@ -142,6 +142,31 @@ struct BackpressureTests {
         #expect(pending.isEmpty)
     }
 
+    /// Once every subscription has ended the engine looks at no table; subscribed again (twice
+    /// over too, a fresh start), a value finds its central and a held one its deadline.
+    @Test func subscriptionsAfterTheLastOneEndedAreServed() {
+        var engine = NotifyEngine<String, String>()
+        engine.configure("temp", policy: NotifyPolicy(minInterval: .seconds(1)))
+        engine.subscribe("A", to: "temp", kind: .notification, current: nil, now: .zero)
+        engine.disconnect("A")
+        #expect(engine.nextDeadline == nil)
+        engine.subscribe("A", to: "temp", kind: .notification, current: nil, now: .zero)
+        engine.subscribe("A", to: "temp", kind: .notification, current: nil, now: .zero)
+        engine.subscribe("B", to: "temp", kind: .notification, current: nil, now: .zero)
+        engine.unsubscribe("B", from: "temp")
+        engine.update("temp", sample: NotifySample(value: .number(1), bytes: [1]), now: .zero)
+        var pending: [String] = []
+        engine.collectCentralsWithPendingTransmissions(into: &pending)
+        #expect(pending == ["A"])
+        #expect(engine.nextTransmission(for: "A")?.sample.bytes == [1])
+        engine.update("temp", sample: NotifySample(value: .number(2), bytes: [2]), now: .milliseconds(10))
+        #expect(engine.nextDeadline == .seconds(1))  // held for the interval
+        engine.unsubscribe("A", from: "temp")
+        #expect(engine.nextDeadline == nil)
+        engine.collectCentralsWithPendingTransmissions(into: &pending)
+        #expect(pending.isEmpty)
+    }
+
     /// A characteristic a reload stopped serving: its subscribers and waiting value are gone,
     /// the others' stay, and configured again under the same key it starts without the old
     /// value (nothing sent on subscribe) or counters.
