@@ -574,7 +574,8 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     }
 
     /// Scans every subscription: there are a few dozen at most (centrals × characteristics), and
-    /// a scan keeps no second structure to go stale.
+    /// a scan keeps no second structure to go stale (only their count, to skip it when there are
+    /// none).
     private func earliestDeadline() -> (Position, LoopInstant)? {
         guard liveSubscriptions > 0 else { return nil }
         var earliest: (position: Position, deadline: LoopInstant, sequence: Int)?
