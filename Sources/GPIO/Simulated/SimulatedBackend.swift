@@ -123,6 +123,15 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         return wakeups
     }
 
+    /// Generates every edge up to now. When no line is due to change ever (`quietBefore` is
+    /// `.max`: its lines change only by a level received, an output driven or a request, each of
+    /// which resets it), there is nothing to generate and the clock is not read: so a read of a
+    /// socket-driven line, once per edge, spares a clock read.
+    private func generateToNowLocked() -> Wakeups {
+        guard quietBefore != .max else { return Wakeups() }
+        return generateLocked(through: currentTimeLocked)
+    }
+
     private var currentTimeLocked: UInt64 {
         clock == .virtual ? generatedThrough : max(generatedThrough, EventLoop.now().nanoseconds)
     }
@@ -133,7 +142,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     public func level(of selector: LineSelector) throws -> Bool {
         let resolved = try resolve(selector)
         return lock.withLock { _ in
-            _ = generateLocked(through: currentTimeLocked)
+            _ = generateToNowLocked()
             return chipStates[chipIndex(resolved)].lines[resolved.offset].physicalLevel
         }
     }
@@ -151,7 +160,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         let resolved = try resolve(selector)
         let (c, id): (Int, UInt64) = try lock.withLock { _ in
             let c = chipIndex(resolved)
-            _ = generateLocked(through: currentTimeLocked)
+            _ = generateToNowLocked()
             try checkFree(c, resolved)
             let id = nextRequestID
             nextRequestID += 1
@@ -209,7 +218,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         _ line: ResolvedLine, chip c: Int, id: UInt64, _ body: (inout SimulatedLine.InputRequest) -> Int
     ) throws -> Int {
         let (result, wakeups) = try lock.withLock { _ in
-            let wakeups = generateLocked(through: currentTimeLocked)
+            let wakeups = generateToNowLocked()
             guard let result = chipStates[c].lines[line.offset].withInput(id: id, body) else {
                 throw GPIOError.released(line.name)
             }
@@ -224,8 +233,7 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
 
     fileprivate func inputLevel(_ line: ResolvedLine, id: UInt64) throws -> Bool {
         try lock.withLock { _ in
-            let now = currentTimeLocked
-            _ = generateLocked(through: now)
+            _ = generateToNowLocked()
             let state = chipStates[chipIndex(line)].lines[line.offset]
             guard let input = state.input, input.id == id else { throw GPIOError.released(line.name) }
             return input.debouncer?.stableLevel ?? (state.physicalLevel != input.settings.activeLow)
