@@ -41,9 +41,12 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     private let lock = Lock()
     private nonisolated(unsafe) var jobs: [UnownedJob] = []
     private nonisolated(unsafe) var closures: [@Sendable () -> Void] = []
-    /// Watchers added since the loop last took them into `watchers`.
-    private nonisolated(unsafe) var addedWatchers: [Watcher] = []
+    /// Watchers added since the loop last took them into `watcherSlots`.
+    private nonisolated(unsafe) var addedWatchers: [WatcherEntry] = []
     private nonisolated(unsafe) var nextToken: UInt64 = 1
+    /// Slots of `watcherSlots` given out (`watch`) and given back (the loop forgetting a watcher).
+    private nonisolated(unsafe) var watcherSlotsGivenOut = 0
+    private nonisolated(unsafe) var freeWatcherSlots: [Int] = []
     /// Set (under `lock`) with every job or closure queued; cleared by the loop as it takes them.
     private let queued = Atomic<Bool>(false)
     /// The loop is in (or about to enter) `epoll_wait` and needs the eventfd to wake. With
@@ -53,11 +56,14 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     private let waiting = Atomic<Bool>(false)
 
     // The loop thread's own, touched nowhere else (other threads reach them through `execute`).
-    /// A list searched by token, not a dictionary keyed by it: there are few (the HCI transport,
-    /// the GPIO lines, the control socket), and hashing the token cost more than the search on
-    /// every readable descriptor. Boxed: a closure kept directly in a collection comes back out
-    /// through a re-abstraction thunk, allocated at every lookup.
-    private nonisolated(unsafe) var watchers: [Watcher] = []
+    /// The watchers by slot: a watch's token names its slot in its low bits (`slotOf`), so a
+    /// readable descriptor's watcher is found without a search (a list searched by token cost
+    /// about 35 instructions at every wake-up, the event path's descriptors being watched
+    /// last) or a hash. The rest of the token is unique to the watch: a token left over from a
+    /// watcher forgotten, its slot given to another since, finds no watcher. Boxed: a closure
+    /// kept directly in a collection comes back out through a re-abstraction thunk, allocated at
+    /// every lookup.
+    private nonisolated(unsafe) var watcherSlots: [WatcherEntry?] = []
     /// The handlers of a wake-up's batch run with no reference of the loop's own to their
     /// watchers (taking and dropping one cost four reference counts per readable descriptor): a
     /// watcher forgotten meanwhile, by its own handler or another, is kept here until the batch
@@ -120,6 +126,24 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         return nextToken
     }
 
+    /// A watch's token: a new token's bits above a free slot's. Never `wakeToken` (0): the new
+    /// token is at least 1.
+    private func newWatchTokenLocked() -> UInt64 {
+        let slot: Int
+        if let free = freeWatcherSlots.popLast() {
+            slot = free
+        } else {
+            slot = watcherSlotsGivenOut
+            watcherSlotsGivenOut += 1
+            precondition(slot <= Self.slotMask, "more than \(Self.slotMask + 1) descriptors watched")
+        }
+        return newTokenLocked() << Self.slotBits | UInt64(slot)
+    }
+
+    private static let slotBits: UInt64 = 16
+    private static let slotMask = Int(1 << slotBits - 1)
+    private static func slotOf(_ token: UInt64) -> Int { Int(truncatingIfNeeded: token) & slotMask }
+
     /// Whether the caller runs on the loop's thread.
     public var inLoop: Bool { gw_current_loop() == UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()) }
 
@@ -178,8 +202,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         // Added before epoll can report the descriptor: the loop looks among the added watchers
         // for a token it does not know (`watcher(for:)`).
         lock.lock()
-        let token = newTokenLocked()
-        addedWatchers.append(Watcher(token: token, handler: handler))
+        let token = newWatchTokenLocked()
+        addedWatchers.append(WatcherEntry(token: token, watcher: Watcher(handler: handler)))
         lock.unlock()
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: token))
         let result = epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event)
@@ -202,18 +226,27 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         forget(watch.token)
     }
 
-    /// On the loop: removes the watcher of `token`, added or not yet taken in.
+    /// On the loop: removes the watcher of `token`, added or not yet taken in, and gives its
+    /// slot back.
     private func forget(_ token: UInt64) {
         takeAddedWatchers()
-        guard let index = watchers.firstIndex(where: { $0.token == token }) else { return }
-        let watcher = watchers.remove(at: index)
-        if dispatching { watchersForgottenWhileDispatching.append(watcher) }
+        let slot = Self.slotOf(token)
+        guard slot < watcherSlots.count, let entry = watcherSlots[slot], entry.token == token else { return }
+        watcherSlots[slot] = nil
+        lock.lock()
+        freeWatcherSlots.append(slot)
+        lock.unlock()
+        if dispatching { watchersForgottenWhileDispatching.append(entry.watcher) }
     }
 
-    /// On the loop: moves the watchers other threads added into `watchers`.
+    /// On the loop: puts the watchers other threads added into their slots.
     private func takeAddedWatchers() {
         lock.lock()
-        watchers.append(contentsOf: addedWatchers)
+        for entry in addedWatchers {
+            let slot = Self.slotOf(entry.token)
+            while watcherSlots.count <= slot { watcherSlots.append(nil) }
+            watcherSlots[slot] = entry
+        }
         addedWatchers.removeAll()
         lock.unlock()
     }
@@ -222,12 +255,16 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// descriptor in the batch that a handler before it unwatched).
     /// Unretained: alive while the batch is dispatched (`watchersForgottenWhileDispatching`).
     private func watcher(for token: UInt64) -> Unmanaged<Watcher>? {
-        var index = watchers.firstIndex { $0.token == token }
-        if index == nil {
-            takeAddedWatchers()
-            index = watchers.firstIndex { $0.token == token }
-        }
-        return index.map { .passUnretained(watchers[$0]) }
+        if let watcher = takenWatcher(for: token) { return watcher }
+        takeAddedWatchers()
+        return takenWatcher(for: token)
+    }
+
+    /// The watcher of `token` among those the loop has taken in.
+    private func takenWatcher(for token: UInt64) -> Unmanaged<Watcher>? {
+        let slot = Self.slotOf(token)
+        guard slot < watcherSlots.count, let entry = watcherSlots[slot], entry.token == token else { return nil }
+        return .passUnretained(entry.watcher)
     }
 
     /// Whether `watch`'s handler is called when its descriptor is writable too, for a writer
@@ -240,12 +277,13 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     }
 
     private final class Watcher: Sendable {
-        let token: UInt64
         let handler: @Sendable (Readiness) -> Void
-        init(token: UInt64, handler: @escaping @Sendable (Readiness) -> Void) {
-            self.token = token
-            self.handler = handler
-        }
+        init(handler: @escaping @Sendable (Readiness) -> Void) { self.handler = handler }
+    }
+
+    private struct WatcherEntry {
+        let token: UInt64
+        let watcher: Watcher
     }
 
     /// A watched descriptor.

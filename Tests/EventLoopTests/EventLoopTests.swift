@@ -305,6 +305,42 @@ private struct Pipe {
         #expect(released.isSet, "never released after its unwatch")
     }
 
+    /// Two descriptors ready in one wake-up: the handler called first unwatches the other and
+    /// watches a third, which takes the other's slot. The other's event, still in the batch,
+    /// calls nothing: neither its handler nor the third's (its token is not the third's). On a
+    /// loop of its own, so no other test's watch takes the slot first.
+    @Test func anEventOfAWatchForgottenInItsBatchCallsNoWatchInItsPlace() throws {
+        let own = EventLoop()
+        let pipes = (first: Pipe(), second: Pipe(), third: Pipe())
+        defer { for pipe in [pipes.first, pipes.second, pipes.third] { pipe.close() } }
+        let calls = Mutex<[String]>([])
+        let watches = Mutex<[String: EventLoop.Watch]>([:])
+        @Sendable func handle(_ name: String, _ other: String, _ descriptor: Int32) {
+            var byte: UInt8 = 0
+            while Glibc.read(descriptor, &byte, 1) == 1 {}
+            calls.withLock { $0.append(name) }
+            guard let watch = watches.withLock({ $0.removeValue(forKey: other) }) else { return }
+            own.unwatch(watch)
+            let third = own.watch(pipes.third.read) { _ in calls.withLock { $0.append("third") } }
+            watches.withLock { $0["third"] = third }
+        }
+        own.runAndWait {
+            let first = own.watch(pipes.first.read) { _ in handle("first", "second", pipes.first.read) }
+            let second = own.watch(pipes.second.read) { _ in handle("second", "first", pipes.second.read) }
+            watches.withLock { $0 = ["first": first, "second": second] }
+        }
+        // Both made readable by one closure on the loop: its next `epoll_wait` reports both.
+        own.runAndWait {
+            pipes.first.send(1)
+            pipes.second.send(1)
+        }
+        let deadline = ContinuousClock.now + .seconds(2)
+        while calls.withLock({ $0.isEmpty }), ContinuousClock.now < deadline { usleep(1_000) }
+        usleep(50_000)
+        #expect(calls.withLock { $0.count } == 1, "called: \(calls.withLock { $0 })")
+        own.runAndWait { for watch in watches.withLock({ $0.values }) { own.unwatch(watch) } }
+    }
+
     /// `onLoop` (the event path's `assumeIsolated`) calls into an actor of the loop synchronously,
     /// from a closure the loop runs.
     @Test func onLoopCallsAnActorOfTheLoopSynchronously() async {
