@@ -230,13 +230,14 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// slot back.
     private func forget(_ token: UInt64) {
         takeAddedWatchers()
+        // Held strongly before its slot lets it go.
+        guard let watcher = takenWatcher(for: token)?.takeUnretainedValue() else { return }
         let slot = Self.slotOf(token)
-        guard slot < watcherSlots.count, let entry = watcherSlots[slot], entry.token == token else { return }
         watcherSlots[slot] = nil
         lock.lock()
         freeWatcherSlots.append(slot)
         lock.unlock()
-        if dispatching { watchersForgottenWhileDispatching.append(entry.watcher) }
+        if dispatching { watchersForgottenWhileDispatching.append(watcher) }
     }
 
     /// On the loop: puts the watchers other threads added into their slots.
