@@ -157,6 +157,13 @@ struct HCIEventDecodingTests {
         #expect(HCIEvent.numberOfCompletedPackets(entries).encoded == bytes)
     }
 
+    /// Bytes after the last count (none in the specification) are not read, as any event's
+    /// parameters beyond those it defines.
+    @Test func completedPacketsIgnoresBytesAfterTheLastCount() throws {
+        let bytes = try #require([UInt8](hexString: "13 07 01 40 00 02 00 ee ee"))
+        #expect(try HCIEvent(decoding: bytes[...]) == .numberOfCompletedPackets([.init(handle: 0x40, count: 2)]))
+    }
+
     /// Decoded in place from the middle of a read buffer, as the framer hands events on.
     @Test(arguments: vectors)
     func decodesFromASliceOfALargerBuffer(hex: String, expected: HCIEvent) throws {

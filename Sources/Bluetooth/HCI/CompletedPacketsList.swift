@@ -1,3 +1,5 @@
+import BluetoothCore
+
 extension HCIEvent {
     /// The entries of a Number Of Completed Packets event (Core Vol 4 Part E 7.7.19), one per
     /// connection handle, in the order the controller lists them.
@@ -20,6 +22,30 @@ extension HCIEvent {
 
         public init(arrayLiteral entries: CompletedPackets...) {
             self.init(entries)
+        }
+
+        /// Decodes the event's parameters (Vol 4 Part E 7.7.19): the number of handles, then every
+        /// handle, then every count, each little-endian. `event` is the whole event, its two-byte
+        /// header checked already: read in place, with no slice of its own (which would retain
+        /// the buffer). Bytes after the last count are ignored.
+        init(event: borrowing ArraySlice<UInt8>) throws(HCIDecodingError) {
+            let parameters = event.startIndex + 2
+            guard parameters < event.endIndex, event.endIndex - parameters >= 1 + 4 * Int(event[parameters]) else {
+                throw .truncated(what: "HCI event 0x\([Code.numberOfCompletedPackets].hexString) parameters")
+            }
+            let entries = Int(event[parameters])
+            let handles = parameters + 1
+            let counts = handles + 2 * entries
+            for entry in 0..<entries {
+                append(
+                    CompletedPackets(
+                        handle: Self.uint16(in: event, at: handles + 2 * entry) & 0x0FFF,
+                        count: Self.uint16(in: event, at: counts + 2 * entry)))
+            }
+        }
+
+        private static func uint16(in bytes: ArraySlice<UInt8>, at index: Int) -> UInt16 {
+            UInt16(bytes[index]) | UInt16(bytes[index + 1]) << 8
         }
 
         public var startIndex: Int { 0 }

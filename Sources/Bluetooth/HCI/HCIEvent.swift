@@ -38,7 +38,7 @@ public enum HCIEvent: Equatable, Sendable {
 
     /// Decodes an event in place from the bytes after its H4 indicator (usually a slice of the
     /// buffer it was read into); the events that come back for every packet sent allocate nothing.
-    public init(decoding bytes: ArraySlice<UInt8>) throws(HCIDecodingError) {
+    public init(decoding bytes: borrowing ArraySlice<UInt8>) throws(HCIDecodingError) {
         guard bytes.count >= 2 else { throw .truncated(what: "HCI event header") }
         let code = bytes[bytes.startIndex]
         let length = Int(bytes[bytes.startIndex + 1])
@@ -47,7 +47,13 @@ public enum HCIEvent: Equatable, Sendable {
                 what: "HCI event 0x\([code].hexString)", declared: length,
                 actual: bytes.count - 2)
         }
-        var reader = ByteReader(bytes, offset: 2)
+        // Comes back for every packet sent: read from the slice itself, not through a reader,
+        // which would take a reference to the buffer and give it back for every such event.
+        if code == Code.numberOfCompletedPackets {
+            self = .numberOfCompletedPackets(try CompletedPacketsList(event: bytes))
+            return
+        }
+        var reader = ByteReader(copy bytes, offset: 2)
         do {
             switch code {
             case Code.disconnectionComplete:
@@ -67,13 +73,6 @@ public enum HCIEvent: Equatable, Sendable {
                     opcode: HCIOpcode(rawValue: try reader.readUInt16()))
             case Code.hardwareError:
                 self = .hardwareError(code: try reader.readUInt8())
-            case Code.numberOfCompletedPackets:
-                let count = Int(try reader.readUInt8())
-                // Handles come first, then counts (Vol 4 Part E 7.7.19).
-                var entries = CompletedPacketsList()
-                for _ in 0..<count { entries.append(CompletedPackets(handle: try reader.readUInt16() & 0x0FFF, count: 0)) }
-                for index in entries.indices { entries[index].count = try reader.readUInt16() }
-                self = .numberOfCompletedPackets(entries)
             case Code.encryptionChange:
                 self = .encryptionChange(
                     status: HCIStatus(rawValue: try reader.readUInt8()),

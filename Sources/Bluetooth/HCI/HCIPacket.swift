@@ -107,8 +107,8 @@ public struct HCIACLPacket: Equatable, Sendable {
     }
 
     /// Decodes the packet after its H4 indicator; only the data is copied out of `bytes`.
-    public init(decoding bytes: ArraySlice<UInt8>) throws(HCIDecodingError) {
-        var reader = ByteReader(bytes)
+    public init(decoding bytes: borrowing ArraySlice<UInt8>) throws(HCIDecodingError) {
+        var reader = ByteReader(copy bytes)
         do {
             let header = try reader.readUInt16()
             let length = Int(try reader.readUInt16())
@@ -154,12 +154,16 @@ extension HCIPacket {
     /// usually a slice of the buffer the packet was read into. The packet keeps none of it (what
     /// it holds on to, such as ACL data, is copied), so that buffer can be reused without copying;
     /// Number Of Completed Packets, which comes back for every packet sent, allocates nothing.
-    public init(type: HCIPacketType, body: ArraySlice<UInt8>) throws(HCIDecodingError) {
+    ///
+    /// `body` is borrowed, here and by the decoders it goes to, not owned (an initializer's
+    /// default): an owned slice cost a retain of the buffer by the framer and a release by the
+    /// decoder, for every packet.
+    public init(type: HCIPacketType, body: borrowing ArraySlice<UInt8>) throws(HCIDecodingError) {
         switch type {
-        case .command: self = .command(try HCICommand(decoding: body))
+        case .command: self = .command(try HCICommand(decoding: copy body))
         case .acl: self = .acl(try HCIACLPacket(decoding: body))
         case .event: self = .event(try HCIEvent(decoding: body))
-        case .sco, .iso: self = .other(type: type, bytes: Array(body))
+        case .sco, .iso: self = .other(type: type, bytes: Array(copy body))
         }
     }
 }
