@@ -57,6 +57,16 @@ extension Fixture {
     ) throws
         -> (GATTServer, (UInt8, CentralID) throws -> Bool)
     {
+        let (server, heartRate) = try heartRateSubscribed(centrals, credits: credits, configuration: configuration)
+        return (server, { value, central in try server.updateValue([value], for: heartRate, to: [central], now: serverStart) })
+    }
+
+    /// The test server with `centrals` connected and subscribed to Heart Rate Measurement
+    /// notifications and `credits` transmit credits, and that characteristic.
+    static func heartRateSubscribed(
+        _ centrals: [CentralID], credits: Int,
+        configuration: GATTServer.Configuration = .init()
+    ) throws -> (GATTServer, PublishedCharacteristic) {
         let (server, _, services) = try server(configuration: configuration)
         let heartRate = try #require(services[1].characteristic(BluetoothUUID(0x2A37)))
         for central in centrals {
@@ -65,6 +75,6 @@ extension Fixture {
         }
         _ = server.takeOutput()
         server.addTransmitCredits(credits, now: serverStart)
-        return (server, { value, central in try server.updateValue([value], for: heartRate, to: [central], now: serverStart) })
+        return (server, heartRate)
     }
 }

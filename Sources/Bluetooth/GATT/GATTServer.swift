@@ -204,25 +204,49 @@ public final class GATTServer {
         try updateValue(value, for: characteristic, among: targets, now: now())
     }
 
+    /// What `updateValue(_:for:toCentral:now:)` did with a value.
+    public enum CentralUpdate: Equatable, Sendable {
+        /// A notification, which took a transmit credit: the caller sends it, as the output's
+        /// `sendUpdate` (it is not in the output).
+        case notification(ATTUpdate)
+        /// Done: what the value called for is in the output (an indication), or the central is
+        /// not subscribed to the characteristic.
+        case handled
+        /// No room: nothing was sent, and one `readyToUpdateSubscribers` follows when room frees.
+        case refused
+    }
+
     /// `updateValue(_:for:to:now:)` for one central, with no list made for it: a notify driver
     /// sends each central its own updates, one call per notification.
+    ///
+    /// A notification, the usual update, is judged for its one central directly and handed back
+    /// rather than put in the output, which the caller would take out again at once: the general
+    /// path's first pass (every central's bits noted before any update goes out, so that all are
+    /// refused when one cannot take its own) and the output's round trip cost about 250
+    /// instructions per notification. An indication takes the general path.
     public func updateValue(
         _ value: [UInt8], for characteristic: PublishedCharacteristic, toCentral target: CentralID,
         now: @autoclosure () -> LoopInstant
-    ) throws(GATTServerError) -> Bool {
-        try updateValue(value, for: characteristic, among: CollectionOfOne(target), now: now())
+    ) throws(GATTServerError) -> CentralUpdate {
+        let cccdHandle = try clientConfigurationHandle(of: characteristic)
+        guard let index = centrals.firstIndex(where: { $0.id == target }), !centrals[index].isClosed,
+            let configured = centrals[index].clientConfigurations[cccdHandle], configured & Self.notifyBit != 0
+        else {
+            return try updateValue(value, for: characteristic, among: CollectionOfOne(target), now: now())
+                ? .handled : .refused
+        }
+        guard mayTakeCredit(centrals[index]) else {
+            readyToUpdatePending = true
+            return .refused
+        }
+        return .notification(notification(of: value, for: characteristic, toCentralAt: index))
     }
 
     private func updateValue<Targets: Collection<CentralID>>(
         _ value: [UInt8], for characteristic: PublishedCharacteristic, among targets: Targets?,
         now: @autoclosure () -> LoopInstant
     ) throws(GATTServerError) -> Bool {
-        guard database.publishes(characteristic) else {
-            throw .characteristicNotPublished(characteristic.uuid)
-        }
-        guard let cccdHandle = characteristic.clientConfigurationHandle else {
-            throw .characteristicCannotNotify(characteristic.uuid)
-        }
+        let cccdHandle = try clientConfigurationHandle(of: characteristic)
         // The targets (one central, or a few: a link serves at most a handful) are searched
         // directly rather than made a set: this runs for every value.
         updateBits.removeAllKeepingStorage()
@@ -258,15 +282,7 @@ public final class GATTServer {
         }
         // By index rather than zipped: a zip retains both arrays, for every value.
         for index in updateBits.indices where updateBits[index] == Self.notifyBit {
-            transmitCredits -= 1
-            centrals[index].updatesInFlight += 1
-            // Reached through the array, not bound to a local: a local central was retained
-            // across the calls, and released after, for every notification.
-            sendUpdate(
-                ATTUpdate(
-                    .notification, handle: characteristic.valueHandle,
-                    value: value.truncated(to: centrals[index].maximumUpdateValueLength)),
-                to: centrals[index].id)
+            sendUpdate(notification(of: value, for: characteristic, toCentralAt: index), to: centrals[index].id)
         }
         for index in updateBits.indices where updateBits[index] == Self.indicateBit {
             let central = centrals[index]
@@ -277,6 +293,32 @@ public final class GATTServer {
             pumpIndications(central, now: now())
         }
         return true
+    }
+
+    /// The handle of the characteristic's CCCD, once it is known to be published and to notify or
+    /// indicate.
+    private func clientConfigurationHandle(of characteristic: PublishedCharacteristic) throws(GATTServerError) -> UInt16 {
+        guard database.publishes(characteristic) else {
+            throw .characteristicNotPublished(characteristic.uuid)
+        }
+        guard let cccdHandle = characteristic.clientConfigurationHandle else {
+            throw .characteristicCannotNotify(characteristic.uuid)
+        }
+        return cccdHandle
+    }
+
+    /// The notification of `value` to the central at `index` in `centrals`, which may take its
+    /// credit: takes it.
+    private func notification(
+        of value: [UInt8], for characteristic: PublishedCharacteristic, toCentralAt index: Int
+    ) -> ATTUpdate {
+        transmitCredits -= 1
+        // Reached through the array, not bound to a local: a local central was retained
+        // across the calls, and released after, for every notification.
+        centrals[index].updatesInFlight += 1
+        return ATTUpdate(
+            .notification, handle: characteristic.valueHandle,
+            value: value.truncated(to: centrals[index].maximumUpdateValueLength))
     }
 
     /// Client Characteristic Configuration bits (Vol 3 Part G 3.3.3.3).

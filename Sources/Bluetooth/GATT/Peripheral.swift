@@ -179,33 +179,38 @@ public actor Peripheral {
         _ value: [UInt8], for characteristic: PublishedCharacteristic,
         onSubscribedCentrals centrals: [CentralID]? = nil
     ) throws(PeripheralError) -> Bool {
-        try update { () throws(GATTServerError) in
-            try server.updateValue(value, for: characteristic, to: centrals, now: now())
-        }
-    }
-
-    /// `updateValue(_:for:onSubscribedCentrals:)` for one central, with no list made for it: the
-    /// notify driver sends each central its own updates, one call per notification.
-    public func updateValue(
-        _ value: [UInt8], for characteristic: PublishedCharacteristic, onSubscribedCentral central: CentralID
-    ) throws(PeripheralError) -> Bool {
-        try update { () throws(GATTServerError) in
-            try server.updateValue(value, for: characteristic, toCentral: central, now: now())
-        }
-    }
-
-    /// Runs one of the server's `updateValue`s and sends what it produced. Inlined: called, the
-    /// closure's captures (the value, the peripheral) were passed retained, for every update.
-    @inline(__always)
-    private func update(_ send: () throws(GATTServerError) -> Bool) throws(PeripheralError) -> Bool {
         try requirePoweredOn()
         let sent: Bool
-        do throws(GATTServerError) { sent = try send() } catch {
+        do throws(GATTServerError) { sent = try server.updateValue(value, for: characteristic, to: centrals, now: now()) } catch {
             throw .server(error)
         }
         // Updates only, never an event: nothing to deliver.
         if server.hasOutput { sendOutput() }
         return sent
+    }
+
+    /// `updateValue(_:for:onSubscribedCentrals:)` for one central, with no list made for it: the
+    /// notify driver sends each central its own updates, one call per notification. A
+    /// notification goes to the link as the server hands it back, not through the output.
+    public func updateValue(
+        _ value: [UInt8], for characteristic: PublishedCharacteristic, onSubscribedCentral central: CentralID
+    ) throws(PeripheralError) -> Bool {
+        try requirePoweredOn()
+        let update: GATTServer.CentralUpdate
+        do throws(GATTServerError) { update = try server.updateValue(value, for: characteristic, toCentral: central, now: now()) } catch {
+            throw .server(error)
+        }
+        switch update {
+        case .notification(let notification):
+            link.sendUpdate(notification, to: central)
+            return true
+        case .handled:
+            // Updates only, never an event: nothing to deliver.
+            if server.hasOutput { sendOutput() }
+            return true
+        case .refused:
+            return false
+        }
     }
 
     /// The longest value one update carries to `central` (its ATT_MTU − 3); longer values are
