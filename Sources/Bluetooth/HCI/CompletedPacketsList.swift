@@ -11,7 +11,9 @@ extension HCIEvent {
         Equatable, Sendable
     {
         private var inline = InlineArray<4, CompletedPackets>(repeating: CompletedPackets(handle: 0, count: 0))
-        private var overflow: [CompletedPackets] = []
+        /// Nil, not an empty array, while the inline entries suffice: a list copied or destroyed
+        /// then has no reference to count (the empty array's storage, for every event).
+        private var overflow: [CompletedPackets]?
         public private(set) var count = 0
 
         public init() {}
@@ -54,14 +56,14 @@ extension HCIEvent {
         public subscript(position: Int) -> CompletedPackets {
             get {
                 precondition(position >= 0 && position < count, "completed packets entry \(position) out of range")
-                return position < inline.count ? inline[position] : overflow[position - inline.count]
+                return position < inline.count ? inline[position] : overflow![position - inline.count]
             }
             set {
                 precondition(position >= 0 && position < count, "completed packets entry \(position) out of range")
                 if position < inline.count {
                     inline[position] = newValue
                 } else {
-                    overflow[position - inline.count] = newValue
+                    overflow![position - inline.count] = newValue
                 }
             }
         }
@@ -69,8 +71,10 @@ extension HCIEvent {
         public mutating func append(_ entry: CompletedPackets) {
             if count < inline.count {
                 inline[count] = entry
+            } else if overflow == nil {
+                overflow = [entry]
             } else {
-                overflow.append(entry)
+                overflow!.append(entry)
             }
             count += 1
         }
