@@ -229,8 +229,8 @@ public final class GATTServer {
         now: @autoclosure () -> LoopInstant
     ) throws(GATTServerError) -> CentralUpdate {
         let cccdHandle = try clientConfigurationHandle(of: characteristic)
-        guard let index = centrals.firstIndex(where: { $0.id == target }), !centrals[index].isClosed,
-            let configured = centrals[index].clientConfigurations[cccdHandle], configured & Self.notifyBit != 0
+        guard let index = centrals.firstIndex(where: { $0.id == target }),
+            enabledUpdateBits(of: centrals[index], cccd: cccdHandle) == Self.notifyBit
         else {
             return try updateValue(value, for: characteristic, among: CollectionOfOne(target), now: now())
                 ? .handled : .refused
@@ -255,12 +255,7 @@ public final class GATTServer {
         // By index, here and below: iterating the property retains the array, for every value.
         for index in centrals.indices {
             let central = centrals[index]
-            var bits: UInt16 = 0
-            if targets?.contains(central.id) ?? true, !central.isClosed,
-                let configured = central.clientConfigurations[cccdHandle]
-            {
-                bits = configured & Self.notifyBit != 0 ? Self.notifyBit : configured & Self.indicateBit
-            }
+            let bits = targets?.contains(central.id) ?? true ? enabledUpdateBits(of: central, cccd: cccdHandle) : 0
             updateBits.append(bits)
             if bits == Self.notifyBit {
                 guard mayTakeCredit(central) else {
@@ -305,6 +300,13 @@ public final class GATTServer {
             throw .characteristicCannotNotify(characteristic.uuid)
         }
         return cccdHandle
+    }
+
+    /// What `central` takes of the characteristic whose CCCD is `cccdHandle`: `notifyBit`
+    /// (notifications, when it enabled both), `indicateBit`, or 0 (not subscribed, or closing).
+    private func enabledUpdateBits(of central: CentralState, cccd cccdHandle: UInt16) -> UInt16 {
+        guard !central.isClosed, let configured = central.clientConfigurations[cccdHandle] else { return 0 }
+        return configured & Self.notifyBit != 0 ? Self.notifyBit : configured & Self.indicateBit
     }
 
     /// The notification of `value` to the central at `index` in `centrals`, which may take its

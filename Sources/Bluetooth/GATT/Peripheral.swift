@@ -179,10 +179,8 @@ public actor Peripheral {
         _ value: [UInt8], for characteristic: PublishedCharacteristic,
         onSubscribedCentrals centrals: [CentralID]? = nil
     ) throws(PeripheralError) -> Bool {
-        try requirePoweredOn()
-        let sent: Bool
-        do throws(GATTServerError) { sent = try server.updateValue(value, for: characteristic, to: centrals, now: now()) } catch {
-            throw .server(error)
+        let sent = try onServer { () throws(GATTServerError) in
+            try server.updateValue(value, for: characteristic, to: centrals, now: now())
         }
         // Updates only, never an event: nothing to deliver.
         if server.hasOutput { sendOutput() }
@@ -195,10 +193,8 @@ public actor Peripheral {
     public func updateValue(
         _ value: [UInt8], for characteristic: PublishedCharacteristic, onSubscribedCentral central: CentralID
     ) throws(PeripheralError) -> Bool {
-        try requirePoweredOn()
-        let update: GATTServer.CentralUpdate
-        do throws(GATTServerError) { update = try server.updateValue(value, for: characteristic, toCentral: central, now: now()) } catch {
-            throw .server(error)
+        let update = try onServer { () throws(GATTServerError) in
+            try server.updateValue(value, for: characteristic, toCentral: central, now: now())
         }
         switch update {
         case .notification(let notification):
@@ -211,6 +207,15 @@ public actor Peripheral {
         case .refused:
             return false
         }
+    }
+
+    /// One of the server's `updateValue`s, when powered on, its error the peripheral's. Inlined:
+    /// called, the closure's captures (the value, the peripheral) were passed retained, for every
+    /// update.
+    @inline(__always)
+    private func onServer<Result>(_ call: () throws(GATTServerError) -> Result) throws(PeripheralError) -> Result {
+        try requirePoweredOn()
+        do throws(GATTServerError) { return try call() } catch { throw .server(error) }
     }
 
     /// The longest value one update carries to `central` (its ATT_MTU − 3); longer values are
