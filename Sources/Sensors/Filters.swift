@@ -25,6 +25,9 @@ struct FilterChain {
         }
     }
 
+    /// No stage changes or holds back a reading (no value filter is configured).
+    var passesEverything: Bool { stages.isEmpty }
+
     /// Asked after every value, so it builds no array.
     var deadline: UInt64? {
         var earliest: UInt64?
