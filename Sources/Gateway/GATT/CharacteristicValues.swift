@@ -88,7 +88,7 @@ final class CharacteristicValues: Sendable {
     }
 
     /// `ref`'s value is now `sample`.
-    func set(_ sample: NotifySample, of ref: CharacteristicRef) {
+    func set(_ sample: consuming NotifySample, of ref: CharacteristicRef) {
         guard let position = store.value.positionsByRef[ref] else { return }
         store.value.entries[position].sample = sample
     }

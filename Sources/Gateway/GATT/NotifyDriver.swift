@@ -69,7 +69,8 @@ final class NotifyDriver {
         engine.configure(ref, policy: policy)
     }
 
-    /// `ref`'s new value (`values` has it already), judged for every subscriber.
+    /// `ref`'s new value, judged for every subscriber (the pipeline puts it in `values` after
+    /// this call: the engine reads no current value here).
     func update(_ ref: CharacteristicRef, sample: NotifySample) {
         engine.update(ref, sample: sample, now: now)
     }

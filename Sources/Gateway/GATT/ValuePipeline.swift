@@ -102,7 +102,7 @@ public actor ValuePipeline {
     /// A sensor reading: becomes the value of every characteristic carrying it. Synchronous: a
     /// sensor's runner hands its readings over on the event loop, where this actor runs.
     public func sensorValue(_ reading: SensorSample) {
-        guard let refs = router.characteristics(carrying: reading.sensor, channel: reading.channel) else { return }
+        guard let route = router.route(carrying: reading.sensor, channel: reading.channel) else { return }
         guard let value = ValueRouter.value(of: reading.reading) else {
             guard case .failure(let failure) = reading.reading else { return }
             logger.warning(
@@ -114,7 +114,10 @@ public actor ValuePipeline {
                 ])
             return
         }
-        for ref in refs { setValue(value, of: ref) }
+        // By position: the list taken out of the router was retained and released for every value.
+        for position in router.characteristicPositions(on: route) {
+            setValue(value, of: router.characteristic(at: position, on: route))
+        }
         notifier.drain()
     }
 
@@ -208,10 +211,13 @@ public actor ValuePipeline {
                 ])
             return
         }
-        values.set(sample, of: ref)
+        // The store takes the sample last, moved in rather than copied (a copy retained its
+        // bytes and released them again). Nothing reads the store before this call returns:
+        // the engine is handed the sample, and the MQTT mirror asks the pipeline later.
         notifier.update(ref, sample: sample)
         // Optional chaining: without MQTT the event is not even built.
         eventSink?(.valueChanged(ref, sample.bytes))
+        values.set(sample, of: ref)
     }
 
     /// Drives an output's line; returns why it could not, after logging it.

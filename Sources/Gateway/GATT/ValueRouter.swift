@@ -52,8 +52,20 @@ struct ValueRouter {
 
     /// The characteristics that carry `channel` of `sensor`; nil when none does.
     func characteristics(carrying sensor: String, channel: String) -> [CharacteristicRef]? {
-        routes.first { $0.sensor == sensor && $0.channel == channel }?.refs
+        route(carrying: sensor, channel: channel).map { routes[$0].refs }
     }
+
+    /// The route of `channel` of `sensor` (its place among the routes), for the event path: its
+    /// characteristics are then read one by one (`characteristic(at:on:)`), not as a list.
+    func route(carrying sensor: String, channel: String) -> Int? {
+        routes.firstIndex { $0.sensor == sensor && $0.channel == channel }
+    }
+
+    /// The positions of `route`'s characteristics.
+    func characteristicPositions(on route: Int) -> Range<Int> { routes[route].refs.indices }
+
+    /// The characteristic at `position` on `route`.
+    func characteristic(at position: Int, on route: Int) -> CharacteristicRef { routes[route].refs[position] }
 
     /// The characteristics that carry any channel of `sensor` (its readings, presses excepted:
     /// an event is not a state that goes stale), in order.
