@@ -162,6 +162,10 @@ public struct NotifyEngine<Central: Hashable & Sendable, Characteristic: Hashabl
     /// every value (about 70 instructions under the default immediate policy).
     private var mayHoldValues = false
 
+    /// Whether any central is subscribed to anything: without, nothing waits for a link and
+    /// nothing has a deadline.
+    public var hasSubscriptions: Bool { liveSubscriptions > 0 }
+
     public init() {}
 
     // MARK: Configuration

@@ -131,6 +131,12 @@ final class NotifyDriver {
     /// Hands waiting values to `send` until the link is full or nothing waits, then schedules the
     /// timer for the engine's next deadline. Synchronous, so nothing else runs in between.
     func drain() {
+        // Nobody subscribed (a gateway nobody is connected to, most of the time): nothing to hand
+        // out and no deadline to find, so neither is asked for, after every value.
+        guard engine.hasSubscriptions else {
+            timer?.schedule(at: nil)
+            return
+        }
         engine.collectCentralsWithPendingTransmissions(into: &pendingCentrals)
         // Sorting none or one still pays the sort's setup, on every value.
         if pendingCentrals.count > 1 { pendingCentrals.sort() }
