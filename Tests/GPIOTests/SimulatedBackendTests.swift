@@ -349,6 +349,22 @@ final class CallCounter: @unchecked Sendable {
         #expect(try input.value() == false)
     }
 
+    /// A debounced line signals its edge once the level has held for the period, with no other
+    /// datagram, read or timer to wake the simulator; a bounce shorter than the period is no edge.
+    @Test func aDebouncedLineSignalsItsEdgeWhenTheLevelHasHeld() async throws {
+        let path = try temporaryDirectory("socket-line").path + "/door.socket"
+        let sim = socketLine(path)
+        let signal = ReadableSignal()
+        let input = try sim.requestInput(
+            LineSelector("DOOR"), consumer: "t", settings: InputSettings(edges: .both, debounce: .milliseconds(20)),
+            onReadable: signal.callback)
+        try send("101", to: path)
+        let edges = try await events(input, signal, count: 1)
+        #expect(edges == [.rising])
+        let held = try input.readEvents()
+        #expect(held.events.isEmpty && held.lost == 0)
+    }
+
     @Test func theSocketExistsWhileAnInputHoldsTheLine() throws {
         let path = try temporaryDirectory("socket-line").path + "/door.socket"
         let sim = socketLine(path)

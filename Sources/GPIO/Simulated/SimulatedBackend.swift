@@ -73,15 +73,23 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
         wakeups.run()
     }
 
-    /// Levels another program sent to a line's socket: each `0` or `1` is applied in order now.
+    /// Levels another program sent to a line's socket: each `0` or `1` is applied in order now,
+    /// after every line's changes up to now. Applied to the line at once, not scheduled on its
+    /// waveform for a generation of every line to find: the other lines are generated only when
+    /// one is due (`quietBefore`), so a level costs no walk of the lines (docs/performance.md).
     private func receive(_ levels: UnsafeBufferPointer<UInt8>, chip c: Int, offset: Int) {
         let wakeups = lock.withLock { _ in
             let now = max(currentTimeLocked, generatedThrough + 1)
-            for byte in levels where byte == UInt8(ascii: "0") || byte == UInt8(ascii: "1") {
-                chipStates[c].lines[offset].waveform.set(byte == UInt8(ascii: "1"), at: now)
+            var wakeups = generateLocked(through: now)
+            if let onReadable = chipStates[c].lines[offset].receive(levels, at: now) { wakeups.append(onReadable) }
+            // A debouncer the levels started settles later: the next generation must not skip
+            // it, and in real time the timer wakes the simulator for it, as no datagram may come.
+            // (A socket-driven line's waveform changes only by the levels received.)
+            if let settles = chipStates[c].lines[offset].debouncerDeadline(), settles < quietBefore {
+                quietBefore = settles
+                armTimerLocked()
             }
-            quietBefore = 0
-            return generateLocked(through: now)
+            return wakeups
         }
         wakeups.run()
     }
@@ -442,20 +450,21 @@ private struct SimulatedLine {
         mutating func take(_ waveform: inout Waveform, through time: UInt64, delivers: Bool) -> Bool {
             var queued = false
             while let change = waveform.nextChange(through: time) {
-                guard delivers else { continue }
-                let edge: Edge = (change.level != settings.activeLow) ? .rising : .falling
-                if debouncer != nil {
-                    if let (confirmed, at) = debouncer!.feed(edge, at: change.time) {
-                        queued = emit(confirmed, at: at) || queued
-                    }
-                } else {
-                    queued = emit(edge, at: change.time) || queued
-                }
+                if delivers { queued = apply(change) || queued }
             }
             if let (confirmed, at) = debouncer?.flush(through: time) {
                 queued = emit(confirmed, at: at) || queued
             }
             return queued
+        }
+
+        /// One change of the line's level: an edge, through the debouncer when there is one;
+        /// whether an event was queued.
+        mutating func apply(_ change: Waveform.Transition) -> Bool {
+            let edge: Edge = (change.level != settings.activeLow) ? .rising : .falling
+            guard debouncer != nil else { return emit(edge, at: change.time) }
+            guard let (confirmed, at) = debouncer!.feed(edge, at: change.time) else { return false }
+            return emit(confirmed, at: at)
         }
 
         mutating func emit(_ edge: Edge, at time: UInt64) -> Bool {
@@ -542,6 +551,24 @@ private struct SimulatedLine {
         // tests its case again.
         return input!.take(&waveform, through: time, delivers: delivers) ? input!.onReadable : nil
     }
+
+    /// Levels received from the line's socket, applied in order at `time`; returns the input
+    /// request's readable callback when they queued events for it. A level received while an
+    /// output drives the line, or after the input let it go, only sets the waveform's level.
+    mutating func receive(_ levels: UnsafeBufferPointer<UInt8>, at time: UInt64) -> (@Sendable () -> Void)? {
+        var queued = false
+        for byte in levels where byte == UInt8(ascii: "0") || byte == UInt8(ascii: "1") {
+            let level = byte == UInt8(ascii: "1")
+            guard waveform.receive(level), input != nil, output == nil else { continue }
+            queued = input!.apply(Waveform.Transition(time: time, level: level)) || queued
+        }
+        return queued ? input!.onReadable : nil
+    }
+
+    /// When the input's debouncer settles the level it holds pending, if it holds one. A method,
+    /// as `withInput` is, so that it reads in place: a property read through the chip's array of
+    /// lines copied the whole line.
+    mutating func debouncerDeadline() -> UInt64? { input?.debouncer?.deadline }
 
     /// When the line next changes level or its debouncer settles, if ever.
     mutating func nextDue() -> UInt64? {

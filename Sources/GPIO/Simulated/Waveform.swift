@@ -21,8 +21,8 @@ struct Waveform {
     private var index = 0
     /// Transitions scheduled by reactive generators (DHT answer, HC-SR04 echo), in time order,
     /// from `nextScheduled` on: those before it are taken. Taken by moving the index, not by
-    /// removing the first element, which shifted the rest (a socket-driven line takes one per
-    /// edge); the array is emptied once all are taken.
+    /// removing the first element, which shifted the rest (a DHT frame is 84 transitions); the
+    /// array is emptied once all are taken.
     private var scheduled: [Transition] = []
     private var nextScheduled = 0
     private(set) var level: Bool
@@ -132,10 +132,11 @@ struct Waveform {
         }
     }
 
-    /// A level set from outside at `time` (no earlier than anything already scheduled); several
-    /// at one instant are kept in order, each change an edge.
-    mutating func set(_ level: Bool, at time: UInt64) {
-        scheduled.append(Transition(time: time, level: level))
+    /// A level received from outside (a socket-driven line's), now: whether it changed the level.
+    mutating func receive(_ level: Bool) -> Bool {
+        guard level != self.level else { return false }
+        self.level = level
+        return true
     }
 
     /// Adds reactive transitions (all later than anything already produced).
