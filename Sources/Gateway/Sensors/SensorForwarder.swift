@@ -60,10 +60,12 @@ actor SensorForwarder {
         }
         pipeline.onLoop(with: value) { $0.sensorValue($1) }
         bthome?.onLoop(with: value) { $0.reading($1) }
-        if confirmButton?.isPress(value) == true {
+        // Tested for nil first: the optional chain on its own went through each property's modify
+        // accessor for every value, about twenty instructions, for a sensor that is neither button.
+        if confirmButton != nil, confirmButton!.isPress(value) {
             host.onLoop { $0.confirmNumericComparison() }
         }
-        if pairButton?.isLongPress(value) == true {
+        if pairButton != nil, pairButton!.isLongPress(value) {
             host.onLoop(with: (pairingWindow, sensor)) { $0.openPairingWindow(for: $1.0, reason: "\($1.1) held") }
         }
     }
