@@ -26,9 +26,12 @@ struct Emission {
 /// readings. Engines are synchronous and take time explicitly, so the same code runs in real
 /// time (`SensorRunner`) and in virtual time (`SimulatedSensorDriver`), deterministically.
 protocol SensorEngine: AnyObject {
-    /// Inputs whose edge events this engine consumes now (may change between calls). Asked at
-    /// every step: an engine whose inputs are fixed keeps the array rather than build one.
-    var inputs: [any InputLine] { get }
+    /// How many inputs' edge events this engine consumes now (may change between calls).
+    var inputCount: Int { get }
+    /// Reads the pending edge events of input `index` (below `inputCount`) into `events`;
+    /// returns how many were lost. The engine reads its own line: a step asking for an array of
+    /// lines retained the array and each line in it (docs/performance.md).
+    func readEvents(ofInput index: Int, into events: inout [EdgeEvent]) throws -> Int
     /// When `tick` must next be called; after `tick(at: t)` it is later than `t` or nil.
     var deadline: UInt64? { get }
     /// How often a polled sensor reads (its `SensorHealth` deadline follows from it); nil for a
@@ -191,13 +194,13 @@ final class SensorCore {
         // their storage): local arrays swapped in and out cost a release each per step.
         lineEvents.removeAllKeepingStorage()
         eventEmissions.removeAllKeepingStorage()
-        let inputs = engine.inputs
-        let merges = inputs.count > 1
+        let inputCount = engine.inputCount
+        let merges = inputCount > 1
         if merges { mergedEvents.removeAllKeepingStorage() }
-        for (index, line) in inputs.enumerated() {
+        for index in 0..<inputCount {
             let first = lineEvents.count
             do {
-                let lost = try line.readEvents(into: &lineEvents)
+                let lost = try engine.readEvents(ofInput: index, into: &lineEvents)
                 if lost > 0 {
                     engine.lost(lost, input: index)
                     lostTotal += lost

@@ -5,7 +5,6 @@ import GPIO
 /// `press` channel.
 final class BinaryEngine: SensorEngine {
     private let input: any InputLine
-    let inputs: [any InputLine]
     private let holdNs: UInt64
     private var reported = false
     private var lastActive: UInt64 = 0
@@ -14,9 +13,14 @@ final class BinaryEngine: SensorEngine {
 
     init(_ settings: BinarySettings, context: EngineContext) throws {
         input = try context.input(settings.line, bias: settings.bias, edges: .both)
-        inputs = [input]
         holdNs = settings.holdTime.nanoseconds
         presses = settings.press.map(PressDetector.init)
+    }
+
+    var inputCount: Int { 1 }
+
+    func readEvents(ofInput index: Int, into events: inout [EdgeEvent]) throws -> Int {
+        try input.readEvents(into: &events)
     }
 
     var deadline: UInt64? {

@@ -15,7 +15,6 @@ import Synchronization
 /// written at most once per `reportInterval` while pulses come, and not at all while none do.
 final class CounterEngine: SensorEngine {
     private let input: any InputLine
-    let inputs: [any InputLine]
     private let store: CounterStore?
     private let reportNs: UInt64
     /// How long a total that could not be saved waits before the next try.
@@ -36,12 +35,17 @@ final class CounterEngine: SensorEngine {
         reported = total
         handedOver = total
         input = try context.input(settings.line, bias: settings.bias, edges: .rising)
-        inputs = [input]
         reportNs = settings.reportInterval.nanoseconds
         retryNs = max(reportNs, 10_000_000_000)
     }
 
     /// A save that ended is due at once (at the time its total was counted).
+    var inputCount: Int { 1 }
+
+    func readEvents(ofInput index: Int, into events: inout [EdgeEvent]) throws -> Int {
+        try input.readEvents(into: &events)
+    }
+
     var deadline: UInt64? {
         guard let ended = store?.endedSaveTime else { return reportDue }
         return min(ended, reportDue ?? ended)

@@ -26,9 +26,15 @@ final class DHTEngine: SensorEngine {
         self.context = context
     }
 
-    var inputs: [any InputLine] {
-        if case .receiving(_, let line, _) = phase { return [line] }
-        return []
+    /// The line is an input only while the sensor's answer is received.
+    var inputCount: Int {
+        if case .receiving = phase { return 1 }
+        return 0
+    }
+
+    func readEvents(ofInput index: Int, into events: inout [EdgeEvent]) throws -> Int {
+        guard case .receiving(_, let line, _) = phase else { preconditionFailure("no input while not receiving") }
+        return try line.readEvents(into: &events)
     }
 
     var deadline: UInt64? {

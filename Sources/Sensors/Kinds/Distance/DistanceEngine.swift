@@ -13,7 +13,6 @@ final class DistanceEngine: SensorEngine {
 
     private let trigger: any OutputLine
     private let echo: any InputLine
-    let inputs: [any InputLine]
     private let settings: DistanceSettings
     private let context: EngineContext
     private var phase: Phase = .idle(next: 0)
@@ -24,7 +23,12 @@ final class DistanceEngine: SensorEngine {
         self.context = context
         trigger = try context.output(settings.trigger, initialValue: false)
         echo = try context.input(settings.echo, bias: .asIs, edges: .both)
-        inputs = [echo]
+    }
+
+    var inputCount: Int { 1 }
+
+    func readEvents(ofInput index: Int, into events: inout [EdgeEvent]) throws -> Int {
+        try echo.readEvents(into: &events)
     }
 
     var deadline: UInt64? {

@@ -8,7 +8,12 @@ final class OutputEngine: SensorEngine {
         line = try context.output(settings.line, initialValue: settings.initialValue)
     }
 
-    var inputs: [any InputLine] { [] }
+    var inputCount: Int { 0 }
+
+    func readEvents(ofInput index: Int, into events: inout [EdgeEvent]) throws -> Int {
+        preconditionFailure("an output has no inputs")
+    }
+
     var deadline: UInt64? { nil }
 
     func start(at now: UInt64) throws -> [Emission] {

@@ -4,7 +4,6 @@ import GPIO
 /// report interval. Without any edge in an interval the duty cycle is 0 or 100 % by the level.
 final class PulseWidthEngine: SensorEngine {
     private let input: any InputLine
-    let inputs: [any InputLine]
     private let reportNs: UInt64
     private var reportDue: UInt64?
     private var level = false
@@ -17,8 +16,13 @@ final class PulseWidthEngine: SensorEngine {
 
     init(_ settings: PulseWidthSettings, context: EngineContext) throws {
         input = try context.input(settings.line, bias: settings.bias, edges: .both, bufferSize: 1024)
-        inputs = [input]
         reportNs = settings.reportInterval.nanoseconds
+    }
+
+    var inputCount: Int { 1 }
+
+    func readEvents(ofInput index: Int, into events: inout [EdgeEvent]) throws -> Int {
+        try input.readEvents(into: &events)
     }
 
     var deadline: UInt64? { reportDue }

@@ -4,7 +4,6 @@ import GPIO
 /// gauges), reported every `reportInterval`.
 final class RateEngine: SensorEngine {
     private let input: any InputLine
-    let inputs: [any InputLine]
     private let settings: RateSettings
     private let windowNs: UInt64
     private let reportNs: UInt64
@@ -17,7 +16,12 @@ final class RateEngine: SensorEngine {
         reportNs = settings.reportInterval.nanoseconds
         meter = RateMeter(windowNs: windowNs)
         input = try context.input(settings.line, bias: settings.bias, edges: .rising, bufferSize: 1024)
-        inputs = [input]
+    }
+
+    var inputCount: Int { 1 }
+
+    func readEvents(ofInput index: Int, into events: inout [EdgeEvent]) throws -> Int {
+        try input.readEvents(into: &events)
     }
 
     var deadline: UInt64? { reportDue }

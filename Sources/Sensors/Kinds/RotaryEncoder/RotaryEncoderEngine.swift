@@ -6,14 +6,18 @@ import GPIO
 final class RotaryEncoderEngine: SensorEngine {
     private let lineA: any InputLine
     private let lineB: any InputLine
-    let inputs: [any InputLine]
     private var decoder: QuadratureDecoder
 
     init(_ settings: RotaryEncoderSettings, context: EngineContext) throws {
         lineA = try context.input(settings.a, bias: settings.bias, edges: .both, bufferSize: 256)
         lineB = try context.input(settings.b, bias: settings.bias, edges: .both, bufferSize: 256)
-        inputs = [lineA, lineB]
         decoder = QuadratureDecoder(transitionsPerStep: settings.transitionsPerStep, wrap: settings.wrap)
+    }
+
+    var inputCount: Int { 2 }
+
+    func readEvents(ofInput index: Int, into events: inout [EdgeEvent]) throws -> Int {
+        try (index == 0 ? lineA : lineB).readEvents(into: &events)
     }
 
     var deadline: UInt64? { nil }
