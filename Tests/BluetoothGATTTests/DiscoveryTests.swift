@@ -107,6 +107,18 @@ import Testing
         #expect(first.services.map(\.handles) == [1...7, 8...15, 16...18, 19...29, 30...33, 43...46])
     }
 
+    /// Past a run of free handles an attribute no longer lies at its handle's place from the
+    /// first: it is found all the same, and a handle in the run is no attribute.
+    @Test func attributesPastFreeHandlesAreFound() throws {
+        let (server, _, services) = try Fixture.server()
+        try server.removeService(services[1].id, now: serverStart)  // frees 19–29
+        server.connect(CentralID(1))
+        #expect(server.exchange("0a2000").sent == ["0b03"])  // 6E400003's value, handle 32
+        #expect(server.exchange("0a2d00").sent == ["0b64"])  // battery level, handle 45
+        #expect(server.exchange("0a1900").sent == ["010a190001"])  // handle 25: Invalid Handle
+        #expect(server.exchange("0a1200").sent == ["0b2a"])  // before the run, handle 18 as ever
+    }
+
     @Test func refusesInvalidServices() throws {
         let (server, _, services) = try Fixture.server()
         let writableFixed = GATTService(
