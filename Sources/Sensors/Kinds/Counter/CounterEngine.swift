@@ -39,13 +39,13 @@ final class CounterEngine: SensorEngine {
         retryNs = max(reportNs, 10_000_000_000)
     }
 
-    /// A save that ended is due at once (at the time its total was counted).
     var inputCount: Int { 1 }
 
     func readEvents(ofInput index: Int, into events: inout [EdgeEvent]) throws -> Int {
         try input.readEvents(into: &events)
     }
 
+    /// A save that ended is due at once (at the time its total was counted).
     var deadline: UInt64? {
         guard let ended = store?.endedSaveTime else { return reportDue }
         return min(ended, reportDue ?? ended)
