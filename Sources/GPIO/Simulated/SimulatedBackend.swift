@@ -23,9 +23,9 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
     private var generatedThrough: UInt64
     /// No line changes level and no debouncer settles before this time, so generating up to an
     /// earlier time only moves the clock: a read of a line after its edge, the common case, does
-    /// not step every line's waveform again. Worked out by each full generation; every change
-    /// made from outside (a level received, a request, an output driven) resets it to 0, since it
-    /// may bring a change forward.
+    /// not step every line's waveform again. Worked out by each full generation; a request or an
+    /// output driven resets it to 0, since it may bring a change forward; a level received brings
+    /// forward at most its line's debouncer settling, and lowers it to that (`receive`).
     private var quietBefore: UInt64 = 0
     private var nextRequestID: UInt64 = 1
     private let clock: Clock
@@ -133,8 +133,8 @@ public final class SimulatedBackend: GPIOBackend, @unchecked Sendable {
 
     /// Generates every edge up to now. When no line is due to change ever (`quietBefore` is
     /// `.max`: its lines change only by a level received, an output driven or a request, each of
-    /// which resets it), there is nothing to generate and the clock is not read: so a read of a
-    /// socket-driven line, once per edge, spares a clock read.
+    /// which lowers it as needed), there is nothing to generate and the clock is not read: so a
+    /// read of a socket-driven line, once per edge, spares a clock read.
     private func generateToNowLocked() -> Wakeups {
         guard quietBefore != .max else { return Wakeups() }
         return generateLocked(through: currentTimeLocked)
